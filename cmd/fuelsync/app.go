@@ -1,0 +1,116 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+)
+
+// Set at build time with -ldflags "-X main.version=... -X main.commit=...".
+var (
+	version = "dev"
+	commit  = "unknown"
+)
+
+// exitError carries an exit code out of a command action. The message, if any, has
+// not been printed yet.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// exitCode returns an error that makes run return code without printing anything.
+func exitCode(code int) error { return &exitError{code: code} }
+
+// globals are the flags every command shares (SPEC §7).
+type globals struct {
+	repo    string
+	rev     string
+	workdir string
+	format  string
+	color   string
+	quiet   bool
+	stdout  io.Writer
+	stderr  io.Writer
+}
+
+func (g *globals) useColor(w io.Writer) bool {
+	switch g.color {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func readGlobals(c *cli.Context, stdout, stderr io.Writer) (*globals, error) {
+	g := &globals{
+		repo: c.String("repo"), rev: c.String("rev"), workdir: c.String("workdir"),
+		format: c.String("format"), color: c.String("color"), quiet: c.Bool("quiet"),
+		stdout: stdout, stderr: stderr,
+	}
+	switch g.color {
+	case "auto", "always", "never":
+	default:
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("--color must be auto, always or never, not %q", g.color)}
+	}
+	return g, nil
+}
+
+func newApp(stdout, stderr io.Writer) *cli.App {
+	app := &cli.App{
+		Name:  "fuelsync",
+		Usage: "GitOps reconciler for OpenStack Fuel deployment configuration",
+		Description: "fuelsync loads a revision of a config repository (releases and plugins in Fuel's formats,\n" +
+			"cluster specs in YAML or HCL), validates it, and renders one task graph per node.",
+		Version:         version,
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		HideVersion:     true,
+		HideHelpCommand: true,
+		ExitErrHandler:  func(*cli.Context, error) {},
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "repo", Value: ".", Usage: "repository `PATH` (a working tree or a bare repository)"},
+			&cli.StringFlag{Name: "rev", Usage: "read revision `REV` (branch, tag, HEAD~2, sha) from git objects instead of the working tree"},
+			&cli.StringFlag{Name: "workdir", Value: ".fuelsync", Usage: "`DIR` for state, applied artifacts, lock and cache"},
+			&cli.StringFlag{Name: "format", Value: "text", Usage: "output `FORMAT`: text, json, markdown or github, where the command supports it"},
+			&cli.StringFlag{Name: "color", Value: "auto", Usage: "colour output: auto, always or never"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only problems"},
+		},
+		Commands: []*cli.Command{
+			validateCommand(stdout, stderr),
+			versionCommand(stdout, stderr),
+		},
+	}
+	return app
+}
+
+// run executes the CLI and returns the process exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	err := newApp(stdout, stderr).Run(args)
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintf(stderr, "fuelsync: %s\n", ee.msg)
+		}
+		return ee.code
+	}
+	msg := err.Error()
+	fmt.Fprintf(stderr, "fuelsync: %s\n", strings.TrimSpace(msg))
+	return 1
+}

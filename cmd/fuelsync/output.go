@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// formatVersion is the version of every JSON document fuelsync prints.
+const formatVersion = "1"
+
+const (
+	ansiRed    = "\x1b[31m"
+	ansiYellow = "\x1b[33m"
+	ansiBold   = "\x1b[1m"
+	ansiReset  = "\x1b[0m"
+)
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+func severityName(s hcl.DiagnosticSeverity) string {
+	if s == hcl.DiagError {
+		return "error"
+	}
+	return "warning"
+}
+
+// writeDiagnosticsText prints each diagnostic as `file:line:col: error: summary`,
+// then the source line with the range marked and the detail, as compilers do.
+func writeDiagnosticsText(w io.Writer, diags hcl.Diagnostics, files map[string]*hcl.File, prefix string, color bool) {
+	for _, d := range diags {
+		sev := severityName(d.Severity)
+		if color {
+			c := ansiRed
+			if d.Severity != hcl.DiagError {
+				c = ansiYellow
+			}
+			sev = c + ansiBold + sev + ansiReset
+		}
+		if d.Subject == nil {
+			fmt.Fprintf(w, "%s: %s\n", sev, d.Summary)
+		} else {
+			s := d.Subject
+			fmt.Fprintf(w, "%s%s:%d:%d: %s: %s\n", prefix, s.Filename, s.Start.Line, s.Start.Column, sev, d.Summary)
+			if f, ok := files[s.Filename]; ok {
+				writeSnippet(w, f.Bytes, *s)
+			}
+		}
+		if d.Detail != "" {
+			for _, line := range strings.Split(d.Detail, "\n") {
+				fmt.Fprintf(w, "  %s\n", line)
+			}
+		}
+	}
+}
+
+// writeSnippet prints the subject's first line with a marker under the range.
+func writeSnippet(w io.Writer, src []byte, r hcl.Range) {
+	lines := bytes.Split(src, []byte("\n"))
+	if r.Start.Line < 1 || r.Start.Line > len(lines) {
+		return
+	}
+	line := strings.TrimRight(string(lines[r.Start.Line-1]), "\r")
+	line = strings.ReplaceAll(line, "\t", " ")
+	if strings.TrimSpace(line) == "" {
+		return
+	}
+	num := fmt.Sprint(r.Start.Line)
+	fmt.Fprintf(w, "  %s | %s\n", num, line)
+	width := 1
+	if r.End.Line == r.Start.Line && r.End.Column > r.Start.Column {
+		width = r.End.Column - r.Start.Column
+	} else if r.End.Line > r.Start.Line {
+		width = utf8.RuneCountInString(line) - r.Start.Column + 1
+	}
+	width = max(width, 1)
+	fmt.Fprintf(w, "  %s | %s%s\n", strings.Repeat(" ", len(num)), strings.Repeat(" ", max(r.Start.Column-1, 0)), strings.Repeat("^", width))
+}
+
+type jsonPos struct {
+	Line   int `json:"line"`
+	Column int `json:"column"`
+	Byte   int `json:"byte"`
+}
+
+type jsonRange struct {
+	Filename string  `json:"filename"`
+	Start    jsonPos `json:"start"`
+	End      jsonPos `json:"end"`
+}
+
+type jsonDiagnostic struct {
+	Severity string     `json:"severity"`
+	Summary  string     `json:"summary"`
+	Detail   string     `json:"detail,omitempty"`
+	Range    *jsonRange `json:"range,omitempty"`
+}
+
+func toJSONDiagnostics(diags hcl.Diagnostics, prefix string) []jsonDiagnostic {
+	out := make([]jsonDiagnostic, 0, len(diags))
+	for _, d := range diags {
+		jd := jsonDiagnostic{Severity: severityName(d.Severity), Summary: d.Summary, Detail: d.Detail}
+		if s := d.Subject; s != nil {
+			jd.Range = &jsonRange{
+				Filename: prefix + s.Filename,
+				Start:    jsonPos{s.Start.Line, s.Start.Column, s.Start.Byte},
+				End:      jsonPos{s.End.Line, s.End.Column, s.End.Byte},
+			}
+		}
+		out = append(out, jd)
+	}
+	return out
+}
+
+// writeDiagnosticsJSON prints the machine-readable result of validate.
+func writeDiagnosticsJSON(w io.Writer, diags hcl.Diagnostics, prefix string, valid bool) error {
+	nerr, nwarn := 0, 0
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError {
+			nerr++
+		} else {
+			nwarn++
+		}
+	}
+	return writeJSON(w, map[string]any{
+		"format_version": formatVersion,
+		"valid":          valid,
+		"error_count":    nerr,
+		"warning_count":  nwarn,
+		"diagnostics":    toJSONDiagnostics(diags, prefix),
+	})
+}
+
+// GitHub workflow commands escape their data and property values.
+var (
+	ghData     = strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A")
+	ghProperty = strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C")
+)
+
+// writeDiagnosticsGitHub prints GitHub Actions annotations (::error file=…,line=…::msg).
+func writeDiagnosticsGitHub(w io.Writer, diags hcl.Diagnostics, prefix string) {
+	for _, d := range diags {
+		msg := d.Summary
+		if d.Detail != "" {
+			msg += "\n" + d.Detail
+		}
+		if s := d.Subject; s != nil {
+			fmt.Fprintf(w, "::%s file=%s,line=%d,col=%d,endLine=%d,endColumn=%d,title=fuelsync::%s\n",
+				severityName(d.Severity), ghProperty.Replace(prefix+s.Filename), s.Start.Line, s.Start.Column,
+				s.End.Line, s.End.Column, ghData.Replace(msg))
+		} else {
+			fmt.Fprintf(w, "::%s title=fuelsync::%s\n", severityName(d.Severity), ghData.Replace(msg))
+		}
+	}
+}

@@ -1,0 +1,241 @@
+package loader
+
+import (
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+var reNodeName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+
+const ruleNodeName = "node names start with a lowercase letter or digit and continue with lowercase letters, digits, '.', '_' or '-' (^[a-z0-9][a-z0-9._-]*$)"
+
+// ReservedNodeNames are the pseudo nodes of the artifacts (SPEC §6).
+var ReservedNodeNames = map[string]string{
+	"master": "the Fuel master node",
+	"sync":   "the stage tasks' synchronisation node",
+}
+
+var knownClusterKeys = map[string]bool{
+	"cluster": true, "release": true, "mode": true, "plugins": true, "components": true, "settings": true,
+	"resolution": true, "tags": true, "roles": true, "instances": true, "nodes": true, "tasks_path": true,
+	"tasks": true, "environments": true, "requires": true, "resource_registry": true,
+}
+
+// loadCluster reads one cluster spec, YAML or HCL.
+func (l *loadCtx) loadCluster(file string) (*Cluster, hcl.Diagnostics) {
+	var v *Value
+	var diags hcl.Diagnostics
+	if strings.HasSuffix(file, ".hcl") {
+		src, d := l.r.raw(file, fileRange(file))
+		if d != nil {
+			return nil, hcl.Diagnostics{d}
+		}
+		v, diags = clusterHCLToValue(file, src)
+	} else {
+		v, diags = l.r.data(file, fileRange(file))
+	}
+	if v == nil || diags.HasErrors() {
+		return nil, diags
+	}
+	c, d := l.clusterFromValue(file, v)
+	return c, append(diags, d...)
+}
+
+// defaultClusterName is the file name without extension, or the directory name for
+// clusters/<name>/cluster.yaml.
+func defaultClusterName(file string) string {
+	base := path.Base(file)
+	stem := strings.TrimSuffix(base, path.Ext(base))
+	if stem == "cluster" && path.Dir(file) != "clusters" {
+		return path.Base(path.Dir(file))
+	}
+	return stem
+}
+
+// clusterFromValue builds the cluster model from its data tree. YAML specs and HCL
+// specs (converted to the same tree) go through here, so twins give equal models.
+func (l *loadCtx) clusterFromValue(file string, v *Value) (*Cluster, hcl.Diagnostics) {
+	c := &checker{}
+	if v.IsNull() {
+		c.errf(v.Range, "%s: the cluster spec is empty", file)
+		return nil, c.diags
+	}
+	if !c.mapping(v, "a cluster spec") {
+		return nil, c.diags
+	}
+	cl := &Cluster{File: file, Name: defaultClusterName(file), NameRange: fileRange(file), Mode: "ha", Resolution: "tags"}
+	what := "cluster " + cl.Name
+	if name, ok := c.str(v, "cluster", "cluster", false); ok {
+		cl.Name, cl.NameRange = name, v.Get("cluster").Range
+		what = "cluster " + name
+	}
+	if rel, ok := c.str(v, "release", what, true); ok {
+		cl.Release, cl.ReleaseRange = rel, v.Get("release").Range
+	}
+	if mode, ok := c.str(v, "mode", what, false); ok {
+		if mode != "ha" && mode != "multinode" {
+			c.errf(v.Get("mode").Range, "%s: mode must be ha or multinode, not %q", what, mode)
+		}
+		cl.Mode = mode
+	}
+	if res, ok := c.str(v, "resolution", what, false); ok {
+		if res != "tags" && res != "roles" {
+			c.errf(v.Get("resolution").Range, "%s: resolution must be tags or roles, not %q", what, res)
+		}
+		cl.Resolution = res
+	}
+	cl.Plugins = refs(c, v, "plugins", what)
+	cl.Components = refs(c, v, "components", what)
+	cl.Environments = refs(c, v, "environments", what)
+	if s := v.Get("settings"); !s.IsNull() && c.mapping(s, what+": settings") {
+		cl.Settings = expandDotted(c, s)
+	}
+	if t := v.Get("tags"); !t.IsNull() {
+		cl.Tags = checkTagsMeta(c, t, what)
+	}
+	if r := v.Get("roles"); !r.IsNull() && c.mapping(r, what+": roles") {
+		for _, f := range r.Fields {
+			if !c.mapping(f.Value, what+": roles."+f.Key) {
+				continue
+			}
+			tags, _ := c.strList(f.Value, "tags", what+": roles."+f.Key, true, false)
+			cl.RoleTags = append(cl.RoleTags, RoleTags{Role: f.Key, Tags: tags, Range: f.KeyRange})
+		}
+	}
+	if in := v.Get("instances"); !in.IsNull() && c.mapping(in, what+": instances") {
+		for _, f := range in.Fields {
+			if f.Value.Kind != KindInt || f.Value.Int < 1 {
+				c.errf(f.Value.Range, "%s: instances.%s must be a positive integer", what, f.Key)
+				continue
+			}
+			cl.Instances = append(cl.Instances, Instance{Tag: f.Key, Count: int(f.Value.Int), Range: f.KeyRange})
+		}
+	}
+	cl.Nodes = clusterNodes(c, v.Get("nodes"), what)
+	if tp, ok := c.str(v, "tasks_path", what, false); ok {
+		cl.TasksPath = tp
+		tv := &Value{Kind: KindMap, Range: v.Range, Fields: []Field{*v.Field("tasks_path")}}
+		loaded, d := l.paths.walk(tv, file, []string{file})
+		c.add(d...)
+		if t := loaded.Get("tasks"); t != nil {
+			cl.Tasks = checkTaskList(c, t, file)
+		}
+	} else if t := v.Get("tasks"); !t.IsNull() {
+		cl.Tasks = checkTaskList(c, t, file)
+	}
+	if r := v.Get("requires"); !r.IsNull() && c.mapping(r, what+": requires") {
+		cl.Requires = r
+	}
+	if r := v.Get("resource_registry"); !r.IsNull() && c.mapping(r, what+": resource_registry") {
+		cl.ResourceRegistry = r
+	}
+	for _, f := range v.Fields {
+		if knownClusterKeys[f.Key] {
+			continue
+		}
+		if best := closest(f.Key, knownClusterKeys); best != "" {
+			c.warnf(f.KeyRange, "%s: unknown key %q, did you mean %q?", what, f.Key, best)
+		} else {
+			c.warnf(f.KeyRange, "%s: unknown key %q is ignored", what, f.Key)
+		}
+	}
+	return cl, c.diags
+}
+
+// refs reads a list of names.
+func refs(c *checker, m *Value, key, what string) []Ref {
+	names, ok := c.strList(m, key, what, false, false)
+	if !ok {
+		return nil
+	}
+	out := make([]Ref, len(names))
+	for i, n := range names {
+		out[i] = Ref{Name: n, Range: m.Get(key).Items[i].Range}
+	}
+	return out
+}
+
+// expandDotted turns `a.b.c: v` keys into nested mappings, merged with nested keys
+// written the long way.
+func expandDotted(c *checker, m *Value) *Value {
+	out := NewMap(m.Range)
+	for _, f := range m.Fields {
+		val := f.Value
+		if val.IsMap() {
+			val = expandDotted(c, val)
+		}
+		parts := strings.Split(f.Key, ".")
+		for i := len(parts) - 1; i > 0; i-- {
+			val = &Value{Kind: KindMap, Range: f.KeyRange, Fields: []Field{{Key: parts[i], KeyRange: f.KeyRange, Value: val}}}
+		}
+		out = DeepMerge(out, &Value{Kind: KindMap, Range: m.Range, Fields: []Field{{Key: parts[0], KeyRange: f.KeyRange, Value: val}}})
+	}
+	return out
+}
+
+// clusterNodes reads `nodes:`: a mapping of node name to {id, roles, tags}.
+func clusterNodes(c *checker, v *Value, what string) []*Node {
+	if v.IsNull() {
+		return nil
+	}
+	if !v.IsMap() {
+		c.errf(v.Range, "%s: nodes must be a mapping of node name to {id, roles, tags}, not a %s", what, v.Kind)
+		return nil
+	}
+	for _, f := range v.Overridden {
+		c.add(withDetail(errorAt(f.KeyRange, "%s: node %q is defined twice", what, f.Key),
+			"Each node name appears once under nodes:; the later definition would silently replace this one."))
+	}
+	var nodes []*Node
+	byID := map[int]*Node{}
+	for i, f := range v.Fields {
+		n := &Node{Name: f.Key, NameRange: f.KeyRange, ID: i + 1}
+		nw := what + ": node " + f.Key
+		if c.pattern(f.KeyRange, reNodeName, f.Key, "node name", ruleNodeName) {
+			if why, reserved := ReservedNodeNames[f.Key]; reserved {
+				c.errf(f.KeyRange, "%s: node name %q is reserved for %s", what, f.Key, why)
+			}
+		}
+		body := f.Value
+		if body.IsNull() {
+			body = NewMap(f.Value.Range)
+		}
+		if !c.mapping(body, nw) {
+			continue
+		}
+		if id := body.Get("id"); !id.IsNull() {
+			if id.Kind != KindInt || id.Int < 1 {
+				c.errf(id.Range, "%s: id must be a positive integer", nw)
+			} else {
+				n.ID = int(id.Int)
+			}
+		}
+		if prev, dup := byID[n.ID]; dup {
+			c.errf(where(body, "id"), "%s: id %d is already used by node %s", nw, n.ID, prev.Name)
+		} else {
+			byID[n.ID] = n
+		}
+		n.Roles = refs(c, body, "roles", nw)
+		if t := body.Get("tags"); !t.IsNull() && c.mapping(t, nw+": tags") {
+			n.Assign = refs(c, t, "assign", nw+": tags")
+			n.Unassign = refs(c, t, "unassign", nw+": tags")
+			for _, tf := range t.Fields {
+				if tf.Key != "assign" && tf.Key != "unassign" {
+					c.errf(tf.KeyRange, "%s: tags has assign and unassign lists, not %q", nw, tf.Key)
+				}
+			}
+		}
+		for _, bf := range body.Fields {
+			switch bf.Key {
+			case "id", "roles", "tags":
+			default:
+				c.warnf(bf.KeyRange, "%s: unknown key %q is ignored", nw, bf.Key)
+			}
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes
+}

@@ -1,0 +1,324 @@
+package loader
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// Options tune a load.
+type Options struct {
+	// MaxFileSize is the largest file read; 0 means DefaultMaxFileSize (64 MiB).
+	MaxFileSize int64
+}
+
+// loadCtx is the state of one load of one revision.
+type loadCtx struct {
+	r     *repoFS
+	paths *pathLoader
+}
+
+// ErrNoReleases is the message for a cluster in a repository without releases.
+const ErrNoReleases = "no releases are installed: add a plugin whose metadata.yaml has a release with is_release: true"
+
+// Load reads one revision of a config repository from fsys (the repository root) and
+// validates its structure: plugins, the releases they define, and cluster specs with
+// their references. It never writes anything. All problems are returned, sorted; the
+// Repo is returned even when there are errors, with what could be loaded.
+func Load(fsys fs.FS, opts Options) (*Repo, hcl.Diagnostics) {
+	r := newRepoFS(fsys, opts.MaxFileSize)
+	l := &loadCtx{r: r, paths: newPathLoader(r)}
+	repo := &Repo{Sources: r.sources}
+	var diags hcl.Diagnostics
+
+	// 1. Repository settings.
+	settings, d := l.loadSettings()
+	repo.Settings = settings
+	diags = append(diags, d...)
+
+	// 2. Plugins, in parallel: parsing is most of the work.
+	dirs, d := l.pluginDirs()
+	diags = append(diags, d...)
+	plugins := make([]*Plugin, len(dirs))
+	pdiags := make([]hcl.Diagnostics, len(dirs))
+	parallel(len(dirs), func(i int) { plugins[i], pdiags[i] = l.loadPlugin(dirs[i]) })
+	for i := range dirs {
+		diags = append(diags, pdiags[i]...)
+		if plugins[i] != nil {
+			repo.Plugins = append(repo.Plugins, plugins[i])
+		}
+	}
+	diags = append(diags, checkPluginSet(repo)...)
+
+	// 3. Clusters, then their references to releases and plugins.
+	files, d := l.clusterFiles()
+	diags = append(diags, d...)
+	clusters := make([]*Cluster, len(files))
+	cdiags := make([]hcl.Diagnostics, len(files))
+	parallel(len(files), func(i int) { clusters[i], cdiags[i] = l.loadCluster(files[i]) })
+	for i := range files {
+		diags = append(diags, cdiags[i]...)
+		if clusters[i] != nil {
+			repo.Clusters = append(repo.Clusters, clusters[i])
+		}
+	}
+	diags = append(diags, checkClusterSet(repo)...)
+	return repo, SortDiagnostics(diags)
+}
+
+// parallel runs f(0..n-1) on up to GOMAXPROCS goroutines.
+func parallel(n int, f func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+// readDir lists a directory of the repository; a missing directory is empty.
+func (l *loadCtx) readDir(dir string) ([]fs.DirEntry, hcl.Diagnostics) {
+	entries, err := fs.ReadDir(l.r.fsys, dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, hcl.Diagnostics{errorAt(fileRange(dir), "reading %s: %s", dir, err)}
+	}
+	return entries, nil
+}
+
+// isDirEntry reports whether a directory entry is a directory, following a symlink
+// only when it stays inside the repository.
+func (l *loadCtx) isDirEntry(dir string, e fs.DirEntry) bool {
+	if e.IsDir() {
+		return true
+	}
+	return e.Type()&fs.ModeSymlink != 0 && l.r.isDir(path.Join(dir, e.Name()))
+}
+
+// pluginDirs lists plugins/<dir> directories, sorted.
+func (l *loadCtx) pluginDirs() ([]string, hcl.Diagnostics) {
+	entries, diags := l.readDir("plugins")
+	var dirs []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		if l.isDirEntry("plugins", e) {
+			dirs = append(dirs, path.Join("plugins", e.Name()))
+		}
+	}
+	return dirs, diags
+}
+
+// clusterFiles lists clusters/<name>.yaml|yml|hcl and clusters/<name>/cluster.yaml|yml|hcl.
+func (l *loadCtx) clusterFiles() ([]string, hcl.Diagnostics) {
+	entries, diags := l.readDir("clusters")
+	var files []string
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") {
+			continue
+		}
+		full := path.Join("clusters", name)
+		if l.isDirEntry("clusters", e) {
+			for _, n := range []string{"cluster.yaml", "cluster.yml", "cluster.hcl"} {
+				if l.r.exists(path.Join(full, n)) {
+					files = append(files, path.Join(full, n))
+					break
+				}
+			}
+			continue
+		}
+		switch path.Ext(name) {
+		case ".yaml", ".yml", ".hcl":
+			files = append(files, full)
+		}
+	}
+	return files, diags
+}
+
+// checkPluginSet checks what involves several plugins: unique names, unique releases.
+func checkPluginSet(repo *Repo) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	byName := map[string]*Plugin{}
+	for _, p := range repo.Plugins {
+		if p.Name == "" {
+			continue
+		}
+		if prev, dup := byName[p.Name]; dup {
+			diags = append(diags, errorAt(p.NameRange, "plugin %q is defined twice: in %s and %s", p.Name, prev.Dir, p.Dir))
+			continue
+		}
+		byName[p.Name] = p
+	}
+	seen := map[string]*Release{}
+	for _, p := range repo.Plugins {
+		for _, r := range p.Defines {
+			key := r.Name + "@" + r.Version
+			if prev, dup := seen[key]; dup {
+				diags = append(diags, errorAt(r.Range, "release %q version %s is defined twice: by plugin %s and plugin %s", r.Name, r.Version, prev.Plugin.Name, p.Name))
+				continue
+			}
+			seen[key] = r
+			repo.Releases = append(repo.Releases, r)
+		}
+	}
+	return diags
+}
+
+// FindRelease returns the releases a cluster's `release:` matches: a version, a name,
+// or name@version.
+func (repo *Repo) FindRelease(ref string) []*Release {
+	var out []*Release
+	name, version, hasAt := strings.Cut(ref, "@")
+	for _, r := range repo.Releases {
+		switch {
+		case hasAt && r.Name == name && r.Version == version,
+			!hasAt && (r.Version == ref || r.Name == ref):
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// FindPlugin returns the plugin named ref (name or name@version), or nil.
+func (repo *Repo) FindPlugin(ref string) *Plugin {
+	name, version, hasAt := strings.Cut(ref, "@")
+	for _, p := range repo.Plugins {
+		if p.Name == name && (!hasAt || p.Version == version) {
+			return p
+		}
+	}
+	return nil
+}
+
+// Cluster returns the cluster named name, or nil.
+func (repo *Repo) Cluster(name string) *Cluster {
+	for _, c := range repo.Clusters {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// checkClusterSet checks cluster references: unique cluster names, the release and
+// plugins they name.
+func checkClusterSet(repo *Repo) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	names := map[string]*Cluster{}
+	for _, c := range repo.Clusters {
+		if prev, dup := names[c.Name]; dup {
+			diags = append(diags, errorAt(c.NameRange, "cluster %q is defined twice: in %s and %s", c.Name, prev.File, c.File))
+		}
+		names[c.Name] = c
+		switch rels := repo.FindRelease(c.Release); {
+		case c.Release == "":
+		case len(repo.Releases) == 0:
+			diags = append(diags, errorAt(c.ReleaseRange, "cluster %s: %s", c.Name, ErrNoReleases))
+		case len(rels) == 0:
+			diags = append(diags, withDetail(errorAt(c.ReleaseRange, "cluster %s: unknown release %q; known releases: %s", c.Name, c.Release, releaseList(repo)),
+				"release: is a release version, a release name, or name@version."))
+		case len(rels) > 1:
+			diags = append(diags, errorAt(c.ReleaseRange, "cluster %s: release %q matches %d releases; write name@version: %s", c.Name, c.Release, len(rels), releaseList(repo)))
+		}
+		for _, pr := range c.Plugins {
+			p := repo.FindPlugin(pr.Name)
+			if p == nil {
+				diags = append(diags, errorAt(pr.Range, "cluster %s: unknown plugin %q; plugins in this repository: %s", c.Name, pr.Name, pluginList(repo)))
+				continue
+			}
+			if len(p.Defines) > 0 {
+				diags = append(diags, withDetail(errorAt(pr.Range, "cluster %s: plugin %q defines a release; choose it with release:, not plugins:", c.Name, pr.Name),
+					"plugins: lists plugins that extend the cluster's release."))
+			}
+		}
+	}
+	return diags
+}
+
+func releaseList(repo *Repo) string {
+	var parts []string
+	for _, r := range repo.Releases {
+		parts = append(parts, fmt.Sprintf("%s (%s)", r.Version, r.Name))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func pluginList(repo *Repo) string {
+	var names []string
+	for _, p := range repo.Plugins {
+		if p.Name != "" && len(p.Defines) == 0 {
+			names = append(names, p.Name)
+		}
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// loadSettings reads fuelsync.yaml (fuelsync.hcl is read the same way by
+// settingsFromHCL).
+func (l *loadCtx) loadSettings() (Settings, hcl.Diagnostics) {
+	s := Settings{FeatureGroups: []string{"experimental", "advanced"}}
+	for _, name := range []string{"fuelsync.yaml", "fuelsync.yml", "fuelsync.hcl"} {
+		if !l.r.exists(name) {
+			continue
+		}
+		s.File = name
+		var v *Value
+		var diags hcl.Diagnostics
+		if strings.HasSuffix(name, ".hcl") {
+			src, d := l.r.raw(name, fileRange(name))
+			if d != nil {
+				return s, hcl.Diagnostics{d}
+			}
+			v, diags = decodeHCLAttributes(name, src)
+		} else {
+			v, diags = l.r.data(name, fileRange(name))
+		}
+		if v.IsNull() {
+			return s, diags
+		}
+		c := &checker{diags: diags}
+		if !c.mapping(v, name) {
+			return s, c.diags
+		}
+		s.Data = v
+		s.Workdir, _ = c.str(v, "workdir", name, false)
+		s.Interval, _ = c.str(v, "interval", name, false)
+		s.Publish, _ = c.str(v, "publish", name, false)
+		s.PublishBranch, _ = c.str(v, "publish_branch", name, false)
+		if fg, ok := c.strList(v, "feature_groups", name, false, false); ok {
+			s.FeatureGroups = fg
+		}
+		c.misspelled(v, map[string]bool{"workdir": true, "interval": true, "publish": true, "publish_branch": true, "feature_groups": true}, name)
+		return s, c.diags
+	}
+	return s, nil
+}

@@ -1,0 +1,254 @@
+package loader
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// DefaultMaxFileSize is the largest file fuelsync reads (SPEC §1).
+const DefaultMaxFileSize = 64 << 20
+
+// Sources keeps the bytes of every file a load read, so that diagnostics can show the
+// source line (hcl.NewDiagnosticTextWriter takes this map).
+type Sources struct {
+	mu    sync.Mutex
+	files map[string]*hcl.File
+}
+
+func (s *Sources) add(name string, src []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.files == nil {
+		s.files = map[string]*hcl.File{}
+	}
+	if _, ok := s.files[name]; !ok {
+		s.files[name] = &hcl.File{Bytes: src, Body: hcl.EmptyBody()}
+	}
+}
+
+// Files returns the files read, by repository-relative path.
+func (s *Sources) Files() map[string]*hcl.File {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]*hcl.File, len(s.files))
+	for k, v := range s.files {
+		out[k] = v
+	}
+	return out
+}
+
+// repoFS reads a repository revision safely: every path stays inside the root
+// (symlinks included), files have a size limit, and each file is read and parsed once
+// however many documents refer to it.
+type repoFS struct {
+	fsys    fs.FS
+	maxSize int64
+	sources *Sources
+
+	mu     sync.Mutex
+	parsed map[string]*parsedFile
+}
+
+type parsedFile struct {
+	once  sync.Once
+	value *Value
+	diags hcl.Diagnostics
+	src   []byte
+	err   *hcl.Diagnostic // reading failed
+}
+
+func newRepoFS(fsys fs.FS, maxSize int64) *repoFS {
+	if maxSize <= 0 {
+		maxSize = DefaultMaxFileSize
+	}
+	return &repoFS{fsys: fsys, maxSize: maxSize, sources: &Sources{}, parsed: map[string]*parsedFile{}}
+}
+
+var urlLike = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://|^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:`)
+
+// isExternalRef reports whether ref is an absolute path or a URL.
+func isExternalRef(ref string) bool {
+	return urlLike.MatchString(ref) || strings.HasPrefix(ref, "/") || strings.HasPrefix(ref, `\`) ||
+		(len(ref) > 2 && ref[1] == ':' && (ref[2] == '/' || ref[2] == '\\'))
+}
+
+// resolveRef turns a path written in the file `from` into a repository-relative path.
+// Paths are relative to the directory of the file that contains them; an absolute
+// path, a URL or a path that climbs out of the repository is an error.
+func resolveRef(from, ref string, at hcl.Range) (string, *hcl.Diagnostic) {
+	switch {
+	case ref == "":
+		return "", errorAt(at, "empty path")
+	case urlLike.MatchString(ref):
+		return "", withDetail(errorAt(at, "path %q is a URL; only files inside the repository can be referenced", ref),
+			"fuelsync reads one repository revision and never fetches anything; copy the file into the repository.")
+	case strings.HasPrefix(ref, "/") || strings.HasPrefix(ref, `\`) || (len(ref) > 2 && ref[1] == ':' && (ref[2] == '/' || ref[2] == '\\')):
+		return "", withDetail(errorAt(at, "path %q is absolute; paths must be relative to the file that contains them", ref),
+			"An absolute path would read the machine running fuelsync, not the repository revision.")
+	}
+	p := path.Join(path.Dir(from), ref)
+	if p == ".." || strings.HasPrefix(p, "../") {
+		return "", errorAt(at, "path %q leaves the repository", ref)
+	}
+	return p, nil
+}
+
+// resolveLinks follows symlinks in name component by component, refusing any that
+// leave the repository. File systems that cannot report links are trusted.
+func (r *repoFS) resolveLinks(name string) (string, error) {
+	rl, ok := r.fsys.(fs.ReadLinkFS)
+	if !ok || name == "." {
+		return name, nil
+	}
+	parts := strings.Split(name, "/")
+	resolved := "."
+	for hops := 0; len(parts) > 0; {
+		next := path.Join(resolved, parts[0])
+		parts = parts[1:]
+		fi, err := rl.Lstat(next)
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			resolved = next
+			continue
+		}
+		if hops++; hops > 40 {
+			return "", fmt.Errorf("too many levels of symbolic links")
+		}
+		target, err := rl.ReadLink(next)
+		if err != nil {
+			return "", err
+		}
+		if path.IsAbs(target) || strings.HasPrefix(target, `\`) {
+			return "", fmt.Errorf("symlink %s points to %s, outside the repository: %w", next, target, errEscapes)
+		}
+		t := path.Join(path.Dir(next), target)
+		if t == ".." || strings.HasPrefix(t, "../") {
+			return "", fmt.Errorf("symlink %s points to %s, outside the repository: %w", next, target, errEscapes)
+		}
+		// Restart from the root with the link replaced by its target.
+		parts = append(strings.Split(t, "/"), parts...)
+		resolved = "."
+	}
+	return resolved, nil
+}
+
+var errEscapes = errors.New("path escapes the repository")
+
+// stat returns the file info of name after following links safely.
+func (r *repoFS) stat(name string) (fs.FileInfo, error) {
+	real, err := r.resolveLinks(name)
+	if err != nil {
+		return nil, err
+	}
+	return fs.Stat(r.fsys, real)
+}
+
+// isDir reports whether name is a directory inside the repository.
+func (r *repoFS) isDir(name string) bool {
+	fi, err := r.stat(name)
+	return err == nil && fi.IsDir()
+}
+
+// exists reports whether name exists inside the repository.
+func (r *repoFS) exists(name string) bool {
+	_, err := r.stat(name)
+	return err == nil
+}
+
+// readFile reads name (repository-relative) or returns a diagnostic at `at`.
+func (r *repoFS) readFile(name string, at hcl.Range) ([]byte, *hcl.Diagnostic) {
+	if !fs.ValidPath(name) {
+		return nil, errorAt(at, "invalid path %q", name)
+	}
+	real, err := r.resolveLinks(name)
+	if err != nil {
+		if errors.Is(err, errEscapes) || errors.Is(err, ErrEscapesRepo) {
+			return nil, errorAt(at, "%s", err.Error())
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, errorAt(at, "file %s does not exist", name)
+		}
+		return nil, errorAt(at, "reading %s: %s", name, err)
+	}
+	fi, err := fs.Stat(r.fsys, real)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, errorAt(at, "file %s does not exist", name)
+		}
+		return nil, errorAt(at, "reading %s: %s", name, err)
+	}
+	if fi.IsDir() {
+		return nil, errorAt(at, "%s is a directory, not a file", name)
+	}
+	if fi.Size() > r.maxSize {
+		return nil, errorAt(at, "file %s is %d bytes, over the %d MiB limit", name, fi.Size(), r.maxSize>>20)
+	}
+	src, err := fs.ReadFile(r.fsys, real)
+	if err != nil {
+		return nil, errorAt(at, "reading %s: %s", name, err)
+	}
+	if int64(len(src)) > r.maxSize {
+		return nil, errorAt(at, "file %s is over the %d MiB limit", name, r.maxSize>>20)
+	}
+	r.sources.add(name, src)
+	return src, nil
+}
+
+// entry returns the cache slot of name.
+func (r *repoFS) entry(name string) *parsedFile {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, ok := r.parsed[name]
+	if !ok {
+		p = &parsedFile{}
+		r.parsed[name] = p
+	}
+	return p
+}
+
+// data reads and decodes a YAML or JSON file once; later calls share the result. The
+// diagnostics of decoding are returned only to the first caller, so that a file used
+// twice reports its problems once. A read failure is reported to every caller at its
+// own reference.
+func (r *repoFS) data(name string, at hcl.Range) (*Value, hcl.Diagnostics) {
+	p := r.entry(name)
+	first := false
+	p.once.Do(func() {
+		first = true
+		src, d := r.readFile(name, at)
+		if d != nil {
+			p.err = d
+			return
+		}
+		p.src = src
+		p.value, p.diags = DecodeYAML(name, src)
+	})
+	if p.err != nil {
+		if first {
+			return nil, hcl.Diagnostics{p.err}
+		}
+		return nil, hcl.Diagnostics{errorAt(at, "%s", p.err.Summary)}
+	}
+	if first {
+		return p.value, p.diags
+	}
+	return p.value, nil
+}
+
+// raw reads a file (HCL) once and returns its bytes.
+func (r *repoFS) raw(name string, at hcl.Range) ([]byte, *hcl.Diagnostic) {
+	p := r.entry(name)
+	p.once.Do(func() {
+		p.src, p.err = r.readFile(name, at)
+	})
+	return p.src, p.err
+}
