@@ -91,6 +91,10 @@ func (li *lineIndex) span(filename string, line, col, width int) hcl.Range {
 	return hcl.Range{Filename: filename, Start: start, End: end}
 }
 
+// yamlParserErrors are the messages of libyaml's parser (parserc.go), which yaml.v3
+// numbers from 0; scanner errors are numbered from 1.
+var yamlParserErrors = []string{"did not find expected", "found duplicate %", "found incompatible YAML document", "found undefined tag handle"}
+
 var yamlErrLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // DecodeYAML decodes one YAML (or JSON) document into a Value tree. An empty file
@@ -136,6 +140,14 @@ func yamlSyntaxDiag(filename string, li *lineIndex, err error) *hcl.Diagnostic {
 	if m := yamlErrLine.FindStringSubmatch(msg); m != nil {
 		line, _ = strconv.Atoi(m[1])
 		msg = m[2]
+		// yaml.v3 reports parser errors (as opposed to scanner errors) with a 0-based
+		// line: the start of the construct being parsed.
+		for _, p := range yamlParserErrors {
+			if strings.HasPrefix(msg, p) {
+				line++
+				break
+			}
+		}
 	} else {
 		msg = strings.TrimPrefix(msg, "yaml: ")
 	}

@@ -1,0 +1,9 @@
+// Package examples holds the bundled example repositories; its tests load each one,
+// so the examples cannot rot:
+//
+//   - quickstart: a small, readable release plugin, two extension plugins and a
+//     cluster written twice, in YAML and in HCL;
+//   - fuel-mitaka: the real Fuel 9.x data (nailgun fixture, fuel-library tasks and
+//     four upstream plugins), copied unmodified, wrapped by a release-plugin
+//     metadata.yaml.
+package examples

@@ -1,0 +1,114 @@
+package loader
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/hcl/v2"
+)
+
+func TestDecodeYAML(t *testing.T) {
+	tests := map[string]struct {
+		src      string
+		want     any
+		warnings []string
+	}{
+		"empty file":     {src: "", want: nil},
+		"only comments":  {src: "# nothing\n", want: nil},
+		"empty list":     {src: "[]", want: []any{}},
+		"scalars":        {src: "a: 1\nb: 1.5\nc: true\nd: null\ne: '1'\nf: 2.1.0\ng: yes\n", want: map[string]any{"a": int64(1), "b": 1.5, "c": true, "d": nil, "e": "1", "f": "2.1.0", "g": "yes"}},
+		"duplicate keys": {src: "a: 1\nb: 2\na: 3\n", want: map[string]any{"a": int64(3), "b": int64(2)}, warnings: []string{`duplicate key "a" (first at line 1): the last one wins`}},
+		"anchors and aliases": {
+			src:  "base: &b {x: 1, y: [1, 2]}\ncopy: *b\n",
+			want: map[string]any{"base": map[string]any{"x": int64(1), "y": []any{int64(1), int64(2)}}, "copy": map[string]any{"x": int64(1), "y": []any{int64(1), int64(2)}}},
+		},
+		"merge keys": {
+			src:  "base: &b {x: 1, y: 2}\nderived:\n  <<: *b\n  y: 3\n",
+			want: map[string]any{"base": map[string]any{"x": int64(1), "y": int64(2)}, "derived": map[string]any{"x": int64(1), "y": int64(3)}},
+		},
+		"pairs": {
+			src:  "bind: !!pairs\n  - \"cluster:net_provider\": neutron\n  - \"settings:a.b\": true\n",
+			want: map[string]any{"bind": []any{[]any{"cluster:net_provider", "neutron"}, []any{"settings:a.b", true}}},
+		},
+		"several documents": {src: "a: 1\n---\nb: 2\n", want: map[string]any{"a": int64(1)}, warnings: []string{"the file holds several YAML documents; only the first is read"}},
+		"json":              {src: `{"a": [1, "x", {"b": null}]}`, want: map[string]any{"a": []any{int64(1), "x", map[string]any{"b": nil}}}},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			v, diags := DecodeYAML("f.yaml", []byte(tt.src))
+			if diags.HasErrors() {
+				t.Fatalf("unexpected errors: %v", diags)
+			}
+			if diff := cmp.Diff(tt.want, v.Interface()); diff != "" {
+				t.Errorf("value mismatch (-want +got):\n%s", diff)
+			}
+			var got []string
+			for _, d := range diags {
+				got = append(got, d.Summary)
+			}
+			if diff := cmp.Diff(tt.warnings, got); diff != "" {
+				t.Errorf("warnings mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDecodeYAMLPositions(t *testing.T) {
+	src := "# comment\nname: détaché\nlist:\n  - \"quoted\"\n  - {k: v}\n"
+	v, diags := DecodeYAML("p.yaml", []byte(src))
+	if len(diags) > 0 {
+		t.Fatal(diags)
+	}
+	pos := func(r hcl.Range) string {
+		return fmt.Sprintf("%d:%d-%d:%d@%d-%d", r.Start.Line, r.Start.Column, r.End.Line, r.End.Column, r.Start.Byte, r.End.Byte)
+	}
+	got := map[string]string{
+		"name key":   pos(v.Field("name").KeyRange),
+		"name value": pos(v.Get("name").Range),
+		"quoted":     pos(v.Get("list").Items[0].Range),
+		"k value":    pos(v.Get("list").Items[1].Get("k").Range),
+	}
+	want := map[string]string{
+		"name key":   "2:1-2:5@10-14",
+		"name value": "2:7-2:14@16-25", // é is two bytes: 7 characters, 9 bytes
+		"quoted":     "4:5-4:13@36-44",
+		"k value":    "5:9-5:10@53-54",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("positions mismatch (-want +got):\n%s", diff)
+	}
+	if s := src[v.Get("name").Range.Start.Byte:v.Get("name").Range.End.Byte]; s != "détaché" {
+		t.Errorf("byte range covers %q", s)
+	}
+}
+
+func TestDecodeYAMLErrors(t *testing.T) {
+	laughs := "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+	for i, prev := 'b', 'a'; i <= 'j'; i, prev = i+1, i {
+		laughs += fmt.Sprintf("%c: &%c [*%c, *%c, *%c, *%c, *%c, *%c, *%c, *%c, *%c, *%c]\n", i, i, prev, prev, prev, prev, prev, prev, prev, prev, prev, prev)
+	}
+	tests := map[string]struct {
+		src, summary string
+		line         int
+	}{
+		"unclosed flow":   {"a: 1\nb: [1, 2\nc: 3\n", "YAML syntax error: did not find expected ',' or ']'", 2},
+		"tab indentation": {"a:\n\tb: c\n", "YAML syntax error: found character that cannot start any token", 2},
+		"billion laughs":  {laughs, "YAML aliases expand to", 1},
+		"complex key":     {"? [a, b]\n: c\n", "mapping keys must be scalars, not a list", 1},
+		"bad pairs":       {"p: !!pairs\n  - {a: 1, b: 2}\n", "each item of a !!pairs list must be a mapping with one key", 2},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, diags := DecodeYAML("bad.yaml", []byte(tt.src))
+			if !diags.HasErrors() {
+				t.Fatalf("no error")
+			}
+			d := diags[0]
+			if !strings.HasPrefix(d.Summary, tt.summary) || d.Subject == nil || d.Subject.Start.Line != tt.line || d.Subject.Filename != "bad.yaml" {
+				t.Errorf("got %q at %v, want %q at line %d", d.Summary, d.Subject, tt.summary, tt.line)
+			}
+		})
+	}
+}
