@@ -228,9 +228,6 @@ func (d *yamlDecoder) value(n *yaml.Node) *Value {
 		v = d.scalar(n)
 	case yaml.SequenceNode:
 		v = &Value{Kind: KindList, Range: d.rng(n, 1)}
-		if n.Anchor != "" {
-			d.anchors[n] = v
-		}
 		v.Items = make([]*Value, 0, len(n.Content))
 		for _, c := range n.Content {
 			v.Items = append(v.Items, d.value(c))
@@ -240,13 +237,12 @@ func (d *yamlDecoder) value(n *yaml.Node) *Value {
 		}
 	case yaml.MappingNode:
 		v = &Value{Kind: KindMap, Range: d.rng(n, 1)}
-		if n.Anchor != "" {
-			d.anchors[n] = v
-		}
 		d.mapping(n, v)
 	default:
 		v = &Value{Kind: KindNull, Range: d.rng(n, 0)}
 	}
+	// An anchor becomes visible to aliases only once its node is complete, so an
+	// alias inside its own anchor is an error rather than a cyclic tree.
 	if n.Anchor != "" {
 		d.anchors[n] = v
 	}

@@ -96,6 +96,7 @@ func TestDecodeYAMLErrors(t *testing.T) {
 		"unclosed flow":   {"a: 1\nb: [1, 2\nc: 3\n", "YAML syntax error: did not find expected ',' or ']'", 2},
 		"tab indentation": {"a:\n\tb: c\n", "YAML syntax error: found character that cannot start any token", 2},
 		"billion laughs":  {laughs, "YAML aliases expand to", 1},
+		"recursive alias": {"x: &a [1, *a]\n", "YAML alias *a refers to its own anchor", 1},
 		"complex key":     {"? [a, b]\n: c\n", "mapping keys must be scalars, not a list", 1},
 		"bad pairs":       {"p: !!pairs\n  - {a: 1, b: 2}\n", "each item of a !!pairs list must be a mapping with one key", 2},
 	}
