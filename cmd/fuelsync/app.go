@@ -81,6 +81,18 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		HideVersion:     true,
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {},
+		OnUsageError:    usageError,
+		// Runs when no command matched: help, or a one-line error on stderr.
+		Action: func(c *cli.Context) error {
+			switch args := c.Args(); {
+			case !args.Present(), args.First() == "help" && args.Len() == 1:
+				return cli.ShowAppHelp(c)
+			case args.First() == "help":
+				return cli.ShowCommandHelp(c, args.Get(1))
+			default:
+				return &exitError{code: 1, msg: fmt.Sprintf("unknown command %q; run 'fuelsync --help' for the list of commands", args.First())}
+			}
+		},
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "repo", Value: ".", Usage: "repository `PATH` (a working tree or a bare repository)"},
 			&cli.StringFlag{Name: "rev", Usage: "read revision `REV` (branch, tag, HEAD~2, sha) from git objects instead of the working tree"},
@@ -95,6 +107,12 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		},
 	}
 	return app
+}
+
+// usageError reports a bad flag or flag value on one line of stderr, without the help
+// text urfave/cli would print on stdout.
+func usageError(c *cli.Context, err error, _ bool) error {
+	return &exitError{code: 1, msg: fmt.Sprintf("%v; run '%s --help' for usage", err, c.Command.HelpName)}
 }
 
 // run executes the CLI and returns the process exit code.

@@ -132,13 +132,13 @@ func writeDiagnosticsJSON(w io.Writer, diags hcl.Diagnostics, prefix string, val
 			nwarn++
 		}
 	}
-	return writeJSON(w, map[string]any{
-		"format_version": formatVersion,
-		"valid":          valid,
-		"error_count":    nerr,
-		"warning_count":  nwarn,
-		"diagnostics":    toJSONDiagnostics(diags, prefix),
-	})
+	return writeJSON(w, struct {
+		FormatVersion string           `json:"format_version"`
+		Valid         bool             `json:"valid"`
+		ErrorCount    int              `json:"error_count"`
+		WarningCount  int              `json:"warning_count"`
+		Diagnostics   []jsonDiagnostic `json:"diagnostics"`
+	}{formatVersion, valid, nerr, nwarn, toJSONDiagnostics(diags, prefix)})
 }
 
 // GitHub workflow commands escape their data and property values.

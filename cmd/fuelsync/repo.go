@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -36,6 +37,9 @@ func isBareRepo(dir string) bool {
 // objects. A bare repository has no working tree, so it is read at HEAD by default.
 func openSource(g *globals) (*source, error) {
 	fi, err := os.Stat(g.repo)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("repository %s does not exist", g.repo)}
+	}
 	if err != nil {
 		return nil, &exitError{code: 1, msg: fmt.Sprintf("repository %s: %v", g.repo, err)}
 	}

@@ -195,6 +195,7 @@ func cmdTree(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 1 {
 		ts.Fatalf("usage: tree DIR")
 	}
+	out := ts.Stdout() // set stdout even when there is nothing to list
 	root := ts.MkAbs(args[0])
 	ts.Check(filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || p == root {
@@ -208,7 +209,7 @@ func cmdTree(ts *testscript.TestScript, neg bool, args []string) {
 		if d.IsDir() {
 			rel += "/"
 		}
-		_, err = fmt.Fprintln(ts.Stdout(), rel)
+		_, err = fmt.Fprintln(out, rel)
 		return err
 	}))
 }

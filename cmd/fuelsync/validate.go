@@ -12,9 +12,10 @@ import (
 
 func validateCommand(stdout, stderr io.Writer) *cli.Command {
 	return &cli.Command{
-		Name:      "validate",
-		Usage:     "load the repository and run every check",
-		ArgsUsage: " ",
+		Name:         "validate",
+		Usage:        "load the repository and run every check",
+		ArgsUsage:    " ",
+		OnUsageError: usageError,
 		Description: "Loads plugins, releases and cluster specs and reports every problem with its file, line and\n" +
 			"column. Exit status: 0 valid (warnings allowed), 1 errors (or warnings with --strict).",
 		Flags: []cli.Flag{
@@ -72,7 +73,10 @@ func validateSummary(label string, repo *loader.Repo, nerr, nwarn int, failed bo
 		nodes += len(c.Nodes)
 	}
 	verdict := "valid"
-	if failed {
+	switch {
+	case failed && nerr == 0:
+		verdict = "invalid (--strict: warnings count as errors)"
+	case failed:
 		verdict = "invalid"
 	}
 	relText := "no releases"
