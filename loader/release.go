@@ -143,7 +143,8 @@ func pickFixture(c *checker, fixture, rec *Value, r *Release) *Value {
 		}
 		return strings.Join(parts, "; ")
 	}
-	base := rec.Get("base_release")
+	// Problems point at base_release_path in the record, not into the fixture.
+	base := where(rec, "base_release")
 	if pk := rec.Get("fixture_pk"); !pk.IsNull() {
 		for _, x := range cands {
 			if x.pk == pk.String() {
@@ -174,10 +175,10 @@ func pickFixture(c *checker, fixture, rec *Value, r *Release) *Value {
 	case 1:
 		return match[0].fields
 	case 0:
-		c.add(withDetail(errorAt(base.Range, "no item of the base release fixture has version %q and operating_system %q; candidates: %s", r.Version, r.OperatingSystem, describe(cands)),
+		c.add(withDetail(errorAt(base, "no item of the base release fixture has version %q and operating_system %q; candidates: %s", r.Version, r.OperatingSystem, describe(cands)),
 			"The release record's version and operating_system choose the fixture item; fixture_pk: N names one directly."))
 	default:
-		c.add(withDetail(errorAt(base.Range, "%d items of the base release fixture match version %q and operating_system %q and none is named %q; candidates: %s", len(match), r.Version, r.OperatingSystem, r.Name, describe(match)),
+		c.add(withDetail(errorAt(base, "%d items of the base release fixture match version %q and operating_system %q and none is named %q; candidates: %s", len(match), r.Version, r.OperatingSystem, r.Name, describe(match)),
 			"Set release_name to the fixture item's name, or name the item with fixture_pk: N."))
 	}
 	return nil
