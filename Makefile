@@ -28,14 +28,20 @@ fmtcheck:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-# The main job on the bundled example.
+# The main job on the bundled examples: validate the quickstart, the real Fuel data
+# (its warnings are the known traps in upstream data), and a scratch copy of the
+# quickstart with one mistake, to show a diagnostic.
 demo: build
-	@echo "== fuelsync validate --repo examples/quickstart"
+	@echo "== fuelsync --repo examples/quickstart validate"
 	@$(BIN) --repo examples/quickstart validate
 	@echo
-	@echo "== fuelsync validate --repo examples/fuel-mitaka --quiet (real upstream data)"
-	@$(BIN) --repo examples/fuel-mitaka --quiet validate 2>/dev/null || true
-	@$(BIN) --repo examples/fuel-mitaka validate 2>/dev/null | tail -1
+	@echo "== fuelsync --repo examples/fuel-mitaka validate   (real upstream data, unmodified)"
+	@$(BIN) --repo examples/fuel-mitaka validate
+	@echo
+	@echo "== a scratch copy of the quickstart with package_version '7.0.0' (exit status 1 expected)"
+	@tmp=$$(mktemp -d) && cp -r examples/quickstart $$tmp/ && \
+	  sed -i "s/package_version: '4.0.0'/package_version: '7.0.0'/" $$tmp/quickstart/plugins/monitoring/metadata.yaml && \
+	  (cd $$tmp && $(CURDIR)/$(BIN) --repo quickstart validate; echo "exit status $$?"); rm -rf $$tmp
 
 # Coverage-guided fuzzing of every parser, FUZZTIME each.
 fuzz:

@@ -244,9 +244,10 @@ func (r *repoFS) data(name string, at hcl.Range) (*Value, hcl.Diagnostics) {
 	return p.value, nil
 }
 
-// raw reads a file (HCL) once and returns its bytes.
+// raw reads a file (HCL) once and returns its bytes. Its cache slot is apart from
+// data's, so one file can be read both ways.
 func (r *repoFS) raw(name string, at hcl.Range) ([]byte, *hcl.Diagnostic) {
-	p := r.entry(name)
+	p := r.entry("\x00raw:" + name)
 	p.once.Do(func() {
 		p.src, p.err = r.readFile(name, at)
 	})
