@@ -39,6 +39,10 @@ func (c *checker) mapping(v *Value, what string) bool {
 	if v.IsMap() {
 		return true
 	}
+	if v.IsNull() {
+		c.errf(v.Range, "%s is empty; it must be a mapping", what)
+		return false
+	}
 	c.errf(v.Range, "%s must be a mapping, not a %s", what, v.Kind)
 	return false
 }

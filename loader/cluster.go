@@ -3,6 +3,7 @@ package loader
 import (
 	"path"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -185,9 +186,24 @@ func clusterNodes(c *checker, v *Value, what string) []*Node {
 		c.errf(v.Range, "%s: nodes must be a mapping of node name to {id, roles, tags}, not a %s", what, v.Kind)
 		return nil
 	}
+	// Every definition of a repeated name, in file order: YAML keeps the last in
+	// Fields and the earlier ones in Overridden, HCL the first and the later ones.
+	occ := map[string][]hcl.Range{}
 	for _, f := range v.Overridden {
-		c.add(withDetail(errorAt(f.KeyRange, "%s: node %q is defined twice", what, f.Key),
-			"Each node name appears once under nodes:; the later definition would silently replace this one."))
+		occ[f.Key] = append(occ[f.Key], f.KeyRange)
+	}
+	for _, f := range v.Fields {
+		if _, dup := occ[f.Key]; dup {
+			occ[f.Key] = append(occ[f.Key], f.KeyRange)
+		}
+	}
+	for _, key := range sortedKeys(occ) {
+		rs := occ[key]
+		sort.SliceStable(rs, func(i, j int) bool { return rs[i].Start.Byte < rs[j].Start.Byte })
+		for _, r := range rs[1:] {
+			c.add(withDetail(errorAt(r, "%s: node %q is defined twice (first at line %d)", what, key, rs[0].Start.Line),
+				"Each node name appears once under nodes:."))
+		}
 	}
 	var nodes []*Node
 	byID := map[int]*Node{}

@@ -115,12 +115,29 @@ func (l *loadCtx) isDirEntry(dir string, e fs.DirEntry) bool {
 	return e.Type()&fs.ModeSymlink != 0 && l.r.isDir(path.Join(dir, e.Name()))
 }
 
+// escapingLink reports a directory entry that is a symlink the loader cannot follow
+// safely (its target leaves the repository, or it loops).
+func (l *loadCtx) escapingLink(dir string, e fs.DirEntry) *hcl.Diagnostic {
+	if e.Type()&fs.ModeSymlink == 0 {
+		return nil
+	}
+	full := path.Join(dir, e.Name())
+	if _, err := l.r.stat(full); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return errorAt(fileRange(full), "%s", err)
+	}
+	return nil
+}
+
 // pluginDirs lists plugins/<dir> directories, sorted.
 func (l *loadCtx) pluginDirs() ([]string, hcl.Diagnostics) {
 	entries, diags := l.readDir("plugins")
 	var dirs []string
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		if d := l.escapingLink("plugins", e); d != nil {
+			diags = append(diags, d)
 			continue
 		}
 		if l.isDirEntry("plugins", e) {
@@ -140,6 +157,10 @@ func (l *loadCtx) clusterFiles() ([]string, hcl.Diagnostics) {
 			continue
 		}
 		full := path.Join("clusters", name)
+		if d := l.escapingLink("clusters", e); d != nil {
+			diags = append(diags, d)
+			continue
+		}
 		if l.isDirEntry("clusters", e) {
 			for _, n := range []string{"cluster.yaml", "cluster.yml", "cluster.hcl"} {
 				if l.r.exists(path.Join(full, n)) {

@@ -1,6 +1,8 @@
 package loader
 
 import (
+	"errors"
+	"io/fs"
 	"path"
 	"runtime"
 	"slices"
@@ -140,12 +142,15 @@ func (pl *pathLoader) load(m *Value, f Field, file string, stack []string) (*Val
 		return nil, "", hcl.Diagnostics{errorAt(f.KeyRange, "both %s and %s are set; keep one", key, f.Key)}
 	}
 	if !hasGlobMeta(p) {
-		if pl.r.isDir(p) {
+		fi, err := pl.r.stat(p)
+		switch {
+		case err == nil && fi.IsDir():
 			return nil, "", nil
-		}
-		if !pl.r.exists(p) {
+		case errors.Is(err, fs.ErrNotExist):
 			return nil, "", hcl.Diagnostics{withDetail(errorAt(at, "%s: file %s does not exist", f.Key, p),
 				"The path is relative to the directory of "+file+".")}
+		case err != nil:
+			return nil, "", hcl.Diagnostics{errorAt(at, "%s: %s", f.Key, err)}
 		}
 		if !dataExts[path.Ext(p)] {
 			return nil, "", hcl.Diagnostics{errorAt(at, "%s: %s is not a .yaml, .yml or .json file", f.Key, p)}

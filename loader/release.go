@@ -229,7 +229,7 @@ func releaseGraphs(c *checker, rec, data *Value, what, file string) []*Graph {
 				gr.Name, _ = c.str(it, "name", what+": graph "+typ, false)
 				gr.Metadata = it.Get("metadata")
 				tasks := it.Get("tasks")
-				if tasks == nil {
+				if tasks == nil && !it.Has("tasks_path") { // a failed tasks_path is reported already
 					c.errf(it.Range, "%s: graph %s needs tasks or tasks_path", what, typ)
 				}
 				gr.Tasks = checkTaskList(c, tasks, what+": graph "+typ)

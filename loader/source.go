@@ -128,11 +128,11 @@ func (r *repoFS) resolveLinks(name string) (string, error) {
 			return "", err
 		}
 		if path.IsAbs(target) || strings.HasPrefix(target, `\`) {
-			return "", fmt.Errorf("symlink %s points to %s, outside the repository: %w", next, target, errEscapes)
+			return "", fmt.Errorf("symlink %s points to %s: %w", next, target, errEscapes)
 		}
 		t := path.Join(path.Dir(next), target)
 		if t == ".." || strings.HasPrefix(t, "../") {
-			return "", fmt.Errorf("symlink %s points to %s, outside the repository: %w", next, target, errEscapes)
+			return "", fmt.Errorf("symlink %s points to %s: %w", next, target, errEscapes)
 		}
 		// Restart from the root with the link replaced by its target.
 		parts = append(strings.Split(t, "/"), parts...)
@@ -161,7 +161,7 @@ func (r *repoFS) isDir(name string) bool {
 // exists reports whether name exists inside the repository.
 func (r *repoFS) exists(name string) bool {
 	_, err := r.stat(name)
-	return err == nil
+	return err == nil || !errors.Is(err, fs.ErrNotExist)
 }
 
 // readFile reads name (repository-relative) or returns a diagnostic at `at`.

@@ -150,12 +150,70 @@ func yamlSyntaxDiag(filename string, li *lineIndex, err error) *hcl.Diagnostic {
 		}
 	} else {
 		msg = strings.TrimPrefix(msg, "yaml: ")
+		if l, col, width, ok := locateYAMLProblem(li.src, msg); ok {
+			return &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "YAML syntax error: " + msg,
+				Subject:  rangePtr(li.span(filename, l, col, width)),
+			}
+		}
 	}
 	return &hcl.Diagnostic{
 		Severity: hcl.DiagError,
 		Summary:  "YAML syntax error: " + msg,
 		Subject:  rangePtr(li.span(filename, line, 1, 0)),
 	}
+}
+
+var reUnknownAnchor = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
+
+// yamlPrintable is libyaml's is_printable: what a YAML stream may contain.
+func yamlPrintable(r rune) bool {
+	return r == 0x09 || r == 0x0a || r == 0x0d || (r >= 0x20 && r <= 0x7e) || r == 0x85 ||
+		(r >= 0xa0 && r <= 0xd7ff) || (r >= 0xe000 && r <= 0xfffd) || (r >= 0x10000 && r <= 0x10ffff)
+}
+
+// locateYAMLProblem finds the place of the errors yaml.v3 reports without a line:
+// reader errors (bad UTF-8, control characters) and unknown aliases. It returns a
+// 1-based line and character column, and the width to mark.
+func locateYAMLProblem(src []byte, msg string) (line, col, width int, ok bool) {
+	off := -1
+	width = 1
+	switch {
+	case strings.Contains(msg, "UTF-8"):
+		for i := 0; i < len(src); {
+			r, size := utf8.DecodeRune(src[i:])
+			if r == utf8.RuneError && size <= 1 {
+				off = i
+				break
+			}
+			i += size
+		}
+	case msg == "control characters are not allowed":
+		for i := 0; i < len(src); {
+			r, size := utf8.DecodeRune(src[i:])
+			if !yamlPrintable(r) && !(i == 0 && r == 0xfeff) {
+				off = i
+				break
+			}
+			i += size
+		}
+	default:
+		m := reUnknownAnchor.FindStringSubmatch(msg)
+		if m == nil {
+			return 0, 0, 0, false
+		}
+		re := regexp.MustCompile(`(?m)(?:^|[\s\[{,:])(\*` + regexp.QuoteMeta(m[1]) + `)(?:$|[\s\]},])`)
+		if loc := re.FindSubmatchIndex(src); loc != nil {
+			off = loc[2]
+			width = utf8.RuneCountInString(m[1]) + 1
+		}
+	}
+	if off < 0 {
+		return 0, 0, 0, false
+	}
+	start := bytes.LastIndexByte(src[:off], '\n') + 1
+	return 1 + bytes.Count(src[:off], []byte{'\n'}), 1 + utf8.RuneCount(src[start:off]), width, true
 }
 
 type yamlDecoder struct {
