@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io/fs"
 	"path"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -184,25 +183,10 @@ func (pl *pathLoader) load(m *Value, f Field, file string, stack []string) (*Val
 func (pl *pathLoader) expandAll(files []string, at hcl.Range, stack []string) ([]*Value, hcl.Diagnostics) {
 	vals := make([]*Value, len(files))
 	diags := make([]hcl.Diagnostics, len(files))
-	workers := min(runtime.GOMAXPROCS(0), len(files))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				// Each goroutine needs its own copy of the stack slice.
-				st := append([]string(nil), stack...)
-				vals[i], diags[i] = pl.expandFile(files[i], at, st)
-			}
-		}()
-	}
-	for i := range files {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	parallel(len(files), func(i int) {
+		// Each goroutine needs its own copy of the stack slice.
+		vals[i], diags[i] = pl.expandFile(files[i], at, append([]string(nil), stack...))
+	})
 	var all hcl.Diagnostics
 	for _, d := range diags {
 		all = append(all, d...)
