@@ -75,9 +75,9 @@ func TestNewtonRelease(t *testing.T) {
 	}
 	want := map[string]any{
 		"name": "Newton on Ubuntu 16.04", "version": "newton-10.0", "os": "Ubuntu",
-		"roles":      []string{"controller", "compute", "cinder", "cinder-block-device", "ceph-osd", "mongo", "base-os", "virt", "ironic"},
-		"components": []string{"hypervisor:qemu", "network:neutron:core:ml2", "network:neutron:ml2:vlan", "network:neutron:ml2:tun", "storage:block:lvm", "storage:block:ceph", "storage:object:ceph", "storage:ephemeral:ceph", "storage:image:ceph", "additional_service:sahara", "additional_service:ironic"},
-		"graphs":     map[string]int{"default": 204, "provision": 10, "deletion": 5, "net-verification": 14},
+		"roles":                    []string{"controller", "compute", "cinder", "cinder-block-device", "ceph-osd", "mongo", "base-os", "virt", "ironic"},
+		"components":               []string{"hypervisor:qemu", "network:neutron:core:ml2", "network:neutron:ml2:vlan", "network:neutron:ml2:tun", "storage:block:lvm", "storage:block:ceph", "storage:object:ceph", "storage:ephemeral:ceph", "storage:image:ceph", "additional_service:sahara", "additional_service:ironic"},
+		"graphs":                   map[string]int{"default": 204, "provision": 10, "deletion": 5, "net-verification": 14},
 		"required_component_types": []string{"hypervisor", "network", "storage"},
 		"tags":                     13, // 6 with has_primary: controller, rabbitmq, database, keystone, neutron, mongo
 	}

@@ -1,0 +1,160 @@
+package repogen
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/fuelsync/fuelsync/loader"
+	"github.com/hashicorp/hcl/v2"
+)
+
+func countTasks(repo *loader.Repo) int {
+	n := 0
+	for _, p := range repo.Plugins {
+		for _, g := range p.Graphs {
+			n += len(g.Tasks)
+		}
+		for _, r := range p.Defines {
+			for _, g := range r.Graphs {
+				n += len(g.Tasks)
+			}
+		}
+	}
+	return n
+}
+
+func countNodes(repo *loader.Repo) int {
+	n := 0
+	for _, c := range repo.Clusters {
+		n += len(c.Nodes)
+	}
+	return n
+}
+
+func diagText(repo *loader.Repo, diags hcl.Diagnostics) string {
+	var b bytes.Buffer
+	w := hcl.NewDiagnosticTextWriter(&b, repo.Sources.Files(), 100, false)
+	_ = w.WriteDiagnostics(diags)
+	return b.String()
+}
+
+func TestGenerateLoads(t *testing.T) {
+	s := Spec{Plugins: 5, Tasks: 200, Nodes: 50, Clusters: 3, Seed: 1}
+	fsys := Generate(s)
+	repo, diags := loader.Load(fsys, loader.Options{})
+	if diags.HasErrors() {
+		t.Fatalf("Load: errors:\n%s", diagText(repo, diags))
+	}
+	if len(diags) > 0 {
+		t.Errorf("Load: unexpected warnings:\n%s", diagText(repo, diags))
+	}
+	if got := len(repo.Plugins); got != s.Plugins {
+		t.Errorf("plugins = %d, want %d", got, s.Plugins)
+	}
+	if got := len(repo.Releases); got != 1 || repo.Releases[0].Version != ReleaseVersion {
+		t.Errorf("releases = %d, want 1 (%s)", got, ReleaseVersion)
+	}
+	if got := countTasks(repo); got != s.Tasks {
+		t.Errorf("tasks = %d, want %d", got, s.Tasks)
+	}
+	if got := len(repo.Clusters); got != s.Clusters {
+		t.Errorf("clusters = %d, want %d", got, s.Clusters)
+	}
+	if got := countNodes(repo); got != s.Nodes {
+		t.Errorf("nodes = %d, want %d", got, s.Nodes)
+	}
+	hcl := 0
+	for _, c := range repo.Clusters {
+		if strings.HasSuffix(c.File, ".hcl") {
+			hcl++
+		}
+	}
+	if hcl == 0 {
+		t.Errorf("no HCL cluster among %d clusters", len(repo.Clusters))
+	}
+	// The release graphs: default spread over several files, and provision.
+	var types []string
+	for _, g := range repo.Releases[0].Graphs {
+		types = append(types, g.Type)
+	}
+	if !reflect.DeepEqual(types, []string{"default", "provision"}) {
+		t.Errorf("release graphs = %v, want [default provision]", types)
+	}
+	graphFiles := 0
+	for name := range fsys {
+		if strings.HasPrefix(name, "plugins/"+ReleasePlugin+"/graphs/") {
+			graphFiles++
+		}
+	}
+	if graphFiles < 2 {
+		t.Errorf("release graph files = %d, want several", graphFiles)
+	}
+}
+
+func TestGenerateSizes(t *testing.T) {
+	for _, s := range []Spec{
+		{Plugins: 1, Tasks: 0, Nodes: 1, Clusters: 1},
+		{Plugins: 2, Tasks: 1000, Nodes: 7, Clusters: 6, Seed: 3},
+		{Plugins: 12, Tasks: 777, Nodes: 101, Clusters: 9, Seed: 4},
+	} {
+		fsys := Generate(s)
+		repo, diags := loader.Load(fsys, loader.Options{})
+		if diags.HasErrors() {
+			t.Fatalf("%+v: Load: errors:\n%s", s, diagText(repo, diags))
+		}
+		want := max(s.Tasks, s.MinTasks())
+		if got := countTasks(repo); got != want {
+			t.Errorf("%+v: tasks = %d, want %d", s, got, want)
+		}
+		if got := countNodes(repo); got != max(s.Nodes, s.Clusters) {
+			t.Errorf("%+v: nodes = %d, want %d", s, got, s.Nodes)
+		}
+		if got := len(repo.Plugins); got != s.Plugins {
+			t.Errorf("%+v: plugins = %d, want %d", s, got, s.Plugins)
+		}
+	}
+}
+
+func TestGenerateDeterministic(t *testing.T) {
+	s := Spec{Plugins: 5, Tasks: 200, Nodes: 50, Clusters: 3, Seed: 42}
+	a, b := Generate(s), Generate(s)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("Generate gave different repositories for the same Spec")
+	}
+	s.Seed++
+	if reflect.DeepEqual(a, Generate(s)) {
+		t.Error("Generate ignored the seed")
+	}
+}
+
+func TestWriteDir(t *testing.T) {
+	s := Spec{Plugins: 3, Tasks: 100, Nodes: 10, Clusters: 2, Seed: 7}
+	fsys := Generate(s)
+	dir := t.TempDir()
+	if err := WriteDir(fsys, dir); err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range fsys {
+		if f.Mode.IsDir() {
+			continue
+		}
+		got, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, f.Data) {
+			t.Errorf("%s: written bytes differ", name)
+		}
+	}
+	repo, diags := loader.Load(os.DirFS(dir), loader.Options{})
+	if diags.HasErrors() {
+		t.Fatalf("Load from disk: errors:\n%s", diagText(repo, diags))
+	}
+	if got := countNodes(repo); got != s.Nodes {
+		t.Errorf("nodes from disk = %d, want %d", got, s.Nodes)
+	}
+}

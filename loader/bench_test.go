@@ -1,0 +1,274 @@
+package loader_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/fuelsync/fuelsync/internal/repogen"
+	"github.com/fuelsync/fuelsync/loader"
+	"github.com/hashicorp/hcl/v2"
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// largeSpec is the acceptance size: 50 plugins, 5,000 tasks, 2,000 nodes, 20 clusters.
+var largeSpec = repogen.Spec{Plugins: 50, Tasks: 5000, Nodes: 2000, Clusters: 20, Seed: 1}
+
+// large is the generated repository, built and checked once per test binary.
+var large struct {
+	once  sync.Once
+	fsys  fstest.MapFS
+	yaml  [][]byte // every .yaml/.yml/.json file, by path
+	bytes int64
+	err   string
+}
+
+func largeRepo(b *testing.B) (fstest.MapFS, [][]byte, int64) {
+	b.Helper()
+	large.once.Do(func() {
+		fsys := repogen.Generate(largeSpec)
+		repo, diags := loader.Load(fsys, loader.Options{})
+		if diags.HasErrors() {
+			var buf bytes.Buffer
+			_ = hcl.NewDiagnosticTextWriter(&buf, repo.Sources.Files(), 100, false).WriteDiagnostics(diags)
+			large.err = "the generated repository does not load:\n" + buf.String()
+			return
+		}
+		tasks, nodes := 0, 0
+		for _, p := range repo.Plugins {
+			for _, g := range p.Graphs {
+				tasks += len(g.Tasks)
+			}
+			for _, r := range p.Defines {
+				for _, g := range r.Graphs {
+					tasks += len(g.Tasks)
+				}
+			}
+		}
+		for _, c := range repo.Clusters {
+			nodes += len(c.Nodes)
+		}
+		got := repogen.Spec{Plugins: len(repo.Plugins), Tasks: tasks, Nodes: nodes, Clusters: len(repo.Clusters), Seed: largeSpec.Seed}
+		if got != largeSpec {
+			large.err = fmt.Sprintf("the generated repository loads as %+v, want %+v", got, largeSpec)
+			return
+		}
+		var names []string
+		for name, f := range fsys {
+			switch path.Ext(name) {
+			case ".yaml", ".yml", ".json":
+				if f.Mode.IsRegular() {
+					names = append(names, name)
+				}
+			}
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			large.yaml = append(large.yaml, fsys[name].Data)
+			large.bytes += int64(len(fsys[name].Data))
+		}
+		large.fsys = fsys
+	})
+	if large.err != "" {
+		b.Fatal(large.err)
+	}
+	return large.fsys, large.yaml, large.bytes
+}
+
+// decodeYAMLBaseline decodes every file with the yaml library alone, into yaml.Node
+// (what the loader's DecodeYAML starts from), on GOMAXPROCS goroutines.
+func decodeYAMLBaseline(files [][]byte) error {
+	workers := min(runtime.GOMAXPROCS(0), len(files))
+	var next atomic.Int64
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(files) {
+					return
+				}
+				var n yaml.Node
+				if err := yaml.Unmarshal(files[i], &n); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BenchmarkLoadLarge loads and validates the generated acceptance-size repository.
+func BenchmarkLoadLarge(b *testing.B) {
+	fsys, _, n := largeRepo(b)
+	b.ReportAllocs()
+	b.SetBytes(n)
+	for b.Loop() {
+		if _, diags := loader.Load(fsys, loader.Options{}); diags.HasErrors() {
+			b.Fatal(diags.Error())
+		}
+	}
+}
+
+// BenchmarkDecodeYAMLBaseline decodes the same YAML bytes with the yaml library
+// alone, in parallel over the cores: the floor BenchmarkLoadLarge is measured against.
+func BenchmarkDecodeYAMLBaseline(b *testing.B) {
+	_, files, n := largeRepo(b)
+	b.ReportAllocs()
+	b.SetBytes(n)
+	for b.Loop() {
+		if err := decodeYAMLBaseline(files); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLoadLargeRatio times Load and the yaml-only baseline in the same run,
+// alternating them so they share the machine's noise, and reports
+//
+//	load/yaml-ratio      median over iterations of load time / baseline time of the
+//	                     adjacent pair (wall clock; the acceptance target is ≤ 1.5)
+//	load/yaml-cpu-ratio  the same with process CPU time (Linux only), which a busy
+//	                     machine disturbs less; it ignores how well each side
+//	                     spreads over the cores
+//	load-ms, yaml-ms     the medians of each side
+//	MB-yaml              the size of the YAML/JSON decoded
+//
+// Each timed part starts after a GC, so that it pays for collecting its own garbage
+// and not the other's.
+func BenchmarkLoadLargeRatio(b *testing.B) {
+	fsys, files, n := largeRepo(b)
+	var loadT, yamlT, ratios []float64
+	var loadCPU, yamlCPU time.Duration
+	cpuOK := true
+	// timed runs f after a GC and returns its wall-clock and CPU time.
+	timed := func(f func()) (float64, time.Duration) {
+		runtime.GC()
+		c0, ok0 := processCPU()
+		t0 := time.Now()
+		f()
+		wall := float64(time.Since(t0))
+		c1, ok1 := processCPU()
+		cpuOK = cpuOK && ok0 && ok1
+		return wall, c1 - c0
+	}
+	load := func() {
+		if _, diags := loader.Load(fsys, loader.Options{}); diags.HasErrors() {
+			b.Fatal(diags.Error())
+		}
+	}
+	base := func() {
+		if err := decodeYAMLBaseline(files); err != nil {
+			b.Fatal(err)
+		}
+	}
+	i := 0
+	for b.Loop() {
+		var l, y float64
+		var lc, yc time.Duration
+		if i%2 == 0 {
+			l, lc = timed(load)
+			y, yc = timed(base)
+		} else {
+			y, yc = timed(base)
+			l, lc = timed(load)
+		}
+		loadCPU += lc
+		yamlCPU += yc
+		loadT, yamlT, ratios = append(loadT, l), append(yamlT, y), append(ratios, l/y)
+		i++
+	}
+	b.ReportMetric(median(ratios), "load/yaml-ratio")
+	if cpuOK && yamlCPU > 0 {
+		b.ReportMetric(float64(loadCPU)/float64(yamlCPU), "load/yaml-cpu-ratio")
+	}
+	b.ReportMetric(median(loadT)/1e6, "load-ms")
+	b.ReportMetric(median(yamlT)/1e6, "yaml-ms")
+	b.ReportMetric(float64(n)/1e6, "MB-yaml")
+}
+
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// processCPU returns the CPU time (user + system, all threads) this process has
+// used, from /proc/self/stat; ok is false where that file does not exist.
+func processCPU() (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0, false
+	}
+	// Fields after the command name (which is in parentheses and may hold spaces):
+	// utime and stime are fields 14 and 15 of the whole line, in clock ticks.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	const ticksPerSecond = 100 // USER_HZ, fixed at 100 in the Linux ABI
+	return time.Duration(ut+st) * time.Second / ticksPerSecond, true
+}
+
+// BenchmarkLoadLargeDisk loads the same repository from a directory (os.DirFS), as
+// the CLI reads a working tree: the loader's file-system calls cost what they really
+// cost, not what fstest.MapFS's linear directory scans cost.
+func BenchmarkLoadLargeDisk(b *testing.B) {
+	fsys, _, n := largeRepo(b)
+	dir := b.TempDir()
+	if err := repogen.WriteDir(fsys, dir); err != nil {
+		b.Fatal(err)
+	}
+	dfs := os.DirFS(dir)
+	b.ReportAllocs()
+	b.SetBytes(n)
+	for b.Loop() {
+		if _, diags := loader.Load(dfs, loader.Options{}); diags.HasErrors() {
+			b.Fatal(diags.Error())
+		}
+	}
+}
+
+// BenchmarkLoadFuelMitaka loads the real upstream data of examples/fuel-mitaka.
+func BenchmarkLoadFuelMitaka(b *testing.B) {
+	fsys := os.DirFS("../examples/fuel-mitaka")
+	if _, err := os.Stat("../examples/fuel-mitaka/plugins"); err != nil {
+		b.Skip("examples/fuel-mitaka is missing:", err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		loader.Load(fsys, loader.Options{})
+	}
+}
