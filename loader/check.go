@@ -2,7 +2,6 @@ package loader
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -105,7 +104,7 @@ func (c *checker) boolean(m *Value, key, what string) (bool, bool) {
 }
 
 // pattern checks s against re; what and rule are used in the message.
-func (c *checker) pattern(r hcl.Range, re *regexp.Regexp, s, what, rule string) bool {
+func (c *checker) pattern(r hcl.Range, re matcher, s, what, rule string) bool {
 	if re.MatchString(s) {
 		return true
 	}

@@ -43,32 +43,38 @@ func Load(fsys fs.FS, opts Options) (*Repo, hcl.Diagnostics) {
 	repo.Settings = settings
 	diags = append(diags, d...)
 
-	// 2. Plugins, in parallel: parsing is most of the work.
+	// 2. Plugins and cluster specs, all in one pool: parsing is most of the work,
+	// and clusters do not depend on plugins until their references are checked.
 	dirs, d := l.pluginDirs()
 	diags = append(diags, d...)
-	plugins := make([]*Plugin, len(dirs))
-	pdiags := make([]hcl.Diagnostics, len(dirs))
-	parallel(len(dirs), func(i int) { plugins[i], pdiags[i] = l.loadPlugin(dirs[i]) })
-	for i := range dirs {
-		diags = append(diags, pdiags[i]...)
-		if plugins[i] != nil {
-			repo.Plugins = append(repo.Plugins, plugins[i])
-		}
-	}
-	diags = append(diags, checkPluginSet(repo)...)
-
-	// 3. Clusters, then their references to releases and plugins.
 	files, d := l.clusterFiles()
 	diags = append(diags, d...)
+	plugins := make([]*Plugin, len(dirs))
 	clusters := make([]*Cluster, len(files))
-	cdiags := make([]hcl.Diagnostics, len(files))
-	parallel(len(files), func(i int) { clusters[i], cdiags[i] = l.loadCluster(files[i]) })
-	for i := range files {
-		diags = append(diags, cdiags[i]...)
-		if clusters[i] != nil {
-			repo.Clusters = append(repo.Clusters, clusters[i])
+	jdiags := make([]hcl.Diagnostics, len(dirs)+len(files))
+	parallel(len(dirs)+len(files), func(i int) {
+		if i < len(dirs) {
+			plugins[i], jdiags[i] = l.loadPlugin(dirs[i])
+		} else {
+			clusters[i-len(dirs)], jdiags[i] = l.loadCluster(files[i-len(dirs)])
+		}
+	})
+	for _, d := range jdiags {
+		diags = append(diags, d...)
+	}
+	for _, p := range plugins {
+		if p != nil {
+			repo.Plugins = append(repo.Plugins, p)
 		}
 	}
+	for _, c := range clusters {
+		if c != nil {
+			repo.Clusters = append(repo.Clusters, c)
+		}
+	}
+
+	// 3. What involves several documents: unique names, references.
+	diags = append(diags, checkPluginSet(repo)...)
 	diags = append(diags, checkClusterSet(repo)...)
 	return repo, SortDiagnostics(diags)
 }

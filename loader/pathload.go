@@ -69,6 +69,12 @@ func (pl *pathLoader) walk(v *Value, file string, stack []string) (*Value, hcl.D
 	case KindList:
 		var items []*Value
 		for i, it := range v.Items {
+			if it.Kind != KindMap && it.Kind != KindList {
+				if items != nil {
+					items = append(items, it)
+				}
+				continue
+			}
 			nv, d := pl.walk(it, file, stack)
 			diags = append(diags, d...)
 			if nv != it && items == nil {
@@ -85,9 +91,10 @@ func (pl *pathLoader) walk(v *Value, file string, stack []string) (*Value, hcl.D
 		}
 		return v, diags
 	case KindMap:
+		// Copy the fields only once one of them changes: most mappings have no
+		// `_path` key anywhere below them.
 		var fields []Field
-		changed := false
-		for _, f := range v.Fields {
+		for i, f := range v.Fields {
 			nf := f
 			if strings.HasSuffix(f.Key, "_path") && len(f.Key) > len("_path") && f.Value.Kind == KindString {
 				loaded, key, d := pl.load(v, f, file, stack)
@@ -95,17 +102,19 @@ func (pl *pathLoader) walk(v *Value, file string, stack []string) (*Value, hcl.D
 				if loaded != nil {
 					nf = Field{Key: key, KeyRange: f.KeyRange, Value: loaded}
 				}
-			} else {
+			} else if f.Value.Kind == KindMap || f.Value.Kind == KindList {
 				nv, d := pl.walk(f.Value, file, stack)
 				diags = append(diags, d...)
 				nf.Value = nv
 			}
-			if nf.Key != f.Key || nf.Value != f.Value {
-				changed = true
+			if fields == nil && (nf.Key != f.Key || nf.Value != f.Value) {
+				fields = append(make([]Field, 0, len(v.Fields)), v.Fields[:i]...)
 			}
-			fields = append(fields, nf)
+			if fields != nil {
+				fields = append(fields, nf)
+			}
 		}
-		if changed {
+		if fields != nil {
 			out := *v
 			out.Fields = fields
 			return &out, diags

@@ -68,7 +68,7 @@ func TestPluginHCLTwin(t *testing.T) {
 	// The data trees, file by file.
 	l := &loadCtx{r: newRepoFS(fsys, 0)}
 	l.paths = newPathLoader(l.r)
-	ydoc, ydiags := l.pluginFromYAML("plugins/sdn-yaml", "plugins/sdn-yaml/metadata.yaml")
+	ydoc, ydiags := l.pluginFromYAML("plugins/sdn-yaml", "plugins/sdn-yaml/metadata.yaml", nil)
 	hdoc, hdiags := l.pluginFromHCL("plugins/sdn-hcl/plugin.hcl")
 	if len(ydiags) > 0 || len(hdiags) > 0 {
 		t.Fatalf("unexpected diagnostics:%s%s", diagText(ydiags), diagText(hdiags))

@@ -54,6 +54,7 @@ type repoFS struct {
 
 	mu     sync.Mutex
 	parsed map[string]*parsedFile
+	dirs   sync.Map // directory → its resolved path and error (resolveLinks)
 }
 
 type parsedFile struct {
@@ -100,13 +101,47 @@ func resolveRef(from, ref string, at hcl.Range) (string, *hcl.Diagnostic) {
 	return p, nil
 }
 
-// resolveLinks follows symlinks in name component by component, refusing any that
-// leave the repository. File systems that cannot report links are trusted.
+// resolveLinks follows symlinks in name, refusing any that leave the repository.
+// The directory part is resolved once per directory (a load reads many files from
+// few directories); only the last component is checked on every call. File
+// systems that cannot report links are trusted.
 func (r *repoFS) resolveLinks(name string) (string, error) {
 	rl, ok := r.fsys.(fs.ReadLinkFS)
 	if !ok || name == "." {
 		return name, nil
 	}
+	dir, base := path.Split(name)
+	if dir == "" {
+		return r.resolveUncached(rl, name)
+	}
+	dir = strings.TrimSuffix(dir, "/")
+	type resolved struct {
+		path string
+		err  error
+	}
+	var rd resolved
+	if v, ok := r.dirs.Load(dir); ok {
+		rd = v.(resolved)
+	} else {
+		rd.path, rd.err = r.resolveUncached(rl, dir)
+		r.dirs.Store(dir, rd)
+	}
+	if rd.err != nil {
+		return "", rd.err
+	}
+	full := path.Join(rd.path, base)
+	fi, err := rl.Lstat(full)
+	if err != nil {
+		return "", err
+	}
+	if fi.Mode()&fs.ModeSymlink == 0 {
+		return full, nil
+	}
+	return r.resolveUncached(rl, full)
+}
+
+// resolveUncached follows symlinks in name component by component.
+func (r *repoFS) resolveUncached(rl fs.ReadLinkFS, name string) (string, error) {
 	parts := strings.Split(name, "/")
 	resolved := "."
 	for hops := 0; len(parts) > 0; {

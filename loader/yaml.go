@@ -29,16 +29,27 @@ const (
 type lineIndex struct {
 	src    []byte
 	starts []int
+	// ascii[i] reports whether line i+1 is pure ASCII, so that a column is a byte
+	// offset there (almost every line of real data).
+	ascii []bool
 }
 
 func newLineIndex(src []byte) *lineIndex {
-	starts := make([]int, 1, bytes.Count(src, []byte{'\n'})+1)
+	n := bytes.Count(src, []byte{'\n'}) + 1
+	li := &lineIndex{src: src, starts: make([]int, 1, n), ascii: make([]bool, 0, n)}
+	ascii := true
 	for i, b := range src {
-		if b == '\n' {
-			starts = append(starts, i+1)
+		switch {
+		case b == '\n':
+			li.starts = append(li.starts, i+1)
+			li.ascii = append(li.ascii, ascii)
+			ascii = true
+		case b >= utf8.RuneSelf:
+			ascii = false
 		}
 	}
-	return &lineIndex{src: src, starts: starts}
+	li.ascii = append(li.ascii, ascii)
+	return li
 }
 
 // pos returns the hcl.Pos of a 1-based line and character column.
@@ -54,6 +65,9 @@ func (li *lineIndex) pos(line, col int) hcl.Pos {
 	}
 	off := li.starts[line-1]
 	end := li.lineEnd(line)
+	if li.ascii[line-1] {
+		return hcl.Pos{Line: line, Column: col, Byte: min(off+col-1, end)}
+	}
 	for c := 1; c < col && off < end; c++ {
 		_, size := utf8.DecodeRune(li.src[off:end])
 		off += size
@@ -79,6 +93,11 @@ func (li *lineIndex) span(filename string, line, col, width int) hcl.Range {
 	start := li.pos(line, col)
 	end := start
 	lineEnd := li.lineEnd(start.Line)
+	if li.ascii[start.Line-1] && width > 0 && start.Byte+width <= lineEnd {
+		end.Byte += width
+		end.Column += width
+		return hcl.Range{Filename: filename, Start: start, End: end}
+	}
 	for n := 0; (width <= 0 || n < width) && end.Byte < lineEnd; n++ {
 		_, size := utf8.DecodeRune(li.src[end.Byte:lineEnd])
 		end.Byte += size
