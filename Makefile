@@ -6,7 +6,7 @@ COMMIT    := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 BIN       := bin/fuelsync
 FUZZTIME  ?= 30s
-BENCHTIME ?= 1x
+BENCHTIME ?= 5x
 BENCHCOUNT ?= 5
 
 .PHONY: all build test vet fmtcheck demo fuzz bench golden clean ci
