@@ -5,7 +5,6 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/google/go-cmp/cmp"
 )
 
 func TestPathLoader(t *testing.T) {
@@ -53,19 +52,7 @@ func TestPathLoader(t *testing.T) {
 				fsys[k] = v
 			}
 			v, diags := newPathLoader(newRepoFS(fsys, 0)).expandFile("p/metadata.yaml", fileRange("p/metadata.yaml"), nil)
-			if diags.HasErrors() {
-				t.Fatalf("errors: %v", diags)
-			}
-			if diff := cmp.Diff(tt.want, v.Interface()); diff != "" {
-				t.Errorf("value mismatch (-want +got):\n%s", diff)
-			}
-			var got []string
-			for _, d := range diags {
-				got = append(got, d.Summary)
-			}
-			if diff := cmp.Diff(tt.warnings, got); diff != "" {
-				t.Errorf("warnings mismatch (-want +got):\n%s", diff)
-			}
+			checkDecoded(t, v, diags, tt.want, tt.warnings)
 		})
 	}
 }

@@ -38,20 +38,27 @@ func TestDecodeYAML(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			v, diags := DecodeYAML("f.yaml", []byte(tt.src))
-			if diags.HasErrors() {
-				t.Fatalf("unexpected errors: %v", diags)
-			}
-			if diff := cmp.Diff(tt.want, v.Interface()); diff != "" {
-				t.Errorf("value mismatch (-want +got):\n%s", diff)
-			}
-			var got []string
-			for _, d := range diags {
-				got = append(got, d.Summary)
-			}
-			if diff := cmp.Diff(tt.warnings, got); diff != "" {
-				t.Errorf("warnings mismatch (-want +got):\n%s", diff)
-			}
+			checkDecoded(t, v, diags, tt.want, tt.warnings)
 		})
+	}
+}
+
+// checkDecoded compares a decoded tree (as plain Go values) and the summaries of
+// its diagnostics, which must all be warnings.
+func checkDecoded(t *testing.T, v *Value, diags hcl.Diagnostics, want any, warnings []string) {
+	t.Helper()
+	if diags.HasErrors() {
+		t.Fatalf("unexpected errors: %v", diags)
+	}
+	if diff := cmp.Diff(want, v.Interface()); diff != "" {
+		t.Errorf("value mismatch (-want +got):\n%s", diff)
+	}
+	var got []string
+	for _, d := range diags {
+		got = append(got, d.Summary)
+	}
+	if diff := cmp.Diff(warnings, got); diff != "" {
+		t.Errorf("warnings mismatch (-want +got):\n%s", diff)
 	}
 }
 
