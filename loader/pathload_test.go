@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
-
 )
 
 func TestPathLoader(t *testing.T) {
