@@ -44,21 +44,7 @@ func largeRepo(b *testing.B) (fstest.MapFS, [][]byte, int64) {
 			large.err = "the generated repository does not load:\n" + buf.String()
 			return
 		}
-		tasks, nodes := 0, 0
-		for _, p := range repo.Plugins {
-			for _, g := range p.Graphs {
-				tasks += len(g.Tasks)
-			}
-			for _, r := range p.Defines {
-				for _, g := range r.Graphs {
-					tasks += len(g.Tasks)
-				}
-			}
-		}
-		for _, c := range repo.Clusters {
-			nodes += len(c.Nodes)
-		}
-		got := repogen.Spec{Plugins: len(repo.Plugins), Tasks: tasks, Nodes: nodes, Clusters: len(repo.Clusters), Seed: largeSpec.Seed}
+		got := repogen.Count(repo, largeSpec.Seed)
 		if got != largeSpec {
 			large.err = fmt.Sprintf("the generated repository loads as %+v, want %+v", got, largeSpec)
 			return

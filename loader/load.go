@@ -25,8 +25,8 @@ type loadCtx struct {
 	paths *pathLoader
 }
 
-// ErrNoReleases is the message for a cluster in a repository without releases.
-const ErrNoReleases = "no releases are installed: add a plugin whose metadata.yaml has a release with is_release: true"
+// MsgNoReleases is the message for a cluster in a repository without releases.
+const MsgNoReleases = "no releases are installed: add a plugin whose metadata.yaml has a release with is_release: true"
 
 // Load reads one revision of a config repository from fsys (the repository root) and
 // validates its structure: plugins, the releases they define, and cluster specs with
@@ -262,7 +262,7 @@ func checkClusterSet(repo *Repo) hcl.Diagnostics {
 		switch rels := repo.FindRelease(c.Release); {
 		case c.Release == "":
 		case len(repo.Releases) == 0:
-			diags = append(diags, errorAt(c.ReleaseRange, "cluster %s: %s", c.Name, ErrNoReleases))
+			diags = append(diags, errorAt(c.ReleaseRange, "cluster %s: %s", c.Name, MsgNoReleases))
 		case len(rels) == 0:
 			diags = append(diags, withDetail(errorAt(c.ReleaseRange, "cluster %s: unknown release %q; known releases: %s", c.Name, c.Release, releaseList(repo)),
 				"release: is a release version, a release name, or name@version."))

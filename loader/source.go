@@ -74,11 +74,19 @@ func newRepoFS(fsys fs.FS, maxSize int64) *repoFS {
 
 var urlLike = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://|^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:`)
 
-// isExternalRef reports whether ref is an absolute path or a URL.
-func isExternalRef(ref string) bool {
-	return urlLike.MatchString(ref) || strings.HasPrefix(ref, "/") || strings.HasPrefix(ref, `\`) ||
-		(len(ref) > 2 && ref[1] == ':' && (ref[2] == '/' || ref[2] == '\\'))
+// isAbsolute reports whether p is an absolute path (Unix, or Windows with a drive
+// letter or a leading backslash).
+func isAbsolute(p string) bool {
+	return strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`) ||
+		(len(p) > 2 && p[1] == ':' && (p[2] == '/' || p[2] == '\\'))
 }
+
+// leavesRoot reports whether a cleaned, slash-separated relative path climbs above
+// the repository root.
+func leavesRoot(p string) bool { return p == ".." || strings.HasPrefix(p, "../") }
+
+// isExternalRef reports whether ref is an absolute path or a URL.
+func isExternalRef(ref string) bool { return urlLike.MatchString(ref) || isAbsolute(ref) }
 
 // resolveRef turns a path written in the file `from` into a repository-relative path.
 // Paths are relative to the directory of the file that contains them; an absolute
@@ -90,12 +98,12 @@ func resolveRef(from, ref string, at hcl.Range) (string, *hcl.Diagnostic) {
 	case urlLike.MatchString(ref):
 		return "", withDetail(errorAt(at, "path %q is a URL; only files inside the repository can be referenced", ref),
 			"fuelsync reads one repository revision and never fetches anything; copy the file into the repository.")
-	case strings.HasPrefix(ref, "/") || strings.HasPrefix(ref, `\`) || (len(ref) > 2 && ref[1] == ':' && (ref[2] == '/' || ref[2] == '\\')):
+	case isAbsolute(ref):
 		return "", withDetail(errorAt(at, "path %q is absolute; paths must be relative to the file that contains them", ref),
 			"An absolute path would read the machine running fuelsync, not the repository revision.")
 	}
 	p := path.Join(path.Dir(from), ref)
-	if p == ".." || strings.HasPrefix(p, "../") {
+	if leavesRoot(p) {
 		return "", errorAt(at, "path %q leaves the repository", ref)
 	}
 	return p, nil
@@ -162,12 +170,9 @@ func (r *repoFS) resolveUncached(rl fs.ReadLinkFS, name string) (string, error) 
 		if err != nil {
 			return "", err
 		}
-		if path.IsAbs(target) || strings.HasPrefix(target, `\`) {
-			return "", fmt.Errorf("symlink %s points to %s: %w", next, target, errEscapes)
-		}
 		t := path.Join(path.Dir(next), target)
-		if t == ".." || strings.HasPrefix(t, "../") {
-			return "", fmt.Errorf("symlink %s points to %s: %w", next, target, errEscapes)
+		if isAbsolute(target) || leavesRoot(t) {
+			return "", fmt.Errorf("symlink %s points to %s: %w", next, target, ErrEscapesRepo)
 		}
 		// Restart from the root with the link replaced by its target.
 		parts = append(strings.Split(t, "/"), parts...)
@@ -175,8 +180,6 @@ func (r *repoFS) resolveUncached(rl fs.ReadLinkFS, name string) (string, error) 
 	}
 	return resolved, nil
 }
-
-var errEscapes = errors.New("path escapes the repository")
 
 // stat returns the file info of name after following links safely.
 func (r *repoFS) stat(name string) (fs.FileInfo, error) {
@@ -206,7 +209,7 @@ func (r *repoFS) readFile(name string, at hcl.Range) ([]byte, *hcl.Diagnostic) {
 	}
 	real, err := r.resolveLinks(name)
 	if err != nil {
-		if errors.Is(err, errEscapes) || errors.Is(err, ErrEscapesRepo) {
+		if errors.Is(err, ErrEscapesRepo) {
 			return nil, errorAt(at, "%s", err.Error())
 		}
 		if errors.Is(err, fs.ErrNotExist) {

@@ -120,27 +120,6 @@ func (v *Value) String() string {
 	return s
 }
 
-// Truthy reports Python truthiness of a scalar, used where upstream wrote `if x:`.
-func (v *Value) Truthy() bool {
-	switch {
-	case v == nil:
-		return false
-	case v.Kind == KindBool:
-		return v.Bool
-	case v.Kind == KindInt:
-		return v.Int != 0
-	case v.Kind == KindFloat:
-		return v.Float != 0
-	case v.Kind == KindString:
-		return v.Text != ""
-	case v.Kind == KindList:
-		return len(v.Items) > 0
-	case v.Kind == KindMap:
-		return len(v.Fields) > 0
-	}
-	return false
-}
-
 // Strings returns the elements of a list of scalars, or a single scalar as a
 // one-element list. ok is false when any element is not a scalar.
 func (v *Value) Strings() (out []string, ok bool) {
@@ -176,7 +155,7 @@ func (v *Value) Keys() []string {
 }
 
 // Interface converts the tree to plain Go values: nil, bool, int64, float64, string,
-// []any, and map[string]any. A `!!pairs` list becomes [][2]any-like []any of []any.
+// []any and map[string]any. A `!!pairs` list is a []any of two-element []any.
 func (v *Value) Interface() any {
 	if v == nil {
 		return nil

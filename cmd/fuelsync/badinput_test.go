@@ -177,9 +177,6 @@ type badInputCase struct {
 	// parent of the repository, for files that are outside it.
 	setup func(t *testing.T, root, repo string)
 	want  badWant
-	// bug, when set, names a loader bug that makes the case fail: the case is
-	// skipped while it fails, and fails once it passes, so that the bug field goes.
-	bug string
 	// isolate runs the case in a child process: it crashes the process when the
 	// loader gets it wrong (a stack overflow cannot be recovered).
 	isolate bool
@@ -655,7 +652,7 @@ cluster "edge" {
 		{
 			name: "cluster in a repository without releases",
 			drop: []string{"plugins/base/metadata.yaml", "plugins/base/graphs/default.yaml"},
-			want: badWant{file: "clusters/prod.yaml", line: 2, col: 10, token: "base-1.0", summary: "cluster prod: " + loader.ErrNoReleases, exact: true},
+			want: badWant{file: "clusters/prod.yaml", line: 2, col: 10, token: "base-1.0", summary: "cluster prod: " + loader.MsgNoReleases, exact: true},
 		},
 
 		// --- resource limits ---
@@ -983,15 +980,8 @@ func TestBadInput(t *testing.T) {
 			} else {
 				problems = badCheckCase(t, tc)
 			}
-			switch {
-			case tc.bug != "" && len(problems) > 0:
-				t.Skipf("loader bug: %s\n%s", tc.bug, strings.Join(problems, "\n"))
-			case tc.bug != "":
-				t.Errorf("the case passes, so the loader bug is fixed (%s): remove its bug field", tc.bug)
-			default:
-				for _, p := range problems {
-					t.Error(p)
-				}
+			for _, p := range problems {
+				t.Error(p)
 			}
 		})
 	}

@@ -12,29 +12,6 @@ import (
 	"github.com/hashicorp/hcl/v2"
 )
 
-func countTasks(repo *loader.Repo) int {
-	n := 0
-	for _, p := range repo.Plugins {
-		for _, g := range p.Graphs {
-			n += len(g.Tasks)
-		}
-		for _, r := range p.Defines {
-			for _, g := range r.Graphs {
-				n += len(g.Tasks)
-			}
-		}
-	}
-	return n
-}
-
-func countNodes(repo *loader.Repo) int {
-	n := 0
-	for _, c := range repo.Clusters {
-		n += len(c.Nodes)
-	}
-	return n
-}
-
 func diagText(repo *loader.Repo, diags hcl.Diagnostics) string {
 	var b bytes.Buffer
 	w := hcl.NewDiagnosticTextWriter(&b, repo.Sources.Files(), 100, false)
@@ -58,13 +35,13 @@ func TestGenerateLoads(t *testing.T) {
 	if got := len(repo.Releases); got != 1 || repo.Releases[0].Version != ReleaseVersion {
 		t.Errorf("releases = %d, want 1 (%s)", got, ReleaseVersion)
 	}
-	if got := countTasks(repo); got != s.Tasks {
+	if got := Count(repo, 0).Tasks; got != s.Tasks {
 		t.Errorf("tasks = %d, want %d", got, s.Tasks)
 	}
 	if got := len(repo.Clusters); got != s.Clusters {
 		t.Errorf("clusters = %d, want %d", got, s.Clusters)
 	}
-	if got := countNodes(repo); got != s.Nodes {
+	if got := Count(repo, 0).Nodes; got != s.Nodes {
 		t.Errorf("nodes = %d, want %d", got, s.Nodes)
 	}
 	hcl := 0
@@ -107,10 +84,10 @@ func TestGenerateSizes(t *testing.T) {
 			t.Fatalf("%+v: Load: errors:\n%s", s, diagText(repo, diags))
 		}
 		want := max(s.Tasks, s.MinTasks())
-		if got := countTasks(repo); got != want {
+		if got := Count(repo, 0).Tasks; got != want {
 			t.Errorf("%+v: tasks = %d, want %d", s, got, want)
 		}
-		if got := countNodes(repo); got != max(s.Nodes, s.Clusters) {
+		if got := Count(repo, 0).Nodes; got != max(s.Nodes, s.Clusters) {
 			t.Errorf("%+v: nodes = %d, want %d", s, got, s.Nodes)
 		}
 		if got := len(repo.Plugins); got != s.Plugins {
@@ -154,7 +131,7 @@ func TestWriteDir(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatalf("Load from disk: errors:\n%s", diagText(repo, diags))
 	}
-	if got := countNodes(repo); got != s.Nodes {
+	if got := Count(repo, 0).Nodes; got != s.Nodes {
 		t.Errorf("nodes from disk = %d, want %d", got, s.Nodes)
 	}
 }
