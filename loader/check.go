@@ -126,6 +126,16 @@ func (c *checker) misspelled(m *Value, known map[string]bool, what string) {
 	}
 }
 
+// Suggest returns the candidate closest to name within a small edit distance (for
+// "did you mean" hints), or "".
+func Suggest(name string, candidates []string) string {
+	known := make(map[string]bool, len(candidates))
+	for _, c := range candidates {
+		known[c] = true
+	}
+	return closest(name, known)
+}
+
 // closest returns the known key within a small edit distance of k, or "".
 func closest(k string, known map[string]bool) string {
 	if len(k) < 4 {

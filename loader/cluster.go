@@ -93,6 +93,7 @@ func (l *loadCtx) clusterFromValue(file string, v *Value) (*Cluster, hcl.Diagnos
 	cl.Environments = refs(c, v, "environments", what)
 	if s := v.Get("settings"); !s.IsNull() && c.mapping(s, what+": settings") {
 		cl.Settings = expandDotted(c, s)
+		cl.SettingsKeys = settingLeaves(cl.Settings, nil, nil)
 	}
 	if t := v.Get("tags"); !t.IsNull() {
 		cl.Tags = checkTagsMeta(c, t, what)
@@ -116,6 +117,10 @@ func (l *loadCtx) clusterFromValue(file string, v *Value) (*Cluster, hcl.Diagnos
 		}
 	}
 	cl.Nodes = clusterNodes(c, v.Get("nodes"), what)
+	cl.NodesRange = cl.NameRange
+	if f := v.Field("nodes"); f != nil {
+		cl.NodesRange = f.KeyRange
+	}
 	if tp, ok := c.str(v, "tasks_path", what, false); ok {
 		cl.TasksPath = tp
 		tv := &Value{Kind: KindMap, Range: v.Range, Fields: []Field{*v.Field("tasks_path")}}
@@ -144,6 +149,20 @@ func (l *loadCtx) clusterFromValue(file string, v *Value) (*Cluster, hcl.Diagnos
 		}
 	}
 	return cl, c.diags
+}
+
+// settingLeaves lists the leaves of the settings tree with their dotted paths. A
+// list or an empty mapping is a leaf (it is a value, not more settings).
+func settingLeaves(v *Value, path []string, out []Setting) []Setting {
+	for _, f := range v.Fields {
+		p := append(append([]string(nil), path...), f.Key)
+		if f.Value.IsMap() && len(f.Value.Fields) > 0 {
+			out = settingLeaves(f.Value, p, out)
+			continue
+		}
+		out = append(out, Setting{Path: p, Value: f.Value, Range: f.KeyRange})
+	}
+	return out
 }
 
 // refs reads a list of names.

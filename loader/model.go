@@ -162,12 +162,26 @@ type Cluster struct {
 	// Instances asks for automatic instance tags: tag → number of instances.
 	Instances []Instance
 	Nodes     []*Node
+	// NodesRange is where `nodes:` is written (the cluster's name when absent), for
+	// problems of the whole node set such as a role's minimum count.
+	NodesRange hcl.Range
+	// SettingsKeys holds, for every setting written, the dotted path and where it is,
+	// in document order, so later checks can point at the line that set it.
+	SettingsKeys []Setting
 	// TasksPath and Tasks: cluster-level tasks (they override by id).
 	TasksPath        string
 	Tasks            []*Task
 	Environments     []Ref
 	Requires         *Value
 	ResourceRegistry *Value
+}
+
+// Setting is one value of a cluster's `settings:`.
+type Setting struct {
+	// Path is the dotted path from the settings root: group.attribute.value.
+	Path  []string
+	Value *Value
+	Range hcl.Range
 }
 
 // Ref is a name written in a document, with its position.

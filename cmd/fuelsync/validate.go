@@ -7,7 +7,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/hashicorp/hcl/v2"
+
 	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/render"
 )
 
 func validateCommand(stdout, stderr io.Writer) *cli.Command {
@@ -38,7 +41,7 @@ func validateCommand(stdout, stderr io.Writer) *cli.Command {
 			if err != nil {
 				return err
 			}
-			repo, diags := loader.Load(src.fsys, loader.Options{})
+			repo, diags := loadAndCheck(src)
 			nerr, nwarn := loader.Counts(diags)
 			failed := nerr > 0 || (c.Bool("strict") && nwarn > 0)
 			switch g.format {
@@ -60,6 +63,14 @@ func validateCommand(stdout, stderr io.Writer) *cli.Command {
 			return nil
 		},
 	}
+}
+
+// loadAndCheck loads the repository and checks every cluster's merged model (SPEC §3):
+// all problems of both stages, sorted.
+func loadAndCheck(src *source) (*loader.Repo, hcl.Diagnostics) {
+	repo, diags := loader.Load(src.fsys, loader.Options{})
+	_, more := render.Check(repo)
+	return repo, loader.SortDiagnostics(append(diags, more...))
 }
 
 // validateSummary is the one-line result of validate.
