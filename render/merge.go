@@ -85,6 +85,13 @@ func (b *builder) registry(r *loader.Release) *components.Registry {
 	return reg
 }
 
+// Registry returns the component registry of release r: its components and those of
+// every plugin of repo compatible with it, with the problems of that data (overlaps).
+func Registry(repo *loader.Repo, r *loader.Release) (*components.Registry, hcl.Diagnostics) {
+	b := newBuilder(repo)
+	return b.registry(r), loader.SortDiagnostics(b.data)
+}
+
 // CompatiblePlugins returns the plugins of repo that extend release r (SPEC §3.1),
 // in repository order. Release plugins are not among them.
 func CompatiblePlugins(repo *loader.Repo, r *loader.Release) []*loader.Plugin {

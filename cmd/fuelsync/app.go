@@ -58,7 +58,7 @@ func (g *globals) useColor(w io.Writer) bool {
 func readGlobals(c *cli.Context, stdout, stderr io.Writer) (*globals, error) {
 	g := &globals{
 		repo: c.String("repo"), rev: c.String("rev"), workdir: c.String("workdir"),
-		format: c.String("format"), color: c.String("color"), quiet: c.Bool("quiet"),
+		format: commandFormat(c), color: c.String("color"), quiet: c.Bool("quiet"),
 		stdout: stdout, stderr: stderr,
 	}
 	switch g.color {
@@ -67,6 +67,25 @@ func readGlobals(c *cli.Context, stdout, stderr io.Writer) (*globals, error) {
 		return nil, &exitError{code: 1, msg: fmt.Sprintf("--color must be auto, always or never, not %q", g.color)}
 	}
 	return g, nil
+}
+
+// formatFlag is --format given after the command name (fuelsync validate --format
+// json); it overrides the global flag.
+func formatFlag() cli.Flag {
+	return &cli.StringFlag{Name: "format", Usage: "output `FORMAT` (overrides the global --format)"}
+}
+
+// commandFormat is the command's --format when given, else the global one.
+func commandFormat(c *cli.Context) string {
+	if c.IsSet("format") {
+		return c.String("format")
+	}
+	for _, ctx := range c.Lineage()[1:] {
+		if f := ctx.String("format"); f != "" {
+			return f
+		}
+	}
+	return "text"
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
@@ -103,6 +122,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		},
 		Commands: []*cli.Command{
 			validateCommand(stdout, stderr),
+			componentsCommand(stdout, stderr),
 			versionCommand(stdout, stderr),
 		},
 	}

@@ -23,6 +23,7 @@ func validateCommand(stdout, stderr io.Writer) *cli.Command {
 			"column. Exit status: 0 valid (warnings allowed), 1 errors (or warnings with --strict).",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "strict", Usage: "treat warnings as errors"},
+			formatFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			g, err := readGlobals(c, stdout, stderr)

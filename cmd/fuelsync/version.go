@@ -13,6 +13,7 @@ func versionCommand(stdout, stderr io.Writer) *cli.Command {
 		Name:         "version",
 		Usage:        "print the version, commit and Go version",
 		OnUsageError: usageError,
+		Flags:        []cli.Flag{formatFlag()},
 		Action: func(c *cli.Context) error {
 			g, err := readGlobals(c, stdout, stderr)
 			if err != nil {
