@@ -45,10 +45,12 @@ demo: build
 
 # Coverage-guided fuzzing of every parser, FUZZTIME each.
 fuzz:
-	$(GO) test ./loader -run '^$$' -fuzz '^FuzzDecodeYAML$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./loader -run '^$$' -fuzz '^FuzzClusterHCL$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./loader -run '^$$' -fuzz '^FuzzPathLoader$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./loader -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./loader -run '^$$' -fuzz '^FuzzDecodeYAML$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
+	$(GO) test ./loader -run '^$$' -fuzz '^FuzzClusterHCL$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
+	$(GO) test ./loader -run '^$$' -fuzz '^FuzzPathLoader$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
+	$(GO) test ./loader -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
+	$(GO) test ./expr -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
+	$(GO) test ./render -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 
 # Benchmarks, including the large generated repository. Quote medians:
 #   make bench BENCHCOUNT=10 | tee bench.txt

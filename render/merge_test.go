@@ -161,3 +161,17 @@ func TestVersionMatch(t *testing.T) {
 		}
 	}
 }
+
+// nailgun skips a limit whose value is falsy: `max: 0` sets no maximum.
+func TestLimitZeroIsNoLimit(t *testing.T) {
+	files := applyEdits(t, baseFiles(), []edit{{"plugins/ext/node_roles.yaml", "limits: {max: 1}", "limits: {max: 0, min: 0}"}})
+	_, _, diags := checkRepo(t, mapFS(files))
+	if len(diags) > 0 {
+		t.Fatalf("problems:\n%s", diagText(diags))
+	}
+	files = applyEdits(t, baseFiles(), []edit{{"plugins/ext/node_roles.yaml", "limits: {max: 1}", "limits: {max: 0, min: 2}"}})
+	_, _, diags = checkRepo(t, mapFS(files))
+	if got := diagText(diags); got != "clusters/prod.yaml:16:27: error: Role 'ext-role' needs at least 2 nodes, 1 assigned.\n" {
+		t.Errorf("got:\n%s", got)
+	}
+}

@@ -275,7 +275,8 @@ func (m *Model) limitViolations(r *Role, count int) ([]limitCheck, hcl.Diagnosti
 	var found []limitCheck
 	checked := map[string]bool{}
 	check := func(kind string, lv *LimitValue, message string) {
-		if lv == nil {
+		// nailgun skips a limit written as 0 or "" (Python falsiness of the value).
+		if lv == nil || lv.Text == "0" || lv.Text == "" {
 			return
 		}
 		checked[kind] = true
@@ -283,9 +284,6 @@ func (m *Model) limitViolations(r *Role, count int) ([]limitCheck, hcl.Diagnosti
 		if err != nil {
 			diags = append(diags, exprErrorDiag(loader.NewString(lv.Text, lv.Range), err, what+"."+kind))
 			return
-		}
-		if message == "" {
-			message = r.Limits.Message
 		}
 		if (kind == "min" && count < n) || (kind == "max" && count > n) || (kind == "recommended" && count < n) {
 			found = append(found, limitCheck{kind, n, message})
@@ -307,13 +305,13 @@ func (m *Model) limitViolations(r *Role, count int) ([]limitCheck, hcl.Diagnosti
 		}
 	}
 	if !checked["min"] {
-		check("min", r.Limits.Min, "")
+		check("min", r.Limits.Min, r.Limits.Message)
 	}
 	if !checked["max"] {
-		check("max", r.Limits.Max, "")
+		check("max", r.Limits.Max, r.Limits.Message)
 	}
 	if !checked["recommended"] {
-		check("recommended", r.Limits.Recommended, "")
+		check("recommended", r.Limits.Recommended, r.Limits.Message)
 	}
 	// One violation per kind: the strictest (highest min and recommended, lowest max).
 	var out []limitCheck
