@@ -30,7 +30,8 @@ fmtcheck:
 
 # The main job on the bundled examples: validate the quickstart, the real Fuel data
 # (its warnings are the known traps in upstream data), and a scratch copy of the
-# quickstart with one mistake, to show a diagnostic.
+# quickstart with one mistake, to show a diagnostic; the quickstart's component
+# registry as the creation wizard sees it; a role conflict, found on the merged model.
 demo: build
 	@echo "== fuelsync --repo examples/quickstart validate"
 	@$(BIN) --repo examples/quickstart validate
@@ -41,6 +42,14 @@ demo: build
 	@echo "== a scratch copy of the quickstart with package_version '7.0.0' (exit status 1 expected)"
 	@tmp=$$(mktemp -d) && cp -r examples/quickstart $$tmp/ && \
 	  sed -i "s/package_version: '4.0.0'/package_version: '7.0.0'/" $$tmp/quickstart/plugins/monitoring/metadata.yaml && \
+	  (cd $$tmp && $(CURDIR)/$(BIN) --repo quickstart validate; echo "exit status $$?"); rm -rf $$tmp
+	@echo
+	@echo "== fuelsync --repo examples/quickstart components --cluster demo   (the creation wizard's view)"
+	@$(BIN) --repo examples/quickstart components --cluster demo
+	@echo
+	@echo "== a scratch copy of the quickstart with node-1 as controller and compute (exit status 1 expected)"
+	@tmp=$$(mktemp -d) && cp -r examples/quickstart $$tmp/ && \
+	  sed -i "s/node-1: {id: 1, roles: \[controller\]}/node-1: {id: 1, roles: [controller, compute]}/" $$tmp/quickstart/clusters/demo.yaml && \
 	  (cd $$tmp && $(CURDIR)/$(BIN) --repo quickstart validate; echo "exit status $$?"); rm -rf $$tmp
 
 # Coverage-guided fuzzing of every parser, FUZZTIME each.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/internal/golden"
 	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/render"
 )
 
 // TestExamplesValidate loads every example: no errors, and the warnings are exactly
@@ -21,11 +22,16 @@ func TestExamplesValidate(t *testing.T) {
 	for _, name := range []string{"quickstart", "fuel-mitaka"} {
 		t.Run(name, func(t *testing.T) {
 			repo, diags := loader.Load(os.DirFS(name), loader.Options{})
+			models, more := render.Check(repo)
+			diags = loader.SortDiagnostics(append(diags, more...))
 			if diags.HasErrors() {
 				t.Errorf("errors: %v", diags)
 			}
 			var b strings.Builder
 			fmt.Fprintf(&b, "plugins: %d, releases: %d, clusters: %d\n", len(repo.Plugins), len(repo.Releases), len(repo.Clusters))
+			for _, c := range repo.Clusters {
+				b.WriteString(modelSummary(models[c.Name]))
+			}
 			for _, d := range diags {
 				sev := "warning"
 				if d.Severity == hcl.DiagError {
@@ -36,6 +42,31 @@ func TestExamplesValidate(t *testing.T) {
 			golden.Check(t, filepath.Join("testdata", name+".validate.golden"), []byte(b.String()))
 		})
 	}
+}
+
+// modelSummary is what the merged model of a cluster says: its plugins, roles with
+// their tags, and the state of every component.
+func modelSummary(m *render.Model) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cluster %s (release %s)\n", m.Cluster.Name, m.Release.Version)
+	for _, p := range m.Plugins {
+		fmt.Fprintf(&b, "  plugin %s", p.Plugin.Name)
+		if p.Component != "" {
+			fmt.Fprintf(&b, " (enabled by component %s)", p.Component)
+		}
+		b.WriteString("\n")
+	}
+	for _, r := range m.Roles {
+		fmt.Fprintf(&b, "  role %s (%s): tags %s\n", r.Name, r.Owner(), strings.Join(r.Tags, ", "))
+	}
+	for _, s := range m.States {
+		fmt.Fprintf(&b, "  component %s: %s", s.Name, s.State)
+		if s.Compatible {
+			b.WriteString(", compatible")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 // TestQuickstartTwins: the YAML cluster and its HCL twin decode to equal models.
@@ -58,5 +89,17 @@ func TestQuickstartTwins(t *testing.T) {
 	}
 	if diff := cmp.Diff(yamlC, hclC, opts); diff != "" {
 		t.Errorf("YAML and HCL twins differ (-yaml +hcl):\n%s", diff)
+	}
+	// Their merged models agree too (names aside).
+	models, diags := render.Check(repo)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	y, h := models["demo"], models["demo-hcl"]
+	if diff := cmp.Diff(modelSummary(y), strings.Replace(modelSummary(h), "demo-hcl", "demo", 1)); diff != "" {
+		t.Errorf("merged models differ (-yaml +hcl):\n%s", diff)
+	}
+	if diff := cmp.Diff(y.Models["settings"], h.Models["settings"]); diff != "" {
+		t.Errorf("settings differ (-yaml +hcl):\n%s", diff)
 	}
 }
