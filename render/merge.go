@@ -56,6 +56,7 @@ type builder struct {
 	roleRules  map[*loader.Role]*roleRules
 	registries map[*loader.Release]*components.Registry
 	data       hcl.Diagnostics
+	state      AppliedState
 }
 
 func newBuilder(repo *loader.Repo) *builder {
@@ -167,6 +168,8 @@ func (b *builder) build(c *loader.Cluster) (*Model, hcl.Diagnostics) {
 	// Role checks: per node, then per cluster.
 	diags = append(diags, b.checkNodeRoles(m)...)
 	diags = append(diags, b.checkLimits(m)...)
+	// Node tags and primary tags.
+	diags = append(diags, m.resolveTags(b.state)...)
 	return m, diags
 }
 

@@ -40,6 +40,10 @@ type Model struct {
 	States   []components.State
 	// Models are the roots of the expression language for this cluster.
 	Models expr.Models
+	// NodeTags are each node's tags, by node name (SPEC §5.1, §5.2).
+	NodeTags map[string]*NodeTags
+	// Warnings are the pre-deployment warnings written to cluster.yaml.
+	Warnings []string
 
 	roleIndex map[string]*Role
 }

@@ -123,6 +123,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Commands: []*cli.Command{
 			validateCommand(stdout, stderr),
 			componentsCommand(stdout, stderr),
+			renderCommand(stdout, stderr),
 			versionCommand(stdout, stderr),
 		},
 	}

@@ -15,6 +15,8 @@ type source struct {
 	fsys fs.FS
 	// label describes it for humans: the path, or path@rev (sha).
 	label string
+	// revision is the commit sha read, or "working-tree".
+	revision string
 	// prefix is prepended to repository-relative file names in diagnostics so they
 	// are relative to the current directory, as compilers print them.
 	prefix string
@@ -55,11 +57,11 @@ func openSource(g *globals) (*source, error) {
 		rev = "HEAD"
 	}
 	if rev == "" {
-		return &source{fsys: os.DirFS(g.repo), label: g.repo, prefix: prefix}, nil
+		return &source{fsys: os.DirFS(g.repo), label: g.repo, prefix: prefix, revision: "working-tree"}, nil
 	}
 	fsys, hash, err := loader.OpenRevision(g.repo, rev)
 	if err != nil {
 		return nil, &exitError{code: 1, msg: err.Error()}
 	}
-	return &source{fsys: fsys, label: fmt.Sprintf("%s@%s (%.12s)", g.repo, rev, hash), prefix: prefix}, nil
+	return &source{fsys: fsys, label: fmt.Sprintf("%s@%s (%.12s)", g.repo, rev, hash), prefix: prefix, revision: hash}, nil
 }

@@ -1,0 +1,27 @@
+// Package selector answers which nodes of a cluster a task selector selects, the way
+// nailgun's TagResolver (nailgun/utils/resolvers.py with nailgun/policy/name_match.py)
+// does (SPEC §5.3), and computes the fault tolerance of a task group the way
+// nailgun's TransactionSerializer.calculate_fault_tolerance does (SPEC §5.4).
+//
+// A selector is the value of a task's `tags`, `roles`/`role` or `groups` key, or of
+// the `role`/`tags` of a cross-dependency entry:
+//
+//   - the string "*" selects every node (never the master pseudo node);
+//   - any other string is a one-item list;
+//   - in a list, the item "master" selects the master pseudo node, an item written
+//     "/re/" selects every node having a tag that the regular expression matches at
+//     the start of the tag (Python's re.match: `/c.+/` matches "compute" but not
+//     "primary-controller"), and any other item selects the nodes having exactly
+//     that tag — so the list item "*" only selects a tag literally named "*";
+//   - null, a mapping or a non-string scalar selects nothing and is reported as
+//     malformed, so that the caller can warn.
+//
+// Results are node names sorted by node id, the master pseudo node first when it is
+// selected, without duplicates. The policy "any" keeps only the first of them (the
+// node with the lowest id), where nailgun keeps an arbitrary one.
+//
+// An Index is built once per cluster and then answers queries quickly: tags are
+// indexed to nodes when it is built, and each regular expression is compiled and
+// matched against the cluster's tags once, on first use. An Index is safe for
+// concurrent use.
+package selector

@@ -1,0 +1,274 @@
+package render
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/fuelsync/fuelsync/loader"
+)
+
+// AppliedState is what the applied state says about a cluster (SPEC §5.2): which node
+// is primary for a tag, and which nodes are deployed. Primary tags are sticky through
+// it. A nil AppliedState is an empty state: nothing deployed, no primaries yet.
+type AppliedState interface {
+	Primary(cluster, tag string) (node string, ok bool)
+	Deployed(cluster, node string) bool
+}
+
+// NodeTags are a node's tags and where each comes from (SPEC §5.1).
+type NodeTags struct {
+	Node *loader.Node
+	// Roles are the node's known roles, in the order written.
+	Roles []string
+	// Tags are the node's tags before primary substitution, sorted.
+	Tags []string
+	// Sources maps each tag to where it comes from: "role <r>" (a role's tag),
+	// "role name" (the implicit role tag), "assigned", "instance" (auto-assigned by
+	// instances:).
+	Sources map[string][]string
+	// Primary lists the tags this node is primary for, sorted.
+	Primary []string
+	// Resolution are the tags task selectors match: Tags with each primary tag
+	// replaced by primary-<tag> (with resolution: roles, the role names instead).
+	Resolution []string
+	// Instances maps each instance tag of the node to the nodes that share it.
+	Instances map[string][]string
+}
+
+// instanceTag splits "<tag>:<n>" into the tag and n.
+func instanceTag(s string) (string, int, bool) {
+	base, num, ok := strings.Cut(s, ":")
+	if !ok || base == "" {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 1 {
+		return "", 0, false
+	}
+	return base, n, true
+}
+
+// resolveTags computes every node's tags: role tags, implicit role tags, assign and
+// unassign, automatic instances, and primary tags (ha only).
+func (m *Model) resolveTags(state AppliedState) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	c := m.Cluster
+	m.NodeTags = map[string]*NodeTags{}
+	declared := map[string]bool{} // tags the cluster's roles and spec declare
+	for _, t := range c.Tags {
+		declared[t.Name] = true
+	}
+	unassignedAt := map[string]hcl.Range{}
+	for _, n := range c.Nodes {
+		nt := &NodeTags{Node: n, Sources: map[string][]string{}, Instances: map[string][]string{}}
+		add := func(tag, source string) {
+			if !slices.Contains(nt.Sources[tag], source) {
+				nt.Sources[tag] = append(nt.Sources[tag], source)
+			}
+		}
+		for _, ref := range n.Roles {
+			r := m.Role(ref.Name)
+			if r == nil || slices.Contains(nt.Roles, r.Name) {
+				continue
+			}
+			nt.Roles = append(nt.Roles, r.Name)
+			for _, t := range r.Tags {
+				add(t, "role "+r.Name)
+				declared[t] = true
+			}
+			add(r.Name, "role name")
+		}
+		for _, ref := range n.Assign {
+			if !m.knownTag(ref.Name) {
+				diags = append(diags, m.unknownTag(ref, n))
+				continue
+			}
+			add(ref.Name, "assigned")
+		}
+		for _, ref := range n.Unassign {
+			srcs, ok := nt.Sources[ref.Name]
+			switch {
+			case !ok:
+				diags = append(diags, warnAt(ref.Range, "cluster %s: node %s: tag %q is not on the node, so unassigning it changes nothing", c.Name, n.Name, ref.Name))
+			case slices.Contains(srcs, "role name"):
+				diags = append(diags, withDetail(warnAt(ref.Range, "cluster %s: node %s: %q is the name of one of its roles and stays a tag of the node", c.Name, n.Name, ref.Name),
+					"A role's name is always one of its node's tags (SPEC §5.1); unassign the role's other tags, or remove the role."))
+			default:
+				delete(nt.Sources, ref.Name)
+				if _, seen := unassignedAt[ref.Name]; !seen {
+					unassignedAt[ref.Name] = ref.Range
+				}
+			}
+		}
+		m.NodeTags[n.Name] = nt
+	}
+
+	// Automatic instances: <tag>:1..<tag>:N round-robin over the carriers of <tag>.
+	for _, in := range c.Instances {
+		carriers := m.carriers(in.Tag)
+		if len(carriers) == 0 {
+			diags = append(diags, warnAt(in.Range, "cluster %s: instances: no node carries tag %q", c.Name, in.Tag))
+			continue
+		}
+		for i, nt := range carriers {
+			tag := fmt.Sprintf("%s:%d", in.Tag, i%in.Count+1)
+			nt.Sources[tag] = append(nt.Sources[tag], "instance")
+		}
+	}
+
+	for _, nt := range m.nodeTagList() {
+		for t := range nt.Sources {
+			nt.Tags = append(nt.Tags, t)
+		}
+		sort.Strings(nt.Tags)
+	}
+	// Instance groups: the nodes sharing each instance tag.
+	groups := map[string][]string{}
+	for _, nt := range m.nodeTagList() {
+		for _, t := range nt.Tags {
+			if _, _, ok := instanceTag(t); ok {
+				groups[t] = append(groups[t], nt.Node.Name)
+			}
+		}
+	}
+	for _, nt := range m.nodeTagList() {
+		for _, t := range nt.Tags {
+			if g, ok := groups[t]; ok {
+				nt.Instances[t] = g
+			}
+		}
+	}
+
+	// Primary tags (ha only): sticky through the applied state, else the lowest id
+	// among deployed carriers, else the lowest id.
+	if c.Mode != "multinode" {
+		for _, tag := range m.primaryCandidates() {
+			carriers := m.carriers(tag)
+			var pick *NodeTags
+			if state != nil {
+				if name, ok := state.Primary(c.Name, tag); ok {
+					for _, nt := range carriers {
+						if nt.Node.Name == name {
+							pick = nt
+						}
+					}
+				}
+				if pick == nil {
+					for _, nt := range carriers {
+						if state.Deployed(c.Name, nt.Node.Name) {
+							pick = nt
+							break
+						}
+					}
+				}
+			}
+			if pick == nil {
+				pick = carriers[0]
+			}
+			pick.Primary = append(pick.Primary, tag)
+		}
+	}
+	for _, nt := range m.nodeTagList() {
+		sort.Strings(nt.Primary)
+		base := nt.Tags
+		if c.Resolution == "roles" {
+			base = append([]string(nil), nt.Roles...)
+			sort.Strings(base)
+		}
+		for _, t := range base {
+			if slices.Contains(nt.Primary, t) {
+				t = "primary-" + t
+			}
+			nt.Resolution = append(nt.Resolution, t)
+		}
+		sort.Strings(nt.Resolution)
+	}
+
+	// The pre-deployment check: a tag of the cluster's roles (or of its spec) that no
+	// node carries leaves that tag's tasks without a node.
+	var missing []string
+	for t := range declared {
+		if len(m.carriers(t)) == 0 {
+			missing = append(missing, t)
+		}
+	}
+	sort.Strings(missing)
+	for _, t := range missing {
+		r, ok := unassignedAt[t]
+		if !ok {
+			r = c.NodesRange
+			for _, ct := range c.Tags {
+				if ct.Name == t {
+					r = ct.Range
+				}
+			}
+		}
+		msg := fmt.Sprintf("no node carries tag %s: tasks selected by it run nowhere", t)
+		m.Warnings = append(m.Warnings, msg)
+		diags = append(diags, warnAt(r, "cluster %s: %s", c.Name, msg))
+	}
+	return diags
+}
+
+// knownTag reports whether name is a declared tag or an instance of one.
+func (m *Model) knownTag(name string) bool {
+	if m.Tags[name] != nil {
+		return true
+	}
+	base, _, ok := instanceTag(name)
+	return ok && m.Tags[base] != nil
+}
+
+func (m *Model) unknownTag(ref loader.Ref, n *loader.Node) *hcl.Diagnostic {
+	names := make([]string, 0, len(m.Tags))
+	for t := range m.Tags {
+		names = append(names, t)
+	}
+	d := errorAt(ref.Range, "cluster %s: node %s: unknown tag %q", m.Cluster.Name, n.Name, ref.Name)
+	d = suggest(d, ref.Name, names, "tags")
+	if d.Detail == "" {
+		d.Detail = "Declare the tag in the cluster's tags: (or the release's tags metadata); an instance tag is <tag>:<n> of a declared tag."
+	}
+	return d
+}
+
+// carriers returns the nodes carrying tag (before primary substitution), by id.
+func (m *Model) carriers(tag string) []*NodeTags {
+	var out []*NodeTags
+	for _, nt := range m.nodeTagList() {
+		if _, ok := nt.Sources[tag]; ok {
+			out = append(out, nt)
+		}
+	}
+	return out
+}
+
+// nodeTagList returns the nodes' tags ordered by node id.
+func (m *Model) nodeTagList() []*NodeTags {
+	out := make([]*NodeTags, 0, len(m.NodeTags))
+	for _, n := range m.Cluster.Nodes {
+		if nt := m.NodeTags[n.Name]; nt != nil {
+			out = append(out, nt)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Node.ID < out[j].Node.ID })
+	return out
+}
+
+// primaryCandidates lists, sorted, the tags with has_primary that some node carries.
+func (m *Model) primaryCandidates() []string {
+	var out []string
+	for name, t := range m.Tags {
+		if t.HasPrimary && len(m.carriers(name)) > 0 {
+			out = append(out, name)
+		}
+	}
+	// A role name is an implicit tag: its has_primary comes from the tag of that name.
+	sort.Strings(out)
+	return out
+}
