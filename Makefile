@@ -47,6 +47,16 @@ demo: build
 	@echo "== fuelsync --repo examples/quickstart components --cluster demo   (the creation wizard's view)"
 	@$(BIN) --repo examples/quickstart components --cluster demo
 	@echo
+	@echo "== fuelsync --repo examples/quickstart render --out rendered/quickstart   (SPEC §6 artifacts)"
+	@$(BIN) --repo examples/quickstart render --out rendered/quickstart
+	@echo
+	@echo "== rendered/quickstart/demo/nodes/node-1/default.yaml   (the primary controller's deployment graph)"
+	@cat rendered/quickstart/demo/nodes/node-1/default.yaml
+	@echo
+	@echo "== fuelsync --repo examples/quickstart explain --cluster demo --node node-2 keystone"
+	@$(BIN) --repo examples/quickstart explain --cluster demo --node node-2 keystone || true
+	@$(BIN) --repo examples/quickstart explain --cluster demo --node node-2 --why-not keystone
+	@echo
 	@echo "== a scratch copy of the quickstart with node-1 as controller and compute (exit status 1 expected)"
 	@tmp=$$(mktemp -d) && cp -r examples/quickstart $$tmp/ && \
 	  sed -i "s/node-1: {id: 1, roles: \[controller\]}/node-1: {id: 1, roles: [controller, compute]}/" $$tmp/quickstart/clusters/demo.yaml && \
@@ -73,4 +83,4 @@ golden:
 ci: test
 
 clean:
-	rm -rf bin
+	rm -rf bin rendered

@@ -25,6 +25,8 @@ type Graph struct {
 	// FaultTolerance lists the groups with their nodes and fault tolerance.
 	FaultTolerance []FaultToleranceGroup
 	byNode         map[string]*NodeGraph
+	defs           map[string][]*TaskDef
+	ix             *selector.Index
 }
 
 // Node returns the graph of node name, or nil.
@@ -69,9 +71,9 @@ type PlacedTask struct {
 type Via struct {
 	// Selector is the key that selected the node (tags, roles, role, groups), or
 	// "group" when a group lists the task, or "stage".
-	Selector string
-	Item     string // the selector entry, or the group's id
-	Tag      string // the node tag it matched
+	Selector string `json:"selector"`
+	Item     string `json:"item,omitempty"` // the selector entry, or the group's id
+	Tag      string `json:"tag,omitempty"`  // the node tag it matched
 }
 
 // Edge is a dependency: the dependent task requires Task on Node.
@@ -218,6 +220,7 @@ func (m *Model) renderGraph(typ string) (*Graph, hcl.Diagnostics) {
 		gb.g.byNode[name] = ng
 	}
 	gb.ix = selector.NewIndex(nodes)
+	gb.g.defs, gb.g.ix = gb.defs, gb.ix
 
 	// 1. Resolve every non-group task to its nodes; stages go to the sync node.
 	for _, id := range gb.ids {

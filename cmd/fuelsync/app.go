@@ -124,6 +124,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			validateCommand(stdout, stderr),
 			componentsCommand(stdout, stderr),
 			renderCommand(stdout, stderr),
+			explainCommand(stdout, stderr),
 			versionCommand(stdout, stderr),
 		},
 	}

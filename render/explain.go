@@ -1,0 +1,214 @@
+package render
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/hcl/v2"
+	"sort"
+	"strings"
+
+	"github.com/fuelsync/fuelsync/loader"
+)
+
+// Explanation says why each task of a node's graph is there (`fuelsync explain`).
+type Explanation struct {
+	Cluster string            `json:"cluster"`
+	Node    string            `json:"node"`
+	Graph   string            `json:"graph"`
+	Roles   []string          `json:"roles"`
+	Tags    []string          `json:"tags"`
+	Tasks   []TaskExplanation `json:"tasks"`
+}
+
+// TaskExplanation is the provenance of one task on a node.
+type TaskExplanation struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Position int    `json:"position"`
+	// Definition is where the winning definition is written and by which layer.
+	Definition Where `json:"definition"`
+	// Overrode are the lower layers' definitions it replaced, wholesale.
+	Overrode []Where `json:"overrode,omitempty"`
+	// Via lists what put the task on the node.
+	Via []Via `json:"via"`
+	// Condition is a legacy condition and its value (skipped when false).
+	Condition      string            `json:"condition,omitempty"`
+	ConditionValue *bool             `json:"condition_value,omitempty"`
+	Requires       []EdgeExplanation `json:"requires,omitempty"`
+}
+
+// Where is a definition's layer and position.
+type Where struct {
+	Layer string `json:"layer"`
+	File  string `json:"file"`
+	Line  int    `json:"line"`
+}
+
+// EdgeExplanation is one dependency and the entry it comes from.
+type EdgeExplanation struct {
+	Task   string `json:"task"`
+	Node   string `json:"node"`
+	Origin string `json:"origin"`
+	File   string `json:"file,omitempty"`
+	Line   int    `json:"line,omitempty"`
+}
+
+func where(d *TaskDef) Where {
+	return Where{Layer: d.Layer, File: d.Task.Range.Filename, Line: d.Task.Range.Start.Line}
+}
+
+// nodeGraph finds a graph type and a node of a rendered cluster.
+func (r *Rendered) nodeGraph(graph, node string) (*Graph, *NodeGraph, error) {
+	g := r.Graph(graph)
+	if g == nil {
+		var types []string
+		for _, x := range r.Graphs {
+			types = append(types, x.Type)
+		}
+		return nil, nil, fmt.Errorf("cluster %s has no graph %q; graphs: %s", r.Model.Cluster.Name, graph, strings.Join(types, ", "))
+	}
+	ng := g.byNode[node]
+	if ng == nil || (ng.Tags == nil && node != SyncNode && node != "master") {
+		var names []string
+		for _, n := range r.Model.Cluster.Nodes {
+			names = append(names, n.Name)
+		}
+		return nil, nil, fmt.Errorf("cluster %s has no node %q; nodes: %s (and the pseudo nodes master, sync)", r.Model.Cluster.Name, node, strings.Join(names, ", "))
+	}
+	return g, ng, nil
+}
+
+// Explain returns the provenance of every task of node in graph; with task, of that
+// task only.
+func (r *Rendered) Explain(graph, node, task string) (*Explanation, error) {
+	_, ng, err := r.nodeGraph(graph, node)
+	if err != nil {
+		return nil, err
+	}
+	ex := &Explanation{Cluster: r.Model.Cluster.Name, Node: node, Graph: graph, Roles: []string{}, Tags: []string{}}
+	if ng.Tags != nil {
+		ex.Roles, ex.Tags = ng.Tags.Roles, ng.Tags.Resolution
+	}
+	for i, pt := range ng.Tasks {
+		if task != "" && pt.ID != task {
+			continue
+		}
+		te := TaskExplanation{ID: pt.ID, Type: pt.Type, Position: i + 1, Definition: where(pt.Def), Via: pt.Via}
+		for _, o := range pt.Def.Overrode {
+			te.Overrode = append(te.Overrode, where(o))
+		}
+		if c := pt.Def.Task.Data.Get("condition"); c != nil && c.Kind == loader.KindString {
+			te.Condition, te.ConditionValue = c.Text, pt.Condition
+		}
+		for _, e := range pt.Requires {
+			te.Requires = append(te.Requires, EdgeExplanation{Task: e.Task, Node: e.Node, Origin: e.Origin, File: e.Range.Filename, Line: e.Range.Start.Line})
+		}
+		ex.Tasks = append(ex.Tasks, te)
+	}
+	if task != "" && len(ex.Tasks) == 0 {
+		return nil, fmt.Errorf("task %s is not on node %s in graph %s; run explain --why-not %s", task, node, graph, task)
+	}
+	return ex, nil
+}
+
+// WhyNot says why task is not on node in graph: it exists nowhere, it has no
+// selector (an override without one), it is a group or a stage, or no selector
+// entry matches the node's tags. When the task is on the node, it says so (and
+// whether a condition skips it).
+// File names are prefixed with prefix (the CLI's --repo).
+func (r *Rendered) WhyNot(graph, node, task, prefix string) ([]string, error) {
+	at := func(rg hcl.Range) string { return prefix + at(rg) }
+	g, ng, err := r.nodeGraph(graph, node)
+	if err != nil {
+		return nil, err
+	}
+	if pt := ng.tasks[task]; pt != nil {
+		if pt.Type == "skipped" && pt.Condition != nil && !*pt.Condition {
+			return []string{fmt.Sprintf("%s is on %s, skipped: its condition %q is false (%s)", task, node, pt.Def.Task.Data.Get("condition").Text, at(pt.Def.Task.Data.Get("condition").Range))}, nil
+		}
+		return []string{fmt.Sprintf("%s is on %s (position %d of %d); see explain %s", task, node, indexOf(ng.Tasks, pt)+1, len(ng.Tasks), task)}, nil
+	}
+	defs := g.defs[task]
+	if len(defs) == 0 {
+		ids := make([]string, 0, len(g.defs))
+		for id := range g.defs {
+			ids = append(ids, id)
+		}
+		msg := fmt.Sprintf("no task %s in graph %s of cluster %s", task, graph, r.Model.Cluster.Name)
+		if best := loader.Suggest(task, ids); best != "" {
+			msg += fmt.Sprintf("; did you mean %s?", best)
+		}
+		return []string{msg}, nil
+	}
+	var out []string
+	for _, d := range defs {
+		t := d.Task
+		desc := fmt.Sprintf("%s is defined by the %s at %s", task, d.Layer, at(t.Range))
+		for _, o := range d.Overrode {
+			desc += fmt.Sprintf(", overriding the %s's definition at %s", o.Layer, at(o.Task.Range))
+		}
+		out = append(out, desc)
+		switch t.Type {
+		case "group":
+			out = append(out, "it is a group: groups are not emitted; their tasks: are placed on the group's nodes")
+			continue
+		case "stage":
+			out = append(out, "it is a stage: stages run on the sync node only")
+			continue
+		}
+		key, sel := r.Model.selectorOf(t)
+		if sel == nil {
+			out = append(out, "it has no selector (tags, roles, role or groups), so it runs on no node")
+			continue
+		}
+		if sel.IsMap() {
+			out = append(out, fmt.Sprintf("its %s is a yaql expression, evaluated by the deployer", key))
+			continue
+		}
+		tags := []string{}
+		if ng.Tags != nil {
+			tags = ng.Tags.Resolution
+		}
+		out = append(out, fmt.Sprintf("no entry of its %s %s matches a tag of %s: %s", key, selectorText(sel), node, strings.Join(tags, ", ")))
+		for _, grp := range groupsListing(g, task) {
+			out = append(out, fmt.Sprintf("group %s lists it, but the group does not select %s", grp, node))
+		}
+	}
+	return out, nil
+}
+
+func indexOf(list []*PlacedTask, pt *PlacedTask) int {
+	for i, x := range list {
+		if x == pt {
+			return i
+		}
+	}
+	return -1
+}
+
+func selectorText(v *loader.Value) string {
+	if names, ok := v.Strings(); ok {
+		if v.Kind == loader.KindString {
+			return fmt.Sprintf("%q", v.Text)
+		}
+		return "[" + strings.Join(names, ", ") + "]"
+	}
+	return fmt.Sprint(v.Interface())
+}
+
+// groupsListing returns the groups of g whose tasks: list id.
+func groupsListing(g *Graph, id string) []string {
+	var out []string
+	for gid, defs := range g.defs {
+		if defs[0].Task.Type != "group" {
+			continue
+		}
+		for _, it := range items(defs[0].Task.Data.Get("tasks")) {
+			if it.String() == id {
+				out = append(out, gid)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
