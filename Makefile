@@ -55,7 +55,7 @@ demo: build
 	@echo
 	@echo "== fuelsync --repo examples/quickstart explain --cluster demo --node node-2 keystone"
 	@$(BIN) --repo examples/quickstart explain --cluster demo --node node-2 keystone || true
-	@$(BIN) --repo examples/quickstart explain --cluster demo --node node-2 --why-not keystone
+	@$(BIN) --repo examples/quickstart explain --cluster demo --node node-2 --why-not post-check
 	@echo
 	@echo "== a scratch copy of the quickstart with node-1 as controller and compute (exit status 1 expected)"
 	@tmp=$$(mktemp -d) && cp -r examples/quickstart $$tmp/ && \
