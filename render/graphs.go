@@ -65,6 +65,7 @@ type PlacedTask struct {
 	Requires []Edge
 	// DynamicRequires are yaql cross-dependencies, kept verbatim.
 	DynamicRequires []any
+	edgeSet         map[taskKey]bool
 }
 
 // Via is one reason a task is on a node.
@@ -83,7 +84,17 @@ type Edge struct {
 	// "cross-depends", "cross-depended-by of <id>", and "via <ids>" when it is kept
 	// transitively through tasks absent from the node.
 	Origin string
-	Range  hcl.Range
+	// Via lists the absent tasks the edge was kept through (transitive ordering).
+	Via   []string
+	Range hcl.Range
+}
+
+// Describe is the edge's origin with the tasks it passes through.
+func (e Edge) Describe() string {
+	if len(e.Via) == 0 {
+		return e.Origin
+	}
+	return e.Origin + " via " + strings.Join(e.Via, ", ")
 }
 
 // TaskDef is the definition of a task id that won the merge (SPEC §3.1).
@@ -486,12 +497,14 @@ func (gb *graphBuilder) relation() *relation {
 func (gb *graphBuilder) edges() {
 	rel := gb.relation()
 	sync := gb.g.byNode[SyncNode]
+	seen := map[string]bool{}
 	for _, ng := range gb.allNodes() {
 		for _, id := range sortedIDs(ng.tasks) {
 			pt := ng.tasks[id]
 			// requires / required_for: the same node and the sync node, transitively
 			// through tasks absent from both.
-			seen := map[string]bool{id: true}
+			clear(seen)
+			seen[id] = true
 			var walk func(y string, via []string)
 			walk = func(y string, via []string) {
 				for _, e := range rel.preds[y] {
@@ -499,17 +512,14 @@ func (gb *graphBuilder) edges() {
 						continue
 					}
 					seen[e.id] = true
-					origin := e.origin
-					if len(via) > 0 {
-						origin += " via " + strings.Join(via, ", ")
-					}
 					switch {
 					case ng.tasks[e.id] != nil:
-						pt.addEdge(Edge{Task: e.id, Node: ng.Node, Origin: origin, Range: e.rng})
+						pt.addEdge(Edge{Task: e.id, Node: ng.Node, Origin: e.origin, Via: via, Range: e.rng})
 					case ng != sync && sync.tasks[e.id] != nil:
-						pt.addEdge(Edge{Task: e.id, Node: SyncNode, Origin: origin, Range: e.rng})
+						pt.addEdge(Edge{Task: e.id, Node: SyncNode, Origin: e.origin, Via: via, Range: e.rng})
 					default:
-						walk(e.id, append(via, e.id))
+						// One path slice per absent task, shared by the edges found through it.
+						walk(e.id, append(via[:len(via):len(via)], e.id))
 					}
 				}
 			}
@@ -518,6 +528,7 @@ func (gb *graphBuilder) edges() {
 		}
 	}
 	// Node tasks required_for a stage: the stage on the sync node requires them.
+	syncIDs := sortedIDs(sync.tasks)
 	for _, ng := range gb.allNodes() {
 		if ng == sync {
 			continue
@@ -526,7 +537,7 @@ func (gb *graphBuilder) edges() {
 			for _, e := range items(gb.defs[id][0].Task.Data.Get("required_for")) {
 				name, _ := e.Str()
 				nm := newMatcher(name)
-				for _, sid := range sortedIDs(sync.tasks) {
+				for _, sid := range syncIDs {
 					if nm.match(sid) && ng.tasks[sid] == nil {
 						sync.tasks[sid].addEdge(Edge{Task: id, Node: ng.Node, Origin: "required_for of " + id, Range: e.Range})
 					}
@@ -562,6 +573,10 @@ func (gb *graphBuilder) crossEdges(ng *NodeGraph, pt *PlacedTask) {
 				continue
 			}
 			nm := newMatcher(name)
+			if nm.re == nil && len(gb.defs[name]) == 0 {
+				gb.warnOnce(it.Get("name").Range, "task %s: %s %q: no task of that name in graph %s", pt.ID, key, name, gb.typ)
+				continue
+			}
 			for _, target := range gb.crossTargets(ng, it) {
 				tg := gb.g.byNode[target]
 				if tg == nil {
@@ -607,11 +622,14 @@ func (gb *graphBuilder) crossTargets(ng *NodeGraph, it *loader.Value) []string {
 }
 
 func (pt *PlacedTask) addEdge(e Edge) {
-	for _, x := range pt.Requires {
-		if x.Task == e.Task && x.Node == e.Node {
-			return
-		}
+	k := taskKey{e.Task, e.Node}
+	if pt.edgeSet == nil {
+		pt.edgeSet = map[taskKey]bool{}
 	}
+	if pt.edgeSet[k] {
+		return
+	}
+	pt.edgeSet[k] = true
 	pt.Requires = append(pt.Requires, e)
 }
 
