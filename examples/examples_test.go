@@ -22,15 +22,19 @@ func TestExamplesValidate(t *testing.T) {
 	for _, name := range []string{"quickstart", "fuel-mitaka"} {
 		t.Run(name, func(t *testing.T) {
 			repo, diags := loader.Load(os.DirFS(name), loader.Options{})
-			models, more := render.Check(repo)
+			// What validate runs: the loader, then the merged models and task graphs.
+			rendered, more := render.Render(repo, render.Options{})
 			diags = loader.SortDiagnostics(append(diags, more...))
 			if diags.HasErrors() {
 				t.Errorf("errors: %v", diags)
 			}
 			var b strings.Builder
 			fmt.Fprintf(&b, "plugins: %d, releases: %d, clusters: %d\n", len(repo.Plugins), len(repo.Releases), len(repo.Clusters))
-			for _, c := range repo.Clusters {
-				b.WriteString(modelSummary(models[c.Name]))
+			if len(rendered) != len(repo.Clusters) {
+				t.Errorf("%d of %d clusters rendered", len(rendered), len(repo.Clusters))
+			}
+			for _, r := range rendered {
+				b.WriteString(modelSummary(r.Model))
 			}
 			for _, d := range diags {
 				sev := "warning"

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -40,15 +41,17 @@ type Options struct {
 	State AppliedState
 }
 
-// Render checks repo and resolves every cluster (or opts.Clusters) onto its nodes.
-// Clusters whose model has errors are not rendered; the diagnostics say why.
+// Render checks repo as Check does and resolves every cluster (or opts.Clusters)
+// onto its nodes. Clusters whose model has errors are not rendered; the diagnostics
+// say why.
 func Render(repo *loader.Repo, opts Options) ([]*Rendered, hcl.Diagnostics) {
 	b := newBuilder(repo)
 	b.state = opts.State
+	b.checkData()
 	var out []*Rendered
 	var diags hcl.Diagnostics
 	for _, c := range repo.Clusters {
-		if len(opts.Clusters) > 0 && !containsString(opts.Clusters, c.Name) {
+		if len(opts.Clusters) > 0 && !slices.Contains(opts.Clusters, c.Name) {
 			continue
 		}
 		m, d := b.build(c)
@@ -61,15 +64,6 @@ func Render(repo *loader.Repo, opts Options) ([]*Rendered, hcl.Diagnostics) {
 		out = append(out, &Rendered{Model: m, Graphs: graphs})
 	}
 	return out, loader.SortDiagnostics(append(b.data, diags...))
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Files serialises rendered clusters into the artifact layout of SPEC §6, path →

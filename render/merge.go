@@ -21,20 +21,11 @@ func Build(repo *loader.Repo, c *loader.Cluster) (*Model, hcl.Diagnostics) {
 
 // Check builds the model of every cluster of repo and checks the data of every
 // release (expressions, component registry) even when no cluster uses it. It
-// returns the models by cluster name and every problem, sorted.
+// returns the models by cluster name and every problem, sorted. Task graphs are not
+// resolved: Render does that, with these checks first.
 func Check(repo *loader.Repo) (map[string]*Model, hcl.Diagnostics) {
 	b := newBuilder(repo)
-	for _, r := range repo.Releases {
-		b.registry(r)
-		for _, role := range r.Roles {
-			b.rules(role, nil)
-		}
-	}
-	for _, p := range repo.Plugins {
-		for _, role := range p.Roles {
-			b.rules(role, p)
-		}
-	}
+	b.checkData()
 	models := map[string]*Model{}
 	var diags hcl.Diagnostics
 	for _, c := range repo.Clusters {
@@ -45,6 +36,22 @@ func Check(repo *loader.Repo) (map[string]*Model, hcl.Diagnostics) {
 		}
 	}
 	return models, loader.SortDiagnostics(append(b.data, diags...))
+}
+
+// checkData checks what releases and plugins hold whether or not a cluster uses
+// it: every release's component registry, every role's restrictions and limits.
+func (b *builder) checkData() {
+	for _, r := range b.repo.Releases {
+		b.registry(r)
+		for _, role := range r.Roles {
+			b.rules(role, nil)
+		}
+	}
+	for _, p := range b.repo.Plugins {
+		for _, role := range p.Roles {
+			b.rules(role, p)
+		}
+	}
 }
 
 // builder holds what several clusters share: parsed expressions, role rules and

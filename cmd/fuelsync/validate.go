@@ -66,11 +66,12 @@ func validateCommand(stdout, stderr io.Writer) *cli.Command {
 	}
 }
 
-// loadAndCheck loads the repository and checks every cluster's merged model (SPEC §3):
-// all problems of both stages, sorted.
+// loadAndCheck loads the repository, checks every cluster's merged model (SPEC §3)
+// and resolves its task graphs (SPEC §5: cycles, group members, overlaps): all
+// problems of every stage, sorted. Nothing is written.
 func loadAndCheck(src *source) (*loader.Repo, hcl.Diagnostics) {
 	repo, diags := loader.Load(src.fsys, loader.Options{})
-	_, more := render.Check(repo)
+	_, more := render.Render(repo, render.Options{})
 	return repo, loader.SortDiagnostics(append(diags, more...))
 }
 
