@@ -68,7 +68,7 @@ func (r *Rendered) nodeGraph(graph, node string) (*Graph, *NodeGraph, error) {
 		return nil, nil, fmt.Errorf("cluster %s has no graph %q; graphs: %s", r.Model.Cluster.Name, graph, strings.Join(types, ", "))
 	}
 	ng := g.byNode[node]
-	if ng == nil || (ng.Tags == nil && node != SyncNode && node != "master") {
+	if ng == nil {
 		var names []string
 		for _, n := range r.Model.Cluster.Nodes {
 			names = append(names, n.Name)

@@ -161,7 +161,7 @@ func (m *Model) mergeTasks(typ string) (map[string][]*TaskDef, []string) {
 			case len(prev) == 0:
 				defs[t.ID] = []*TaskDef{d}
 				order = append(order, t.ID)
-			case p != nil && prev[0].Plugin != nil && prev[0].Layer != "cluster":
+			case p != nil && prev[0].Plugin != nil:
 				defs[t.ID] = append(prev, d) // another plugin's definition
 			default:
 				for _, w := range prev {
@@ -213,10 +213,12 @@ type graphBuilder struct {
 	ids    []string
 	diags  hcl.Diagnostics
 	warned map[string]bool
+	// matchers caches compiled dependency names (regexes) for the graph.
+	matchers map[string]nameMatcher
 }
 
 func (m *Model) renderGraph(typ string) (*Graph, hcl.Diagnostics) {
-	gb := &graphBuilder{m: m, typ: typ, g: &Graph{Type: typ, byNode: map[string]*NodeGraph{}}, warned: map[string]bool{}}
+	gb := &graphBuilder{m: m, typ: typ, g: &Graph{Type: typ, byNode: map[string]*NodeGraph{}}, warned: map[string]bool{}, matchers: map[string]nameMatcher{}}
 	gb.defs, gb.ids = m.mergeTasks(typ)
 	sort.Strings(gb.ids)
 	var nodes []selector.Node
@@ -298,10 +300,11 @@ func (gb *graphBuilder) placeTask(d *TaskDef) {
 	}
 	nodes, _ := gb.ix.Resolve(sel, "")
 	for _, n := range nodes {
-		for _, mt := range gb.ix.Matches(sel, n) {
+		matches := gb.ix.Matches(sel, n)
+		for _, mt := range matches {
 			gb.place(d, n, Via{Selector: key, Item: mt.Item, Tag: mt.Tag})
 		}
-		if len(gb.ix.Matches(sel, n)) == 0 {
+		if len(matches) == 0 {
 			gb.place(d, n, Via{Selector: key})
 		}
 	}
@@ -399,7 +402,10 @@ func (gb *graphBuilder) applyCondition(pt *PlacedTask) {
 	if d.cond == nil {
 		e, err := expr.Parse(cond.Text)
 		if err != nil {
-			gb.warnOnce(cond.Range, "%v", exprErrorDiag(cond, err, "task "+d.Task.ID+": condition").Summary)
+			// A warning, at the column: the task is kept, as nailgun keeps tasks whose
+			// condition it cannot read.
+			diag := exprErrorDiag(cond, err, "task "+d.Task.ID+": condition")
+			gb.warnOnce(*diag.Subject, "%s", diag.Summary)
 			return
 		}
 		d.cond = e
@@ -422,6 +428,16 @@ func (gb *graphBuilder) applyCondition(pt *PlacedTask) {
 type nameMatcher struct {
 	name string
 	re   *regexp.Regexp
+}
+
+// matcher returns the matcher of a dependency name, compiled once per graph.
+func (gb *graphBuilder) matcher(name string) nameMatcher {
+	nm, ok := gb.matchers[name]
+	if !ok {
+		nm = newMatcher(name)
+		gb.matchers[name] = nm
+	}
+	return nm
 }
 
 func newMatcher(name string) nameMatcher {
@@ -463,7 +479,7 @@ func (gb *graphBuilder) relation() *relation {
 			if !ok {
 				continue
 			}
-			nm := newMatcher(name)
+			nm := gb.matcher(name)
 			found := false
 			for _, id := range all {
 				if nm.match(id) {
@@ -536,7 +552,7 @@ func (gb *graphBuilder) edges() {
 		for _, id := range sortedIDs(ng.tasks) {
 			for _, e := range items(gb.defs[id][0].Task.Data.Get("required_for")) {
 				name, _ := e.Str()
-				nm := newMatcher(name)
+				nm := gb.matcher(name)
 				for _, sid := range syncIDs {
 					if nm.match(sid) && ng.tasks[sid] == nil {
 						sync.tasks[sid].addEdge(Edge{Task: id, Node: ng.Node, Origin: "required_for of " + id, Range: e.Range})
@@ -572,7 +588,7 @@ func (gb *graphBuilder) crossEdges(ng *NodeGraph, pt *PlacedTask) {
 			if !ok {
 				continue
 			}
-			nm := newMatcher(name)
+			nm := gb.matcher(name)
 			if nm.re == nil && len(gb.defs[name]) == 0 {
 				gb.warnOnce(it.Get("name").Range, "task %s: %s %q: no task of that name in graph %s", pt.ID, key, name, gb.typ)
 				continue

@@ -1724,3 +1724,32 @@ func TestArtifactsGolden(t *testing.T) {
 		}
 	}
 }
+
+// A legacy condition that does not parse is a warning at its column; the task is kept.
+func TestConditionSyntaxWarning(t *testing.T) {
+	tasks := `- {id: deploy_start, type: stage}
+- id: a
+  type: shell
+  role: '*'
+  condition: "settings:common.debug.value == == true"
+  requires: [deploy_start]
+`
+	files := graphFiles(semRelease, map[string]string{"default": tasks}, semCluster)
+	r, diags := renderFiles(t, files, nil)
+	noErrors(t, diags)
+	if r.Graph("default").Node("node-1").Task("a") == nil {
+		t.Errorf("task a is not on node-1")
+	}
+	var file string
+	for name, src := range files {
+		if strings.Contains(src, "== == true") {
+			file = name
+		}
+	}
+	line, col := locate(t, files[file], "== == true", "== true")
+	got := diagText(diags)
+	want := fmt.Sprintf("%s:%d:%d: warning: task a: condition: syntax error: unexpected '=='", file, line, col)
+	if !strings.Contains(got, want) {
+		t.Errorf("want a line starting %q; got:\n%s", want, got)
+	}
+}

@@ -46,6 +46,7 @@ type Model struct {
 	Warnings []string
 
 	roleIndex map[string]*Role
+	nodeOrder []*NodeTags
 }
 
 // EnabledPlugin is a plugin the cluster enables, with the entry of the cluster spec

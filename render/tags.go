@@ -106,7 +106,9 @@ func (m *Model) resolveTags(state AppliedState) hcl.Diagnostics {
 			}
 		}
 		m.NodeTags[n.Name] = nt
+		m.nodeOrder = append(m.nodeOrder, nt)
 	}
+	sort.SliceStable(m.nodeOrder, func(i, j int) bool { return m.nodeOrder[i].Node.ID < m.nodeOrder[j].Node.ID })
 
 	// Automatic instances: <tag>:1..<tag>:N round-robin over the carriers of <tag>.
 	for _, in := range c.Instances {
@@ -248,17 +250,9 @@ func (m *Model) carriers(tag string) []*NodeTags {
 	return out
 }
 
-// nodeTagList returns the nodes' tags ordered by node id.
-func (m *Model) nodeTagList() []*NodeTags {
-	out := make([]*NodeTags, 0, len(m.NodeTags))
-	for _, n := range m.Cluster.Nodes {
-		if nt := m.NodeTags[n.Name]; nt != nil {
-			out = append(out, nt)
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Node.ID < out[j].Node.ID })
-	return out
-}
+// nodeTagList returns the nodes' tags ordered by node id (sorted once, when the
+// tags are resolved).
+func (m *Model) nodeTagList() []*NodeTags { return m.nodeOrder }
 
 // primaryCandidates lists, sorted, the tags with has_primary that some node carries.
 func (m *Model) primaryCandidates() []string {
@@ -268,7 +262,6 @@ func (m *Model) primaryCandidates() []string {
 			out = append(out, name)
 		}
 	}
-	// A role name is an implicit tag: its has_primary comes from the tag of that name.
 	sort.Strings(out)
 	return out
 }
