@@ -222,19 +222,31 @@ func compatList(p *loader.Plugin) string {
 	return strings.Join(parts, "; ")
 }
 
+// ComponentProblems checks cluster c's component selection against the registry
+// of its release (SPEC §3.2): each problem at the selection entry that caused it.
+func ComponentProblems(reg *components.Registry, c *loader.Cluster, rel *loader.Release) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	var selected []string
+	for _, ref := range c.Components {
+		selected = append(selected, ref.Name)
+	}
+	for _, p := range reg.Validate(c.Components, rel.RequiredComponentTypes) {
+		r := p.Range
+		if r.Filename == "" {
+			r = c.NameRange
+		}
+		diags = append(diags, withDetail(errorAt(r, "%s", p.Message), "Cluster %s selects components %s from release %s.", c.Name, strings.Join(selected, ", "), rel.Version))
+	}
+	return diags
+}
+
 func (b *builder) selectComponents(m *Model) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	c := m.Cluster
 	for _, ref := range c.Components {
 		m.Selected = append(m.Selected, ref.Name)
 	}
-	for _, p := range m.Registry.Validate(c.Components, m.Release.RequiredComponentTypes) {
-		r := p.Range
-		if r.Filename == "" {
-			r = c.NameRange
-		}
-		diags = append(diags, withDetail(errorAt(r, "%s", p.Message), "Cluster %s selects components %s from release %s.", c.Name, strings.Join(m.Selected, ", "), m.Release.Version))
-	}
+	diags = append(diags, ComponentProblems(m.Registry, c, m.Release)...)
 	for _, name := range m.Registry.PluginsFor(m.Selected) {
 		if m.Plugin(name) != nil {
 			continue

@@ -83,7 +83,7 @@ func componentsCommand(stdout, stderr io.Writer) *cli.Command {
 					selected = append(selected, r.Name)
 				}
 				states = reg.States(selected)
-				problems = componentProblems(reg, cl, rel)
+				problems = render.ComponentProblems(reg, cl, rel)
 			}
 			problems = loader.SortDiagnostics(append(regDiags, problems...))
 			failed := problems.HasErrors()
@@ -138,19 +138,6 @@ func releaseNames(repo *loader.Repo) string {
 		parts = append(parts, fmt.Sprintf("%s (%s)", r.Version, r.Name))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// componentProblems are the component-registry checks of the cluster's selection.
-func componentProblems(reg *components.Registry, cl *loader.Cluster, rel *loader.Release) hcl.Diagnostics {
-	var diags hcl.Diagnostics
-	for _, p := range reg.Validate(cl.Components, rel.RequiredComponentTypes) {
-		r := p.Range
-		if r.Filename == "" {
-			r = cl.NameRange
-		}
-		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: p.Message, Subject: &r})
-	}
-	return diags
 }
 
 // componentJSON is one component of `components --format json`: the API's keys, and
