@@ -7,14 +7,13 @@ import (
 	"path"
 	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
 
+	"github.com/fuelsync/fuelsync/internal/benchutil"
 	"github.com/fuelsync/fuelsync/internal/repogen"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/hashicorp/hcl/v2"
@@ -148,11 +147,11 @@ func BenchmarkLoadLargeRatio(b *testing.B) {
 	// timed runs f after a GC and returns its wall-clock and CPU time.
 	timed := func(f func()) (float64, time.Duration) {
 		runtime.GC()
-		c0, ok0 := processCPU()
+		c0, ok0 := benchutil.ProcessCPU()
 		t0 := time.Now()
 		f()
 		wall := float64(time.Since(t0))
-		c1, ok1 := processCPU()
+		c1, ok1 := benchutil.ProcessCPU()
 		cpuOK = cpuOK && ok0 && ok1
 		return wall, c1 - c0
 	}
@@ -182,50 +181,13 @@ func BenchmarkLoadLargeRatio(b *testing.B) {
 		loadT, yamlT, ratios = append(loadT, l), append(yamlT, y), append(ratios, l/y)
 		i++
 	}
-	b.ReportMetric(median(ratios), "load/yaml-ratio")
+	b.ReportMetric(benchutil.Median(ratios), "load/yaml-ratio")
 	if cpuOK && yamlCPU > 0 {
 		b.ReportMetric(float64(loadCPU)/float64(yamlCPU), "load/yaml-cpu-ratio")
 	}
-	b.ReportMetric(median(loadT)/1e6, "load-ms")
-	b.ReportMetric(median(yamlT)/1e6, "yaml-ms")
+	b.ReportMetric(benchutil.Median(loadT)/1e6, "load-ms")
+	b.ReportMetric(benchutil.Median(yamlT)/1e6, "yaml-ms")
 	b.ReportMetric(float64(n)/1e6, "MB-yaml")
-}
-
-func median(xs []float64) float64 {
-	s := slices.Sorted(slices.Values(xs))
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-// processCPU returns the CPU time (user + system, all threads) this process has
-// used, from /proc/self/stat; ok is false where that file does not exist.
-func processCPU() (time.Duration, bool) {
-	b, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
-		return 0, false
-	}
-	// Fields after the command name (which is in parentheses and may hold spaces):
-	// utime and stime are fields 14 and 15 of the whole line, in clock ticks.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, false
-	}
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	const ticksPerSecond = 100 // USER_HZ, fixed at 100 in the Linux ABI
-	return time.Duration(ut+st) * time.Second / ticksPerSecond, true
 }
 
 // BenchmarkLoadLargeDisk loads the same repository from a directory (os.DirFS), as

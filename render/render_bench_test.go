@@ -58,6 +58,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/fuelsync/fuelsync/internal/benchutil"
 	"github.com/fuelsync/fuelsync/internal/repogen"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
@@ -314,7 +315,7 @@ func BenchmarkResolve(b *testing.B) {
 				b.StartTimer()
 			}
 			mp.stop()
-			b.ReportMetric(median(perEntry), "ns/entry")
+			b.ReportMetric(benchutil.Median(perEntry), "ns/entry")
 			b.ReportMetric(float64(alloc)/float64(b.N)/float64(entries), "B/entry")
 			b.ReportMetric(float64(entries), "entries")
 			b.ReportMetric(float64(spec.Nodes), "nodes")
@@ -359,7 +360,7 @@ func BenchmarkRenderLarge(b *testing.B) {
 		entries, outBytes = renderedEntries(rs), filesBytes(files)
 		b.StartTimer()
 	}
-	med := median(times)
+	med := benchutil.Median(times)
 	b.ReportMetric(med/1e6, "median-ms")
 	b.ReportMetric(med/float64(entries), "ns/entry")
 	b.ReportMetric(float64(entries), "entries")
@@ -516,11 +517,11 @@ func BenchmarkRenderLargeFull(b *testing.B) {
 			baseHeap = max(baseHeap, heapObjects())
 		}
 		mp := startMemPeak("BenchmarkRenderLargeFull")
-		c0, ok0 := processCPUTime()
+		c0, ok0 := benchutil.ProcessCPU()
 		t0 := time.Now()
 		f()
 		wall := float64(time.Since(t0))
-		c1, ok1 := processCPUTime()
+		c1, ok1 := benchutil.ProcessCPU()
 		h, g, r := mp.stop()
 		if isFull {
 			peakHeap, peakGo, peakRSS = max(peakHeap, h), max(peakGo, g), max(peakRSS, r)
@@ -544,12 +545,12 @@ func BenchmarkRenderLargeFull(b *testing.B) {
 		fullT, floorT, ratios = append(fullT, fw), append(floorT, lw), append(ratios, fw/lw)
 		i++
 	}
-	b.ReportMetric(median(ratios), "full/floor-ratio")
+	b.ReportMetric(benchutil.Median(ratios), "full/floor-ratio")
 	if cpuOK && floorCPU > 0 {
 		b.ReportMetric(float64(fullCPU)/float64(floorCPU), "full/floor-cpu-ratio")
 	}
-	b.ReportMetric(median(fullT)/1e6, "full-ms")
-	b.ReportMetric(median(floorT)/1e6, "floor-ms")
+	b.ReportMetric(benchutil.Median(fullT)/1e6, "full-ms")
+	b.ReportMetric(benchutil.Median(floorT)/1e6, "floor-ms")
 	b.ReportMetric(float64(peakHeap)/mb, "peak-heap-MB")
 	b.ReportMetric(float64(peakGo)/mb, "peak-go-MB")
 	if peakRSS > 0 {
@@ -558,41 +559,4 @@ func BenchmarkRenderLargeFull(b *testing.B) {
 	b.ReportMetric(float64(baseHeap)/mb, "base-heap-MB")
 	b.ReportMetric(fl.inMB, "MB-in")
 	b.ReportMetric(fl.outMB, "MB-out")
-}
-
-func median(xs []float64) float64 {
-	s := slices.Sorted(slices.Values(xs))
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-// processCPUTime returns the CPU time (user + system, all threads) this process
-// has used, from /proc/self/stat; ok is false where that file does not exist.
-func processCPUTime() (time.Duration, bool) {
-	b, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
-		return 0, false
-	}
-	// Fields after the command name (in parentheses, may hold spaces): utime and
-	// stime are fields 14 and 15 of the line, in clock ticks.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, false
-	}
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	const ticksPerSecond = 100 // USER_HZ, fixed at 100 in the Linux ABI
-	return time.Duration(ut+st) * time.Second / ticksPerSecond, true
 }

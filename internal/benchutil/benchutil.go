@@ -1,0 +1,50 @@
+// Package benchutil holds what the benchmarks of several packages share: medians
+// and the process's CPU time.
+package benchutil
+
+import (
+	"bytes"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Median returns the median of xs (0 for none).
+func Median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// ProcessCPU returns the CPU time (user + system, all threads) this process has
+// used, from /proc/self/stat; ok is false where that file does not exist.
+func ProcessCPU() (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0, false
+	}
+	// Fields after the command name (in parentheses, may hold spaces): utime and
+	// stime are fields 14 and 15 of the line, in clock ticks.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	const ticksPerSecond = 100 // USER_HZ, fixed at 100 in the Linux ABI
+	return time.Duration(ut+st) * time.Second / ticksPerSecond, true
+}
