@@ -9,6 +9,7 @@ package render
 import (
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -32,6 +33,16 @@ const (
 // cluster, not the loader's.
 func checkMitaka(t *testing.T, cluster string) (map[string]*Model, hcl.Diagnostics) {
 	t.Helper()
+	models, more := Check(loadMitaka(t, cluster))
+	if models["mitaka"] == nil {
+		t.Fatalf("no model for cluster mitaka:\n%s", diagText(more))
+	}
+	return models, more
+}
+
+// loadMitaka loads a copy of the example with cluster as its cluster spec.
+func loadMitaka(t *testing.T, cluster string) *loader.Repo {
+	t.Helper()
 	dir := copyDir(t, mitakaExample)
 	if cluster != "" {
 		if err := os.WriteFile(filepath.Join(dir, mitakaCluster), []byte(cluster), 0o644); err != nil {
@@ -42,11 +53,7 @@ func checkMitaka(t *testing.T, cluster string) (map[string]*Model, hcl.Diagnosti
 	if diags.HasErrors() {
 		t.Fatalf("the example does not load:\n%s", diagText(diags))
 	}
-	models, more := Check(repo)
-	if models["mitaka"] == nil {
-		t.Fatalf("no model for cluster mitaka:\n%s", diagText(more))
-	}
-	return models, more
+	return repo
 }
 
 // evalIn evaluates an expression against a model, failing the test on an error.
@@ -507,6 +514,24 @@ func TestMitakaContrailWithVMwareDVS(t *testing.T) {
 			t.Logf("%d diagnostics:\n%s", len(diags), diagText(diags))
 			if diff := cmp.Diff([]string{"contrail", "fuel-plugin-vmware-dvs"}, pluginNames(models["mitaka"])); diff != "" {
 				t.Errorf("enabled plugins (-want +got):\n%s", diff)
+			}
+			// Both plugins define openstack-network-plugins-l2 (and its primary-
+			// twin): contrail on '*', vmware-dvs on the controllers, so they meet on
+			// the controllers and rendering reports the overlap (SPEC §3.1).
+			_, graphDiags := Render(loadMitaka(t, tc.cluster), Options{})
+			var overlaps []string
+			for _, d := range graphDiags {
+				if strings.Contains(d.Summary, "by introducing the same deployment task") {
+					overlaps = append(overlaps, d.Summary)
+				}
+			}
+			want := []string{
+				"Plugin fuel-plugin-vmware-dvs is overlapping with plugin contrail by introducing the same deployment task with id openstack-network-plugins-l2 on node node-2",
+				"Plugin fuel-plugin-vmware-dvs is overlapping with plugin contrail by introducing the same deployment task with id primary-openstack-network-plugins-l2 on node node-1",
+			}
+			sort.Strings(overlaps)
+			if diff := cmp.Diff(want, overlaps); diff != "" {
+				t.Errorf("task overlaps (-want +got):\n%s", diff)
 			}
 		})
 	}
