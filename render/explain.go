@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/hcl/v2"
-	"sort"
 	"strings"
 
 	"github.com/fuelsync/fuelsync/loader"
@@ -93,7 +92,7 @@ func (r *Rendered) Explain(graph, node, task string) (*Explanation, error) {
 		if task != "" && pt.ID != task {
 			continue
 		}
-		te := TaskExplanation{ID: pt.ID, Type: pt.Type, Position: i + 1, Definition: where(pt.Def), Via: pt.Via}
+		te := TaskExplanation{ID: pt.ID, Type: pt.Type, Position: i + 1, Definition: where(pt.Def), Via: pt.Via()}
 		for _, o := range pt.Def.Overrode {
 			te.Overrode = append(te.Overrode, where(o))
 		}
@@ -122,7 +121,7 @@ func (r *Rendered) WhyNot(graph, node, task, prefix string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if pt := ng.tasks[task]; pt != nil {
+	if pt := ng.Task(task); pt != nil {
 		if pt.Type == "skipped" && pt.Condition != nil && !*pt.Condition {
 			return []string{fmt.Sprintf("%s is on %s, skipped: its condition %q is false (%s)", task, node, pt.Def.Task.Data.Get("condition").Text, at(pt.Def.Task.Data.Get("condition").Range))}, nil
 		}
@@ -170,7 +169,7 @@ func (r *Rendered) WhyNot(graph, node, task, prefix string) ([]string, error) {
 			tags = ng.Tags.Resolution
 		}
 		out = append(out, fmt.Sprintf("no entry of its %s %s matches a tag of %s: %s", key, selectorText(sel), node, strings.Join(tags, ", ")))
-		for _, grp := range groupsListing(g, task) {
+		for _, grp := range g.groupsListing(task) {
 			out = append(out, fmt.Sprintf("group %s lists it, but the group does not select %s", grp, node))
 		}
 	}
@@ -194,21 +193,4 @@ func selectorText(v *loader.Value) string {
 		return "[" + strings.Join(names, ", ") + "]"
 	}
 	return fmt.Sprint(v.Interface())
-}
-
-// groupsListing returns the groups of g whose tasks: list id.
-func groupsListing(g *Graph, id string) []string {
-	var out []string
-	for gid, defs := range g.defs {
-		if defs[0].Task.Type != "group" {
-			continue
-		}
-		for _, it := range items(defs[0].Task.Data.Get("tasks")) {
-			if it.String() == id {
-				out = append(out, gid)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
 }

@@ -2,10 +2,10 @@ package render
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -27,6 +27,11 @@ type Graph struct {
 	byNode         map[string]*NodeGraph
 	defs           map[string][]*TaskDef
 	ix             *selector.Index
+	m              *Model
+	ids            []string // every task id of the graph, sorted
+
+	memberOnce sync.Once
+	memberOf   map[string][]string // task id → the groups whose tasks: list it
 }
 
 // Node returns the graph of node name, or nil.
@@ -45,11 +50,19 @@ type NodeGraph struct {
 	ID    int
 	Tags  *NodeTags // nil for master and sync
 	Tasks []*PlacedTask
-	tasks map[string]*PlacedTask
+	g     *Graph
+	rank  int32         // position among the graph's nodes: cluster nodes, master, sync
+	byID  []*PlacedTask // the tasks sorted by id
 }
 
 // Task returns the placed task id, or nil.
-func (n *NodeGraph) Task(id string) *PlacedTask { return n.tasks[id] }
+func (n *NodeGraph) Task(id string) *PlacedTask {
+	i, ok := slices.BinarySearchFunc(n.byID, id, func(pt *PlacedTask, id string) int { return strings.Compare(pt.ID, id) })
+	if !ok {
+		return nil
+	}
+	return n.byID[i]
+}
 
 // PlacedTask is a task on a node.
 type PlacedTask struct {
@@ -58,15 +71,18 @@ type PlacedTask struct {
 	Def  *TaskDef
 	// Condition is the value of a legacy string condition (nil when none).
 	Condition *bool
-	// Via says why the task is on the node: the selector entries that matched, or
-	// the group that lists it.
-	Via []Via
-	// Requires are the edges on this task as the dependent, sorted.
+	// Requires are the edges on this task as the dependent, sorted by node (cluster
+	// nodes by id, master, sync) then task id.
 	Requires []Edge
 	// DynamicRequires are yaql cross-dependencies, kept verbatim.
 	DynamicRequires []any
-	edgeSet         map[taskKey]bool
+	node            *NodeGraph
+	idx             int32 // the task id's position in the graph's sorted ids
+	seq             int32 // the task's position among every placed task of the graph
 }
+
+// Node returns the name of the node the task is placed on.
+func (pt *PlacedTask) Node() string { return pt.node.Node }
 
 // Via is one reason a task is on a node.
 type Via struct {
@@ -77,15 +93,23 @@ type Via struct {
 	Tag      string `json:"tag,omitempty"`  // the node tag it matched
 }
 
-// Edge is a dependency: the dependent task requires Task on Node.
+// Edge is a dependency: the dependent task requires Task on Node. Its source (the
+// entry it comes from) is shared by every node the same entry binds.
 type Edge struct {
 	Task, Node string
-	// Origin says where the edge comes from: "requires", "required_for of <id>",
-	// "cross-depends", "cross-depended-by of <id>", and "via <ids>" when it is kept
-	// transitively through tasks absent from the node.
+	*EdgeSource
+	to *PlacedTask
+}
+
+// EdgeSource says where an edge comes from.
+type EdgeSource struct {
+	// Origin is "requires", "required_for of <id>", "cross-depends" or
+	// "cross-depended-by of <id>".
 	Origin string
 	// Via lists the absent tasks the edge was kept through (transitive ordering).
-	Via   []string
+	Via []string
+	// Range is the entry that binds the edge (for an edge kept through absent tasks,
+	// the last one).
 	Range hcl.Range
 }
 
@@ -105,7 +129,17 @@ type TaskDef struct {
 	Plugin *loader.Plugin
 	// Overrode are the lower layers' definitions of the same id.
 	Overrode []*TaskDef
-	cond     *expr.Expr
+
+	// What a graph builder works out once per definition, whatever the number of
+	// nodes it lands on.
+	idx      int32
+	condDone bool
+	typ      string // the type after the legacy condition
+	condVal  *bool
+	edgeDone bool
+	dynamic  []any         // yaql cross-dependencies, verbatim
+	cross    []*crossEntry // cross-depends and cross-depended-by entries
+	stages   []stageEdge   // sync-node stages this task is required_for
 }
 
 // RenderGraphs resolves every graph type of the cluster onto its nodes.
@@ -203,37 +237,65 @@ func (m *Model) selectorOf(t *loader.Task) (string, *loader.Value) {
 	return "", nil
 }
 
-// graphBuilder holds the state of rendering one graph type.
+// graphBuilder holds the state of rendering one graph type of one cluster. Tasks
+// are numbered by their position in the sorted ids (idx) and nodes by their rank
+// (cluster nodes by id, then master, then sync), so that a placement is a slot in
+// one flat table.
 type graphBuilder struct {
-	m      *Model
-	typ    string
-	g      *Graph
-	ix     *selector.Index
-	defs   map[string][]*TaskDef
-	ids    []string
-	diags  hcl.Diagnostics
-	warned map[string]bool
-	// matchers caches compiled dependency names (regexes) for the graph.
-	matchers map[string]nameMatcher
+	m     *Model
+	typ   string
+	g     *Graph
+	ix    *selector.Index
+	defs  map[string][]*TaskDef
+	ids   []string
+	index map[string]int32 // task id → idx
+	nodes []*NodeGraph     // by rank
+	rank  map[string]int32 // node name → rank
+	sync  *NodeGraph
+	// slot[rank*len(ids)+idx] is the task idx placed on node rank, or nil.
+	slot   []*PlacedTask
+	placed []*PlacedTask // every placed task, by seq
+	slab   []PlacedTask
+
+	diags    hcl.Diagnostics
+	warned   map[string]bool
+	matchers map[string]*nameMatcher
+	rel      relation
 }
 
 func (m *Model) renderGraph(typ string) (*Graph, hcl.Diagnostics) {
-	gb := &graphBuilder{m: m, typ: typ, g: &Graph{Type: typ, byNode: map[string]*NodeGraph{}}, warned: map[string]bool{}, matchers: map[string]nameMatcher{}}
+	gb := &graphBuilder{m: m, typ: typ, warned: map[string]bool{}, matchers: map[string]*nameMatcher{}}
+	gb.g = &Graph{Type: typ, byNode: map[string]*NodeGraph{}, m: m}
 	gb.defs, gb.ids = m.mergeTasks(typ)
 	sort.Strings(gb.ids)
-	var nodes []selector.Node
-	for _, nt := range m.nodeTagList() {
-		nodes = append(nodes, selector.Node{Name: nt.Node.Name, ID: nt.Node.ID, Tags: nt.Resolution})
-		ng := &NodeGraph{Node: nt.Node.Name, ID: nt.Node.ID, Tags: nt, tasks: map[string]*PlacedTask{}}
-		gb.g.Nodes = append(gb.g.Nodes, ng)
+	gb.index = make(map[string]int32, len(gb.ids))
+	for i, id := range gb.ids {
+		gb.index[id] = int32(i)
+		for _, d := range gb.defs[id] {
+			d.idx = int32(i)
+		}
+	}
+	nodeTags := m.nodeTagList()
+	nodes := make([]selector.Node, 0, len(nodeTags))
+	gb.rank = make(map[string]int32, len(nodeTags)+2)
+	addNode := func(ng *NodeGraph) {
+		ng.g, ng.rank = gb.g, int32(len(gb.nodes))
+		gb.nodes = append(gb.nodes, ng)
 		gb.g.byNode[ng.Node] = ng
+		gb.rank[ng.Node] = ng.rank
 	}
-	for _, name := range []string{selector.Master, SyncNode} {
-		ng := &NodeGraph{Node: name, tasks: map[string]*PlacedTask{}}
-		gb.g.byNode[name] = ng
+	for _, nt := range nodeTags {
+		nodes = append(nodes, selector.Node{Name: nt.Node.Name, ID: nt.Node.ID, Tags: nt.Resolution})
+		ng := &NodeGraph{Node: nt.Node.Name, ID: nt.Node.ID, Tags: nt}
+		addNode(ng)
+		gb.g.Nodes = append(gb.g.Nodes, ng)
 	}
+	addNode(&NodeGraph{Node: selector.Master})
+	gb.sync = &NodeGraph{Node: SyncNode}
+	addNode(gb.sync)
 	gb.ix = selector.NewIndex(nodes)
-	gb.g.defs, gb.g.ix = gb.defs, gb.ix
+	gb.g.defs, gb.g.ix, gb.g.ids = gb.defs, gb.ix, gb.ids
+	gb.slot = make([]*PlacedTask, len(gb.nodes)*len(gb.ids))
 
 	// 1. Resolve every non-group task to its nodes; stages go to the sync node.
 	for _, id := range gb.ids {
@@ -250,63 +312,77 @@ func (m *Model) renderGraph(typ string) (*Graph, hcl.Diagnostics) {
 			gb.placeGroup(d)
 		}
 	}
+	gb.indexNodes()
 	// 3. Edges, normalised onto the dependent task.
 	gb.edges()
 	// 4. Topological order, cycles reported.
 	gb.order()
-	for _, name := range []string{selector.Master, SyncNode} {
-		if ng := gb.g.byNode[name]; len(ng.tasks) > 0 {
+	for _, ng := range gb.nodes[len(gb.g.Nodes):] {
+		if len(ng.byID) > 0 {
 			gb.g.Nodes = append(gb.g.Nodes, ng)
 		}
 	}
 	return gb.g, gb.diags
 }
 
-// place puts definition d on node (or keeps the existing placement: a non-skipped
-// task beats a skipped one).
-func (gb *graphBuilder) place(d *TaskDef, node string, via Via) {
-	ng := gb.g.byNode[node]
-	if ng == nil {
+// newPlaced returns a zeroed placed task from the builder's slab.
+func (gb *graphBuilder) newPlaced() *PlacedTask {
+	if len(gb.slab) == 0 {
+		gb.slab = make([]PlacedTask, 1024)
+	}
+	pt := &gb.slab[0]
+	gb.slab = gb.slab[1:]
+	pt.seq = int32(len(gb.placed))
+	gb.placed = append(gb.placed, pt)
+	return pt
+}
+
+// place puts definition d on the node of rank r, or keeps the existing placement: a
+// non-skipped task beats a skipped one.
+func (gb *graphBuilder) place(d *TaskDef, r int32) {
+	s := &gb.slot[int(r)*len(gb.ids)+int(d.idx)]
+	typ := gb.typeOf(d)
+	if *s == nil {
+		pt := gb.newPlaced()
+		pt.ID, pt.Type, pt.Def, pt.Condition = d.Task.ID, typ, d, d.condVal
+		pt.node, pt.idx = gb.nodes[r], d.idx
+		*s = pt
 		return
 	}
-	pt := ng.tasks[d.Task.ID]
-	if pt == nil {
-		pt = &PlacedTask{ID: d.Task.ID, Type: d.Task.Type, Def: d}
-		gb.applyCondition(pt)
-		ng.tasks[d.Task.ID] = pt
-	} else if pt.Def != d && pt.Type == "skipped" {
-		np := &PlacedTask{ID: d.Task.ID, Type: d.Task.Type, Def: d, Via: pt.Via}
-		gb.applyCondition(np)
-		if np.Type != "skipped" {
-			ng.tasks[d.Task.ID], pt = np, np
-		}
-	}
-	if !slices.Contains(pt.Via, via) {
-		pt.Via = append(pt.Via, via)
+	if pt := *s; pt.Def != d && pt.Type == "skipped" && typ != "skipped" {
+		pt.Type, pt.Def, pt.Condition = typ, d, d.condVal
 	}
 }
 
-func (gb *graphBuilder) placeTask(d *TaskDef) {
+// resolve returns the ranks of the nodes a definition selects (nil for a task
+// without a selector or with a yaql one: it runs nowhere here).
+func (gb *graphBuilder) resolve(d *TaskDef) []int32 {
 	if d.Task.Type == "stage" {
-		gb.place(d, SyncNode, Via{Selector: "stage"})
-		return
+		return []int32{gb.sync.rank}
 	}
-	key, sel := gb.m.selectorOf(d.Task)
-	if sel == nil {
-		return // no selector: the task runs nowhere (the override idiom {id, type: skipped})
+	_, sel := gb.m.selectorOf(d.Task)
+	if sel == nil || sel.IsMap() {
+		// No selector: the task runs nowhere (the override idiom {id, type:
+		// skipped}); a yaql selector is evaluated by the deployer.
+		return nil
 	}
-	if sel.IsMap() {
-		return // a yaql selector is evaluated by the deployer
-	}
-	nodes, _ := gb.ix.Resolve(sel, "")
-	for _, n := range nodes {
-		matches := gb.ix.Matches(sel, n)
-		for _, mt := range matches {
-			gb.place(d, n, Via{Selector: key, Item: mt.Item, Tag: mt.Tag})
+	names, _ := gb.ix.Resolve(sel, "")
+	return gb.ranks(names)
+}
+
+func (gb *graphBuilder) ranks(names []string) []int32 {
+	out := make([]int32, 0, len(names))
+	for _, n := range names {
+		if r, ok := gb.rank[n]; ok {
+			out = append(out, r)
 		}
-		if len(matches) == 0 {
-			gb.place(d, n, Via{Selector: key})
-		}
+	}
+	return out
+}
+
+func (gb *graphBuilder) placeTask(d *TaskDef) {
+	for _, r := range gb.resolve(d) {
+		gb.place(d, r)
 	}
 }
 
@@ -331,39 +407,30 @@ func (gb *graphBuilder) checkPluginOverlap() {
 	}
 }
 
-// commonNode returns the first node (by id) where both definitions resolve.
+// commonNode returns the first node (by rank) where both definitions resolve.
 func (gb *graphBuilder) commonNode(a, b *TaskDef) string {
-	na, nb := gb.nodesOf(a), gb.nodesOf(b)
-	for _, n := range na {
-		if slices.Contains(nb, n) {
-			return n
+	nb := gb.resolve(b)
+	for _, r := range gb.resolve(a) {
+		if slices.Contains(nb, r) {
+			return gb.nodes[r].Node
 		}
 	}
 	return ""
 }
 
-func (gb *graphBuilder) nodesOf(d *TaskDef) []string {
-	if d.Task.Type == "stage" {
-		return []string{SyncNode}
-	}
-	_, sel := gb.m.selectorOf(d.Task)
-	if sel == nil || sel.IsMap() {
-		return nil
-	}
-	nodes, _ := gb.ix.Resolve(sel, "")
-	return nodes
-}
-
 // placeGroup resolves a group and places its members on its nodes.
 func (gb *graphBuilder) placeGroup(d *TaskDef) {
 	t := d.Task
-	nodes := gb.nodesOf(d)
-	ft := selector.FaultTolerance(t.Data.Get("fault_tolerance"), len(nodes))
-	if len(nodes) > 0 {
-		gb.g.FaultTolerance = append(gb.g.FaultTolerance, FaultToleranceGroup{Name: t.ID, Nodes: nodes, FaultTolerance: ft})
+	ranks := gb.resolve(d)
+	names := make([]string, len(ranks))
+	for i, r := range ranks {
+		names[i] = gb.nodes[r].Node
 	}
-	members := t.Data.Get("tasks")
-	for _, it := range items(members) {
+	ft := selector.FaultTolerance(t.Data.Get("fault_tolerance"), len(names))
+	if len(names) > 0 {
+		gb.g.FaultTolerance = append(gb.g.FaultTolerance, FaultToleranceGroup{Name: t.ID, Nodes: names, FaultTolerance: ft})
+	}
+	for _, it := range items(t.Data.Get("tasks")) {
 		id := it.String()
 		md := gb.defs[id]
 		switch {
@@ -375,8 +442,28 @@ func (gb *graphBuilder) placeGroup(d *TaskDef) {
 		case md[0].Task.Type == "stage":
 			gb.warnOnce(it.Range, "group %s lists the stage %s, which is ignored: stages run on the sync node", t.ID, id)
 		default:
-			for _, n := range nodes {
-				gb.place(md[0], n, Via{Selector: "group", Item: t.ID})
+			for _, r := range ranks {
+				gb.place(md[0], r)
+			}
+		}
+	}
+}
+
+// indexNodes lists each node's tasks by id.
+func (gb *graphBuilder) indexNodes() {
+	n := len(gb.ids)
+	for r, ng := range gb.nodes {
+		row := gb.slot[r*n : (r+1)*n]
+		cnt := 0
+		for _, pt := range row {
+			if pt != nil {
+				cnt++
+			}
+		}
+		ng.byID = make([]*PlacedTask, 0, cnt)
+		for _, pt := range row {
+			if pt != nil {
+				ng.byID = append(ng.byID, pt)
 			}
 		}
 	}
@@ -391,445 +478,103 @@ func (gb *graphBuilder) warnOnce(r hcl.Range, format string, args ...any) {
 	gb.diags = append(gb.diags, warnAt(r, format, args...))
 }
 
-// applyCondition evaluates a legacy string condition (non-strict, on the cluster's
-// models): false makes the task skipped. yaql conditions are kept for the deployer.
-func (gb *graphBuilder) applyCondition(pt *PlacedTask) {
-	cond := pt.Def.Task.Data.Get("condition")
+// typeOf returns the type d has once placed: "skipped" when its legacy string
+// condition is false (evaluated non-strict on the cluster's models, once per
+// definition). yaql conditions are kept for the deployer.
+func (gb *graphBuilder) typeOf(d *TaskDef) string {
+	if d.condDone {
+		return d.typ
+	}
+	d.condDone, d.typ = true, d.Task.Type
+	cond := d.Task.Data.Get("condition")
 	if cond == nil || cond.Kind != loader.KindString {
-		return
+		return d.typ
 	}
-	d := pt.Def
-	if d.cond == nil {
-		e, err := expr.Parse(cond.Text)
-		if err != nil {
-			// A warning, at the column: the task is kept, as nailgun keeps tasks whose
-			// condition it cannot read.
-			diag := exprErrorDiag(cond, err, "task "+d.Task.ID+": condition")
-			gb.warnOnce(*diag.Subject, "%s", diag.Summary)
-			return
-		}
-		d.cond = e
+	e, err := expr.Parse(cond.Text)
+	if err != nil {
+		// A warning, at the column: the task is kept, as nailgun keeps tasks whose
+		// condition it cannot read.
+		diag := exprErrorDiag(cond, err, "task "+d.Task.ID+": condition")
+		gb.warnOnce(*diag.Subject, "%s", diag.Summary)
+		return d.typ
 	}
-	v, err := d.cond.Eval(gb.m.Models, false)
+	v, err := e.Eval(gb.m.Models, false)
 	if err != nil {
 		gb.warnOnce(cond.Range, "task %s: condition %q: %v", d.Task.ID, cond.Text, err)
-		return
+		return d.typ
 	}
 	ok := expr.Truthy(v)
-	pt.Condition = &ok
+	d.condVal = &ok
 	if !ok {
-		pt.Type = "skipped"
+		d.typ = "skipped"
 	}
+	return d.typ
 }
 
-// --- edges ---
-
-// nameMatcher matches a dependency name: exact, or /regex/ anchored at the start.
-type nameMatcher struct {
-	name string
-	re   *regexp.Regexp
-}
-
-// matcher returns the matcher of a dependency name, compiled once per graph.
-func (gb *graphBuilder) matcher(name string) nameMatcher {
-	nm, ok := gb.matchers[name]
-	if !ok {
-		nm = newMatcher(name)
-		gb.matchers[name] = nm
-	}
-	return nm
-}
-
-func newMatcher(name string) nameMatcher {
-	if len(name) >= 2 && strings.HasPrefix(name, "/") && strings.HasSuffix(name, "/") {
-		if re, err := regexp.Compile("^(?:" + name[1:len(name)-1] + ")"); err == nil {
-			return nameMatcher{name: name, re: re}
-		}
-		return nameMatcher{name: name, re: regexp.MustCompile(`\A\z.`)}
-	}
-	return nameMatcher{name: name}
-}
-
-func (nm nameMatcher) match(id string) bool {
-	if nm.re != nil {
-		return nm.re.MatchString(id)
-	}
-	return nm.name == id
-}
-
-// before is the definition-level order of one graph: preds[Y] lists the ids that
-// come before Y (Y requires X, or X is required_for Y), with the written entry.
-type relation struct {
-	preds map[string][]relEdge
-}
-
-type relEdge struct {
-	id     string
-	origin string
-	rng    hcl.Range
-}
-
-func (gb *graphBuilder) relation() *relation {
-	rel := &relation{preds: map[string][]relEdge{}}
-	all := gb.ids
-	expand := func(v *loader.Value, owner, key string) []relEdge {
-		var out []relEdge
-		for _, it := range items(v) {
-			name, ok := it.Str()
-			if !ok {
-				continue
-			}
-			nm := gb.matcher(name)
-			found := false
-			for _, id := range all {
-				if nm.match(id) {
-					found = true
-					out = append(out, relEdge{id: id, origin: key, rng: it.Range})
-				}
-			}
-			if !found && nm.re == nil {
-				gb.warnOnce(it.Range, "task %s: %s %q: no task of that name in graph %s", owner, key, name, gb.typ)
-			}
-		}
-		return out
-	}
-	for _, id := range gb.ids {
-		d := gb.defs[id][0]
-		for _, e := range expand(d.Task.Data.Get("requires"), id, "requires") {
-			if e.id != id {
-				rel.preds[id] = append(rel.preds[id], e)
-			}
-		}
-		for _, e := range expand(d.Task.Data.Get("required_for"), id, "required_for") {
-			if e.id != id {
-				rel.preds[e.id] = append(rel.preds[e.id], relEdge{id: id, origin: "required_for of " + id, rng: e.rng})
-			}
+// Via says why the task is on its node: the selector entries of its definitions
+// that select the node (with the tag each matched), then the groups that list it
+// and select the node.
+func (pt *PlacedTask) Via() []Via {
+	ng := pt.node
+	g := ng.g
+	var out []Via
+	add := func(v Via) {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
 		}
 	}
-	return rel
-}
-
-// edges builds every dependency of every placed task (SPEC §5.4 step 4).
-func (gb *graphBuilder) edges() {
-	rel := gb.relation()
-	sync := gb.g.byNode[SyncNode]
-	seen := map[string]bool{}
-	for _, ng := range gb.allNodes() {
-		for _, id := range sortedIDs(ng.tasks) {
-			pt := ng.tasks[id]
-			// requires / required_for: the same node and the sync node, transitively
-			// through tasks absent from both.
-			clear(seen)
-			seen[id] = true
-			var walk func(y string, via []string)
-			walk = func(y string, via []string) {
-				for _, e := range rel.preds[y] {
-					if seen[e.id] {
-						continue
-					}
-					seen[e.id] = true
-					switch {
-					case ng.tasks[e.id] != nil:
-						pt.addEdge(Edge{Task: e.id, Node: ng.Node, Origin: e.origin, Via: via, Range: e.rng})
-					case ng != sync && sync.tasks[e.id] != nil:
-						pt.addEdge(Edge{Task: e.id, Node: SyncNode, Origin: e.origin, Via: via, Range: e.rng})
-					default:
-						// One path slice per absent task, shared by the edges found through it.
-						walk(e.id, append(via[:len(via):len(via)], e.id))
-					}
-				}
+	for _, d := range g.defs[pt.ID] {
+		switch d.Task.Type {
+		case "group":
+			continue
+		case "stage":
+			if ng.Node == SyncNode {
+				add(Via{Selector: "stage"})
 			}
-			walk(id, nil)
-			gb.crossEdges(ng, pt)
-		}
-	}
-	// Node tasks required_for a stage: the stage on the sync node requires them.
-	syncIDs := sortedIDs(sync.tasks)
-	for _, ng := range gb.allNodes() {
-		if ng == sync {
 			continue
 		}
-		for _, id := range sortedIDs(ng.tasks) {
-			for _, e := range items(gb.defs[id][0].Task.Data.Get("required_for")) {
-				name, _ := e.Str()
-				nm := gb.matcher(name)
-				for _, sid := range syncIDs {
-					if nm.match(sid) && ng.tasks[sid] == nil {
-						sync.tasks[sid].addEdge(Edge{Task: id, Node: ng.Node, Origin: "required_for of " + id, Range: e.Range})
-					}
-				}
-			}
-		}
-	}
-}
-
-// crossEdges binds cross-depends and cross-depended-by entries across nodes.
-func (gb *graphBuilder) crossEdges(ng *NodeGraph, pt *PlacedTask) {
-	data := pt.Def.Task.Data
-	for _, key := range []string{"cross-depends", "cross_depends", "cross-depended-by", "cross_depended_by"} {
-		v := data.Get(key)
-		if v == nil {
+		key, sel := g.m.selectorOf(d.Task)
+		if sel == nil || sel.IsMap() {
 			continue
 		}
-		if v.IsMap() && v.Has("yaql_exp") {
-			pt.DynamicRequires = append(pt.DynamicRequires, map[string]any{key: v.Interface()})
+		matches := g.ix.Matches(sel, ng.Node)
+		for _, mt := range matches {
+			add(Via{Selector: key, Item: mt.Item, Tag: mt.Tag})
+		}
+		if len(matches) == 0 {
+			if names, _ := g.ix.Resolve(sel, ""); slices.Contains(names, ng.Node) {
+				add(Via{Selector: key})
+			}
+		}
+	}
+	for _, gid := range g.groupsListing(pt.ID) {
+		gd := g.defs[gid][0]
+		_, sel := g.m.selectorOf(gd.Task)
+		if sel == nil || sel.IsMap() {
 			continue
 		}
-		reverse := strings.Contains(key, "by")
-		for _, it := range items(v) {
-			if !it.IsMap() {
+		if names, _ := g.ix.Resolve(sel, ""); slices.Contains(names, ng.Node) {
+			add(Via{Selector: "group", Item: gid})
+		}
+	}
+	return out
+}
+
+// groupsListing returns the groups of g whose tasks: list id, sorted.
+func (g *Graph) groupsListing(id string) []string {
+	g.memberOnce.Do(func() {
+		g.memberOf = map[string][]string{}
+		for _, gid := range g.ids {
+			d := g.defs[gid][0]
+			if d.Task.Type != "group" {
 				continue
 			}
-			if it.Has("yaql_exp") {
-				pt.DynamicRequires = append(pt.DynamicRequires, it.Interface())
-				continue
-			}
-			name, ok := it.Get("name").Str()
-			if !ok {
-				continue
-			}
-			nm := gb.matcher(name)
-			if nm.re == nil && len(gb.defs[name]) == 0 {
-				gb.warnOnce(it.Get("name").Range, "task %s: %s %q: no task of that name in graph %s", pt.ID, key, name, gb.typ)
-				continue
-			}
-			for _, target := range gb.crossTargets(ng, it) {
-				tg := gb.g.byNode[target]
-				if tg == nil {
-					continue
-				}
-				for _, xid := range sortedIDs(tg.tasks) {
-					if !nm.match(xid) || (target == ng.Node && xid == pt.ID) {
-						continue
-					}
-					if reverse {
-						tg.tasks[xid].addEdge(Edge{Task: pt.ID, Node: ng.Node, Origin: "cross-depended-by of " + pt.ID, Range: it.Range})
-					} else {
-						pt.addEdge(Edge{Task: xid, Node: target, Origin: "cross-depends", Range: it.Range})
-					}
+			for _, it := range items(d.Task.Data.Get("tasks")) {
+				if m := it.String(); !slices.Contains(g.memberOf[m], gid) {
+					g.memberOf[m] = append(g.memberOf[m], gid)
 				}
 			}
 		}
-	}
-}
-
-// crossTargets resolves a cross-dependency entry's nodes: tags, else role, else all
-// nodes; "self" is the same node and role: null the sync node.
-func (gb *graphBuilder) crossTargets(ng *NodeGraph, it *loader.Value) []string {
-	policy := it.Get("policy").String()
-	var sel *loader.Value
-	for _, k := range []string{"tags", "role", "roles"} {
-		if f := it.Field(k); f != nil {
-			if f.Value.IsNull() {
-				return []string{SyncNode}
-			}
-			sel = f.Value
-			break
-		}
-	}
-	if sel == nil {
-		return gb.ix.ResolveNames(nil, true, policy)
-	}
-	if names, ok := sel.Strings(); ok && len(names) == 1 && names[0] == "self" {
-		return []string{ng.Node}
-	}
-	nodes, _ := gb.ix.Resolve(sel, policy)
-	return nodes
-}
-
-func (pt *PlacedTask) addEdge(e Edge) {
-	k := taskKey{e.Task, e.Node}
-	if pt.edgeSet == nil {
-		pt.edgeSet = map[taskKey]bool{}
-	}
-	if pt.edgeSet[k] {
-		return
-	}
-	pt.edgeSet[k] = true
-	pt.Requires = append(pt.Requires, e)
-}
-
-func (gb *graphBuilder) allNodes() []*NodeGraph {
-	out := append([]*NodeGraph(nil), gb.g.Nodes...)
-	return append(out, gb.g.byNode[selector.Master], gb.g.byNode[SyncNode])
-}
-
-func sortedIDs(m map[string]*PlacedTask) []string {
-	ids := make([]string, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
-}
-
-// --- order ---
-
-type taskKey struct{ task, node string }
-
-// order sorts every node's tasks topologically over the whole cluster graph (ties
-// by task id, then node id) and reports cycles.
-func (gb *graphBuilder) order() {
-	nodeRank := map[string]int{}
-	for i, ng := range gb.allNodes() {
-		nodeRank[ng.Node] = i
-	}
-	indeg := map[taskKey]int{}
-	succ := map[taskKey][]taskKey{}
-	var keys []taskKey
-	for _, ng := range gb.allNodes() {
-		for _, id := range sortedIDs(ng.tasks) {
-			pt := ng.tasks[id]
-			k := taskKey{id, ng.Node}
-			keys = append(keys, k)
-			if _, ok := indeg[k]; !ok {
-				indeg[k] = 0
-			}
-			sort.Slice(pt.Requires, func(i, j int) bool {
-				a, b := pt.Requires[i], pt.Requires[j]
-				if a.Node != b.Node {
-					return nodeRank[a.Node] < nodeRank[b.Node]
-				}
-				return a.Task < b.Task
-			})
-			for _, e := range pt.Requires {
-				from := taskKey{e.Task, e.Node}
-				succ[from] = append(succ[from], k)
-				indeg[k]++
-			}
-		}
-	}
-	less := func(a, b taskKey) bool {
-		if a.task != b.task {
-			return a.task < b.task
-		}
-		return nodeRank[a.node] < nodeRank[b.node]
-	}
-	h := &keyHeap{less: less}
-	for _, k := range keys {
-		if indeg[k] == 0 {
-			h.push(k)
-		}
-	}
-	done := 0
-	for h.len() > 0 {
-		k := h.pop()
-		done++
-		ng := gb.g.byNode[k.node]
-		ng.Tasks = append(ng.Tasks, ng.tasks[k.task])
-		for _, s := range succ[k] {
-			if indeg[s]--; indeg[s] == 0 {
-				h.push(s)
-			}
-		}
-	}
-	if done < len(keys) {
-		gb.reportCycle(keys, indeg, succ)
-		// Append what is left so artifacts stay complete and deterministic.
-		for _, k := range keys {
-			if indeg[k] > 0 {
-				ng := gb.g.byNode[k.node]
-				ng.Tasks = append(ng.Tasks, ng.tasks[k.task])
-			}
-		}
-	}
-}
-
-// reportCycle finds one cycle among the tasks left with predecessors and reports it.
-func (gb *graphBuilder) reportCycle(keys []taskKey, indeg map[taskKey]int, succ map[taskKey][]taskKey) {
-	left := map[taskKey]bool{}
-	for _, k := range keys {
-		if indeg[k] > 0 {
-			left[k] = true
-		}
-	}
-	// Walk predecessors inside the left set until a key repeats.
-	preds := map[taskKey][]taskKey{}
-	for from, tos := range succ {
-		for _, to := range tos {
-			if left[from] && left[to] {
-				preds[to] = append(preds[to], from)
-			}
-		}
-	}
-	var start taskKey
-	for _, k := range keys {
-		if left[k] {
-			start = k
-			break
-		}
-	}
-	pos := map[taskKey]int{}
-	var path []taskKey
-	k := start
-	for {
-		if i, ok := pos[k]; ok {
-			path = path[i:]
-			break
-		}
-		pos[k] = len(path)
-		path = append(path, k)
-		ps := preds[k]
-		if len(ps) == 0 {
-			return
-		}
-		sort.Slice(ps, func(i, j int) bool {
-			return ps[i].task < ps[j].task || (ps[i].task == ps[j].task && ps[i].node < ps[j].node)
-		})
-		k = ps[0]
-	}
-	// path is in "requires" direction; print it in execution order.
-	slices.Reverse(path)
-	var parts []string
-	for _, p := range path {
-		parts = append(parts, p.task+"@"+p.node)
-	}
-	parts = append(parts, parts[0])
-	first := gb.g.byNode[path[0].node].tasks[path[0].task]
-	gb.diags = append(gb.diags, withDetail(errorAt(first.Def.Task.Range, "graph %s: dependency cycle: %s", gb.typ, strings.Join(parts, " -> ")),
-		"Each task must come after the one before it in this list, which cannot hold; remove one of the requires, required_for or cross-depends entries."))
-}
-
-// keyHeap is a small binary heap of task keys.
-type keyHeap struct {
-	items []taskKey
-	less  func(a, b taskKey) bool
-}
-
-func (h *keyHeap) len() int { return len(h.items) }
-
-func (h *keyHeap) push(k taskKey) {
-	h.items = append(h.items, k)
-	i := len(h.items) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if !h.less(h.items[i], h.items[p]) {
-			break
-		}
-		h.items[i], h.items[p] = h.items[p], h.items[i]
-		i = p
-	}
-}
-
-func (h *keyHeap) pop() taskKey {
-	top := h.items[0]
-	last := len(h.items) - 1
-	h.items[0] = h.items[last]
-	h.items = h.items[:last]
-	i := 0
-	for {
-		l, r, small := 2*i+1, 2*i+2, i
-		if l < len(h.items) && h.less(h.items[l], h.items[small]) {
-			small = l
-		}
-		if r < len(h.items) && h.less(h.items[r], h.items[small]) {
-			small = r
-		}
-		if small == i {
-			break
-		}
-		h.items[i], h.items[small] = h.items[small], h.items[i]
-		i = small
-	}
-	return top
+	})
+	return g.memberOf[id]
 }

@@ -200,7 +200,7 @@ func TestTransactionSerializer_test_tasks_expand_groups(t *testing.T) {
 		t.Errorf("node-4 (-want +got):\n%s", diff)
 	}
 	// Node 4 has task2 through the group only; the group itself is not a task.
-	if vias := g.Node("node-4").Task("task2").Via; len(vias) != 1 || vias[0] != (Via{Selector: "group", Item: "custom-group"}) {
+	if vias := g.Node("node-4").Task("task2").Via(); len(vias) != 1 || vias[0] != (Via{Selector: "group", Item: "custom-group"}) {
 		t.Errorf("task2 on node-4 is there because of %+v, want the group custom-group", vias)
 	}
 	for _, ng := range g.Nodes {

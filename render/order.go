@@ -1,0 +1,241 @@
+package render
+
+import (
+	"slices"
+	"strings"
+)
+
+// order sorts every node's tasks topologically over the whole cluster graph (ties
+// by task id, then node) and reports every cycle: one error per strongly connected
+// group of tasks that cannot be ordered.
+func (gb *graphBuilder) order() {
+	all := gb.placed
+	// Successors in compressed form: succ[start[i]:start[i+1]] follow task i.
+	start := make([]int32, len(all)+1)
+	indeg := make([]int32, len(all))
+	for _, pt := range all {
+		for _, e := range pt.Requires {
+			start[e.to.seq+1]++
+		}
+		indeg[pt.seq] = int32(len(pt.Requires))
+	}
+	for i := range all {
+		start[i+1] += start[i]
+	}
+	succ := make([]int32, start[len(all)])
+	fill := slices.Clone(start[:len(all)])
+	for _, pt := range all {
+		for _, e := range pt.Requires {
+			succ[fill[e.to.seq]] = pt.seq
+			fill[e.to.seq]++
+		}
+	}
+	less := func(a, b int32) bool {
+		x, y := all[a], all[b]
+		if x.idx != y.idx {
+			return x.idx < y.idx
+		}
+		return x.node.rank < y.node.rank
+	}
+	h := seqHeap{less: less}
+	for _, pt := range all {
+		if indeg[pt.seq] == 0 {
+			h.push(pt.seq)
+		}
+	}
+	for _, ng := range gb.nodes {
+		ng.Tasks = make([]*PlacedTask, 0, len(ng.byID))
+	}
+	done := 0
+	for len(h.items) > 0 {
+		s := h.pop()
+		done++
+		pt := all[s]
+		pt.node.Tasks = append(pt.node.Tasks, pt)
+		for _, t := range succ[start[s]:start[s+1]] {
+			if indeg[t]--; indeg[t] == 0 {
+				h.push(t)
+			}
+		}
+	}
+	if done == len(all) {
+		return
+	}
+	gb.reportCycles(indeg)
+	// Append what is left so artifacts stay complete and deterministic.
+	for _, ng := range gb.nodes {
+		for _, pt := range ng.byID {
+			if indeg[pt.seq] > 0 {
+				ng.Tasks = append(ng.Tasks, pt)
+			}
+		}
+	}
+}
+
+// reportCycles reports one cycle in each strongly connected group of the tasks left
+// unordered (those with indeg > 0).
+func (gb *graphBuilder) reportCycles(indeg []int32) {
+	left := func(pt *PlacedTask) bool { return indeg[pt.seq] > 0 }
+	// Tarjan's algorithm over the "requires" edges of the tasks left.
+	all := gb.placed
+	index := make([]int32, len(all))
+	low := make([]int32, len(all))
+	onStack := make([]bool, len(all))
+	comp := make([]int32, len(all))
+	for i := range index {
+		index[i], comp[i] = -1, -1
+	}
+	var stack []int32
+	type frame struct{ v, next int32 }
+	var call []frame
+	counter, ncomp := int32(0), int32(0)
+	var groups [][]*PlacedTask
+	// Roots in node order, then id order, so that reports are deterministic.
+	for _, ng := range gb.nodes {
+		for _, root := range ng.byID {
+			if !left(root) || index[root.seq] >= 0 {
+				continue
+			}
+			call = append(call, frame{v: root.seq})
+			index[root.seq], low[root.seq] = counter, counter
+			counter++
+			stack = append(stack, root.seq)
+			onStack[root.seq] = true
+			for len(call) > 0 {
+				f := &call[len(call)-1]
+				v := f.v
+				req := all[v].Requires
+				if int(f.next) < len(req) {
+					w := req[f.next].to.seq
+					f.next++
+					switch {
+					case !left(all[w]):
+					case index[w] < 0:
+						index[w], low[w] = counter, counter
+						counter++
+						stack = append(stack, w)
+						onStack[w] = true
+						call = append(call, frame{v: w})
+					case onStack[w]:
+						low[v] = min(low[v], index[w])
+					}
+					continue
+				}
+				call = call[:len(call)-1]
+				if len(call) > 0 {
+					p := call[len(call)-1].v
+					low[p] = min(low[p], low[v])
+				}
+				if low[v] == index[v] {
+					var members []*PlacedTask
+					for {
+						w := stack[len(stack)-1]
+						stack = stack[:len(stack)-1]
+						onStack[w] = false
+						comp[w] = ncomp
+						members = append(members, all[w])
+						if w == v {
+							break
+						}
+					}
+					ncomp++
+					if len(members) > 1 {
+						groups = append(groups, members)
+					}
+				}
+			}
+		}
+	}
+	for _, members := range groups {
+		gb.reportCycle(members, comp)
+	}
+}
+
+// reportCycle finds a cycle inside one strongly connected group and reports it:
+// from its first task (by node, then id), follow the smallest predecessor (by task
+// id, then node name) inside the group until a task repeats.
+func (gb *graphBuilder) reportCycle(members []*PlacedTask, comp []int32) {
+	start := slices.MinFunc(members, func(a, b *PlacedTask) int {
+		if a.node.rank != b.node.rank {
+			return int(a.node.rank - b.node.rank)
+		}
+		return int(a.idx - b.idx)
+	})
+	c := comp[start.seq]
+	pos := map[*PlacedTask]int{}
+	var path []*PlacedTask
+	pt := start
+	for {
+		if i, ok := pos[pt]; ok {
+			path = path[i:]
+			break
+		}
+		pos[pt] = len(path)
+		path = append(path, pt)
+		var next *PlacedTask
+		for _, e := range pt.Requires {
+			x := e.to
+			if comp[x.seq] != c {
+				continue
+			}
+			if next == nil || x.idx < next.idx || (x.idx == next.idx && x.node.Node < next.node.Node) {
+				next = x
+			}
+		}
+		if next == nil {
+			return
+		}
+		pt = next
+	}
+	// path is in "requires" direction; print it in execution order.
+	slices.Reverse(path)
+	parts := make([]string, 0, len(path)+1)
+	for _, p := range path {
+		parts = append(parts, p.ID+"@"+p.node.Node)
+	}
+	parts = append(parts, parts[0])
+	gb.diags = append(gb.diags, withDetail(errorAt(path[0].Def.Task.Range, "graph %s: dependency cycle: %s", gb.typ, strings.Join(parts, " -> ")),
+		"Each task must come after the one before it in this list, which cannot hold; remove one of the requires, required_for or cross-depends entries."))
+}
+
+// seqHeap is a binary heap of placed-task numbers.
+type seqHeap struct {
+	items []int32
+	less  func(a, b int32) bool
+}
+
+func (h *seqHeap) push(k int32) {
+	h.items = append(h.items, k)
+	i := len(h.items) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.less(h.items[i], h.items[p]) {
+			break
+		}
+		h.items[i], h.items[p] = h.items[p], h.items[i]
+		i = p
+	}
+}
+
+func (h *seqHeap) pop() int32 {
+	top := h.items[0]
+	last := len(h.items) - 1
+	h.items[0] = h.items[last]
+	h.items = h.items[:last]
+	i := 0
+	for {
+		l, r, small := 2*i+1, 2*i+2, i
+		if l < len(h.items) && h.less(h.items[l], h.items[small]) {
+			small = l
+		}
+		if r < len(h.items) && h.less(h.items[r], h.items[small]) {
+			small = r
+		}
+		if small == i {
+			break
+		}
+		h.items[i], h.items[small] = h.items[small], h.items[i]
+		i = small
+	}
+	return top
+}
