@@ -5,11 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
-	"sort"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/hcl/v2"
 	"go.yaml.in/yaml/v3"
@@ -48,7 +51,7 @@ func Render(repo *loader.Repo, opts Options) ([]*Rendered, hcl.Diagnostics) {
 	b := newBuilder(repo)
 	b.state = opts.State
 	b.checkData()
-	var out []*Rendered
+	var models []*Model
 	var diags hcl.Diagnostics
 	for _, c := range repo.Clusters {
 		if len(opts.Clusters) > 0 && !slices.Contains(opts.Clusters, c.Name) {
@@ -59,46 +62,99 @@ func Render(repo *loader.Repo, opts Options) ([]*Rendered, hcl.Diagnostics) {
 		if m == nil || d.HasErrors() {
 			continue
 		}
-		graphs, d := m.RenderGraphs()
-		diags = append(diags, d...)
-		out = append(out, &Rendered{Model: m, Graphs: graphs})
+		models = append(models, m)
+	}
+	// The models share the builder's caches and are built one by one; their graphs
+	// are independent and resolved in parallel.
+	graphs, d := renderAll(models)
+	diags = append(diags, d...)
+	out := make([]*Rendered, len(models))
+	for i, m := range models {
+		out[i] = &Rendered{Model: m, Graphs: graphs[i]}
 	}
 	return out, loader.SortDiagnostics(append(b.data, diags...))
 }
 
 // Files serialises rendered clusters into the artifact layout of SPEC §6, path →
 // bytes, manifest.json included. Keys are sorted and nothing depends on time, so the
-// same input gives the same bytes.
+// same input gives the same bytes. It holds every file in memory; Stream does not.
 func Files(rs []*Rendered, revision, toolVersion string) (map[string][]byte, error) {
 	files := map[string][]byte{}
-	put := func(name string, v any) error {
-		data, err := encodeYAML(v)
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
+	var mu sync.Mutex
+	err := Stream(rs, revision, toolVersion, func(name string, data []byte) error {
+		data = bytes.Clone(data)
+		mu.Lock()
 		files[name] = data
+		mu.Unlock()
 		return nil
-	}
-	for _, r := range rs {
-		name := r.Model.Cluster.Name
-		if err := put(path.Join(name, "cluster.yaml"), clusterDoc(r)); err != nil {
-			return nil, err
-		}
-		for _, g := range r.Graphs {
-			for _, ng := range g.Nodes {
-				if err := put(path.Join(name, "nodes", ng.Node, g.Type+".yaml"), nodeDoc(r.Model, g, ng)); err != nil {
-					return nil, err
-				}
-			}
-			files[path.Join(name, "graphs", g.Type+".dot")] = DOT(name, g)
-		}
-	}
-	manifest, err := manifestDoc(files, revision, toolVersion)
+	})
 	if err != nil {
 		return nil, err
 	}
-	files["manifest.json"] = manifest
 	return files, nil
+}
+
+// Stream encodes the artifacts of Files and hands each to put as it is made:
+// encoding and hashing run on every core, so put is called from several goroutines
+// at once, and data is only valid until put returns. manifest.json comes last, after
+// every other put has returned. The first error stops the stream and is returned.
+func Stream(rs []*Rendered, revision, toolVersion string, put func(name string, data []byte) error) error {
+	type unit struct {
+		name   string
+		encode func(*nodeEncoder) ([]byte, error)
+	}
+	var units []unit
+	for _, r := range rs {
+		name := r.Model.Cluster.Name
+		units = append(units, unit{path.Join(name, "cluster.yaml"), func(*nodeEncoder) ([]byte, error) {
+			return encodeYAML(clusterDoc(r))
+		}})
+		for _, g := range r.Graphs {
+			units = append(units, unit{path.Join(name, "graphs", g.Type+".dot"), func(e *nodeEncoder) ([]byte, error) {
+				e.buf.Reset()
+				writeDOT(&e.buf, name, g)
+				return e.buf.Bytes(), nil
+			}})
+			for _, ng := range g.Nodes {
+				units = append(units, unit{path.Join(name, "nodes", ng.Node, g.Type+".yaml"), func(e *nodeEncoder) ([]byte, error) {
+					return e.node(r.Model, g, ng)
+				}})
+			}
+		}
+	}
+	entries := make([]manifestEntry, len(units))
+	errs := make([]error, len(units))
+	var failed atomic.Bool
+	blocks := &defBlocks{}
+	encoders := make([]*nodeEncoder, workers(len(units)))
+	inParallel(len(units), func(w, i int) {
+		if failed.Load() {
+			return
+		}
+		if encoders[w] == nil {
+			encoders[w] = newNodeEncoder(blocks)
+		}
+		u := units[i]
+		data, err := u.encode(encoders[w])
+		if err != nil {
+			errs[i] = fmt.Errorf("%s: %w", u.name, err)
+		} else {
+			sum := sha256.Sum256(data)
+			entries[i] = manifestEntry{u.name, hex.EncodeToString(sum[:])}
+			errs[i] = put(u.name, data)
+		}
+		if errs[i] != nil {
+			failed.Store(true)
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	manifest, err := manifestDoc(entries, revision, toolVersion)
+	if err != nil {
+		return err
+	}
+	return put("manifest.json", manifest)
 }
 
 func encodeYAML(v any) ([]byte, error) {
@@ -114,26 +170,19 @@ func encodeYAML(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func manifestDoc(files map[string][]byte, revision, toolVersion string) ([]byte, error) {
-	type entry struct {
-		Path   string `json:"path"`
-		SHA256 string `json:"sha256"`
-	}
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	entries := make([]entry, len(names))
-	for i, n := range names {
-		sum := sha256.Sum256(files[n])
-		entries[i] = entry{n, hex.EncodeToString(sum[:])}
-	}
+// manifestEntry is one file of manifest.json.
+type manifestEntry struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+}
+
+func manifestDoc(entries []manifestEntry, revision, toolVersion string) ([]byte, error) {
+	slices.SortFunc(entries, func(a, b manifestEntry) int { return strings.Compare(a.Path, b.Path) })
 	doc := struct {
-		FormatVersion string  `json:"format_version"`
-		Revision      string  `json:"revision"`
-		ToolVersion   string  `json:"tool_version"`
-		Files         []entry `json:"files"`
+		FormatVersion string          `json:"format_version"`
+		Revision      string          `json:"revision"`
+		ToolVersion   string          `json:"tool_version"`
+		Files         []manifestEntry `json:"files"`
 	}{"1", revision, toolVersion, entries}
 	data, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
@@ -231,74 +280,62 @@ func (m *Model) nodeVolumes(roles []string) []any {
 	return out
 }
 
-// nodeDoc is <cluster>/nodes/<node>/<graph>.yaml.
-func nodeDoc(m *Model, g *Graph, ng *NodeGraph) map[string]any {
-	doc := map[string]any{
-		"cluster": m.Cluster.Name,
-		"node":    ng.Node,
-		"graph":   g.Type,
-	}
-	if ng.Tags != nil {
-		doc["roles"] = strs(ng.Tags.Roles)
-		doc["tags"] = strs(ng.Tags.Resolution)
-		doc["instances"] = instancesDoc(ng.Tags.Instances)
-	} else {
-		doc["roles"], doc["tags"], doc["instances"] = []any{}, []any{}, map[string]any{}
-	}
-	tasks := make([]any, 0, len(ng.Tasks))
-	for _, pt := range ng.Tasks {
-		t := map[string]any{"id": pt.ID, "type": pt.Type}
-		data := pt.Def.Task.Data
-		if pt.Type != "skipped" {
-			if p := data.Get("parameters"); p.IsMap() {
-				t["parameters"] = p.Interface()
-			}
-			if c := data.Get("condition"); c.IsMap() {
-				t["condition"] = c.Interface() // yaql, for the deployer
-			}
-		}
-		if len(pt.Requires) > 0 {
-			var req []any
-			for _, e := range pt.Requires {
-				req = append(req, map[string]any{"task": e.Task, "node": e.Node})
-			}
-			t["requires"] = req
-		}
-		if len(pt.DynamicRequires) > 0 {
-			t["dynamic_requires"] = pt.DynamicRequires
-		}
-		tasks = append(tasks, t)
-	}
-	doc["tasks"] = tasks
-	return doc
+// DOT renders a graph type of a cluster as Graphviz: one cluster box per node, an
+// edge from each dependency to its dependent, cross-node edges included. Graphviz
+// ids are "task@node", so that the file diffs well from one revision to the next.
+func DOT(cluster string, g *Graph) []byte {
+	var b bytes.Buffer
+	writeDOT(&b, cluster, g)
+	return b.Bytes()
 }
 
-// DOT renders a graph type of a cluster as Graphviz: one cluster box per node, an
-// edge from each dependency to its dependent, cross-node edges included.
-func DOT(cluster string, g *Graph) []byte {
-	var b strings.Builder
-	q := func(s string) string {
-		return `"` + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"`, `\"`) + `"`
+func writeDOT(b *bytes.Buffer, cluster string, g *Graph) {
+	str := func(s string) {
+		if !strings.ContainsAny(s, `\"`) {
+			b.WriteString(s)
+			return
+		}
+		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"`, `\"`))
 	}
-	fmt.Fprintf(&b, "digraph %s {\n  rankdir=LR;\n  node [shape=box, fontsize=10];\n", q(cluster+"/"+g.Type))
+	id := func(task, node string) { // the quoting of task@node, '@' needing none
+		b.WriteByte('"')
+		str(task)
+		b.WriteByte('@')
+		str(node)
+		b.WriteByte('"')
+	}
+	b.WriteString(`digraph "`)
+	str(cluster + "/" + g.Type)
+	b.WriteString("\" {\n  rankdir=LR;\n  node [shape=box, fontsize=10];\n")
 	for i, ng := range g.Nodes {
-		fmt.Fprintf(&b, "  subgraph cluster_%d {\n    label=%s;\n", i, q(ng.Node))
+		b.WriteString("  subgraph cluster_")
+		b.WriteString(strconv.Itoa(i))
+		b.WriteString(" {\n    label=\"")
+		str(ng.Node)
+		b.WriteString("\";\n")
 		for _, pt := range ng.Tasks {
-			attrs := ""
+			b.WriteString("    ")
+			id(pt.ID, ng.Node)
+			b.WriteString(` [label="`)
+			str(pt.ID)
 			if pt.Type == "skipped" {
-				attrs = ", style=dashed"
+				b.WriteString(`", style=dashed];` + "\n")
+			} else {
+				b.WriteString(`"];` + "\n")
 			}
-			fmt.Fprintf(&b, "    %s [label=%s%s];\n", q(pt.ID+"@"+ng.Node), q(pt.ID), attrs)
 		}
 		b.WriteString("  }\n")
 	}
 	for _, ng := range g.Nodes {
 		for _, pt := range ng.Tasks {
 			for _, e := range pt.Requires {
-				fmt.Fprintf(&b, "  %s -> %s;\n", q(e.Task+"@"+e.Node), q(pt.ID+"@"+ng.Node))
+				b.WriteString("  ")
+				id(e.Task, e.Node)
+				b.WriteString(" -> ")
+				id(pt.ID, ng.Node)
+				b.WriteString(";\n")
 			}
 		}
 	}
 	b.WriteString("}\n")
-	return []byte(b.String())
 }

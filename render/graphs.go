@@ -142,16 +142,11 @@ type TaskDef struct {
 	stages   []stageEdge   // sync-node stages this task is required_for
 }
 
-// RenderGraphs resolves every graph type of the cluster onto its nodes.
+// RenderGraphs resolves every graph type of the cluster onto its nodes (the graph
+// types in parallel).
 func (m *Model) RenderGraphs() ([]*Graph, hcl.Diagnostics) {
-	var diags hcl.Diagnostics
-	var out []*Graph
-	for _, typ := range m.graphTypes() {
-		g, d := m.renderGraph(typ)
-		diags = append(diags, d...)
-		out = append(out, g)
-	}
-	return out, diags
+	graphs, diags := renderAll([]*Model{m})
+	return graphs[0], diags
 }
 
 // graphTypes lists the graph types of the release, the enabled plugins and the

@@ -5,9 +5,9 @@ package render_test
 //	BenchmarkResolve/entries=N  the resolve step alone (Model.RenderGraphs on models
 //	                            already built) at three sizes; ns/entry stays flat
 //	                            when it grows linearly in node-task entries
-//	BenchmarkRenderLarge        Render + Files of the acceptance-size repository
+//	BenchmarkRenderLarge        Render + Stream of the acceptance-size repository
 //	                            (loaded once, not timed): median time, peak memory
-//	BenchmarkRenderLargeFull    Load + Render + Files against its floor (yaml.v3
+//	BenchmarkRenderLargeFull    Load + Render + Stream against its floor (yaml.v3
 //	                            decoding the input and encoding the output, in
 //	                            parallel over the cores), alternated in one run
 //
@@ -33,14 +33,14 @@ package render_test
 // part): peak-heap-MB - base-heap-MB is what rendering itself adds. A millisecond
 // between samples misses at most a millisecond of allocation at the peak, a few MB.
 //
-// The generated repositories are large and rendering currently needs far more
-// memory than the 1.5 GiB target; a run that passes benchHeapCapGiB of heap is
-// stopped (the whole test binary exits with a message) rather than left to exhaust
-// a shared machine's memory; the setup outside the timers is watched the same way.
-// FUELSYNC_BENCH_HEAP_CAP_GIB overrides the cap.
+// The generated repositories are large; a run that passes benchHeapCapGiB of heap
+// is stopped (the whole test binary exits with a message) rather than left to
+// exhaust a shared machine's memory; the setup outside the timers is watched the
+// same way. FUELSYNC_BENCH_HEAP_CAP_GIB overrides the cap.
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -67,17 +67,15 @@ import (
 // renderLargeSpec is the acceptance size, the same as loader's largeSpec.
 var renderLargeSpec = repogen.Spec{Plugins: 50, Tasks: 5000, Nodes: 2000, Clusters: 20, Seed: 1}
 
-// resolveSpecs are the sizes of BenchmarkResolve: the tasks of the large spec, one
-// cluster growing from 25 to 100 nodes, so that a cost growing with the cluster's
-// size (not only with its entries) shows as a growing ns/entry. One cluster of 100
-// nodes is the size of one cluster of the large spec. The sizes are kept small
-// enough for the current resolve step (about 0.3 ms, 260 KB allocated and 40 KB
-// kept per entry) to run in minutes and a few GB; once it meets its target, raise
-// them (e.g. Nodes 250, 1000, 4000 over Clusters 20).
+// resolveSpecs are the sizes of BenchmarkResolve: the tasks of the large spec in one
+// cluster growing from 125 to 2,000 nodes (16 times the entries), so that a cost
+// growing faster than the cluster (per node pair, or per node and task of the whole
+// graph) shows as a growing ns/entry. The largest has as many node-task entries as
+// the whole acceptance-size repository, in a single cluster.
 var resolveSpecs = []repogen.Spec{
-	{Plugins: 50, Tasks: 5000, Nodes: 25, Clusters: 1, Seed: 1},
-	{Plugins: 50, Tasks: 5000, Nodes: 50, Clusters: 1, Seed: 1},
-	{Plugins: 50, Tasks: 5000, Nodes: 100, Clusters: 1, Seed: 1},
+	{Plugins: 50, Tasks: 5000, Nodes: 125, Clusters: 1, Seed: 1},
+	{Plugins: 50, Tasks: 5000, Nodes: 500, Clusters: 1, Seed: 1},
+	{Plugins: 50, Tasks: 5000, Nodes: 2000, Clusters: 1, Seed: 1},
 }
 
 // benchHeapCapGiB is the heap size at which a rendering benchmark stops the test
@@ -150,12 +148,18 @@ func renderedEntries(rs []*render.Rendered) int {
 	return n
 }
 
-func filesBytes(files map[string][]byte) int64 {
-	var n int64
-	for _, data := range files {
-		n += int64(len(data))
+// streamBytes encodes the artifacts of rs as the render command does, without
+// writing them anywhere, and returns their size.
+func streamBytes(b *testing.B, rs []*render.Rendered) int64 {
+	var n atomic.Int64
+	err := render.Stream(rs, "bench", "bench", func(_ string, data []byte) error {
+		n.Add(int64(len(data)))
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
-	return n
+	return n.Load()
 }
 
 // ---------------------------------------------------------------- peak memory
@@ -323,10 +327,11 @@ func BenchmarkResolve(b *testing.B) {
 	}
 }
 
-// BenchmarkRenderLarge times Render + Files on the acceptance-size repository,
-// loaded once outside the timer. It reports
+// BenchmarkRenderLarge times Render + Stream (the artifacts encoded and hashed as the
+// render command does, but not written) on the acceptance-size repository, loaded
+// once outside the timer. It reports
 //
-//	median-ms     median time of Render + Files
+//	median-ms     median time of Render + Stream
 //	ns/entry      median-ms per node-task entry
 //	entries       node-task entries; MB-out the artifacts' size
 //	peak-heap-MB, peak-go-MB, peak-rss-MB, base-heap-MB   see the file comment
@@ -348,16 +353,13 @@ func BenchmarkRenderLarge(b *testing.B) {
 		b.StartTimer()
 		t0 := time.Now()
 		rs := renderRepo(b, repo)
-		files, err := render.Files(rs, "bench", "bench")
-		if err != nil {
-			b.Fatal(err)
-		}
+		n := streamBytes(b, rs)
 		elapsed := time.Since(t0)
 		b.StopTimer()
 		h, g, r := mp.stop()
 		peakHeap, peakGo, peakRSS = max(peakHeap, h), max(peakGo, g), max(peakRSS, r)
 		times = append(times, float64(elapsed))
-		entries, outBytes = renderedEntries(rs), filesBytes(files)
+		entries, outBytes = renderedEntries(rs), n
 		b.StartTimer()
 	}
 	med := benchutil.Median(times)
@@ -373,22 +375,31 @@ func BenchmarkRenderLarge(b *testing.B) {
 	b.ReportMetric(float64(baseHeap)/mb, "base-heap-MB")
 }
 
-// renderFloor is what BenchmarkRenderLargeFull measures Load + Render + Files
+// renderFloor is what BenchmarkRenderLargeFull measures Load + Render + Stream
 // against: the input's YAML and JSON files decoded with yaml.v3 into yaml.Node (what
 // the loader starts from, as loader's decodeYAMLBaseline), and the produced YAML
-// artifacts encoded with yaml.v3 as Files encodes them (an Encoder with 2-space
-// indent) from plain trees (the artifacts decoded into any once, outside the
-// timer). The DOT graphs and manifest.json are not YAML and are left out.
+// artifacts encoded with yaml.v3 as the encoder writes them (an Encoder with 2-space
+// indent) from plain trees. The DOT graphs and manifest.json are not YAML and are
+// left out.
+//
+// The artifacts decoded into plain trees take several times their size in memory
+// (over 8 GiB for the acceptance size), so they wait on disk and are decoded a chunk
+// of floorChunkBytes at a time, outside the timer; only the encoding of each chunk
+// is timed, every chunk spread over the cores.
 type renderFloor struct {
 	inputs  [][]byte
-	outputs []any
+	outDir  string
+	chunks  [][]string // artifact files, relative to outDir
 	inMB    float64
 	outMB   float64
+	workers int
 }
 
-func newRenderFloor(b *testing.B, fsys fstest.MapFS, files map[string][]byte) *renderFloor {
+const floorChunkBytes = 32 << 20
+
+func newRenderFloor(b *testing.B, fsys fstest.MapFS, rs []*render.Rendered) *renderFloor {
 	b.Helper()
-	fl := &renderFloor{}
+	fl := &renderFloor{outDir: b.TempDir(), workers: runtime.GOMAXPROCS(0)}
 	var names []string
 	for name, f := range fsys {
 		switch path.Ext(name) {
@@ -403,70 +414,114 @@ func newRenderFloor(b *testing.B, fsys fstest.MapFS, files map[string][]byte) *r
 		fl.inputs = append(fl.inputs, fsys[name].Data)
 		fl.inMB += float64(len(fsys[name].Data)) / mb
 	}
-	names = names[:0]
-	for name := range files {
-		if path.Ext(name) == ".yaml" {
-			names = append(names, name)
+	var mu sync.Mutex
+	sizes := map[string]int{}
+	err := render.Stream(rs, "bench", "bench", func(name string, data []byte) error {
+		if path.Ext(name) != ".yaml" {
+			return nil
 		}
+		flat := strings.ReplaceAll(name, "/", "__")
+		mu.Lock()
+		sizes[flat] = len(data)
+		mu.Unlock()
+		return os.WriteFile(path.Join(fl.outDir, flat), data, 0o644)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	names = names[:0]
+	for name := range sizes {
+		names = append(names, name)
 	}
 	slices.Sort(names)
+	size := 0
 	for _, name := range names {
-		var doc any
-		if err := yaml.Unmarshal(files[name], &doc); err != nil {
-			b.Fatalf("%s: %v", name, err)
+		if len(fl.chunks) == 0 || size >= floorChunkBytes {
+			fl.chunks = append(fl.chunks, nil)
+			size = 0
 		}
-		fl.outputs = append(fl.outputs, doc)
-		fl.outMB += float64(len(files[name])) / mb
+		fl.chunks[len(fl.chunks)-1] = append(fl.chunks[len(fl.chunks)-1], name)
+		size += sizes[name]
+		fl.outMB += float64(sizes[name]) / mb
 	}
 	return fl
 }
 
-// run decodes every input and encodes every output on GOMAXPROCS goroutines.
-func (fl *renderFloor) run() error {
-	jobs := len(fl.inputs) + len(fl.outputs)
-	workers := min(runtime.GOMAXPROCS(0), jobs)
+// each calls f(i) for i in [0, n) on the floor's goroutines.
+func (fl *renderFloor) each(n int, f func(i int) error) error {
 	var next atomic.Int64
-	errs := make([]error, workers)
+	errs := make([]error, fl.workers)
 	var wg sync.WaitGroup
-	for w := range workers {
+	for w := range min(fl.workers, n) {
 		wg.Go(func() {
-			for {
+			for errs[w] == nil {
 				i := int(next.Add(1) - 1)
-				if i >= jobs {
+				if i >= n {
 					return
 				}
-				if i < len(fl.inputs) {
-					var n yaml.Node
-					if err := yaml.Unmarshal(fl.inputs[i], &n); err != nil {
-						errs[w] = err
-						return
-					}
-					continue
-				}
-				var buf bytes.Buffer
-				enc := yaml.NewEncoder(&buf)
-				enc.SetIndent(2)
-				if err := enc.Encode(fl.outputs[i-len(fl.inputs)]); err != nil {
-					errs[w] = err
-					return
-				}
-				if err := enc.Close(); err != nil {
-					errs[w] = err
-					return
-				}
+				errs[w] = f(i)
 			}
 		})
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
-// BenchmarkRenderLargeFull times Load (from the MapFS) + Render + Files and its
+// run decodes every input and encodes every output, each phase on GOMAXPROCS
+// goroutines, and returns the wall-clock and CPU time of the timed phases.
+func (fl *renderFloor) run() (wall float64, cpu time.Duration, cpuOK bool, err error) {
+	cpuOK = true
+	timed := func(f func() error) error {
+		c0, ok0 := benchutil.ProcessCPU()
+		t0 := time.Now()
+		err := f()
+		wall += float64(time.Since(t0))
+		c1, ok1 := benchutil.ProcessCPU()
+		cpu += c1 - c0
+		cpuOK = cpuOK && ok0 && ok1
+		return err
+	}
+	err = timed(func() error {
+		return fl.each(len(fl.inputs), func(i int) error {
+			var n yaml.Node
+			return yaml.Unmarshal(fl.inputs[i], &n)
+		})
+	})
+	if err != nil {
+		return 0, 0, false, err
+	}
+	for _, chunk := range fl.chunks {
+		docs := make([]any, len(chunk))
+		err := fl.each(len(chunk), func(i int) error {
+			data, err := os.ReadFile(path.Join(fl.outDir, chunk[i]))
+			if err != nil {
+				return err
+			}
+			return yaml.Unmarshal(data, &docs[i])
+		})
+		if err != nil {
+			return 0, 0, false, err
+		}
+		runtime.GC() // the decoding's garbage is not the encoding's to collect
+		err = timed(func() error {
+			return fl.each(len(docs), func(i int) error {
+				var buf bytes.Buffer
+				enc := yaml.NewEncoder(&buf)
+				enc.SetIndent(2)
+				if err := enc.Encode(docs[i]); err != nil {
+					return err
+				}
+				return enc.Close()
+			})
+		})
+		if err != nil {
+			return 0, 0, false, err
+		}
+	}
+	return wall, cpu, cpuOK, nil
+}
+
+// BenchmarkRenderLargeFull times Load (from the MapFS) + Render + Stream and its
 // floor (renderFloor) in the same run, alternating which goes first so they share
 // the machine's noise, and reports
 //
@@ -477,68 +532,60 @@ func (fl *renderFloor) run() error {
 //	                      each side spreads over the cores
 //	full-ms, floor-ms     the medians of each side
 //	peak-heap-MB, peak-go-MB, peak-rss-MB, base-heap-MB   of the full side (see the
-//	                      file comment; the base includes the floor's decoded trees)
+//	                      file comment; the floor keeps its artifacts on disk)
 //	MB-in, MB-out         the YAML decoded and encoded by the floor
 func BenchmarkRenderLargeFull(b *testing.B) {
 	fsys := renderLargeFS()
-	// The floor's inputs: the artifacts of one full run, decoded.
+	// The floor's outputs: the artifacts of one full run, on disk.
 	var fl *renderFloor
 	{
 		setup := startMemPeak("BenchmarkRenderLargeFull (setup)")
-		rs := renderRepo(b, loadRepo(b, fsys))
-		files, err := render.Files(rs, "bench", "bench")
-		if err != nil {
-			b.Fatal(err)
-		}
-		fl = newRenderFloor(b, fsys, files)
+		fl = newRenderFloor(b, fsys, renderRepo(b, loadRepo(b, fsys)))
 		setup.stop()
 	}
 	full := func() {
 		repo := loadRepo(b, fsys)
-		rs := renderRepo(b, repo)
-		if _, err := render.Files(rs, "bench", "bench"); err != nil {
-			b.Fatal(err)
-		}
-	}
-	floor := func() {
-		if err := fl.run(); err != nil {
-			b.Fatal(err)
-		}
+		streamBytes(b, renderRepo(b, repo))
 	}
 	var fullT, floorT, ratios []float64
 	var fullCPU, floorCPU time.Duration
 	cpuOK := true
 	var peakHeap, peakGo, peakRSS, baseHeap uint64
-	// timed runs f after a GC and returns its wall-clock and CPU time; the memory
-	// peaks of the full side are kept.
-	timed := func(f func(), isFull bool) (float64, time.Duration) {
+	// timedFull runs the full side after a GC and returns its wall-clock and CPU
+	// time, keeping its memory peaks.
+	timedFull := func() (float64, time.Duration) {
 		runtime.GC()
-		if isFull {
-			baseHeap = max(baseHeap, heapObjects())
-		}
+		baseHeap = max(baseHeap, heapObjects())
 		mp := startMemPeak("BenchmarkRenderLargeFull")
 		c0, ok0 := benchutil.ProcessCPU()
 		t0 := time.Now()
-		f()
+		full()
 		wall := float64(time.Since(t0))
 		c1, ok1 := benchutil.ProcessCPU()
 		h, g, r := mp.stop()
-		if isFull {
-			peakHeap, peakGo, peakRSS = max(peakHeap, h), max(peakGo, g), max(peakRSS, r)
-		}
+		peakHeap, peakGo, peakRSS = max(peakHeap, h), max(peakGo, g), max(peakRSS, r)
 		cpuOK = cpuOK && ok0 && ok1
 		return wall, c1 - c0
+	}
+	timedFloor := func() (float64, time.Duration) {
+		runtime.GC()
+		wall, cpu, ok, err := fl.run()
+		if err != nil {
+			b.Fatal(err)
+		}
+		cpuOK = cpuOK && ok
+		return wall, cpu
 	}
 	i := 0
 	for b.Loop() {
 		var fw, lw float64
 		var fc, lc time.Duration
 		if i%2 == 0 {
-			fw, fc = timed(full, true)
-			lw, lc = timed(floor, false)
+			fw, fc = timedFull()
+			lw, lc = timedFloor()
 		} else {
-			lw, lc = timed(floor, false)
-			fw, fc = timed(full, true)
+			lw, lc = timedFloor()
+			fw, fc = timedFull()
 		}
 		fullCPU += fc
 		floorCPU += lc

@@ -5,7 +5,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
+	"sync"
+	"sync/atomic"
 
 	"github.com/urfave/cli/v2"
 
@@ -52,12 +53,15 @@ func renderCommand(stdout, stderr io.Writer) *cli.Command {
 				nerr, _ := loader.Counts(diags)
 				return &exitError{code: 1, msg: fmt.Sprintf("%s: %s; nothing written", src.label, plural(nerr, "error"))}
 			}
-			files, err := render.Files(rendered, src.revision, version)
-			if err != nil {
-				return &exitError{code: 1, msg: err.Error()}
-			}
 			out := c.String("out")
-			if err := writeTreeAtomic(out, files); err != nil {
+			var nfiles atomic.Int64
+			err = writeTreeAtomic(out, func(put func(name string, data []byte) error) error {
+				return render.Stream(rendered, src.revision, version, func(name string, data []byte) error {
+					nfiles.Add(1)
+					return put(name, data)
+				})
+			})
+			if err != nil {
 				return &exitError{code: 1, msg: err.Error()}
 			}
 			if !g.quiet {
@@ -66,17 +70,18 @@ func renderCommand(stdout, stderr io.Writer) *cli.Command {
 					nodes += len(r.Model.Cluster.Nodes)
 				}
 				fmt.Fprintf(stdout, "%s: rendered %s with %s into %s (%s)\n", src.label,
-					plural(len(rendered), "cluster"), plural(nodes, "node"), out, plural(len(files), "file"))
+					plural(len(rendered), "cluster"), plural(nodes, "node"), out, plural(int(nfiles.Load()), "file"))
 			}
 			return nil
 		},
 	}
 }
 
-// writeTreeAtomic replaces dir with exactly files: it writes them into a new
-// directory beside dir, then renames it into place (the old tree is renamed aside
-// first and removed last). A failure before the swap leaves dir as it was.
-func writeTreeAtomic(dir string, files map[string][]byte) error {
+// writeTreeAtomic replaces dir with exactly the files fill puts (put may be called
+// from several goroutines at once): they are written into a new directory beside
+// dir, which is then renamed into place (the old tree is renamed aside first and
+// removed last). A failure before the swap leaves dir as it was.
+func writeTreeAtomic(dir string, fill func(put func(name string, data []byte) error) error) error {
 	dir = filepath.Clean(dir)
 	parent, base := filepath.Dir(dir), filepath.Base(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
@@ -92,19 +97,21 @@ func writeTreeAtomic(dir string, files map[string][]byte) error {
 			os.RemoveAll(tmp)
 		}
 	}()
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		p := filepath.Join(tmp, filepath.FromSlash(n))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
+	var made sync.Map // directories created so far
+	err = fill(func(name string, data []byte) error {
+		p := filepath.Join(tmp, filepath.FromSlash(name))
+		if d := filepath.Dir(p); d != tmp {
+			if _, done := made.Load(d); !done {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					return err
+				}
+				made.Store(d, true)
+			}
 		}
-		if err := os.WriteFile(p, files[n], 0o644); err != nil {
-			return err
-		}
+		return os.WriteFile(p, data, 0o644)
+	})
+	if err != nil {
+		return err
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
