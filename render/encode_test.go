@@ -1,8 +1,6 @@
 package render
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -50,17 +48,8 @@ func checkEncoder(t *testing.T, rs []*Rendered) (direct, total int) {
 
 // TestEncoderMitaka: the real release and plugins, every graph type, byte for byte.
 func TestEncoderMitaka(t *testing.T) {
-	dir := copyDir(t, mitakaExample)
-	if err := os.WriteFile(filepath.Join(dir, mitakaCluster), []byte(mitakaGraphCluster), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	repo, ld := loader.Load(os.DirFS(dir), loader.Options{})
-	if ld.HasErrors() {
-		t.Fatalf("the example does not load:\n%s", diagText(ld))
-	}
-	rs, diags := Render(repo, Options{})
-	noErrors(t, diags)
-	direct, total := checkEncoder(t, rs)
+	r, _ := renderMitakaCeph(t)
+	direct, total := checkEncoder(t, []*Rendered{r})
 	if direct != total {
 		t.Errorf("%d of %d documents took the fallback", total-direct, total)
 	}

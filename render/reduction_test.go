@@ -3,8 +3,6 @@ package render
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -203,19 +201,8 @@ func hasCycle(edges map[*PlacedTask][]*PlacedTask) bool {
 }
 
 func TestDerivedEdgesMitaka(t *testing.T) {
-	dir := copyDir(t, mitakaExample)
-	if err := os.WriteFile(filepath.Join(dir, mitakaCluster), []byte(mitakaGraphCluster), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	repo, ld := loader.Load(os.DirFS(dir), loader.Options{})
-	if ld.HasErrors() {
-		t.Fatalf("the example does not load:\n%s", diagText(ld))
-	}
-	rs, diags := Render(repo, Options{})
-	if diags.HasErrors() || len(rs) != 1 {
-		t.Fatalf("%d clusters rendered; errors:\n%s", len(rs), diagText(diags))
-	}
-	written, reference := checkDerivedEdges(t, rs[0], diags)
+	r, diags := renderMitakaCeph(t)
+	written, reference := checkDerivedEdges(t, r, diags)
 	t.Logf("mitaka: %d requires/required_for edges written for %d the plain walk finds", written, reference)
 	if written >= reference {
 		t.Errorf("the reduction removed nothing: %d written, %d found", written, reference)
