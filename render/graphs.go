@@ -37,6 +37,15 @@ type Graph struct {
 // Node returns the graph of node name, or nil.
 func (g *Graph) Node(name string) *NodeGraph { return g.byNode[name] }
 
+// Definition returns the definition of task id that won the merge, or nil when the
+// graph has no task id.
+func (g *Graph) Definition(id string) *TaskDef {
+	if defs := g.defs[id]; len(defs) > 0 {
+		return defs[0]
+	}
+	return nil
+}
+
 // FaultToleranceGroup is a group task's nodes and tolerated failures.
 type FaultToleranceGroup struct {
 	Name           string

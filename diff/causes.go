@@ -1,0 +1,228 @@
+package diff
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/fuelsync/fuelsync/render"
+)
+
+// explain works out the causes of a node's change: its roles and tags (and the
+// tasks they brought or took away), its primary tags, the cluster's plugins, and
+// the task definitions. A side without its render (a plan against an applied set
+// whose revision cannot be read again) gives fewer causes: tasks it cannot account
+// for stay listed under their graph only.
+func explain(nc *NodeChange, cc *ClusterChange, ov, nv *sideView) {
+	causes := &causeList{}
+	switch nc.Action {
+	case Create:
+		causes.get("new_node", strings.Join(nc.Roles, ", "), "")
+		nc.Causes = causes.list
+		return
+	case Delete:
+		causes.get("node_removed", strings.Join(nc.Roles, ", "), "")
+		nc.Causes = causes.list
+		return
+	}
+	for _, r := range nc.RolesAdded {
+		causes.get("role_added", r, "")
+	}
+	for _, r := range nc.RolesRemoved {
+		causes.get("role_removed", r, "")
+	}
+	// tagCause is the cause of a tag's appearance (added) or disappearance.
+	tagCause := func(tag string, added bool) *Cause {
+		kind, side, roles := "tag_assigned", nv, nc.RolesAdded
+		if !added {
+			kind, side, roles = "tag_unassigned", ov, nc.RolesRemoved
+		}
+		// Becoming primary for X replaces tag X by primary-X, and the reverse.
+		if base, ok := strings.CutPrefix(tag, "primary-"); ok && isPrimary(side, nc.Node, base) {
+			if added {
+				return causes.get("primary_gained", base, "")
+			}
+			return causes.get("primary_lost", base, "")
+		}
+		if !added && slices.Contains(nc.TagsAdded, "primary-"+tag) {
+			return causes.get("primary_gained", tag, "")
+		}
+		if added && slices.Contains(nc.TagsRemoved, "primary-"+tag) {
+			return causes.get("primary_lost", tag, "")
+		}
+		for _, src := range tagSources(side, nc.Node, tag) {
+			if r, ok := strings.CutPrefix(src, "role "); ok && slices.Contains(roles, r) {
+				return causes.get(map[bool]string{true: "role_added", false: "role_removed"}[added], r, "")
+			}
+			if src == "role name" && slices.Contains(roles, tag) {
+				return causes.get(map[bool]string{true: "role_added", false: "role_removed"}[added], tag, "")
+			}
+		}
+		if slices.Contains(roles, tag) {
+			return causes.get(map[bool]string{true: "role_added", false: "role_removed"}[added], tag, "")
+		}
+		return causes.get(kind, tag, "")
+	}
+	for _, t := range nc.TagsAdded {
+		tagCause(t, true)
+	}
+	for _, t := range nc.TagsRemoved {
+		tagCause(t, false)
+	}
+
+	for _, gc := range nc.Graphs {
+		for _, id := range gc.Added {
+			c := taskCause(nv, ov, cc.PluginsEnabled, nc.Node, gc.Graph, id, nc.TagsAdded, true, tagCause, causes)
+			if c != nil {
+				c.Added = append(c.Added, taskRef(gc.Graph, id))
+			}
+		}
+		for _, id := range gc.Removed {
+			c := taskCause(ov, nv, cc.PluginsDisabled, nc.Node, gc.Graph, id, nc.TagsRemoved, false, tagCause, causes)
+			if c != nil {
+				c.Removed = append(c.Removed, taskRef(gc.Graph, id))
+			}
+		}
+		for _, tc := range gc.Changed {
+			var c *Cause
+			if len(tc.Fields) == 1 && tc.Fields[0] == "requires" {
+				c = causes.get("dependencies", "", "")
+			} else {
+				c = causes.get("task_edited", tc.ID, definitionSource(nv, gc.Graph, tc.ID))
+			}
+			c.Changed = append(c.Changed, taskRef(gc.Graph, tc.ID))
+		}
+	}
+	nc.Causes = causes.list
+}
+
+// taskCause finds why task id was added to (or removed from) the node: here is the
+// side that has the task on the node, there the other one. The tag that selects it
+// here, when that tag was added (removed); a plugin enabled (disabled); else the
+// definition, when it is known.
+func taskCause(here, there *sideView, plugins []string, node, graph, id string, tags []string, added bool,
+	tagCause func(string, bool) *Cause, causes *causeList) *Cause {
+	pt := placed(here, graph, node, id)
+	if pt == nil {
+		return nil
+	}
+	for _, v := range pt.Via() {
+		if v.Tag != "" && slices.Contains(tags, v.Tag) {
+			return tagCause(v.Tag, added)
+		}
+	}
+	if p := pt.Def.Plugin; p != nil && slices.Contains(plugins, p.Name) {
+		return causes.get(map[bool]string{true: "plugin_enabled", false: "plugin_disabled"}[added], p.Name, "")
+	}
+	if there.render == nil {
+		return nil
+	}
+	g := there.render.Graph(graph)
+	if g == nil || g.Definition(id) == nil {
+		kind := map[bool]string{true: "task_defined", false: "task_undefined"}[added]
+		return causes.get(kind, id, sourceOf(pt.Def))
+	}
+	// Defined on both sides: its selector (or its groups) changed.
+	return causes.get("task_edited", id, definitionSource(map[bool]*sideView{true: here, false: there}[added], graph, id))
+}
+
+// placed returns the task on the node in the side's render, or nil.
+func placed(v *sideView, graph, node, id string) *render.PlacedTask {
+	if v.render == nil {
+		return nil
+	}
+	g := v.render.Graph(graph)
+	if g == nil || g.Node(node) == nil {
+		return nil
+	}
+	return g.Node(node).Task(id)
+}
+
+func definitionSource(v *sideView, graph, id string) string {
+	if v.render == nil {
+		return ""
+	}
+	if g := v.render.Graph(graph); g != nil {
+		return sourceOf(g.Definition(id))
+	}
+	return ""
+}
+
+func sourceOf(d *render.TaskDef) string {
+	if d == nil || d.Task.Range.Filename == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s:%d", d.Task.Range.Filename, d.Task.Range.Start.Line)
+}
+
+// tagSources says where the node's tag comes from on a side (render known).
+func tagSources(v *sideView, node, tag string) []string {
+	if v.render == nil {
+		return nil
+	}
+	nt := v.render.Model.NodeTags[node]
+	if nt == nil {
+		return nil
+	}
+	return nt.Sources[tag]
+}
+
+// isPrimary reports whether the side's cluster.yaml lists the node as primary for
+// tag.
+func isPrimary(v *sideView, node, tag string) bool {
+	n := v.node(node)
+	return n != nil && slices.Contains(n.Primary, tag)
+}
+
+// causeList keeps a node's causes in the order found, one per kind and subject.
+type causeList struct{ list []*Cause }
+
+func (l *causeList) get(kind, subject, source string) *Cause {
+	for _, c := range l.list {
+		if c.Kind == kind && c.Subject == subject {
+			return c
+		}
+	}
+	c := &Cause{Kind: kind, Subject: subject, Source: source}
+	l.list = append(l.list, c)
+	return c
+}
+
+// group puts together the nodes whose changes are the same but for the node names
+// (in dependencies, task@node) and their roles.
+func group(nodes []*NodeChange) []*Group {
+	var groups []*Group
+	keys := map[string]*Group{}
+	for _, nc := range nodes {
+		key := groupKey(nc)
+		if g := keys[key]; g != nil {
+			g.Nodes = append(g.Nodes, nc.Node)
+			g.Roles = union(g.Roles, nc.Roles)
+			continue
+		}
+		g := &Group{Nodes: []string{nc.Node}, Roles: union(nil, nc.Roles), Change: nc}
+		keys[key] = g
+		groups = append(groups, g)
+	}
+	return groups
+}
+
+func groupKey(nc *NodeChange) string {
+	c := *nc
+	c.Node, c.Roles = "", nil
+	graphs := make([]*GraphChange, len(nc.Graphs))
+	for i, g := range nc.Graphs {
+		gc := *g
+		gc.Changed = make([]*TaskChange, len(g.Changed))
+		for j, tc := range g.Changed {
+			t := *tc
+			t.RequiresAdded, t.RequiresRemoved = nil, nil // they name nodes
+			gc.Changed[j] = &t
+		}
+		graphs[i] = &gc
+	}
+	c.Graphs = graphs
+	data, _ := json.Marshal(&c)
+	return string(data)
+}

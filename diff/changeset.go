@@ -1,0 +1,493 @@
+package diff
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/fuelsync/fuelsync/render"
+)
+
+// Side is one of the two artifact sets compared: the applied set of a work
+// directory, or a render of a revision.
+type Side struct {
+	// Digests has the sha256 of every file of the set (path → hex). A cluster
+	// whose files are in neither side is not compared.
+	Digests map[string]string
+	// Read returns a file's bytes; it is only asked for files whose digests differ.
+	Read func(name string) ([]byte, error)
+	// Rendered, when known, says where tasks come from (the definitions, the tags
+	// that selected them), for the causes of changes. Without it the change set
+	// has what the artifacts alone tell.
+	Rendered []*render.Rendered
+}
+
+// Action is what applying a change does to a node or a cluster.
+type Action string
+
+const (
+	Create Action = "create" // a new node: its provision graph, then its default graph
+	Update Action = "update" // a changed node: its default graph
+	Delete Action = "delete" // a node gone: its deletion graph
+)
+
+// Symbol is the action's glyph in plan output.
+func (a Action) Symbol() string {
+	switch a {
+	case Create:
+		return "+"
+	case Delete:
+		return "-"
+	}
+	return "~"
+}
+
+// ChangeSet is what changes between two artifact sets, cluster by cluster.
+type ChangeSet struct {
+	Clusters []*ClusterChange `json:"clusters"`
+	Summary  Summary          `json:"summary"`
+}
+
+// Summary counts the changes: nodes by action, and the task entries of the
+// deployment (default) graphs (a new node's tasks are added, a deleted node's
+// removed); the other graphs' changes are in the nodes' details.
+type Summary struct {
+	Deploy       int `json:"deploy"`    // nodes whose default graph runs (new and changed)
+	Provision    int `json:"provision"` // new nodes
+	Delete       int `json:"delete"`    // removed nodes
+	TasksAdded   int `json:"tasks_added"`
+	TasksRemoved int `json:"tasks_removed"`
+	TasksChanged int `json:"tasks_changed"`
+}
+
+// Empty reports whether nothing changes.
+func (cs *ChangeSet) Empty() bool { return len(cs.Clusters) == 0 }
+
+// ClusterChange is one cluster's changes.
+type ClusterChange struct {
+	Name   string `json:"name"`
+	Action Action `json:"action"`
+	// PluginsEnabled and PluginsDisabled compare the clusters' plugin lists.
+	PluginsEnabled  []string `json:"plugins_enabled,omitempty"`
+	PluginsDisabled []string `json:"plugins_disabled,omitempty"`
+	// Nodes are the changed nodes by name; Groups the same nodes, those with
+	// identical changes together.
+	Nodes  []*NodeChange `json:"nodes"`
+	Groups []*Group      `json:"groups"`
+	// Files are the artifact files that differ, sorted.
+	Files []string `json:"files"`
+}
+
+// NodeChange is one node's change.
+type NodeChange struct {
+	Node   string `json:"node"`
+	Action Action `json:"action"`
+	// Run are the graphs applying it runs, in order.
+	Run []string `json:"run"`
+	// Roles are the node's roles (the old ones for a deleted node).
+	Roles        []string `json:"roles"`
+	RolesAdded   []string `json:"roles_added,omitempty"`
+	RolesRemoved []string `json:"roles_removed,omitempty"`
+	// TagsAdded and TagsRemoved compare the tags task selectors match (primary
+	// tags as primary-<tag>).
+	TagsAdded   []string `json:"tags_added,omitempty"`
+	TagsRemoved []string `json:"tags_removed,omitempty"`
+	// Causes say why the tasks changed.
+	Causes []*Cause       `json:"causes,omitempty"`
+	Graphs []*GraphChange `json:"graphs"`
+}
+
+// Cause is one reason for a node's change, with the tasks it brought or took away.
+type Cause struct {
+	// Kind is new_node, node_removed, role_added, role_removed, tag_assigned,
+	// tag_unassigned, primary_gained, primary_lost, plugin_enabled,
+	// plugin_disabled, task_edited, task_defined, task_undefined or dependencies.
+	Kind string `json:"kind"`
+	// Subject is the role, tag, plugin or task the cause is about.
+	Subject string `json:"subject,omitempty"`
+	// Source is the file:line of the task definition (task_* kinds).
+	Source string `json:"source,omitempty"`
+	// Added, Removed and Changed are the task ids (graph/id outside the default
+	// graph) it accounts for.
+	Added   []string `json:"added,omitempty"`
+	Removed []string `json:"removed,omitempty"`
+	Changed []string `json:"changed,omitempty"`
+}
+
+// GraphChange is one graph's task changes on a node.
+type GraphChange struct {
+	Graph   string        `json:"graph"`
+	Added   []string      `json:"added,omitempty"`
+	Removed []string      `json:"removed,omitempty"`
+	Changed []*TaskChange `json:"changed,omitempty"`
+}
+
+// TaskChange is a task present on both sides that differs.
+type TaskChange struct {
+	ID string `json:"id"`
+	// Fields are the keys that differ: type, parameters, condition,
+	// dynamic_requires, requires.
+	Fields          []string `json:"fields"`
+	TypeFrom        string   `json:"type_from,omitempty"`
+	TypeTo          string   `json:"type_to,omitempty"`
+	RequiresAdded   []string `json:"requires_added,omitempty"`   // task@node
+	RequiresRemoved []string `json:"requires_removed,omitempty"` // task@node
+}
+
+// Group is a set of nodes of one cluster with the same change.
+type Group struct {
+	Nodes []string `json:"nodes"`
+	// Roles are the nodes' roles together, sorted.
+	Roles []string `json:"roles"`
+	// Change is the first node's change, standing for all of them.
+	Change *NodeChange `json:"change"`
+}
+
+// Compute compares the artifact sets old and new. Only files whose digests differ
+// are read and decoded.
+func Compute(old, new *Side) (*ChangeSet, error) {
+	files := map[string][]string{} // cluster → changed files
+	for name, sum := range new.Digests {
+		if old.Digests[name] != sum {
+			if _, c, _, _ := artifactPath(name); c != "" {
+				files[c] = append(files[c], name)
+			} else if c, _, ok := strings.Cut(name, "/"); ok {
+				files[c] = append(files[c], name)
+			}
+		}
+	}
+	for name := range old.Digests {
+		if _, ok := new.Digests[name]; !ok {
+			if c, _, ok := strings.Cut(name, "/"); ok {
+				files[c] = append(files[c], name)
+			}
+		}
+	}
+	cs := &ChangeSet{}
+	for _, c := range sortedKeys(files) {
+		cc, err := computeCluster(c, files[c], old, new)
+		if err != nil {
+			return nil, err
+		}
+		if cc != nil {
+			cs.Clusters = append(cs.Clusters, cc)
+		}
+	}
+	for _, cc := range cs.Clusters {
+		for _, nc := range cc.Nodes {
+			switch nc.Action {
+			case Create:
+				cs.Summary.Provision++
+				cs.Summary.Deploy++
+			case Update:
+				cs.Summary.Deploy++
+			case Delete:
+				cs.Summary.Delete++
+			}
+			for _, g := range nc.Graphs {
+				if g.Graph != "default" {
+					continue
+				}
+				cs.Summary.TasksAdded += len(g.Added)
+				cs.Summary.TasksRemoved += len(g.Removed)
+				cs.Summary.TasksChanged += len(g.Changed)
+			}
+		}
+	}
+	return cs, nil
+}
+
+// sideView is one side of one cluster, decoded.
+type sideView struct {
+	side    *Side
+	doc     *clusterDoc // nil when the cluster is absent
+	render  *render.Rendered
+	present bool
+}
+
+func viewOf(s *Side, cluster string) (*sideView, error) {
+	v := &sideView{side: s}
+	name := cluster + "/cluster.yaml"
+	if _, ok := s.Digests[name]; ok {
+		v.present = true
+		data, err := s.Read(name)
+		if err != nil {
+			return nil, err
+		}
+		if v.doc, err = decodeCluster(name, data); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range s.Rendered {
+		if r.Model.Cluster.Name == cluster {
+			v.render = r
+		}
+	}
+	return v, nil
+}
+
+func (v *sideView) node(name string) *clusterNode {
+	if v.doc == nil {
+		return nil
+	}
+	return v.doc.Nodes[name]
+}
+
+// graphFiles lists the graph types of a node on this side.
+func (v *sideView) graphs(cluster, node string) []string {
+	var out []string
+	prefix := cluster + "/nodes/" + node + "/"
+	for name := range v.side.Digests {
+		if rest, ok := strings.CutPrefix(name, prefix); ok && strings.HasSuffix(rest, ".yaml") && !strings.Contains(rest, "/") {
+			out = append(out, strings.TrimSuffix(rest, ".yaml"))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (v *sideView) tasks(name string) ([]*taskDoc, error) {
+	if _, ok := v.side.Digests[name]; !ok {
+		return nil, nil
+	}
+	data, err := v.side.Read(name)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := decodeNode(name, data)
+	if err != nil {
+		return nil, err
+	}
+	return doc.Tasks, nil
+}
+
+func computeCluster(cluster string, changed []string, old, new *Side) (*ClusterChange, error) {
+	ov, err := viewOf(old, cluster)
+	if err != nil {
+		return nil, err
+	}
+	nv, err := viewOf(new, cluster)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(changed)
+	cc := &ClusterChange{Name: cluster, Action: Update, Files: changed}
+	switch {
+	case !ov.present:
+		cc.Action = Create
+	case !nv.present:
+		cc.Action = Delete
+	}
+	var oldPlugins, newPlugins []string
+	if ov.doc != nil {
+		oldPlugins = ov.doc.Plugins
+	}
+	if nv.doc != nil {
+		newPlugins = nv.doc.Plugins
+	}
+	cc.PluginsEnabled, cc.PluginsDisabled = minus(newPlugins, oldPlugins), minus(oldPlugins, newPlugins)
+
+	// Nodes: those of either cluster.yaml, and those with a changed graph file.
+	nodes := map[string]bool{}
+	for _, v := range []*sideView{ov, nv} {
+		if v.doc != nil {
+			for n := range v.doc.Nodes {
+				nodes[n] = true
+			}
+		}
+	}
+	changedNode := map[string]bool{}
+	for _, name := range changed {
+		if kind, _, node, _ := artifactPath(name); kind == "node" {
+			nodes[node], changedNode[node] = true, true
+		}
+	}
+	for _, n := range sortedKeys(nodes) {
+		on, nn := ov.node(n), nv.node(n)
+		pseudo := n == "master" || n == "sync"
+		if !changedNode[n] && on != nil && nn != nil && slices.Equal(on.Roles, nn.Roles) && slices.Equal(on.Tags, nn.Tags) {
+			continue
+		}
+		nc := &NodeChange{Node: n, Action: Update, Run: []string{"default"}}
+		switch {
+		case pseudo:
+		case on == nil && nn != nil:
+			nc.Action, nc.Run = Create, []string{"provision", "default"}
+		case on != nil && nn == nil:
+			nc.Action, nc.Run = Delete, []string{"deletion"}
+		}
+		if on != nil {
+			nc.Roles = on.Roles
+		}
+		if nn != nil {
+			nc.Roles = nn.Roles
+		}
+		if on != nil && nn != nil {
+			nc.RolesAdded, nc.RolesRemoved = minus(nn.Roles, on.Roles), minus(on.Roles, nn.Roles)
+			nc.TagsAdded, nc.TagsRemoved = minus(nn.Tags, on.Tags), minus(on.Tags, nn.Tags)
+		}
+		graphs := union(ov.graphs(cluster, n), nv.graphs(cluster, n))
+		for _, g := range graphs {
+			name := cluster + "/nodes/" + n + "/" + g + ".yaml"
+			if old.Digests[name] == new.Digests[name] {
+				continue
+			}
+			ot, err := ov.tasks(name)
+			if err != nil {
+				return nil, err
+			}
+			nt, err := nv.tasks(name)
+			if err != nil {
+				return nil, err
+			}
+			gc := compareTasks(g, ot, nt)
+			if gc != nil && pseudo {
+				gc = dropEdgeOnly(gc)
+			}
+			if gc != nil {
+				nc.Graphs = append(nc.Graphs, gc)
+			}
+		}
+		if len(nc.Graphs) == 0 && len(nc.RolesAdded)+len(nc.RolesRemoved)+len(nc.TagsAdded)+len(nc.TagsRemoved) == 0 && nc.Action == Update {
+			continue
+		}
+		explain(nc, cc, ov, nv)
+		cc.Nodes = append(cc.Nodes, nc)
+	}
+	if len(cc.Nodes) == 0 && len(cc.PluginsEnabled)+len(cc.PluginsDisabled) == 0 && cc.Action == Update && !onlyNonGraph(changed) {
+		return nil, nil
+	}
+	cc.Groups = group(cc.Nodes)
+	return cc, nil
+}
+
+// onlyNonGraph reports whether changed has files the node comparison does not
+// cover (cluster.yaml details, DOT files), which still make the cluster changed.
+func onlyNonGraph(changed []string) bool {
+	for _, name := range changed {
+		if kind, _, _, _ := artifactPath(name); kind != "node" {
+			return true
+		}
+	}
+	return false
+}
+
+// dropEdgeOnly leaves out the changes of a pseudo node's tasks (stages on sync,
+// master's tasks) that are only new or lost edges: they follow from the changes of
+// the cluster's nodes, listed there. nil when nothing is left.
+func dropEdgeOnly(gc *GraphChange) *GraphChange {
+	gc.Changed = slices.DeleteFunc(gc.Changed, func(tc *TaskChange) bool {
+		return len(tc.Fields) == 1 && tc.Fields[0] == "requires"
+	})
+	if len(gc.Added)+len(gc.Removed)+len(gc.Changed) == 0 {
+		return nil
+	}
+	return gc
+}
+
+// compareTasks compares a graph's tasks on one node.
+func compareTasks(graph string, old, new []*taskDoc) *GraphChange {
+	gc := &GraphChange{Graph: graph}
+	byID := map[string]*taskDoc{}
+	for _, t := range old {
+		byID[t.ID] = t
+	}
+	seen := map[string]bool{}
+	for _, t := range new {
+		seen[t.ID] = true
+		o := byID[t.ID]
+		if o == nil {
+			gc.Added = append(gc.Added, t.ID)
+			continue
+		}
+		if tc := compareTask(o, t); tc != nil {
+			gc.Changed = append(gc.Changed, tc)
+		}
+	}
+	for _, t := range old {
+		if !seen[t.ID] {
+			gc.Removed = append(gc.Removed, t.ID)
+		}
+	}
+	if len(gc.Added)+len(gc.Removed)+len(gc.Changed) == 0 {
+		return nil
+	}
+	slices.Sort(gc.Added)
+	slices.Sort(gc.Removed)
+	slices.SortFunc(gc.Changed, func(a, b *TaskChange) int { return cmp.Compare(a.ID, b.ID) })
+	return gc
+}
+
+func compareTask(o, n *taskDoc) *TaskChange {
+	tc := &TaskChange{ID: n.ID}
+	if o.Type != n.Type {
+		tc.Fields = append(tc.Fields, "type")
+		tc.TypeFrom, tc.TypeTo = o.Type, n.Type
+	}
+	if !sameNode(&o.Parameters, &n.Parameters) {
+		tc.Fields = append(tc.Fields, "parameters")
+	}
+	if !sameNode(&o.Condition, &n.Condition) {
+		tc.Fields = append(tc.Fields, "condition")
+	}
+	if !sameNode(&o.DynamicRequires, &n.DynamicRequires) {
+		tc.Fields = append(tc.Fields, "dynamic_requires")
+	}
+	edges := func(t *taskDoc) []string {
+		var out []string
+		for _, r := range t.Requires {
+			out = append(out, r.Task+"@"+r.Node)
+		}
+		return out
+	}
+	oe, ne := edges(o), edges(n)
+	tc.RequiresAdded, tc.RequiresRemoved = minus(ne, oe), minus(oe, ne)
+	if len(tc.RequiresAdded)+len(tc.RequiresRemoved) > 0 {
+		tc.Fields = append(tc.Fields, "requires")
+	}
+	if len(tc.Fields) == 0 {
+		return nil
+	}
+	return tc
+}
+
+// minus is a − b, in a's order, without duplicates.
+func minus(a, b []string) []string {
+	var out []string
+	for _, s := range a {
+		if !slices.Contains(b, s) && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, s := range b {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// taskRef names a task of a graph in causes: the id in the default graph,
+// graph/id elsewhere.
+func taskRef(graph, id string) string {
+	if graph == "default" {
+		return id
+	}
+	return fmt.Sprintf("%s/%s", graph, id)
+}

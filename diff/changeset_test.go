@@ -1,0 +1,212 @@
+package diff
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fuelsync/fuelsync/internal/golden"
+	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/render"
+)
+
+// quickstart reads examples/quickstart into a MapFS.
+func quickstart(t *testing.T) fstest.MapFS {
+	t.Helper()
+	fsys := fstest.MapFS{}
+	root := os.DirFS("../examples/quickstart")
+	err := fs.WalkDir(root, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := fs.ReadFile(root, p)
+		fsys[p] = &fstest.MapFile{Data: data}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fsys
+}
+
+// edit returns a copy of fsys with old replaced by new in file name (which must
+// contain it), or the file added when old is "".
+func edit(t *testing.T, fsys fstest.MapFS, name, old, new string) fstest.MapFS {
+	t.Helper()
+	out := fstest.MapFS{}
+	for k, v := range fsys {
+		out[k] = v
+	}
+	if old == "" {
+		out[name] = &fstest.MapFile{Data: []byte(new)}
+		return out
+	}
+	src := string(fsys[name].Data)
+	if !strings.Contains(src, old) {
+		t.Fatalf("%s has no %q", name, old)
+	}
+	out[name] = &fstest.MapFile{Data: []byte(strings.Replace(src, old, new, 1))}
+	return out
+}
+
+func renderSide(t *testing.T, fsys fs.FS, base map[string]string, state render.AppliedState) *Side {
+	t.Helper()
+	repo, diags := loader.Load(fsys, loader.Options{})
+	if diags.HasErrors() {
+		t.Fatalf("load: %v", diags.Errs())
+	}
+	rs, diags := render.Render(repo, render.Options{Clusters: []string{"demo"}, State: state})
+	if diags.HasErrors() {
+		t.Fatalf("render: %v", diags.Errs())
+	}
+	s, err := RenderedSide(rs, "rev", "test", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// lines describes a change set one node (or group) a line.
+func lines(cs *ChangeSet) []string {
+	var out []string
+	for _, cc := range cs.Clusters {
+		if len(cc.PluginsEnabled)+len(cc.PluginsDisabled) > 0 {
+			out = append(out, fmt.Sprintf("%s: plugins +%v -%v", cc.Name, cc.PluginsEnabled, cc.PluginsDisabled))
+		}
+		for _, g := range cc.Groups {
+			nc := g.Change
+			s := fmt.Sprintf("%s %s %v run=%v", nc.Action.Symbol(), strings.Join(g.Nodes, ","), g.Roles, nc.Run)
+			for _, c := range nc.Causes {
+				s += fmt.Sprintf(" | %s %s", c.Kind, c.Subject)
+				if c.Source != "" {
+					s += " @" + c.Source
+				}
+				for _, id := range c.Added {
+					s += " +" + id
+				}
+				for _, id := range c.Removed {
+					s += " -" + id
+				}
+				for _, id := range c.Changed {
+					s += " ~" + id
+				}
+			}
+			for _, gc := range nc.Graphs {
+				s += fmt.Sprintf(" || %s: +%d -%d ~%d", gc.Graph, len(gc.Added), len(gc.Removed), len(gc.Changed))
+			}
+			out = append(out, s)
+		}
+	}
+	s := cs.Summary
+	out = append(out, fmt.Sprintf("summary deploy=%d provision=%d delete=%d tasks +%d -%d ~%d",
+		s.Deploy, s.Provision, s.Delete, s.TasksAdded, s.TasksRemoved, s.TasksChanged))
+	return out
+}
+
+func TestChangeSetQuickstart(t *testing.T) {
+	base := quickstart(t)
+	const spec = "clusters/demo.yaml"
+	for _, tc := range []struct {
+		name     string
+		old, new string // replaced in clusters/demo.yaml
+		file     string // another file to edit, when set
+		want     []string
+	}{
+		{name: "no change", want: []string{"summary deploy=0 provision=0 delete=0 tasks +0 -0 ~0"}},
+		{
+			name: "tag unassigned", old: "tags: {assign: [backup]}", new: "tags: {assign: [backup], unassign: [rabbitmq]}",
+			want: []string{
+				"~ node-2 [controller] run=[default] | tag_unassigned rabbitmq -rabbitmq | dependencies  ~keystone || default: +0 -1 ~1",
+				"summary deploy=1 provision=0 delete=0 tasks +0 -1 ~1",
+			}},
+		{name: "role added", old: "node-4: {id: 4, roles: [compute]}", new: "node-4: {id: 4, roles: [compute, storage]}", want: []string{
+			"~ node-4 [compute storage] run=[default] | role_added storage +storage-setup || default: +1 -0 ~0",
+			"summary deploy=1 provision=0 delete=0 tasks +1 -0 ~0",
+		}},
+		{name: "node added", old: "  node-6:", new: "  node-7: {id: 7, roles: [compute]}\n  node-6:", want: []string{
+			"+ node-7 [compute] run=[provision default] | new_node compute || default: +3 -0 ~0 || deletion: +1 -0 ~0 || provision: +1 -0 ~0",
+			"summary deploy=1 provision=1 delete=0 tasks +3 -0 ~0",
+		}},
+		{name: "node removed", old: "  node-6: {id: 6, roles: [monitor]}   # role from the monitoring plugin\n", new: "", want: []string{
+			"- node-6 [monitor] run=[deletion] | node_removed monitor || default: +0 -4 ~0 || deletion: +0 -1 ~0 || provision: +0 -1 ~0",
+			"summary deploy=0 provision=0 delete=1 tasks +0 -4 ~0",
+		}},
+		{name: "plugin enabled", old: "plugins: [monitoring]", new: "plugins: [monitoring, sdn]", want: []string{
+			"demo: plugins +[sdn] -[]",
+			"~ node-1 [controller] run=[default] | plugin_enabled sdn +sdn-agent +sdn-register || default: +2 -0 ~0",
+			"~ node-2,node-3,node-4,node-5 [compute controller storage] run=[default] | plugin_enabled sdn +sdn-agent || default: +1 -0 ~0",
+			"summary deploy=5 provision=0 delete=0 tasks +6 -0 ~0",
+		}},
+		{name: "primary moved", old: "node-1: {id: 1,", new: "node-1: {id: 7,", want: []string{
+			"~ node-1 [controller] run=[default] | primary_lost controller -post-check | primary_lost database | dependencies  ~keystone || default: +0 -1 ~1",
+			"~ node-2 [controller] run=[default] | primary_gained controller +post-check | primary_gained database | dependencies  ~keystone || default: +1 -0 ~1",
+			"~ node-3 [controller] run=[default] | dependencies  ~keystone || default: +0 -0 ~1",
+			"~ node-4,node-5 [compute storage] run=[default] | dependencies  ~nova-compute || default: +0 -0 ~1",
+			"summary deploy=5 provision=0 delete=0 tasks +1 -1 ~5",
+		}},
+		{name: "task edited", file: "plugins/monitoring/deployment_tasks.yaml", old: "timeout: 600", new: "timeout: 900", want: []string{
+			"~ node-6 [monitor] run=[default] | task_edited monitoring-dashboard @plugins/monitoring/deployment_tasks.yaml:26 ~monitoring-dashboard || default: +0 -0 ~1",
+			"summary deploy=1 provision=0 delete=0 tasks +0 -0 ~1",
+		}},
+		{name: "release task edited", file: "plugins/quickstart/graphs/deployment.yaml",
+			old: "globals/globals.pp\n    puppet_modules: /etc/puppet/modules\n    timeout: 120", new: "globals/globals.pp\n    puppet_modules: /etc/puppet/modules\n    timeout: 240", want: []string{
+				"~ node-1,node-2,node-3,node-4,node-5,node-6 [compute controller monitor storage] run=[default] | task_edited globals @plugins/quickstart/graphs/deployment.yaml:73 ~globals || default: +0 -0 ~1",
+				"summary deploy=6 provision=0 delete=0 tasks +0 -0 ~6",
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			oldSide := renderSide(t, base, nil, nil)
+			head := base
+			if tc.old != "" {
+				file := spec
+				if tc.file != "" {
+					file = tc.file
+				}
+				head = edit(t, base, file, tc.old, tc.new)
+			}
+			newSide := renderSide(t, head, oldSide.Digests, nil)
+			cs, err := Compute(oldSide, newSide)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := lines(cs)
+			if tc.want == nil {
+				t.Errorf("got:\n%s", strings.Join(got, "\n"))
+				return
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("change set (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestChangeSetText pins the terminal form of a change set with every kind of
+// node action, and the colours.
+func TestChangeSetText(t *testing.T) {
+	base := quickstart(t)
+	head := edit(t, base, "clusters/demo.yaml", "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
+	head = edit(t, head, "clusters/demo.yaml", "  node-6: {id: 6, roles: [monitor]}   # role from the monitoring plugin\n", "  node-7: {id: 7, roles: [compute]}\n")
+	head = edit(t, head, "clusters/demo.yaml", "plugins: [monitoring]", "plugins: [monitoring, sdn]")
+	oldSide := renderSide(t, base, nil, nil)
+	cs, err := Compute(oldSide, renderSide(t, head, oldSide.Digests, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "testdata/changeset/text.golden", []byte(cs.Text(Colors{})))
+	colored := cs.Text(ANSI)
+	for _, want := range []string{"\x1b[32m+ sdn-agent\x1b[0m", "\x1b[31m- rabbitmq\x1b[0m", "\x1b[31m-\x1b[0m node-6"} {
+		if !strings.Contains(colored, want) {
+			t.Errorf("coloured text has no %q", want)
+		}
+	}
+	empty := &ChangeSet{}
+	if got := empty.Text(ANSI); !strings.HasPrefix(got, "No changes.") {
+		t.Errorf("empty change set: %q", got)
+	}
+}

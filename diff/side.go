@@ -1,0 +1,72 @@
+package diff
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"strings"
+	"sync"
+
+	"github.com/fuelsync/fuelsync/render"
+)
+
+// RenderedSide is the side of a render: the digest of every artifact (encoded and
+// hashed as render.Stream does), and the bytes of those whose digest differs from
+// base, kept in memory (every file when base is nil), and the clusters'
+// cluster.yaml. revision and toolVersion are
+// those of manifest.json.
+func RenderedSide(rs []*render.Rendered, revision, toolVersion string, base map[string]string) (*Side, error) {
+	var mu sync.Mutex
+	digests := map[string]string{}
+	kept := map[string][]byte{}
+	err := render.Stream(rs, revision, toolVersion, func(name string, data []byte) error {
+		sum := sha256.Sum256(data)
+		hexSum := hex.EncodeToString(sum[:])
+		var keep []byte
+		// cluster.yaml says what the nodes are, changed or not.
+		if base == nil || base[name] != hexSum || strings.HasSuffix(name, "/cluster.yaml") {
+			keep = bytes.Clone(data)
+		}
+		mu.Lock()
+		digests[name] = hexSum
+		if keep != nil {
+			kept[name] = keep
+		}
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Side{
+		Digests:  digests,
+		Rendered: rs,
+		Read: func(name string) ([]byte, error) {
+			if data, ok := kept[name]; ok {
+				return data, nil
+			}
+			return nil, fmt.Errorf("%s: not kept from the render", name)
+		},
+	}, nil
+}
+
+// FSSide is an artifact set stored as files (an applied set), with the digests
+// recorded for it.
+func FSSide(fsys fs.FS, digests map[string]string) *Side {
+	return &Side{
+		Digests: digests,
+		Read:    func(name string) ([]byte, error) { return fs.ReadFile(fsys, name) },
+	}
+}
+
+// Kept returns the bytes a side holds for name (for unified diffs), reading them
+// when needed; ok is false when the side has no such file.
+func (s *Side) Kept(name string) ([]byte, bool, error) {
+	if _, ok := s.Digests[name]; !ok {
+		return nil, false, nil
+	}
+	data, err := s.Read(name)
+	return data, err == nil, err
+}
