@@ -85,6 +85,9 @@ type NodeChange struct {
 	Action Action `json:"action"`
 	// Run are the graphs applying it runs, in order.
 	Run []string `json:"run"`
+	// Pseudo marks master and sync (SPEC §6): their tasks change with the
+	// cluster's, and they are not counted as nodes.
+	Pseudo bool `json:"pseudo,omitempty"`
 	// Roles are the node's roles (the old ones for a deleted node).
 	Roles        []string `json:"roles"`
 	RolesAdded   []string `json:"roles_added,omitempty"`
@@ -176,13 +179,14 @@ func Compute(old, new *Side) (*ChangeSet, error) {
 	}
 	for _, cc := range cs.Clusters {
 		for _, nc := range cc.Nodes {
-			switch nc.Action {
-			case Create:
+			switch {
+			case nc.Pseudo:
+			case nc.Action == Create:
 				cs.Summary.Provision++
 				cs.Summary.Deploy++
-			case Update:
+			case nc.Action == Update:
 				cs.Summary.Deploy++
-			case Delete:
+			case nc.Action == Delete:
 				cs.Summary.Delete++
 			}
 			for _, g := range nc.Graphs {
@@ -309,7 +313,7 @@ func computeCluster(cluster string, changed []string, old, new *Side) (*ClusterC
 		if !changedNode[n] && on != nil && nn != nil && slices.Equal(on.Roles, nn.Roles) && slices.Equal(on.Tags, nn.Tags) {
 			continue
 		}
-		nc := &NodeChange{Node: n, Action: Update, Run: []string{"default"}}
+		nc := &NodeChange{Node: n, Action: Update, Run: []string{"default"}, Pseudo: pseudo}
 		switch {
 		case pseudo:
 		case on == nil && nn != nil:

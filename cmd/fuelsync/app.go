@@ -125,6 +125,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			componentsCommand(stdout, stderr),
 			renderCommand(stdout, stderr),
 			explainCommand(stdout, stderr),
+			planCommand(stdout, stderr),
+			applyCommand(stdout, stderr),
+			diffCommand(stdout, stderr),
 			versionCommand(stdout, stderr),
 		},
 	}

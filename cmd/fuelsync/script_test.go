@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -47,6 +49,8 @@ func TestScripts(t *testing.T) {
 			"git-clone-bare": cmdGitCloneBare,
 			"git-tag":        cmdGitTag,
 			"tree":           cmdTree,
+			"cp-r":           cmdCopyTree,
+			"exit-code":      cmdExitCode,
 		},
 	})
 }
@@ -212,4 +216,53 @@ func cmdTree(ts *testscript.TestScript, neg bool, args []string) {
 		_, err = fmt.Fprintln(out, rel)
 		return err
 	}))
+}
+
+// cmdCopyTree: cp-r SRC DST copies the directory tree SRC to DST (files and
+// directories only).
+func cmdCopyTree(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: cp-r SRC DST")
+	}
+	src, dst := ts.MkAbs(args[0]), ts.MkAbs(args[1])
+	ts.Check(filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+	}))
+}
+
+// cmdExitCode: exit-code N PROGRAM ARGS... runs the program like exec and checks
+// that it exits with status N exactly (exec only tells zero from non-zero); its
+// output is the script's stdout and stderr.
+func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exit-code N PROGRAM ARGS...")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		got = ee.ExitCode()
+	case err != nil:
+		ts.Fatalf("%s: %v", args[1], err)
+	}
+	if got != want {
+		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
+	}
 }

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/fuelsync/fuelsync/diff"
+	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/render"
+)
+
+// loadRender loads src and renders it (only clusters when given) with the applied
+// state st, printing the diagnostics to stderr. An error in the configuration is an
+// *exitError with code.
+func loadRender(g *globals, src *source, clusters []string, st render.AppliedState, code int) ([]*render.Rendered, error) {
+	repo, diags := loader.Load(src.fsys, loader.Options{})
+	for _, name := range clusters {
+		if repo.Cluster(name) == nil && !diags.HasErrors() {
+			return nil, &exitError{code: code, msg: fmt.Sprintf("no cluster %q; clusters: %s", name, clusterNames(repo))}
+		}
+	}
+	rendered, more := render.Render(repo, render.Options{Clusters: clusters, State: st})
+	diags = loader.SortDiagnostics(append(diags, more...))
+	writeDiagnosticsText(g.stderr, diags, repo.Sources.Files(), src.prefix, g.useColor(g.stderr))
+	if diags.HasErrors() {
+		nerr, _ := loader.Counts(diags)
+		return nil, &exitError{code: code, msg: fmt.Sprintf("%s: %s", src.label, plural(nerr, "error"))}
+	}
+	return rendered, nil
+}
+
+var shaRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+// appliedRender renders the applied revision again, when it is a commit of the
+// repository, so that the change set can say which tag or plugin took tasks away;
+// nil when it cannot be read (a working tree was applied, or the commit is gone).
+func appliedRender(g *globals, st *reconcile.State) []*render.Rendered {
+	if !shaRE.MatchString(st.Revision) {
+		return nil
+	}
+	fsys, _, err := loader.OpenRevision(g.repo, st.Revision)
+	if err != nil {
+		return nil
+	}
+	repo, diags := loader.Load(fsys, loader.Options{})
+	if diags.HasErrors() {
+		return nil
+	}
+	rs, diags := render.Render(repo, render.Options{State: st})
+	if diags.HasErrors() {
+		return nil
+	}
+	return rs
+}
+
+func changeColors(g *globals, w io.Writer) diff.Colors {
+	if g.useColor(w) {
+		return diff.ANSI
+	}
+	return diff.Colors{}
+}
+
+// planJSON is the JSON form of a plan (plan --format json).
+type planJSON struct {
+	FormatVersion  string          `json:"format_version"`
+	ChangesPresent bool            `json:"changes_present"`
+	Lineage        string          `json:"lineage"`
+	Serial         int64           `json:"serial"`
+	Revision       string          `json:"revision"`
+	Summary        diff.Summary    `json:"summary"`
+	Changes        *diff.ChangeSet `json:"changes"`
+}
+
+func writePlan(g *globals, p *reconcile.Plan) error {
+	switch g.format {
+	case "json":
+		return writeJSON(g.stdout, planJSON{"1", p.ChangesPresent, p.Lineage, p.Serial, p.Revision, p.Changes.Summary, p.Changes})
+	case "text":
+		if !g.quiet || p.ChangesPresent {
+			fmt.Fprint(g.stdout, p.Changes.Text(changeColors(g, g.stdout)))
+		}
+		return nil
+	}
+	return &exitError{code: 1, msg: fmt.Sprintf("plan prints text or json, not %q", g.format)}
+}
+
+func planCommand(stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:         "plan",
+		Usage:        "show what applying the configuration would change, node by node",
+		ArgsUsage:    " ",
+		OnUsageError: usageError,
+		Description: "Renders the configuration and compares it with the applied state of the work directory\n" +
+			"(--workdir): per node + provision + deploy (new), ~ deploy (tasks changed) or - delete (its\n" +
+			"deletion graph), with the cause of each change. Exit status: 0 on success, 1 on error; with\n" +
+			"--detailed-exitcode, 0 when nothing changes, 2 when something does, 1 on error.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "out", Usage: "save the plan to `PLANFILE` for apply"},
+			&cli.BoolFlag{Name: "detailed-exitcode", Usage: "exit 2 when there are changes, 0 when there are none"},
+			&cli.StringSliceFlag{Name: "cluster", Usage: "plan only cluster `C` (repeatable; such a plan cannot be saved)"},
+			formatFlag(),
+		},
+		Action: func(c *cli.Context) error {
+			g, err := readGlobals(c, stdout, stderr)
+			if err != nil {
+				return err
+			}
+			if c.NArg() > 0 {
+				return &exitError{code: 1, msg: fmt.Sprintf("plan takes no arguments (got %q)", c.Args().First())}
+			}
+			clusters := c.StringSlice("cluster")
+			if len(clusters) > 0 && c.String("out") != "" {
+				return &exitError{code: 1, msg: "a plan limited with --cluster cannot be saved: apply works on every cluster"}
+			}
+			src, err := openSource(g)
+			if err != nil {
+				return err
+			}
+			w := reconcile.Open(g.workdir)
+			st, err := w.ReadState()
+			if err != nil {
+				return &exitError{code: 1, msg: err.Error()}
+			}
+			rs, err := loadRender(g, src, clusters, st, 1)
+			if err != nil {
+				return err
+			}
+			if len(clusters) > 0 {
+				st = st.Only(clusters)
+			}
+			p, err := reconcile.MakePlan(w, st, rs, appliedRender(g, st), src.revision, version)
+			if err != nil {
+				return &exitError{code: 1, msg: err.Error()}
+			}
+			if out := c.String("out"); out != "" {
+				if err := p.Save(out); err != nil {
+					return &exitError{code: 1, msg: err.Error()}
+				}
+				if g.format == "text" && !g.quiet {
+					defer fmt.Fprintf(stdout, "\nSaved the plan to %s; apply it with: fuelsync apply %s\n", out, out)
+				}
+			}
+			if err := writePlan(g, p); err != nil {
+				return err
+			}
+			if c.Bool("detailed-exitcode") && p.ChangesPresent {
+				return exitCode(2)
+			}
+			return nil
+		},
+	}
+}
+
+func applyCommand(stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:         "apply",
+		Usage:        "publish the rendered artifacts and record the applied state",
+		ArgsUsage:    "[PLANFILE]",
+		OnUsageError: usageError,
+		Description: "With PLANFILE, applies exactly the plan saved by plan --out, and refuses it when the state\n" +
+			"has moved since (another apply) or the configuration no longer renders to the planned\n" +
+			"artifacts. Without, plans and applies at once. The artifacts are written to\n" +
+			"<workdir>/artifacts/<serial>/ and <workdir>/artifacts/current switches to them together\n" +
+			"with the state, atomically; the last 5 sets are kept. A second apply waits for the lock\n" +
+			"up to --lock-timeout, or fails naming the holder.",
+		Flags: []cli.Flag{
+			&cli.DurationFlag{Name: "lock-timeout", Usage: "wait up to `DURATION` for the work directory's lock (default: fail at once)"},
+			formatFlag(),
+		},
+		Action: func(c *cli.Context) error {
+			g, err := readGlobals(c, stdout, stderr)
+			if err != nil {
+				return err
+			}
+			if c.NArg() > 1 {
+				return &exitError{code: 1, msg: "apply takes at most one argument, a plan file"}
+			}
+			w := reconcile.Open(g.workdir)
+			lock, err := w.Lock(c.Context, "apply", c.Duration("lock-timeout"))
+			if err != nil {
+				return &exitError{code: 1, msg: err.Error()}
+			}
+			defer lock.Unlock()
+			st, err := w.ReadState()
+			if err != nil {
+				return &exitError{code: 1, msg: err.Error()}
+			}
+			var p *reconcile.Plan
+			var rs []*render.Rendered
+			if planFile := c.Args().First(); planFile != "" {
+				if p, err = reconcile.ReadPlan(planFile); err != nil {
+					return &exitError{code: 1, msg: err.Error()}
+				}
+				if err := p.CheckFresh(st, planFile); err != nil {
+					return &exitError{code: 1, msg: err.Error() + "; nothing was changed"}
+				}
+				src, err := planSource(g, p)
+				if err != nil {
+					return err
+				}
+				if rs, err = loadRender(g, src, nil, st, 1); err != nil {
+					return err
+				}
+			} else {
+				src, err := openSource(g)
+				if err != nil {
+					return err
+				}
+				if rs, err = loadRender(g, src, nil, st, 1); err != nil {
+					return err
+				}
+				if p, err = reconcile.MakePlan(w, st, rs, appliedRender(g, st), src.revision, version); err != nil {
+					return &exitError{code: 1, msg: err.Error()}
+				}
+				if err := writePlan(g, p); err != nil {
+					return err
+				}
+			}
+			if !p.ChangesPresent && st.Serial > 0 {
+				if g.format == "text" && !g.quiet {
+					fmt.Fprintln(stdout, "Nothing to apply.")
+				}
+				return nil
+			}
+			next, err := reconcile.Apply(w, lock, st, p, rs)
+			var stale *reconcile.StaleError
+			if errors.As(err, &stale) {
+				return &exitError{code: 1, msg: err.Error() + "; nothing was changed"}
+			}
+			if err != nil {
+				return &exitError{code: 1, msg: err.Error() + "; the applied state is unchanged"}
+			}
+			if g.format == "text" && !g.quiet {
+				fmt.Fprintf(stdout, "Apply complete: serial %d, revision %.12s; artifacts in %s.\n", next.Serial, next.Revision, w.CurrentDir())
+			}
+			return nil
+		},
+	}
+}
+
+// planSource opens what a saved plan rendered: its commit, or the working tree.
+func planSource(g *globals, p *reconcile.Plan) (*source, error) {
+	pg := *g
+	pg.rev = ""
+	if p.Revision != "working-tree" {
+		pg.rev = p.Revision
+	}
+	return openSource(&pg)
+}
