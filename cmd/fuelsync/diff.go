@@ -15,17 +15,19 @@ const markdownLimit = 65000
 
 func diffCommand(stdout, stderr io.Writer) *cli.Command {
 	return &cli.Command{
-		Name:         "diff",
-		Usage:        "the pull-request check: what changes between two revisions, node by node",
-		ArgsUsage:    " ",
-		OnUsageError: usageError,
+		Name:      "diff",
+		Usage:     "the pull-request check: what changes between two revisions, node by node",
+		ArgsUsage: " ",
+		OnUsageError: func(c *cli.Context, err error, sub bool) error {
+			return withCode(usageError(c, err, sub), 2)
+		},
 		Description: "Renders both revisions from git objects (no checkout; a file both share is parsed once)\n" +
 			"and prints the change set, with causes, and unified diffs of the artifacts that differ.\n" +
 			"--format markdown fits a pull-request comment (at most 65,000 characters: summary first,\n" +
 			"details folded, long output cut in the middle). Exit status as diff(1): 0 no changes,\n" +
 			"1 changes, 2 error (a revision that does not validate: its diagnostics are printed).",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "base", Required: true, Usage: "the base revision `REV` (branch, tag, sha)"},
+			&cli.StringFlag{Name: "base", Usage: "the base revision `REV` (branch, tag, sha)"},
 			&cli.StringFlag{Name: "head", Value: "HEAD", Usage: "the head revision `REV`"},
 			&cli.IntFlag{Name: "context", Value: 3, Usage: "`N` lines of context in unified diffs"},
 			formatFlag(),
@@ -34,6 +36,9 @@ func diffCommand(stdout, stderr io.Writer) *cli.Command {
 			g, err := readGlobals(c, stdout, stderr)
 			if err != nil {
 				return withCode(err, 2)
+			}
+			if !c.IsSet("base") {
+				return &exitError{code: 2, msg: "diff needs --base REV (and --head REV, default HEAD)"}
 			}
 			if c.NArg() > 0 {
 				return &exitError{code: 2, msg: fmt.Sprintf("diff takes no arguments (got %q); use --base and --head", c.Args().First())}
