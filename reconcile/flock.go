@@ -70,7 +70,14 @@ func (w *Workdir) Lock(ctx context.Context, op string, timeout time.Duration) (*
 		}
 		if !time.Now().Before(deadline) {
 			f.Close()
-			return nil, &LockedError{Path: name, Holder: readHolder(name)}
+			// The holder writes who it is just after taking the lock: give it a
+			// moment when the file is still empty.
+			holder := readHolder(name)
+			for i := 0; holder.PID == 0 && i < 20; i++ {
+				time.Sleep(10 * time.Millisecond)
+				holder = readHolder(name)
+			}
+			return nil, &LockedError{Path: name, Holder: holder}
 		}
 		select {
 		case <-ctx.Done():

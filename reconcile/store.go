@@ -288,6 +288,21 @@ func writeFileAtomic(name string, data []byte) error {
 	return syncDir(filepath.Dir(name))
 }
 
+// Tidy removes what crashed runs left behind (temporary sets, sets never switched
+// to) and the sets beyond the Keep newest. The caller holds lock l.
+func (w *Workdir) Tidy(l *Lock) error {
+	if l == nil || l.w != w {
+		return errors.New("tidying needs the work directory's lock")
+	}
+	st, err := w.ReadState()
+	if err != nil {
+		return err
+	}
+	w.clean(st.Serial)
+	w.prune(st.Serial)
+	return nil
+}
+
 // sets lists the serials of the applied sets on disk, ascending.
 func (w *Workdir) sets() []int64 {
 	entries, _ := os.ReadDir(w.artifacts())

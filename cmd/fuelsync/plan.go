@@ -186,6 +186,9 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 				return &exitError{code: 1, msg: err.Error()}
 			}
 			defer lock.Unlock()
+			if err := w.Tidy(lock); err != nil {
+				return &exitError{code: 1, msg: err.Error()}
+			}
 			st, err := w.ReadState()
 			if err != nil {
 				return &exitError{code: 1, msg: err.Error()}

@@ -20,8 +20,13 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
-// TestMain lets testscript run the CLI in-process as the command "fuelsync".
+// TestMain lets testscript run the CLI in-process as the command "fuelsync"; with
+// FUELSYNC_RUN_MAIN=1 the test binary is the CLI itself (for the tests that kill
+// or race real processes).
 func TestMain(m *testing.M) {
+	if os.Getenv("FUELSYNC_RUN_MAIN") == "1" {
+		os.Exit(run(os.Args, os.Stdout, os.Stderr))
+	}
 	testscript.Main(m, map[string]func(){
 		"fuelsync": func() { os.Exit(run(os.Args, os.Stdout, os.Stderr)) },
 	})

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fuelsync/fuelsync/internal/repogen"
+	"github.com/fuelsync/fuelsync/reconcile"
+)
+
+// applyRepo writes a generated repository (two clusters, 40 nodes each: a few
+// hundred artifact files) into a temporary directory and returns it with the two
+// variants of its first cluster file: as generated, and without node-1.
+func applyRepo(t *testing.T) (dir, clusterFile string, a, b []byte) {
+	t.Helper()
+	dir = t.TempDir()
+	fsys := repogen.Generate(repogen.Spec{Plugins: 3, Tasks: 200, Nodes: 40, Clusters: 2, Seed: 5})
+	for name, f := range fsys {
+		if f.Mode.IsDir() {
+			continue
+		}
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clusterFile = filepath.Join(dir, "clusters", "c-01.yaml")
+	a, err := os.ReadFile(clusterFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node1 := "  node-1:\n    id: 1\n    roles: [controller]\n"
+	if !bytes.Contains(a, []byte(node1)) {
+		t.Fatalf("the generated cluster has no %q", node1)
+	}
+	return dir, clusterFile, a, bytes.Replace(a, []byte(node1), nil, 1)
+}
+
+// fuelsyncCmd runs the test binary as the CLI.
+func fuelsyncCmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "FUELSYNC_RUN_MAIN=1")
+	return cmd
+}
+
+// checkWorkdir asserts the invariant of the work directory: the state parses, and
+// the current set holds exactly the files the state lists, with their digests.
+func checkWorkdir(t *testing.T, wd string) *reconcile.State {
+	t.Helper()
+	w := reconcile.Open(wd)
+	st, err := w.ReadState()
+	if err != nil {
+		t.Fatalf("the state does not read: %v", err)
+	}
+	if st.Serial == 0 {
+		return st
+	}
+	found := map[string]bool{}
+	cur := os.DirFS(w.CurrentDir())
+	err = fs.WalkDir(cur, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || p == ".state.json" {
+			return err
+		}
+		data, err := fs.ReadFile(cur, p)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(data)
+		if want, ok := st.Artifacts[p]; !ok {
+			t.Errorf("serial %d: %s is in the current set but not in the state", st.Serial, p)
+		} else if want != hex.EncodeToString(sum[:]) {
+			t.Errorf("serial %d: %s differs from the state's digest", st.Serial, p)
+		}
+		found[p] = true
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("serial %d: reading the current set: %v", st.Serial, err)
+	}
+	for p := range st.Artifacts {
+		if !found[p] {
+			t.Errorf("serial %d: %s is in the state but not in the current set", st.Serial, p)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	return st
+}
+
+// TestApplyCrashSafety kills `fuelsync apply` with SIGKILL at random moments, 60
+// times; after each kill the state parses and the current set is complete and
+// matches it: the old set or the new one, never a mix.
+func TestApplyCrashSafety(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills 60 applies")
+	}
+	repo, clusterFile, a, b := applyRepo(t)
+	wd := filepath.Join(t.TempDir(), "wd")
+	start := time.Now()
+	if out, err := fuelsyncCmd("--repo", repo, "--workdir", wd, "-q", "apply").CombinedOutput(); err != nil {
+		t.Fatalf("first apply: %v\n%s", err, out)
+	}
+	full := time.Since(start)
+	t.Logf("one apply takes %v", full)
+	seed := uint64(time.Now().UnixNano())
+	rnd := rand.New(rand.NewPCG(seed, 1))
+	var killed, completed, midPublish int
+	serial := checkWorkdir(t, wd).Serial
+	for i := range 60 {
+		variant := a
+		if i%2 == 0 {
+			variant = b
+		}
+		if err := os.WriteFile(clusterFile, variant, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := fuelsyncCmd("--repo", repo, "--workdir", wd, "-q", "apply")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(rnd.Int64N(int64(full) * 6 / 5)))
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		err := cmd.Wait()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			killed++
+			if leftovers, _ := filepath.Glob(filepath.Join(wd, "artifacts", ".tmp-*")); len(leftovers) > 0 {
+				midPublish++
+			}
+		} else if err != nil {
+			t.Fatalf("round %d (seed %d): apply failed: %v", i, seed, err)
+		}
+		st := checkWorkdir(t, wd)
+		if st.Serial != serial {
+			completed++
+			serial = st.Serial
+		}
+	}
+	t.Logf("seed %d: %d of 60 applies killed (%d while writing a set), %d serials published", seed, killed, midPublish, completed)
+	if killed < 20 || midPublish == 0 {
+		t.Errorf("the kills did not land inside applies often enough to test anything (killed %d, while writing %d)", killed, midPublish)
+	}
+	// The next apply recovers: it removes what the killed runs left behind.
+	if out, err := fuelsyncCmd("--repo", repo, "--workdir", wd, "-q", "apply").CombinedOutput(); err != nil {
+		t.Fatalf("apply after the kills: %v\n%s", err, out)
+	}
+	checkWorkdir(t, wd)
+	if leftovers, _ := filepath.Glob(filepath.Join(wd, "artifacts", ".tmp-*")); len(leftovers) > 0 {
+		t.Errorf("temporary sets left after a complete apply: %v", leftovers)
+	}
+	if sets, _ := filepath.Glob(filepath.Join(wd, "artifacts", "[0-9]*")); len(sets) > reconcile.Keep {
+		t.Errorf("%d sets kept, want at most %d", len(sets), reconcile.Keep)
+	}
+}
+
+// TestApplyLock runs two applies at once, 20 times: one takes the lock, the other
+// fails at once naming it (the pid of the other process), or, with
+// --lock-timeout (every fourth round), waits and then runs; the state is never
+// corrupt.
+func TestApplyLock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("races 40 applies")
+	}
+	repo, clusterFile, a, b := applyRepo(t)
+	wd := filepath.Join(t.TempDir(), "wd")
+	for i := range 20 {
+		variant := a
+		if i%2 == 0 {
+			variant = b
+		}
+		if err := os.WriteFile(clusterFile, variant, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		wait := i%4 == 3 // every fourth round, both wait for the lock
+		args := []string{"--repo", repo, "--workdir", wd, "-q", "apply"}
+		if wait {
+			args = append(args, "--lock-timeout", "60s")
+		}
+		cmds := [2]*exec.Cmd{fuelsyncCmd(args...), fuelsyncCmd(args...)}
+		var stderr [2]bytes.Buffer
+		var errs [2]error
+		var wg sync.WaitGroup
+		for k, cmd := range cmds {
+			cmd.Stderr = &stderr[k]
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for k, cmd := range cmds {
+			wg.Go(func() { errs[k] = cmd.Wait() })
+		}
+		wg.Wait()
+		switch {
+		case wait:
+			if errs[0] != nil || errs[1] != nil {
+				t.Fatalf("round %d: the waiting apply: %v %s / %v %s", i, errs[0], &stderr[0], errs[1], &stderr[1])
+			}
+		case (errs[0] == nil) == (errs[1] == nil):
+			t.Fatalf("round %d: want one apply to fail on the lock; got %v %s / %v %s", i, errs[0], &stderr[0], errs[1], &stderr[1])
+		default:
+			loser := 0
+			if errs[0] == nil {
+				loser = 1
+			}
+			holder := cmds[1-loser].Process.Pid
+			msg := stderr[loser].String()
+			if !strings.Contains(msg, fmt.Sprintf("locked by pid %d (apply,", holder)) {
+				t.Fatalf("round %d: the failing apply does not name the holder (pid %d): %s", i, holder, msg)
+			}
+		}
+		checkWorkdir(t, wd)
+	}
+}
