@@ -17,6 +17,8 @@ import (
 type Options struct {
 	// MaxFileSize is the largest file read; 0 means DefaultMaxFileSize (64 MiB).
 	MaxFileSize int64
+	// Cache, when set, shares decoded files with other loads using it.
+	Cache *Cache
 }
 
 // loadCtx is the state of one load of one revision.
@@ -34,6 +36,7 @@ const MsgNoReleases = "no releases are installed: add a plugin whose metadata.ya
 // Repo is returned even when there are errors, with what could be loaded.
 func Load(fsys fs.FS, opts Options) (*Repo, hcl.Diagnostics) {
 	r := newRepoFS(fsys, opts.MaxFileSize)
+	r.cache = opts.Cache
 	l := &loadCtx{r: r, paths: newPathLoader(r)}
 	repo := &Repo{Sources: r.sources}
 	var diags hcl.Diagnostics

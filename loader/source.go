@@ -51,6 +51,7 @@ type repoFS struct {
 	fsys    fs.FS
 	maxSize int64
 	sources *Sources
+	cache   *Cache // shared with other loads; nil: none
 
 	mu     sync.Mutex
 	parsed map[string]*parsedFile
@@ -268,7 +269,7 @@ func (r *repoFS) data(name string, at hcl.Range) (*Value, hcl.Diagnostics) {
 			return
 		}
 		p.src = src
-		p.value, p.diags = DecodeYAML(name, src)
+		p.value, p.diags = r.cache.decode(name, src)
 	})
 	if p.err != nil {
 		if first {

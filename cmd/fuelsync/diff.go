@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/fuelsync/fuelsync/diff"
+	"github.com/fuelsync/fuelsync/loader"
 )
 
 // markdownLimit keeps a pull-request comment under GitHub's 65,536 characters.
@@ -90,10 +91,16 @@ type diffResult struct {
 
 // diffRevisions renders base and head and compares them.
 func diffRevisions(g *globals, baseRev, headRev string, context int) (*diffResult, error) {
+	cache := loader.NewCache() // a file both revisions share is decoded once
 	open := func(rev string) (*source, error) {
 		rg := *g
 		rg.rev = rev
-		return openSource(&rg)
+		src, err := openSource(&rg)
+		if err != nil {
+			return nil, err
+		}
+		src.cache = cache
+		return src, nil
 	}
 	baseSrc, err := open(baseRev)
 	if err != nil {

@@ -20,6 +20,8 @@ type source struct {
 	// prefix is prepended to repository-relative file names in diagnostics so they
 	// are relative to the current directory, as compilers print them.
 	prefix string
+	// cache shares decoded files with other sources (diff's two revisions).
+	cache *loader.Cache
 }
 
 // isBareRepo reports whether dir looks like a bare git repository.
