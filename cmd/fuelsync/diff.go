@@ -1,14 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+
+	"github.com/hashicorp/hcl/v2"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/fuelsync/fuelsync/diff"
 	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/render"
 )
 
 // markdownLimit keeps a pull-request comment under GitHub's 65,536 characters.
@@ -89,18 +94,17 @@ type diffResult struct {
 	files      []diff.FileDiff
 }
 
-// diffRevisions renders base and head and compares them.
+// diffRevisions renders base and head and compares them. The head is resolved
+// whole (all its diagnostics count); only the clusters the change can affect are
+// compared: every cluster when a file outside the cluster specs differs, else the
+// clusters whose spec differs. The others render to the same artifacts on both
+// sides, so they are neither rendered on the base nor encoded.
 func diffRevisions(g *globals, baseRev, headRev string, context int) (*diffResult, error) {
 	cache := loader.NewCache() // a file both revisions share is decoded once
 	open := func(rev string) (*source, error) {
 		rg := *g
 		rg.rev = rev
-		src, err := openSource(&rg)
-		if err != nil {
-			return nil, err
-		}
-		src.cache = cache
-		return src, nil
+		return openSource(&rg)
 	}
 	baseSrc, err := open(baseRev)
 	if err != nil {
@@ -110,19 +114,28 @@ func diffRevisions(g *globals, baseRev, headRev string, context int) (*diffResul
 	if err != nil {
 		return nil, err
 	}
-	headRs, err := loadRender(g, headSrc, nil, nil, 2)
+	headRepo, headDiags := loader.Load(headSrc.fsys, loader.Options{Cache: cache})
+	headRs, err := renderChecked(g, headSrc, headRepo, headDiags, nil, nil, 2)
 	if err != nil {
 		return nil, err
 	}
-	baseRs, err := loadRender(g, baseSrc, nil, nil, 2)
+	baseRepo, baseDiags := loader.Load(baseSrc.fsys, loader.Options{Cache: cache})
+	affected := affectedClusters(baseRepo, headRepo)
+	baseRs, err := renderChecked(g, baseSrc, baseRepo, baseDiags, affected, nil, 2)
 	if err != nil {
 		return nil, &exitError{code: 2, msg: "the base revision does not validate: " + err.Error()}
+	}
+	var headPart []*render.Rendered
+	for _, r := range headRs {
+		if affected == nil || slices.Contains(affected, r.Model.Cluster.Name) {
+			headPart = append(headPart, r)
+		}
 	}
 	baseSide, err := diff.RenderedSide(baseRs, baseSrc.revision, version, nil)
 	if err != nil {
 		return nil, err
 	}
-	headSide, err := diff.RenderedSide(headRs, headSrc.revision, version, baseSide.Digests)
+	headSide, err := diff.RenderedSide(headPart, headSrc.revision, version, baseSide.Digests)
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +158,43 @@ func diffRevisions(g *globals, baseRev, headRev string, context int) (*diffResul
 		}
 	}
 	return res, nil
+}
+
+// affectedClusters lists the clusters whose artifacts a change from base to head
+// can change, or nil for all: a file read by either load that differs and is not
+// a cluster spec affects every cluster; a cluster spec, its own cluster (by name,
+// in either revision).
+func affectedClusters(base, head *loader.Repo) []string {
+	specOf := map[string][]string{} // file → clusters
+	for _, repo := range []*loader.Repo{base, head} {
+		for _, c := range repo.Clusters {
+			specOf[c.File] = append(specOf[c.File], c.Name)
+		}
+	}
+	bf, hf := base.Sources.Files(), head.Sources.Files()
+	var out []string
+	for _, files := range []map[string]*hcl.File{bf, hf} {
+		for name := range files {
+			b, h := bf[name], hf[name]
+			if b != nil && h != nil && bytes.Equal(b.Bytes, h.Bytes) {
+				continue
+			}
+			clusters, ok := specOf[name]
+			if !ok {
+				return nil
+			}
+			for _, c := range clusters {
+				if !slices.Contains(out, c) {
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	if out == nil {
+		out = []string{}
+	}
+	return out
 }
 
 func (r *diffResult) text(c diff.Colors) string {

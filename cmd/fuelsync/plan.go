@@ -6,6 +6,7 @@ import (
 	"io"
 	"regexp"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/urfave/cli/v2"
 
 	"github.com/fuelsync/fuelsync/diff"
@@ -24,8 +25,20 @@ func loadRender(g *globals, src *source, clusters []string, st render.AppliedSta
 			return nil, &exitError{code: code, msg: fmt.Sprintf("no cluster %q; clusters: %s", name, clusterNames(repo))}
 		}
 	}
-	rendered, more := render.Render(repo, render.Options{Clusters: clusters, State: st})
-	diags = loader.SortDiagnostics(append(diags, more...))
+	return renderChecked(g, src, repo, diags, clusters, st, code)
+}
+
+// renderChecked renders a loaded repository with the applied state st (only
+// clusters when not nil; none when empty but not nil), printing the diagnostics of
+// the load and the render.
+func renderChecked(g *globals, src *source, repo *loader.Repo, diags hcl.Diagnostics, clusters []string, st render.AppliedState, code int) ([]*render.Rendered, error) {
+	var rendered []*render.Rendered
+	if clusters == nil || len(clusters) > 0 {
+		var more hcl.Diagnostics
+		rendered, more = render.Render(repo, render.Options{Clusters: clusters, State: st})
+		diags = append(diags, more...)
+	}
+	diags = loader.SortDiagnostics(diags)
 	writeDiagnosticsText(g.stderr, diags, repo.Sources.Files(), src.prefix, g.useColor(g.stderr))
 	if diags.HasErrors() {
 		nerr, _ := loader.Counts(diags)
