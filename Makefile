@@ -57,6 +57,20 @@ demo: build
 	@$(BIN) --repo examples/quickstart explain --cluster demo --node node-2 keystone || true
 	@$(BIN) --repo examples/quickstart explain --cluster demo --node node-2 --why-not post-check
 	@echo
+	@echo "== fuelsync --repo examples/quickstart --workdir rendered/workdir plan   (nothing applied yet: every node is new)"
+	@rm -rf rendered/workdir
+	@$(BIN) --repo examples/quickstart --workdir rendered/workdir plan --cluster demo
+	@echo
+	@echo "== fuelsync --repo examples/quickstart --workdir rendered/workdir apply"
+	@$(BIN) --repo examples/quickstart --workdir rendered/workdir --quiet apply
+	@$(BIN) --repo examples/quickstart --workdir rendered/workdir plan --detailed-exitcode | tail -1
+	@echo "   state: rendered/workdir/state.json -> $$(readlink rendered/workdir/state.json); $$(grep -o '"serial": [0-9]*' rendered/workdir/state.json)"
+	@echo
+	@echo "== a scratch copy of the quickstart with tag rabbitmq unassigned from node-2: plan"
+	@tmp=$$(mktemp -d) && cp -r examples/quickstart $$tmp/ && \
+	  sed -i "s/tags: {assign: \[backup\]}/tags: {assign: [backup], unassign: [rabbitmq]}/" $$tmp/quickstart/clusters/demo.yaml && \
+	  $(BIN) --repo $$tmp/quickstart --workdir rendered/workdir plan; rm -rf $$tmp
+	@echo
 	@echo "== a scratch copy of the quickstart with node-1 as controller and compute (exit status 1 expected)"
 	@tmp=$$(mktemp -d) && cp -r examples/quickstart $$tmp/ && \
 	  sed -i "s/node-1: {id: 1, roles: \[controller\]}/node-1: {id: 1, roles: [controller, compute]}/" $$tmp/quickstart/clusters/demo.yaml && \
@@ -75,17 +89,18 @@ fuzz:
 
 # Benchmarks, including the large generated repository. Quote medians:
 #   make bench BENCHCOUNT=10 | tee bench.txt
-# The rendering benchmarks of the acceptance-size repository report their own medians
-# over RENDER_BENCHTIME iterations (render/render_bench_test.go); make bench-render runs
-# them alone.
+# The rendering and diff benchmarks of the acceptance-size repository report their own
+# medians over RENDER_BENCHTIME iterations (render/render_bench_test.go,
+# cmd/fuelsync/diff_bench_test.go); make bench-render runs them alone.
 bench:
-	$(GO) test ./... -run '^$$' -bench . -skip '^Benchmark(Resolve|RenderLarge|RenderLargeFull)$$' -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT)
+	$(GO) test ./... -run '^$$' -bench . -skip '^Benchmark(Resolve|RenderLarge|RenderLargeFull|DiffLarge)$$' -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT)
 	$(MAKE) --no-print-directory bench-render
 
 RENDER_BENCHTIME ?= 5x
 
 bench-render:
 	$(GO) test ./render -run '^$$' -bench '^Benchmark(Resolve|RenderLarge|RenderLargeFull)$$' -benchtime $(RENDER_BENCHTIME) -count 1 -timeout 0
+	$(GO) test ./cmd/fuelsync -run '^$$' -bench '^BenchmarkDiffLarge$$' -benchtime $(RENDER_BENCHTIME) -count 1 -timeout 0
 
 # Rewrite golden files and testscript expectations.
 golden:

@@ -105,6 +105,23 @@ func taskCause(here, there *sideView, plugins []string, node, graph, id string, 
 	tagCause func(string, bool) *Cause, causes *causeList) *Cause {
 	pt := placed(here, graph, node, id)
 	if pt == nil {
+		// The side that had the task is not rendered (a plan against an applied
+		// working tree): a selector entry of the other side's definition naming a
+		// tag the node lost (gained) is the likely cause.
+		if there.render != nil {
+			if g := there.render.Graph(graph); g != nil {
+				if d := g.Definition(id); d != nil {
+					for _, key := range []string{"tags", "roles", "role"} {
+						items, _ := d.Task.Data.Get(key).Strings()
+						for _, it := range items {
+							if slices.Contains(tags, it) {
+								return tagCause(it, added)
+							}
+						}
+					}
+				}
+			}
+		}
 		return nil
 	}
 	for _, v := range pt.Via() {

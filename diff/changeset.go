@@ -290,7 +290,9 @@ func computeCluster(cluster string, changed []string, old, new *Side) (*ClusterC
 	if nv.doc != nil {
 		newPlugins = nv.doc.Plugins
 	}
-	cc.PluginsEnabled, cc.PluginsDisabled = minus(newPlugins, oldPlugins), minus(oldPlugins, newPlugins)
+	if cc.Action == Update {
+		cc.PluginsEnabled, cc.PluginsDisabled = minus(newPlugins, oldPlugins), minus(oldPlugins, newPlugins)
+	}
 
 	// Nodes: those of either cluster.yaml, and those with a changed graph file.
 	nodes := map[string]bool{}
@@ -310,6 +312,9 @@ func computeCluster(cluster string, changed []string, old, new *Side) (*ClusterC
 	for _, n := range sortedKeys(nodes) {
 		on, nn := ov.node(n), nv.node(n)
 		pseudo := n == "master" || n == "sync"
+		if pseudo && cc.Action != Update {
+			continue // a new or deleted cluster's stages come and go with it
+		}
 		if !changedNode[n] && on != nil && nn != nil && slices.Equal(on.Roles, nn.Roles) && slices.Equal(on.Tags, nn.Tags) {
 			continue
 		}

@@ -210,3 +210,33 @@ func TestChangeSetText(t *testing.T) {
 		t.Errorf("empty change set: %q", got)
 	}
 }
+
+// TestChangeSetWithoutOldRender: an applied set read from files, its revision not
+// rendered again (a working tree was applied): the change is the same, and the
+// removed task is still put down to the unassigned tag through the selector of
+// the head's definition.
+func TestChangeSetWithoutOldRender(t *testing.T) {
+	base := quickstart(t)
+	head := edit(t, base, "clusters/demo.yaml", "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
+	full := renderSide(t, base, nil, nil)
+	files := fstest.MapFS{}
+	for name := range full.Digests {
+		data, err := full.Read(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = &fstest.MapFile{Data: data}
+	}
+	oldSide := FSSide(files, full.Digests)
+	cs, err := Compute(oldSide, renderSide(t, head, oldSide.Digests, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"~ node-2 [controller] run=[default] | tag_unassigned rabbitmq -rabbitmq | dependencies  ~keystone || default: +0 -1 ~1",
+		"summary deploy=1 provision=0 delete=0 tasks +0 -1 ~1",
+	}
+	if diff := cmp.Diff(want, lines(cs)); diff != "" {
+		t.Errorf("change set (-want +got):\n%s", diff)
+	}
+}

@@ -286,7 +286,11 @@ func (r *diffResult) markdown(limit int) string {
 	for _, f := range r.files {
 		blocks = append(blocks, details(fmt.Sprintf("<code>%s</code> (+%d −%d)", f.Name, f.Added, f.Removed), diff.Fence("diff", f.Text)))
 	}
-	return head.String() + fitBlocks(blocks, limit-head.Len())
+	top := head.String()
+	if len(top) > limit/2 { // a table of thousands of node groups
+		top = diff.TruncateMiddle(top, limit/2)
+	}
+	return top + fitBlocks(blocks, limit-len(top))
 }
 
 func details(summary, body string) string {

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"testing/fstest"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/fuelsync/fuelsync/diff"
 	"github.com/fuelsync/fuelsync/loader"
 )
 
@@ -63,5 +66,47 @@ func TestAffectedClusters(t *testing.T) {
 				t.Errorf("affected clusters (-want +got):\n%s (nil: %v)", diff, got == nil)
 			}
 		})
+	}
+}
+
+// TestMarkdownLimit: a change too large for a pull-request comment keeps the
+// summary and the table, cuts a long section in its middle and leaves whole
+// sections out from the middle, saying how many and how many characters, within
+// the limit.
+func TestMarkdownLimit(t *testing.T) {
+	cs := &diff.ChangeSet{Clusters: []*diff.ClusterChange{{Name: "prod", Action: diff.Update}}}
+	var nodes []*diff.NodeChange
+	for i := range 300 {
+		nc := &diff.NodeChange{Node: fmt.Sprintf("node-%d", i), Action: diff.Update, Run: []string{"default"}, Roles: []string{"compute"},
+			Graphs: []*diff.GraphChange{{Graph: "default", Added: []string{fmt.Sprintf("task-%d", i)}}}}
+		nodes = append(nodes, nc)
+		cs.Clusters[0].Groups = append(cs.Clusters[0].Groups, &diff.Group{Nodes: []string{nc.Node}, Roles: nc.Roles, Change: nc})
+	}
+	cs.Clusters[0].Nodes = nodes
+	cs.Summary = diff.Summary{Deploy: 300, TasksAdded: 300}
+	res := &diffResult{baseSHA: strings.Repeat("a", 40), headSHA: strings.Repeat("b", 40), changes: cs}
+	for i := range 300 {
+		old := strings.Repeat(fmt.Sprintf("line %d of file %d\n", i, i), 40)
+		res.files = append(res.files, diff.File(fmt.Sprintf("prod/nodes/node-%d/default.yaml", i), []byte(old), []byte(old+"added\n"), 3))
+	}
+	res.files = append(res.files, diff.File("prod/graphs/default.dot", nil, []byte(strings.Repeat("x -> y;\n", 20000)), 3))
+	md := res.markdown(markdownLimit)
+	if len(md) > markdownLimit {
+		t.Errorf("%d characters, over %d", len(md), markdownLimit)
+	}
+	if !strings.HasPrefix(md, "### fuelsync diff `aaaaaaaaaaaa` → `bbbbbbbbbbbb`\n\n**Plan: 300 nodes to deploy") {
+		t.Errorf("the summary does not come first:\n%.300s", md)
+	}
+	if !strings.Contains(md, "| prod | node-299 (compute) | ~ deploy |") {
+		t.Error("the table lost its last row")
+	}
+	if !regexp.MustCompile(`> \*\*\d+ more sections \(\d+ characters\) cut here\*\*`).MatchString(md) {
+		t.Error("no note about the sections left out")
+	}
+	if !strings.Contains(md, "prod/nodes/node-0/default.yaml") || !strings.Contains(md, "prod/graphs/default.dot") {
+		t.Error("the first or the last section is missing")
+	}
+	if strings.Count(md, "<details>") != strings.Count(md, "</details>") {
+		t.Error("unbalanced <details>")
 	}
 }

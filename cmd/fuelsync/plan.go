@@ -233,8 +233,10 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 				if p, err = reconcile.MakePlan(w, st, rs, appliedRender(g, st), src.revision, version); err != nil {
 					return &exitError{code: 1, msg: err.Error()}
 				}
-				if err := writePlan(g, p); err != nil {
-					return err
+				if !g.quiet {
+					if err := writePlan(g, p); err != nil {
+						return err
+					}
 				}
 			}
 			if !p.ChangesPresent && st.Serial > 0 {
