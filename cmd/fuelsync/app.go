@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -128,6 +129,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			planCommand(stdout, stderr),
 			applyCommand(stdout, stderr),
 			diffCommand(stdout, stderr),
+			pluginCommand(stdout, stderr),
 			versionCommand(stdout, stderr),
 		},
 	}
@@ -142,7 +144,7 @@ func usageError(c *cli.Context, err error, _ bool) error {
 
 // run executes the CLI and returns the process exit code.
 func run(args []string, stdout, stderr io.Writer) int {
-	err := newApp(stdout, stderr).Run(args)
+	err := newApp(stdout, stderr).Run(nameLast(args))
 	if err == nil {
 		return 0
 	}
@@ -156,4 +158,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	msg := err.Error()
 	fmt.Fprintf(stderr, "fuelsync: %s\n", strings.TrimSpace(msg))
 	return 1
+}
+
+// nameLast moves the NAME of `plugin create NAME --flags...` after the flags:
+// urfave/cli v2 stops reading flags at the first argument, and the issue's usage
+// (like fuel-plugin-builder's) puts the name first.
+func nameLast(args []string) []string {
+	for i := 0; i+2 < len(args); i++ {
+		if args[i] == "plugin" && args[i+1] == "create" && !strings.HasPrefix(args[i+2], "-") {
+			out := append(slices.Clone(args[:i+2]), args[i+3:]...)
+			return append(out, args[i+2])
+		}
+	}
+	return args
 }
