@@ -2,7 +2,7 @@
 // after the plugin with its metadata, volumes and a task group, for package_version
 // 4.0.0, 5.0.0 or 6.0.0, as a plugin extending releases or as a release-as-a-plugin,
 // in YAML or as one plugin.hcl. The files are returned, not written: the caller
-// writes them, and validates them with the loader first.
+// checks them (Check, which also serves plugin check) and writes them.
 package scaffold
 
 import (

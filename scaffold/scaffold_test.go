@@ -82,6 +82,9 @@ func TestCreate(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
+					if diags, _ := Check(o.Name, files); len(diags) > 0 {
+						t.Fatalf("the package alone (plugin check):\n%s", diagText(diags))
+					}
 					fsys := quickstart(t)
 					for f, data := range files {
 						fsys[path.Join("plugins", o.Name, f)] = &fstest.MapFile{Data: data}

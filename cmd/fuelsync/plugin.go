@@ -10,13 +10,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"testing/fstest"
 
-	"github.com/hashicorp/hcl/v2"
 	"github.com/urfave/cli/v2"
 
 	"github.com/fuelsync/fuelsync/loader"
-	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/scaffold"
 )
 
@@ -90,7 +87,7 @@ func pluginCreateCommand(stdout, stderr io.Writer) *cli.Command {
 				return &exitError{code: 1, msg: err.Error()}
 			}
 			// Check the package before writing it.
-			if diags, _ := checkPlugin(o.Name, files); diags.HasErrors() {
+			if diags, _ := scaffold.Check(o.Name, files); diags.HasErrors() {
 				return &exitError{code: 1, msg: fmt.Sprintf("the generated plugin does not validate (a bug): %v; nothing written", diags.Errs())}
 			}
 			if err := writeNewDir(target, files); err != nil {
@@ -177,37 +174,6 @@ func writeNewDir(target string, files map[string][]byte) error {
 	return nil
 }
 
-// checkPlugin loads one plugin package (its files by relative path) on its own,
-// as plugins/<name> of an otherwise empty repository, and checks its data: every
-// problem of the package, with file names relative to the package.
-func checkPlugin(name string, files map[string][]byte) (hcl.Diagnostics, map[string]*hcl.File) {
-	prefix := "plugins/" + name + "/"
-	fsys := fstest.MapFS{}
-	for f, data := range files {
-		fsys[prefix+f] = &fstest.MapFile{Data: data}
-	}
-	repo, diags := loader.Load(fsys, loader.Options{})
-	_, more := render.Check(repo)
-	diags = append(diags, more...)
-	var out hcl.Diagnostics
-	for _, d := range diags {
-		nd := *d
-		for _, r := range []**hcl.Range{&nd.Subject, &nd.Context} {
-			if *r != nil {
-				rr := **r
-				rr.Filename = strings.TrimPrefix(rr.Filename, prefix)
-				*r = &rr
-			}
-		}
-		out = append(out, &nd)
-	}
-	sources := map[string]*hcl.File{}
-	for f, file := range repo.Sources.Files() {
-		sources[strings.TrimPrefix(f, prefix)] = file
-	}
-	return loader.SortDiagnostics(out), sources
-}
-
 func pluginCheckCommand(stdout, stderr io.Writer) *cli.Command {
 	return &cli.Command{
 		Name:         "check",
@@ -242,7 +208,7 @@ func pluginCheckCommand(stdout, stderr io.Writer) *cli.Command {
 			if err != nil {
 				return &exitError{code: 1, msg: err.Error()}
 			}
-			diags, sources := checkPlugin(path.Base(filepath.ToSlash(dir)), files)
+			diags, sources := scaffold.Check(path.Base(filepath.ToSlash(dir)), files)
 			writeDiagnosticsText(stderr, diags, sources, filepath.ToSlash(dir)+"/", g.useColor(stderr))
 			nerr, nwarn := loader.Counts(diags)
 			if nerr > 0 {
