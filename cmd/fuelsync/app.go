@@ -130,6 +130,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			applyCommand(stdout, stderr),
 			diffCommand(stdout, stderr),
 			pluginCommand(stdout, stderr),
+			tagsCommand(stdout, stderr),
 			versionCommand(stdout, stderr),
 		},
 	}
