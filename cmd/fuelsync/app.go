@@ -131,6 +131,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			diffCommand(stdout, stderr),
 			pluginCommand(stdout, stderr),
 			tagsCommand(stdout, stderr),
+			rolesCommand(stdout, stderr),
 			versionCommand(stdout, stderr),
 		},
 	}
@@ -145,7 +146,7 @@ func usageError(c *cli.Context, err error, _ bool) error {
 
 // run executes the CLI and returns the process exit code.
 func run(args []string, stdout, stderr io.Writer) int {
-	err := newApp(stdout, stderr).Run(nameLast(args))
+	err := newApp(stdout, stderr).Run(flagsFirst(args))
 	if err == nil {
 		return 0
 	}
@@ -161,15 +162,46 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 1
 }
 
-// nameLast moves the NAME of `plugin create NAME --flags...` after the flags:
-// urfave/cli v2 stops reading flags at the first argument, and the issue's usage
-// (like fuel-plugin-builder's) puts the name first.
-func nameLast(args []string) []string {
-	for i := 0; i+2 < len(args); i++ {
-		if args[i] == "plugin" && args[i+1] == "create" && !strings.HasPrefix(args[i+2], "-") {
-			out := append(slices.Clone(args[:i+2]), args[i+3:]...)
-			return append(out, args[i+2])
+// flagsFirst puts the flags of `plugin create`, `tags assign|unassign` and `roles
+// assign|unassign` before their arguments: urfave/cli v2 stops reading flags at the
+// first argument, and these commands are written `plugin create NAME --release`,
+// `tags assign TAG --commit` (as fuel-plugin-builder and the design write them).
+// Flags take the next word as their value unless they are boolean or written
+// --flag=value.
+func flagsFirst(args []string) []string {
+	boolFlags := map[string]bool{"--commit": true, "--release": true, "--help": true, "-h": true}
+	for i := 0; i+1 < len(args); i++ {
+		pair := args[i] + " " + args[i+1]
+		switch pair {
+		case "plugin create", "tags assign", "tags unassign", "roles assign", "roles unassign":
+		default:
+			continue
 		}
+		rest := args[i+2:]
+		var flags, positional []string
+		dashes := false
+		for j := 0; j < len(rest); j++ {
+			a := rest[j]
+			switch {
+			case a == "--":
+				dashes = true
+				positional = append(positional, rest[j+1:]...)
+				j = len(rest)
+			case strings.HasPrefix(a, "-") && len(a) > 1:
+				flags = append(flags, a)
+				if !boolFlags[a] && !strings.Contains(a, "=") && j+1 < len(rest) {
+					j++
+					flags = append(flags, rest[j])
+				}
+			default:
+				positional = append(positional, a)
+			}
+		}
+		out := append(slices.Clone(args[:i+2]), flags...)
+		if dashes {
+			out = append(out, "--")
+		}
+		return append(out, positional...)
 	}
 	return args
 }

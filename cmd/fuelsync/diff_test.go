@@ -110,3 +110,18 @@ func TestMarkdownLimit(t *testing.T) {
 		t.Error("unbalanced <details>")
 	}
 }
+
+func TestFlagsFirst(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"fuelsync plugin create acme --release --format hcl", "fuelsync plugin create --release --format hcl acme"},
+		{"fuelsync --repo r tags assign backup x --cluster demo --node n1 --commit -m msg", "fuelsync --repo r tags assign --cluster demo --node n1 --commit -m msg backup x"},
+		{"fuelsync roles unassign --cluster=demo storage --node n", "fuelsync roles unassign --cluster=demo --node n storage"},
+		{"fuelsync tags list --cluster demo", "fuelsync tags list --cluster demo"},
+		{"fuelsync tags assign x -- --odd", "fuelsync tags assign -- x --odd"},
+	} {
+		got := strings.Join(flagsFirst(strings.Fields(tc.in)), " ")
+		if got != tc.want {
+			t.Errorf("flagsFirst(%s)\n got %s\nwant %s", tc.in, got, tc.want)
+		}
+	}
+}

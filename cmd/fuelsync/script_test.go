@@ -56,6 +56,7 @@ func TestScripts(t *testing.T) {
 			"tree":           cmdTree,
 			"cp-r":           cmdCopyTree,
 			"exit-code":      cmdExitCode,
+			"git-head":       cmdGitHead,
 		},
 	})
 }
@@ -269,5 +270,37 @@ func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if got != want {
 		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
+	}
+}
+
+// cmdGitHead: git-head DIR prints the number of commits, HEAD's message and author,
+// and the files HEAD changes against its parent, one a line.
+func cmdGitHead(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: git-head DIR")
+	}
+	repo, err := git.PlainOpen(ts.MkAbs(args[0]))
+	ts.Check(err)
+	head, err := repo.Head()
+	ts.Check(err)
+	c, err := repo.CommitObject(head.Hash())
+	ts.Check(err)
+	n := 0
+	iter, err := repo.Log(&git.LogOptions{From: head.Hash()})
+	ts.Check(err)
+	ts.Check(iter.ForEach(func(*object.Commit) error { n++; return nil }))
+	fmt.Fprintf(ts.Stdout(), "%d commits\nmessage: %s\nauthor: %s <%s>\n", n, c.Message, c.Author.Name, c.Author.Email)
+	parent, err := c.Parent(0)
+	ts.Check(err)
+	patch, err := parent.Patch(c)
+	ts.Check(err)
+	for _, fp := range patch.FilePatches() {
+		from, to := fp.Files()
+		switch {
+		case to != nil:
+			fmt.Fprintln(ts.Stdout(), to.Path())
+		case from != nil:
+			fmt.Fprintln(ts.Stdout(), from.Path())
+		}
 	}
 }

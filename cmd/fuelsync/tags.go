@@ -15,13 +15,17 @@ import (
 func tagsCommand(stdout, stderr io.Writer) *cli.Command {
 	return &cli.Command{
 		Name:            "tags",
-		Usage:           "list the tags of a cluster or a release",
+		Usage:           "list the tags of a cluster or a release; assign and unassign a node's tags",
 		HideHelpCommand: true,
 		OnUsageError:    usageError,
-		Subcommands:     []*cli.Command{tagsListCommand(stdout, stderr)},
+		Subcommands: []*cli.Command{
+			tagsListCommand(stdout, stderr),
+			nodeEditCommand("tags", "assign", stdout, stderr),
+			nodeEditCommand("tags", "unassign", stdout, stderr),
+		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return &exitError{code: 1, msg: fmt.Sprintf("unknown tags command %q; tags list", c.Args().First())}
+				return &exitError{code: 1, msg: fmt.Sprintf("unknown tags command %q; tags list, assign or unassign", c.Args().First())}
 			}
 			return cli.ShowSubcommandHelp(c)
 		},
@@ -144,6 +148,25 @@ func tagsListCommand(stdout, stderr io.Writer) *cli.Command {
 				}
 			}
 			return tw.Flush()
+		},
+	}
+}
+
+func rolesCommand(stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:            "roles",
+		Usage:           "assign and unassign a node's roles",
+		HideHelpCommand: true,
+		OnUsageError:    usageError,
+		Subcommands: []*cli.Command{
+			nodeEditCommand("roles", "assign", stdout, stderr),
+			nodeEditCommand("roles", "unassign", stdout, stderr),
+		},
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return &exitError{code: 1, msg: fmt.Sprintf("unknown roles command %q; roles assign or unassign", c.Args().First())}
+			}
+			return cli.ShowSubcommandHelp(c)
 		},
 	}
 }
