@@ -206,7 +206,7 @@ func TestChangeSetText(t *testing.T) {
 		}
 	}
 	empty := &ChangeSet{}
-	if got := empty.Text(ANSI); !strings.HasPrefix(got, "No changes.") {
+	if got := empty.Text(ANSI); !strings.HasPrefix(got, "No changes:") {
 		t.Errorf("empty change set: %q", got)
 	}
 }

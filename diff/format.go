@@ -43,7 +43,7 @@ func (s Summary) Line() string {
 func (cs *ChangeSet) Text(c Colors) string {
 	var b strings.Builder
 	if cs.Empty() {
-		b.WriteString("No changes. The applied artifacts match the configuration.\n")
+		b.WriteString("No changes: the rendered artifacts are the same.\n")
 		return b.String()
 	}
 	for _, cc := range cs.Clusters {
@@ -56,6 +56,9 @@ func (cs *ChangeSet) Text(c Colors) string {
 		}
 		for _, g := range cc.Groups {
 			writeGroup(&b, c, g)
+		}
+		if len(cc.Groups)+len(cc.PluginsEnabled)+len(cc.PluginsDisabled) == 0 {
+			fmt.Fprintf(&b, "    no node changes; changed: %s\n", strings.Join(cc.Files, ", "))
 		}
 		b.WriteByte('\n')
 	}

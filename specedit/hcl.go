@@ -65,3 +65,24 @@ func EditHCL(src []byte, filename string, e Edit, current []string) ([]byte, err
 	}
 	return out, nil
 }
+
+// SetHCLClusterAttr sets attribute name of the cluster block to val (a literal in
+// place of the old expression), or removes it when val is cty.NilVal.
+func SetHCLClusterAttr(src []byte, filename, name string, val cty.Value) ([]byte, error) {
+	f, diags := hclwrite.ParseConfig(src, filename, hcl.InitialPos)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	for _, c := range f.Body().Blocks() {
+		if c.Type() != "cluster" {
+			continue
+		}
+		if val == cty.NilVal {
+			c.Body().RemoveAttribute(name)
+		} else {
+			c.Body().SetAttributeValue(name, val)
+		}
+		return f.Bytes(), nil
+	}
+	return nil, fmt.Errorf("no cluster block in %s", filename)
+}

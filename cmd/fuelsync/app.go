@@ -169,11 +169,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 // Flags take the next word as their value unless they are boolean or written
 // --flag=value.
 func flagsFirst(args []string) []string {
-	boolFlags := map[string]bool{"--commit": true, "--release": true, "--help": true, "-h": true}
 	for i := 0; i+1 < len(args); i++ {
 		pair := args[i] + " " + args[i+1]
+		boolFlags := map[string]bool{"--commit": true, "--has-primary": true, "--help": true, "-h": true}
 		switch pair {
-		case "plugin create", "tags assign", "tags unassign", "roles assign", "roles unassign":
+		case "plugin create":
+			boolFlags["--release"] = true // there it is a switch; for tags, a release name
+		case "tags assign", "tags unassign", "roles assign", "roles unassign", "tags create", "tags delete", "tags update":
 		default:
 			continue
 		}

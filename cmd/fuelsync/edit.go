@@ -131,16 +131,23 @@ func editNode(g *globals, c *cli.Context, kind, op string, items []string) error
 		return nil
 	}
 
-	// Validate the edited repository; render the cluster before and after.
+	return finishEdit(g, c, src, repo, file, orig, data, summary, []string{cl.Name})
+}
+
+// finishEdit validates the repository with file's content replaced by data,
+// writes the file, commits it with --commit, and prints the file's diff and what
+// the edit changes in clusters (all when nil) — or, when the edit would make the
+// repository invalid, its diagnostics, writing nothing.
+func finishEdit(g *globals, c *cli.Context, src *source, repo *loader.Repo, file string, orig, data []byte, summary string, clusters []string) error {
 	edited := overlayFS(src.fsys, file, data)
 	repo2, diags := loader.Load(edited, loader.Options{})
-	after, more := render.Render(repo2, render.Options{Clusters: []string{cl.Name}})
+	after, more := render.Render(repo2, render.Options{Clusters: clusters})
 	diags = loader.SortDiagnostics(append(diags, more...))
 	if diags.HasErrors() {
 		writeDiagnosticsText(g.stderr, diags, repo2.Sources.Files(), src.prefix, g.useColor(g.stderr))
 		return &exitError{code: 1, msg: fmt.Sprintf("the edit (%s) would make the repository invalid; nothing written", summary)}
 	}
-	old, _ := render.Render(repo, render.Options{Clusters: []string{cl.Name}})
+	old, _ := render.Render(repo, render.Options{Clusters: clusters})
 	oldSide, err := diff.RenderedSide(old, "before", version, nil)
 	if err != nil {
 		return &exitError{code: 1, msg: err.Error()}
@@ -158,12 +165,14 @@ func editNode(g *globals, c *cli.Context, kind, op string, items []string) error
 	if err := writeFileReplacing(path, data); err != nil {
 		return &exitError{code: 1, msg: err.Error()}
 	}
-	colors := changeColors(g, g.stdout)
 	fmt.Fprintf(g.stdout, "edited %s: %s\n\n", path, summary)
 	if c.Bool("commit") {
 		msg := c.String("message")
 		if msg == "" {
-			msg = fmt.Sprintf("%s: %s", cl.Name, summary)
+			msg = summary
+			if len(clusters) == 1 {
+				msg = clusters[0] + ": " + summary
+			}
 		}
 		hash, err := commitFile(g.repo, file, msg, c.String("author"))
 		if err != nil {
@@ -175,7 +184,7 @@ func editNode(g *globals, c *cli.Context, kind, op string, items []string) error
 		fmt.Fprintln(g.stdout, strings.TrimRight(fd.Text, "\n"))
 		fmt.Fprintln(g.stdout)
 	}
-	fmt.Fprint(g.stdout, cs.Text(colors))
+	fmt.Fprint(g.stdout, cs.Text(changeColors(g, g.stdout)))
 	return nil
 }
 

@@ -22,6 +22,9 @@ func tagsCommand(stdout, stderr io.Writer) *cli.Command {
 			tagsListCommand(stdout, stderr),
 			nodeEditCommand("tags", "assign", stdout, stderr),
 			nodeEditCommand("tags", "unassign", stdout, stderr),
+			tagMetaCommand("create", stdout, stderr),
+			tagMetaCommand("delete", stdout, stderr),
+			tagMetaCommand("update", stdout, stderr),
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
