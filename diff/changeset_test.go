@@ -3,7 +3,6 @@ package diff
 import (
 	"fmt"
 	"io/fs"
-	"os"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -11,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/fuelsync/fuelsync/internal/golden"
+	"github.com/fuelsync/fuelsync/internal/mapfs"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
 )
@@ -18,16 +18,7 @@ import (
 // quickstart reads examples/quickstart into a MapFS.
 func quickstart(t *testing.T) fstest.MapFS {
 	t.Helper()
-	fsys := fstest.MapFS{}
-	root := os.DirFS("../examples/quickstart")
-	err := fs.WalkDir(root, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := fs.ReadFile(root, p)
-		fsys[p] = &fstest.MapFile{Data: data}
-		return err
-	})
+	fsys, err := mapfs.Read("../examples/quickstart")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,6 @@ package scaffold
 
 import (
 	"fmt"
-	"io/fs"
-	"os"
 	"path"
 	"strings"
 	"testing"
@@ -12,22 +10,14 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/fuelsync/fuelsync/internal/golden"
+	"github.com/fuelsync/fuelsync/internal/mapfs"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
 )
 
 func quickstart(t *testing.T) fstest.MapFS {
 	t.Helper()
-	fsys := fstest.MapFS{}
-	root := os.DirFS("../examples/quickstart")
-	err := fs.WalkDir(root, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := fs.ReadFile(root, p)
-		fsys[p] = &fstest.MapFile{Data: data}
-		return err
-	})
+	fsys, err := mapfs.Read("../examples/quickstart")
 	if err != nil {
 		t.Fatal(err)
 	}

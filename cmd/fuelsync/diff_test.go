@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io/fs"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -12,22 +10,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/fuelsync/fuelsync/diff"
+	"github.com/fuelsync/fuelsync/internal/mapfs"
 	"github.com/fuelsync/fuelsync/loader"
 )
 
 // TestAffectedClusters: a change to a cluster spec affects that cluster; any other
 // file the load reads, every cluster; nothing, none.
 func TestAffectedClusters(t *testing.T) {
-	base := fstest.MapFS{}
-	root := os.DirFS("../../examples/quickstart")
-	err := fs.WalkDir(root, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := fs.ReadFile(root, p)
-		base[p] = &fstest.MapFile{Data: data}
-		return err
-	})
+	base, err := mapfs.Read("../../examples/quickstart")
 	if err != nil {
 		t.Fatal(err)
 	}

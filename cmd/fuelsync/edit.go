@@ -64,17 +64,9 @@ func nodeEditCommand(kind, op string, stdout, stderr io.Writer) *cli.Command {
 
 // editNode runs one node edit from loading to writing (and committing).
 func editNode(g *globals, c *cli.Context, kind, op string, items []string) error {
-	if g.rev != "" {
-		return &exitError{code: 1, msg: "edits change the working tree; --rev reads a commit"}
-	}
-	src, err := openSource(g)
+	src, repo, err := loadForEdit(g)
 	if err != nil {
 		return err
-	}
-	repo, diags := loader.Load(src.fsys, loader.Options{})
-	if diags.HasErrors() {
-		writeDiagnosticsText(g.stderr, diags, repo.Sources.Files(), src.prefix, g.useColor(g.stderr))
-		return &exitError{code: 1, msg: "the repository does not validate as it is; fix it first; nothing written"}
 	}
 	clusterName, nodeName := c.String("cluster"), c.String("node")
 	cl := repo.Cluster(clusterName)
@@ -186,6 +178,24 @@ func finishEdit(g *globals, c *cli.Context, src *source, repo *loader.Repo, file
 	}
 	fmt.Fprint(g.stdout, cs.Text(changeColors(g, g.stdout)))
 	return nil
+}
+
+// loadForEdit loads the working tree an edit will change; it must load without
+// errors.
+func loadForEdit(g *globals) (*source, *loader.Repo, error) {
+	if g.rev != "" {
+		return nil, nil, &exitError{code: 1, msg: "edits change the working tree; --rev reads a commit"}
+	}
+	src, err := openSource(g)
+	if err != nil {
+		return nil, nil, err
+	}
+	repo, diags := loader.Load(src.fsys, loader.Options{})
+	if diags.HasErrors() {
+		writeDiagnosticsText(g.stderr, diags, repo.Sources.Files(), src.prefix, g.useColor(g.stderr))
+		return nil, nil, &exitError{code: 1, msg: "the repository does not validate as it is; fix it first; nothing written"}
+	}
+	return src, repo, nil
 }
 
 // nodeEdits turns an operation into list edits, with a summary of what it does.

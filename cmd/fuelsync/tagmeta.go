@@ -48,23 +48,15 @@ func tagMetaCommand(op string, stdout, stderr io.Writer) *cli.Command {
 			if (c.String("cluster") == "") == (c.String("release") == "") {
 				return &exitError{code: 1, msg: fmt.Sprintf("tags %s needs --cluster C or --release R (one of them)", op)}
 			}
-			if g.rev != "" {
-				return &exitError{code: 1, msg: "edits change the working tree; --rev reads a commit"}
-			}
 			return editTagMeta(g, c, op, c.Args().First())
 		},
 	}
 }
 
 func editTagMeta(g *globals, c *cli.Context, op, name string) error {
-	src, err := openSource(g)
+	src, repo, err := loadForEdit(g)
 	if err != nil {
 		return err
-	}
-	repo, diags := loader.Load(src.fsys, loader.Options{})
-	if diags.HasErrors() {
-		writeDiagnosticsText(g.stderr, diags, repo.Sources.Files(), src.prefix, g.useColor(g.stderr))
-		return &exitError{code: 1, msg: "the repository does not validate as it is; fix it first; nothing written"}
 	}
 	hasPrimary := c.Bool("has-primary")
 	value := fmt.Sprintf("{has_primary: %t}", hasPrimary)
