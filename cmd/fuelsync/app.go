@@ -132,6 +132,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			pluginCommand(stdout, stderr),
 			tagsCommand(stdout, stderr),
 			rolesCommand(stdout, stderr),
+			watchCommand(stdout, stderr),
+			serveCommand(stdout, stderr),
 			completionCommand(stdout, stderr),
 			completeCommand(stdout),
 			versionCommand(stdout, stderr),

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fuelsync/fuelsync/internal/mapfs"
+	"github.com/fuelsync/fuelsync/internal/repogen"
+)
+
+// TestServeProcess runs `fuelsync serve` as a process on a loopback port chosen by
+// the kernel: it becomes ready (the quickstart applied), serves its status page
+// with the cluster and node names, and SIGTERM stops it cleanly (exit 0).
+func TestServeProcess(t *testing.T) {
+	repo := t.TempDir()
+	files, err := mapfs.Read("../../examples/quickstart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repogen.WriteDir(files, repo); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gitCommit(repo, "quickstart"); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := fuelsyncCmd("--repo", repo, "--workdir", filepath.Join(t.TempDir(), "wd"), "serve",
+		"--listen", "127.0.0.1:0", "--webhook-secret-file", secret, "--log-format", "json")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		re := regexp.MustCompile(`"listen":"([0-9.:]+)"`)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+	}()
+	var base string
+	select {
+	case a := <-addr:
+		base = "http://" + a
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not log its address")
+	}
+	get := func(path string) (int, string) {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if code, _ := get("/readyz"); code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("not ready after 10 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, page := get("/"); code != 200 || !strings.Contains(page, "<h3>demo</h3>") || !strings.Contains(page, "<td>node-6</td>") {
+		t.Errorf("status page: %d\n%s", code, page)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("serve after SIGTERM: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop within 10 s of SIGTERM")
+	}
+}

@@ -1,0 +1,283 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/fuelsync/fuelsync/diff"
+	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/render"
+)
+
+// Revision is one commit of the followed branch.
+type Revision struct {
+	SHA string
+	FS  fs.FS
+}
+
+// Source yields the newest commit of the branch a loop follows.
+type Source interface {
+	Latest(ctx context.Context) (Revision, error)
+}
+
+// LocalSource follows a branch of a repository on this machine.
+type LocalSource struct {
+	Path, Branch string
+}
+
+// Latest implements Source.
+func (s *LocalSource) Latest(context.Context) (Revision, error) {
+	ref := s.Branch
+	if ref == "" {
+		ref = "HEAD"
+	}
+	fsys, sha, err := loader.OpenRevision(s.Path, ref)
+	if err != nil {
+		return Revision{}, err
+	}
+	return Revision{SHA: sha, FS: fsys}, nil
+}
+
+// Outcome is how a reconcile ended.
+type Outcome string
+
+const (
+	Applied   Outcome = "applied"   // a new set was published
+	Planned   Outcome = "planned"   // changes found, not applied (dry run)
+	NoChange  Outcome = "no_change" // the applied artifacts are those of the commit
+	Unchanged Outcome = "unchanged" // the commit was already reconciled
+	Invalid   Outcome = "invalid"   // the commit does not validate: not applied
+	Failed    Outcome = "error"     // the source or the work directory failed
+)
+
+// Status is what a loop reports (GET /api/v1/status, the status page).
+type Status struct {
+	// Revision is the newest commit seen; Applied and Serial the applied state.
+	Revision string `json:"revision"`
+	Applied  string `json:"applied_revision"`
+	Serial   int64  `json:"serial"`
+	// Last is the last reconcile: when, how it ended, its change set, and the
+	// problems that stopped it (file:line:col: message).
+	LastReconcile time.Time       `json:"last_reconcile"`
+	Outcome       Outcome         `json:"outcome"`
+	Changes       *diff.ChangeSet `json:"changes,omitempty"`
+	Errors        []string        `json:"errors"`
+	// Ready is set by the first successful reconcile.
+	Ready    bool            `json:"ready"`
+	Clusters []ClusterStatus `json:"clusters"`
+}
+
+// ClusterStatus is a cluster as applied: its nodes with roles and tags.
+type ClusterStatus struct {
+	Name  string       `json:"name"`
+	Nodes []NodeStatus `json:"nodes"`
+}
+
+// NodeStatus is one node of a ClusterStatus.
+type NodeStatus struct {
+	Name  string   `json:"name"`
+	ID    int      `json:"id"`
+	Roles []string `json:"roles"`
+	Tags  []string `json:"tags"`
+}
+
+// Loop reconciles the work directory with the branch of Source: on every
+// Trigger and every Interval. Triggers that arrive while a reconcile runs are
+// coalesced into one more reconcile of the newest commit.
+type Loop struct {
+	Workdir     *Workdir
+	Source      Source
+	DryRun      bool
+	Interval    time.Duration
+	ToolVersion string
+	Log         *slog.Logger
+	// OnReconcile, when set, is called after each reconcile (for metrics).
+	OnReconcile func(Outcome, time.Duration)
+
+	once     sync.Once
+	trigger  chan struct{}
+	mu       sync.Mutex
+	status   Status
+	clusters []ClusterStatus // of the last render, under mu
+}
+
+func (l *Loop) init() {
+	l.once.Do(func() {
+		l.trigger = make(chan struct{}, 1)
+		if l.Log == nil {
+			l.Log = slog.New(slog.DiscardHandler)
+		}
+	})
+}
+
+// Trigger asks for a reconcile; it never blocks.
+func (l *Loop) Trigger() {
+	l.init()
+	select {
+	case l.trigger <- struct{}{}:
+	default: // one is pending already: it will see the newest commit
+	}
+}
+
+// Status returns a copy of the loop's status.
+func (l *Loop) Status() Status {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.status
+	st.Errors = slices.Clone(st.Errors)
+	return st
+}
+
+// Run reconciles at once, then on triggers and every Interval, until ctx ends. A
+// reconcile is never interrupted midway: cancelling ctx stops the loop between
+// reconciles.
+func (l *Loop) Run(ctx context.Context) error {
+	l.init()
+	var tick <-chan time.Time
+	if l.Interval > 0 {
+		t := time.NewTicker(l.Interval)
+		defer t.Stop()
+		tick = t.C
+	}
+	l.Trigger()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-l.trigger:
+		case <-tick:
+		}
+		l.ReconcileOnce(context.WithoutCancel(ctx))
+	}
+}
+
+// ReconcileOnce reconciles the newest commit: fetch → load and validate →
+// render → plan → apply.
+func (l *Loop) ReconcileOnce(ctx context.Context) Outcome {
+	l.init()
+	start := time.Now()
+	outcome, rev, cs, errs, st := l.reconcile(ctx)
+	l.mu.Lock()
+	if rev != "" {
+		l.status.Revision = rev
+	}
+	if outcome != Unchanged {
+		l.status.LastReconcile, l.status.Outcome, l.status.Errors = start, outcome, errs
+		if cs != nil || outcome == NoChange {
+			l.status.Changes = cs
+		}
+	}
+	if st != nil {
+		l.status.Applied, l.status.Serial = st.Revision, st.Serial
+	}
+	if outcome == Applied || outcome == NoChange || outcome == Planned {
+		l.status.Ready = true
+	}
+	if cl := l.clusters; cl != nil {
+		l.status.Clusters = cl
+	}
+	l.mu.Unlock()
+	l.Log.Info("reconcile", "outcome", string(outcome), "revision", rev, "duration", time.Since(start), "errors", len(errs))
+	for _, e := range errs {
+		l.Log.Error("reconcile problem", "revision", rev, "problem", e)
+	}
+	if l.OnReconcile != nil {
+		l.OnReconcile(outcome, time.Since(start))
+	}
+	return outcome
+}
+
+func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet, []string, *State) {
+	// 1. Fetch: the newest commit.
+	rev, err := l.Source.Latest(ctx)
+	if err != nil {
+		return Failed, "", nil, []string{err.Error()}, nil
+	}
+	l.mu.Lock()
+	seen := l.status.Revision == rev.SHA && (l.status.Outcome == Applied || l.status.Outcome == NoChange ||
+		l.status.Outcome == Invalid || l.status.Outcome == Planned)
+	l.mu.Unlock()
+	if seen {
+		return Unchanged, rev.SHA, nil, nil, nil
+	}
+	// 2. Load and validate; a commit with errors is not applied.
+	repo, diags := loader.Load(rev.FS, loader.Options{})
+	st, err := l.Workdir.ReadState()
+	if err != nil {
+		return Failed, rev.SHA, nil, []string{err.Error()}, nil
+	}
+	rs, more := render.Render(repo, render.Options{State: st})
+	diags = loader.SortDiagnostics(append(diags, more...))
+	if diags.HasErrors() {
+		return Invalid, rev.SHA, nil, diagLines(diags), st
+	}
+	// 3. Plan against the applied state, then apply under the lock.
+	lock, err := l.Workdir.Lock(ctx, "reconcile", time.Minute)
+	if err != nil {
+		return Failed, rev.SHA, nil, []string{err.Error()}, st
+	}
+	defer lock.Unlock()
+	if err := l.Workdir.Tidy(lock); err != nil {
+		return Failed, rev.SHA, nil, []string{err.Error()}, st
+	}
+	if st, err = l.Workdir.ReadState(); err != nil { // another apply may have run
+		return Failed, rev.SHA, nil, []string{err.Error()}, nil
+	}
+	p, err := MakePlan(l.Workdir, st, rs, nil, rev.SHA, l.ToolVersion)
+	if err != nil {
+		return Failed, rev.SHA, nil, []string{err.Error()}, st
+	}
+	l.mu.Lock()
+	l.clusters = clusterStatus(rs)
+	l.mu.Unlock()
+	if !p.ChangesPresent && st.Serial > 0 {
+		return NoChange, rev.SHA, p.Changes, nil, st
+	}
+	if l.DryRun {
+		return Planned, rev.SHA, p.Changes, nil, st
+	}
+	next, err := Apply(l.Workdir, lock, st, p, rs)
+	if err != nil {
+		return Failed, rev.SHA, p.Changes, []string{err.Error()}, st
+	}
+	return Applied, rev.SHA, p.Changes, nil, next
+}
+
+// diagLines formats the errors of diags as file:line:col: message.
+func diagLines(diags hcl.Diagnostics) []string {
+	var out []string
+	for _, d := range diags {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		where := ""
+		if d.Subject != nil {
+			where = fmt.Sprintf("%s:%d:%d: ", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column)
+		}
+		out = append(out, where+"error: "+d.Summary)
+	}
+	return out
+}
+
+func clusterStatus(rs []*render.Rendered) []ClusterStatus {
+	var out []ClusterStatus
+	for _, r := range rs {
+		cs := ClusterStatus{Name: r.Model.Cluster.Name}
+		for _, n := range r.Model.Cluster.Nodes {
+			ns := NodeStatus{Name: n.Name, ID: n.ID}
+			if nt := r.Model.NodeTags[n.Name]; nt != nil {
+				ns.Roles, ns.Tags = nt.Roles, nt.Resolution
+			}
+			cs.Nodes = append(cs.Nodes, ns)
+		}
+		out = append(out, cs)
+	}
+	return out
+}

@@ -1,0 +1,233 @@
+package reconcile
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/fuelsync/fuelsync/internal/mapfs"
+)
+
+var sig = object.Signature{Name: "test", Email: "test@fuelsync.invalid", When: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)}
+
+// testRepo is a git repository holding examples/quickstart.
+func testRepo(t *testing.T) (string, *git.Repository) {
+	t.Helper()
+	dir := t.TempDir()
+	files, err := mapfs.Read("../examples/quickstart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := git.PlainInit(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit(t, r, "quickstart")
+	return dir, r
+}
+
+func commit(t *testing.T, r *git.Repository, msg string) string {
+	t.Helper()
+	wt, err := r.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	s := sig
+	h, err := wt.Commit(msg, &git.CommitOptions{Author: &s, Committer: &s, AllowEmptyCommits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.String()
+}
+
+func editFile(t *testing.T, path, old, new string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil || !bytes.Contains(data, []byte(old)) {
+		t.Fatalf("%s has no %q (%v)", path, old, err)
+	}
+	if err := os.WriteFile(path, bytes.Replace(data, []byte(old), []byte(new), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sign(secret, body []byte) string {
+	mac := hmac.New(sha256.New, secret)
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// waitFor polls cond every 20ms for up to 5 seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 5 s: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestServe runs the loop and the server on loopback against a real repository:
+// the first commit is applied; a pushed commit with a signed GitHub webhook is
+// applied within 5 s; bad signatures, methods and sizes are refused; a repeated
+// delivery is acknowledged once; a commit that does not validate is not applied
+// and its error shows in the status with file and line; /metrics parses.
+func TestServe(t *testing.T) {
+	dir, repo := testRepo(t)
+	secret := []byte("s3cret")
+	loop := &Loop{Workdir: Open(filepath.Join(t.TempDir(), "wd")), Source: &LocalSource{Path: dir}, ToolVersion: "test"}
+	srv := NewServer(loop, secret)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv.Handler()}
+	go hs.Serve(ln)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { loop.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done; hs.Close() })
+	base := "http://" + ln.Addr().String()
+
+	get := func(path string) (int, string) {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	hook := func(provider string, body []byte, header map[string]string) int {
+		req, _ := http.NewRequest(http.MethodPost, base+"/hooks/"+provider, bytes.NewReader(body))
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+
+	head, _ := repo.Head()
+	first := head.Hash().String()
+	waitFor(t, "the first commit applied", func() bool { st := loop.Status(); return st.Applied == first && st.Ready })
+	if code, _ := get("/readyz"); code != 200 {
+		t.Errorf("/readyz: %d", code)
+	}
+
+	// A push, then a signed GitHub delivery.
+	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
+	second := commit(t, repo, "node-2 without rabbitmq")
+	body := []byte(`{"ref":"refs/heads/master","after":"` + second + `"}`)
+	if code := hook("github", body, map[string]string{"X-Hub-Signature-256": sign(secret, body), "X-GitHub-Delivery": "d-1"}); code != 202 {
+		t.Fatalf("signed delivery: %d", code)
+	}
+	waitFor(t, "the pushed commit applied", func() bool { return loop.Status().Applied == second })
+	var status Status
+	_, js := get("/api/v1/status")
+	if err := json.Unmarshal([]byte(js), &status); err != nil || status.Applied != second || status.Changes == nil || status.Changes.Summary.TasksRemoved != 1 {
+		t.Errorf("/api/v1/status: %v\n%s", err, js)
+	}
+
+	// Refused deliveries.
+	if code := hook("github", body, map[string]string{"X-Hub-Signature-256": sign([]byte("wrong"), body)}); code != 401 {
+		t.Errorf("a wrong signature: %d", code)
+	}
+	big := bytes.Repeat([]byte("x"), 2<<20)
+	if code := hook("github", big, map[string]string{"X-Hub-Signature-256": sign(secret, big)}); code != 413 {
+		t.Errorf("a 2 MiB body: %d", code)
+	}
+	if code, _ := get("/hooks/github"); code != 405 {
+		t.Errorf("GET on a hook: %d", code)
+	}
+	if code := hook("github", body, map[string]string{"X-Hub-Signature-256": sign(secret, body), "X-GitHub-Delivery": "d-1"}); code != 200 {
+		t.Errorf("a repeated delivery: %d", code)
+	}
+	if code := hook("gitlab", body, map[string]string{"X-Gitlab-Token": "s3cret", "X-Gitlab-Event-UUID": "g-1"}); code != 202 {
+		t.Errorf("gitlab token: %d", code)
+	}
+	if code := hook("gitea", body, map[string]string{"X-Gitea-Signature": strings.TrimPrefix(sign(secret, body), "sha256=")}); code != 202 {
+		t.Errorf("gitea signature: %d", code)
+	}
+	if code := hook("generic", body, map[string]string{"X-Fuelsync-Signature": sign(secret, body)}); code != 202 {
+		t.Errorf("generic signature: %d", code)
+	}
+
+	// A commit that does not validate: not applied, its error in the status.
+	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "release: quickstart-1.0", "release: quickstart-9.9")
+	third := commit(t, repo, "unknown release")
+	hook("generic", body, map[string]string{"X-Fuelsync-Signature": sign(secret, body)})
+	waitFor(t, "the invalid commit seen", func() bool { st := loop.Status(); return st.Revision == third && st.Outcome == Invalid })
+	st := loop.Status()
+	if st.Applied != second || len(st.Errors) == 0 || !strings.HasPrefix(st.Errors[0], "clusters/demo.yaml:5:10: error: ") {
+		t.Errorf("status after an invalid commit: applied %s, errors %q", st.Applied, st.Errors)
+	}
+	if _, page := get("/"); !strings.Contains(page, "clusters/demo.yaml:5:10: error: ") || !strings.Contains(page, "<td>node-2</td>") || !strings.Contains(page, "demo-hcl") {
+		t.Errorf("the status page lacks the error or the nodes:\n%s", page)
+	}
+
+	// /metrics: Prometheus text with the reconciles and deliveries by outcome.
+	_, metrics := get("/metrics")
+	families, err := (&expfmt.TextParser{}).TextToMetricFamilies(strings.NewReader(metrics))
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v", err)
+	}
+	count := func(family, label, value string) float64 {
+		for _, m := range families[family].GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+		return 0
+	}
+	if count("fuelsync_webhook_deliveries_total", "result", "duplicate") != 1 || count("fuelsync_webhook_deliveries_total", "result", "unauthorized") != 1 ||
+		count("fuelsync_reconciles_total", "outcome", "applied") != 2 || count("fuelsync_reconciles_total", "outcome", "invalid") != 1 {
+		t.Errorf("metrics:\n%s", metrics)
+	}
+}
+
+func FuzzParsePush(f *testing.F) {
+	f.Add([]byte(`{"ref":"refs/heads/main","after":"abc"}`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte(``))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		p, err := ParsePush(body)
+		if err == nil && !json.Valid(body) && len(bytes.TrimSpace(body)) > 0 {
+			t.Fatalf("accepted invalid JSON %q as %+v", body, p)
+		}
+	})
+}
