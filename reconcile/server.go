@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
 	"io"
 	"net/http"
@@ -18,6 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/fuelsync/fuelsync/diff"
+	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/render"
 )
 
 // MaxWebhookBody is the largest webhook body accepted (SPEC §9: 413 above).
@@ -83,6 +86,7 @@ func (s *Server) Handler() http.Handler {
 		_ = enc.Encode(s.Loop.Status())
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /api/v1/releases/{version}/components", s.components)
 	mux.HandleFunc("/{$}", s.page)
 	return mux
 }
@@ -219,6 +223,33 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 {{else}}<p>No cluster rendered yet.</p>{{end}}
 </body></html>
 `))
+
+// components is the component-registry API of the design: the release's
+// components and those of the plugins compatible with it, read from the newest
+// commit of the branch.
+func (s *Server) components(w http.ResponseWriter, r *http.Request) {
+	rev, err := s.Loop.Source.Latest(r.Context())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	repo, _ := loader.Load(rev.FS, loader.Options{})
+	version := r.PathValue("version")
+	rels := repo.FindRelease(version)
+	if len(rels) != 1 {
+		http.Error(w, fmt.Sprintf("no release %q at %.12s", version, rev.SHA), http.StatusNotFound)
+		return
+	}
+	reg, diags := render.Registry(repo, rels[0])
+	if reg == nil || diags.HasErrors() {
+		http.Error(w, fmt.Sprintf("the component registry of %s does not load at %.12s", version, rev.SHA), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(reg.API())
+}
 
 // page is the status page: server-rendered, no JavaScript.
 func (s *Server) page(w http.ResponseWriter, r *http.Request) {

@@ -198,6 +198,14 @@ func TestServe(t *testing.T) {
 		t.Errorf("the status page lacks the error or the nodes:\n%s", page)
 	}
 
+	// The component registry API of the newest commit's release.
+	if code, js := get("/api/v1/releases/quickstart-1.0/components"); code != 200 || !strings.Contains(js, `"name": "additional_service:monitoring"`) {
+		t.Errorf("components API: %d\n%.400s", code, js)
+	}
+	if code, _ := get("/api/v1/releases/nosuch/components"); code != 404 {
+		t.Errorf("an unknown release: %d", code)
+	}
+
 	// /metrics: Prometheus text with the reconciles and deliveries by outcome.
 	_, metrics := get("/metrics")
 	families, err := (&expfmt.TextParser{}).TextToMetricFamilies(strings.NewReader(metrics))
