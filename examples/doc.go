@@ -5,5 +5,8 @@
 //     cluster written twice, in YAML and in HCL;
 //   - fuel-mitaka: the real Fuel 9.x data (nailgun fixture, fuel-library tasks and
 //     four upstream plugins), copied unmodified, wrapped by a release-plugin
-//     metadata.yaml.
+//     metadata.yaml;
+//   - hooks/post-receive: a git server hook that asks fuelsync serve to reconcile;
+//   - ci/: a GitHub Actions workflow and a GitLab CI job running validate and diff
+//     (cmd/fuelsync's TestPostReceiveHook and TestCIExamples run them).
 package examples

@@ -134,6 +134,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			rolesCommand(stdout, stderr),
 			watchCommand(stdout, stderr),
 			serveCommand(stdout, stderr),
+			triggerCommand(stdout, stderr),
 			completionCommand(stdout, stderr),
 			completeCommand(stdout),
 			versionCommand(stdout, stderr),
