@@ -7,12 +7,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -238,4 +241,114 @@ func FuzzParsePush(f *testing.F) {
 			t.Fatalf("accepted invalid JSON %q as %+v", body, p)
 		}
 	})
+}
+
+// TestWebhookLoad sends 1,000 deliveries on loopback from 16 connections at once,
+// a third with a bad signature and some over 1 MiB: every invalid one is refused,
+// every valid one accepted, the server stays up, and the push they announce is
+// reconciled once (the other wakeups, coalesced while a reconcile runs, find the
+// commit reconciled and stop there).
+func TestWebhookLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,000 deliveries")
+	}
+	dir, repo := testRepo(t)
+	secret := []byte("s3cret")
+	loop := &Loop{Workdir: Open(filepath.Join(t.TempDir(), "wd")), Source: &LocalSource{Path: dir}, ToolVersion: "test"}
+	var reconciles, full atomic.Int64
+	srv := NewServer(loop, secret)
+	onReconcile := loop.OnReconcile
+	loop.OnReconcile = func(o Outcome, d time.Duration) {
+		reconciles.Add(1)
+		if o != Unchanged {
+			full.Add(1)
+		}
+		onReconcile(o, d)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv.Handler()}
+	go hs.Serve(ln)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { loop.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done; hs.Close() })
+	waitFor(t, "ready", func() bool { return loop.Status().Ready })
+	// A push just before the burst: the burst must apply it once.
+	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
+	pushed := commit(t, repo, "node-2 without rabbitmq")
+	before, fullBefore := reconciles.Load(), full.Load()
+
+	body := []byte(`{"ref":"refs/heads/master"}`)
+	big := bytes.Repeat([]byte(" "), MaxWebhookBody+1)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	const n = 1000
+	codes := make([]int, n)
+	kinds := make([]string, n)
+	start := time.Now()
+	var wg sync.WaitGroup
+	next := atomic.Int64{}
+	for range 16 {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				b, sigHeader := body, sign(secret, body)
+				switch {
+				case i%50 == 7:
+					kinds[i], b, sigHeader = "big", big, sign(secret, big)
+				case i%3 == 1:
+					kinds[i], sigHeader = "bad", sign([]byte("wrong"), body)
+				default:
+					kinds[i] = "good"
+				}
+				req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/hooks/generic", bytes.NewReader(b))
+				req.Header.Set("X-Fuelsync-Signature", sigHeader)
+				req.Header.Set("X-Fuelsync-Delivery", fmt.Sprintf("load-%d", i))
+				resp, err := client.Do(req)
+				if err != nil {
+					codes[i] = -1
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				codes[i] = resp.StatusCode
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	want := map[string]int{"good": 202, "bad": 401, "big": 413}
+	counts := map[string]int{}
+	for i, code := range codes {
+		counts[kinds[i]]++
+		if code != want[kinds[i]] {
+			t.Errorf("delivery %d (%s): %d, want %d", i, kinds[i], code, want[kinds[i]])
+		}
+	}
+	if elapsed > 10*time.Second {
+		t.Errorf("1,000 deliveries took %v", elapsed)
+	}
+	if code := func() int {
+		resp, err := http.Get("http://" + ln.Addr().String() + "/healthz")
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}(); code != 200 {
+		t.Errorf("/healthz after the load: %d", code)
+	}
+	waitFor(t, "the pushed commit applied", func() bool { return loop.Status().Applied == pushed })
+	time.Sleep(100 * time.Millisecond) // the last triggered reconcile
+	wakeups, applied := reconciles.Load()-before, full.Load()-fullBefore
+	t.Logf("%d deliveries (%d valid, %d bad signatures, %d over 1 MiB) in %v: %d loop wakeups, %d full reconcile(s); the others found the commit reconciled",
+		n, counts["good"], counts["bad"], counts["big"], elapsed.Round(time.Millisecond), wakeups, applied)
+	if applied != 1 {
+		t.Errorf("%d full reconciles for %d valid deliveries of one push: want 1", applied, counts["good"])
+	}
 }
