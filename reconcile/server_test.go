@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -350,5 +351,52 @@ func TestWebhookLoad(t *testing.T) {
 		n, counts["good"], counts["bad"], counts["big"], elapsed.Round(time.Millisecond), wakeups, applied)
 	if applied != 1 {
 		t.Errorf("%d full reconciles for %d valid deliveries of one push: want 1", applied, counts["good"])
+	}
+}
+
+// TestStatusPageBrowser loads the status page in a real headless browser (Debian's
+// chromium, which .ci/run installs; skipped without it): the cluster and node
+// names and the last change set are on the page.
+func TestStatusPageBrowser(t *testing.T) {
+	browser := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			browser = p
+			break
+		}
+	}
+	if browser == "" {
+		t.Skip("no chromium installed")
+	}
+	dir, repo := testRepo(t)
+	loop := &Loop{Workdir: Open(filepath.Join(t.TempDir(), "wd")), Source: &LocalSource{Path: dir}, ToolVersion: "test"}
+	srv := NewServer(loop, []byte("s"))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv.Handler()}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+	loop.ReconcileOnce(context.Background())
+	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
+	commit(t, repo, "node-2 without rabbitmq")
+	if o := loop.ReconcileOnce(context.Background()); o != Applied {
+		t.Fatalf("reconcile: %s", o)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+		"--user-data-dir="+t.TempDir(), "--dump-dom", "http://"+ln.Addr().String()+"/")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	dom, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", browser, err, stderr.String())
+	}
+	for _, want := range []string{"<h3>demo</h3>", "<h3>demo-hcl</h3>", "<td>node-2</td>", "<td>node-6</td>", "tag rabbitmq unassigned: - rabbitmq", "Last change set"} {
+		if !strings.Contains(string(dom), want) {
+			t.Errorf("the page in %s lacks %q:\n%s", filepath.Base(browser), want, dom)
+		}
 	}
 }
