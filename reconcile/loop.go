@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -140,21 +141,33 @@ func (l *Loop) Status() Status {
 // reconciles.
 func (l *Loop) Run(ctx context.Context) error {
 	l.init()
-	var tick <-chan time.Time
-	if l.Interval > 0 {
-		t := time.NewTicker(l.Interval)
-		defer t.Stop()
-		tick = t.C
+	// The interval with ±10% jitter, so that many daemons do not fetch in step.
+	nextTick := func() <-chan time.Time {
+		if l.Interval <= 0 {
+			return nil
+		}
+		jitter := time.Duration(rand.Int64N(int64(l.Interval)/5+1)) - l.Interval/10
+		return time.After(l.Interval + jitter)
 	}
+	tick := nextTick()
 	l.Trigger()
+	backoff := time.Duration(0) // after a failure (the remote unreachable): 1 s, 2 s, ... up to a minute
+	var retry <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-l.trigger:
 		case <-tick:
+			tick = nextTick()
+		case <-retry:
 		}
-		l.ReconcileOnce(context.WithoutCancel(ctx))
+		if l.ReconcileOnce(context.WithoutCancel(ctx)) == Failed {
+			backoff = min(max(2*backoff, time.Second), time.Minute)
+			retry = time.After(backoff)
+			continue
+		}
+		backoff, retry = 0, nil
 	}
 }
 

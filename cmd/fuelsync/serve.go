@@ -10,10 +10,15 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/urfave/cli/v2"
 
 	"github.com/fuelsync/fuelsync/reconcile"
@@ -25,16 +30,24 @@ func watchFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "interval", Value: time.Minute, Usage: "reconcile every `DURATION` besides triggers"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "plan only, never apply"},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log `FORMAT`: text or json"},
+		&cli.StringFlag{Name: "ssh-key", Usage: "private key `FILE` for an ssh:// or git@host: remote (default: the SSH agent)"},
 	}
 }
 
 // newLoop builds the reconcile loop of watch and serve.
 func newLoop(g *globals, c *cli.Context) (*reconcile.Loop, error) {
-	if strings.Contains(g.repo, "://") || strings.Contains(g.repo, "@") {
-		return nil, &exitError{code: 1, msg: fmt.Sprintf("%s: remote repositories are not supported yet; give the path of a local clone", g.repo)}
-	}
-	if _, err := os.Stat(g.repo); err != nil {
-		return nil, &exitError{code: 1, msg: fmt.Sprintf("repository %s: %v", g.repo, err)}
+	var src reconcile.Source
+	if isRemote(g.repo) {
+		auth, err := gitAuth(g.repo, c.String("ssh-key"))
+		if err != nil {
+			return nil, &exitError{code: 1, msg: err.Error()}
+		}
+		src = &reconcile.RemoteSource{URL: g.repo, Branch: c.String("branch"), CacheDir: filepath.Join(g.workdir, "cache"), Auth: auth}
+	} else {
+		if _, err := os.Stat(g.repo); err != nil {
+			return nil, &exitError{code: 1, msg: fmt.Sprintf("repository %s: %v", g.repo, err)}
+		}
+		src = &reconcile.LocalSource{Path: g.repo, Branch: c.String("branch")}
 	}
 	var h slog.Handler
 	switch c.String("log-format") {
@@ -47,7 +60,7 @@ func newLoop(g *globals, c *cli.Context) (*reconcile.Loop, error) {
 	}
 	return &reconcile.Loop{
 		Workdir:     reconcile.Open(g.workdir),
-		Source:      &reconcile.LocalSource{Path: g.repo, Branch: c.String("branch")},
+		Source:      src,
 		DryRun:      c.Bool("dry-run"),
 		Interval:    c.Duration("interval"),
 		ToolVersion: version,
@@ -141,4 +154,31 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			return nil
 		},
 	}
+}
+
+// isRemote reports whether repo is a URL go-git fetches (https://, ssh://,
+// file://, git@host:path) rather than a local path.
+func isRemote(repo string) bool {
+	return strings.Contains(repo, "://") || regexp.MustCompile(`^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:`).MatchString(repo)
+}
+
+// gitAuth is the authentication for a remote: FUELSYNC_GIT_TOKEN over HTTP(S);
+// --ssh-key, else the SSH agent, over SSH; none for file://.
+func gitAuth(url, sshKey string) (transport.AuthMethod, error) {
+	switch {
+	case strings.HasPrefix(url, "http://") || strings.HasPrefix(url, "https://"):
+		if token := os.Getenv("FUELSYNC_GIT_TOKEN"); token != "" {
+			return &githttp.BasicAuth{Username: "fuelsync", Password: token}, nil
+		}
+		return nil, nil
+	case strings.HasPrefix(url, "file://"):
+		return nil, nil
+	case sshKey != "":
+		return gitssh.NewPublicKeysFromFile("git", sshKey, os.Getenv("FUELSYNC_SSH_KEY_PASSPHRASE"))
+	}
+	auth, err := gitssh.NewSSHAgentAuth("git")
+	if err != nil {
+		return nil, fmt.Errorf("%s: no --ssh-key and no SSH agent: %v", url, err)
+	}
+	return auth, nil
 }

@@ -1,0 +1,97 @@
+package reconcile
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	"github.com/go-git/go-git/v5/plumbing/transport/server"
+)
+
+// push pushes the working repository's master branch to origin as main.
+func push(t *testing.T, r *git.Repository, force bool) {
+	t.Helper()
+	spec := "refs/heads/master:refs/heads/main"
+	if force {
+		spec = "+" + spec
+	}
+	err := r.Push(&git.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{config.RefSpec(spec)}, Force: force})
+	if err != nil && err != git.NoErrAlreadyUpToDate {
+		t.Fatal(err)
+	}
+}
+
+// TestRemoteSource follows a bare repository on disk through file://: the first
+// commit, a pushed one, a force-push that rewrites the branch; the remote removed,
+// the loop survives (errors, backoff) and catches up once it is back.
+func TestRemoteSource(t *testing.T) {
+	client.InstallProtocol("file", server.DefaultServer)
+	dir, work := testRepo(t)
+	remote := filepath.Join(t.TempDir(), "remote.git")
+	if _, err := git.PlainInit(remote, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := work.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{"file://" + remote}}); err != nil {
+		t.Fatal(err)
+	}
+	push(t, work, false)
+	wd := filepath.Join(t.TempDir(), "wd")
+	loop := &Loop{Workdir: Open(wd), Source: &RemoteSource{URL: "file://" + remote, Branch: "main", CacheDir: filepath.Join(wd, "cache")}, ToolVersion: "test"}
+	head, _ := work.Head()
+	if o := loop.ReconcileOnce(context.Background()); o != Applied || loop.Status().Applied != head.Hash().String() {
+		t.Fatalf("first reconcile: %s %+v", o, loop.Status())
+	}
+
+	// A pushed commit.
+	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
+	second := commit(t, work, "node-2 without rabbitmq")
+	push(t, work, false)
+	if o := loop.ReconcileOnce(context.Background()); o != Applied || loop.Status().Applied != second {
+		t.Fatalf("after a push: %s, applied %s", o, loop.Status().Applied)
+	}
+
+	// A force-push: the branch rewritten from the first commit.
+	wt, _ := work.Worktree()
+	if err := wt.Reset(&git.ResetOptions{Commit: head.Hash(), Mode: git.HardReset}); err != nil {
+		t.Fatal(err)
+	}
+	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "node-4: {id: 4, roles: [compute]}", "node-4: {id: 4, roles: [compute, storage]}")
+	rewritten := commit(t, work, "node-4 also storage")
+	push(t, work, true)
+	if o := loop.ReconcileOnce(context.Background()); o != Applied || loop.Status().Applied != rewritten {
+		t.Fatalf("after a force-push: %s, applied %s", o, loop.Status().Applied)
+	}
+
+	// The remote gone: the loop reports errors and keeps running with backoff;
+	// back, the next retry catches up without a trigger.
+	if err := os.Rename(remote, remote+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if o := loop.ReconcileOnce(context.Background()); o != Failed || len(loop.Status().Errors) == 0 {
+		t.Fatalf("the remote gone: %s %q", o, loop.Status().Errors)
+	}
+	loop.Interval = time.Hour // only the backoff retries
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { loop.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	time.Sleep(300 * time.Millisecond)
+	if err := os.Rename(remote+".away", remote); err != nil {
+		t.Fatal(err)
+	}
+	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "node-3: {id: 3, roles: [controller]}", "node-3: {id: 3, roles: [controller], tags: {assign: [backup]}}")
+	latest := commit(t, work, "back")
+	push(t, work, false)
+	deadline := time.Now().Add(10 * time.Second)
+	for loop.Status().Applied != latest {
+		if time.Now().After(deadline) {
+			t.Fatalf("not caught up 10 s after the remote came back: %+v", loop.Status())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
