@@ -214,7 +214,7 @@ func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet,
 		return Failed, "", nil, []string{err.Error()}, nil
 	}
 	l.mu.Lock()
-	seen := l.status.Revision == rev.SHA && (l.status.Outcome == Applied || l.status.Outcome == NoChange ||
+	seen := rev.SHA != WorkingTree && l.status.Revision == rev.SHA && (l.status.Outcome == Applied || l.status.Outcome == NoChange ||
 		l.status.Outcome == Invalid || l.status.Outcome == Planned)
 	l.mu.Unlock()
 	if seen {

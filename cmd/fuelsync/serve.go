@@ -31,6 +31,7 @@ func watchFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "dry-run", Usage: "plan only, never apply"},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log `FORMAT`: text or json"},
 		&cli.StringFlag{Name: "ssh-key", Usage: "private key `FILE` for an ssh:// or git@host: remote (default: the SSH agent)"},
+		&cli.BoolFlag{Name: "worktree", Usage: "follow the working tree of a local repository, not its commits"},
 	}
 }
 
@@ -48,6 +49,9 @@ func newLoop(g *globals, c *cli.Context) (*reconcile.Loop, error) {
 			return nil, &exitError{code: 1, msg: fmt.Sprintf("repository %s: %v", g.repo, err)}
 		}
 		src = &reconcile.LocalSource{Path: g.repo, Branch: c.String("branch")}
+		if c.Bool("worktree") {
+			src = &reconcile.WorktreeSource{Path: g.repo}
+		}
 	}
 	var h slog.Handler
 	switch c.String("log-format") {
@@ -89,6 +93,7 @@ func watchCommand(stdout, stderr io.Writer) *cli.Command {
 			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			watchLocal(ctx, g, c, loop)
 			return loop.Run(ctx)
 		},
 	}
@@ -136,6 +141,7 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			errc := make(chan error, 1)
 			go func() { errc <- hs.Serve(ln) }()
 			loop.Log.Info("serving", "listen", ln.Addr().String(), "repo", g.repo, "workdir", g.workdir)
+			watchLocal(ctx, g, c, loop)
 			done := make(chan struct{})
 			go func() { loop.Run(ctx); close(done) }()
 			select {
@@ -181,4 +187,30 @@ func gitAuth(url, sshKey string) (transport.AuthMethod, error) {
 		return nil, fmt.Errorf("%s: no --ssh-key and no SSH agent: %v", url, err)
 	}
 	return auth, nil
+}
+
+// watchLocal triggers the loop on changes of a local repository: its refs (a
+// commit, a push into it), or with --worktree its files. Remote repositories are
+// polled and triggered by webhooks.
+func watchLocal(ctx context.Context, g *globals, c *cli.Context, loop *reconcile.Loop) {
+	if isRemote(g.repo) {
+		return
+	}
+	workdir, _ := filepath.Abs(g.workdir)
+	root, skip := filepath.Join(g.repo, ".git"), func(p string) bool { return filepath.Base(p) == "objects" || filepath.Base(p) == "logs" }
+	if _, err := os.Stat(root); err != nil {
+		root = g.repo // a bare repository
+	}
+	if c.Bool("worktree") {
+		root = g.repo
+		skip = func(p string) bool {
+			abs, _ := filepath.Abs(p)
+			return filepath.Base(p) == ".git" || abs == workdir || strings.HasPrefix(abs, workdir+string(filepath.Separator))
+		}
+	}
+	go func() {
+		if err := reconcile.WatchTree(ctx, root, skip, 200*time.Millisecond, loop.Trigger); err != nil {
+			loop.Log.Warn("not watching the repository for changes; polling only", "error", err)
+		}
+	}()
 }

@@ -98,3 +98,55 @@ func TestServeProcess(t *testing.T) {
 		t.Fatal("serve did not stop within 10 s of SIGTERM")
 	}
 }
+
+// TestWatchProcess runs `fuelsync watch` on a local repository with an hour's
+// interval: a new commit is reconciled at once (fsnotify on the refs), and
+// SIGTERM stops it.
+func TestWatchProcess(t *testing.T) {
+	repo := quickstartRepo(t)
+	wd := filepath.Join(t.TempDir(), "wd")
+	cmd := fuelsyncCmd("--repo", repo, "--workdir", wd, "watch", "--interval", "1h", "--log-format", "json")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	applied := make(chan string, 10)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		re := regexp.MustCompile(`"msg":"reconcile","outcome":"applied","revision":"([0-9a-f]+)"`)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				applied <- m[1]
+			}
+		}
+	}()
+	wait := func(what string) string {
+		select {
+		case rev := <-applied:
+			return rev
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no applied reconcile within 10 s: %s", what)
+		}
+		return ""
+	}
+	wait("the first commit")
+	time.Sleep(300 * time.Millisecond) // the watcher is set up
+	unassignRabbitmq(t, repo)
+	h, err := gitCommit(repo, "node-2 without rabbitmq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := wait("the new commit"); got != h.String() {
+		t.Errorf("applied %s, want %s", got, h)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("watch after SIGTERM: %v", err)
+	}
+}

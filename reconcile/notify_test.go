@@ -1,0 +1,60 @@
+package reconcile
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestWatchWorktree: with --worktree, an edit of a cluster file — written in
+// place, or the way editors save (a temporary file renamed over it) — triggers
+// exactly one reconcile, which applies it.
+func TestWatchWorktree(t *testing.T) {
+	dir, _ := testRepo(t)
+	wd := filepath.Join(t.TempDir(), "wd")
+	loop := &Loop{Workdir: Open(wd), Source: &WorktreeSource{Path: dir}, ToolVersion: "test"}
+	var reconciles atomic.Int64
+	loop.OnReconcile = func(Outcome, time.Duration) { reconciles.Add(1) }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go loop.Run(ctx)
+	skip := func(p string) bool { return filepath.Base(p) == ".git" || strings.HasPrefix(p, wd) }
+	go WatchTree(ctx, dir, skip, 150*time.Millisecond, loop.Trigger)
+	waitFor(t, "the first reconcile", func() bool { return loop.Status().Ready })
+	time.Sleep(300 * time.Millisecond) // the watcher is set up
+
+	file := filepath.Join(dir, "clusters", "demo.yaml")
+	for i, save := range []func(data []byte) error{
+		func(data []byte) error { return os.WriteFile(file, data, 0o644) },
+		func(data []byte) error { // an editor's atomic save
+			tmp := filepath.Join(dir, "clusters", ".demo.yaml.swp")
+			if err := os.WriteFile(tmp, data, 0o644); err != nil {
+				return err
+			}
+			return os.Rename(tmp, file)
+		},
+	} {
+		before := reconciles.Load()
+		serial := loop.Status().Serial
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old, new := "node-3: {id: 3, roles: [controller]}", "node-3: {id: 3, roles: [controller], tags: {assign: [backup]}}"
+		if i == 1 {
+			old, new = new, old
+		}
+		if err := save([]byte(strings.Replace(string(data), old, new, 1))); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the edit applied", func() bool { return loop.Status().Serial == serial+1 })
+		time.Sleep(500 * time.Millisecond) // a second reconcile would come by now
+		if n := reconciles.Load() - before; n != 1 {
+			t.Errorf("save %d: %d reconciles, want 1", i, n)
+		}
+	}
+}
