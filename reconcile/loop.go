@@ -99,6 +99,8 @@ type Loop struct {
 	Interval    time.Duration
 	ToolVersion string
 	Log         *slog.Logger
+	// Publish, when set, commits every applied set to a branch (--publish git).
+	Publish *Publisher
 	// OnReconcile, when set, is called after each reconcile (for metrics).
 	OnReconcile func(Outcome, time.Duration)
 
@@ -259,6 +261,16 @@ func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet,
 	next, err := Apply(l.Workdir, lock, st, p, rs)
 	if err != nil {
 		return Failed, rev.SHA, p.Changes, []string{err.Error()}, st
+	}
+	if l.Publish != nil {
+		h, err := l.Publish.publish(ctx, l.Source, l.Workdir.SetDir(next.Serial), rev.SHA, next.Serial)
+		if err != nil {
+			// The set is applied; the branch lags until the next change.
+			return Applied, rev.SHA, p.Changes, []string{"publishing to branch " + l.Publish.Branch + ": " + err.Error()}, next
+		}
+		if h != "" {
+			l.Log.Info("published", "branch", l.Publish.Branch, "commit", h, "revision", rev.SHA)
+		}
 	}
 	return Applied, rev.SHA, p.Changes, nil, next
 }

@@ -32,6 +32,8 @@ func watchFlags() []cli.Flag {
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log `FORMAT`: text or json"},
 		&cli.StringFlag{Name: "ssh-key", Usage: "private key `FILE` for an ssh:// or git@host: remote (default: the SSH agent)"},
 		&cli.BoolFlag{Name: "worktree", Usage: "follow the working tree of a local repository, not its commits"},
+		&cli.StringFlag{Name: "publish", Usage: "`git`: commit every applied set to --publish-branch"},
+		&cli.StringFlag{Name: "publish-branch", Value: "rendered", Usage: "the `BRANCH` --publish git commits to"},
 	}
 }
 
@@ -62,7 +64,16 @@ func newLoop(g *globals, c *cli.Context) (*reconcile.Loop, error) {
 	default:
 		return nil, &exitError{code: 1, msg: "--log-format must be text or json"}
 	}
+	var publish *reconcile.Publisher
+	switch c.String("publish") {
+	case "":
+	case "git":
+		publish = &reconcile.Publisher{Branch: c.String("publish-branch")}
+	default:
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("--publish takes git, not %q", c.String("publish"))}
+	}
 	return &reconcile.Loop{
+		Publish:     publish,
 		Workdir:     reconcile.Open(g.workdir),
 		Source:      src,
 		DryRun:      c.Bool("dry-run"),

@@ -1,0 +1,176 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+)
+
+// Publisher commits each applied set to a branch of the followed repository (the
+// rendered-manifests pattern), only when the artifacts changed, with the source
+// revision in the message; a remote repository gets the branch pushed.
+type Publisher struct {
+	Branch string
+}
+
+// publishTarget is a source that can take the rendered branch.
+type publishTarget interface {
+	// target opens the repository to commit into, and the function that pushes
+	// the branch afterwards (nil for a local repository).
+	target() (*git.Repository, func(ctx context.Context, ref plumbing.ReferenceName) error, error)
+}
+
+func (s *LocalSource) target() (*git.Repository, func(context.Context, plumbing.ReferenceName) error, error) {
+	r, err := git.PlainOpen(s.Path)
+	return r, nil, err
+}
+
+func (s *WorktreeSource) target() (*git.Repository, func(context.Context, plumbing.ReferenceName) error, error) {
+	r, err := git.PlainOpen(s.Path)
+	return r, nil, err
+}
+
+func (s *RemoteSource) target() (*git.Repository, func(context.Context, plumbing.ReferenceName) error, error) {
+	r, err := git.PlainOpen(s.CacheDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	push := func(ctx context.Context, ref plumbing.ReferenceName) error {
+		err := r.PushContext(ctx, &git.PushOptions{
+			RemoteName: git.DefaultRemoteName, Auth: s.Auth,
+			RefSpecs: []config.RefSpec{config.RefSpec(ref + ":" + ref)},
+		})
+		if errors.Is(err, git.NoErrAlreadyUpToDate) {
+			return nil
+		}
+		return err
+	}
+	return r, push, nil
+}
+
+// publish commits the set in dir (an applied set) to the branch; it returns the
+// new commit, or "" when the branch already holds these artifacts.
+func (p *Publisher) publish(ctx context.Context, src Source, dir, revision string, serial int64) (string, error) {
+	t, ok := src.(publishTarget)
+	if !ok {
+		return "", errors.New("this source cannot take a published branch")
+	}
+	repo, push, err := t.target()
+	if err != nil {
+		return "", err
+	}
+	tree, err := writeTree(repo.Storer, dir)
+	if err != nil {
+		return "", err
+	}
+	ref := plumbing.NewBranchReferenceName(p.Branch)
+	var parents []plumbing.Hash
+	if cur, err := repo.Reference(ref, true); err == nil {
+		parent, err := repo.CommitObject(cur.Hash())
+		if err != nil {
+			return "", err
+		}
+		if parent.TreeHash == tree {
+			return "", nil // the same artifacts
+		}
+		parents = []plumbing.Hash{cur.Hash()}
+	}
+	sig := object.Signature{Name: "fuelsync", Email: "fuelsync@localhost", When: time.Now()}
+	c := &object.Commit{
+		Author: sig, Committer: sig, TreeHash: tree, ParentHashes: parents,
+		Message: fmt.Sprintf("fuelsync: artifacts of %s (serial %d)\n\nRendered from %s.\n", short(revision), serial, revision),
+	}
+	obj := repo.Storer.NewEncodedObject()
+	if err := c.Encode(obj); err != nil {
+		return "", err
+	}
+	h, err := repo.Storer.SetEncodedObject(obj)
+	if err != nil {
+		return "", err
+	}
+	if err := repo.Storer.SetReference(plumbing.NewHashReference(ref, h)); err != nil {
+		return "", err
+	}
+	if push != nil {
+		if err := push(ctx, ref); err != nil {
+			return h.String(), fmt.Errorf("pushing %s: %w", p.Branch, err)
+		}
+	}
+	return h.String(), nil
+}
+
+func short(rev string) string {
+	if len(rev) > 12 {
+		return rev[:12]
+	}
+	return rev
+}
+
+// writeTree stores the files under dir (but the set's .state.json) as git blobs
+// and trees, and returns the root tree.
+func writeTree(s storer.EncodedObjectStorer, dir string) (plumbing.Hash, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	var te []object.TreeEntry
+	for _, e := range entries {
+		if e.Name() == ".state.json" {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if e.IsDir() {
+			h, err := writeTree(s, p)
+			if err != nil {
+				return plumbing.ZeroHash, err
+			}
+			te = append(te, object.TreeEntry{Name: e.Name(), Mode: filemode.Dir, Hash: h})
+			continue
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		obj := s.NewEncodedObject()
+		obj.SetType(plumbing.BlobObject)
+		w, err := obj.Writer()
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if _, err := w.Write(data); err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if err := w.Close(); err != nil {
+			return plumbing.ZeroHash, err
+		}
+		h, err := s.SetEncodedObject(obj)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		te = append(te, object.TreeEntry{Name: e.Name(), Mode: filemode.Regular, Hash: h})
+	}
+	// git orders tree entries by name, a directory's name as if it ended in '/'.
+	key := func(e object.TreeEntry) string {
+		if e.Mode == filemode.Dir {
+			return e.Name + "/"
+		}
+		return e.Name
+	}
+	sort.Slice(te, func(i, j int) bool { return key(te[i]) < key(te[j]) })
+	obj := s.NewEncodedObject()
+	if err := (&object.Tree{Entries: te}).Encode(obj); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return s.SetEncodedObject(obj)
+}

@@ -1,0 +1,80 @@
+package reconcile
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	"github.com/go-git/go-git/v5/plumbing/transport/server"
+)
+
+// TestPublishBranch: every applied set becomes a commit of the branch rendered (the
+// artifacts, the state left out), only when the artifacts changed, its message
+// naming the source revision; a remote repository gets the branch pushed.
+func TestPublishBranch(t *testing.T) {
+	client.InstallProtocol("file", server.DefaultServer)
+	dir, work := testRepo(t)
+	remote := filepath.Join(t.TempDir(), "remote.git")
+	if _, err := git.PlainInit(remote, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := work.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{"file://" + remote}}); err != nil {
+		t.Fatal(err)
+	}
+	push(t, work, false)
+	for _, tc := range []struct {
+		name string
+		src  func(wd string) Source
+		repo func() *git.Repository
+	}{
+		{"local", func(string) Source { return &LocalSource{Path: dir} }, func() *git.Repository { return work }},
+		{"remote", func(wd string) Source {
+			return &RemoteSource{URL: "file://" + remote, Branch: "main", CacheDir: filepath.Join(wd, "cache")}
+		}, func() *git.Repository { r, _ := git.PlainOpen(remote); return r }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wd := filepath.Join(t.TempDir(), "wd")
+			loop := &Loop{Workdir: Open(wd), Source: tc.src(wd), ToolVersion: "test", Publish: &Publisher{Branch: "rendered-" + tc.name}}
+			if o := loop.ReconcileOnce(context.Background()); o != Applied || len(loop.Status().Errors) > 0 {
+				t.Fatalf("reconcile: %s %q", o, loop.Status().Errors)
+			}
+			ref, err := tc.repo().Reference(plumbing.NewBranchReferenceName("rendered-"+tc.name), true)
+			if err != nil {
+				t.Fatalf("no branch rendered-%s: %v", tc.name, err)
+			}
+			c, err := tc.repo().CommitObject(ref.Hash())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(c.Message, loop.Status().Applied) {
+				t.Errorf("the message does not name the source revision %s: %q", loop.Status().Applied, c.Message)
+			}
+			tree, _ := c.Tree()
+			for _, f := range []string{"manifest.json", "demo/cluster.yaml", "demo/nodes/node-1/default.yaml"} {
+				if _, err := tree.File(f); err != nil {
+					t.Errorf("the commit has no %s", f)
+				}
+			}
+			if _, err := tree.File(".state.json"); err == nil {
+				t.Error("the commit holds the state")
+			}
+			// The same artifacts again: no new commit.
+			st := loop.Status()
+			if h, err := loop.Publish.publish(context.Background(), loop.Source, loop.Workdir.SetDir(st.Serial), st.Applied, st.Serial); err != nil || h != "" {
+				t.Errorf("publishing the same set again: %q, %v", h, err)
+			}
+			// git itself reads the objects (tree order, encoding) when it is installed.
+			if gitBin, err := exec.LookPath("git"); err == nil && tc.name == "local" {
+				if out, err := exec.Command(gitBin, "-C", dir, "fsck", "--no-dangling").CombinedOutput(); err != nil {
+					t.Errorf("git fsck: %v\n%s", err, out)
+				}
+			}
+		})
+	}
+}
