@@ -21,7 +21,10 @@ import (
 	"time"
 
 	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	"github.com/go-git/go-git/v5/plumbing/transport/server"
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/fuelsync/fuelsync/internal/mapfs"
@@ -100,15 +103,27 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestServe runs the loop and the server on loopback against a real repository:
+// TestServe runs the loop and the server on loopback against a real remote (a bare
+// repository on disk, updated by pushes):
 // the first commit is applied; a pushed commit with a signed GitHub webhook is
 // applied within 5 s; bad signatures, methods and sizes are refused; a repeated
 // delivery is acknowledged once; a commit that does not validate is not applied
 // and its error shows in the status with file and line; /metrics parses.
 func TestServe(t *testing.T) {
+	client.InstallProtocol("file", server.DefaultServer)
 	dir, repo := testRepo(t)
+	// The remote: a bare repository on disk, updated by pushes.
+	remote := filepath.Join(t.TempDir(), "remote.git")
+	if _, err := git.PlainInit(remote, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{"file://" + remote}}); err != nil {
+		t.Fatal(err)
+	}
+	push(t, repo, false)
 	secret := []byte("s3cret")
-	loop := &Loop{Workdir: Open(filepath.Join(t.TempDir(), "wd")), Source: &LocalSource{Path: dir}, ToolVersion: "test"}
+	wd := filepath.Join(t.TempDir(), "wd")
+	loop := &Loop{Workdir: Open(wd), Source: &RemoteSource{URL: "file://" + remote, Branch: "main", CacheDir: filepath.Join(wd, "cache")}, ToolVersion: "test", Interval: time.Hour}
 	srv := NewServer(loop, secret)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -154,6 +169,7 @@ func TestServe(t *testing.T) {
 	// A push, then a signed GitHub delivery.
 	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
 	second := commit(t, repo, "node-2 without rabbitmq")
+	push(t, repo, false)
 	body := []byte(`{"ref":"refs/heads/master","after":"` + second + `"}`)
 	if code := hook("github", body, map[string]string{"X-Hub-Signature-256": sign(secret, body), "X-GitHub-Delivery": "d-1"}); code != 202 {
 		t.Fatalf("signed delivery: %d", code)
@@ -192,11 +208,16 @@ func TestServe(t *testing.T) {
 	// A commit that does not validate: not applied, its error in the status.
 	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "release: quickstart-1.0", "release: quickstart-9.9")
 	third := commit(t, repo, "unknown release")
+	push(t, repo, false)
+	currentBefore, _ := os.ReadFile(filepath.Join(wd, "artifacts", "current", "manifest.json"))
 	hook("generic", body, map[string]string{"X-Fuelsync-Signature": sign(secret, body)})
 	waitFor(t, "the invalid commit seen", func() bool { st := loop.Status(); return st.Revision == third && st.Outcome == Invalid })
 	st := loop.Status()
 	if st.Applied != second || len(st.Errors) == 0 || !strings.HasPrefix(st.Errors[0], "clusters/demo.yaml:5:10: error: ") {
 		t.Errorf("status after an invalid commit: applied %s, errors %q", st.Applied, st.Errors)
+	}
+	if currentAfter, _ := os.ReadFile(filepath.Join(wd, "artifacts", "current", "manifest.json")); !bytes.Equal(currentBefore, currentAfter) || len(currentAfter) == 0 {
+		t.Error("the applied artifacts changed after an invalid commit")
 	}
 	if _, page := get("/"); !strings.Contains(page, "clusters/demo.yaml:5:10: error: ") || !strings.Contains(page, "<td>node-2</td>") || !strings.Contains(page, "demo-hcl") {
 		t.Errorf("the status page lacks the error or the nodes:\n%s", page)
