@@ -135,6 +135,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			watchCommand(stdout, stderr),
 			serveCommand(stdout, stderr),
 			triggerCommand(stdout, stderr),
+			capabilitiesCommand(stdout, stderr),
 			completionCommand(stdout, stderr),
 			completeCommand(stdout),
 			versionCommand(stdout, stderr),
@@ -180,6 +181,8 @@ func flagsFirst(args []string) []string {
 		switch pair {
 		case "plugin create":
 			boolFlags["--release"] = true // there it is a switch; for tags, a release name
+		case "capabilities find":
+			boolFlags["-r"], boolFlags["--recursive"] = true, true
 		case "tags assign", "tags unassign", "roles assign", "roles unassign", "tags create", "tags delete", "tags update":
 		default:
 			continue
