@@ -1,0 +1,470 @@
+package capabilities
+
+import (
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/fuelsync/fuelsync/loader"
+)
+
+// envSections are the sections an environment may have: Heat's, and requires.
+var envSections = []string{"parameters", "resource_registry", "parameter_defaults", "encrypted_param_names",
+	"event_sinks", "parameter_merge_strategies", "requires"}
+
+// Entry is one resource_registry entry as an environment writes it.
+type Entry struct {
+	Key string
+	// Value is a template path (repository-relative once resolved) or a type
+	// (an alias, OS::Heat::None); Candidates a list of template paths; Delete a
+	// null (the entry is removed).
+	Value      string
+	Candidates []string
+	Delete     bool
+	// Env is the environment that wrote it, Range where.
+	Env   string
+	Range hcl.Range
+}
+
+// Environment is a parsed environment file.
+type Environment struct {
+	Path     string
+	Registry []Entry
+	// Resources are the per-resource overrides: resource name → type → entry.
+	Resources map[string][]Entry
+	Requires  map[string]string
+	// RequiresRanges say where each requires key is written.
+	RequiresRanges map[string]hcl.Range
+}
+
+// isTemplatePath is Heat's test (environment.py): a value ending in .yaml or
+// .template names a template; anything else is a type.
+func isTemplatePath(s string) bool {
+	return strings.HasSuffix(s, ".yaml") || strings.HasSuffix(s, ".template")
+}
+
+// ParseEnvironment reads an environment file of the repository fsys (name is
+// repository-relative): paths are resolved relative to the file's directory; one
+// leaving the repository is an error.
+func ParseEnvironment(name string, src []byte) (*Environment, hcl.Diagnostics) {
+	v, diags := loader.DecodeYAML(name, src)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	env := &Environment{Path: name, Resources: map[string][]Entry{}, Requires: map[string]string{}, RequiresRanges: map[string]hcl.Range{}}
+	bad := func(r hcl.Range, format string, args ...any) {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: fmt.Sprintf(format, args...), Subject: r.Ptr()})
+	}
+	if v.IsNull() {
+		return env, diags
+	}
+	if !v.IsMap() {
+		bad(v.Range, "%s: an environment is a mapping of sections", name)
+		return env, diags
+	}
+	dir := path.Dir(name)
+	resolve := func(p string, r hcl.Range) (string, bool) {
+		if strings.Contains(p, "://") || path.IsAbs(p) {
+			bad(r, "%s: %q: template paths are relative to the environment's directory", name, p)
+			return "", false
+		}
+		joined := path.Join(dir, p)
+		if joined == ".." || strings.HasPrefix(joined, "../") {
+			bad(r, "%s: %q leaves the repository", name, p)
+			return "", false
+		}
+		return joined, true
+	}
+	entry := func(key string, keyRange hcl.Range, val *loader.Value) (Entry, bool) {
+		e := Entry{Key: key, Env: name, Range: keyRange}
+		switch {
+		case val.IsNull():
+			e.Delete = true
+		case val.Kind == loader.KindString:
+			e.Value = val.Text
+			if isTemplatePath(val.Text) {
+				p, ok := resolve(val.Text, val.Range)
+				if !ok {
+					return e, false
+				}
+				e.Value = p
+			}
+		case val.IsList():
+			if len(val.Items) == 0 {
+				bad(val.Range, "%s: resource_registry %q: an empty list of candidates", name, key)
+				return e, false
+			}
+			for _, it := range val.Items {
+				s, ok := it.Str()
+				if !ok || it.Kind != loader.KindString {
+					bad(it.Range, "%s: resource_registry %q: list entries must be template paths, got a %s", name, key, kindName(it))
+					return e, false
+				}
+				if !isTemplatePath(s) {
+					bad(it.Range, "%s: resource_registry %q: list entries must be template paths, got %q", name, key, s)
+					return e, false
+				}
+				p, ok := resolve(s, it.Range)
+				if !ok {
+					return e, false
+				}
+				e.Candidates = append(e.Candidates, p)
+			}
+		default:
+			bad(val.Range, "%s: resource_registry %q: a value is a template path, a type, a list of template paths or null, not a %s", name, key, kindName(val))
+			return e, false
+		}
+		return e, true
+	}
+	for _, sec := range v.Fields {
+		if !slices.Contains(envSections, sec.Key) {
+			bad(sec.KeyRange, "%s: environment has wrong section %q", name, sec.Key)
+			continue
+		}
+		if sec.Value.IsNull() {
+			bad(sec.KeyRange, "%s: environment has empty section %q", name, sec.Key)
+			continue
+		}
+		switch sec.Key {
+		case "requires":
+			if !sec.Value.IsMap() {
+				bad(sec.Value.Range, "%s: requires maps capability keys to values", name)
+				continue
+			}
+			for _, f := range sec.Value.Fields {
+				s, ok := f.Value.Str()
+				if !reKey.MatchString(f.Key) || !ok || f.Value.Kind != loader.KindString {
+					bad(f.KeyRange, "%s: requires: %q must be a capability key (%s) with a string value", name, f.Key, reKey)
+					continue
+				}
+				env.Requires[f.Key], env.RequiresRanges[f.Key] = s, f.KeyRange
+			}
+		case "resource_registry":
+			if !sec.Value.IsMap() {
+				bad(sec.Value.Range, "%s: resource_registry is a mapping", name)
+				continue
+			}
+			for _, f := range sec.Value.Fields {
+				switch f.Key {
+				case "resources":
+					if !f.Value.IsMap() {
+						bad(f.Value.Range, "%s: resource_registry resources maps resource names to registries", name)
+						continue
+					}
+					for _, res := range f.Value.Fields {
+						if !res.Value.IsMap() {
+							bad(res.Value.Range, "%s: resource_registry resources %q is a mapping", name, res.Key)
+							continue
+						}
+						for _, rf := range res.Value.Fields {
+							if rf.Key == "hooks" || rf.Key == "restricted_actions" {
+								continue
+							}
+							if e, ok := entry(rf.Key, rf.KeyRange, rf.Value); ok {
+								env.Resources[res.Key] = append(env.Resources[res.Key], e)
+							}
+						}
+					}
+				case "base_url":
+				default:
+					if e, ok := entry(f.Key, f.KeyRange, f.Value); ok {
+						env.Registry = append(env.Registry, e)
+					}
+				}
+			}
+		}
+	}
+	return env, diags
+}
+
+// Registry is the merged and resolved resource registry.
+type Registry struct {
+	Entries   map[string]Entry
+	Resources map[string]map[string]Entry
+	Requires  map[string]string
+}
+
+// Resolve merges envs in order (later wins per key, null deletes, resources
+// merged per resource and type, requires per key) and resolves every list value
+// against requires (SPEC §8), reading candidate templates from fsys. Every
+// problem is reported, sorted by key.
+func Resolve(fsys fs.FS, envs []*Environment) (*Registry, hcl.Diagnostics) {
+	reg := &Registry{Entries: map[string]Entry{}, Resources: map[string]map[string]Entry{}, Requires: map[string]string{}}
+	for _, env := range envs {
+		for k, v := range env.Requires {
+			reg.Requires[k] = v
+		}
+		for _, e := range env.Registry {
+			if e.Delete {
+				if strings.HasSuffix(e.Key, "*") {
+					prefix := strings.TrimSuffix(e.Key, "*")
+					for k := range reg.Entries {
+						if strings.HasPrefix(k, prefix) {
+							delete(reg.Entries, k)
+						}
+					}
+				}
+				delete(reg.Entries, e.Key)
+				continue
+			}
+			reg.Entries[e.Key] = e
+		}
+		for res, entries := range env.Resources {
+			if reg.Resources[res] == nil {
+				reg.Resources[res] = map[string]Entry{}
+			}
+			for _, e := range entries {
+				if e.Delete {
+					delete(reg.Resources[res], e.Key)
+					continue
+				}
+				reg.Resources[res][e.Key] = e
+			}
+		}
+	}
+	var diags hcl.Diagnostics
+	templates := map[string]*Template{}
+	load := func(p string) (*Template, error) {
+		if t, ok := templates[p]; ok {
+			return t, nil
+		}
+		src, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return nil, err
+		}
+		t, ok, d := ParseTemplate(p, src)
+		diags = append(diags, d...)
+		if !ok {
+			return nil, fmt.Errorf("not a Heat template")
+		}
+		templates[p] = t
+		return t, nil
+	}
+	resolveList := func(e Entry) Entry {
+		var cands []*Template
+		for _, p := range e.Candidates {
+			t, err := load(p)
+			if err != nil {
+				diags = append(diags, errAt(e.Range, "%s: resource_registry %q: candidate %q not found", e.Env, e.Key, p))
+				return Entry{}
+			}
+			cands = append(cands, t)
+		}
+		// A requires key is relevant when some candidate declares it.
+		var keys []string
+		for k := range reg.Requires {
+			if slices.ContainsFunc(cands, func(t *Template) bool { _, ok := t.Values[k]; return ok }) {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		var matched []*Template
+		for _, t := range cands {
+			ok := true
+			for _, k := range keys {
+				ok = ok && t.Has(k, reg.Requires[k])
+			}
+			if types, declared := t.Values[ResourceType]; declared && !slices.Contains(types, e.Key) {
+				ok = false
+			}
+			if ok {
+				matched = append(matched, t)
+			}
+		}
+		req := formatRequires(reg.Requires, keys)
+		switch len(matched) {
+		case 1:
+			out := e
+			out.Value, out.Candidates = matched[0].Path, nil
+			return out
+		case 0:
+			var parts []string
+			for _, t := range cands {
+				parts = append(parts, t.Path+" "+formatCaps(t))
+			}
+			diags = append(diags, errAt(e.Range, "%s: resource_registry %q: no candidate matches requires %s; candidates: %s", e.Env, e.Key, req, strings.Join(parts, ", ")))
+		default:
+			var paths []string
+			for _, t := range matched {
+				paths = append(paths, t.Path)
+			}
+			diags = append(diags, errAt(e.Range, "%s: resource_registry %q: %d candidates match requires %s: %s (they differ on: %s)",
+				e.Env, e.Key, len(matched), req, strings.Join(paths, ", "), strings.Join(differ(matched), ", ")))
+		}
+		return Entry{}
+	}
+	keys := make([]string, 0, len(reg.Entries))
+	for k := range reg.Entries {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if e := reg.Entries[k]; e.Candidates != nil {
+			if r := resolveList(e); r.Key != "" {
+				reg.Entries[k] = r
+			} else {
+				delete(reg.Entries, k)
+			}
+		}
+	}
+	for _, res := range sortedResources(reg.Resources) {
+		for k, e := range reg.Resources[res] {
+			if e.Candidates != nil {
+				if r := resolveList(e); r.Key != "" {
+					reg.Resources[res][k] = r
+				} else {
+					delete(reg.Resources[res], k)
+				}
+			}
+		}
+	}
+	diags = append(diags, reg.aliasCycles()...)
+	return reg, sortDiags(diags)
+}
+
+// Lookup resolves type typ as Heat does, with an exact key before any glob (Heat
+// sorts globs first) and the longest glob prefix first: the template path or the
+// final type, following aliases.
+func (r *Registry) Lookup(typ string) (string, bool) {
+	for range 100 {
+		e, ok := r.Entries[typ]
+		if !ok {
+			best := ""
+			for k := range r.Entries {
+				if p, isGlob := strings.CutSuffix(k, "*"); isGlob && strings.HasPrefix(typ, p) && len(k) > len(best) {
+					best = k
+				}
+			}
+			if best == "" {
+				return typ, false
+			}
+			e = r.Entries[best]
+		}
+		if isTemplatePath(e.Value) || e.Value == typ {
+			return e.Value, true
+		}
+		if _, next := r.Entries[e.Value]; !next {
+			return e.Value, true
+		}
+		typ = e.Value
+	}
+	return typ, false
+}
+
+// aliasCycles reports every cycle of type → type entries once.
+func (r *Registry) aliasCycles() hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	reported := map[string]bool{}
+	keys := make([]string, 0, len(r.Entries))
+	for k := range r.Entries {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, start := range keys {
+		var chain []string
+		seen := map[string]int{}
+		for k := start; ; {
+			e, ok := r.Entries[k]
+			if !ok || isTemplatePath(e.Value) || e.Value == "" {
+				break
+			}
+			if i, loop := seen[k]; loop {
+				cycle := append(slices.Clone(chain[i:]), k)
+				id := strings.Join(sortedCopy(chain[i:]), ",")
+				if !reported[id] {
+					reported[id] = true
+					diags = append(diags, errAt(r.Entries[cycle[0]].Range, "resource_registry: alias cycle %s", strings.Join(cycle, " -> ")))
+				}
+				break
+			}
+			seen[k] = len(chain)
+			chain = append(chain, k)
+			k = e.Value
+		}
+	}
+	return diags
+}
+
+func sortedCopy(s []string) []string {
+	c := slices.Clone(s)
+	sort.Strings(c)
+	return c
+}
+
+func sortedResources(m map[string]map[string]Entry) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func errAt(r hcl.Range, format string, args ...any) *hcl.Diagnostic {
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: fmt.Sprintf(format, args...), Subject: r.Ptr()}
+}
+
+func sortDiags(diags hcl.Diagnostics) hcl.Diagnostics {
+	return loader.SortDiagnostics(diags)
+}
+
+// formatRequires is {k: v, ...} over keys (all requires when keys is empty).
+func formatRequires(req map[string]string, keys []string) string {
+	if len(keys) == 0 {
+		for k := range req {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+	}
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, k+": "+req[k])
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// formatCaps is a template's capabilities but resource_type, {k: v, ...}.
+func formatCaps(t *Template) string {
+	var parts []string
+	for _, k := range t.Keys {
+		if k == ResourceType {
+			continue
+		}
+		v := strings.Join(t.Values[k], ", ")
+		if t.List[k] {
+			v = "[" + v + "]"
+		}
+		parts = append(parts, k+": "+v)
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// differ lists the capability keys whose values differ among ts.
+func differ(ts []*Template) []string {
+	var out []string
+	keys := map[string]bool{}
+	for _, t := range ts {
+		for _, k := range t.Keys {
+			keys[k] = true
+		}
+	}
+	for k := range keys {
+		if k == ResourceType {
+			continue
+		}
+		first := strings.Join(ts[0].Values[k], ",")
+		for _, t := range ts[1:] {
+			if strings.Join(t.Values[k], ",") != first {
+				out = append(out, k)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
