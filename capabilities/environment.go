@@ -56,6 +56,15 @@ func ParseEnvironment(name string, src []byte) (*Environment, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		return nil, diags
 	}
+	env, more := EnvironmentFromValue(name, v)
+	return env, append(diags, more...)
+}
+
+// EnvironmentFromValue reads an environment from a decoded tree: a file's, or the
+// inline sections of a cluster spec (name is then the cluster file, whose
+// directory paths are relative to).
+func EnvironmentFromValue(name string, v *loader.Value) (*Environment, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
 	env := &Environment{Path: name, Resources: map[string][]Entry{}, Requires: map[string]string{}, RequiresRanges: map[string]hcl.Range{}}
 	bad := func(r hcl.Range, format string, args ...any) {
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: fmt.Sprintf(format, args...), Subject: r.Ptr()})

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/fuelsync/fuelsync/render"
 )
 
@@ -71,6 +73,9 @@ type ClusterChange struct {
 	// PluginsEnabled and PluginsDisabled compare the clusters' plugin lists.
 	PluginsEnabled  []string `json:"plugins_enabled,omitempty"`
 	PluginsDisabled []string `json:"plugins_disabled,omitempty"`
+	// Registry lists the changed entries of the resolved Heat registry
+	// (registry.yaml): "K: old -> new", "K: + new", "K: - old".
+	Registry []string `json:"registry,omitempty"`
 	// Nodes are the changed nodes by name; Groups the same nodes, those with
 	// identical changes together.
 	Nodes  []*NodeChange `json:"nodes"`
@@ -364,11 +369,41 @@ func computeCluster(cluster string, changed []string, old, new *Side) (*ClusterC
 		explain(nc, cc, ov, nv)
 		cc.Nodes = append(cc.Nodes, nc)
 	}
+	if slices.Contains(changed, cluster+"/registry.yaml") {
+		oldReg, err := registryEntries(old, cluster+"/registry.yaml")
+		if err != nil {
+			return nil, err
+		}
+		newReg, err := registryEntries(new, cluster+"/registry.yaml")
+		if err != nil {
+			return nil, err
+		}
+		cc.Registry = render.RegistryChanges(oldReg, newReg)
+	}
 	if len(cc.Nodes) == 0 && len(cc.PluginsEnabled)+len(cc.PluginsDisabled) == 0 && cc.Action == Update && !onlyNonGraph(changed) {
 		return nil, nil
 	}
 	cc.Groups = group(cc.Nodes)
 	return cc, nil
+}
+
+// registryEntries reads the resource_registry of a side's registry.yaml (empty
+// when the side has none).
+func registryEntries(s *Side, name string) (map[string]string, error) {
+	if _, ok := s.Digests[name]; !ok {
+		return nil, nil
+	}
+	data, err := s.Read(name)
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Registry map[string]string `yaml:"resource_registry"`
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return doc.Registry, nil
 }
 
 // onlyNonGraph reports whether changed has files the node comparison does not

@@ -54,10 +54,13 @@ func (cs *ChangeSet) Text(c Colors) string {
 		for _, p := range cc.PluginsDisabled {
 			fmt.Fprintf(&b, "    plugin %s disabled\n", p)
 		}
+		for _, r := range cc.Registry {
+			fmt.Fprintf(&b, "    registry %s\n", r)
+		}
 		for _, g := range cc.Groups {
 			writeGroup(&b, c, g)
 		}
-		if len(cc.Groups)+len(cc.PluginsEnabled)+len(cc.PluginsDisabled) == 0 {
+		if len(cc.Groups)+len(cc.PluginsEnabled)+len(cc.PluginsDisabled)+len(cc.Registry) == 0 {
 			fmt.Fprintf(&b, "    no node changes; changed: %s\n", strings.Join(cc.Files, ", "))
 		}
 		b.WriteByte('\n')

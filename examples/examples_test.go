@@ -19,7 +19,7 @@ import (
 // TestExamplesValidate loads every example: no errors, and the warnings are exactly
 // the ones in testdata/<example>.validate.golden.
 func TestExamplesValidate(t *testing.T) {
-	for _, name := range []string{"quickstart", "fuel-mitaka"} {
+	for _, name := range []string{"quickstart", "fuel-mitaka", "tripleo-capabilities"} {
 		t.Run(name, func(t *testing.T) {
 			repo, diags := loader.Load(os.DirFS(name), loader.Options{})
 			// What validate runs: the loader, then the merged models and task graphs.

@@ -38,7 +38,7 @@ func Load(fsys fs.FS, opts Options) (*Repo, hcl.Diagnostics) {
 	r := newRepoFS(fsys, opts.MaxFileSize)
 	r.cache = opts.Cache
 	l := &loadCtx{r: r, paths: newPathLoader(r)}
-	repo := &Repo{Sources: r.sources}
+	repo := &Repo{Sources: r.sources, FS: fsys}
 	var diags hcl.Diagnostics
 
 	// 1. Repository settings.

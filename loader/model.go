@@ -1,6 +1,10 @@
 package loader
 
-import "github.com/hashicorp/hcl/v2"
+import (
+	"io/fs"
+
+	"github.com/hashicorp/hcl/v2"
+)
 
 // Repo is one revision of a config repository, loaded and structurally validated.
 type Repo struct {
@@ -14,6 +18,9 @@ type Repo struct {
 	Settings Settings
 	// Sources holds the bytes of every file read, for diagnostic snippets.
 	Sources *Sources
+	// FS is the revision the repository was loaded from, for the files later
+	// steps read themselves (Heat environments and templates).
+	FS fs.FS
 }
 
 // Settings are the repository-wide defaults of fuelsync.yaml (SPEC §9).

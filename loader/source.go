@@ -22,6 +22,10 @@ type Sources struct {
 	files map[string]*hcl.File
 }
 
+// Add records a file read after the load (a Heat environment, a template), for
+// diagnostic snippets.
+func (s *Sources) Add(name string, src []byte) { s.add(name, src) }
+
 func (s *Sources) add(name string, src []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fuelsync/fuelsync/capabilities"
 	"github.com/fuelsync/fuelsync/loader"
 )
 
@@ -24,6 +25,9 @@ import (
 type Rendered struct {
 	Model  *Model
 	Graphs []*Graph
+	// Registry is the cluster's resolved Heat resource registry (SPEC §8), nil
+	// when it uses no environments.
+	Registry *capabilities.Registry
 }
 
 // Graph returns the graph of type typ, or nil.
@@ -52,6 +56,7 @@ func Render(repo *loader.Repo, opts Options) ([]*Rendered, hcl.Diagnostics) {
 	b.state = opts.State
 	b.checkData()
 	var models []*Model
+	var registries []*capabilities.Registry
 	var diags hcl.Diagnostics
 	for _, c := range repo.Clusters {
 		if len(opts.Clusters) > 0 && !slices.Contains(opts.Clusters, c.Name) {
@@ -59,10 +64,13 @@ func Render(repo *loader.Repo, opts Options) ([]*Rendered, hcl.Diagnostics) {
 		}
 		m, d := b.build(c)
 		diags = append(diags, d...)
-		if m == nil || d.HasErrors() {
+		reg, rd := resolveRegistry(repo, c)
+		diags = append(diags, rd...)
+		if m == nil || d.HasErrors() || rd.HasErrors() {
 			continue
 		}
 		models = append(models, m)
+		registries = append(registries, reg)
 	}
 	// The models share the builder's caches and are built one by one; their graphs
 	// are independent and resolved in parallel.
@@ -70,7 +78,7 @@ func Render(repo *loader.Repo, opts Options) ([]*Rendered, hcl.Diagnostics) {
 	diags = append(diags, d...)
 	out := make([]*Rendered, len(models))
 	for i, m := range models {
-		out[i] = &Rendered{Model: m, Graphs: graphs[i]}
+		out[i] = &Rendered{Model: m, Graphs: graphs[i], Registry: registries[i]}
 	}
 	return out, loader.SortDiagnostics(append(b.data, diags...))
 }
@@ -109,6 +117,11 @@ func Stream(rs []*Rendered, revision, toolVersion string, put func(name string, 
 		units = append(units, unit{path.Join(name, "cluster.yaml"), func(*nodeEncoder) ([]byte, error) {
 			return encodeYAML(clusterDoc(r))
 		}})
+		if r.Registry != nil {
+			units = append(units, unit{path.Join(name, "registry.yaml"), func(*nodeEncoder) ([]byte, error) {
+				return encodeYAML(registryDoc(r.Registry))
+			}})
+		}
 		for _, g := range r.Graphs {
 			units = append(units, unit{path.Join(name, "graphs", g.Type+".dot"), func(e *nodeEncoder) ([]byte, error) {
 				e.buf.Reset()

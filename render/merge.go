@@ -34,6 +34,8 @@ func Check(repo *loader.Repo) (map[string]*Model, hcl.Diagnostics) {
 		if m != nil {
 			models[c.Name] = m
 		}
+		_, d = resolveRegistry(repo, c)
+		diags = append(diags, d...)
 	}
 	return models, loader.SortDiagnostics(append(b.data, diags...))
 }
