@@ -40,6 +40,10 @@ type Environment struct {
 	Requires  map[string]string
 	// RequiresRanges say where each requires key is written.
 	RequiresRanges map[string]hcl.Range
+
+	params         []paramEntry
+	strategies     map[string]string
+	strategyRanges map[string]hcl.Range
 }
 
 // isTemplatePath is Heat's test (environment.py): a value ending in .yaml or
@@ -65,7 +69,8 @@ func ParseEnvironment(name string, src []byte) (*Environment, hcl.Diagnostics) {
 // directory paths are relative to).
 func EnvironmentFromValue(name string, v *loader.Value) (*Environment, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
-	env := &Environment{Path: name, Resources: map[string][]Entry{}, Requires: map[string]string{}, RequiresRanges: map[string]hcl.Range{}}
+	env := &Environment{Path: name, Resources: map[string][]Entry{}, Requires: map[string]string{}, RequiresRanges: map[string]hcl.Range{},
+		strategies: map[string]string{}, strategyRanges: map[string]hcl.Range{}}
 	bad := func(r hcl.Range, format string, args ...any) {
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: fmt.Sprintf(format, args...), Subject: r.Ptr()})
 	}
@@ -140,6 +145,8 @@ func EnvironmentFromValue(name string, v *loader.Value) (*Environment, hcl.Diagn
 			continue
 		}
 		switch sec.Key {
+		case "parameter_defaults", "parameter_merge_strategies":
+			env.parseParams(sec, bad)
 		case "requires":
 			if !sec.Value.IsMap() {
 				bad(sec.Value.Range, "%s: requires maps capability keys to values", name)
@@ -196,6 +203,8 @@ type Registry struct {
 	Entries   map[string]Entry
 	Resources map[string]map[string]Entry
 	Requires  map[string]string
+	// ParameterDefaults are the environments' parameter_defaults, merged.
+	ParameterDefaults map[string]any
 }
 
 // Resolve merges envs in order (later wins per key, null deletes, resources
@@ -333,6 +342,9 @@ func Resolve(fsys fs.FS, envs []*Environment) (*Registry, hcl.Diagnostics) {
 		}
 	}
 	diags = append(diags, reg.aliasCycles()...)
+	params, d := mergeParams(envs)
+	reg.ParameterDefaults = params
+	diags = append(diags, d...)
 	return reg, sortDiags(diags)
 }
 

@@ -90,7 +90,7 @@ func registryDoc(reg *capabilities.Registry) map[string]any {
 	for k, v := range reg.Requires {
 		requires[k] = v
 	}
-	return map[string]any{"resource_registry": entries, "resources": resources, "requires": requires}
+	return map[string]any{"resource_registry": entries, "resources": resources, "requires": requires, "parameter_defaults": reg.ParameterDefaults}
 }
 
 // RegistryChanges lists the keys whose value differs between two registries
