@@ -86,6 +86,9 @@ fuzz:
 	$(GO) test ./render -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzFile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzTruncateMiddle$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
+	$(GO) test ./diff -run '^$$' -fuzz '^FuzzUnified$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
+	$(GO) test ./diff -run '^$$' -fuzz '^FuzzTruncateMiddleLines$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
+	$(GO) test ./diff -run '^$$' -fuzz '^FuzzFence$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./reconcile -run '^$$' -fuzz '^FuzzParsePush$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./capabilities -run '^$$' -fuzz '^FuzzParseTemplate$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./capabilities -run '^$$' -fuzz '^FuzzParseEnvironment$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s

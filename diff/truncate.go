@@ -7,30 +7,48 @@ import (
 
 // TruncateMiddle returns s when it has at most limit bytes; else its first and
 // last lines, cut at line boundaries, around a line saying how much was left out,
-// in at most limit bytes.
+// in at most limit bytes. Below the length of that note (some 50 bytes) there
+// is no room to say it: the result is "…\n", or "" under 4 bytes.
 func TruncateMiddle(s string, limit int) string {
 	if len(s) <= limit {
 		return s
 	}
-	lines := strings.SplitAfter(s, "\n")
+	lines := splitLines(s)
 	note := func(chars, n int) string {
 		return fmt.Sprintf("\n… %d characters (%d lines) cut here …\n\n", chars, n)
 	}
 	// Take lines alternately from the head and the tail while they fit with the
-	// note (sized for the largest counts it can print).
+	// note (sized for the largest counts it can print); a side whose next line
+	// does not fit stops, the other goes on.
 	room := limit - len(note(len(s), len(lines)))
+	if room < 0 {
+		if limit < len("…\n") {
+			return ""
+		}
+		return "…\n"
+	}
 	head, tail := 0, len(lines)
 	used := 0
-	for turn := 0; head < tail; turn++ {
+	headDone, tailDone := false, false
+	for turn := 0; head < tail && !(headDone && tailDone); turn++ {
+		fromTail := turn%2 == 1
+		if fromTail && tailDone || !fromTail && headDone {
+			continue
+		}
 		i := head
-		if turn%2 == 1 {
+		if fromTail {
 			i = tail - 1
 		}
 		if used+len(lines[i]) > room {
-			break
+			if fromTail {
+				tailDone = true
+			} else {
+				headDone = true
+			}
+			continue
 		}
 		used += len(lines[i])
-		if turn%2 == 1 {
+		if fromTail {
 			tail--
 		} else {
 			head++
