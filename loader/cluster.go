@@ -30,11 +30,7 @@ func (l *loadCtx) loadCluster(file string) (*Cluster, hcl.Diagnostics) {
 	var v *Value
 	var diags hcl.Diagnostics
 	if strings.HasSuffix(file, ".hcl") {
-		src, d := l.r.raw(file, fileRange(file))
-		if d != nil {
-			return nil, hcl.Diagnostics{d}
-		}
-		v, diags = clusterHCLToValue(file, src)
+		v, diags = l.r.value(asClusterHCL, file, fileRange(file))
 	} else {
 		v, diags = l.r.data(file, fileRange(file))
 	}

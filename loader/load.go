@@ -17,7 +17,8 @@ import (
 type Options struct {
 	// MaxFileSize is the largest file read; 0 means DefaultMaxFileSize (64 MiB).
 	MaxFileSize int64
-	// Cache, when set, shares decoded files with other loads using it.
+	// Cache shares decoded files with the other loads given the same cache (diff's
+	// two revisions); nil: no sharing.
 	Cache *Cache
 }
 
@@ -324,11 +325,7 @@ func (l *loadCtx) loadSettings() (Settings, hcl.Diagnostics) {
 		var v *Value
 		var diags hcl.Diagnostics
 		if strings.HasSuffix(name, ".hcl") {
-			src, d := l.r.raw(name, fileRange(name))
-			if d != nil {
-				return s, hcl.Diagnostics{d}
-			}
-			v, diags = decodeHCLAttributes(name, src)
+			v, diags = l.r.value(asSettingsHCL, name, fileRange(name))
 		} else {
 			v, diags = l.r.data(name, fileRange(name))
 		}

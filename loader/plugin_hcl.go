@@ -2,6 +2,7 @@ package loader
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -43,12 +44,26 @@ var (
 	hclTask        = hclEntity{block: "task", labelKey: "id", form: `task "<id>" { type = "puppet" ... }`, lists: []string{"cross_depends", "cross_depended_by"}, rename: hclTaskKeys}
 )
 
-// pluginHCL is the state of converting one plugin.hcl.
+// pluginHCL is the state of converting one plugin.hcl. The conversion depends on
+// the file alone (a Cache shares it between loads); the `_path` keys it leaves are
+// loaded afterwards by pluginFromHCL.
 type pluginHCL struct {
-	l     *loadCtx
 	file  string
 	ctx   *hcl.EvalContext
 	diags hcl.Diagnostics
+}
+
+// pluginHCLDecoded is a plugin.hcl converted, before its `_path` keys are loaded.
+// It is shared by the loads of a Cache and never changed.
+type pluginHCLDecoded struct {
+	meta *Value // metadata.yaml's tree, `_path` keys as written
+	// files and fileNames are pluginDoc's, without deployment_tasks.yaml when it
+	// comes from defaultGraph.
+	files     map[string]*Value
+	fileNames map[string]string
+	// defaultGraph is graph "default" when it has a tasks_path: its tasks are
+	// deployment_tasks.yaml once the path is loaded.
+	defaultGraph *Value
 }
 
 // pluginFromHCL reads a plugin package written as one plugin.hcl (SPEC §3.4) and
@@ -74,18 +89,38 @@ type pluginHCL struct {
 // is reported as coming from plugin.hcl. The doc is nil when there is nothing to
 // validate (unreadable file, syntax error, no plugin block).
 func (l *loadCtx) pluginFromHCL(metaFile string) (*pluginDoc, hcl.Diagnostics) {
-	src, d := l.r.raw(metaFile, fileRange(metaFile))
-	if d != nil {
-		return nil, hcl.Diagnostics{d}
+	v, diags := l.r.decoded(asPluginHCL, metaFile, fileRange(metaFile))
+	dec, _ := v.(*pluginHCLDecoded)
+	if dec == nil {
+		return nil, diags
 	}
-	body, diags := parseHCL(metaFile, src)
+	// The decoded form is shared: copy what this load fills in.
+	doc := &pluginDoc{metaFile: metaFile, files: maps.Clone(dec.files), fileNames: maps.Clone(dec.fileNames)}
+	stack := []string{metaFile}
+	if dec.defaultGraph != nil {
+		g, d := l.paths.walk(dec.defaultGraph, metaFile, stack)
+		diags = append(diags, d...)
+		if t := g.Get("tasks"); t != nil {
+			doc.files["deployment_tasks.yaml"] = t
+			doc.fileNames["deployment_tasks.yaml"] = metaFile
+		}
+	}
+	meta, d := l.paths.walk(dec.meta, metaFile, stack)
+	doc.meta = meta
+	return doc, append(diags, d...)
+}
+
+// decodePluginHCL converts a plugin.hcl as far as the file alone allows; nil when
+// there is nothing to validate (syntax error, no plugin block).
+func decodePluginHCL(file string, src []byte) (*pluginHCLDecoded, hcl.Diagnostics) {
+	body, diags := parseHCL(file, src)
 	if body == nil {
 		return nil, diags
 	}
 	ctx, more := hclContext(body)
-	p := &pluginHCL{l: l, file: metaFile, ctx: ctx, diags: append(diags, more...)}
-	doc := p.convert(body)
-	return doc, p.diags
+	p := &pluginHCL{file: file, ctx: ctx, diags: append(diags, more...)}
+	dec := p.convert(body)
+	return dec, p.diags
 }
 
 func (p *pluginHCL) errf(r hcl.Range, format string, args ...any) *hcl.Diagnostic {
@@ -94,8 +129,8 @@ func (p *pluginHCL) errf(r hcl.Range, format string, args ...any) *hcl.Diagnosti
 	return d
 }
 
-// convert turns the top-level body into a pluginDoc.
-func (p *pluginHCL) convert(body *hclsyntax.Body) *pluginDoc {
+// convert turns the top-level body into the data trees of a pluginDoc.
+func (p *pluginHCL) convert(body *hclsyntax.Body) *pluginHCLDecoded {
 	for _, a := range sortedAttributes(body) {
 		withDetail(p.errf(a.NameRange, "unexpected attribute %q outside a block", a.Name),
 			`Plugin metadata goes in the plugin "<name>" { ... } block; locals go in a locals block.`)
@@ -129,7 +164,7 @@ func (p *pluginHCL) convert(body *hclsyntax.Body) *pluginDoc {
 		return nil
 	}
 
-	doc := &pluginDoc{metaFile: p.file, files: map[string]*Value{}, fileNames: map[string]string{}}
+	doc := &pluginHCLDecoded{files: map[string]*Value{}, fileNames: map[string]string{}}
 	meta := p.pluginMeta(plugin)
 	setFile := func(name string, v *Value) {
 		if v != nil {
@@ -150,13 +185,9 @@ func (p *pluginHCL) convert(body *hclsyntax.Body) *pluginDoc {
 	meta = meta.Without("volumes_roles_mapping")
 
 	// Graphs outside a release: default → deployment_tasks.yaml, others → the release.
-	tasks, outer := p.topGraphs(byType["task"], byType["graph"], len(byType["release"]))
+	tasks, outer := p.topGraphs(byType["task"], byType["graph"], len(byType["release"]), doc)
 	setFile("deployment_tasks.yaml", tasks)
-	meta = p.releases(meta, byType["release"], outer)
-
-	meta, d := p.l.paths.walk(meta, p.file, []string{p.file})
-	p.diags = append(p.diags, d...)
-	doc.meta = meta
+	doc.meta = p.releases(meta, byType["release"], outer)
 	return doc
 }
 
@@ -394,8 +425,9 @@ func (p *pluginHCL) graph(b *hclsyntax.Block) (string, *Value) {
 
 // topGraphs converts the task and graph blocks outside a release: top-level tasks or
 // graph "default" become deployment_tasks.yaml; other graphs are returned to go into
-// the release block (when there is exactly one).
-func (p *pluginHCL) topGraphs(taskBlocks, graphBlocks []*hclsyntax.Block, releases int) (*Value, []*hclsyntax.Block) {
+// the release block (when there is exactly one). A graph "default" with a tasks_path
+// is left in doc.defaultGraph, for each load to load the path.
+func (p *pluginHCL) topGraphs(taskBlocks, graphBlocks []*hclsyntax.Block, releases int, doc *pluginHCLDecoded) (*Value, []*hclsyntax.Block) {
 	var tasks *Value
 	if len(taskBlocks) > 0 {
 		tasks = &Value{Kind: KindList, Range: taskBlocks[0].DefRange()}
@@ -439,13 +471,13 @@ func (p *pluginHCL) topGraphs(taskBlocks, graphBlocks []*hclsyntax.Block, releas
 			}
 		}
 		if g.Has("tasks_path") {
-			loaded, d := p.l.paths.walk(g, p.file, []string{p.file})
-			p.diags = append(p.diags, d...)
-			g = loaded
+			// Loading the path either replaces it by tasks or reports why not.
+			doc.defaultGraph = g
+			continue
 		}
 		if t := g.Get("tasks"); t != nil {
 			tasks = t
-		} else if !g.Has("tasks_path") {
+		} else {
 			withDetail(p.errf(b.DefRange(), "graph \"default\" needs task blocks, tasks or tasks_path"),
 				"An empty graph is written tasks = [].")
 		}

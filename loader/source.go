@@ -58,15 +58,20 @@ type repoFS struct {
 	cache   *Cache // shared with other loads; nil: none
 
 	mu     sync.Mutex
-	parsed map[string]*parsedFile
+	parsed map[parsedKey]*parsedFile
 	dirs   sync.Map // directory → its resolved path and error (resolveLinks)
+}
+
+// parsedKey names a file decoded one way (a file may be read in several ways).
+type parsedKey struct {
+	kind decodeKind
+	name string
 }
 
 type parsedFile struct {
 	once  sync.Once
-	value *Value
+	value any // what decoders[kind] returns
 	diags hcl.Diagnostics
-	src   []byte
 	err   *hcl.Diagnostic // reading failed
 }
 
@@ -74,7 +79,7 @@ func newRepoFS(fsys fs.FS, maxSize int64) *repoFS {
 	if maxSize <= 0 {
 		maxSize = DefaultMaxFileSize
 	}
-	return &repoFS{fsys: fsys, maxSize: maxSize, sources: &Sources{}, parsed: map[string]*parsedFile{}}
+	return &repoFS{fsys: fsys, maxSize: maxSize, sources: &Sources{}, parsed: map[parsedKey]*parsedFile{}}
 }
 
 var urlLike = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://|^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:`)
@@ -235,7 +240,7 @@ func (r *repoFS) readFile(name string, at hcl.Range) ([]byte, *hcl.Diagnostic) {
 	if fi.Size() > r.maxSize {
 		return nil, errorAt(at, "file %s is %d bytes, over the %d MiB limit", name, fi.Size(), r.maxSize>>20)
 	}
-	src, err := fs.ReadFile(r.fsys, real)
+	src, err := r.read(real)
 	if err != nil {
 		return nil, errorAt(at, "reading %s: %s", name, err)
 	}
@@ -246,24 +251,44 @@ func (r *repoFS) readFile(name string, at hcl.Range) ([]byte, *hcl.Diagnostic) {
 	return src, nil
 }
 
-// entry returns the cache slot of name.
-func (r *repoFS) entry(name string) *parsedFile {
+// read reads the file real (links resolved). A file system that names its
+// contents (a git revision) lets a cache hand back the bytes of a blob another load
+// has read instead of reading it again.
+func (r *repoFS) read(real string) ([]byte, error) {
+	var id string
+	if bh, ok := r.fsys.(BlobHasher); ok && r.cache != nil {
+		id, _ = bh.BlobHash(real)
+		if src, ok := r.cache.blob(id); ok {
+			return src, nil
+		}
+	}
+	src, err := fs.ReadFile(r.fsys, real)
+	if err == nil {
+		r.cache.addBlob(id, src)
+	}
+	return src, err
+}
+
+// entry returns the slot of name decoded as kind.
+func (r *repoFS) entry(kind decodeKind, name string) *parsedFile {
+	k := parsedKey{kind, name}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p, ok := r.parsed[name]
+	p, ok := r.parsed[k]
 	if !ok {
 		p = &parsedFile{}
-		r.parsed[name] = p
+		r.parsed[k] = p
 	}
 	return p
 }
 
-// data reads and decodes a YAML or JSON file once; later calls share the result. The
-// diagnostics of decoding are returned only to the first caller, so that a file used
-// twice reports its problems once. A read failure is reported to every caller at its
-// own reference.
-func (r *repoFS) data(name string, at hcl.Range) (*Value, hcl.Diagnostics) {
-	p := r.entry(name)
+// decoded reads name and decodes it as kind once per load (through the cache, once
+// across the loads sharing it); later calls share the result. The diagnostics of
+// decoding are returned only to the first caller, so that a file used twice reports
+// its problems once. A read failure is reported to every caller at its own
+// reference.
+func (r *repoFS) decoded(kind decodeKind, name string, at hcl.Range) (any, hcl.Diagnostics) {
+	p := r.entry(kind, name)
 	first := false
 	p.once.Do(func() {
 		first = true
@@ -272,8 +297,7 @@ func (r *repoFS) data(name string, at hcl.Range) (*Value, hcl.Diagnostics) {
 			p.err = d
 			return
 		}
-		p.src = src
-		p.value, p.diags = r.cache.decode(name, src)
+		p.value, p.diags = r.cache.decode(kind, name, src)
 	})
 	if p.err != nil {
 		if first {
@@ -287,12 +311,14 @@ func (r *repoFS) data(name string, at hcl.Range) (*Value, hcl.Diagnostics) {
 	return p.value, nil
 }
 
-// raw reads a file (HCL) once and returns its bytes. Its cache slot is apart from
-// data's, so one file can be read both ways.
-func (r *repoFS) raw(name string, at hcl.Range) ([]byte, *hcl.Diagnostic) {
-	p := r.entry("\x00raw:" + name)
-	p.once.Do(func() {
-		p.src, p.err = r.readFile(name, at)
-	})
-	return p.src, p.err
+// value is decoded for the kinds that decode to a *Value.
+func (r *repoFS) value(kind decodeKind, name string, at hcl.Range) (*Value, hcl.Diagnostics) {
+	v, diags := r.decoded(kind, name, at)
+	val, _ := v.(*Value)
+	return val, diags
+}
+
+// data reads and decodes a YAML or JSON file once (see decoded).
+func (r *repoFS) data(name string, at hcl.Range) (*Value, hcl.Diagnostics) {
+	return r.value(asYAML, name, at)
 }

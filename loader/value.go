@@ -36,7 +36,8 @@ func (k Kind) String() string {
 // column it was written at.
 //
 // Values are immutable once decoded: an alias in a YAML file is the same *Value as its
-// anchor, and merges build new Values instead of changing their inputs.
+// anchor, merges build new Values instead of changing their inputs, and a Cache hands
+// the same trees to several loads (and so to several goroutines).
 type Value struct {
 	Kind Kind
 	// Range is where the value is written (for a scalar, the scalar token).
