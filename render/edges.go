@@ -130,67 +130,20 @@ func (gb *graphBuilder) buildRelation() {
 // components computes the strongly connected components of the relation (Tarjan's
 // algorithm, iterative), emitted predecessors first.
 func (rel *relation) components() {
-	n := len(rel.preds)
-	index := make([]int32, n)
-	low := make([]int32, n)
-	onStack := make([]bool, n)
-	for i := range index {
-		index[i] = -1
-	}
-	rel.comp = make([]int32, n)
-	var stack []int32
-	type frame struct{ v, next int32 }
-	var call []frame
-	counter := int32(0)
-	for root := range n {
-		if index[root] >= 0 {
-			continue
+	rel.comp = make([]int32, len(rel.preds))
+	stronglyConnected(len(rel.preds), nil, func(v int32, i int) (int32, bool) {
+		if i < len(rel.preds[v]) {
+			return rel.preds[v][i].pred, true
 		}
-		call = append(call, frame{v: int32(root)})
-		index[root], low[root] = counter, counter
-		counter++
-		stack = append(stack, int32(root))
-		onStack[root] = true
-		for len(call) > 0 {
-			f := &call[len(call)-1]
-			v := f.v
-			if int(f.next) < len(rel.preds[v]) {
-				w := rel.preds[v][f.next].pred
-				f.next++
-				switch {
-				case index[w] < 0:
-					index[w], low[w] = counter, counter
-					counter++
-					stack = append(stack, w)
-					onStack[w] = true
-					call = append(call, frame{v: w})
-				case onStack[w]:
-					low[v] = min(low[v], index[w])
-				}
-				continue
-			}
-			call = call[:len(call)-1]
-			if len(call) > 0 {
-				p := call[len(call)-1].v
-				low[p] = min(low[p], low[v])
-			}
-			if low[v] == index[v] {
-				var members []int32
-				for {
-					w := stack[len(stack)-1]
-					stack = stack[:len(stack)-1]
-					onStack[w] = false
-					rel.comp[w] = int32(len(rel.sccs))
-					members = append(members, w)
-					if w == v {
-						break
-					}
-				}
-				slices.Sort(members)
-				rel.sccs = append(rel.sccs, members)
-			}
+		return 0, false
+	}, func(members []int32) {
+		for _, w := range members {
+			rel.comp[w] = int32(len(rel.sccs))
 		}
-	}
+		scc := slices.Clone(members)
+		slices.Sort(scc)
+		rel.sccs = append(rel.sccs, scc)
+	})
 }
 
 // edges builds every dependency of every placed task.

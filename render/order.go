@@ -75,77 +75,45 @@ func (gb *graphBuilder) order() {
 // reportCycles reports one cycle in each strongly connected group of the tasks left
 // unordered (those with indeg > 0).
 func (gb *graphBuilder) reportCycles(indeg []int32) {
-	left := func(pt *PlacedTask) bool { return indeg[pt.seq] > 0 }
-	// Tarjan's algorithm over the "requires" edges of the tasks left.
 	all := gb.placed
-	index := make([]int32, len(all))
-	low := make([]int32, len(all))
-	onStack := make([]bool, len(all))
 	comp := make([]int32, len(all))
-	for i := range index {
-		index[i], comp[i] = -1, -1
+	for i := range comp {
+		comp[i] = -1
 	}
-	var stack []int32
-	type frame struct{ v, next int32 }
-	var call []frame
-	counter, ncomp := int32(0), int32(0)
-	var groups [][]*PlacedTask
-	// Roots in node order, then id order, so that reports are deterministic.
+	// Roots in node order, then id order, so that reports are deterministic; only
+	// the tasks left and the edges between them.
+	var roots []int32
 	for _, ng := range gb.nodes {
-		for _, root := range ng.byID {
-			if !left(root) || index[root.seq] >= 0 {
-				continue
-			}
-			call = append(call, frame{v: root.seq})
-			index[root.seq], low[root.seq] = counter, counter
-			counter++
-			stack = append(stack, root.seq)
-			onStack[root.seq] = true
-			for len(call) > 0 {
-				f := &call[len(call)-1]
-				v := f.v
-				req := all[v].Requires
-				if int(f.next) < len(req) {
-					w := req[f.next].to.seq
-					f.next++
-					switch {
-					case !left(all[w]):
-					case index[w] < 0:
-						index[w], low[w] = counter, counter
-						counter++
-						stack = append(stack, w)
-						onStack[w] = true
-						call = append(call, frame{v: w})
-					case onStack[w]:
-						low[v] = min(low[v], index[w])
-					}
-					continue
-				}
-				call = call[:len(call)-1]
-				if len(call) > 0 {
-					p := call[len(call)-1].v
-					low[p] = min(low[p], low[v])
-				}
-				if low[v] == index[v] {
-					var members []*PlacedTask
-					for {
-						w := stack[len(stack)-1]
-						stack = stack[:len(stack)-1]
-						onStack[w] = false
-						comp[w] = ncomp
-						members = append(members, all[w])
-						if w == v {
-							break
-						}
-					}
-					ncomp++
-					if len(members) > 1 {
-						groups = append(groups, members)
-					}
-				}
+		for _, pt := range ng.byID {
+			if indeg[pt.seq] > 0 {
+				roots = append(roots, pt.seq)
 			}
 		}
 	}
+	var groups [][]*PlacedTask
+	ncomp := int32(0)
+	stronglyConnected(len(all), roots, func(v int32, i int) (int32, bool) {
+		req := all[v].Requires
+		if i >= len(req) {
+			return 0, false
+		}
+		if w := req[i].to.seq; indeg[w] > 0 {
+			return w, true
+		}
+		return -1, true
+	}, func(members []int32) {
+		for _, w := range members {
+			comp[w] = ncomp
+		}
+		ncomp++
+		if len(members) > 1 {
+			group := make([]*PlacedTask, len(members))
+			for i, w := range members {
+				group[i] = all[w]
+			}
+			groups = append(groups, group)
+		}
+	})
 	for _, members := range groups {
 		gb.reportCycle(members, comp)
 	}
