@@ -152,7 +152,8 @@ func usageError(c *cli.Context, err error, _ bool) error {
 
 // run executes the CLI and returns the process exit code.
 func run(args []string, stdout, stderr io.Writer) int {
-	err := newApp(stdout, stderr).Run(flagsFirst(args))
+	app := newApp(stdout, stderr)
+	err := app.Run(flagsFirst(app, args))
 	if err == nil {
 		return 0
 	}
@@ -168,50 +169,72 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 1
 }
 
-// flagsFirst puts the flags of `plugin create`, `tags assign|unassign` and `roles
-// assign|unassign` before their arguments: urfave/cli v2 stops reading flags at the
-// first argument, and these commands are written `plugin create NAME --release`,
-// `tags assign TAG --commit` (as fuel-plugin-builder and the design write them).
-// Flags take the next word as their value unless they are boolean or written
-// --flag=value.
-func flagsFirst(args []string) []string {
-	for i := 0; i+1 < len(args); i++ {
-		pair := args[i] + " " + args[i+1]
-		boolFlags := map[string]bool{"--commit": true, "--has-primary": true, "--help": true, "-h": true}
-		switch pair {
-		case "plugin create":
-			boolFlags["--release"] = true // there it is a switch; for tags, a release name
-		case "capabilities find":
-			boolFlags["-r"], boolFlags["--recursive"] = true, true
-		case "tags assign", "tags unassign", "roles assign", "roles unassign", "tags create", "tags delete", "tags update":
-		default:
+// flagsFirst puts a command's flags before its arguments: urfave/cli v2 stops
+// reading flags at the first argument, and users write `plugin create NAME
+// --release` and `tags assign TAG --commit` (as fuel-plugin-builder and the
+// design do). The command is found after the global flags, through its
+// subcommands; a flag takes the next word as its value when the command's own
+// definition says so (or it is written --flag=value). "--" ends the flags.
+func flagsFirst(app *cli.App, args []string) []string {
+	i, flags, cmds := 1, app.Flags, app.Commands
+	var cmd *cli.Command
+	for i < len(args) {
+		a := args[i]
+		if strings.HasPrefix(a, "-") && len(a) > 1 {
+			if flagTakesValue(flags, a) && !strings.Contains(a, "=") {
+				i++
+			}
+			i++
 			continue
 		}
-		rest := args[i+2:]
-		var flags, positional []string
-		dashes := false
-		for j := 0; j < len(rest); j++ {
-			a := rest[j]
-			switch {
-			case a == "--":
-				dashes = true
-				positional = append(positional, rest[j+1:]...)
-				j = len(rest)
-			case strings.HasPrefix(a, "-") && len(a) > 1:
-				flags = append(flags, a)
-				if !boolFlags[a] && !strings.Contains(a, "=") && j+1 < len(rest) {
-					j++
-					flags = append(flags, rest[j])
-				}
-			default:
-				positional = append(positional, a)
-			}
+		next := findCommand(cmds, a)
+		if next == nil {
+			break
 		}
-		out := append(slices.Clone(args[:i+2]), flags...)
-		if dashes {
-			out = append(out, "--")
-		}
-		return append(out, positional...)
+		cmd, flags, cmds = next, next.Flags, next.Subcommands
+		i++
 	}
-	return args
+	if cmd == nil || cmd.SkipFlagParsing || i >= len(args) {
+		return args
+	}
+	rest := args[i:]
+	var moved, positional []string
+	dashes := false
+	for j := 0; j < len(rest); j++ {
+		a := rest[j]
+		switch {
+		case a == "--":
+			dashes = true
+			positional = append(positional, rest[j+1:]...)
+			j = len(rest)
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			moved = append(moved, a)
+			if flagTakesValue(cmd.Flags, a) && !strings.Contains(a, "=") && j+1 < len(rest) {
+				j++
+				moved = append(moved, rest[j])
+			}
+		default:
+			positional = append(positional, a)
+		}
+	}
+	out := append(slices.Clone(args[:i]), moved...)
+	if dashes {
+		out = append(out, "--")
+	}
+	return append(out, positional...)
+}
+
+// flagTakesValue reports whether the flag written w (-x, --name, --name=v) is
+// one of flags that takes a value.
+func flagTakesValue(flags []cli.Flag, w string) bool {
+	name, _, _ := strings.Cut(strings.TrimLeft(w, "-"), "=")
+	for _, f := range flags {
+		if slices.Contains(f.Names(), name) {
+			if v, ok := f.(cli.DocGenerationFlag); ok {
+				return v.TakesValue()
+			}
+			return true
+		}
+	}
+	return false
 }

@@ -98,7 +98,11 @@ func complete(app *cli.App, words []string) []string {
 	for i := 0; i < len(before); i++ {
 		w := before[i]
 		if strings.HasPrefix(w, "-") {
-			if !strings.Contains(w, "=") && i+1 < len(before) && takesValue(cmd, app, w) {
+			flags := app.Flags
+			if cmd != nil {
+				flags = cmd.Flags
+			}
+			if !strings.Contains(w, "=") && i+1 < len(before) && flagTakesValue(flags, w) {
 				i++
 			}
 			continue
@@ -162,22 +166,6 @@ func findCommand(cmds []*cli.Command, name string) *cli.Command {
 		}
 	}
 	return nil
-}
-
-// takesValue reports whether flag w of cmd (or of the app) takes a value.
-func takesValue(cmd *cli.Command, app *cli.App, w string) bool {
-	name := strings.TrimLeft(w, "-")
-	flags := app.Flags
-	if cmd != nil {
-		flags = append(slices.Clone(cmd.Flags), app.Flags...)
-	}
-	for _, f := range flags {
-		if slices.Contains(f.Names(), name) {
-			_, isBool := f.(*cli.BoolFlag)
-			return !isBool
-		}
-	}
-	return false
 }
 
 // repoNames lists names from the repository at repo (default "."): what is

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
@@ -107,9 +108,13 @@ func TestFlagsFirst(t *testing.T) {
 		{"fuelsync --repo r tags assign backup x --cluster demo --node n1 --commit -m msg", "fuelsync --repo r tags assign --cluster demo --node n1 --commit -m msg backup x"},
 		{"fuelsync roles unassign --cluster=demo storage --node n", "fuelsync roles unassign --cluster=demo --node n storage"},
 		{"fuelsync tags list --cluster demo", "fuelsync tags list --cluster demo"},
+		{"fuelsync --repo r --rev HEAD tags create mongo --release q-1.0 --has-primary", "fuelsync --repo r --rev HEAD tags create --release q-1.0 --has-primary mongo"},
+		{"fuelsync explain --cluster c --node n keystone --graph provision", "fuelsync explain --cluster c --node n --graph provision keystone"},
+		{"fuelsync capabilities find -r tht -c deployment=docker", "fuelsync capabilities find -r -c deployment=docker tht"},
+		{"fuelsync __complete tags assign --cluster", "fuelsync __complete tags assign --cluster"},
 		{"fuelsync tags assign x -- --odd", "fuelsync tags assign -- x --odd"},
 	} {
-		got := strings.Join(flagsFirst(strings.Fields(tc.in)), " ")
+		got := strings.Join(flagsFirst(newApp(io.Discard, io.Discard), strings.Fields(tc.in)), " ")
 		if got != tc.want {
 			t.Errorf("flagsFirst(%s)\n got %s\nwant %s", tc.in, got, tc.want)
 		}
