@@ -71,7 +71,7 @@ func (p *Plan) Save(path string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, append(data, '\n'))
+	return WriteFileAtomic(path, append(data, '\n'))
 }
 
 // ReadPlan reads a plan file.

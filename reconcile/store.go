@@ -229,8 +229,10 @@ func writeSet(dir string, st *State, write func(put func(name string, data []byt
 	return nil
 }
 
-func writeSynced(name string, data []byte) error {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+func writeSynced(name string, data []byte) error { return writeSyncedMode(name, data, 0o644) }
+
+func writeSyncedMode(name string, data []byte, mode os.FileMode) error {
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return err
 	}
@@ -275,10 +277,16 @@ func replaceSymlink(dir, name, target string) error {
 	return syncDir(dir)
 }
 
-// WriteFileAtomic writes name through a synced temporary file renamed over it.
-func writeFileAtomic(name string, data []byte) error {
-	tmp := name + ".tmp-" + newLineage()[:8]
-	if err := writeSynced(tmp, data); err != nil {
+// WriteFileAtomic writes name through a synced temporary file renamed over it,
+// keeping the mode of the file it replaces (0644 for a new one): a crash leaves
+// the old content or the new, never a part.
+func WriteFileAtomic(name string, data []byte) error {
+	mode := os.FileMode(0o644)
+	if fi, err := os.Stat(name); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	tmp := filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+".tmp-"+newLineage()[:8])
+	if err := writeSyncedMode(tmp, data, mode); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, name); err != nil {

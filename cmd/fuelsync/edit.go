@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/diff"
 	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/reconcile"
 	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/specedit"
 )
@@ -154,7 +154,7 @@ func finishEdit(g *globals, c *cli.Context, src *source, repo *loader.Repo, file
 	}
 
 	path := filepath.Join(g.repo, filepath.FromSlash(file))
-	if err := writeFileReplacing(path, data); err != nil {
+	if err := reconcile.WriteFileAtomic(path, data); err != nil {
 		return &exitError{code: 1, msg: err.Error()}
 	}
 	fmt.Fprintf(g.stdout, "edited %s: %s\n\n", path, summary)
@@ -324,33 +324,6 @@ func (o *overlay) Open(name string) (fs.File, error) {
 		return o.data.Open(name)
 	}
 	return o.FS.Open(name)
-}
-
-// writeFileReplacing writes path through a temporary file renamed over it,
-// keeping the file's mode.
-func writeFileReplacing(path string, data []byte) error {
-	mode := os.FileMode(0o644)
-	if fi, err := os.Stat(path); err == nil {
-		mode = fi.Mode().Perm()
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".edit-")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(mode)
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
 }
 
 // commitFile commits file (repository-relative) alone: anything else already

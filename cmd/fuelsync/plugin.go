@@ -90,7 +90,15 @@ func pluginCreateCommand(stdout, stderr io.Writer) *cli.Command {
 			if diags, _ := scaffold.Check(o.Name, files); diags.HasErrors() {
 				return &exitError{code: 1, msg: fmt.Sprintf("the generated plugin does not validate (a bug): %v; nothing written", diags.Errs())}
 			}
-			if err := writeNewDir(target, files); err != nil {
+			err = writeTreeAtomic(target, func(put func(string, []byte) error) error {
+				for name, data := range files {
+					if err := put(name, data); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
 				return &exitError{code: 1, msg: err.Error()}
 			}
 			if !g.quiet {
@@ -139,39 +147,6 @@ func compatRecords(g *globals, versions []string) []scaffold.Compat {
 		out = append(out, c)
 	}
 	return out
-}
-
-// writeNewDir writes files into the new directory target: into a temporary
-// directory beside it, renamed into place, so that a failure leaves nothing.
-func writeNewDir(target string, files map[string][]byte) error {
-	parent := filepath.Dir(target)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(target)+".new-")
-	if err != nil {
-		return err
-	}
-	for name, data := range files {
-		p := filepath.Join(tmp, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			os.RemoveAll(tmp)
-			return err
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			os.RemoveAll(tmp)
-			return err
-		}
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		os.RemoveAll(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, target); err != nil {
-		os.RemoveAll(tmp)
-		return err
-	}
-	return nil
 }
 
 func pluginCheckCommand(stdout, stderr io.Writer) *cli.Command {
