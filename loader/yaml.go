@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -459,3 +460,34 @@ func parseYAMLFloat(s string) (float64, bool) {
 }
 
 func rangePtr(r hcl.Range) *hcl.Range { return &r }
+
+// FlowScalar is s written as a YAML scalar that reads back as the string s in any
+// context, a flow collection included: plain when yaml.v3 reads it back so (and it
+// is not a YAML 1.1 boolean such as yes, for other tools' sake), else
+// single-quoted. The writers of YAML text (spec edits, scaffolds) use it.
+func FlowScalar(s string) string {
+	if slices.Contains([]string{"yes", "no", "on", "off", "y", "n"}, strings.ToLower(s)) {
+		return "'" + s + "'"
+	}
+	// Plain when it reads back as the same string both in a flow list and as a
+	// block mapping's value (x: is a scalar in one, a mapping in the other).
+	plain := func(doc string, value func(*yaml.Node) *yaml.Node) bool {
+		var n yaml.Node
+		if err := yaml.Unmarshal([]byte(doc), &n); err != nil || len(n.Content) != 1 {
+			return false
+		}
+		v := value(n.Content[0])
+		return v != nil && v.Kind == yaml.ScalarNode && v.Tag == "!!str" && v.Value == s && v.Style == 0
+	}
+	only := func(n *yaml.Node, size int) *yaml.Node {
+		if len(n.Content) != size {
+			return nil
+		}
+		return n.Content[size-1]
+	}
+	if plain("["+s+"]", func(n *yaml.Node) *yaml.Node { return only(n, 1) }) &&
+		plain("k: "+s+"\n", func(n *yaml.Node) *yaml.Node { return only(n, 2) }) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}

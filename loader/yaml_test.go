@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/hcl/v2"
+	yaml "go.yaml.in/yaml/v3"
 )
 
 func TestDecodeYAML(t *testing.T) {
@@ -118,5 +119,26 @@ func TestDecodeYAMLErrors(t *testing.T) {
 				t.Errorf("got %q at %v, want %q at line %d", d.Summary, d.Subject, tt.summary, tt.line)
 			}
 		})
+	}
+}
+
+func TestFlowScalar(t *testing.T) {
+	for in, want := range map[string]string{
+		"acme": "acme", "Acme Plugin": "Acme Plugin", "a b": "a b",
+		"true": "'true'", "Yes": "'Yes'", "1.0": "'1.0'", "12": "'12'", "null": "'null'", "~": "'~'",
+		"it's": "it's", "'q": "'''q'", "x:": "'x:'", "a: b": "'a: b'", "a, b": "'a, b'", "[x]": "'[x]'", "#c": "'#c'", "": "''",
+	} {
+		got := FlowScalar(in)
+		if got != want {
+			t.Errorf("FlowScalar(%q) = %s, want %s", in, got, want)
+		}
+		var back []string
+		if err := yaml.Unmarshal([]byte("["+got+"]"), &back); err != nil || len(back) != 1 || back[0] != in {
+			t.Errorf("FlowScalar(%q) = %s reads back as %q in a list (%v)", in, got, back, err)
+		}
+		var m map[string]string
+		if err := yaml.Unmarshal([]byte("k: "+got+"\n"), &m); err != nil || m["k"] != in {
+			t.Errorf("FlowScalar(%q) = %s reads back as %q as a value (%v)", in, got, m["k"], err)
+		}
 	}
 }

@@ -141,11 +141,3 @@ func TestCreateRefused(t *testing.T) {
 		t.Errorf("valid options: %v", err)
 	}
 }
-
-func TestQuote(t *testing.T) {
-	for in, want := range map[string]string{"acme": "acme", "true": "'true'", "Yes": "'Yes'", "a b": "'a b'", "1.0": "'1.0'", "it's": "'it''s'", "x:": "'x:'"} {
-		if got := q(in); got != want {
-			t.Errorf("q(%q) = %s, want %s", in, got, want)
-		}
-	}
-}

@@ -1,24 +1,15 @@
 package scaffold
 
 import (
-	"slices"
 	"strconv"
 	"strings"
 	"text/template"
+
+	"github.com/fuelsync/fuelsync/loader"
 )
 
-// q is s as a YAML plain scalar when that reads back as the same string, else
-// single-quoted.
-func q(s string) string {
-	plain := s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' || r == ':' || r == '/')
-	}) < 0 && !strings.ContainsAny(s[:1], "-:/.0123456789") && !strings.HasSuffix(s, ":") &&
-		!slices.Contains([]string{"true", "false", "null", "yes", "no", "on", "off", "y", "n"}, strings.ToLower(s))
-	if plain {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
-}
+// q is s as a YAML scalar (loader.FlowScalar).
+var q = loader.FlowScalar
 
 var funcs = template.FuncMap{"q": q, "title": titleOf, "hq": hq, "dict": dict}
 

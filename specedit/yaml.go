@@ -14,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fuelsync/fuelsync/loader"
 )
 
 // Edit is one change of a node's lists: Path is ["roles"], ["tags", "assign"] or
@@ -122,20 +124,8 @@ func flowList(items []string) string {
 	return b.String()
 }
 
-// scalar is s as a plain YAML scalar when that reads back as the same string (and
-// is not a YAML 1.1 boolean, for other tools' sake), else single-quoted.
-func scalar(s string) string {
-	if slices.Contains([]string{"yes", "no", "on", "off", "y", "n"}, strings.ToLower(s)) {
-		return "'" + s + "'"
-	}
-	var n yaml.Node
-	if err := yaml.Unmarshal([]byte("["+s+"]"), &n); err == nil && len(n.Content) == 1 && len(n.Content[0].Content) == 1 {
-		if v := n.Content[0].Content[0]; v.Kind == yaml.ScalarNode && v.Tag == "!!str" && v.Value == s && v.Style == 0 {
-			return s
-		}
-	}
-	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
-}
+// scalar is s as a YAML scalar (loader.FlowScalar).
+var scalar = loader.FlowScalar
 
 func mapGet(m *yaml.Node, key string) (k, v *yaml.Node) {
 	if m == nil || m.Kind != yaml.MappingNode {
