@@ -1,7 +1,6 @@
 package loader
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 
@@ -180,13 +179,4 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
-}
-
-// quoteList renders names as 'a', 'b' for messages.
-func quoteList(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = fmt.Sprintf("%q", n)
-	}
-	return strings.Join(q, ", ")
 }

@@ -111,18 +111,6 @@ func taskSets(g *Graph) map[string][]string {
 	return out
 }
 
-// taskIDs lists the ids of a node's tasks, in order.
-func taskIDs(ng *NodeGraph) []string {
-	if ng == nil {
-		return nil
-	}
-	var out []string
-	for _, pt := range ng.Tasks {
-		out = append(out, pt.ID)
-	}
-	return out
-}
-
 // nodesOf lists the nodes (by graph order) a task id is placed on.
 func nodesOf(g *Graph, id string) []string {
 	var out []string
