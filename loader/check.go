@@ -125,6 +125,31 @@ func (c *checker) misspelled(m *Value, known map[string]bool, what string) {
 	}
 }
 
+// unknownKey warns that f is not one of the known keys of what and is ignored,
+// with the closest known key as a suggestion when there is one.
+func (c *checker) unknownKey(f Field, known map[string]bool, what string) {
+	if best := closestShort(f.Key, known); best != "" {
+		c.warnf(f.KeyRange, "%s: unknown key %q is ignored; did you mean %q?", what, f.Key, best)
+		return
+	}
+	c.warnf(f.KeyRange, "%s: unknown key %q is ignored", what, f.Key)
+}
+
+// closestShort is closest, and for keys too short for it (idd, rol) a known key
+// one edit away. Only for places that warn about every unknown key anyway: the
+// hint then costs no new warning.
+func closestShort(k string, known map[string]bool) string {
+	if best := closest(k, known); best != "" || len(k) >= 4 || len(k) < 2 {
+		return best
+	}
+	for _, kk := range sortedKeys(known) {
+		if editDistance(strings.ToLower(k), kk) == 1 {
+			return kk
+		}
+	}
+	return ""
+}
+
 // Suggest returns the candidate closest to name within a small edit distance (for
 // "did you mean" hints), or "".
 func Suggest(name string, candidates []string) string {
@@ -158,10 +183,13 @@ func closest(k string, known map[string]bool) string {
 	return best
 }
 
+// editDistance is the optimal string alignment distance: insertions, deletions,
+// substitutions and transpositions of adjacent letters (rolse, roles) cost 1.
 func editDistance(a, b string) int {
 	if a == b {
 		return 0
 	}
+	prev2 := make([]int, len(b)+1)
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
@@ -175,8 +203,11 @@ func editDistance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
+		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(b)]
 }

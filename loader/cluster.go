@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"fmt"
 	"path"
 	"regexp"
 	"sort"
@@ -25,6 +26,8 @@ var knownClusterKeys = map[string]bool{
 	"tasks": true, "environments": true, "requires": true, "resource_registry": true,
 }
 
+var knownNodeKeys = map[string]bool{"id": true, "roles": true, "tags": true}
+
 // loadCluster reads one cluster spec, YAML or HCL.
 func (l *loadCtx) loadCluster(file string) (*Cluster, hcl.Diagnostics) {
 	var v *Value
@@ -38,6 +41,15 @@ func (l *loadCtx) loadCluster(file string) (*Cluster, hcl.Diagnostics) {
 		return nil, diags
 	}
 	c, d := l.clusterFromValue(file, v)
+	// A node written twice is an error of the cluster's (defined twice), not
+	// also the decoder's "the last one wins" warning.
+	if nodes := v.Get("nodes"); nodes.IsMap() {
+		var dups []hcl.Range
+		for _, f := range nodes.Overridden {
+			dups = append(dups, f.KeyRange, where(nodes, f.Key))
+		}
+		diags = dropDuplicateKeyWarnings(diags, dups)
+	}
 	return c, append(diags, d...)
 }
 
@@ -135,13 +147,8 @@ func (l *loadCtx) clusterFromValue(file string, v *Value) (*Cluster, hcl.Diagnos
 		cl.ResourceRegistry = r
 	}
 	for _, f := range v.Fields {
-		if knownClusterKeys[f.Key] {
-			continue
-		}
-		if best := closest(f.Key, knownClusterKeys); best != "" {
-			c.warnf(f.KeyRange, "%s: unknown key %q, did you mean %q?", what, f.Key, best)
-		} else {
-			c.warnf(f.KeyRange, "%s: unknown key %q is ignored", what, f.Key)
+		if !knownClusterKeys[f.Key] {
+			c.unknownKey(f, knownClusterKeys, what)
 		}
 	}
 	return cl, c.diags
@@ -255,15 +262,17 @@ func clusterNodes(c *checker, v *Value, what string) []*Node {
 			n.Unassign = refs(c, t, "unassign", nw+": tags")
 			for _, tf := range t.Fields {
 				if tf.Key != "assign" && tf.Key != "unassign" {
-					c.errf(tf.KeyRange, "%s: tags has assign and unassign lists, not %q", nw, tf.Key)
+					hint := ""
+					if best := closestShort(tf.Key, map[string]bool{"assign": true, "unassign": true}); best != "" {
+						hint = fmt.Sprintf("; did you mean %q?", best)
+					}
+					c.errf(tf.KeyRange, "%s: tags has assign and unassign lists, not %q%s", nw, tf.Key, hint)
 				}
 			}
 		}
 		for _, bf := range body.Fields {
-			switch bf.Key {
-			case "id", "roles", "tags":
-			default:
-				c.warnf(bf.KeyRange, "%s: unknown key %q is ignored", nw, bf.Key)
+			if !knownNodeKeys[bf.Key] {
+				c.unknownKey(bf, knownNodeKeys, nw)
 			}
 		}
 		nodes = append(nodes, n)

@@ -366,7 +366,7 @@ func (d *yamlDecoder) mapping(n *yaml.Node, v *Value) {
 			first := v.Fields[j].KeyRange
 			d.diags = append(d.diags, &hcl.Diagnostic{
 				Severity: hcl.DiagWarning,
-				Summary:  fmt.Sprintf("duplicate key %q (first at line %d): the last one wins", key, first.Start.Line),
+				Summary:  fmt.Sprintf(duplicateKeySummary, key, first.Start.Line),
 				Detail:   "PyYAML, which Fuel used, keeps the last value of a repeated key; so does fuelsync. Remove one of them.",
 				Subject:  rangePtr(f.KeyRange),
 			})
@@ -397,6 +397,30 @@ func (d *yamlDecoder) mapping(n *yaml.Node, v *Value) {
 			}
 		}
 	}
+}
+
+// duplicateKeySummary is the decoder's warning about a key written twice. A
+// checker that reports a repeated key as an error of its own (a node defined
+// twice) drops this warning with dropDuplicateKeyWarnings, so the user does not
+// read both "an error" and "the last one wins".
+const duplicateKeySummary = "duplicate key %q (first at line %d): the last one wins"
+
+// dropDuplicateKeyWarnings returns diags without the decoder's duplicate-key
+// warnings at the given key ranges. diags itself is not modified (it may be
+// shared through the cache).
+func dropDuplicateKeyWarnings(diags hcl.Diagnostics, at []hcl.Range) hcl.Diagnostics {
+	if len(at) == 0 {
+		return diags
+	}
+	out := make(hcl.Diagnostics, 0, len(diags))
+	for _, d := range diags {
+		if d.Severity == hcl.DiagWarning && d.Subject != nil && strings.HasPrefix(d.Summary, "duplicate key ") &&
+			slices.Contains(at, *d.Subject) {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 func nodeKindName(n *yaml.Node) string {
