@@ -45,7 +45,7 @@ func parseHCL(file string, src []byte) (*hclsyntax.Body, hcl.Diagnostics) {
 	}
 	f, diags := hclsyntax.ParseConfig(src, file, hcl.InitialPos)
 	if diags.HasErrors() {
-		return nil, diags
+		return nil, firstUnterminatedString(file, src, diags)
 	}
 	return f.Body.(*hclsyntax.Body), diags
 }

@@ -291,3 +291,30 @@ func TestPluginHCLTruncated(t *testing.T) {
 		}
 	}
 }
+
+// One missing closing quote makes hclsyntax report an error on almost every
+// following line; the loader reports one, at the string that is not closed.
+func TestHCLUnterminatedStringIsOneError(t *testing.T) {
+	src := "cluster \"demo\" {\n  release = \"base-1.0\n  mode    = \"ha\"\n  plugins = [\"a\", \"b\"]\n  node \"node-1\" {\n    roles = [\"controller\"]\n  }\n}\n"
+	_, diags := clusterHCLToValue("clusters/demo.hcl", []byte(src))
+	if len(diags) != 1 {
+		t.Fatalf("got %d diagnostics, want 1:\n%v", len(diags), diags)
+	}
+	d := diags[0]
+	want := hcl.Range{Filename: "clusters/demo.hcl", Start: hcl.Pos{Line: 2, Column: 13, Byte: 29}, End: hcl.Pos{Line: 2, Column: 22, Byte: 38}}
+	if d.Summary != "Unterminated string" || d.Subject == nil || *d.Subject != want {
+		t.Errorf("got %q at %#v, want \"Unterminated string\" at %#v", d.Summary, d.Subject, want)
+	}
+	if got := src[d.Subject.Start.Byte:d.Subject.End.Byte]; got != "\"base-1.0" {
+		t.Errorf("the subject covers %q, want the unterminated string", got)
+	}
+	// An error before the unterminated string is kept.
+	_, diags = clusterHCLToValue("clusters/demo.hcl", []byte("cluster \"demo\" {\n  release = = 1\n  mode = \"ha\n  x = \"y\"\n}\n"))
+	var sums []string
+	for _, d := range diags {
+		sums = append(sums, fmt.Sprintf("%d:%s", d.Subject.Start.Line, d.Summary))
+	}
+	if got, want := strings.Join(sums, ", "), "2:Invalid expression, 3:Unterminated string"; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}

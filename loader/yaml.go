@@ -178,11 +178,9 @@ func yamlSyntaxDiag(filename string, li *lineIndex, err error) *hcl.Diagnostic {
 			}
 		}
 	}
-	return &hcl.Diagnostic{
-		Severity: hcl.DiagError,
-		Summary:  "YAML syntax error: " + msg,
-		Subject:  rangePtr(li.span(filename, line, 1, 0)),
-	}
+	line = yamlProblemLine(li, msg, line)
+	summary, detail, subject := yamlHint(filename, li, line, msg)
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: &subject}
 }
 
 var reUnknownAnchor = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)

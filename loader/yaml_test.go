@@ -102,7 +102,7 @@ func TestDecodeYAMLErrors(t *testing.T) {
 		line         int
 	}{
 		"unclosed flow":   {"a: 1\nb: [1, 2\nc: 3\n", "YAML syntax error: did not find expected ',' or ']'", 2},
-		"tab indentation": {"a:\n\tb: c\n", "YAML syntax error: found character that cannot start any token", 2},
+		"tab indentation": {"a:\n\tb: c\n", "YAML syntax error: tabs are not allowed for indentation", 2},
 		"billion laughs":  {laughs, "YAML aliases expand to", 1},
 		"recursive alias": {"x: &a [1, *a]\n", "YAML alias *a refers to its own anchor", 1},
 		"complex key":     {"? [a, b]\n: c\n", "mapping keys must be scalars, not a list", 1},
@@ -140,5 +140,63 @@ func TestFlowScalar(t *testing.T) {
 		if err := yaml.Unmarshal([]byte("k: "+got+"\n"), &m); err != nil || m["k"] != in {
 			t.Errorf("FlowScalar(%q) = %s reads back as %q as a value (%v)", in, got, m["k"], err)
 		}
+	}
+}
+
+// yaml.v3 reports many syntax errors at the line where the enclosing mapping or
+// list starts; the diagnostic points at the line that is wrong, and says why when
+// it is a tab or an indentation that does not fit.
+func TestYAMLSyntaxErrorPointsAtTheWrongLine(t *testing.T) {
+	tests := map[string]struct {
+		src            string
+		line, column   int
+		summary        string
+		detailContains string
+	}{
+		"over-indented sibling key": {
+			src:  "cluster: demo\nnodes:\n  node-1: {id: 1}\n  node-2: {id: 2}\n   node-3: {id: 3}\n",
+			line: 5, column: 4,
+			summary:        "YAML syntax error: did not find expected key (check the indentation)",
+			detailContains: "This line is indented by 3 spaces, line 4 by 2 spaces.",
+		},
+		"over-indented key under a scalar": {
+			src:  "nodes:\n  node-1:\n    id: 1\n      roles: [a]\n",
+			line: 4, column: 7,
+			summary:        "YAML syntax error: mapping values are not allowed in this context (check the indentation)",
+			detailContains: "indented by 6 spaces, line 3 by 4 spaces",
+		},
+		"misaligned list item": {
+			src:  "tasks:\n- id: a\n  type: shell\n - id: b\n",
+			line: 4, column: 2,
+			summary:        "YAML syntax error: did not find expected key (check the indentation)",
+			detailContains: "indented by 1 space, line 3 by 2 spaces",
+		},
+		"tab after a nested key": {
+			src:  "nodes:\n  node-1:\n    id: 1\n\troles: [a]\n",
+			line: 4, column: 1,
+			summary:        "YAML syntax error: tabs are not allowed for indentation",
+			detailContains: "YAML indents with spaces only",
+		},
+		"tab after spaces": {
+			src:  "a:\n  b: 1\n  \tc: 2\n",
+			line: 3, column: 3,
+			summary:        "YAML syntax error: tabs are not allowed for indentation",
+			detailContains: "Replace the tab with spaces",
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, diags := DecodeYAML("bad.yaml", []byte(tt.src))
+			if len(diags) != 1 {
+				t.Fatalf("got %d diagnostics, want 1: %v", len(diags), diags)
+			}
+			d := diags[0]
+			if d.Summary != tt.summary || d.Subject == nil || d.Subject.Start.Line != tt.line || d.Subject.Start.Column != tt.column {
+				t.Errorf("got %q at %v, want %q at line %d column %d", d.Summary, d.Subject, tt.summary, tt.line, tt.column)
+			}
+			if !strings.Contains(d.Detail, tt.detailContains) {
+				t.Errorf("detail %q does not contain %q", d.Detail, tt.detailContains)
+			}
+		})
 	}
 }

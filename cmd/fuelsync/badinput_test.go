@@ -230,12 +230,12 @@ func badInputCases() []badInputCase {
 		{
 			name:  "yaml syntax error in a tasks file",
 			edits: []badEdit{{"plugins/base/graphs/default.yaml", "- id: database\n", " - id: database\n"}},
-			want:  badWant{file: "plugins/base/graphs/default.yaml", line: 6, col: 1, token: " - id: database", summary: "YAML syntax error: did not find expected '-' indicator"},
+			want:  badWant{file: "plugins/base/graphs/default.yaml", line: 6, col: 2, token: "- id: database", summary: "YAML syntax error: did not find expected '-' indicator (check the indentation)"},
 		},
 		{
 			name:  "yaml tab indentation in a cluster",
 			edits: []badEdit{{"clusters/prod.yaml", "  node-1:", "\tnode-1:"}},
-			want:  badWant{file: "clusters/prod.yaml", line: 5, col: 1, token: "\tnode-1", summary: "YAML syntax error: found character that cannot start any token"},
+			want:  badWant{file: "clusters/prod.yaml", line: 5, col: 1, token: "\t", summary: "YAML syntax error: tabs are not allowed for indentation"},
 		},
 		{
 			name:  "yaml unknown alias",
