@@ -153,7 +153,7 @@ func TestBadEnvironments(t *testing.T) {
 		{"resources not a mapping", "resource_registry:\n  resources: [x]\n", `e.yaml:2:14: e.yaml: resource_registry resources maps resource names to registries`},
 		{"missing candidate", "resource_registry:\n  OS::X: [tht/none.yaml, tht/network/noop.yaml]\n", `e.yaml:2:3: e.yaml: resource_registry "OS::X": candidate "tht/none.yaml" not found`},
 		{"alias cycle", "resource_registry:\n  OS::A: OS::B\n  OS::B: OS::C\n  OS::C: OS::A\n", `e.yaml:2:3: resource_registry: alias cycle OS::A -> OS::B -> OS::C -> OS::A`},
-		{"candidate with bad capabilities", "resource_registry:\n  OS::X: [bad.yaml]\n", `bad.yaml:2:38: bad.yaml: capabilities must map keys to a string or list of strings; deployment is a number`},
+		{"candidate with bad capabilities", "resource_registry:\n  OS::X: [bad.yaml]\n", `bad.yaml:2:38: capabilities must map keys to a string or list of strings; deployment is a number`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fsys := tht()

@@ -78,13 +78,13 @@ func ParseTemplate(name string, src []byte) (t *Template, ok bool, diags hcl.Dia
 	}
 	if !f.Value.IsMap() {
 		if !f.Value.IsNull() {
-			bad(f.Value.Range, "%s: capabilities must map keys to a string or list of strings", name)
+			bad(f.Value.Range, "capabilities must map keys to a string or list of strings")
 		}
 		return t, true, diags
 	}
 	for _, c := range f.Value.Fields {
 		if !reKey.MatchString(c.Key) {
-			bad(c.KeyRange, "%s: capability key %q must match %s", name, c.Key, reKey)
+			bad(c.KeyRange, "capability key %q must match %s", c.Key, reKey)
 			continue
 		}
 		var vals []string
@@ -95,14 +95,14 @@ func ParseTemplate(name string, src []byte) (t *Template, ok bool, diags hcl.Dia
 			t.List[c.Key] = true
 			for _, it := range c.Value.Items {
 				if it.Kind != loader.KindString {
-					bad(it.Range, "%s: capabilities must map keys to a string or list of strings; %s has a %s", name, c.Key, kindName(it))
+					bad(it.Range, "capabilities must map keys to a string or list of strings; %s has a %s", c.Key, kindName(it))
 					vals = nil
 					break
 				}
 				vals = append(vals, it.Text)
 			}
 		default:
-			bad(c.Value.Range, "%s: capabilities must map keys to a string or list of strings; %s is a %s", name, c.Key, kindName(c.Value))
+			bad(c.Value.Range, "capabilities must map keys to a string or list of strings; %s is a %s", c.Key, kindName(c.Value))
 		}
 		if vals == nil {
 			continue
@@ -110,7 +110,7 @@ func ParseTemplate(name string, src []byte) (t *Template, ok bool, diags hcl.Dia
 		if c.Key == ResourceType {
 			for i, typ := range vals {
 				if !strings.Contains(typ, "::") {
-					bad(c.Value.Range, "%s: resource_type %q is not a resource type (Vendor::Service::Type)", name, vals[i])
+					bad(c.Value.Range, "resource_type %q is not a resource type (Vendor::Service::Type)", vals[i])
 				}
 			}
 		}

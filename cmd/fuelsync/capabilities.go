@@ -2,13 +2,13 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -35,30 +35,82 @@ func capabilitiesCommand(stdout, stderr io.Writer) *cli.Command {
 	}
 }
 
-// readTemplate reads one file as a template: nil when it is not one.
-func readTemplate(name string, stderr io.Writer, g *globals) (*capabilities.Template, hcl.Diagnostics, error) {
+// readTemplate reads one file as a template: nil when it is not one. A file that
+// is not a template is skipped in silence; one that cannot be read as YAML, or a
+// template whose capabilities are invalid, is skipped with its problems printed
+// as warnings (a tree of Heat templates holds other YAML, and find and summary
+// report on what they can read). The YAML decoder's warnings about the rest of a
+// template (a key written twice in a resource) are not printed: find and summary
+// read only heat_template_version and capabilities.
+// notTemplate is true for a YAML file without heat_template_version.
+func readTemplate(name string, stderr io.Writer, g *globals) (t *capabilities.Template, notTemplate bool, err error) {
 	src, err := os.ReadFile(name)
 	if err != nil {
-		return nil, nil, err
+		return nil, false, err
 	}
 	clean := path.Clean(filepath.ToSlash(name))
 	t, ok, diags := capabilities.ParseTemplate(clean, src)
-	if len(diags) > 0 {
-		files := map[string]*hcl.File{clean: {Bytes: src}}
-		writeDiagnosticsText(stderr, diags, files, "", g.useColor(stderr))
+	if diags.HasErrors() {
+		if !ok && !reTemplateVersion.Match(src) {
+			// Not YAML, and no heat_template_version line either: some other
+			// file that happens to end in .yaml (a Jinja2 source named so).
+			return nil, true, nil
+		}
+		what := "the template"
+		if !ok {
+			what = "the file"
+		}
+		writeDiagnosticsText(stderr, skipped(diags, what), map[string]*hcl.File{clean: {Bytes: src}}, "", g.useColor(stderr))
+		return nil, false, nil
 	}
 	if !ok {
-		return nil, diags, nil
+		return nil, true, nil
 	}
-	return t, diags, nil
+	return t, false, nil
+}
+
+// reTemplateVersion finds the heat_template_version line of a template that
+// cannot be parsed.
+var reTemplateVersion = regexp.MustCompile(`(?m)^heat_template_version[ \t]*:`)
+
+// skipped turns the errors that made a file unusable into warnings that say it
+// is skipped; other warnings are dropped.
+func skipped(diags hcl.Diagnostics, what string) hcl.Diagnostics {
+	var out hcl.Diagnostics
+	for _, d := range diags {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		w := *d
+		w.Severity = hcl.DiagWarning
+		w.Detail = strings.TrimSpace(d.Detail + "\n" + "fuelsync skips " + what + ".")
+		out = append(out, &w)
+	}
+	return out
+}
+
+// isJinjaSource reports whether name is a Jinja2 source (x.j2.yaml, x.j2):
+// TripleO renders those into templates and environments; they are not templates
+// themselves, and not YAML until rendered.
+func isJinjaSource(name string) bool {
+	base := path.Base(filepath.ToSlash(name))
+	return strings.HasSuffix(base, ".j2") || strings.Contains(base, ".j2.")
 }
 
 func isTemplateName(name string) bool {
+	if isJinjaSource(name) {
+		return false
+	}
 	switch path.Ext(name) {
 	case ".yaml", ".yml", ".template":
 		return true
 	}
 	return false
+}
+
+// warnf prints a warning without a source position.
+func warnf(stderr io.Writer, g *globals, format string, args ...any) {
+	writeDiagnosticsText(stderr, hcl.Diagnostics{{Severity: hcl.DiagWarning, Summary: fmt.Sprintf(format, args...)}}, nil, "", g.useColor(stderr))
 }
 
 func capFindCommand(stdout, stderr io.Writer) *cli.Command {
@@ -69,8 +121,10 @@ func capFindCommand(stdout, stderr io.Writer) *cli.Command {
 		OnUsageError: func(c *cli.Context, err error, sub bool) error { return withCode(usageError(c, err, sub), 2) },
 		Description: "Scans the Heat templates (YAML with heat_template_version) among PATHs (directories with\n" +
 			"-r) and prints those whose capabilities match every -c key=value (equal, or a member of a\n" +
-			"list; a bare -c key: declared), one path per line, sorted. Exit status: 0 found, 1 none,\n" +
-			"2 error (a bad argument, an unreadable file, an invalid template).",
+			"list; a bare -c key: declared), one path per line, sorted. Under directories, Jinja2 sources\n" +
+			"(*.j2.yaml, *.j2) and YAML without heat_template_version are not templates and are skipped;\n" +
+			"a file that is not valid YAML, or a template with invalid capabilities, is skipped with a\n" +
+			"warning. Exit status: 0 found, 1 none, 2 a bad argument or an unreadable PATH.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "scan directories recursively"},
 			&cli.StringSliceFlag{Name: "capability", Aliases: []string{"c"}, Usage: "`key=value` or key (repeatable; all must match)"},
@@ -95,6 +149,9 @@ func capFindCommand(stdout, stderr io.Writer) *cli.Command {
 				}
 				conds = append(conds, cond)
 			}
+			// The files to read: those named, and under directories (with -r) those
+			// named like templates. Only an unreadable PATH is an error (exit 2);
+			// what cannot be read below it is skipped with a warning.
 			var files []string
 			for _, p := range c.Args().Slice() {
 				fi, err := os.Stat(p)
@@ -102,31 +159,41 @@ func capFindCommand(stdout, stderr io.Writer) *cli.Command {
 					return &exitError{code: 2, msg: err.Error()}
 				}
 				if !fi.IsDir() {
+					if isJinjaSource(p) {
+						warnf(stderr, g, "%s is a Jinja2 source, not a Heat template: skipped", p)
+						continue
+					}
 					files = append(files, p)
 					continue
 				}
 				if !c.Bool("recursive") {
 					return &exitError{code: 2, msg: fmt.Sprintf("%s is a directory (use -r)", p)}
 				}
+				if _, err := os.ReadDir(p); err != nil {
+					return &exitError{code: 2, msg: err.Error()}
+				}
 				err = filepath.WalkDir(p, func(f string, d fs.DirEntry, err error) error {
-					if err == nil && !d.IsDir() && isTemplateName(f) {
+					switch {
+					case err != nil:
+						warnf(stderr, g, "%v: skipped", err)
+						return nil
+					case !d.IsDir() && isTemplateName(f):
 						files = append(files, f)
 					}
-					return err
+					return nil
 				})
 				if err != nil {
 					return &exitError{code: 2, msg: err.Error()}
 				}
 			}
 			var found []*capabilities.Template
-			failed := false
 			for _, f := range files {
-				t, diags, err := readTemplate(f, stderr, g)
+				t, _, err := readTemplate(f, stderr, g)
 				if err != nil {
-					return &exitError{code: 2, msg: err.Error()}
+					warnf(stderr, g, "%v: skipped", err)
+					continue
 				}
-				failed = failed || diags.HasErrors()
-				if t != nil && !diags.HasErrors() && t.Matches(conds) && !slices.ContainsFunc(found, func(x *capabilities.Template) bool { return x.Path == t.Path }) {
+				if t != nil && t.Matches(conds) && !slices.ContainsFunc(found, func(x *capabilities.Template) bool { return x.Path == t.Path }) {
 					found = append(found, t)
 				}
 			}
@@ -144,10 +211,7 @@ func capFindCommand(stdout, stderr io.Writer) *cli.Command {
 					fmt.Fprintln(stdout, t.Path)
 				}
 			}
-			switch {
-			case failed:
-				return &exitError{code: 2, msg: "some templates are invalid (above); the list may be incomplete"}
-			case len(found) == 0:
+			if len(found) == 0 {
 				return exitCode(1)
 			}
 			return nil
@@ -164,7 +228,9 @@ func capSummaryCommand(stdout, stderr io.Writer) *cli.Command {
 		Description: "One flat object: every capability key but resource_type with its distinct values (in the\n" +
 			"order of the -f files), and every resource type with the templates implementing it; -e adds\n" +
 			"the candidates of each list in the environments' resource_registry under its type.\n" +
-			"JSON (the default) or text (key: values, one line per key). Exit status 0, or 2 on error.",
+			"JSON (the default) or text (key: values, one line per key). A Jinja2 source (*.j2.yaml, *.j2),\n" +
+			"a file that is not valid YAML, or a -f file that is not a Heat template is skipped with a\n" +
+			"warning. Exit status: 0, 1 when every file was skipped, 2 a bad argument or an unreadable file.",
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "file", Aliases: []string{"f"}, Usage: "a template `FILE` (repeatable)"},
 			&cli.StringSliceFlag{Name: "environment", Aliases: []string{"e"}, Usage: "an environment `FILE` (repeatable)"},
@@ -182,26 +248,41 @@ func capSummaryCommand(stdout, stderr io.Writer) *cli.Command {
 			if len(c.StringSlice("file")) == 0 && len(c.StringSlice("environment")) == 0 {
 				return &exitError{code: 2, msg: "capabilities summary needs -f FILE (or -e ENV)"}
 			}
+			// Each -f and -e file: a Jinja2 source, a file that is not a template, or
+			// one that cannot be read as YAML is skipped with a warning; only an
+			// unreadable file is an error.
 			var templates []*capabilities.Template
 			for _, f := range c.StringSlice("file") {
-				t, diags, err := readTemplate(f, stderr, g)
+				if isJinjaSource(f) {
+					warnf(stderr, g, "%s is a Jinja2 source, not a Heat template: skipped", f)
+					continue
+				}
+				t, notTemplate, err := readTemplate(f, stderr, g)
 				if err != nil {
 					return &exitError{code: 2, msg: err.Error()}
 				}
-				if diags.HasErrors() {
-					return &exitError{code: 2, msg: fmt.Sprintf("%s is not a valid template", f)}
+				if notTemplate {
+					warnf(stderr, g, "%s is not a Heat template (no heat_template_version): skipped", f)
 				}
-				if t == nil {
-					return &exitError{code: 2, msg: fmt.Sprintf("%s is not a Heat template (no heat_template_version)", f)}
+				if t != nil {
+					templates = append(templates, t)
 				}
-				templates = append(templates, t)
 			}
 			sum := capabilities.Summary(templates)
+			read := len(templates)
 			for _, e := range c.StringSlice("environment") {
-				cands, err := registryCandidates(e)
+				if isJinjaSource(e) {
+					warnf(stderr, g, "%s is a Jinja2 source, not an environment: skipped", e)
+					continue
+				}
+				cands, ok, err := registryCandidates(e, stderr, g)
 				if err != nil {
 					return &exitError{code: 2, msg: err.Error()}
 				}
+				if !ok {
+					continue
+				}
+				read++
 				for _, kc := range cands {
 					for _, p := range kc.paths {
 						if !slices.Contains(sum[kc.key], p) {
@@ -209,6 +290,9 @@ func capSummaryCommand(stdout, stderr io.Writer) *cli.Command {
 						}
 					}
 				}
+			}
+			if read == 0 {
+				return &exitError{code: 1, msg: "nothing to summarise: every file was skipped (above)"}
 			}
 			keys := make([]string, 0, len(sum))
 			for k := range sum {
@@ -254,18 +338,20 @@ type keyCandidates struct {
 
 // registryCandidates reads the list values of an environment's resource_registry:
 // each key with its candidates, relative to the environment's directory made
-// relative to the current one.
-func registryCandidates(env string) ([]keyCandidates, error) {
+// relative to the current one. ok is false when the file is not valid YAML (the
+// problem is printed as a warning: the file is skipped).
+func registryCandidates(env string, stderr io.Writer, g *globals) (out []keyCandidates, ok bool, err error) {
 	src, err := os.ReadFile(env)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	v, diags := loader.DecodeYAML(env, src)
+	clean := path.Clean(filepath.ToSlash(env))
+	v, diags := loader.DecodeYAML(clean, src)
 	if diags.HasErrors() {
-		return nil, errors.New(diags.Error())
+		writeDiagnosticsText(stderr, skipped(diags, "the environment"), map[string]*hcl.File{clean: {Bytes: src}}, "", g.useColor(stderr))
+		return nil, false, nil
 	}
 	reg := v.Get("resource_registry")
-	var out []keyCandidates
 	for _, f := range func() []loader.Field {
 		if reg.IsMap() {
 			return reg.Fields
@@ -283,5 +369,5 @@ func registryCandidates(env string) ([]keyCandidates, error) {
 		}
 		out = append(out, kc)
 	}
-	return out, nil
+	return out, true, nil
 }
