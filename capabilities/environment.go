@@ -38,8 +38,10 @@ type Environment struct {
 	// Resources are the per-resource overrides: resource name → type → entry.
 	Resources map[string][]Entry
 	Requires  map[string]string
-	// RequiresRanges say where each requires key is written.
+	// RequiresRanges say where each requires key is written; requiresValues
+	// where its value is.
 	RequiresRanges map[string]hcl.Range
+	requiresValues map[string]hcl.Range
 
 	params         []paramEntry
 	strategies     map[string]string
@@ -70,7 +72,7 @@ func ParseEnvironment(name string, src []byte) (*Environment, hcl.Diagnostics) {
 func EnvironmentFromValue(name string, v *loader.Value) (*Environment, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	env := &Environment{Path: name, Resources: map[string][]Entry{}, Requires: map[string]string{}, RequiresRanges: map[string]hcl.Range{},
-		strategies: map[string]string{}, strategyRanges: map[string]hcl.Range{}}
+		requiresValues: map[string]hcl.Range{}, strategies: map[string]string{}, strategyRanges: map[string]hcl.Range{}}
 	bad := func(r hcl.Range, format string, args ...any) {
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: fmt.Sprintf(format, args...), Subject: r.Ptr()})
 	}
@@ -78,18 +80,18 @@ func EnvironmentFromValue(name string, v *loader.Value) (*Environment, hcl.Diagn
 		return env, diags
 	}
 	if !v.IsMap() {
-		bad(v.Range, "%s: an environment is a mapping of sections", name)
+		bad(v.Range, "an environment is a mapping of sections")
 		return env, diags
 	}
 	dir := path.Dir(name)
 	resolve := func(p string, r hcl.Range) (string, bool) {
 		if strings.Contains(p, "://") || path.IsAbs(p) {
-			bad(r, "%s: %q: template paths are relative to the environment's directory", name, p)
+			bad(r, "%q: template paths are relative to the environment's directory", p)
 			return "", false
 		}
 		joined := path.Join(dir, p)
 		if joined == ".." || strings.HasPrefix(joined, "../") {
-			bad(r, "%s: %q leaves the repository", name, p)
+			bad(r, "%q leaves the repository", p)
 			return "", false
 		}
 		return joined, true
@@ -110,17 +112,17 @@ func EnvironmentFromValue(name string, v *loader.Value) (*Environment, hcl.Diagn
 			}
 		case val.IsList():
 			if len(val.Items) == 0 {
-				bad(val.Range, "%s: resource_registry %q: an empty list of candidates", name, key)
+				bad(val.Range, "resource_registry %q: an empty list of candidates", key)
 				return e, false
 			}
 			for _, it := range val.Items {
 				s, ok := it.Str()
 				if !ok || it.Kind != loader.KindString {
-					bad(it.Range, "%s: resource_registry %q: list entries must be template paths, got a %s", name, key, kindName(it))
+					bad(it.Range, "resource_registry %q: list entries must be template paths, got a %s", key, kindName(it))
 					return e, false
 				}
 				if !isTemplatePath(s) {
-					bad(it.Range, "%s: resource_registry %q: list entries must be template paths, got %q", name, key, s)
+					bad(it.Range, "resource_registry %q: list entries must be template paths, got %q", key, s)
 					return e, false
 				}
 				p, ok := resolve(s, it.Range)
@@ -130,18 +132,22 @@ func EnvironmentFromValue(name string, v *loader.Value) (*Environment, hcl.Diagn
 				e.Candidates = append(e.Candidates, p)
 			}
 		default:
-			bad(val.Range, "%s: resource_registry %q: a value is a template path, a type, a list of template paths or null, not a %s", name, key, kindName(val))
+			bad(val.Range, "resource_registry %q: a value is a template path, a type, a list of template paths or null, not a %s", key, kindName(val))
 			return e, false
 		}
 		return e, true
 	}
 	for _, sec := range v.Fields {
 		if !slices.Contains(envSections, sec.Key) {
-			bad(sec.KeyRange, "%s: environment has wrong section %q", name, sec.Key)
+			if best := loader.Suggest(sec.Key, envSections); best != "" {
+				bad(sec.KeyRange, "environment has wrong section %q; did you mean %q?", sec.Key, best)
+			} else {
+				bad(sec.KeyRange, "environment has wrong section %q", sec.Key)
+			}
 			continue
 		}
 		if sec.Value.IsNull() {
-			bad(sec.KeyRange, "%s: environment has empty section %q", name, sec.Key)
+			bad(sec.KeyRange, "environment has empty section %q", sec.Key)
 			continue
 		}
 		switch sec.Key {
@@ -149,32 +155,32 @@ func EnvironmentFromValue(name string, v *loader.Value) (*Environment, hcl.Diagn
 			env.parseParams(sec, bad)
 		case "requires":
 			if !sec.Value.IsMap() {
-				bad(sec.Value.Range, "%s: requires maps capability keys to values", name)
+				bad(sec.Value.Range, "requires maps capability keys to values")
 				continue
 			}
 			for _, f := range sec.Value.Fields {
 				s, ok := f.Value.Str()
 				if !reKey.MatchString(f.Key) || !ok || f.Value.Kind != loader.KindString {
-					bad(f.KeyRange, "%s: requires: %q must be a capability key (%s) with a string value", name, f.Key, reKey)
+					bad(f.KeyRange, "requires: %q must be a capability key (%s) with a string value", f.Key, reKey)
 					continue
 				}
-				env.Requires[f.Key], env.RequiresRanges[f.Key] = s, f.KeyRange
+				env.Requires[f.Key], env.RequiresRanges[f.Key], env.requiresValues[f.Key] = s, f.KeyRange, f.Value.Range
 			}
 		case "resource_registry":
 			if !sec.Value.IsMap() {
-				bad(sec.Value.Range, "%s: resource_registry is a mapping", name)
+				bad(sec.Value.Range, "resource_registry is a mapping")
 				continue
 			}
 			for _, f := range sec.Value.Fields {
 				switch f.Key {
 				case "resources":
 					if !f.Value.IsMap() {
-						bad(f.Value.Range, "%s: resource_registry resources maps resource names to registries", name)
+						bad(f.Value.Range, "resource_registry resources maps resource names to registries")
 						continue
 					}
 					for _, res := range f.Value.Fields {
 						if !res.Value.IsMap() {
-							bad(res.Value.Range, "%s: resource_registry resources %q is a mapping", name, res.Key)
+							bad(res.Value.Range, "resource_registry resources %q is a mapping", res.Key)
 							continue
 						}
 						for _, rf := range res.Value.Fields {
@@ -209,13 +215,27 @@ type Registry struct {
 
 // Resolve merges envs in order (later wins per key, null deletes, resources
 // merged per resource and type, requires per key) and resolves every list value
-// against requires (SPEC §8), reading candidate templates from fsys. Every
-// problem is reported, sorted by key.
+// against requires, reading candidate templates from fsys. Every problem is
+// reported, sorted by key.
 func Resolve(fsys fs.FS, envs []*Environment) (*Registry, hcl.Diagnostics) {
+	return ResolveFor(fsys, envs, "")
+}
+
+// ResolveFor is Resolve on behalf of who ("cluster prod"), named in the errors
+// that depend on its requires: environments are shared, and the same entry may
+// resolve for one cluster and not for another.
+//
+// A requires value that no candidate of any list declares (a typo, or a value
+// no template implements) is one error at the requires entry that set it,
+// listing the registry keys it leaves unresolved, instead of one error per key
+// at the environment's entries.
+func ResolveFor(fsys fs.FS, envs []*Environment, who string) (*Registry, hcl.Diagnostics) {
 	reg := &Registry{Entries: map[string]Entry{}, Resources: map[string]map[string]Entry{}, Requires: map[string]string{}}
+	reqAt := map[string]hcl.Range{}
 	for _, env := range envs {
 		for k, v := range env.Requires {
 			reg.Requires[k] = v
+			reqAt[k] = env.requiresValues[k]
 		}
 		for _, e := range env.Registry {
 			if e.Delete {
@@ -256,22 +276,73 @@ func Resolve(fsys fs.FS, envs []*Environment) (*Registry, hcl.Diagnostics) {
 			return nil, err
 		}
 		t, ok, d := ParseTemplate(p, src)
-		diags = append(diags, d...)
+		// Only errors: the YAML decoder's warnings about the rest of a template
+		// (a key written twice in a resource) are Heat's business, not the
+		// registry's, and the templates are often upstream files.
+		for _, x := range d {
+			if x.Severity == hcl.DiagError {
+				diags = append(diags, x)
+			}
+		}
 		if !ok {
 			return nil, fmt.Errorf("not a Heat template")
 		}
 		templates[p] = t
 		return t, nil
 	}
-	resolveList := func(e Entry) Entry {
+	prefix := ""
+	if who != "" {
+		prefix = who + ": "
+	}
+	// unresolved[k] are the entries whose list no candidate matches because of
+	// requires key k's value; declared[k] the values the candidates declare.
+	unresolved := map[string][]Entry{}
+	declared := map[string][]string{}
+	candidates := func(e Entry) ([]*Template, bool) {
 		var cands []*Template
 		for _, p := range e.Candidates {
 			t, err := load(p)
 			if err != nil {
-				diags = append(diags, errAt(e.Range, "%s: resource_registry %q: candidate %q not found", e.Env, e.Key, p))
-				return Entry{}
+				diags = append(diags, errAt(e.Range, "resource_registry %q: candidate %q not found", e.Key, p))
+				return nil, false
 			}
 			cands = append(cands, t)
+		}
+		return cands, true
+	}
+	lists := func(visit func(Entry)) {
+		for _, k := range sortedKeys(reg.Entries) {
+			if e := reg.Entries[k]; e.Candidates != nil {
+				visit(e)
+			}
+		}
+		for _, res := range sortedResources(reg.Resources) {
+			for _, k := range sortedKeys(reg.Resources[res]) {
+				if e := reg.Resources[res][k]; e.Candidates != nil {
+					visit(e)
+				}
+			}
+		}
+	}
+	lists(func(e Entry) {
+		for _, p := range e.Candidates {
+			t, err := load(p)
+			if err != nil {
+				continue // reported by resolveList
+			}
+			for k, vals := range t.Values {
+				for _, v := range vals {
+					if !slices.Contains(declared[k], v) {
+						declared[k] = append(declared[k], v)
+					}
+				}
+			}
+		}
+	})
+	resolveList := func(e Entry) Entry {
+		cands, ok := candidates(e)
+		if !ok {
+			return Entry{}
 		}
 		// A requires key is relevant when some candidate declares it.
 		var keys []string
@@ -287,7 +358,7 @@ func Resolve(fsys fs.FS, envs []*Environment) (*Registry, hcl.Diagnostics) {
 			for _, k := range keys {
 				ok = ok && t.Has(k, reg.Requires[k])
 			}
-			if types, declared := t.Values[ResourceType]; declared && !slices.Contains(types, e.Key) {
+			if types, hasTypes := t.Values[ResourceType]; hasTypes && !slices.Contains(types, e.Key) {
 				ok = false
 			}
 			if ok {
@@ -301,18 +372,30 @@ func Resolve(fsys fs.FS, envs []*Environment) (*Registry, hcl.Diagnostics) {
 			out.Value, out.Candidates = matched[0].Path, nil
 			return out
 		case 0:
+			var typo []string
+			for _, k := range keys {
+				if !slices.Contains(declared[k], reg.Requires[k]) {
+					typo = append(typo, k)
+				}
+			}
+			if len(typo) > 0 {
+				for _, k := range typo {
+					unresolved[k] = append(unresolved[k], e)
+				}
+				return Entry{}
+			}
 			var parts []string
 			for _, t := range cands {
 				parts = append(parts, t.Path+" "+formatCaps(t))
 			}
-			diags = append(diags, errAt(e.Range, "%s: resource_registry %q: no candidate matches requires %s; candidates: %s", e.Env, e.Key, req, strings.Join(parts, ", ")))
+			diags = append(diags, errAt(e.Range, "%sresource_registry %q: no candidate matches requires %s; candidates: %s", prefix, e.Key, req, strings.Join(parts, ", ")))
 		default:
 			var paths []string
 			for _, t := range matched {
 				paths = append(paths, t.Path)
 			}
-			diags = append(diags, errAt(e.Range, "%s: resource_registry %q: %d candidates match requires %s: %s (they differ on: %s)",
-				e.Env, e.Key, len(matched), req, strings.Join(paths, ", "), strings.Join(differ(matched), ", ")))
+			diags = append(diags, errAt(e.Range, "%sresource_registry %q: %d candidates match requires %s: %s (they differ on: %s)",
+				prefix, e.Key, len(matched), req, strings.Join(paths, ", "), strings.Join(differ(matched), ", ")))
 		}
 		return Entry{}
 	}
@@ -340,6 +423,9 @@ func Resolve(fsys fs.FS, envs []*Environment) (*Registry, hcl.Diagnostics) {
 				}
 			}
 		}
+	}
+	for _, k := range sortedKeys(unresolved) {
+		diags = append(diags, requiresTypo(prefix, k, reg.Requires[k], reqAt[k], declared[k], unresolved[k]))
 	}
 	diags = append(diags, reg.aliasCycles()...)
 	params, d := mergeParams(envs)
@@ -409,6 +495,37 @@ func (r *Registry) aliasCycles() hcl.Diagnostics {
 		}
 	}
 	return diags
+}
+
+// requiresTypo is the error for requires k: v when no candidate declares v:
+// at the requires entry, with the values the candidates do declare.
+func requiresTypo(prefix, k, v string, at hcl.Range, declared []string, entries []Entry) *hcl.Diagnostic {
+	sum := fmt.Sprintf("%srequires %s: %s matches no candidate template", prefix, k, v)
+	if best := loader.Suggest(v, declared); best != "" {
+		sum += fmt.Sprintf("; did you mean %q?", best)
+	}
+	var envs, keys []string
+	for _, e := range entries {
+		if !slices.Contains(envs, e.Env) {
+			envs = append(envs, e.Env)
+		}
+		keys = append(keys, e.Key)
+	}
+	sort.Strings(envs)
+	sort.Strings(keys)
+	d := errAt(at, "%s", sum)
+	d.Detail = fmt.Sprintf("The candidates in the resource_registry of %s declare %s: %s. Unresolved because of it: %s.",
+		strings.Join(envs, ", "), k, strings.Join(sortedCopy(declared), ", "), strings.Join(keys, ", "))
+	return d
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func sortedCopy(s []string) []string {

@@ -107,26 +107,63 @@ func TestResolve(t *testing.T) {
 }
 
 // TestResolveErrors: zero and several matches, every key at once, at the entry's
-// file and line, with SPEC §8's messages.
+// file and line.
 func TestResolveErrors(t *testing.T) {
 	fsys := tht()
 	fsys["tht/environments/services.yaml"] = &fstest.MapFile{Data: []byte(services)}
-	fsys["tht/environments/choice.yaml"] = &fstest.MapFile{Data: []byte("requires: {deployment: ansible}\n")}
 	fsys["tht/environments/docker.yaml"] = &fstest.MapFile{Data: []byte("requires: {deployment: docker}\n")}
-	_, diags := resolve(t, fsys, "tht/environments/services.yaml", "tht/environments/choice.yaml")
+	fsys["tht/environments/mixed.yaml"] = &fstest.MapFile{Data: []byte("requires: {deployment: docker, ha: none}\nresource_registry:\n" +
+		"  OS::TripleO::Services::Mixed: [../puppet/services/rabbitmq.yaml, ../docker/services/pacemaker/rabbitmq.yaml]\n")}
+	_, diags := resolve(t, fsys, "tht/environments/services.yaml", "tht/environments/mixed.yaml")
 	want := []string{
-		`tht/environments/services.yaml:2:3: tht/environments/services.yaml: resource_registry "OS::TripleO::Services::RabbitMQ": no candidate matches requires {deployment: ansible}; candidates: tht/puppet/services/rabbitmq.yaml {deployment: puppet, ha: none}, tht/puppet/services/pacemaker/rabbitmq.yaml {deployment: puppet, ha: pacemaker}, tht/docker/services/rabbitmq.yaml {deployment: docker, ha: none}, tht/docker/services/pacemaker/rabbitmq.yaml {deployment: docker, ha: pacemaker}`,
-		`tht/environments/services.yaml:7:3: tht/environments/services.yaml: resource_registry "OS::TripleO::Services::Keystone": no candidate matches requires {deployment: ansible}; candidates: tht/puppet/services/keystone.yaml {deployment: puppet}, tht/docker/services/keystone.yaml {deployment: docker}, tht/docker/services/keystone-for-other.yaml {deployment: docker}`,
+		`tht/environments/mixed.yaml:3:3: resource_registry "OS::TripleO::Services::Mixed": no candidate matches requires {deployment: docker, ha: none}; candidates: tht/puppet/services/rabbitmq.yaml {deployment: puppet, ha: none}, tht/docker/services/pacemaker/rabbitmq.yaml {deployment: docker, ha: pacemaker}`,
 	}
 	if diff := cmp.Diff(want, diagLines(diags)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	_, diags = resolve(t, fsys, "tht/environments/services.yaml", "tht/environments/docker.yaml")
 	want = []string{
-		`tht/environments/services.yaml:2:3: tht/environments/services.yaml: resource_registry "OS::TripleO::Services::RabbitMQ": 2 candidates match requires {deployment: docker}: tht/docker/services/rabbitmq.yaml, tht/docker/services/pacemaker/rabbitmq.yaml (they differ on: ha)`,
+		`tht/environments/services.yaml:2:3: resource_registry "OS::TripleO::Services::RabbitMQ": 2 candidates match requires {deployment: docker}: tht/docker/services/rabbitmq.yaml, tht/docker/services/pacemaker/rabbitmq.yaml (they differ on: ha)`,
 	}
 	if diff := cmp.Diff(want, diagLines(diags)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// A requires value no candidate declares (a typo) is one error at the requires
+// entry that set it, naming who resolves and the keys it leaves unresolved, not
+// one error per registry key at the shared environment.
+func TestResolveRequiresTypoIsReportedAtRequires(t *testing.T) {
+	fsys := tht()
+	fsys["tht/environments/services.yaml"] = &fstest.MapFile{Data: []byte(services)}
+	for _, tc := range []struct {
+		requires, summary string
+	}{
+		{"requires: {ha: none, deployment: dokcer}\n", `cluster prod: requires deployment: dokcer matches no candidate template; did you mean "docker"?`},
+		{"requires: {ha: none, deployment: ansible}\n", `cluster prod: requires deployment: ansible matches no candidate template`},
+	} {
+		fsys["clusters/prod.yaml"] = &fstest.MapFile{Data: []byte(tc.requires)}
+		var envs []*Environment
+		for _, name := range []string{"tht/environments/services.yaml", "clusters/prod.yaml"} {
+			env, d := ParseEnvironment(name, fsys[name].Data)
+			if d.HasErrors() {
+				t.Fatal(d)
+			}
+			envs = append(envs, env)
+		}
+		_, diags := ResolveFor(fsys, envs, "cluster prod")
+		if diff := cmp.Diff([]string{"clusters/prod.yaml:1:34: " + tc.summary}, diagLines(diags)); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+			continue
+		}
+		wantDetail := "The candidates in the resource_registry of tht/environments/services.yaml declare deployment: docker, puppet. " +
+			"Unresolved because of it: OS::TripleO::Services::Keystone, OS::TripleO::Services::RabbitMQ."
+		if diags[0].Detail != wantDetail {
+			t.Errorf("detail:\n got %s\nwant %s", diags[0].Detail, wantDetail)
+		}
+		if r := diags[0].Subject; string(fsys["clusters/prod.yaml"].Data[r.Start.Byte:r.End.Byte]) != strings.TrimSuffix(strings.Fields(tc.requires)[4], "}") {
+			t.Errorf("the subject covers %q", fsys["clusters/prod.yaml"].Data[r.Start.Byte:r.End.Byte])
+		}
 	}
 }
 
@@ -136,22 +173,22 @@ func TestBadEnvironments(t *testing.T) {
 		name, env string
 		want      string
 	}{
-		{"unknown section", "resource_registy: {}\n", `e.yaml:1:1: e.yaml: environment has wrong section "resource_registy"`},
-		{"empty section", "resource_registry:\n", `e.yaml:1:1: e.yaml: environment has empty section "resource_registry"`},
-		{"not a mapping", "- a\n", `e.yaml:1:1: e.yaml: an environment is a mapping of sections`},
-		{"registry not a mapping", "resource_registry: [a]\n", `e.yaml:1:20: e.yaml: resource_registry is a mapping`},
-		{"type name in a list", "resource_registry:\n  OS::X: [a.yaml, OS::Heat::None]\n", `e.yaml:2:19: e.yaml: resource_registry "OS::X": list entries must be template paths, got "OS::Heat::None"`},
-		{"number in a list", "resource_registry:\n  OS::X: [a.yaml, 3]\n", `e.yaml:2:19: e.yaml: resource_registry "OS::X": list entries must be template paths, got a number`},
-		{"empty list", "resource_registry:\n  OS::X: []\n", `e.yaml:2:10: e.yaml: resource_registry "OS::X": an empty list of candidates`},
-		{"mapping value", "resource_registry:\n  OS::X: {a: b}\n", `e.yaml:2:10: e.yaml: resource_registry "OS::X": a value is a template path, a type, a list of template paths or null, not a mapping`},
-		{"leaves the repository", "resource_registry:\n  OS::X: ../../x.yaml\n", `e.yaml:2:10: e.yaml: "../../x.yaml" leaves the repository`},
-		{"absolute path", "resource_registry:\n  OS::X: /etc/x.yaml\n", `e.yaml:2:10: e.yaml: "/etc/x.yaml": template paths are relative to the environment's directory`},
-		{"URL", "resource_registry:\n  OS::X: [https://example.org/x.yaml]\n", `e.yaml:2:11: e.yaml: "https://example.org/x.yaml": template paths are relative to the environment's directory`},
-		{"requires value", "requires: {deployment: [a, b]}\n", `e.yaml:1:12: e.yaml: requires: "deployment" must be a capability key (^[a-z][a-z0-9_]*$) with a string value`},
-		{"requires key", "requires: {Deployment: a}\n", `e.yaml:1:12: e.yaml: requires: "Deployment" must be a capability key (^[a-z][a-z0-9_]*$) with a string value`},
-		{"requires not a mapping", "requires: docker\n", `e.yaml:1:11: e.yaml: requires maps capability keys to values`},
-		{"resources not a mapping", "resource_registry:\n  resources: [x]\n", `e.yaml:2:14: e.yaml: resource_registry resources maps resource names to registries`},
-		{"missing candidate", "resource_registry:\n  OS::X: [tht/none.yaml, tht/network/noop.yaml]\n", `e.yaml:2:3: e.yaml: resource_registry "OS::X": candidate "tht/none.yaml" not found`},
+		{"unknown section", "resource_registy: {}\n", `e.yaml:1:1: environment has wrong section "resource_registy"; did you mean "resource_registry"?`},
+		{"empty section", "resource_registry:\n", `e.yaml:1:1: environment has empty section "resource_registry"`},
+		{"not a mapping", "- a\n", `e.yaml:1:1: an environment is a mapping of sections`},
+		{"registry not a mapping", "resource_registry: [a]\n", `e.yaml:1:20: resource_registry is a mapping`},
+		{"type name in a list", "resource_registry:\n  OS::X: [a.yaml, OS::Heat::None]\n", `e.yaml:2:19: resource_registry "OS::X": list entries must be template paths, got "OS::Heat::None"`},
+		{"number in a list", "resource_registry:\n  OS::X: [a.yaml, 3]\n", `e.yaml:2:19: resource_registry "OS::X": list entries must be template paths, got a number`},
+		{"empty list", "resource_registry:\n  OS::X: []\n", `e.yaml:2:10: resource_registry "OS::X": an empty list of candidates`},
+		{"mapping value", "resource_registry:\n  OS::X: {a: b}\n", `e.yaml:2:10: resource_registry "OS::X": a value is a template path, a type, a list of template paths or null, not a mapping`},
+		{"leaves the repository", "resource_registry:\n  OS::X: ../../x.yaml\n", `e.yaml:2:10: "../../x.yaml" leaves the repository`},
+		{"absolute path", "resource_registry:\n  OS::X: /etc/x.yaml\n", `e.yaml:2:10: "/etc/x.yaml": template paths are relative to the environment's directory`},
+		{"URL", "resource_registry:\n  OS::X: [https://example.org/x.yaml]\n", `e.yaml:2:11: "https://example.org/x.yaml": template paths are relative to the environment's directory`},
+		{"requires value", "requires: {deployment: [a, b]}\n", `e.yaml:1:12: requires: "deployment" must be a capability key (^[a-z][a-z0-9_]*$) with a string value`},
+		{"requires key", "requires: {Deployment: a}\n", `e.yaml:1:12: requires: "Deployment" must be a capability key (^[a-z][a-z0-9_]*$) with a string value`},
+		{"requires not a mapping", "requires: docker\n", `e.yaml:1:11: requires maps capability keys to values`},
+		{"resources not a mapping", "resource_registry:\n  resources: [x]\n", `e.yaml:2:14: resource_registry resources maps resource names to registries`},
+		{"missing candidate", "resource_registry:\n  OS::X: [tht/none.yaml, tht/network/noop.yaml]\n", `e.yaml:2:3: resource_registry "OS::X": candidate "tht/none.yaml" not found`},
 		{"alias cycle", "resource_registry:\n  OS::A: OS::B\n  OS::B: OS::C\n  OS::C: OS::A\n", `e.yaml:2:3: resource_registry: alias cycle OS::A -> OS::B -> OS::C -> OS::A`},
 		{"candidate with bad capabilities", "resource_registry:\n  OS::X: [bad.yaml]\n", `bad.yaml:2:38: capabilities must map keys to a string or list of strings; deployment is a number`},
 	} {

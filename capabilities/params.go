@@ -25,7 +25,7 @@ func (env *Environment) parseParams(sec loader.Field, bad func(hcl.Range, string
 	switch sec.Key {
 	case "parameter_defaults":
 		if !sec.Value.IsMap() {
-			bad(sec.Value.Range, "%s: parameter_defaults maps parameter names to values", env.Path)
+			bad(sec.Value.Range, "parameter_defaults maps parameter names to values")
 			return
 		}
 		for _, f := range sec.Value.Fields {
@@ -33,13 +33,13 @@ func (env *Environment) parseParams(sec loader.Field, bad func(hcl.Range, string
 		}
 	case "parameter_merge_strategies":
 		if !sec.Value.IsMap() {
-			bad(sec.Value.Range, "%s: parameter_merge_strategies maps parameter names (or default) to a strategy", env.Path)
+			bad(sec.Value.Range, "parameter_merge_strategies maps parameter names (or default) to a strategy")
 			return
 		}
 		for _, f := range sec.Value.Fields {
 			s, ok := f.Value.Str()
 			if !ok || !slices.Contains(Strategies, s) {
-				bad(f.Value.Range, "%s: parameter_merge_strategies %q: %q is not a strategy (overwrite, merge or deep_merge)", env.Path, f.Key, f.Value.Text)
+				bad(f.Value.Range, "parameter_merge_strategies %q: %q is not a strategy (overwrite, merge or deep_merge)", f.Key, f.Value.Text)
 				continue
 			}
 			env.strategies[f.Key] = s
@@ -84,7 +84,7 @@ func mergeParams(envs []*Environment) (map[string]any, hcl.Diagnostics) {
 			}
 			v, err := mergeValue(old, p.Value, strategy)
 			if err != nil {
-				diags = append(diags, errAt(p.Range, "%s: parameter_defaults %q: %v", env.Path, p.Key, err))
+				diags = append(diags, errAt(p.Range, "parameter_defaults %q: %v", p.Key, err))
 				continue
 			}
 			out[p.Key] = v

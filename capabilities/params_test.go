@@ -66,7 +66,7 @@ parameter_defaults:
 	}
 	fsys["e.yaml"] = &fstest.MapFile{Data: []byte("parameter_merge_strategies:\n  default: melt\n")}
 	_, diags = resolve(t, fsys, "e.yaml")
-	if got := diagLines(diags); len(got) != 1 || got[0] != `e.yaml:2:12: e.yaml: parameter_merge_strategies "default": "melt" is not a strategy (overwrite, merge or deep_merge)` {
+	if got := diagLines(diags); len(got) != 1 || got[0] != `e.yaml:2:12: parameter_merge_strategies "default": "melt" is not a strategy (overwrite, merge or deep_merge)` {
 		t.Errorf("a bad strategy: %q", got)
 	}
 }

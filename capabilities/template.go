@@ -1,9 +1,9 @@
-// Package capabilities implements the Heat resource-capabilities design (SPEC §8):
+// Package capabilities implements Heat resource capabilities (the heat-specs
+// "resource-capabilities" design, which upstream Heat never implemented):
 // templates that declare `capabilities:` (tags such as deployment: docker, and the
-// resource types they implement), introspection over them (find, summary), and —
-// in later steps — environments whose registry lists are resolved by `requires`.
-// Upstream Heat never implemented it; notes/heat.md has the design and Heat's own
-// environment rules.
+// resource types they implement), introspection over them (find, summary), and
+// environments whose registry lists are resolved by `requires`, merged by Heat's
+// own environment rules.
 package capabilities
 
 import (

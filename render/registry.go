@@ -15,7 +15,7 @@ import (
 
 // resolveRegistry merges the cluster's Heat environments (`environments:` in
 // order, then its own `requires:` and `resource_registry:` as a last one) and
-// resolves the registry's lists by `requires` (SPEC §8). nil when the cluster
+// resolves the registry's lists by `requires`. nil when the cluster
 // uses none of them.
 func resolveRegistry(repo *loader.Repo, cl *loader.Cluster) (*capabilities.Registry, hcl.Diagnostics) {
 	if len(cl.Environments) == 0 && cl.Requires == nil && cl.ResourceRegistry == nil {
@@ -60,7 +60,7 @@ func resolveRegistry(repo *loader.Repo, cl *loader.Cluster) (*capabilities.Regis
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	reg, d := capabilities.Resolve(repo.FS, envs)
+	reg, d := capabilities.ResolveFor(repo.FS, envs, "cluster "+cl.Name)
 	return reg, append(diags, d...)
 }
 

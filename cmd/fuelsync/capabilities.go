@@ -22,7 +22,7 @@ import (
 func capabilitiesCommand(stdout, stderr io.Writer) *cli.Command {
 	return &cli.Command{
 		Name:            "capabilities",
-		Usage:           "introspect the capabilities of Heat templates (SPEC §8)",
+		Usage:           "introspect the capabilities of Heat templates",
 		HideHelpCommand: true,
 		OnUsageError:    usageError,
 		Subcommands:     []*cli.Command{capFindCommand(stdout, stderr), capSummaryCommand(stdout, stderr)},
