@@ -25,6 +25,9 @@ import (
 // problem really begins. reported is the line yaml.v3 gave; it is returned when
 // the search is not conclusive.
 func yamlProblemLine(li *lineIndex, msg string, reported int) int {
+	if len(li.src) > maxProblemSearch {
+		return reported
+	}
 	lines := len(li.starts)
 	fails := func(n int) bool {
 		end := len(li.src)
@@ -58,6 +61,11 @@ func yamlProblemLine(li *lineIndex, msg string, reported int) int {
 	return n
 }
 
+// maxProblemSearch bounds the files whose prefixes yamlProblemLine parses (about
+// log2(lines) times): hand-written files are far smaller, and a huge generated
+// file keeps yaml.v3's line rather than cost seconds more.
+const maxProblemSearch = 4 << 20
+
 // lineIndent returns the leading blanks of line (1-based) and whether the line
 // holds anything but blanks and a comment.
 func (li *lineIndex) lineIndent(line int) (indent string, content bool) {
@@ -70,6 +78,8 @@ func (li *lineIndex) lineIndent(line int) (indent string, content bool) {
 // named as such, and an indentation that differs from the line above is
 // pointed out. It returns the summary, the detail and the range to mark.
 func yamlHint(filename string, li *lineIndex, line int, msg string) (summary, detail string, subject hcl.Range) {
+	// yaml.v3 may report the line after the last one (an error at the end).
+	line = max(1, min(line, len(li.starts)))
 	summary = "YAML syntax error: " + msg
 	subject = li.span(filename, line, 1, 0)
 	indent, _ := li.lineIndent(line)
