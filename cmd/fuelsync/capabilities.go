@@ -153,6 +153,7 @@ func capFindCommand(stdout, stderr io.Writer) *cli.Command {
 			// named like templates. Only an unreadable PATH is an error (exit 2);
 			// what cannot be read below it is skipped with a warning.
 			var files []string
+			roots := map[string]bool{}
 			for _, p := range c.Args().Slice() {
 				fi, err := os.Stat(p)
 				if err != nil {
@@ -164,6 +165,7 @@ func capFindCommand(stdout, stderr io.Writer) *cli.Command {
 						continue
 					}
 					files = append(files, p)
+					roots[p] = true
 					continue
 				}
 				if !c.Bool("recursive") {
@@ -189,7 +191,10 @@ func capFindCommand(stdout, stderr io.Writer) *cli.Command {
 			var found []*capabilities.Template
 			for _, f := range files {
 				t, _, err := readTemplate(f, stderr, g)
-				if err != nil {
+				switch {
+				case err != nil && roots[f]:
+					return &exitError{code: 2, msg: err.Error()}
+				case err != nil:
 					warnf(stderr, g, "%v: skipped", err)
 					continue
 				}
