@@ -94,6 +94,16 @@ func yamlHint(filename string, li *lineIndex, line int, msg string) (summary, de
 				li.span(filename, line, i+1, 1)
 		}
 	}
+	if msg == "found unexpected end of stream" {
+		// libyaml's context ("while scanning a quoted scalar") is lost; the
+		// usual cause is a quote that is not closed.
+		text := li.src[li.starts[line-1]:li.lineEnd(line)]
+		if i := bytes.IndexAny(text, `"'`); i >= 0 {
+			subject = li.span(filename, line, 1+len([]rune(string(text[:i]))), 0)
+			detail = "The file ends inside the value that starts here: most often a quoted string without its closing quote."
+		}
+		return summary, detail, subject
+	}
 	prev := line - 1
 	for ; prev >= 1; prev-- {
 		if _, content := li.lineIndent(prev); content {

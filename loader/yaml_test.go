@@ -177,6 +177,12 @@ func TestYAMLSyntaxErrorPointsAtTheWrongLine(t *testing.T) {
 			summary:        "YAML syntax error: tabs are not allowed for indentation",
 			detailContains: "YAML indents with spaces only",
 		},
+		"unclosed quote": {
+			src:  "settings:\n  a: \"x\n  b: 1\n",
+			line: 2, column: 6,
+			summary:        "YAML syntax error: found unexpected end of stream",
+			detailContains: "a quoted string without its closing quote",
+		},
 		"tab after spaces": {
 			src:  "a:\n  b: 1\n  \tc: 2\n",
 			line: 3, column: 3,
