@@ -32,7 +32,7 @@ func TestTagsEditKeepsBOMAndCRLF(t *testing.T) {
 	}
 	for _, cluster := range []string{"demo", "demo-hcl"} {
 		for _, args := range [][]string{
-			{"tags", "assign", "--cluster", cluster, "--node", "node-1", "backup"},      // a key added to the node
+			{"tags", "assign", "--cluster", cluster, "--node", "node-1", "backup"},     // a key added to the node
 			{"tags", "unassign", "--cluster", cluster, "--node", "node-2", "rabbitmq"}, // a list next to an existing one
 			{"roles", "assign", "--cluster", cluster, "--node", "node-4", "storage"},   // a list rewritten
 		} {
