@@ -47,7 +47,7 @@ demo: build
 	@echo "== fuelsync --repo examples/quickstart components --cluster demo   (the creation wizard's view)"
 	@$(BIN) --repo examples/quickstart components --cluster demo
 	@echo
-	@echo "== fuelsync --repo examples/quickstart render --out rendered/quickstart   (SPEC §6 artifacts)"
+	@echo "== fuelsync --repo examples/quickstart render --out rendered/quickstart   (the artifacts)"
 	@$(BIN) --repo examples/quickstart render --out rendered/quickstart
 	@echo
 	@echo "== rendered/quickstart/demo/nodes/node-1/default.yaml   (the primary controller's deployment graph)"

@@ -107,7 +107,7 @@ func TestResolve(t *testing.T) {
 }
 
 // TestResolveErrors: zero and several matches, every key at once, at the entry's
-// file and line, with SPEC §8's messages.
+// file and line, with the messages of the resolution errors.
 func TestResolveErrors(t *testing.T) {
 	fsys := tht()
 	fsys["tht/environments/services.yaml"] = &fstest.MapFile{Data: []byte(services)}
