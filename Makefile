@@ -35,7 +35,7 @@ fmtcheck:
 # warnings are the known traps in upstream data) and one node explained.
 # tripleo-capabilities: the Heat registry each cluster resolves by capabilities,
 # and capabilities find/summary on the templates.
-DEMO := rendered/demo
+DEMO ?= rendered/demo
 demo: build
 	@rm -rf $(DEMO) && mkdir -p $(DEMO)
 	@echo "== fuelsync --repo examples/quickstart validate"
@@ -44,7 +44,7 @@ demo: build
 	@echo "== a scratch copy of the quickstart with package_version '7.0.0' (exit status 1 expected)"
 	@tmp=$$(mktemp -d) && cp -r examples/quickstart $$tmp/ && \
 	  sed -i "s/package_version: '4.0.0'/package_version: '7.0.0'/" $$tmp/quickstart/plugins/monitoring/metadata.yaml && \
-	  (cd $$tmp && $(CURDIR)/$(BIN) --repo quickstart validate; echo "exit status $$?"); rm -rf $$tmp
+	  (cd $$tmp && $(abspath $(BIN)) --repo quickstart validate; echo "exit status $$?"); rm -rf $$tmp
 	@echo
 	@echo "== fuelsync --repo examples/quickstart components --cluster demo   (the creation wizard's view)"
 	@$(BIN) --repo examples/quickstart components --cluster demo
@@ -78,7 +78,7 @@ demo: build
 	@echo "== a scratch copy of the quickstart with node-1 as controller and compute (exit status 1 expected)"
 	@tmp=$$(mktemp -d) && cp -r examples/quickstart $$tmp/ && \
 	  sed -i "s/node-1: {id: 1, roles: \[controller\]}/node-1: {id: 1, roles: [controller, compute]}/" $$tmp/quickstart/clusters/demo.yaml && \
-	  (cd $$tmp && $(CURDIR)/$(BIN) --repo quickstart validate; echo "exit status $$?"); rm -rf $$tmp
+	  (cd $$tmp && $(abspath $(BIN)) --repo quickstart validate; echo "exit status $$?"); rm -rf $$tmp
 	@echo
 	@echo "== fuelsync --repo examples/fuel-mitaka validate   (real upstream data, unmodified)"
 	@$(BIN) --repo examples/fuel-mitaka validate
