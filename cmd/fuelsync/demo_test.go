@@ -34,6 +34,8 @@ func TestMakeDemo(t *testing.T) {
 	for _, want := range []string{
 		`(?m)^== fuelsync --repo examples/quickstart validate$`,
 		`(?m)^examples/quickstart: valid: `,
+		`(?m)^quickstart/plugins/monitoring/metadata.yaml:\d+:\d+: error: `, // a scratch copy with a mistake
+		`(?m)^exit status 1$`,
 		`(?m)^Apply complete: serial 1, `, // apply shows its own output
 		`(?m)^examples/fuel-mitaka: valid: `,
 		`(?m)^== fuelsync --repo examples/fuel-mitaka explain `,
