@@ -28,53 +28,75 @@ fmtcheck:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-# The main job on the bundled examples: validate the quickstart, the real Fuel data
-# (its warnings are the known traps in upstream data), and a scratch copy of the
-# quickstart with one mistake, to show a diagnostic; the quickstart's component
-# registry as the creation wizard sees it; a role conflict, found on the merged model.
+# The tour of the three bundled examples, from this clone alone (nothing else needs
+# to be beside it). quickstart: validate, a diagnostic, the component registry,
+# render, explain, plan, apply (from a saved plan, with its own output), an edit
+# planned, a role conflict. fuel-mitaka: the real Fuel 9.x data validated (its
+# warnings are the known traps in upstream data) and one node explained.
+# tripleo-capabilities: the Heat registry each cluster resolves by capabilities,
+# and capabilities find/summary on the templates.
+DEMO ?= rendered/demo
 demo: build
+	@rm -rf $(DEMO) && mkdir -p $(DEMO)
 	@echo "== fuelsync --repo examples/quickstart validate"
 	@$(BIN) --repo examples/quickstart validate
-	@echo
-	@echo "== fuelsync --repo examples/fuel-mitaka validate   (real upstream data, unmodified)"
-	@$(BIN) --repo examples/fuel-mitaka validate
 	@echo
 	@echo "== a scratch copy of the quickstart with package_version '7.0.0' (exit status 1 expected)"
 	@tmp=$$(mktemp -d) && cp -r examples/quickstart $$tmp/ && \
 	  sed -i "s/package_version: '4.0.0'/package_version: '7.0.0'/" $$tmp/quickstart/plugins/monitoring/metadata.yaml && \
-	  (cd $$tmp && $(CURDIR)/$(BIN) --repo quickstart validate; echo "exit status $$?"); rm -rf $$tmp
+	  (cd $$tmp && $(abspath $(BIN)) --repo quickstart validate; echo "exit status $$?"); rm -rf $$tmp
 	@echo
 	@echo "== fuelsync --repo examples/quickstart components --cluster demo   (the creation wizard's view)"
 	@$(BIN) --repo examples/quickstart components --cluster demo
 	@echo
-	@echo "== fuelsync --repo examples/quickstart render --out rendered/quickstart   (SPEC §6 artifacts)"
-	@$(BIN) --repo examples/quickstart render --out rendered/quickstart
+	@echo "== fuelsync --repo examples/quickstart render --out $(DEMO)/quickstart   (the artifacts)"
+	@$(BIN) --repo examples/quickstart render --out $(DEMO)/quickstart
 	@echo
-	@echo "== rendered/quickstart/demo/nodes/node-1/default.yaml   (the primary controller's deployment graph)"
-	@cat rendered/quickstart/demo/nodes/node-1/default.yaml
+	@echo "== $(DEMO)/quickstart/demo/nodes/node-1/default.yaml   (the primary controller's deployment graph)"
+	@cat $(DEMO)/quickstart/demo/nodes/node-1/default.yaml
 	@echo
 	@echo "== fuelsync --repo examples/quickstart explain --cluster demo --node node-2 keystone"
-	@$(BIN) --repo examples/quickstart explain --cluster demo --node node-2 keystone || true
+	@$(BIN) --repo examples/quickstart explain --cluster demo --node node-2 keystone
 	@$(BIN) --repo examples/quickstart explain --cluster demo --node node-2 --why-not post-check
 	@echo
-	@echo "== fuelsync --repo examples/quickstart --workdir rendered/workdir plan   (nothing applied yet: every node is new)"
-	@rm -rf rendered/workdir
-	@$(BIN) --repo examples/quickstart --workdir rendered/workdir plan --cluster demo
+	@echo "== fuelsync --repo examples/quickstart --workdir $(DEMO)/workdir plan --out $(DEMO)/plan.json   (nothing applied yet: every node is new)"
+	@$(BIN) --repo examples/quickstart --workdir $(DEMO)/workdir plan --out $(DEMO)/plan.json
 	@echo
-	@echo "== fuelsync --repo examples/quickstart --workdir rendered/workdir apply"
-	@$(BIN) --repo examples/quickstart --workdir rendered/workdir --quiet apply
-	@$(BIN) --repo examples/quickstart --workdir rendered/workdir plan --detailed-exitcode | tail -1
-	@echo "   state: rendered/workdir/state.json -> $$(readlink rendered/workdir/state.json); $$(grep -o '"serial": [0-9]*' rendered/workdir/state.json)"
+	@echo "== fuelsync --repo examples/quickstart --workdir $(DEMO)/workdir apply $(DEMO)/plan.json"
+	@$(BIN) --repo examples/quickstart --workdir $(DEMO)/workdir apply $(DEMO)/plan.json
+	@echo "   state: $(DEMO)/workdir/state.json -> $$(readlink $(DEMO)/workdir/state.json); $$(grep -o '"serial": [0-9]*' $(DEMO)/workdir/state.json)"
 	@echo
-	@echo "== a scratch copy of the quickstart with tag rabbitmq unassigned from node-2: plan"
+	@echo "== fuelsync --repo examples/quickstart --workdir $(DEMO)/workdir plan --detailed-exitcode   (applied: no changes, exit status 0)"
+	@$(BIN) --repo examples/quickstart --workdir $(DEMO)/workdir plan --detailed-exitcode
+	@echo
+	@echo "== a scratch copy of the quickstart: tags unassign --cluster demo --node node-2 rabbitmq (the file's diff, what it changes), then plan"
 	@tmp=$$(mktemp -d) && cp -r examples/quickstart $$tmp/ && \
-	  sed -i "s/tags: {assign: \[backup\]}/tags: {assign: [backup], unassign: [rabbitmq]}/" $$tmp/quickstart/clusters/demo.yaml && \
-	  $(BIN) --repo $$tmp/quickstart --workdir rendered/workdir plan; rm -rf $$tmp
+	  $(BIN) --repo $$tmp/quickstart tags unassign --cluster demo --node node-2 rabbitmq && \
+	  echo "-- fuelsync --repo <the copy> --workdir $(DEMO)/workdir plan" && \
+	  $(BIN) --repo $$tmp/quickstart --workdir $(DEMO)/workdir plan; rm -rf $$tmp
 	@echo
 	@echo "== a scratch copy of the quickstart with node-1 as controller and compute (exit status 1 expected)"
 	@tmp=$$(mktemp -d) && cp -r examples/quickstart $$tmp/ && \
 	  sed -i "s/node-1: {id: 1, roles: \[controller\]}/node-1: {id: 1, roles: [controller, compute]}/" $$tmp/quickstart/clusters/demo.yaml && \
-	  (cd $$tmp && $(CURDIR)/$(BIN) --repo quickstart validate; echo "exit status $$?"); rm -rf $$tmp
+	  (cd $$tmp && $(abspath $(BIN)) --repo quickstart validate; echo "exit status $$?"); rm -rf $$tmp
+	@echo
+	@echo "== fuelsync --repo examples/fuel-mitaka validate   (real upstream data, unmodified)"
+	@$(BIN) --repo examples/fuel-mitaka validate
+	@echo
+	@echo "== fuelsync --repo examples/fuel-mitaka explain --cluster mitaka-ceph --node node-1 primary-database"
+	@$(BIN) --repo examples/fuel-mitaka explain --cluster mitaka-ceph --node node-1 primary-database
+	@echo
+	@echo "== fuelsync --repo examples/tripleo-capabilities --quiet render --out $(DEMO)/tripleo   (each cluster's registry, chosen by capabilities)"
+	@$(BIN) --repo examples/tripleo-capabilities --quiet render --out $(DEMO)/tripleo
+	@for c in puppet docker docker-ha; do \
+	  echo "-- $(DEMO)/tripleo/$$c/registry.yaml: RabbitMQ"; grep 'Services::RabbitMQ' $(DEMO)/tripleo/$$c/registry.yaml; done
+	@echo
+	@echo "== fuelsync capabilities find -r -c deployment=docker -c ha=pacemaker examples/tripleo-capabilities/tht   (the warnings above not repeated)"
+	@$(BIN) capabilities find -r -c deployment=docker -c ha=pacemaker examples/tripleo-capabilities/tht 2>/dev/null
+	@echo
+	@echo "== fuelsync capabilities summary --format text -f <the three RabbitMQ templates>"
+	@$(BIN) capabilities summary --format text -f examples/tripleo-capabilities/tht/puppet/services/rabbitmq.yaml \
+	  -f examples/tripleo-capabilities/tht/docker/services/rabbitmq.yaml -f examples/tripleo-capabilities/tht/docker/services/pacemaker/rabbitmq.yaml
 
 # Coverage-guided fuzzing of every parser, FUZZTIME each.
 fuzz:

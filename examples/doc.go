@@ -7,7 +7,7 @@
 //     four upstream plugins), copied unmodified, wrapped by a release-plugin
 //     metadata.yaml;
 //   - tripleo-capabilities: the TripleO 7.0.0 templates with capabilities added and
-//     three clusters choosing their implementations by requires (SPEC §8);
+//     three clusters choosing their implementations by requires;
 //   - hooks/post-receive: a git server hook that asks fuelsync serve to reconcile;
 //   - ci/: a GitHub Actions workflow and a GitLab CI job running validate and diff
 //     (cmd/fuelsync's TestPostReceiveHook and TestCIExamples run them).

@@ -10,8 +10,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// corpus is the real upstream data shared by the project (see ../shared/corpus).
-const corpus = "../../shared/corpus/fuel"
+// The real upstream data the tests load, kept in the project: the newton-10.0
+// release wrapped as a plugin (testdata/newton, provenance in its SOURCES.md) and the
+// four upstream plugins of the fuel-mitaka example (examples/fuel-mitaka/SOURCES.md).
+const (
+	newtonDir  = "testdata/newton"
+	pluginsDir = "../examples/fuel-mitaka/plugins"
+)
 
 // mountFS serves the files under prefix from sub and everything else from base.
 type mountFS struct {
@@ -33,18 +38,11 @@ func (m mountFS) Open(name string) (fs.File, error) {
 // newtonFS is a repository whose only plugin wraps the real newton release.
 func newtonFS(t testing.TB) fs.FS {
 	t.Helper()
-	if _, err := os.Stat(corpus + "/release/openstack.yaml"); err != nil {
-		t.Fatalf("the shared corpus is missing (%v): the tests need ../shared beside the repository", err)
+	if _, err := os.Stat(newtonDir + "/release/openstack.yaml"); err != nil {
+		t.Fatalf("the newton release data is missing: %v", err)
 	}
-	meta, err := os.ReadFile("testdata/newton/metadata.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := fstest.MapFS{
-		"plugins/newton/metadata.yaml": {Data: meta},
-		"plugins/newton/release":       {Mode: fs.ModeDir | 0o755},
-	}
-	return mountFS{base: base, prefix: "plugins/newton/release", sub: os.DirFS(corpus + "/release")}
+	base := fstest.MapFS{"plugins/newton": {Mode: fs.ModeDir | 0o755}}
+	return mountFS{base: base, prefix: "plugins/newton", sub: os.DirFS(newtonDir)}
 }
 
 func TestNewtonRelease(t *testing.T) {
@@ -111,7 +109,11 @@ func TestCorpusPlugins(t *testing.T) {
 	}
 	for name, want := range tests {
 		t.Run(name, func(t *testing.T) {
-			fsys := mountFS{base: fstest.MapFS{"plugins/" + name: {Mode: fs.ModeDir | 0o755}}, prefix: "plugins/" + name, sub: os.DirFS(corpus + "/plugins/" + name)}
+			dir := pluginsDir + "/" + name
+			if _, err := os.Stat(dir + "/metadata.yaml"); err != nil {
+				t.Fatalf("the upstream plugin is missing: %v", err)
+			}
+			fsys := mountFS{base: fstest.MapFS{"plugins/" + name: {Mode: fs.ModeDir | 0o755}}, prefix: "plugins/" + name, sub: os.DirFS(dir)}
 			repo, diags := Load(fsys, Options{})
 			if diags.HasErrors() {
 				t.Fatalf("errors: %v", diags)

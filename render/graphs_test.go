@@ -1,6 +1,6 @@
 package render
 
-// Tests of the per-node task graphs (SPEC §5, §6): node tags, selectors, groups,
+// Tests of the per-node task graphs: node tags, selectors, groups,
 // conditions, edges, order, cycles, artifacts. Each test builds a small repository:
 // the release plugin "base" (release base-1.0) whose release data and graphs the test
 // writes, sometimes plugins extending it (addPlugin), and clusters/prod.yaml.
@@ -248,7 +248,7 @@ func nonEmpty(sets map[string][]string) map[string][]string {
 	return sets
 }
 
-// --- design examples (SPEC §5, the role-decomposition spec) ---
+// --- design examples (the role-decomposition spec) ---
 
 // TestDesignRoleAndAssignedTag: node-1 has the role controller and the assigned tag
 // mysql. A task selected by tags [controller, mysql], one by role [controller] and
@@ -303,7 +303,7 @@ nodes:
 // TestDesignUnassignRoleTags: a controller (role tags as in the Fuel fixture, each
 // with a primary) whose tags are all unassigned except rabbitmq runs the rabbitmq
 // task and none of the keystone, neutron or database tasks. Unassigning the role's
-// own name is a warning, and the tag stays (SPEC §5.1).
+// own name is a warning, and the tag stays.
 func TestDesignUnassignRoleTags(t *testing.T) {
 	rel := `roles_metadata:
   controller:
@@ -377,8 +377,8 @@ nodes:
 
 // TestImplicitRoleTagAndResolution: a role's name is a tag of its nodes even when
 // the role's tags do not list it, and becomes primary-<role> when that tag has a
-// primary (SPEC §5.1, §5.2); resolution: roles matches role names only, ignoring a
-// task's tags (SPEC §5.3).
+// primary; resolution: roles matches role names only, ignoring a
+// task's tags.
 func TestImplicitRoleTagAndResolution(t *testing.T) {
 	rel := `roles_metadata:
   controller: {name: Controller, description: Control plane, tags: [controller, database]}
@@ -460,7 +460,7 @@ nodes:
 // TestDesignInstanceTags: instance tags <tag>:<n> assigned by hand. Nodes sharing
 // one form an instance group listed in each member's artifact; a task selected by
 // an instance tag runs on its members only; a regex reaches every instance; the
-// plain tag reaches none (SPEC §5.1).
+// plain tag reaches none.
 func TestDesignInstanceTags(t *testing.T) {
 	rel := `roles_metadata:
   controller: {name: Controller, description: Control plane}
@@ -573,7 +573,7 @@ nodes:
 	}
 }
 
-// --- selectors and graph semantics (SPEC §5.3, §5.4) ---
+// --- selectors and graph semantics ---
 
 // semRelease: controller (tags controller and database, both with a primary),
 // compute, cinder; an attribute for legacy conditions.
@@ -917,7 +917,7 @@ func TestGroupsAndFaultTolerance(t *testing.T) {
 
 // TestLegacyConditions: a legacy string condition is evaluated (non-strict) on the
 // cluster's model: false → the task stays as type skipped without parameters, true
-// → kept. A yaql condition and a yaql cross-depends are kept verbatim (SPEC §5.4).
+// → kept. A yaql condition and a yaql cross-depends are kept verbatim.
 func TestLegacyConditions(t *testing.T) {
 	tasks := `- id: when-debug
   type: puppet
@@ -993,7 +993,7 @@ const overrideTasks = `- {id: hiera, type: puppet, role: '*'}
 
 // TestTaskOverrides: a plugin task replaces the release task of the same id
 // wholesale (no field merge: the plugin's keystone has no requires); the cluster's
-// tasks replace both (SPEC §3.1).
+// tasks replace both.
 func TestTaskOverrides(t *testing.T) {
 	files := graphFiles(semRelease, map[string]string{"default": overrideTasks},
 		strings.Replace(semCluster, "nodes:\n", `plugins: [p1]
@@ -1045,7 +1045,7 @@ nodes:
 
 // TestPluginTaskOverlap: two enabled plugins defining one task id is fine while the
 // definitions resolve to disjoint nodes (each applies on its own nodes), an error
-// naming the first common node otherwise (SPEC §3.1, role-as-a-plugin).
+// naming the first common node otherwise (role-as-a-plugin).
 func TestPluginTaskOverlap(t *testing.T) {
 	build := func(p2Role string) map[string]string {
 		files := graphFiles(semRelease, map[string]string{"default": overrideTasks},
@@ -1121,7 +1121,7 @@ func TestEveryGraphType(t *testing.T) {
 }
 
 // TestUnknownDependency: a dependency on a name that exists nowhere in the graph is
-// a warning at the name (SPEC §5.4 step 4); a name that exists on other nodes only
+// a warning at the name; a name that exists on other nodes only
 // is not.
 func TestUnknownDependency(t *testing.T) {
 	const file = "plugins/base/graphs/default.yaml"
@@ -1160,7 +1160,7 @@ func TestUnknownDependency(t *testing.T) {
 	})
 }
 
-// --- bad input (SPEC §5.4, §10): each a diagnostic with file and line ---
+// --- bad input: each a diagnostic with file and line ---
 
 // TestGraphBadInput: problems of the graphs the renderer finds, each an error at its
 // position. A cycle is printed in execution order (each task requires the one
@@ -1235,7 +1235,7 @@ func TestGraphBadInput(t *testing.T) {
 }
 
 // TestGraphTwoCycles: two unrelated cycles are two problems of the input, and every
-// problem of a run is reported (SPEC §10).
+// problem of a run is reported.
 func TestGraphTwoCycles(t *testing.T) {
 	tasks := `- {id: a, type: shell, role: [cinder], requires: [b]}
 - {id: b, type: shell, role: [cinder], requires: [a]}
@@ -1299,7 +1299,7 @@ func TestTaskSelectorBadInput(t *testing.T) {
 	}
 }
 
-// --- determinism (SPEC §1, §5.4 step 6, §6) ---
+// --- determinism ---
 
 // richTasks exercises most of the renderer: stages, groups, cross-dependencies,
 // regexes, conditions, instances.
@@ -1404,7 +1404,7 @@ func twinFiles(name, src string) map[string]string {
 }
 
 // TestRenderDeterministic: rendering the same repository twice, from two loads,
-// gives the same bytes (SPEC §6).
+// gives the same bytes.
 func TestRenderDeterministic(t *testing.T) {
 	files := twinFiles("clusters/prod.yaml", twinYAML)
 	r1, diags := renderFiles(t, files, nil)
@@ -1425,7 +1425,7 @@ func TestRenderDeterministic(t *testing.T) {
 }
 
 // TestYAMLAndHCLTwins: a YAML cluster and its HCL twin (two repositories, the same
-// cluster name) give byte-identical artifacts (SPEC §1, §4.2).
+// cluster name) give byte-identical artifacts.
 func TestYAMLAndHCLTwins(t *testing.T) {
 	ry, diags := renderFiles(t, twinFiles("clusters/prod.yaml", twinYAML), nil)
 	noErrors(t, diags)
@@ -1591,7 +1591,7 @@ func TestMitakaGraphs(t *testing.T) {
 	}
 }
 
-// --- artifacts (SPEC §6) ---
+// --- artifacts ---
 
 // TestDOT: one box per node (every node of the cluster, the pseudo nodes when they
 // have tasks), an edge from each dependency to its dependent, cross-node edges

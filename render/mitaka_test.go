@@ -517,7 +517,7 @@ func TestMitakaContrailWithVMwareDVS(t *testing.T) {
 			}
 			// Both plugins define openstack-network-plugins-l2 (and its primary-
 			// twin): contrail on '*', vmware-dvs on the controllers, so they meet on
-			// the controllers and rendering reports the overlap (SPEC §3.1).
+			// the controllers and rendering reports the overlap.
 			_, graphDiags := Render(loadMitaka(t, tc.cluster), Options{})
 			var overlaps []string
 			for _, d := range graphDiags {

@@ -14,7 +14,7 @@ import (
 	"github.com/fuelsync/fuelsync/loader"
 )
 
-// The derived edges (ordering kept through absent tasks, SPEC §5.4 step 4) are
+// The derived edges (ordering kept through absent tasks) are
 // checked against a reference model written the plain way: for every task A of a
 // node, a depth-first walk of requires/required_for from A through the tasks absent
 // from the node and from sync, collecting the present tasks it reaches (refEdges).

@@ -97,7 +97,7 @@ func (m *Model) resolveTags(state AppliedState) hcl.Diagnostics {
 				diags = append(diags, warnAt(ref.Range, "cluster %s: node %s: tag %q is not on the node, so unassigning it changes nothing", c.Name, n.Name, ref.Name))
 			case slices.Contains(srcs, "role name"):
 				diags = append(diags, withDetail(warnAt(ref.Range, "cluster %s: node %s: %q is the name of one of its roles and stays a tag of the node", c.Name, n.Name, ref.Name),
-					"A role's name is always one of its node's tags (SPEC §5.1); unassign the role's other tags, or remove the role."))
+					"A role's name is always one of its node's tags; unassign the role's other tags, or remove the role."))
 			default:
 				delete(nt.Sources, ref.Name)
 				if _, seen := unassignedAt[ref.Name]; !seen {

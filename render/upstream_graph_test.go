@@ -5,7 +5,7 @@ package render
 // graphs_test.go): node uids become node names (node-1 … node-4), nailgun's master
 // node is "master" and its sync node (None) is "sync". Upstream writes an edge on
 // either end (requires / required_for); fuelsync writes every edge on the dependent
-// task (SPEC §5.4), so each upstream required_for {name: X, node_id: N} of task T on
+// task, so each upstream required_for {name: X, node_id: N} of task T on
 // node M is asserted as "X@N requires T@M".
 
 import (
@@ -87,16 +87,16 @@ nodes:
 // nailgun/nailgun/test/unit/test_lcm_transaction_serializer.py
 // test_serialize_integration: four tasks on four nodes.
 //
-// Where upstream evaluates yaql, fuelsync keeps the expression verbatim (SPEC §5.4
-// step 2): task1 (yaql true upstream) is puppet in both; task2 (yaql false upstream,
+// Where upstream evaluates yaql, fuelsync keeps the expression verbatim
+// for the deployer: task1 (yaql true upstream) is puppet in both; task2 (yaql false upstream,
 // so skipped there) stays puppet in fuelsync, with its condition in the artifact for
 // the deployer. task3's legacy condition is false in both, so it is skipped.
 //
 // The upstream expectation contains two dependency cycles across nodes (nailgun
 // does not check, astute would refuse the graph): task3@node-1 and task3@node-3
 // cross-depend on each other (role /.*/), and task1@node-1 → task3@node-3 →
-// task2@node-2 → task1@node-1. fuelsync reports one cycle as an error (SPEC §5.4
-// step 5) and still renders every edge.
+// task2@node-2 → task1@node-1. fuelsync reports one cycle as an error
+// (a set of tasks depending on each other) and still renders every edge.
 func TestTransactionSerializer_test_serialize_integration(t *testing.T) {
 	files := graphFiles(lcmRelease, map[string]string{"default": lcmTasks + lcmTask4}, lcmCluster)
 	r, diags := renderFiles(t, files, nil)
@@ -310,7 +310,7 @@ func TestPrimaryRolesAssignment(t *testing.T) {
 			}
 		})
 		t.Run(role+"/sticky", func(t *testing.T) {
-			// SPEC §5.2: the applied state's primary stays primary while it carries
+			// Primary tags stick: the applied state's primary stays primary while it carries
 			// the tag, even against a deployed node with a lower id.
 			st := &testState{deployed: []string{"node-1", "node-3"}, primary: map[string]string{role: "node-3"}}
 			got := resolution(t, cluster("ha", "node-1", "node-2", "node-3"), st)

@@ -4,7 +4,7 @@ package render
 // model. Each test names the upstream test it ports and the file it comes from; the
 // scenarios are rebuilt as small synthetic repositories (a release plugin, sometimes
 // plugins extending it, and one cluster) and checked with Check, so what is asserted
-// is fuelsync's diagnostic, its position and its exact wording (SPEC §3).
+// is fuelsync's diagnostic, its position and its exact wording.
 
 import (
 	"fmt"

@@ -12,8 +12,13 @@ import (
 
 // EditHCL applies e to an HCL cluster spec. current is the list as the loader
 // evaluated it (an HCL value may be an expression, local.controller); the new list
-// is written as a literal in place of the old expression.
+// is written as a literal in place of the old expression. The file's byte order
+// mark and line endings are kept (keepConventions).
 func EditHCL(src []byte, filename string, e Edit, current []string) ([]byte, error) {
+	return keepConventions(src, func(src []byte) ([]byte, error) { return editHCL(src, filename, e, current) })
+}
+
+func editHCL(src []byte, filename string, e Edit, current []string) ([]byte, error) {
 	f, diags := hclwrite.ParseConfig(src, filename, hcl.InitialPos)
 	if diags.HasErrors() {
 		return nil, diags
@@ -67,8 +72,13 @@ func EditHCL(src []byte, filename string, e Edit, current []string) ([]byte, err
 }
 
 // SetHCLClusterAttr sets attribute name of the cluster block to val (a literal in
-// place of the old expression), or removes it when val is cty.NilVal.
+// place of the old expression), or removes it when val is cty.NilVal. The file's
+// byte order mark and line endings are kept (keepConventions).
 func SetHCLClusterAttr(src []byte, filename, name string, val cty.Value) ([]byte, error) {
+	return keepConventions(src, func(src []byte) ([]byte, error) { return setHCLClusterAttr(src, filename, name, val) })
+}
+
+func setHCLClusterAttr(src []byte, filename, name string, val cty.Value) ([]byte, error) {
 	f, diags := hclwrite.ParseConfig(src, filename, hcl.InitialPos)
 	if diags.HasErrors() {
 		return nil, diags

@@ -19,8 +19,13 @@ type MapEdit struct {
 	Value string
 }
 
-// EditYAMLMap applies e.
+// EditYAMLMap applies e, keeping the file's byte order mark and line endings
+// (keepConventions).
 func EditYAMLMap(src []byte, e MapEdit) ([]byte, error) {
+	return keepConventions(src, func(src []byte) ([]byte, error) { return editYAMLMap(src, e) })
+}
+
+func editYAMLMap(src []byte, e MapEdit) ([]byte, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(src, &doc); err != nil {
 		return nil, err

@@ -156,8 +156,13 @@ func strs(n *yaml.Node) []string {
 	return out
 }
 
-// EditYAML applies e to a YAML cluster spec.
+// EditYAML applies e to a YAML cluster spec, keeping the file's byte order mark and
+// line endings (keepConventions).
 func EditYAML(src []byte, e Edit) ([]byte, error) {
+	return keepConventions(src, func(src []byte) ([]byte, error) { return editYAML(src, e) })
+}
+
+func editYAML(src []byte, e Edit) ([]byte, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(src, &doc); err != nil {
 		return nil, err

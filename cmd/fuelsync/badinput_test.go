@@ -20,7 +20,7 @@ import (
 	"github.com/fuelsync/fuelsync/loader"
 )
 
-// The bad-input suite (SPEC §10): a valid base repository, broken once per case.
+// The bad-input suite: a valid base repository, broken once per case.
 // Every case runs `fuelsync --format json validate` on its own copy and checks the
 // exit status, the position and the message of the diagnostic, and that validate
 // wrote nothing.

@@ -97,7 +97,7 @@ func TestUpstreamResolveByPattern(t *testing.T) {
 		{"6 nodes: /c.+/", upstreamTagsMySQL, `["/c.+/"]`, []string{"1", "2", "3", "4", "5"}},
 		// Upstream (a TagsMatchingPolicy for items containing "::", in a version
 		// that predates the TagResolver) selects the nodes whose tags are prefixes of
-		// the item: 2, 3 and 5. The TagResolver and SPEC §5.3 have exact equality.
+		// the item: 2, 3 and 5. The TagResolver and fuelsync have exact equality.
 		{"6 nodes: controller::mysql is exact", upstreamTagsMySQL, `["controller::mysql"]`, []string{"5"}},
 	}
 	for _, tt := range tests {

@@ -60,11 +60,14 @@ cluster "demo-hcl" {
     roles = ["monitor"]
   }
 
-  # Many similar nodes: one block with for_each (not used here, so the two
-  # clusters stay identical). This would add compute-a and compute-b:
+  # Many similar nodes: one block with for_each makes one node per element,
+  # named "<label>-<each.key>" (or by a `name` attribute). It is not used here, so
+  # the two clusters stay identical; uncommented, it adds compute-a (id 7) and
+  # compute-b (id 8):
   #
-  # node "compute-${each.key}" {
-  #   for_each = toset(["a", "b"])
+  # node "compute" {
+  #   for_each = { a = 7, b = 8 }
+  #   id       = each.value
   #   roles    = ["compute"]
   # }
 }
