@@ -21,7 +21,7 @@ func renderCommand(stdout, stderr io.Writer) *cli.Command {
 		ArgsUsage:    " ",
 		OnUsageError: usageError,
 		Description: "Validates the repository, resolves every task onto the nodes that run it and writes the\n" +
-			"artifacts (SPEC §6) to DIR: manifest.json, <cluster>/cluster.yaml,\n" +
+			"artifacts to DIR: manifest.json, <cluster>/cluster.yaml,\n" +
 			"<cluster>/nodes/<node>/<graph>.yaml and <cluster>/graphs/<graph>.dot. The directory is\n" +
 			"replaced as a whole (written aside, then renamed), and only when there is no error.",
 		Flags: []cli.Flag{
