@@ -116,6 +116,7 @@ func planCommand(stdout, stderr io.Writer) *cli.Command {
 			&cli.StringFlag{Name: "out", Usage: "save the plan to `PLANFILE` for apply"},
 			&cli.BoolFlag{Name: "detailed-exitcode", Usage: "exit 2 when there are changes, 0 when there are none"},
 			&cli.StringSliceFlag{Name: "cluster", Usage: "plan only cluster `C` (repeatable; such a plan cannot be saved)"},
+			reinitFlag(),
 			formatFlag(),
 		},
 		Action: func(c *cli.Context) error {
@@ -135,6 +136,7 @@ func planCommand(stdout, stderr io.Writer) *cli.Command {
 				return err
 			}
 			w := reconcile.Open(g.workdir)
+			w.Reinit = c.Bool("reinit")
 			st, err := w.ReadState()
 			if err != nil {
 				return &exitError{code: 1, msg: err.Error()}
@@ -183,6 +185,7 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 			"up to --lock-timeout, or fails naming the holder.",
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "lock-timeout", Usage: "wait up to `DURATION` for the work directory's lock (default: fail at once)"},
+			reinitFlag(),
 			formatFlag(),
 		},
 		Action: func(c *cli.Context) error {
@@ -194,6 +197,7 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 				return &exitError{code: 1, msg: "apply takes at most one argument, a plan file"}
 			}
 			w := reconcile.Open(g.workdir)
+			w.Reinit = c.Bool("reinit")
 			lock, err := w.Lock(c.Context, "apply", c.Duration("lock-timeout"))
 			if err != nil {
 				return &exitError{code: 1, msg: err.Error()}
@@ -247,8 +251,15 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 			}
 			next, err := reconcile.Apply(w, lock, st, p, rs)
 			var stale *reconcile.StaleError
-			if errors.As(err, &stale) {
+			var applied *reconcile.AppliedError
+			var damaged *reconcile.DamagedError
+			switch {
+			case errors.As(err, &stale):
 				return &exitError{code: 1, msg: err.Error() + "; nothing was changed"}
+			case errors.As(err, &applied):
+				return &exitError{code: 1, msg: err.Error() + "; the next apply finishes it"}
+			case errors.As(err, &damaged):
+				return &exitError{code: 1, msg: err.Error()}
 			}
 			if err != nil {
 				return &exitError{code: 1, msg: err.Error() + "; the applied state is unchanged"}
@@ -259,6 +270,11 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 			return nil
 		},
 	}
+}
+
+// reinitFlag is --reinit of plan and apply.
+func reinitFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "reinit", Usage: "start over with a new lineage when the work directory's state is damaged (its current link lost, or a state that disagrees with its set); the recorded nodes and primary tags are forgotten, the old sets kept"}
 }
 
 // planSource opens what a saved plan rendered: its commit, or the working tree.
