@@ -210,7 +210,7 @@ func TestDamagedStateChangesNothing(t *testing.T) {
 		damage func(t *testing.T, w *Workdir)
 		want   []string // in the error
 	}{
-		"serial 3 edited to 1": {editSerial("1"), []string{"says serial 1", "applied set 3"}},
+		"serial 3 edited to 1":  {editSerial("1"), []string{"says serial 1", "applied set 3"}},
 		"serial 3 edited to -7": {editSerial("-7"), []string{"says serial -7", "applied set 3"}},
 		"state.json replaced by an edited copy": {func(t *testing.T, w *Workdir) {
 			// sed -i replaces the link with a regular file.
