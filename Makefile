@@ -61,8 +61,8 @@ demo: build
 	@rm -rf rendered/workdir
 	@$(BIN) --repo examples/quickstart --workdir rendered/workdir plan --cluster demo
 	@echo
-	@echo "== fuelsync --repo examples/quickstart --workdir rendered/workdir apply"
-	@$(BIN) --repo examples/quickstart --workdir rendered/workdir --quiet apply
+	@echo "== fuelsync --repo examples/quickstart --workdir rendered/workdir apply --auto-approve"
+	@$(BIN) --repo examples/quickstart --workdir rendered/workdir --quiet apply --auto-approve
 	@$(BIN) --repo examples/quickstart --workdir rendered/workdir plan --detailed-exitcode | tail -1
 	@echo "   state: rendered/workdir/state.json -> $$(readlink rendered/workdir/state.json); $$(grep -o '"serial": [0-9]*' rendered/workdir/state.json)"
 	@echo

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/fuelsync/fuelsync/internal/repogen"
 	"github.com/fuelsync/fuelsync/reconcile"
 )
@@ -113,7 +115,7 @@ func TestApplyCrashSafety(t *testing.T) {
 	repo, clusterFile, a, b := applyRepo(t)
 	wd := filepath.Join(t.TempDir(), "wd")
 	start := time.Now()
-	if out, err := fuelsyncCmd("--repo", repo, "--workdir", wd, "-q", "apply").CombinedOutput(); err != nil {
+	if out, err := fuelsyncCmd("--repo", repo, "--workdir", wd, "-q", "apply", "--auto-approve").CombinedOutput(); err != nil {
 		t.Fatalf("first apply: %v\n%s", err, out)
 	}
 	full := time.Since(start)
@@ -130,7 +132,7 @@ func TestApplyCrashSafety(t *testing.T) {
 		if err := os.WriteFile(clusterFile, variant, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cmd := fuelsyncCmd("--repo", repo, "--workdir", wd, "-q", "apply")
+		cmd := fuelsyncCmd("--repo", repo, "--workdir", wd, "-q", "apply", "--auto-approve")
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +158,7 @@ func TestApplyCrashSafety(t *testing.T) {
 		t.Errorf("the kills did not land inside applies often enough to test anything (killed %d, while writing %d)", killed, midPublish)
 	}
 	// The next apply recovers: it removes what the killed runs left behind.
-	if out, err := fuelsyncCmd("--repo", repo, "--workdir", wd, "-q", "apply").CombinedOutput(); err != nil {
+	if out, err := fuelsyncCmd("--repo", repo, "--workdir", wd, "-q", "apply", "--auto-approve").CombinedOutput(); err != nil {
 		t.Fatalf("apply after the kills: %v\n%s", err, out)
 	}
 	checkWorkdir(t, wd)
@@ -187,7 +189,7 @@ func TestApplyLock(t *testing.T) {
 			t.Fatal(err)
 		}
 		wait := i%4 == 3 // every fourth round, both wait for the lock
-		args := []string{"--repo", repo, "--workdir", wd, "-q", "apply"}
+		args := []string{"--repo", repo, "--workdir", wd, "-q", "apply", "--auto-approve"}
 		if wait {
 			args = append(args, "--lock-timeout", "60s")
 		}
@@ -224,5 +226,123 @@ func TestApplyLock(t *testing.T) {
 			}
 		}
 		checkWorkdir(t, wd)
+	}
+}
+
+// openPTY opens a pseudo-terminal: the master side, and the slave side a process
+// gets as its terminal stdin. It skips the test where there is none.
+func openPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	t.Cleanup(func() { master.Close() })
+	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Skipf("unlocking the pseudo-terminal: %v", err)
+	}
+	n, err := unix.IoctlGetInt(int(master.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Skipf("naming the pseudo-terminal: %v", err)
+	}
+	slave, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("opening the pseudo-terminal: %v", err)
+	}
+	t.Cleanup(func() { slave.Close() })
+	return master, slave
+}
+
+// TestApplyAsksForConfirmation runs apply without a plan file: on a terminal
+// (a real pseudo-terminal) it shows the plan and applies only on "yes"; with
+// stdin not a terminal, or JSON output, it refuses without --auto-approve; a saved
+// plan and --auto-approve are never asked about. Nothing is applied when refused.
+func TestApplyAsksForConfirmation(t *testing.T) {
+	repo, err := filepath.Abs(filepath.Join("..", "..", "examples", "quickstart"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd := filepath.Join(t.TempDir(), "wd")
+	applied := func() int64 {
+		t.Helper()
+		st, err := reconcile.Open(wd).ReadState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Serial
+	}
+	apply := func(stdin *os.File, args ...string) (stdout, stderr string, err error) {
+		cmd := fuelsyncCmd(append([]string{"--repo", repo, "--workdir", wd, "apply"}, args...)...)
+		cmd.Stdin = stdin
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err = cmd.Run()
+		return o.String(), e.String(), err
+	}
+
+	// stdin not a terminal (/dev/null), text or JSON output: an error.
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	for _, args := range [][]string{nil, {"--format", "json"}} {
+		_, stderr, err := apply(devnull, args...)
+		want := "apply without a plan file asks for confirmation, and stdin is not a terminal: pass --auto-approve"
+		if args != nil {
+			want = "apply without a plan file asks for confirmation, and the output is json: pass --auto-approve"
+		}
+		if err == nil || !strings.Contains(stderr, want) {
+			t.Errorf("apply %v with stdin /dev/null: %v, stderr:\n%s\nwant %q", args, err, stderr, want)
+		}
+	}
+	if n := applied(); n != 0 {
+		t.Fatalf("serial %d applied without confirmation", n)
+	}
+
+	// On a terminal: the plan, the question; anything but "yes" cancels.
+	master, slave := openPTY(t)
+	for _, answer := range []string{"no\n", "y\n", "\n"} {
+		if _, err := master.WriteString(answer); err != nil {
+			t.Fatal(err)
+		}
+		stdout, stderr, err := apply(slave)
+		if err == nil || !strings.Contains(stderr, "apply cancelled; nothing was changed") {
+			t.Errorf("answer %q: %v, stderr:\n%s", answer, err, stderr)
+		}
+		if !strings.Contains(stdout, "+ node-1 (controller): provision + deploy") || !strings.Contains(stdout, "Apply these changes to "+wd+"? Only 'yes' is accepted: ") {
+			t.Errorf("answer %q: the plan and the question are not shown:\n%s", answer, stdout)
+		}
+	}
+	if n := applied(); n != 0 {
+		t.Fatalf("serial %d applied without a yes", n)
+	}
+	if _, err := master.WriteString("yes\n"); err != nil {
+		t.Fatal(err)
+	}
+	// -q still shows the plan asked about.
+	cmd := fuelsyncCmd("--repo", repo, "--workdir", wd, "-q", "apply")
+	cmd.Stdin = slave
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "+ node-1 (controller): provision + deploy") || !strings.Contains(string(out), "Apply these changes") {
+		t.Fatalf("answer yes: %v\n%s", err, out)
+	}
+	if n := applied(); n != 1 {
+		t.Fatalf("serial %d after yes, want 1", n)
+	}
+
+	// --auto-approve, and a saved plan, do not ask (stdin /dev/null).
+	if out, err := fuelsyncCmd("--repo", repo, "--workdir", wd, "plan", "--cluster", "demo").CombinedOutput(); err != nil {
+		t.Fatalf("plan: %v\n%s", err, out)
+	}
+	if stdout, stderr, err := apply(devnull, "--auto-approve"); err != nil || !strings.Contains(stdout, "Nothing to apply.") {
+		t.Errorf("apply --auto-approve: %v\n%s%s", err, stdout, stderr)
+	}
+	planFile := filepath.Join(t.TempDir(), "x.plan")
+	if out, err := fuelsyncCmd("--repo", repo, "--workdir", wd, "plan", "--out", planFile).CombinedOutput(); err != nil {
+		t.Fatalf("plan --out: %v\n%s", err, out)
+	}
+	if stdout, stderr, err := apply(devnull, planFile); err != nil || strings.Contains(stdout, "Apply these changes") {
+		t.Errorf("apply PLANFILE: %v\n%s%s", err, stdout, stderr)
 	}
 }

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 
 	"github.com/fuelsync/fuelsync/diff"
 	"github.com/fuelsync/fuelsync/loader"
@@ -179,12 +183,15 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 		OnUsageError: usageError,
 		Description: "With PLANFILE, applies exactly the plan saved by plan --out, and refuses it when the state\n" +
 			"has moved since (another apply) or the configuration no longer renders to the planned\n" +
-			"artifacts. Without, plans and applies at once. The artifacts are written to\n" +
+			"artifacts. Without, it plans, shows the plan and asks for confirmation on a terminal\n" +
+			"(--auto-approve skips the question: for scripts; it is required when stdin is not a\n" +
+			"terminal or the output is JSON). The artifacts are written to\n" +
 			"<workdir>/artifacts/<serial>/ and <workdir>/artifacts/current switches to them together\n" +
 			"with the state, atomically; the last 5 sets are kept. A second apply waits for the lock\n" +
 			"up to --lock-timeout, or fails naming the holder.",
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "lock-timeout", Usage: "wait up to `DURATION` for the work directory's lock (default: fail at once)"},
+			&cli.BoolFlag{Name: "auto-approve", Usage: "apply without asking for confirmation (for scripts; a saved plan is never asked about)"},
 			reinitFlag(),
 			formatFlag(),
 		},
@@ -195,6 +202,15 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 			}
 			if c.NArg() > 1 {
 				return &exitError{code: 1, msg: "apply takes at most one argument, a plan file"}
+			}
+			ask := c.NArg() == 0 && !c.Bool("auto-approve")
+			if ask && (g.format != "text" || !stdinIsTerminal()) {
+				why := "stdin is not a terminal"
+				if g.format != "text" {
+					why = "the output is " + g.format
+				}
+				return &exitError{code: 1, msg: "apply without a plan file asks for confirmation, and " + why +
+					": pass --auto-approve, or save a plan with plan --out and apply it; nothing was changed"}
 			}
 			w := reconcile.Open(g.workdir)
 			w.Reinit = c.Bool("reinit")
@@ -237,7 +253,7 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 				if p, err = reconcile.MakePlan(w, st, rs, appliedRender(g, st), src.revision, version); err != nil {
 					return &exitError{code: 1, msg: err.Error()}
 				}
-				if !g.quiet {
+				if !g.quiet || ask && p.ChangesPresent {
 					if err := writePlan(g, p); err != nil {
 						return err
 					}
@@ -248,6 +264,9 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 					fmt.Fprintln(stdout, "Nothing to apply.")
 				}
 				return nil
+			}
+			if ask && !confirm(stdout, "\nApply these changes to "+g.workdir+"? Only 'yes' is accepted: ") {
+				return &exitError{code: 1, msg: "apply cancelled; nothing was changed"}
 			}
 			next, err := reconcile.Apply(w, lock, st, p, rs)
 			var stale *reconcile.StaleError
@@ -270,6 +289,19 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 			return nil
 		},
 	}
+}
+
+// stdin and stdinIsTerminal are where apply reads its confirmation.
+var (
+	stdin           io.Reader = os.Stdin
+	stdinIsTerminal           = func() bool { return term.IsTerminal(int(os.Stdin.Fd())) }
+)
+
+// confirm asks question on w and reads one line of stdin: true for "yes".
+func confirm(w io.Writer, question string) bool {
+	fmt.Fprint(w, question)
+	answer, _ := bufio.NewReader(stdin).ReadString('\n')
+	return strings.TrimSpace(answer) == "yes"
 }
 
 // reinitFlag is --reinit of plan and apply.
