@@ -284,15 +284,25 @@ func (e *AppliedError) Error() string {
 
 func (e *AppliedError) Unwrap() error { return e.Err }
 
-// TestHookStep, when not nil, is called before each step of Publish that changes
-// the disk (every mkdir, file creation, fsync, rename, symlink and removal), with
-// a name for it. Tests set it to kill the process at each step in turn.
-var TestHookStep func(step string)
+// TestHookStep, when not nil, is called before each step of Publish and Tidy
+// that changes the disk (every mkdir, file creation, fsync, rename, symlink and
+// removal), with a name for it; an error it returns is that step's error. Tests
+// set it to kill the process, or fail the step, at each step in turn.
+var TestHookStep func(step string) error
 
-func step(name string) {
+func step(name string) error {
 	if TestHookStep != nil {
-		TestHookStep(name)
+		return TestHookStep(name)
 	}
+	return nil
+}
+
+// do runs f as the step name.
+func do(name string, f func() error) error {
+	if err := step(name); err != nil {
+		return err
+	}
+	return f()
 }
 
 // Publish writes a new applied set with state st (its serial the current one + 1)
@@ -319,12 +329,13 @@ func (w *Workdir) Publish(l *Lock, st *State, write func(put func(name string, d
 	if st.Lineage == "" {
 		st.Lineage = newLineage()
 	}
-	step("mkdir artifacts")
-	if err := os.MkdirAll(w.artifacts(), 0o755); err != nil {
+	if err := do("mkdir artifacts", func() error { return os.MkdirAll(w.artifacts(), 0o755) }); err != nil {
 		return err
 	}
 	w.clean(cur.Serial)
-	step("mkdir set")
+	if err := step("mkdir set"); err != nil {
+		return err
+	}
 	tmp, err := os.MkdirTemp(w.artifacts(), ".tmp-"+strconv.FormatInt(st.Serial, 10)+"-")
 	if err != nil {
 		return err
@@ -336,39 +347,33 @@ func (w *Workdir) Publish(l *Lock, st *State, write func(put func(name string, d
 		}
 	}()
 	// MkdirTemp makes it 0700; a set is as readable as the files in it.
-	step("chmod set")
-	if err := os.Chmod(tmp, 0o755); err != nil {
+	if err := do("chmod set", func() error { return os.Chmod(tmp, 0o755) }); err != nil {
 		return err
 	}
 	if err := writeSet(tmp, st, write); err != nil {
 		return err
 	}
 	final := w.SetDir(st.Serial)
-	step("remove " + filepath.Base(final))
-	if err := os.RemoveAll(final); err != nil { // a set of a crashed run, never current
+	// A set of a crashed run, never current.
+	if err := do("remove "+filepath.Base(final), func() error { return os.RemoveAll(final) }); err != nil {
 		return err
 	}
-	step("rename set")
-	if err := os.Rename(tmp, final); err != nil {
+	if err := do("rename set", func() error { return os.Rename(tmp, final) }); err != nil {
 		return err
 	}
 	ok = true
-	step("fsync artifacts")
 	if err := syncDir(w.artifacts()); err != nil {
 		return err
 	}
 	// The commit point: current → the new set.
 	linkTmp := filepath.Join(w.artifacts(), ".link-current-"+newLineage()[:8])
-	step("symlink current")
-	if err := os.Symlink(strconv.FormatInt(st.Serial, 10), linkTmp); err != nil {
+	if err := do("symlink current", func() error { return os.Symlink(strconv.FormatInt(st.Serial, 10), linkTmp) }); err != nil {
 		return err
 	}
-	step("rename current")
-	if err := os.Rename(linkTmp, w.CurrentDir()); err != nil {
+	if err := do("rename current", func() error { return os.Rename(linkTmp, w.CurrentDir()) }); err != nil {
 		os.Remove(linkTmp)
 		return err
 	}
-	step("fsync current")
 	if err := syncDir(w.artifacts()); err != nil {
 		return &AppliedError{Serial: st.Serial, Err: err}
 	}
@@ -402,8 +407,7 @@ func writeSet(dir string, st *State, write func(put func(name string, data []byt
 		made := dirs[parent]
 		mu.Unlock()
 		if !made {
-			step("mkdir " + name)
-			if err := os.MkdirAll(parent, 0o755); err != nil {
+			if err := do("mkdir "+name, func() error { return os.MkdirAll(parent, 0o755) }); err != nil {
 				return err
 			}
 			mu.Lock()
@@ -435,15 +439,16 @@ func writeSet(dir string, st *State, write func(put func(name string, data []byt
 func writeSynced(name string, data []byte) error { return writeSyncedMode(name, data, 0o644) }
 
 func writeSyncedMode(name string, data []byte, mode os.FileMode) error {
-	step("create " + filepath.Base(name))
+	if err := step("create " + filepath.Base(name)); err != nil {
+		return err
+	}
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return err
 	}
 	_, err = f.Write(data)
 	if err == nil {
-		step("fsync " + filepath.Base(name))
-		err = f.Sync()
+		err = do("fsync "+filepath.Base(name), f.Sync)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -455,7 +460,9 @@ func writeSyncedMode(name string, data []byte, mode os.FileMode) error {
 }
 
 func syncDir(dir string) error {
-	step("fsync dir " + filepath.Base(dir))
+	if err := step("fsync dir " + filepath.Base(dir)); err != nil {
+		return err
+	}
 	f, err := os.Open(dir)
 	if err != nil {
 		return err
@@ -473,12 +480,10 @@ func replaceSymlink(dir, name, target string) error {
 		return nil
 	}
 	tmp := filepath.Join(dir, ".link-"+name+"-"+newLineage()[:8])
-	step("symlink " + name)
-	if err := os.Symlink(target, tmp); err != nil {
+	if err := do("symlink "+name, func() error { return os.Symlink(target, tmp) }); err != nil {
 		return err
 	}
-	step("rename " + name)
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+	if err := do("rename "+name, func() error { return os.Rename(tmp, filepath.Join(dir, name)) }); err != nil {
 		os.Remove(tmp)
 		return err
 	}
@@ -545,16 +550,14 @@ func (w *Workdir) clean(current int64) {
 		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
 			if strings.HasPrefix(e.Name(), ".tmp-") || strings.HasPrefix(e.Name(), ".link-") {
-				step("remove " + e.Name())
-				os.RemoveAll(filepath.Join(dir, e.Name()))
+				_ = do("remove "+e.Name(), func() error { return os.RemoveAll(filepath.Join(dir, e.Name())) })
 			}
 		}
 	}
 	linked := w.currentSerial()
 	for _, n := range w.sets() {
 		if n > current && n != linked {
-			step("remove " + strconv.FormatInt(n, 10))
-			os.RemoveAll(w.SetDir(n))
+			_ = do("remove "+strconv.FormatInt(n, 10), func() error { return os.RemoveAll(w.SetDir(n)) })
 		}
 	}
 }
@@ -566,8 +569,7 @@ func (w *Workdir) prune(current int64) {
 	sets := w.sets()
 	for i, n := range sets {
 		if i < len(sets)-Keep && n != current && n != linked {
-			step("remove " + strconv.FormatInt(n, 10))
-			os.RemoveAll(w.SetDir(n))
+			_ = do("remove "+strconv.FormatInt(n, 10), func() error { return os.RemoveAll(w.SetDir(n)) })
 		}
 	}
 }

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -360,6 +361,73 @@ func TestSetMode(t *testing.T) {
 		}
 		if fi.Mode().Perm() != 0o755 {
 			t.Errorf("%s has mode %v, want 0755", dir, fi.Mode().Perm())
+		}
+	}
+}
+
+// TestPublishFailedStep fails each step of Tidy and Publish in turn (TestHookStep
+// returning an error, as a full disk would), publishing serial 1, then 2, then 6
+// over 5 sets: an error before the switch leaves the previous state and is not an
+// *AppliedError; one after it is, and the new state is in place; the next
+// Publish works either way.
+func TestPublishFailedStep(t *testing.T) {
+	defer func() { TestHookStep = nil }()
+	boom := errors.New("no space left on device")
+	for _, before := range []int64{0, 1, Keep} {
+		failed, applied := 0, 0
+		for n := 1; ; n++ {
+			w := Open(filepath.Join(t.TempDir(), "wd"))
+			l, err := w.Lock(context.Background(), "test", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for s := int64(1); s <= before; s++ {
+				if err := publish(t, w, l, s, map[string]string{"c/a.yaml": "a" + strconv.FormatInt(s, 10)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			count, hit := 0, ""
+			TestHookStep = func(step string) error {
+				if count++; count == n {
+					hit = step
+					return boom
+				}
+				return nil
+			}
+			err = w.Tidy(l)
+			if err == nil {
+				err = publish(t, w, l, before+1, map[string]string{"c/a.yaml": "new", "c/d/b.yaml": "b"})
+			}
+			TestHookStep = nil
+			if hit == "" {
+				l.Unlock()
+				break
+			}
+			what := fmt.Sprintf("serial %d, step %d (%s)", before+1, n, hit)
+			st, rerr := w.ReadState()
+			if rerr != nil {
+				t.Fatalf("%s: the state does not read: %v", what, rerr)
+			}
+			var ae *AppliedError
+			switch {
+			case err == nil && strings.HasPrefix(hit, "remove "):
+				// Removing leftovers and old sets is best effort.
+			case err == nil:
+				t.Errorf("%s: no error", what)
+			case st.Serial == before && !errors.As(err, &ae) && errors.Is(err, boom):
+				failed++
+			case st.Serial == before+1 && errors.As(err, &ae) && ae.Serial == before+1 && errors.Is(err, boom):
+				applied++
+			default:
+				t.Errorf("%s: serial %d after the error %v", what, st.Serial, err)
+			}
+			if err := publish(t, w, l, st.Serial+1, map[string]string{"c/a.yaml": "next"}); err != nil {
+				t.Errorf("%s: the next publish: %v", what, err)
+			}
+			l.Unlock()
+		}
+		if failed < 10 || applied == 0 {
+			t.Errorf("serial %d: %d failures before the switch, %d after", before+1, failed, applied)
 		}
 	}
 }
