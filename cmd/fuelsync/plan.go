@@ -138,6 +138,7 @@ func planCommand(stdout, stderr io.Writer) *cli.Command {
 			if len(clusters) > 0 && c.String("out") != "" {
 				return &exitError{code: 1, msg: "a plan limited with --cluster cannot be saved: apply works on every cluster"}
 			}
+			useWorkdirSetting(c, g)
 			src, err := openSource(g)
 			if err != nil {
 				return err
@@ -207,6 +208,7 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 				return &exitError{code: 1, msg: "apply takes at most one argument, a plan file"}
 			}
 			crashHookFromEnv(stderr)
+			useWorkdirSetting(c, g)
 			ask := c.NArg() == 0 && !c.Bool("auto-approve")
 			if ask && (g.format != "text" || !stdinIsTerminal()) {
 				why := "stdin is not a terminal"
