@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -313,6 +314,45 @@ func pluginList(repo *Repo) string {
 	return strings.Join(names, ", ")
 }
 
+// LoadSettings reads only the settings file of the repository revision fsys
+// (fuelsync.yaml, .yml or .hcl; zero Settings when there is none), for the
+// commands that need them before loading the rest: the work directory, and the
+// defaults of watch and serve.
+func LoadSettings(fsys fs.FS) (Settings, hcl.Diagnostics) {
+	r := newRepoFS(fsys, 0)
+	l := &loadCtx{r: r, paths: newPathLoader(r)}
+	return l.loadSettings()
+}
+
+// checkServeSettings checks the values of the settings that stand for flags:
+// interval a positive duration, publish "git", workdir and publish_branch not
+// empty. A bad one is an error at its value, and left out of s.
+func checkServeSettings(c *checker, v *Value, s *Settings, name string) {
+	bad := func(key string, field *string, why, detail string) {
+		c.diags = append(c.diags, withDetail(errorAt(v.Get(key).Range, "%s: %s %s", name, key, why), detail))
+		*field = ""
+	}
+	if s.Interval != "" {
+		if d, err := time.ParseDuration(s.Interval); err != nil || d <= 0 {
+			bad("interval", &s.Interval, fmt.Sprintf("%q is not a positive duration", s.Interval),
+				"The interval of watch and serve is written as Go durations are: 30s, 5m, 1h30m.")
+		}
+	}
+	if s.Publish != "" && s.Publish != "git" {
+		bad("publish", &s.Publish, fmt.Sprintf("%q is not a way to publish", s.Publish),
+			"publish: git commits every applied set to publish_branch; leave it out to publish nothing.")
+	}
+	for _, key := range []string{"workdir", "publish_branch"} {
+		field := &s.Workdir
+		if key == "publish_branch" {
+			field = &s.PublishBranch
+		}
+		if str, ok := v.Get(key).Str(); ok && strings.TrimSpace(str) == "" {
+			bad(key, field, "is empty", "Leave it out for the default.")
+		}
+	}
+}
+
 // loadSettings reads fuelsync.yaml (fuelsync.hcl is read the same way by
 // settingsFromHCL).
 func (l *loadCtx) loadSettings() (Settings, hcl.Diagnostics) {
@@ -341,6 +381,7 @@ func (l *loadCtx) loadSettings() (Settings, hcl.Diagnostics) {
 		s.Interval, _ = c.str(v, "interval", name, false)
 		s.Publish, _ = c.str(v, "publish", name, false)
 		s.PublishBranch, _ = c.str(v, "publish_branch", name, false)
+		checkServeSettings(c, v, &s, name)
 		if fg, ok := c.strList(v, "feature_groups", name, false, false); ok {
 			s.FeatureGroups = fg
 		}

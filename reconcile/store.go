@@ -1,20 +1,22 @@
 package reconcile
 
-// The work directory (SPEC §7):
+// The work directory:
 //
 //	<workdir>/lock                     flock(2)ed by a writer; its holder as JSON
 //	<workdir>/state.json               symlink → artifacts/current/.state.json
-//	<workdir>/artifacts/<serial>/      an applied set (SPEC §6 layout) + .state.json
+//	<workdir>/artifacts/<serial>/      an applied set (the render layout) + .state.json
 //	<workdir>/artifacts/current        symlink → <serial>
 //
 // The state and the artifacts it describes must switch together: with two files
 // renamed one after the other, a crash between the renames would leave a state
-// that does not describe the current set. So the state lives inside its set, and
-// state.json reaches it through current: a new set (files and state) is written
-// and fsynced under a temporary name, renamed to its serial, and the rename of a
-// new symlink over current is the single atomic commit point. A crash before it
-// leaves the previous set and state; after it, the new ones. The last 5 sets are
-// kept; leftovers of crashed runs are removed by the next publish.
+// that does not describe the current set. So the state lives inside its set and
+// is read through current (state.json is a link for people, made after the
+// switch): a new set (files and state) is written and fsynced under a temporary
+// name, renamed to its serial, and the rename of a new symlink over current is
+// the single atomic commit point. A crash before it leaves the previous set and
+// state; after it, the new ones. The last 5 sets are kept; leftovers of crashed
+// runs are removed by the next publish. The set current names is never removed,
+// and a state that disagrees with its set stops every writer (DamagedError).
 
 import (
 	"crypto/rand"
@@ -94,7 +96,14 @@ func newLineage() string {
 }
 
 // Workdir is a work directory.
-type Workdir struct{ Dir string }
+type Workdir struct {
+	Dir string
+	// Reinit makes a damaged work directory (see DamagedError) read as a fresh
+	// one: the next publish starts a new lineage, at a serial above every set on
+	// disk, so no existing set is overwritten. Deployed nodes and primary tags of
+	// the lost state are forgotten: it is the explicit "start over".
+	Reinit bool
+}
 
 // Open returns the work directory dir (created by the first lock).
 func Open(dir string) *Workdir { return &Workdir{Dir: dir} }
@@ -109,19 +118,139 @@ func (w *Workdir) SetDir(n int64) string {
 	return filepath.Join(w.artifacts(), strconv.FormatInt(n, 10))
 }
 
-// ReadState returns the applied state, an empty one when nothing was applied.
+// stateLink is what <workdir>/state.json points to.
+var stateLink = filepath.Join("artifacts", "current", ".state.json")
+
+// DamagedError says the work directory's state cannot be trusted: the current
+// link is missing beside applied sets, points nowhere, or names a set whose state
+// disagrees with it. Nothing is changed while it stands: no set is removed and no
+// new one published, unless the work directory is opened with Reinit.
+type DamagedError struct {
+	Dir     string
+	Problem string
+	// Remedy says how to repair it by hand.
+	Remedy string
+}
+
+func (e *DamagedError) Error() string {
+	return fmt.Sprintf("the work directory %s is damaged: %s. Nothing was changed. %s Or start over with a new lineage with --reinit (the deployed nodes and primary tags it recorded are forgotten).",
+		e.Dir, e.Problem, e.Remedy)
+}
+
+// ReadState returns the applied state: the state inside the set that
+// artifacts/current names (state.json is a link to it, for people); an empty
+// state when nothing was applied. A *DamagedError when the two disagree or the
+// current link is lost beside applied sets (a fresh state with Reinit).
 func (w *Workdir) ReadState() (*State, error) {
-	name := filepath.Join(w.Dir, "state.json")
-	data, err := os.ReadFile(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		if _, cerr := os.Lstat(w.CurrentDir()); errors.Is(cerr, fs.ErrNotExist) {
-			return emptyState(), nil
+	st, err := w.readState()
+	var damaged *DamagedError
+	if errors.As(err, &damaged) && w.Reinit {
+		fresh := emptyState()
+		if sets := w.sets(); len(sets) > 0 {
+			fresh.Serial = sets[len(sets)-1]
 		}
-		return nil, fmt.Errorf("%s: the applied set it points to is missing: %w", name, err)
+		return fresh, nil
+	}
+	return st, err
+}
+
+func (w *Workdir) readState() (*State, error) {
+	statePath := filepath.Join(w.Dir, "state.json")
+	target, err := os.Readlink(w.CurrentDir())
+	if errors.Is(err, fs.ErrNotExist) {
+		return w.noCurrent(statePath)
+	}
+	if err != nil {
+		return nil, &DamagedError{Dir: w.Dir, Problem: fmt.Sprintf("%s is not a symlink to an applied set (%v)", w.CurrentDir(), err),
+			Remedy: w.relinkRemedy()}
+	}
+	n, perr := strconv.ParseInt(target, 10, 64)
+	if perr != nil || n <= 0 || strconv.FormatInt(n, 10) != target {
+		return nil, &DamagedError{Dir: w.Dir, Problem: fmt.Sprintf("%s points to %q, which is not an applied set", w.CurrentDir(), target),
+			Remedy: w.relinkRemedy()}
+	}
+	setState := filepath.Join(w.SetDir(n), ".state.json")
+	data, err := os.ReadFile(setState)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &DamagedError{Dir: w.Dir, Problem: fmt.Sprintf("%s points to applied set %d, but %s is missing", w.CurrentDir(), n, setState),
+			Remedy: w.relinkRemedy()}
 	}
 	if err != nil {
 		return nil, err
 	}
+	st, err := parseState(setState, data)
+	if err != nil {
+		return nil, err
+	}
+	if st.Serial != n {
+		return nil, &DamagedError{Dir: w.Dir,
+			Problem: fmt.Sprintf("the state %s says serial %d, but it is the state of applied set %d (%s, the set %s names)",
+				statePath, st.Serial, n, w.SetDir(n), w.CurrentDir()),
+			Remedy: fmt.Sprintf("Restore its serial to %d.", n)}
+	}
+	// state.json is a link to the set's state; missing after a crash just
+	// after the commit point (the next apply links it again). Anything else
+	// there was put by hand: it must agree.
+	if link, err := os.Readlink(statePath); err == nil && link == stateLink {
+		return st, nil
+	}
+	other, err := os.ReadFile(statePath)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && string(other) == string(data)) {
+		return st, nil
+	}
+	if err != nil {
+		return nil, &DamagedError{Dir: w.Dir, Problem: fmt.Sprintf("%s is not the link to %s: %v", statePath, stateLink, err),
+			Remedy: fmt.Sprintf("Remove %s (the next apply links it again).", statePath)}
+	}
+	what := "does not parse"
+	if o, err := parseState(statePath, other); err == nil {
+		what = fmt.Sprintf("says serial %d, lineage %s", o.Serial, o.Lineage)
+	}
+	return nil, &DamagedError{Dir: w.Dir,
+		Problem: fmt.Sprintf("%s is a copy, not the link to %s, and it differs from the applied state: it %s, where applied set %d (the set %s names) has serial %d, lineage %s",
+			statePath, stateLink, what, n, w.CurrentDir(), st.Serial, st.Lineage),
+		Remedy: fmt.Sprintf("Remove %s to keep the applied state of set %d (the next apply links it again).", statePath, n)}
+}
+
+// noCurrent is the state of a work directory without artifacts/current: nothing
+// applied yet, or a first apply that crashed before its commit point (it may have
+// left set 1, never switched to, which the next publish removes). Anything else
+// (state.json present, or other sets) means the link was lost.
+func (w *Workdir) noCurrent(statePath string) (*State, error) {
+	sets := w.sets()
+	_, serr := os.Lstat(statePath)
+	if serr != nil && (len(sets) == 0 || len(sets) == 1 && sets[0] == 1) {
+		return emptyState(), nil
+	}
+	problem := fmt.Sprintf("%s is missing", w.CurrentDir())
+	if len(sets) > 0 {
+		problem += fmt.Sprintf(" beside applied sets %s", serialList(sets))
+	}
+	if serr == nil {
+		problem += fmt.Sprintf(", while %s exists", statePath)
+	}
+	return nil, &DamagedError{Dir: w.Dir, Problem: problem, Remedy: w.relinkRemedy()}
+}
+
+// relinkRemedy says how to point current at the newest set again.
+func (w *Workdir) relinkRemedy() string {
+	sets := w.sets()
+	if len(sets) == 0 {
+		return fmt.Sprintf("No applied set is left in %s.", w.artifacts())
+	}
+	n := sets[len(sets)-1]
+	return fmt.Sprintf("To resume from the newest applied set, %d: ln -sfn %d %s.", n, n, w.CurrentDir())
+}
+
+func serialList(sets []int64) string {
+	parts := make([]string, len(sets))
+	for i, n := range sets {
+		parts[i] = strconv.FormatInt(n, 10)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func parseState(name string, data []byte) (*State, error) {
 	st := emptyState()
 	if err := json.Unmarshal(data, st); err != nil {
 		return nil, fmt.Errorf("%s does not parse: %w", name, err)
@@ -132,9 +261,60 @@ func (w *Workdir) ReadState() (*State, error) {
 	return st, nil
 }
 
+// currentSerial is the serial of the set artifacts/current names, 0 for none.
+func (w *Workdir) currentSerial() int64 {
+	target, err := os.Readlink(w.CurrentDir())
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(target, 10, 64)
+	return n
+}
+
+// AppliedError says Publish switched current to the new set (the apply
+// happened) but a step after that commit point failed.
+type AppliedError struct {
+	Serial int64
+	Err    error
+}
+
+func (e *AppliedError) Error() string {
+	return fmt.Sprintf("serial %d was applied, but a step after the switch failed: %v", e.Serial, e.Err)
+}
+
+func (e *AppliedError) Unwrap() error { return e.Err }
+
+// TestHookStep, when not nil, is called before each step of Publish and Tidy
+// that changes the disk (every mkdir, file creation, fsync, rename, symlink and
+// removal), with a name for it; an error it returns is that step's error. Tests
+// set it to kill the process, or fail the step, at each step in turn.
+var TestHookStep func(step string) error
+
+func step(name string) error {
+	if TestHookStep != nil {
+		return TestHookStep(name)
+	}
+	return nil
+}
+
+// do runs f as the step name.
+func do(name string, f func() error) error {
+	if err := step(name); err != nil {
+		return err
+	}
+	return f()
+}
+
 // Publish writes a new applied set with state st (its serial the current one + 1)
 // and switches to both at once. write is called once; its put may be called from
 // several goroutines and copies data before returning. The caller holds lock l.
+//
+// The order of the steps is what makes a crash at any of them harmless: the set
+// is written and synced under a temporary name, renamed to its serial and the
+// directory synced; then a new symlink is renamed over current (the commit
+// point) and synced; only then is state.json linked (when it is not yet) and are
+// old sets pruned. Before the commit point the next run reads the previous state
+// and removes the leftovers; after it, the new state, whatever followed.
 func (w *Workdir) Publish(l *Lock, st *State, write func(put func(name string, data []byte) error) error) error {
 	if l == nil || l.w != w {
 		return errors.New("publishing needs the work directory's lock")
@@ -149,10 +329,13 @@ func (w *Workdir) Publish(l *Lock, st *State, write func(put func(name string, d
 	if st.Lineage == "" {
 		st.Lineage = newLineage()
 	}
-	if err := os.MkdirAll(w.artifacts(), 0o755); err != nil {
+	if err := do("mkdir artifacts", func() error { return os.MkdirAll(w.artifacts(), 0o755) }); err != nil {
 		return err
 	}
 	w.clean(cur.Serial)
+	if err := step("mkdir set"); err != nil {
+		return err
+	}
 	tmp, err := os.MkdirTemp(w.artifacts(), ".tmp-"+strconv.FormatInt(st.Serial, 10)+"-")
 	if err != nil {
 		return err
@@ -163,25 +346,49 @@ func (w *Workdir) Publish(l *Lock, st *State, write func(put func(name string, d
 			os.RemoveAll(tmp)
 		}
 	}()
+	// MkdirTemp makes it 0700; a set is as readable as the files in it.
+	if err := do("chmod set", func() error { return os.Chmod(tmp, 0o755) }); err != nil {
+		return err
+	}
 	if err := writeSet(tmp, st, write); err != nil {
 		return err
 	}
 	final := w.SetDir(st.Serial)
-	if err := os.RemoveAll(final); err != nil { // a set of a crashed run, never current
+	// A set of a crashed run, never current.
+	if err := do("remove "+filepath.Base(final), func() error { return os.RemoveAll(final) }); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, final); err != nil {
+	if err := do("rename set", func() error { return os.Rename(tmp, final) }); err != nil {
 		return err
 	}
 	ok = true
-	// The commit point: current → the new set.
-	if err := replaceSymlink(w.artifacts(), "current", strconv.FormatInt(st.Serial, 10)); err != nil {
+	if err := syncDir(w.artifacts()); err != nil {
 		return err
 	}
-	if err := replaceSymlink(w.Dir, "state.json", filepath.Join("artifacts", "current", ".state.json")); err != nil {
+	// The commit point: current → the new set.
+	linkTmp := filepath.Join(w.artifacts(), ".link-current-"+newLineage()[:8])
+	if err := do("symlink current", func() error { return os.Symlink(strconv.FormatInt(st.Serial, 10), linkTmp) }); err != nil {
 		return err
+	}
+	if err := do("rename current", func() error { return os.Rename(linkTmp, w.CurrentDir()) }); err != nil {
+		os.Remove(linkTmp)
+		return err
+	}
+	if err := syncDir(w.artifacts()); err != nil {
+		return &AppliedError{Serial: st.Serial, Err: err}
+	}
+	if err := w.linkState(); err != nil {
+		return &AppliedError{Serial: st.Serial, Err: err}
 	}
 	w.prune(st.Serial)
+	return nil
+}
+
+// linkState makes <workdir>/state.json the link to the current set's state.
+func (w *Workdir) linkState() error {
+	if err := replaceSymlink(w.Dir, "state.json", stateLink); err != nil {
+		return fmt.Errorf("linking %s: %w", filepath.Join(w.Dir, "state.json"), err)
+	}
 	return nil
 }
 
@@ -200,7 +407,7 @@ func writeSet(dir string, st *State, write func(put func(name string, data []byt
 		made := dirs[parent]
 		mu.Unlock()
 		if !made {
-			if err := os.MkdirAll(parent, 0o755); err != nil {
+			if err := do("mkdir "+name, func() error { return os.MkdirAll(parent, 0o755) }); err != nil {
 				return err
 			}
 			mu.Lock()
@@ -232,13 +439,16 @@ func writeSet(dir string, st *State, write func(put func(name string, data []byt
 func writeSynced(name string, data []byte) error { return writeSyncedMode(name, data, 0o644) }
 
 func writeSyncedMode(name string, data []byte, mode os.FileMode) error {
+	if err := step("create " + filepath.Base(name)); err != nil {
+		return err
+	}
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return err
 	}
 	_, err = f.Write(data)
 	if err == nil {
-		err = f.Sync()
+		err = do("fsync "+filepath.Base(name), f.Sync)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -250,6 +460,9 @@ func writeSyncedMode(name string, data []byte, mode os.FileMode) error {
 }
 
 func syncDir(dir string) error {
+	if err := step("fsync dir " + filepath.Base(dir)); err != nil {
+		return err
+	}
 	f, err := os.Open(dir)
 	if err != nil {
 		return err
@@ -267,10 +480,10 @@ func replaceSymlink(dir, name, target string) error {
 		return nil
 	}
 	tmp := filepath.Join(dir, ".link-"+name+"-"+newLineage()[:8])
-	if err := os.Symlink(target, tmp); err != nil {
+	if err := do("symlink "+name, func() error { return os.Symlink(target, tmp) }); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+	if err := do("rename "+name, func() error { return os.Rename(tmp, filepath.Join(dir, name)) }); err != nil {
 		os.Remove(tmp)
 		return err
 	}
@@ -296,8 +509,10 @@ func WriteFileAtomic(name string, data []byte) error {
 	return syncDir(filepath.Dir(name))
 }
 
-// Tidy removes what crashed runs left behind (temporary sets, sets never switched
-// to) and the sets beyond the Keep newest. The caller holds lock l.
+// Tidy removes what crashed runs left behind (temporary sets and links, sets
+// never switched to) and the sets beyond the Keep newest, and links state.json
+// again when a crash came between the switch and its link. It changes nothing in
+// a damaged work directory (unless Reinit). The caller holds lock l.
 func (w *Workdir) Tidy(l *Lock) error {
 	if l == nil || l.w != w {
 		return errors.New("tidying needs the work directory's lock")
@@ -308,6 +523,9 @@ func (w *Workdir) Tidy(l *Lock) error {
 	}
 	w.clean(st.Serial)
 	w.prune(st.Serial)
+	if _, err := w.readState(); err == nil && w.currentSerial() > 0 {
+		return w.linkState()
+	}
 	return nil
 }
 
@@ -316,7 +534,7 @@ func (w *Workdir) sets() []int64 {
 	entries, _ := os.ReadDir(w.artifacts())
 	var out []int64
 	for _, e := range entries {
-		if n, err := strconv.ParseInt(e.Name(), 10, 64); err == nil && e.IsDir() {
+		if n, err := strconv.ParseInt(e.Name(), 10, 64); err == nil && n > 0 && strconv.FormatInt(n, 10) == e.Name() && e.IsDir() {
 			out = append(out, n)
 		}
 	}
@@ -325,27 +543,33 @@ func (w *Workdir) sets() []int64 {
 }
 
 // clean removes what crashed runs left: temporary sets and links, and sets newer
-// than the current one (written, never switched to).
+// than the current one (written, never switched to). The set artifacts/current
+// names is never removed.
 func (w *Workdir) clean(current int64) {
-	entries, _ := os.ReadDir(w.artifacts())
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".tmp-") || strings.HasPrefix(e.Name(), ".link-") {
-			os.RemoveAll(filepath.Join(w.artifacts(), e.Name()))
+	for _, dir := range []string{w.artifacts(), w.Dir} {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), ".tmp-") || strings.HasPrefix(e.Name(), ".link-") {
+				_ = do("remove "+e.Name(), func() error { return os.RemoveAll(filepath.Join(dir, e.Name())) })
+			}
 		}
 	}
+	linked := w.currentSerial()
 	for _, n := range w.sets() {
-		if n > current {
-			os.RemoveAll(w.SetDir(n))
+		if n > current && n != linked {
+			_ = do("remove "+strconv.FormatInt(n, 10), func() error { return os.RemoveAll(w.SetDir(n)) })
 		}
 	}
 }
 
-// prune keeps the Keep newest sets.
+// prune keeps the Keep newest sets, and always the current one and the one
+// artifacts/current names.
 func (w *Workdir) prune(current int64) {
+	linked := w.currentSerial()
 	sets := w.sets()
 	for i, n := range sets {
-		if i < len(sets)-Keep && n != current {
-			os.RemoveAll(w.SetDir(n))
+		if i < len(sets)-Keep && n != current && n != linked {
+			_ = do("remove "+strconv.FormatInt(n, 10), func() error { return os.RemoveAll(w.SetDir(n)) })
 		}
 	}
 }

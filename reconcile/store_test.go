@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -150,5 +151,283 @@ func TestStalePlan(t *testing.T) {
 	}
 	if err := p.CheckFresh(&State{Lineage: "l2", Serial: 3}, "x.plan"); err == nil || !strings.Contains(err.Error(), "lineage l1") {
 		t.Errorf("another lineage: %v", err)
+	}
+}
+
+// damagedWorkdir publishes serials 1 to 3 and returns the work directory.
+func damagedWorkdir(t *testing.T) (*Workdir, *Lock) {
+	t.Helper()
+	w := Open(filepath.Join(t.TempDir(), "wd"))
+	l, err := w.Lock(context.Background(), "test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Unlock() })
+	for n := int64(1); n <= 3; n++ {
+		if err := publish(t, w, l, n, map[string]string{"c/a.yaml": "a" + strconv.FormatInt(n, 10)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w, l
+}
+
+// setNames lists artifacts/ (sets and current's target).
+func setNames(t *testing.T, w *Workdir) []string {
+	t.Helper()
+	var out []string
+	entries, _ := os.ReadDir(w.artifacts())
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	if target, err := os.Readlink(w.CurrentDir()); err == nil {
+		out = append(out, "current→"+target)
+	}
+	return out
+}
+
+// TestDamagedStateChangesNothing edits or removes parts of a work directory with
+// sets 1-3 applied: every damage is a *DamagedError naming what disagrees, and
+// neither Tidy nor Publish removes a set (the one current names above all) or
+// starts a new lineage.
+func TestDamagedStateChangesNothing(t *testing.T) {
+	editSerial := func(serial string) func(t *testing.T, w *Workdir) {
+		return func(t *testing.T, w *Workdir) {
+			// Through the state.json link, as an editor writing in place does.
+			name := filepath.Join(w.Dir, "state.json")
+			data, err := os.ReadFile(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			edited := strings.Replace(string(data), `"serial": 3`, `"serial": `+serial, 1)
+			if edited == string(data) {
+				t.Fatalf("no serial 3 in %s", data)
+			}
+			if err := os.WriteFile(name, []byte(edited), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for name, tc := range map[string]struct {
+		damage func(t *testing.T, w *Workdir)
+		want   []string // in the error
+	}{
+		"serial 3 edited to 1":  {editSerial("1"), []string{"says serial 1", "applied set 3"}},
+		"serial 3 edited to -7": {editSerial("-7"), []string{"says serial -7", "applied set 3"}},
+		"state.json replaced by an edited copy": {func(t *testing.T, w *Workdir) {
+			// sed -i replaces the link with a regular file.
+			name := filepath.Join(w.Dir, "state.json")
+			data, _ := os.ReadFile(name)
+			os.Remove(name)
+			edited := strings.Replace(string(data), `"serial": 3`, `"serial": 1`, 1)
+			if err := os.WriteFile(name, []byte(edited), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"is a copy", "says serial 1", "applied set 3"}},
+		"current removed": {func(t *testing.T, w *Workdir) {
+			os.Remove(w.CurrentDir())
+		}, []string{"current is missing beside applied sets 1, 2, 3", "state.json exists", "ln -sfn 3 "}},
+		"current and state.json removed": {func(t *testing.T, w *Workdir) {
+			os.Remove(w.CurrentDir())
+			os.Remove(filepath.Join(w.Dir, "state.json"))
+		}, []string{"current is missing beside applied sets 1, 2, 3"}},
+		"current points to a removed set": {func(t *testing.T, w *Workdir) {
+			os.RemoveAll(w.SetDir(3))
+		}, []string{"points to applied set 3", "ln -sfn 2 "}},
+		"current points elsewhere": {func(t *testing.T, w *Workdir) {
+			os.Remove(w.CurrentDir())
+			os.Symlink("../..", w.CurrentDir())
+		}, []string{`points to "../..", which is not an applied set`}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w, l := damagedWorkdir(t)
+			tc.damage(t, w)
+			before := setNames(t, w)
+			_, err := w.ReadState()
+			var damaged *DamagedError
+			if !errors.As(err, &damaged) {
+				t.Fatalf("ReadState: %v, want a *DamagedError", err)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("the error does not say %q:\n%v", want, err)
+				}
+			}
+			if err := w.Tidy(l); !errors.As(err, &damaged) {
+				t.Errorf("Tidy: %v", err)
+			}
+			for _, serial := range []int64{1, 2, 4} {
+				if err := publish(t, w, l, serial, map[string]string{"c/a.yaml": "new"}); !errors.As(err, &damaged) {
+					t.Errorf("Publish serial %d: %v", serial, err)
+				}
+			}
+			if diff := cmp.Diff(before, setNames(t, w)); diff != "" {
+				t.Errorf("the work directory changed (-before +after):\n%s", diff)
+			}
+
+			// --reinit starts over, at a serial above every set, keeping them.
+			old := readSetState(t, w, 2)
+			w.Reinit = true
+			sets := w.sets()
+			newest := sets[len(sets)-1]
+			st, err := w.ReadState()
+			if err != nil || st.Serial != newest || st.Lineage != "" || len(st.Artifacts) != 0 {
+				t.Fatalf("ReadState with Reinit: %+v, %v; want serial %d", st, err, newest)
+			}
+			if err := publish(t, w, l, newest+1, map[string]string{"c/a.yaml": "new"}); err != nil {
+				t.Fatalf("Publish with Reinit: %v", err)
+			}
+			w.Reinit = false
+			st, err = w.ReadState()
+			if err != nil || st.Serial != newest+1 || st.Lineage == old.Lineage {
+				t.Fatalf("after the reinit: %+v, %v (old lineage %s)", st, err, old.Lineage)
+			}
+			if _, err := os.Stat(w.SetDir(2)); err != nil {
+				t.Errorf("set 2 removed by the reinit: %v", err)
+			}
+		})
+	}
+}
+
+func readSetState(t *testing.T, w *Workdir, n int64) *State {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(w.SetDir(n), ".state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := parseState("set", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestCrashLeftoversAccepted builds, by hand, what a crash at each point of a
+// publish leaves, and checks the next run accepts it: the state is the previous
+// set's or the new one's, and Tidy restores the state.json link.
+func TestCrashLeftoversAccepted(t *testing.T) {
+	t.Run("first apply: set 1 renamed, current not switched", func(t *testing.T) {
+		w, _ := damagedWorkdir(t)
+		os.Remove(w.CurrentDir())
+		os.Remove(filepath.Join(w.Dir, "state.json"))
+		os.RemoveAll(w.SetDir(2))
+		os.RemoveAll(w.SetDir(3))
+		st, err := w.ReadState()
+		if err != nil || st.Serial != 0 {
+			t.Fatalf("ReadState: %+v, %v", st, err)
+		}
+	})
+	t.Run("current switched, state.json not linked yet", func(t *testing.T) {
+		w, l := damagedWorkdir(t)
+		os.Remove(filepath.Join(w.Dir, "state.json"))
+		st, err := w.ReadState()
+		if err != nil || st.Serial != 3 {
+			t.Fatalf("ReadState: %+v, %v", st, err)
+		}
+		if err := w.Tidy(l); err != nil {
+			t.Fatal(err)
+		}
+		if target, err := os.Readlink(filepath.Join(w.Dir, "state.json")); err != nil || target != stateLink {
+			t.Errorf("state.json after Tidy: %q, %v", target, err)
+		}
+	})
+	t.Run("a set written, current not switched", func(t *testing.T) {
+		w, l := damagedWorkdir(t)
+		if err := os.Symlink("2", filepath.Join(w.artifacts(), ".link-current-x")); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(w.CurrentDir())
+		os.Symlink("2", w.CurrentDir())
+		st, err := w.ReadState()
+		if err != nil || st.Serial != 2 {
+			t.Fatalf("ReadState: %+v, %v", st, err)
+		}
+		if err := publish(t, w, l, 3, map[string]string{"c/a.yaml": "again"}); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"1", "2", "3", "current", "current→3"}, setNames(t, w)); diff != "" {
+			t.Errorf("artifacts/ (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestSetMode checks applied sets are 0755 like every other directory fuelsync
+// writes (os.MkdirTemp makes 0700).
+func TestSetMode(t *testing.T) {
+	w, _ := damagedWorkdir(t)
+	for _, dir := range []string{w.SetDir(3), filepath.Join(w.SetDir(3), "c")} {
+		fi, err := os.Stat(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o755 {
+			t.Errorf("%s has mode %v, want 0755", dir, fi.Mode().Perm())
+		}
+	}
+}
+
+// TestPublishFailedStep fails each step of Tidy and Publish in turn (TestHookStep
+// returning an error, as a full disk would), publishing serial 1, then 2, then 6
+// over 5 sets: an error before the switch leaves the previous state and is not an
+// *AppliedError; one after it is, and the new state is in place; the next
+// Publish works either way.
+func TestPublishFailedStep(t *testing.T) {
+	defer func() { TestHookStep = nil }()
+	boom := errors.New("no space left on device")
+	for _, before := range []int64{0, 1, Keep} {
+		failed, applied := 0, 0
+		for n := 1; ; n++ {
+			w := Open(filepath.Join(t.TempDir(), "wd"))
+			l, err := w.Lock(context.Background(), "test", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for s := int64(1); s <= before; s++ {
+				if err := publish(t, w, l, s, map[string]string{"c/a.yaml": "a" + strconv.FormatInt(s, 10)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			count, hit := 0, ""
+			TestHookStep = func(step string) error {
+				if count++; count == n {
+					hit = step
+					return boom
+				}
+				return nil
+			}
+			err = w.Tidy(l)
+			if err == nil {
+				err = publish(t, w, l, before+1, map[string]string{"c/a.yaml": "new", "c/d/b.yaml": "b"})
+			}
+			TestHookStep = nil
+			if hit == "" {
+				l.Unlock()
+				break
+			}
+			what := fmt.Sprintf("serial %d, step %d (%s)", before+1, n, hit)
+			st, rerr := w.ReadState()
+			if rerr != nil {
+				t.Fatalf("%s: the state does not read: %v", what, rerr)
+			}
+			var ae *AppliedError
+			switch {
+			case err == nil && strings.HasPrefix(hit, "remove "):
+				// Removing leftovers and old sets is best effort.
+			case err == nil:
+				t.Errorf("%s: no error", what)
+			case st.Serial == before && !errors.As(err, &ae) && errors.Is(err, boom):
+				failed++
+			case st.Serial == before+1 && errors.As(err, &ae) && ae.Serial == before+1 && errors.Is(err, boom):
+				applied++
+			default:
+				t.Errorf("%s: serial %d after the error %v", what, st.Serial, err)
+			}
+			if err := publish(t, w, l, st.Serial+1, map[string]string{"c/a.yaml": "next"}); err != nil {
+				t.Errorf("%s: the next publish: %v", what, err)
+			}
+			l.Unlock()
+		}
+		if failed < 10 || applied == 0 {
+			t.Errorf("serial %d: %d failures before the switch, %d after", before+1, failed, applied)
+		}
 	}
 }

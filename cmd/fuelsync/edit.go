@@ -27,7 +27,7 @@ func nodeEditFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "cluster", Required: true, Usage: "the cluster `C`"},
 		&cli.StringFlag{Name: "node", Required: true, Usage: "the node `N`"},
-		&cli.BoolFlag{Name: "commit", Usage: "commit the edited file (and only it) with git"},
+		&cli.BoolFlag{Name: "commit", Usage: "commit the edit with git: the edited file alone, refused when it has uncommitted changes of its own"},
 		&cli.StringFlag{Name: "message", Aliases: []string{"m"}, Usage: "the commit `MESSAGE` (default: one saying what changed)"},
 		&cli.StringFlag{Name: "author", Usage: "the commit's author `NAME <EMAIL>` (default: from git config)"},
 	}
@@ -43,7 +43,9 @@ func nodeEditCommand(kind, op string, stdout, stderr io.Writer) *cli.Command {
 		OnUsageError: usageError,
 		Description: fmt.Sprintf("Edits the cluster spec file in place (YAML through the node API, HCL through hclwrite:\n"+
 			"everything else stays byte for byte), after checking that the result is valid; prints the\n"+
-			"file's diff and what the edit changes on the nodes. With --commit, commits that file alone.\n"+
+			"file's diff and what the edit changes on the nodes. With --commit, commits that file alone;\n"+
+			"it refuses, writing nothing, when the file has uncommitted changes (they would go into the\n"+
+			"commit unsaid), is staged, or is not committed yet.\n"+
 			"%s", map[string]string{
 			"tags":  "assign adds a tag to the node's tags.assign (or takes it out of tags.unassign); unassign\ntakes it out of tags.assign, or adds a role's tag to tags.unassign.",
 			"roles": "assign adds roles to the node's roles; unassign removes them.",
@@ -153,6 +155,11 @@ func finishEdit(g *globals, c *cli.Context, src *source, repo *loader.Repo, file
 		return &exitError{code: 1, msg: err.Error()}
 	}
 
+	if c.Bool("commit") {
+		if err := checkCommittable(g.repo, file, orig); err != nil {
+			return &exitError{code: 1, msg: fmt.Sprintf("--commit: %v; nothing written", err)}
+		}
+	}
 	path := filepath.Join(g.repo, filepath.FromSlash(file))
 	if err := reconcile.WriteFileAtomic(path, data); err != nil {
 		return &exitError{code: 1, msg: err.Error()}
@@ -171,11 +178,10 @@ func finishEdit(g *globals, c *cli.Context, src *source, repo *loader.Repo, file
 			return &exitError{code: 1, msg: fmt.Sprintf("the file is edited but not committed: %v", err)}
 		}
 		fmt.Fprintf(g.stdout, "committed %.12s: %s\n\n", hash, msg)
-	} else {
-		fd := diff.File(file, orig, data, 3)
-		fmt.Fprintln(g.stdout, strings.TrimRight(fd.Text, "\n"))
-		fmt.Fprintln(g.stdout)
 	}
+	fd := diff.File(file, orig, data, 3)
+	fmt.Fprintln(g.stdout, strings.TrimRight(fd.Text, "\n"))
+	fmt.Fprintln(g.stdout)
 	fmt.Fprint(g.stdout, cs.Text(changeColors(g, g.stdout)))
 	return nil
 }
@@ -326,26 +332,76 @@ func (o *overlay) Open(name string) (fs.File, error) {
 	return o.FS.Open(name)
 }
 
-// commitFile commits file (repository-relative) alone: anything else already
-// staged is refused, so that the commit touches exactly that file.
-func commitFile(repoPath, file, msg, author string) (string, error) {
+// gitFile opens the git repository holding file (relative to repoPath) and
+// returns its worktree and the file's path in it.
+func gitFile(repoPath, file string) (*git.Repository, *git.Worktree, string, error) {
 	r, err := git.PlainOpenWithOptions(repoPath, &git.PlainOpenOptions{DetectDotGit: true})
 	if err != nil {
-		return "", err
+		return nil, nil, "", err
 	}
 	wt, err := r.Worktree()
 	if err != nil {
-		return "", err
+		return nil, nil, "", err
 	}
 	abs, err := filepath.Abs(filepath.Join(repoPath, filepath.FromSlash(file)))
 	if err != nil {
-		return "", err
+		return nil, nil, "", err
 	}
 	rel, err := filepath.Rel(wt.Filesystem.Root(), abs)
 	if err != nil {
+		return nil, nil, "", err
+	}
+	return r, wt, filepath.ToSlash(rel), nil
+}
+
+// checkCommittable says why committing an edit of file, whose content is now
+// orig, would commit more than the edit: orig differs from the file in HEAD
+// (uncommitted changes of its own), the file is staged, or it is not committed
+// at all.
+func checkCommittable(repoPath, file string, orig []byte) error {
+	r, wt, rel, err := gitFile(repoPath, file)
+	if err != nil {
+		return err
+	}
+	head, err := r.Head()
+	if err != nil {
+		return fmt.Errorf("%s is not committed yet (the repository has no commit): commit it first, so that the commit holds the edit alone", rel)
+	}
+	commit, err := r.CommitObject(head.Hash())
+	if err != nil {
+		return err
+	}
+	f, err := commit.File(rel)
+	if errors.Is(err, object.ErrFileNotFound) {
+		return fmt.Errorf("%s is not committed yet: commit it first, so that the commit holds the edit alone", rel)
+	}
+	if err != nil {
+		return err
+	}
+	committed, err := f.Contents()
+	if err != nil {
+		return err
+	}
+	if committed != string(orig) {
+		return fmt.Errorf("%s has uncommitted changes of its own (git diff HEAD -- %s shows them): commit or stash them first, or edit without --commit", rel, rel)
+	}
+	st, err := wt.Status()
+	if err != nil {
+		return err
+	}
+	if fst, ok := st[rel]; ok && fst.Staging != git.Unmodified {
+		return fmt.Errorf("%s has staged changes: commit or unstage them first, so that the commit holds the edit alone", rel)
+	}
+	return nil
+}
+
+// commitFile commits file (repository-relative) alone: anything else already
+// staged is refused, so that the commit touches exactly that file.
+func commitFile(repoPath, file, msg, author string) (string, error) {
+	_, wt, rel, err := gitFile(repoPath, file)
+	if err != nil {
 		return "", err
 	}
-	rel = filepath.ToSlash(rel)
 	st, err := wt.Status()
 	if err != nil {
 		return "", err

@@ -1,13 +1,20 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 
 	"github.com/fuelsync/fuelsync/diff"
 	"github.com/fuelsync/fuelsync/loader"
@@ -116,6 +123,7 @@ func planCommand(stdout, stderr io.Writer) *cli.Command {
 			&cli.StringFlag{Name: "out", Usage: "save the plan to `PLANFILE` for apply"},
 			&cli.BoolFlag{Name: "detailed-exitcode", Usage: "exit 2 when there are changes, 0 when there are none"},
 			&cli.StringSliceFlag{Name: "cluster", Usage: "plan only cluster `C` (repeatable; such a plan cannot be saved)"},
+			reinitFlag(),
 			formatFlag(),
 		},
 		Action: func(c *cli.Context) error {
@@ -130,11 +138,13 @@ func planCommand(stdout, stderr io.Writer) *cli.Command {
 			if len(clusters) > 0 && c.String("out") != "" {
 				return &exitError{code: 1, msg: "a plan limited with --cluster cannot be saved: apply works on every cluster"}
 			}
+			useWorkdirSetting(c, g)
 			src, err := openSource(g)
 			if err != nil {
 				return err
 			}
 			w := reconcile.Open(g.workdir)
+			w.Reinit = c.Bool("reinit")
 			st, err := w.ReadState()
 			if err != nil {
 				return &exitError{code: 1, msg: err.Error()}
@@ -177,12 +187,16 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 		OnUsageError: usageError,
 		Description: "With PLANFILE, applies exactly the plan saved by plan --out, and refuses it when the state\n" +
 			"has moved since (another apply) or the configuration no longer renders to the planned\n" +
-			"artifacts. Without, plans and applies at once. The artifacts are written to\n" +
+			"artifacts. Without, it plans, shows the plan and asks for confirmation on a terminal\n" +
+			"(--auto-approve skips the question: for scripts; it is required when stdin is not a\n" +
+			"terminal or the output is JSON). The artifacts are written to\n" +
 			"<workdir>/artifacts/<serial>/ and <workdir>/artifacts/current switches to them together\n" +
 			"with the state, atomically; the last 5 sets are kept. A second apply waits for the lock\n" +
 			"up to --lock-timeout, or fails naming the holder.",
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "lock-timeout", Usage: "wait up to `DURATION` for the work directory's lock (default: fail at once)"},
+			&cli.BoolFlag{Name: "auto-approve", Usage: "apply without asking for confirmation (for scripts; a saved plan is never asked about)"},
+			reinitFlag(),
 			formatFlag(),
 		},
 		Action: func(c *cli.Context) error {
@@ -193,7 +207,19 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 			if c.NArg() > 1 {
 				return &exitError{code: 1, msg: "apply takes at most one argument, a plan file"}
 			}
+			crashHookFromEnv(stderr)
+			useWorkdirSetting(c, g)
+			ask := c.NArg() == 0 && !c.Bool("auto-approve")
+			if ask && (g.format != "text" || !stdinIsTerminal()) {
+				why := "stdin is not a terminal"
+				if g.format != "text" {
+					why = "the output is " + g.format
+				}
+				return &exitError{code: 1, msg: "apply without a plan file asks for confirmation, and " + why +
+					": pass --auto-approve, or save a plan with plan --out and apply it; nothing was changed"}
+			}
 			w := reconcile.Open(g.workdir)
+			w.Reinit = c.Bool("reinit")
 			lock, err := w.Lock(c.Context, "apply", c.Duration("lock-timeout"))
 			if err != nil {
 				return &exitError{code: 1, msg: err.Error()}
@@ -233,7 +259,7 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 				if p, err = reconcile.MakePlan(w, st, rs, appliedRender(g, st), src.revision, version); err != nil {
 					return &exitError{code: 1, msg: err.Error()}
 				}
-				if !g.quiet {
+				if !g.quiet || ask && p.ChangesPresent {
 					if err := writePlan(g, p); err != nil {
 						return err
 					}
@@ -245,10 +271,20 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 				}
 				return nil
 			}
+			if ask && !confirm(stdout, "\nApply these changes to "+g.workdir+"? Only 'yes' is accepted: ") {
+				return &exitError{code: 1, msg: "apply cancelled; nothing was changed"}
+			}
 			next, err := reconcile.Apply(w, lock, st, p, rs)
 			var stale *reconcile.StaleError
-			if errors.As(err, &stale) {
+			var applied *reconcile.AppliedError
+			var damaged *reconcile.DamagedError
+			switch {
+			case errors.As(err, &stale):
 				return &exitError{code: 1, msg: err.Error() + "; nothing was changed"}
+			case errors.As(err, &applied):
+				return &exitError{code: 1, msg: err.Error() + "; the next apply finishes it"}
+			case errors.As(err, &damaged):
+				return &exitError{code: 1, msg: err.Error()}
 			}
 			if err != nil {
 				return &exitError{code: 1, msg: err.Error() + "; the applied state is unchanged"}
@@ -259,6 +295,50 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 			return nil
 		},
 	}
+}
+
+// stdin and stdinIsTerminal are where apply reads its confirmation.
+var (
+	stdin           io.Reader = os.Stdin
+	stdinIsTerminal           = func() bool { return term.IsTerminal(int(os.Stdin.Fd())) }
+)
+
+// confirm asks question on w and reads one line of stdin: true for "yes".
+func confirm(w io.Writer, question string) bool {
+	fmt.Fprint(w, question)
+	answer, _ := bufio.NewReader(stdin).ReadString('\n')
+	return strings.TrimSpace(answer) == "yes"
+}
+
+// crashHookFromEnv makes apply kill itself with SIGKILL just before the Nth
+// step that changes the work directory (every mkdir, file creation, fsync,
+// rename, symlink and removal of tidying and publishing) when
+// FUELSYNC_TEST_CRASH_AT=N, or fail that step with ENOSPC when
+// FUELSYNC_TEST_FAIL_AT=N: the crash-safety tests do so at each step in turn.
+func crashHookFromEnv(stderr io.Writer) {
+	crash, _ := strconv.ParseInt(os.Getenv("FUELSYNC_TEST_CRASH_AT"), 10, 64)
+	fail, _ := strconv.ParseInt(os.Getenv("FUELSYNC_TEST_FAIL_AT"), 10, 64)
+	if crash <= 0 && fail <= 0 {
+		return
+	}
+	var count atomic.Int64
+	reconcile.TestHookStep = func(step string) error {
+		switch count.Add(1) {
+		case crash:
+			fmt.Fprintf(stderr, "fuelsync: FUELSYNC_TEST_CRASH_AT=%d: killed before %s\n", crash, step)
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		case fail:
+			fmt.Fprintf(stderr, "fuelsync: FUELSYNC_TEST_FAIL_AT=%d: failing %s\n", fail, step)
+			return fmt.Errorf("%s: %w", step, syscall.ENOSPC)
+		}
+		return nil
+	}
+}
+
+// reinitFlag is --reinit of plan and apply.
+func reinitFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "reinit", Usage: "start over with a new lineage when the work directory's state is damaged (its current link lost, or a state that disagrees with its set); the recorded nodes and primary tags are forgotten, the old sets kept"}
 }
 
 // planSource opens what a saved plan rendered: its commit, or the working tree.

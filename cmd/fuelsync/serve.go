@@ -39,6 +39,10 @@ func watchFlags() []cli.Flag {
 
 // newLoop builds the reconcile loop of watch and serve.
 func newLoop(g *globals, c *cli.Context) (*reconcile.Loop, error) {
+	settings, err := loopSettingsFor(c, g) // flags over fuelsync.yaml
+	if err != nil {
+		return nil, err
+	}
 	var src reconcile.Source
 	if isRemote(g.repo) {
 		auth, err := gitAuth(g.repo, c.String("ssh-key"))
@@ -65,19 +69,19 @@ func newLoop(g *globals, c *cli.Context) (*reconcile.Loop, error) {
 		return nil, &exitError{code: 1, msg: "--log-format must be text or json"}
 	}
 	var publish *reconcile.Publisher
-	switch c.String("publish") {
+	switch settings.Publish {
 	case "":
 	case "git":
-		publish = &reconcile.Publisher{Branch: c.String("publish-branch")}
+		publish = &reconcile.Publisher{Branch: settings.PublishBranch}
 	default:
-		return nil, &exitError{code: 1, msg: fmt.Sprintf("--publish takes git, not %q", c.String("publish"))}
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("--publish takes git, not %q", settings.Publish)}
 	}
 	return &reconcile.Loop{
 		Publish:     publish,
 		Workdir:     reconcile.Open(g.workdir),
 		Source:      src,
 		DryRun:      c.Bool("dry-run"),
-		Interval:    c.Duration("interval"),
+		Interval:    settings.Interval,
 		ToolVersion: version,
 		Log:         slog.New(h),
 	}, nil

@@ -20,7 +20,7 @@ func tagMetaCommand(op string, stdout, stderr io.Writer) *cli.Command {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "cluster", Usage: "a tag of cluster `C` (its tags: mapping)"},
 		&cli.StringFlag{Name: "release", Usage: "a tag of release `R` (its tags metadata file)"},
-		&cli.BoolFlag{Name: "commit", Usage: "commit the edited file (and only it) with git"},
+		&cli.BoolFlag{Name: "commit", Usage: "commit the edit with git: the edited file alone, refused when it has uncommitted changes of its own"},
 		&cli.StringFlag{Name: "message", Aliases: []string{"m"}, Usage: "the commit `MESSAGE`"},
 		&cli.StringFlag{Name: "author", Usage: "the commit's author `NAME <EMAIL>` (default: from git config)"},
 	}
