@@ -22,13 +22,13 @@ import (
 func capabilitiesCommand(stdout, stderr io.Writer) *cli.Command {
 	return &cli.Command{
 		Name:            "capabilities",
-		Usage:           "introspect the capabilities of Heat templates (SPEC §8)",
+		Usage:           "introspect the capabilities of Heat templates",
 		HideHelpCommand: true,
 		OnUsageError:    usageError,
 		Subcommands:     []*cli.Command{capFindCommand(stdout, stderr), capSummaryCommand(stdout, stderr)},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return &exitError{code: 2, msg: fmt.Sprintf("unknown capabilities command %q; find or summary", c.Args().First())}
+				return unknownCommand("capabilities", c.Args().First(), c.Command.Subcommands, 2)
 			}
 			return cli.ShowSubcommandHelp(c)
 		},

@@ -29,7 +29,7 @@ func pluginCommand(stdout, stderr io.Writer) *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return &exitError{code: 1, msg: fmt.Sprintf("unknown plugin command %q; plugin create NAME, or plugin check DIR", c.Args().First())}
+				return unknownCommand("plugin", c.Args().First(), c.Command.Subcommands, 1)
 			}
 			return cli.ShowSubcommandHelp(c)
 		},

@@ -28,7 +28,7 @@ func tagsCommand(stdout, stderr io.Writer) *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return &exitError{code: 1, msg: fmt.Sprintf("unknown tags command %q; tags list, assign or unassign", c.Args().First())}
+				return unknownCommand("tags", c.Args().First(), c.Command.Subcommands, 1)
 			}
 			return cli.ShowSubcommandHelp(c)
 		},
@@ -158,16 +158,17 @@ func tagsListCommand(stdout, stderr io.Writer) *cli.Command {
 func rolesCommand(stdout, stderr io.Writer) *cli.Command {
 	return &cli.Command{
 		Name:            "roles",
-		Usage:           "assign and unassign a node's roles",
+		Usage:           "list the roles of a cluster or a release; assign and unassign a node's roles",
 		HideHelpCommand: true,
 		OnUsageError:    usageError,
 		Subcommands: []*cli.Command{
+			rolesListCommand(stdout, stderr),
 			nodeEditCommand("roles", "assign", stdout, stderr),
 			nodeEditCommand("roles", "unassign", stdout, stderr),
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return &exitError{code: 1, msg: fmt.Sprintf("unknown roles command %q; roles assign or unassign", c.Args().First())}
+				return unknownCommand("roles", c.Args().First(), c.Command.Subcommands, 1)
 			}
 			return cli.ShowSubcommandHelp(c)
 		},

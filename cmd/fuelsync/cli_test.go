@@ -1,0 +1,263 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/fuelsync/fuelsync/internal/mapfs"
+	"github.com/fuelsync/fuelsync/internal/repogen"
+)
+
+// leafCommands returns every visible command that runs something, by its path
+// after "fuelsync".
+func leafCommands(cmds []*cli.Command, parent string) map[string]*cli.Command {
+	out := map[string]*cli.Command{}
+	for _, c := range cmds {
+		if c.Hidden {
+			continue
+		}
+		path := strings.TrimSpace(parent + " " + c.Name)
+		if len(c.Subcommands) > 0 {
+			for p, sc := range leafCommands(c.Subcommands, path) {
+				out[p] = sc
+			}
+			continue
+		}
+		out[path] = c
+	}
+	return out
+}
+
+// TestGlobalFlagsInAnyPosition checks, for every command, that each global flag
+// its help lists is read when written after the command (and its arguments),
+// overrides the same flag written before the command, and that a global flag the
+// command does not list is refused there.
+func TestGlobalFlagsInAnyPosition(t *testing.T) {
+	values := map[string][]string{
+		"repo": {"R1", "R2"}, "rev": {"V1", "V2"}, "workdir": {"W1", "W2"},
+		"format": {"json", "markdown"}, "color": {"never", "always"},
+	}
+	get := func(g *globals, name string) string {
+		switch name {
+		case "repo":
+			return g.repo
+		case "rev":
+			return g.rev
+		case "workdir":
+			return g.workdir
+		case "format":
+			return g.format
+		case "color":
+			return g.color
+		}
+		return ""
+	}
+	paths := map[string]bool{}
+	for path := range leafCommands(newApp(io.Discard, io.Discard).Commands, "") {
+		paths[path] = true
+	}
+	if len(paths) < 20 {
+		t.Fatalf("found %d commands", len(paths))
+	}
+	for path := range paths {
+		h := helpTable[path]
+		for _, name := range globalNames {
+			if !slices.Contains(h.globals, name) {
+				continue
+			}
+			t.Run(path+"/"+name, func(t *testing.T) {
+				var got *globals
+				app := newApp(io.Discard, io.Discard)
+				cmd := leafCommands(app.Commands, "")[path]
+				cmd.Before = nil // required flags: not what is tested here
+				cmd.Action = func(c *cli.Context) error {
+					g, err := readGlobals(c, io.Discard, io.Discard)
+					got = g
+					return err
+				}
+				words := strings.Fields(path)
+				var args []string
+				var want string
+				if name == "quiet" {
+					args = append(append([]string{"fuelsync"}, words...), "ARG", "-q")
+				} else {
+					v := values[name]
+					want = v[1]
+					args = append([]string{"fuelsync", "--" + name, v[0]}, words...)
+					args = append(args, "ARG", "--"+name, v[1])
+				}
+				if err := app.Run(flagsFirst(app, args)); err != nil {
+					t.Fatalf("%s: %v", strings.Join(args, " "), err)
+				}
+				if name == "quiet" {
+					if !got.quiet {
+						t.Errorf("%s: not quiet", strings.Join(args, " "))
+					}
+				} else if g := get(got, name); g != want {
+					t.Errorf("%s: --%s is %q, want %q", strings.Join(args, " "), name, g, want)
+				}
+			})
+		}
+		t.Run(path+"/help", func(t *testing.T) {
+			var out bytes.Buffer
+			if code := run(append(append([]string{"fuelsync"}, strings.Fields(path)...), "--help"), &out, io.Discard); code != 0 {
+				t.Fatalf("--help: exit %d", code)
+			}
+			page := out.String()
+			_, global, _ := strings.Cut(page, "GLOBAL OPTIONS")
+			global, _, _ = strings.Cut(global, "EXAMPLES:")
+			for _, name := range globalNames {
+				listed := strings.Contains(page, "   --"+name+" ") || strings.Contains(page, "   --"+name+", ")
+				if slices.Contains(helpTable[path].globals, name) && !listed {
+					t.Errorf("fuelsync %s --help does not list --%s:\n%s", path, name, page)
+				}
+				if !slices.Contains(helpTable[path].globals, name) && (strings.Contains(global, "--"+name+" ") || strings.Contains(global, "--"+name+",")) {
+					t.Errorf("fuelsync %s --help lists --%s, which it ignores:\n%s", path, name, page)
+				}
+			}
+			for _, section := range []string{"DESCRIPTION:", "EXAMPLES:", "EXIT STATUS:"} {
+				if !strings.Contains(page, "\n"+section+"\n") && !(section == "DESCRIPTION:" && path == "version") {
+					t.Errorf("fuelsync %s --help has no %s section:\n%s", path, section, page)
+				}
+			}
+		})
+	}
+}
+
+// TestHelpExamples runs the examples of every help page, as printed, in a copy of
+// the directory holding examples/quickstart (a git repository of two commits,
+// for diff and watch); each must succeed (diff: exit 1, changes). The daemons and
+// trigger are only checked to start: serve and watch are run for a moment and
+// stopped; trigger is not run.
+func TestHelpExamples(t *testing.T) {
+	root := t.TempDir()
+	for _, ex := range []string{"quickstart", "tripleo-capabilities"} {
+		files, err := mapfs.Read(filepath.Join("..", "..", "examples", ex))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := repogen.WriteDir(files, filepath.Join(root, "examples", ex)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	qs := filepath.Join(root, "examples", "quickstart")
+	if _, err := gitCommit(qs, "quickstart"); err != nil {
+		t.Fatal(err)
+	}
+	spec := filepath.Join(qs, "clusters", "demo.yaml")
+	data, err := os.ReadFile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(spec, bytes.Replace(data, []byte("node-4: {id: 4, roles: [compute]}"), []byte("node-4: {id: 4, roles: [compute, storage]}"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gitCommit(qs, "node-4 stores too"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "secret"), []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(root)
+
+	// The pages in the order a newcomer meets them; edits come after the reads.
+	order := []string{"version", "validate", "components", "render", "explain", "tags", "tags list", "roles", "roles list",
+		"plan", "apply", "diff", "completion", "capabilities", "capabilities find", "capabilities summary",
+		"tags assign", "tags unassign", "tags create", "tags update", "tags delete", "roles assign", "roles unassign",
+		"plugin check", "plugin create", "plugin", "watch", "serve", "trigger"}
+	var all []string
+	all = append(all, order...)
+	for path := range helpTable {
+		if !slices.Contains(all, path) {
+			t.Errorf("help page %q is not in the test's order", path)
+		}
+	}
+	ran := 0
+	for _, path := range order {
+		var out bytes.Buffer
+		if code := run(append([]string{"fuelsync", "help"}, strings.Fields(path)...), &out, io.Discard); code != 0 {
+			t.Fatalf("fuelsync help %s: exit %d", path, code)
+		}
+		_, examples, ok := strings.Cut(out.String(), "\nEXAMPLES:\n")
+		if !ok {
+			t.Errorf("fuelsync help %s: no examples", path)
+			continue
+		}
+		examples, _, _ = strings.Cut(examples, "\n\n")
+		for _, line := range strings.Split(examples, "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			args := strings.Fields(line)
+			if args[0] != "fuelsync" {
+				t.Errorf("fuelsync help %s: example %q does not start with fuelsync", path, line)
+				continue
+			}
+			ran++
+			switch args[1] {
+			case "trigger":
+				continue
+			case "watch", "serve":
+				checkDaemonStarts(t, line, args)
+				continue
+			}
+			want := 0
+			if args[1] == "diff" {
+				want = 1
+			}
+			var stdout, stderr bytes.Buffer
+			if code := run(args, &stdout, &stderr); code != want {
+				t.Errorf("%s (from fuelsync help %s): exit %d, want %d\nstdout:\n%s\nstderr:\n%s", line, path, code, want, stdout.String(), stderr.String())
+			}
+		}
+	}
+	if ran < 30 {
+		t.Errorf("ran %d examples", ran)
+	}
+}
+
+// checkDaemonStarts runs a watch or serve example as a process (the test binary
+// as fuelsync), checks it is still running after a moment, and stops it.
+func checkDaemonStarts(t *testing.T, line string, args []string) {
+	t.Helper()
+	for i, a := range args { // a free port instead of the documented one
+		if a == "--listen" {
+			args[i+1] = "127.0.0.1:0"
+		}
+	}
+	cmd := fuelsyncCmd(args[1:]...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		t.Errorf("%s: stopped at once (%v)\n%s", line, err, stderr.String())
+	case <-time.After(1500 * time.Millisecond):
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case err := <-done:
+			var ee interface{ ExitCode() int }
+			if errors.As(err, &ee) && ee.ExitCode() != 0 {
+				t.Errorf("%s: exit %d after SIGINT\n%s", line, ee.ExitCode(), stderr.String())
+			}
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			t.Errorf("%s: did not stop on SIGINT", line)
+		}
+	}
+}

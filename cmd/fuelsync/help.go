@@ -1,0 +1,489 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// The global flags are defined on the application (fuelsync --repo R validate) and
+// again on each command that honours them (fuelsync validate --repo R), so that
+// they work in any position and each command's --help lists them. readGlobals
+// takes the innermost one given.
+const globalCategory = "GLOBAL OPTIONS (also accepted before the command)"
+
+// globalFlag returns a new definition of the global flag name (a flag value holds
+// parse state, so every command gets its own).
+func globalFlag(name string) cli.Flag {
+	switch name {
+	case "repo":
+		return &cli.StringFlag{Name: "repo", Value: ".", Usage: "repository `PATH` (a working tree or a bare repository)"}
+	case "rev":
+		return &cli.StringFlag{Name: "rev", Usage: "read revision `REV` (branch, tag, HEAD~2, sha) from git objects instead of the working tree"}
+	case "workdir":
+		return &cli.StringFlag{Name: "workdir", Value: ".fuelsync", Usage: "`DIR` for state, applied artifacts, lock and cache"}
+	case "format":
+		return &cli.StringFlag{Name: "format", Value: "text", Usage: "output `FORMAT`: text, json, markdown or github, where the command supports it"}
+	case "color":
+		return &cli.StringFlag{Name: "color", Value: "auto", Usage: "colour output `WHEN`: auto, always or never"}
+	case "quiet":
+		return &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only problems"}
+	}
+	panic("unknown global flag " + name) // a programming error, caught by every test
+}
+
+var globalNames = []string{"repo", "rev", "workdir", "format", "color", "quiet"}
+
+// commandHelp is what a command's --help shows besides its flags: the global
+// flags it honours, examples (each runs as printed from the directory holding
+// examples/quickstart; TestHelpExamples runs them) and its exit status.
+type commandHelp struct {
+	globals  []string
+	examples []string // "# comment" lines introduce the next command
+	exit     string
+}
+
+// helpTable is keyed by the command path after "fuelsync".
+var helpTable = map[string]commandHelp{
+	"validate": {
+		globals: []string{"repo", "rev", "format", "color", "quiet"},
+		examples: []string{
+			"fuelsync validate --repo examples/quickstart",
+			"# every problem as JSON (warnings are never summarised there)",
+			"fuelsync validate --repo examples/quickstart --format json",
+		},
+		exit: "0 valid (warnings allowed), 1 errors (or warnings with --strict) or a usage error",
+	},
+	"components": {
+		globals: []string{"repo", "rev", "format", "color"},
+		examples: []string{
+			"fuelsync components --repo examples/quickstart --release quickstart-1.0",
+			"# each component's state for the cluster's selection",
+			"fuelsync components --repo examples/quickstart --cluster demo",
+		},
+		exit: "0 listed, 1 when the repository does not load or the cluster's selection is invalid",
+	},
+	"render": {
+		globals: []string{"repo", "rev", "format", "color", "quiet"},
+		examples: []string{
+			"fuelsync render --repo examples/quickstart --out rendered",
+			"fuelsync render --repo examples/quickstart --cluster demo --out rendered-demo --format json",
+		},
+		exit: "0 written, 1 errors (nothing is written)",
+	},
+	"explain": {
+		globals: []string{"repo", "rev", "format", "color"},
+		examples: []string{
+			"fuelsync explain --repo examples/quickstart --cluster demo --node node-4",
+			"fuelsync explain --repo examples/quickstart --cluster demo --node node-4 --why-not qs-controller",
+		},
+		exit: "0 explained, 1 an unknown cluster, node or task, or a cluster that does not render",
+	},
+	"plan": {
+		globals: []string{"repo", "rev", "workdir", "format", "color", "quiet"},
+		examples: []string{
+			"fuelsync plan --repo examples/quickstart --workdir state",
+			"# save the plan, then apply exactly it",
+			"fuelsync plan --repo examples/quickstart --workdir state --out demo.plan",
+		},
+		exit: "0 planned, 1 error; with --detailed-exitcode 0 no changes, 1 error, 2 changes",
+	},
+	"apply": {
+		globals: []string{"repo", "rev", "workdir", "format", "color", "quiet"},
+		examples: []string{
+			"fuelsync apply --repo examples/quickstart --workdir state",
+			"# again: nothing to apply",
+			"fuelsync apply --repo examples/quickstart --workdir state",
+		},
+		exit: "0 applied (or nothing to apply), 1 error (the applied state is unchanged)",
+	},
+	"diff": {
+		globals: []string{"repo", "format", "color"},
+		examples: []string{
+			"# in a git repository: what the last commit changes, as a pull-request comment",
+			"fuelsync diff --repo examples/quickstart --base HEAD~1 --head HEAD --format markdown",
+		},
+		exit: "as diff(1): 0 no changes, 1 changes, 2 error (a revision that does not validate: a\ncomplete document with its errors is still printed in json and markdown)",
+	},
+	"plugin": {
+		globals: []string{"repo", "color", "quiet"},
+		examples: []string{
+			"fuelsync plugin check examples/quickstart/plugins/monitoring",
+		},
+		exit: "0 success, 1 error",
+	},
+	"plugin create": {
+		globals: []string{"repo", "color", "quiet"},
+		examples: []string{
+			"fuelsync plugin create --repo examples/quickstart --role backup-agent backup",
+			"fuelsync plugin check examples/quickstart/plugins/backup",
+		},
+		exit: "0 written, 1 error (an existing directory is never touched)",
+	},
+	"plugin check": {
+		globals: []string{"color", "quiet"},
+		examples: []string{
+			"fuelsync plugin check examples/quickstart/plugins/monitoring",
+		},
+		exit: "0 valid (warnings allowed), 1 errors, or DIR is not a plugin directory",
+	},
+	"tags": {
+		globals: []string{"repo", "rev", "format", "color", "quiet"},
+		examples: []string{
+			"fuelsync tags list --repo examples/quickstart --cluster demo",
+		},
+		exit: "0 success, 1 error",
+	},
+	"tags list": {
+		globals: []string{"repo", "rev", "format", "color"},
+		examples: []string{
+			"fuelsync tags list --repo examples/quickstart --cluster demo",
+			"fuelsync tags list --repo examples/quickstart --cluster demo --node node-2 --format json",
+			"fuelsync tags list --repo examples/quickstart --release quickstart-1.0",
+		},
+		exit: "0 listed, 1 error",
+	},
+	"tags assign": {
+		globals:  []string{"repo", "color", "quiet"},
+		examples: []string{"fuelsync tags assign --repo examples/quickstart --cluster demo --node node-3 backup"},
+		exit:     "0 edited, 1 error (the file is left as it was)",
+	},
+	"tags unassign": {
+		globals:  []string{"repo", "color", "quiet"},
+		examples: []string{"fuelsync tags unassign --repo examples/quickstart --cluster demo --node node-2 backup"},
+		exit:     "0 edited, 1 error (the file is left as it was)",
+	},
+	"tags create": {
+		globals:  []string{"repo", "color", "quiet"},
+		examples: []string{"fuelsync tags create --repo examples/quickstart --cluster demo --has-primary cache"},
+		exit:     "0 edited, 1 error (the file is left as it was)",
+	},
+	"tags update": {
+		globals:  []string{"repo", "color", "quiet"},
+		examples: []string{"fuelsync tags update --repo examples/quickstart --cluster demo --has-primary backup"},
+		exit:     "0 edited, 1 error (the file is left as it was)",
+	},
+	"tags delete": {
+		globals: []string{"repo", "color", "quiet"},
+		examples: []string{
+			"fuelsync tags create --repo examples/quickstart --cluster demo scratch",
+			"fuelsync tags delete --repo examples/quickstart --cluster demo scratch",
+		},
+		exit: "0 edited, 1 error (the file is left as it was)",
+	},
+	"roles": {
+		globals:  []string{"repo", "rev", "format", "color", "quiet"},
+		examples: []string{"fuelsync roles list --repo examples/quickstart --cluster demo"},
+		exit:     "0 success, 1 error",
+	},
+	"roles list": {
+		globals: []string{"repo", "rev", "format", "color"},
+		examples: []string{
+			"fuelsync roles list --repo examples/quickstart --cluster demo",
+			"fuelsync roles list --repo examples/quickstart --release quickstart-1.0 --format json",
+		},
+		exit: "0 listed, 1 error",
+	},
+	"roles assign": {
+		globals:  []string{"repo", "color", "quiet"},
+		examples: []string{"fuelsync roles assign --repo examples/quickstart --cluster demo --node node-4 storage"},
+		exit:     "0 edited, 1 error (the file is left as it was)",
+	},
+	"roles unassign": {
+		globals:  []string{"repo", "color", "quiet"},
+		examples: []string{"fuelsync roles unassign --repo examples/quickstart --cluster demo --node node-5 storage"},
+		exit:     "0 edited, 1 error (the file is left as it was)",
+	},
+	"watch": {
+		globals: []string{"repo", "workdir"},
+		examples: []string{
+			"# runs until interrupted; --repo must be a git repository",
+			"fuelsync watch --repo examples/quickstart --workdir state --interval 30s --dry-run",
+		},
+		exit: "0 stopped by SIGINT or SIGTERM, 1 a start-up error",
+	},
+	"serve": {
+		globals: []string{"repo", "workdir"},
+		examples: []string{
+			"# runs until interrupted; --repo must be a git repository",
+			"fuelsync serve --repo examples/quickstart --workdir state --listen 127.0.0.1:8080 --webhook-secret-file secret",
+		},
+		exit: "0 stopped by SIGINT or SIGTERM, 1 a start-up error",
+	},
+	"trigger": {
+		examples: []string{
+			"# with fuelsync serve running on the same secret",
+			"fuelsync trigger --url http://127.0.0.1:8080 --webhook-secret-file secret --ref refs/heads/main",
+		},
+		exit: "0 serve accepted the delivery, 1 otherwise",
+	},
+	"capabilities": {
+		examples: []string{"fuelsync capabilities find -r -c resource_type=OS::TripleO::Services::RabbitMQ examples/tripleo-capabilities"},
+		exit:     "0 success, 1 none found (find), 2 error",
+	},
+	"capabilities find": {
+		examples: []string{"fuelsync capabilities find -r -c resource_type=OS::TripleO::Services::RabbitMQ examples/tripleo-capabilities"},
+		exit:     "0 found, 1 none, 2 error (a bad argument, an unreadable file, an invalid template)",
+	},
+	"capabilities summary": {
+		examples: []string{"fuelsync capabilities summary --format text -f examples/tripleo-capabilities/tht/docker/services/rabbitmq.yaml"},
+		exit:     "0 success, 2 error",
+	},
+	"completion": {
+		examples: []string{
+			"# bash: source <(fuelsync completion bash)",
+			"fuelsync completion bash",
+			"fuelsync completion zsh",
+		},
+		exit: "0 printed, 1 an unknown shell",
+	},
+	"version": {
+		globals:  []string{"format"},
+		examples: []string{"fuelsync version", "fuelsync --version", "fuelsync version --format json"},
+		exit:     "0",
+	},
+}
+
+const commandHelpTemplate = `NAME:
+   {{template "helpNameTemplate" .}}
+
+USAGE:
+   {{template "usageTemplate" .}}{{if .Description}}
+
+DESCRIPTION:
+   {{template "descriptionTemplate" .}}{{end}}{{if .VisibleCommands}}
+
+COMMANDS:{{template "visibleCommandTemplate" .}}{{end}}{{if .VisibleFlagCategories}}{{range .VisibleFlagCategories}}
+
+{{if .Name}}{{.Name}}:{{else}}OPTIONS:{{end}}{{range .Flags}}
+   {{.}}{{end}}{{end}}{{else if .VisibleFlags}}
+
+OPTIONS:{{range .VisibleFlags}}
+   {{.}}{{end}}{{end}}
+`
+
+// decorate walks the commands: it adds the global flags each honours, the help
+// page's examples and exit status, suggestions for an unknown subcommand, and a
+// one-line error for a missing required flag.
+func decorate(cmds []*cli.Command, parent string) {
+	for _, c := range cmds {
+		if c.Hidden {
+			continue
+		}
+		path := strings.TrimSpace(parent + " " + c.Name)
+		h, ok := helpTable[path]
+		if !ok {
+			panic("no help for command " + path) // caught by every test
+		}
+		for _, name := range h.globals {
+			if flagNamed(c.Flags, name) != nil {
+				continue // the command's own --format (plugin create, capabilities)
+			}
+			f := globalFlag(name)
+			switch f := f.(type) {
+			case *cli.StringFlag:
+				f.Category = globalCategory
+			case *cli.BoolFlag:
+				f.Category = globalCategory
+			}
+			c.Flags = append(c.Flags, f)
+		}
+		for _, f := range c.Flags {
+			if f, ok := f.(*cli.StringFlag); ok && f.Category == "" && f.Name == "format" && slices.Contains(h.globals, "format") {
+				f.Usage = "output `FORMAT` (overrides the global --format)"
+			}
+		}
+		c.CustomHelpTemplate = commandHelpTemplate + helpExtra(h)
+		c.HideHelpCommand = true
+		c.Before = chainBefore(requiredFlags(c), c.Before)
+		if len(c.Subcommands) > 0 {
+			decorate(c.Subcommands, path)
+		}
+	}
+}
+
+func flagNamed(flags []cli.Flag, name string) cli.Flag {
+	for _, f := range flags {
+		if slices.Contains(f.Names(), name) {
+			return f
+		}
+	}
+	return nil
+}
+
+// helpExtra is the EXAMPLES and EXIT STATUS sections of a help page (literal text
+// of the template: none of it contains "{{").
+func helpExtra(h commandHelp) string {
+	var b strings.Builder
+	if len(h.examples) > 0 {
+		b.WriteString("\nEXAMPLES:\n")
+		for _, e := range h.examples {
+			b.WriteString("   " + e + "\n")
+		}
+	}
+	if h.exit != "" {
+		b.WriteString("\nEXIT STATUS:\n")
+		for _, line := range strings.Split(h.exit, "\n") {
+			b.WriteString("   " + line + "\n")
+		}
+	}
+	return b.String()
+}
+
+// requiredFlags takes over urfave/cli's Required: it prints the whole help page
+// before its error; this names the missing flags in one line. The flags lose
+// their Required mark so that urfave/cli does not check them first.
+func requiredFlags(c *cli.Command) cli.BeforeFunc {
+	var required []cli.Flag
+	for _, f := range c.Flags {
+		switch f := f.(type) {
+		case *cli.StringFlag:
+			if f.Required {
+				f.Required = false
+				required = append(required, f)
+			}
+		case *cli.StringSliceFlag:
+			if f.Required {
+				f.Required = false
+				required = append(required, f)
+			}
+		}
+	}
+	if required == nil {
+		return nil
+	}
+	return func(ctx *cli.Context) error {
+		if helpAsked(ctx) {
+			return nil
+		}
+		var missing []string
+		for _, f := range required {
+			if !ctx.IsSet(f.Names()[0]) {
+				missing = append(missing, "--"+f.Names()[0])
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		word := "flag"
+		if len(missing) > 1 {
+			word = "flags"
+		}
+		return &exitError{code: usageCode(ctx), msg: fmt.Sprintf("%s: missing required %s %s; run '%s --help' for usage",
+			strings.TrimPrefix(ctx.Command.HelpName, "fuelsync "), word, strings.Join(missing, ", "), ctx.Command.HelpName)}
+	}
+}
+
+// helpAsked reports whether --help was given (urfave/cli then shows the help
+// page after Before ran).
+func helpAsked(ctx *cli.Context) bool {
+	return ctx.Bool("help")
+}
+
+// usageCode is the exit code of a usage error: 2 for the commands whose 1 means
+// something else (diff: changes; capabilities find: none found).
+func usageCode(ctx *cli.Context) int {
+	for _, c := range ctx.Lineage() {
+		if c.Command != nil && (c.Command.Name == "diff" || c.Command.Name == "capabilities") {
+			return 2
+		}
+	}
+	return 1
+}
+
+func chainBefore(a, b cli.BeforeFunc) cli.BeforeFunc {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return func(c *cli.Context) error {
+		if err := a(c); err != nil {
+			return err
+		}
+		return b(c)
+	}
+}
+
+// suggest returns the candidate closest to word, if it is close enough to be a
+// typo of it ("validat" → "validate", "asign" → "assign"), else "".
+func suggest(word string, candidates []string) string {
+	best, bestDist := "", -1
+	for _, c := range candidates {
+		d := editDistance(word, c)
+		if bestDist < 0 || d < bestDist {
+			best, bestDist = c, d
+		}
+	}
+	limit := max(1, len(word)/3)
+	if bestDist >= 0 && bestDist <= limit {
+		return best
+	}
+	for _, c := range candidates { // a prefix: "fuelsync comp" → components
+		if len(word) >= 3 && strings.HasPrefix(c, word) {
+			return c
+		}
+	}
+	return ""
+}
+
+// editDistance is the Levenshtein distance of a and b, a transposition counting
+// as one edit.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev2 := make([]int, len(rb)+1)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(rb)]
+}
+
+// commandNames lists the visible commands' names.
+func commandNames(cmds []*cli.Command) []string {
+	var out []string
+	for _, c := range cmds {
+		if !c.Hidden {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// unknownCommand is the error for an unknown command or subcommand word under
+// parent ("" for the top level): a suggestion when one is close, and the list.
+func unknownCommand(parent, word string, cmds []*cli.Command, code int) error {
+	names := commandNames(cmds)
+	what := "command"
+	if parent != "" {
+		what = parent + " command"
+	}
+	msg := fmt.Sprintf("unknown %s %q; ", what, word)
+	if s := suggest(word, names); s != "" {
+		msg += fmt.Sprintf("did you mean %q? ", s)
+	}
+	if parent == "" {
+		msg += "run 'fuelsync --help' for the list of commands"
+	} else {
+		msg += fmt.Sprintf("the %s commands are %s", parent, strings.Join(names, ", "))
+	}
+	return &exitError{code: code, msg: msg}
+}
