@@ -292,3 +292,27 @@ func flagTakesValue(flags []cli.Flag, w string) bool {
 	}
 	return false
 }
+
+// commandLine is a fuelsync command line to print as a hint: the global flags
+// that differ from their defaults (--repo, --workdir) then words, each quoted for
+// a POSIX shell when needed, so that it can be pasted as printed.
+func commandLine(g *globals, words ...string) string {
+	out := []string{"fuelsync"}
+	if g.repo != "." && g.repo != "" {
+		out = append(out, "--repo", shellQuote(g.repo))
+	}
+	if g.workdir != ".fuelsync" && g.workdir != "" {
+		out = append(out, "--workdir", shellQuote(g.workdir))
+	}
+	for _, w := range words {
+		out = append(out, shellQuote(w))
+	}
+	return strings.Join(out, " ")
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@%+,-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

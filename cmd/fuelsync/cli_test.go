@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -259,5 +260,43 @@ func checkDaemonStarts(t *testing.T, line string, args []string) {
 			<-done
 			t.Errorf("%s: did not stop on SIGINT", line)
 		}
+	}
+}
+
+// TestSavedPlanHintRuns saves a plan made with non-default --repo and --workdir
+// (one with a space and a quote in its name) and runs the apply command the hint
+// prints, as printed, with sh.
+func TestSavedPlanHintRuns(t *testing.T) {
+	path := fuelsyncOnPath(t)
+	dir := t.TempDir()
+	repo := quickstartRepo(t)
+	if err := os.Rename(repo, filepath.Join(dir, "qs")); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	var stdout, stderr bytes.Buffer
+	args := []string{"fuelsync", "--repo", "qs", "plan", "--workdir", "work dir's", "--out", "p3.json"}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("plan: exit %d\n%s", code, stderr.String())
+	}
+	_, hint, ok := strings.Cut(stdout.String(), "apply it with: ")
+	if !ok {
+		t.Fatalf("no hint in:\n%s", stdout.String())
+	}
+	hint = strings.TrimSpace(hint)
+	if want := `fuelsync --repo qs --workdir 'work dir'\''s' apply p3.json`; hint != want {
+		t.Errorf("hint %q, want %q", hint, want)
+	}
+	cmd := exec.Command("sh", "-c", hint)
+	cmd.Env = append(os.Environ(), "PATH="+path)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", hint, err, out)
+	}
+	if !strings.Contains(string(out), "Apply complete: serial 1") {
+		t.Errorf("%s:\n%s", hint, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "work dir's", "state.json")); err != nil {
+		t.Error(err)
 	}
 }

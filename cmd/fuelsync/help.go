@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/fuelsync/fuelsync/loader"
 )
 
 // The global flags are defined on the application (fuelsync --repo R validate) and
@@ -77,7 +79,7 @@ var helpTable = map[string]commandHelp{
 		globals: []string{"repo", "rev", "format", "color"},
 		examples: []string{
 			"fuelsync explain --repo examples/quickstart --cluster demo --node node-4",
-			"fuelsync explain --repo examples/quickstart --cluster demo --node node-4 --why-not qs-controller",
+			"fuelsync explain --repo examples/quickstart --cluster demo --node node-4 --why-not keystone",
 		},
 		exit: "0 explained, 1 an unknown cluster, node or task, or a cluster that does not render",
 	},
@@ -408,53 +410,18 @@ func chainBefore(a, b cli.BeforeFunc) cli.BeforeFunc {
 	}
 }
 
-// suggest returns the candidate closest to word, if it is close enough to be a
-// typo of it ("validat" → "validate", "asign" → "assign"), else "".
+// suggest returns the candidate that word is probably a typo of ("validat" →
+// "validate", "asign" → "assign", "comp" → "components"), or "".
 func suggest(word string, candidates []string) string {
-	best, bestDist := "", -1
+	if s := loader.Suggest(word, candidates); s != "" {
+		return s
+	}
 	for _, c := range candidates {
-		d := editDistance(word, c)
-		if bestDist < 0 || d < bestDist {
-			best, bestDist = c, d
-		}
-	}
-	limit := max(1, len(word)/3)
-	if bestDist >= 0 && bestDist <= limit {
-		return best
-	}
-	for _, c := range candidates { // a prefix: "fuelsync comp" → components
 		if len(word) >= 3 && strings.HasPrefix(c, word) {
 			return c
 		}
 	}
 	return ""
-}
-
-// editDistance is the Levenshtein distance of a and b, a transposition counting
-// as one edit.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev2 := make([]int, len(rb)+1)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(rb)]
 }
 
 // commandNames lists the visible commands' names.

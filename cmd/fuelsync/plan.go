@@ -155,7 +155,7 @@ func planCommand(stdout, stderr io.Writer) *cli.Command {
 					return &exitError{code: 1, msg: err.Error()}
 				}
 				if g.format == "text" && !g.quiet {
-					defer fmt.Fprintf(stdout, "\nSaved the plan to %s; apply it with: fuelsync apply %s\n", out, out)
+					defer fmt.Fprintf(stdout, "\nSaved the plan to %s; apply it with: %s\n", out, commandLine(g, "apply", out))
 				}
 			}
 			if err := writePlan(g, p); err != nil {

@@ -167,6 +167,10 @@ func pluginCheckCommand(stdout, stderr io.Writer) *cli.Command {
 				return &exitError{code: 1, msg: "plugin check takes one argument, the plugin's directory"}
 			}
 			dir := filepath.Clean(c.Args().First())
+			if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+				return &exitError{code: 1, msg: fmt.Sprintf("%s is a file; plugin check wants the plugin's directory (the one holding metadata.yaml), e.g. %s",
+					dir, filepath.Dir(dir))}
+			}
 			files := map[string][]byte{}
 			root := os.DirFS(dir)
 			err = fs.WalkDir(root, ".", func(p string, d fs.DirEntry, err error) error {
