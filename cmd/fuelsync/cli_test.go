@@ -2,8 +2,12 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/urfave/cli/v2"
 
 	"github.com/fuelsync/fuelsync/internal/mapfs"
@@ -298,5 +303,59 @@ func TestSavedPlanHintRuns(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "work dir's", "state.json")); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestRenderFormatJSON checks render --format json against what it wrote: the
+// clusters, the node count, the files and bytes under --out and the sha256 of
+// manifest.json; a format render has no output for is refused before writing.
+func TestRenderFormatJSON(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"fuelsync", "render", "--repo", "../../examples/quickstart", "--out", out, "--cluster", "demo", "--format", "json"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	var got renderSummary
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	var files int
+	var size int64
+	err := filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		files++
+		size += fi.Size()
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest, err := os.ReadFile(filepath.Join(out, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(manifest)
+	want := renderSummary{FormatVersion: "1", Revision: "working-tree", Out: out, Clusters: []string{"demo"}, Nodes: 6,
+		Files: files, Bytes: size, ManifestSHA256: hex.EncodeToString(sum[:])}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("render --format json (-want +got):\n%s", diff)
+	}
+
+	stdout.Reset()
+	stderr.Reset()
+	other := filepath.Join(dir, "other")
+	if code := run([]string{"fuelsync", "render", "--repo", "../../examples/quickstart", "--out", other, "--format", "markdown"}, &stdout, &stderr); code != 1 {
+		t.Errorf("--format markdown: exit %d, want 1", code)
+	}
+	if want := "fuelsync: render prints text or json, not \"markdown\"\n"; stderr.String() != want || stdout.Len() > 0 {
+		t.Errorf("--format markdown: stdout %q, stderr %q, want stderr %q", stdout.String(), stderr.String(), want)
+	}
+	if _, err := os.Stat(other); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("--format markdown wrote %s: %v", other, err)
 	}
 }
