@@ -196,8 +196,8 @@ func writeComponentsText(w io.Writer, rel *loader.Release, cl *loader.Cluster, r
 			fromPlugins++
 		}
 	}
-	fmt.Fprintf(w, "Release %s (%s): %d components, %d from the release and %d from plugins\n",
-		rel.Version, rel.Name, len(all), len(all)-fromPlugins, fromPlugins)
+	fmt.Fprintf(w, "Release %s (%s): %s, %d from the release and %d from plugins\n",
+		rel.Version, rel.Name, plural(len(all), "component"), len(all)-fromPlugins, fromPlugins)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if cl == nil {
 		fmt.Fprintln(tw, "NAME\tFROM\tREQUIRES\tINCOMPATIBLE")
