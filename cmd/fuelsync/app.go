@@ -38,6 +38,8 @@ type globals struct {
 	format  string
 	color   string
 	quiet   bool
+	// command is the command's path after fuelsync ("validate", "tags list").
+	command string
 	stdout  io.Writer
 	stderr  io.Writer
 }
@@ -61,6 +63,9 @@ func readGlobals(c *cli.Context, stdout, stderr io.Writer) (*globals, error) {
 		repo: globalString(c, "repo"), rev: globalString(c, "rev"), workdir: globalString(c, "workdir"),
 		format: commandFormat(c), color: globalString(c, "color"), quiet: globalSet(c, "quiet") != nil,
 		stdout: stdout, stderr: stderr,
+	}
+	if c.Command != nil {
+		g.command = strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ")
 	}
 	switch g.color {
 	case "auto", "always", "never":

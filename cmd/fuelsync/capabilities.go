@@ -45,7 +45,7 @@ func readTemplate(name string, stderr io.Writer, g *globals) (*capabilities.Temp
 	t, ok, diags := capabilities.ParseTemplate(clean, src)
 	if len(diags) > 0 {
 		files := map[string]*hcl.File{clean: {Bytes: src}}
-		writeDiagnosticsText(stderr, diags, files, "", g.useColor(stderr))
+		g.writeDiagnostics(stderr, diags, files, "")
 	}
 	if !ok {
 		return nil, diags, nil

@@ -54,7 +54,7 @@ func componentsCommand(stdout, stderr io.Writer) *cli.Command {
 			}
 			repo, diags := loader.Load(src.fsys, loader.Options{})
 			if diags.HasErrors() {
-				writeDiagnosticsText(stderr, diags, repo.Sources.Files(), src.prefix, g.useColor(stderr))
+				g.writeDiagnostics(stderr, diags, repo.Sources.Files(), src.prefix)
 				return &exitError{code: 1, msg: "the repository does not load; run 'fuelsync validate' for every problem"}
 			}
 			var cl *loader.Cluster
@@ -92,7 +92,7 @@ func componentsCommand(stdout, stderr io.Writer) *cli.Command {
 					return err
 				}
 			} else {
-				writeDiagnosticsText(stderr, problems, repo.Sources.Files(), src.prefix, g.useColor(stderr))
+				g.writeDiagnostics(stderr, problems, repo.Sources.Files(), src.prefix)
 				writeComponentsText(stdout, rel, cl, reg, states)
 			}
 			if failed {

@@ -202,7 +202,7 @@ func renderSide(g *globals, side string, baseSrc, headSrc *source, repo *loader.
 	if side == "base" {
 		src = baseSrc
 	}
-	writeDiagnosticsText(g.stderr, diags, repo.Sources.Files(), src.prefix, g.useColor(g.stderr))
+	g.writeDiagnostics(g.stderr, diags, repo.Sources.Files(), src.prefix)
 	if diags.HasErrors() {
 		return nil, &invalidRevision{side: side, baseSHA: baseSrc.revision, headSHA: headSrc.revision,
 			prefix: src.prefix, diags: diags, files: repo.Sources.Files()}

@@ -136,7 +136,7 @@ func finishEdit(g *globals, c *cli.Context, src *source, repo *loader.Repo, file
 	after, more := render.Render(repo2, render.Options{Clusters: clusters})
 	diags = loader.SortDiagnostics(append(diags, more...))
 	if diags.HasErrors() {
-		writeDiagnosticsText(g.stderr, diags, repo2.Sources.Files(), src.prefix, g.useColor(g.stderr))
+		g.writeDiagnostics(g.stderr, diags, repo2.Sources.Files(), src.prefix)
 		return &exitError{code: 1, msg: fmt.Sprintf("the edit (%s) would make the repository invalid; nothing written", summary)}
 	}
 	old, _ := render.Render(repo, render.Options{Clusters: clusters})
@@ -192,7 +192,7 @@ func loadForEdit(g *globals) (*source, *loader.Repo, error) {
 	}
 	repo, diags := loader.Load(src.fsys, loader.Options{})
 	if diags.HasErrors() {
-		writeDiagnosticsText(g.stderr, diags, repo.Sources.Files(), src.prefix, g.useColor(g.stderr))
+		g.writeDiagnostics(g.stderr, diags, repo.Sources.Files(), src.prefix)
 		return nil, nil, &exitError{code: 1, msg: "the repository does not validate as it is; fix it first; nothing written"}
 	}
 	return src, repo, nil

@@ -39,7 +39,7 @@ func renderChecked(g *globals, src *source, repo *loader.Repo, diags hcl.Diagnos
 		diags = append(diags, more...)
 	}
 	diags = loader.SortDiagnostics(diags)
-	writeDiagnosticsText(g.stderr, diags, repo.Sources.Files(), src.prefix, g.useColor(g.stderr))
+	g.writeDiagnostics(g.stderr, diags, repo.Sources.Files(), src.prefix)
 	if diags.HasErrors() {
 		nerr, _ := loader.Counts(diags)
 		return nil, &exitError{code: code, msg: fmt.Sprintf("%s: %s", src.label, plural(nerr, "error"))}

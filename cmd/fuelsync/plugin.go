@@ -188,7 +188,7 @@ func pluginCheckCommand(stdout, stderr io.Writer) *cli.Command {
 				return &exitError{code: 1, msg: err.Error()}
 			}
 			diags, sources := scaffold.Check(path.Base(filepath.ToSlash(dir)), files)
-			writeDiagnosticsText(stderr, diags, sources, filepath.ToSlash(dir)+"/", g.useColor(stderr))
+			g.writeDiagnostics(stderr, diags, sources, filepath.ToSlash(dir)+"/")
 			nerr, nwarn := loader.Counts(diags)
 			if nerr > 0 {
 				return &exitError{code: 1, msg: fmt.Sprintf("%s: invalid plugin package: %s, %s", dir, plural(nerr, "error"), plural(nwarn, "warning"))}

@@ -54,7 +54,7 @@ func renderCommand(stdout, stderr io.Writer) *cli.Command {
 			}
 			rendered, more := render.Render(repo, render.Options{Clusters: c.StringSlice("cluster")})
 			diags = loader.SortDiagnostics(append(diags, more...))
-			writeDiagnosticsText(stderr, diags, repo.Sources.Files(), src.prefix, g.useColor(stderr))
+			g.writeDiagnostics(stderr, diags, repo.Sources.Files(), src.prefix)
 			if diags.HasErrors() {
 				nerr, _ := loader.Counts(diags)
 				return &exitError{code: 1, msg: fmt.Sprintf("%s: %s; nothing written", src.label, plural(nerr, "error"))}

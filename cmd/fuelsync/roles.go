@@ -67,7 +67,7 @@ func rolesListCommand(stdout, stderr io.Writer) *cli.Command {
 			}
 			repo, diags := loader.Load(src.fsys, loader.Options{})
 			if diags.HasErrors() {
-				writeDiagnosticsText(stderr, diags, repo.Sources.Files(), src.prefix, g.useColor(stderr))
+				g.writeDiagnostics(stderr, diags, repo.Sources.Files(), src.prefix)
 				return &exitError{code: 1, msg: "the repository does not load; run 'fuelsync validate' for every problem"}
 			}
 			out := rolesJSON{FormatVersion: formatVersion, Roles: []*roleInfo{}}
@@ -91,7 +91,7 @@ func rolesListCommand(stdout, stderr io.Writer) *cli.Command {
 				}
 				m, mdiags := render.Build(repo, cl)
 				if m == nil || mdiags.HasErrors() {
-					writeDiagnosticsText(stderr, mdiags, repo.Sources.Files(), src.prefix, g.useColor(stderr))
+					g.writeDiagnostics(stderr, mdiags, repo.Sources.Files(), src.prefix)
 					return &exitError{code: 1, msg: fmt.Sprintf("cluster %s does not validate", cl.Name)}
 				}
 				out.Cluster = cl.Name

@@ -82,7 +82,7 @@ func tagsListCommand(stdout, stderr io.Writer) *cli.Command {
 			}
 			repo, diags := loader.Load(src.fsys, loader.Options{})
 			if diags.HasErrors() {
-				writeDiagnosticsText(stderr, diags, repo.Sources.Files(), src.prefix, g.useColor(stderr))
+				g.writeDiagnostics(stderr, diags, repo.Sources.Files(), src.prefix)
 				return &exitError{code: 1, msg: "the repository does not load; run 'fuelsync validate' for every problem"}
 			}
 			out := tagsJSON{FormatVersion: "1"}
@@ -99,7 +99,7 @@ func tagsListCommand(stdout, stderr io.Writer) *cli.Command {
 				}
 				m, mdiags := render.Build(repo, cl)
 				if m == nil || mdiags.HasErrors() {
-					writeDiagnosticsText(stderr, mdiags, repo.Sources.Files(), src.prefix, g.useColor(stderr))
+					g.writeDiagnostics(stderr, mdiags, repo.Sources.Files(), src.prefix)
 					return &exitError{code: 1, msg: fmt.Sprintf("cluster %s does not validate", cl.Name)}
 				}
 				out.Cluster = cl.Name

@@ -53,7 +53,11 @@ func validateCommand(stdout, stderr io.Writer) *cli.Command {
 			case "github":
 				writeDiagnosticsGitHub(stdout, diags, src.prefix)
 			default:
-				writeDiagnosticsText(stderr, diags, repo.Sources.Files(), src.prefix, g.useColor(stderr))
+				shown := *g
+				if c.Bool("strict") {
+					shown.quiet = false // the warnings are the errors
+				}
+				shown.writeDiagnostics(stderr, diags, repo.Sources.Files(), src.prefix)
 				if !g.quiet || failed {
 					fmt.Fprintln(stdout, validateSummary(src.label, repo, nerr, nwarn, failed))
 				}
