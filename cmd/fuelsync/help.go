@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -14,7 +15,6 @@ import (
 // again on each command that honours them (fuelsync validate --repo R), so that
 // they work in any position and each command's --help lists them. readGlobals
 // takes the innermost one given.
-const globalCategory = "GLOBAL OPTIONS (also accepted before the command)"
 
 // globalFlag returns a new definition of the global flag name (a flag value holds
 // parse state, so every command gets its own).
@@ -257,14 +257,43 @@ USAGE:
 DESCRIPTION:
    {{template "descriptionTemplate" .}}{{end}}{{if .VisibleCommands}}
 
-COMMANDS:{{template "visibleCommandTemplate" .}}{{end}}{{if .VisibleFlagCategories}}{{range .VisibleFlagCategories}}
+COMMANDS:{{template "visibleCommandTemplate" .}}{{end}}{{with commandFlags . false}}
 
-{{if .Name}}{{.Name}}:{{else}}OPTIONS:{{end}}{{range .Flags}}
-   {{.}}{{end}}{{end}}{{else if .VisibleFlags}}
+OPTIONS:{{range .}}
+   {{.}}{{end}}{{end}}{{with commandFlags . true}}
 
-OPTIONS:{{range .VisibleFlags}}
+GLOBAL OPTIONS (also accepted before the command):{{range .}}
    {{.}}{{end}}{{end}}
-`
+{{helpExtra .}}`
+
+func init() {
+	// The help pages' own template functions. (Flag categories would do for the
+	// global options, but urfave/cli formats every categorised flag of every
+	// command at start-up, help or not.)
+	cli.HelpPrinter = func(w io.Writer, templ string, data any) {
+		cli.HelpPrinterCustom(w, templ, data, map[string]any{
+			"commandFlags": commandFlags,
+			"helpExtra": func(c *cli.Command) string {
+				return helpExtra(helpTable[strings.TrimPrefix(c.HelpName, "fuelsync ")])
+			},
+		})
+	}
+}
+
+// commandFlags lists the visible flags of c that are global flags (global) or
+// its own (not global), sorted by name. --format is listed as the command's own:
+// what it accepts depends on the command.
+func commandFlags(c *cli.Command, global bool) []cli.Flag {
+	var out []cli.Flag
+	for _, f := range c.VisibleFlags() {
+		name := f.Names()[0]
+		if (name != "format" && slices.Contains(globalNames, name)) == global {
+			out = append(out, f)
+		}
+	}
+	slices.SortFunc(out, func(a, b cli.Flag) int { return strings.Compare(a.Names()[0], b.Names()[0]) })
+	return out
+}
 
 // decorate walks the commands: it adds the global flags each honours, the help
 // page's examples and exit status, suggestions for an unknown subcommand, and a
@@ -283,21 +312,12 @@ func decorate(cmds []*cli.Command, parent string) {
 			if flagNamed(c.Flags, name) != nil {
 				continue // the command's own --format (plugin create, capabilities)
 			}
-			f := globalFlag(name)
-			switch f := f.(type) {
-			case *cli.StringFlag:
-				f.Category = globalCategory
-			case *cli.BoolFlag:
-				f.Category = globalCategory
-			}
-			c.Flags = append(c.Flags, f)
+			c.Flags = append(c.Flags, globalFlag(name))
 		}
-		for _, f := range c.Flags {
-			if f, ok := f.(*cli.StringFlag); ok && f.Category == "" && f.Name == "format" && slices.Contains(h.globals, "format") {
-				f.Usage = "output `FORMAT` (overrides the global --format)"
-			}
+		c.CustomHelpTemplate = commandHelpTemplate
+		if len(c.Subcommands) > 0 && c.ArgsUsage == "" {
+			c.ArgsUsage = "COMMAND [arguments...]"
 		}
-		c.CustomHelpTemplate = commandHelpTemplate + helpExtra(h)
 		c.HideHelpCommand = true
 		c.Before = chainBefore(requiredFlags(c), c.Before)
 		if len(c.Subcommands) > 0 {
@@ -308,7 +328,22 @@ func decorate(cmds []*cli.Command, parent string) {
 
 func flagNamed(flags []cli.Flag, name string) cli.Flag {
 	for _, f := range flags {
-		if slices.Contains(f.Names(), name) {
+		var names []string
+		switch f := f.(type) { // Names() splits and trims: slow at start-up
+		case *cli.StringFlag:
+			if f.Name == name {
+				return f
+			}
+			names = f.Aliases
+		case *cli.BoolFlag:
+			if f.Name == name {
+				return f
+			}
+			names = f.Aliases
+		default:
+			names = f.Names()
+		}
+		if slices.Contains(names, name) {
 			return f
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
@@ -173,15 +174,16 @@ const (
 	warningsSpare = 2
 )
 
-var (
-	quotedRE = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'[^']*'`)
-	numberRE = regexp.MustCompile(`\d+`)
-)
+// kindREs are compiled on first use, not at start-up.
+var kindREs = sync.OnceValues(func() (quoted, number *regexp.Regexp) {
+	return regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'[^']*'`), regexp.MustCompile(`\d+`)
+})
 
 // warningKind is what warnings of one kind share: their summary with quoted
 // names and numbers taken out ("duplicate key "x" (first at line 8)").
 func warningKind(d *hcl.Diagnostic) string {
-	return numberRE.ReplaceAllString(quotedRE.ReplaceAllString(d.Summary, `"…"`), "N")
+	quoted, number := kindREs()
+	return number.ReplaceAllString(quoted.ReplaceAllString(d.Summary, `"…"`), "N")
 }
 
 // writeDiagnostics prints diagnostics for a person on w: none of the warnings
