@@ -69,8 +69,7 @@ func capFindCommand(stdout, stderr io.Writer) *cli.Command {
 		OnUsageError: func(c *cli.Context, err error, sub bool) error { return withCode(usageError(c, err, sub), 2) },
 		Description: "Scans the Heat templates (YAML with heat_template_version) among PATHs (directories with\n" +
 			"-r) and prints those whose capabilities match every -c key=value (equal, or a member of a\n" +
-			"list; a bare -c key: declared), one path per line, sorted. Exit status: 0 found, 1 none,\n" +
-			"2 error (a bad argument, an unreadable file, an invalid template).",
+			"list; a bare -c key: declared), one path per line, sorted.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "scan directories recursively"},
 			&cli.StringSliceFlag{Name: "capability", Aliases: []string{"c"}, Usage: "`key=value` or key (repeatable; all must match)"},
@@ -164,7 +163,7 @@ func capSummaryCommand(stdout, stderr io.Writer) *cli.Command {
 		Description: "One flat object: every capability key but resource_type with its distinct values (in the\n" +
 			"order of the -f files), and every resource type with the templates implementing it; -e adds\n" +
 			"the candidates of each list in the environments' resource_registry under its type.\n" +
-			"JSON (the default) or text (key: values, one line per key). Exit status 0, or 2 on error.",
+			"JSON (the default) or text (key: values, one line per key).",
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "file", Aliases: []string{"f"}, Usage: "a template `FILE` (repeatable)"},
 			&cli.StringSliceFlag{Name: "environment", Aliases: []string{"e"}, Usage: "an environment `FILE` (repeatable)"},

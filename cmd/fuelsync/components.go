@@ -24,8 +24,7 @@ func componentsCommand(stdout, stderr io.Writer) *cli.Command {
 			"compatible with it, with the component-registry API's keys (name, label, description, weight,\n" +
 			"compatible, incompatible, requires). With --cluster, each component's state for the cluster's\n" +
 			"selection, as the creation wizard shows it: selected, available, or disabled with the reason,\n" +
-			"and whether its compatible list is satisfied (the green light). Exit status: 0, or 1 when the\n" +
-			"repository does not load or the cluster's selection is invalid.",
+			"and whether its compatible list is satisfied (the green light).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "release", Usage: "release `R`: a version, a name or name@version (default: the cluster's)"},
 			&cli.StringFlag{Name: "cluster", Usage: "show the state of each component for cluster `C`'s selection"},

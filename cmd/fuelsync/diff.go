@@ -31,8 +31,7 @@ func diffCommand(stdout, stderr io.Writer) *cli.Command {
 		Description: "Renders both revisions from git objects (no checkout; a file both share is parsed once)\n" +
 			"and prints the change set, with causes, and unified diffs of the artifacts that differ.\n" +
 			"--format markdown fits a pull-request comment (at most 65,000 characters: summary first,\n" +
-			"details folded, long output cut in the middle). Exit status as diff(1): 0 no changes,\n" +
-			"1 changes, 2 error (a revision that does not validate: its diagnostics are printed).",
+			"details folded, long output cut in the middle).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "base", Usage: "the base revision `REV` (branch, tag, sha)"},
 			&cli.StringFlag{Name: "head", Value: "HEAD", Usage: "the head revision `REV`"},

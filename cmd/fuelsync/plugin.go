@@ -157,7 +157,7 @@ func pluginCheckCommand(stdout, stderr io.Writer) *cli.Command {
 		OnUsageError: usageError,
 		Description: "Loads the package in DIR as the only plugin of a repository and runs every check of\n" +
 			"validate on it (fuel-plugin-builder's --check, but reporting all problems, each with its\n" +
-			"file and line). Exit status 0 when valid (warnings allowed), 1 on errors.",
+			"file and line).",
 		Action: func(c *cli.Context) error {
 			g, err := readGlobals(c, stdout, stderr)
 			if err != nil {

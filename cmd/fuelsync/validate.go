@@ -20,7 +20,7 @@ func validateCommand(stdout, stderr io.Writer) *cli.Command {
 		ArgsUsage:    " ",
 		OnUsageError: usageError,
 		Description: "Loads plugins, releases and cluster specs and reports every problem with its file, line and\n" +
-			"column. Exit status: 0 valid (warnings allowed), 1 errors (or warnings with --strict).",
+			"column.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "strict", Usage: "treat warnings as errors"},
 			formatFlag(),
