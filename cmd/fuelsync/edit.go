@@ -154,10 +154,14 @@ func finishEdit(g *globals, c *cli.Context, src *source, repo *loader.Repo, file
 	}
 
 	path := filepath.Join(g.repo, filepath.FromSlash(file))
+	out := g.stdout
+	if g.quiet {
+		out = io.Discard // -q: only problems
+	}
 	if err := reconcile.WriteFileAtomic(path, data); err != nil {
 		return &exitError{code: 1, msg: err.Error()}
 	}
-	fmt.Fprintf(g.stdout, "edited %s: %s\n\n", path, summary)
+	fmt.Fprintf(out, "edited %s: %s\n\n", path, summary)
 	if c.Bool("commit") {
 		msg := c.String("message")
 		if msg == "" {
@@ -170,13 +174,13 @@ func finishEdit(g *globals, c *cli.Context, src *source, repo *loader.Repo, file
 		if err != nil {
 			return &exitError{code: 1, msg: fmt.Sprintf("the file is edited but not committed: %v", err)}
 		}
-		fmt.Fprintf(g.stdout, "committed %.12s: %s\n\n", hash, msg)
+		fmt.Fprintf(out, "committed %.12s: %s\n\n", hash, msg)
 	} else {
 		fd := diff.File(file, orig, data, 3)
-		fmt.Fprintln(g.stdout, strings.TrimRight(fd.Text, "\n"))
-		fmt.Fprintln(g.stdout)
+		fmt.Fprintln(out, strings.TrimRight(fd.Text, "\n"))
+		fmt.Fprintln(out)
 	}
-	fmt.Fprint(g.stdout, cs.Text(changeColors(g, g.stdout)))
+	fmt.Fprint(out, cs.Text(changeColors(g, out)))
 	return nil
 }
 
