@@ -89,6 +89,7 @@ var helpTable = map[string]commandHelp{
 			"fuelsync plan --repo examples/quickstart --workdir state",
 			"# save the plan, then apply exactly it",
 			"fuelsync plan --repo examples/quickstart --workdir state --out demo.plan",
+			"fuelsync apply --repo examples/quickstart --workdir state demo.plan",
 		},
 		exit: "0 planned, 1 error; with --detailed-exitcode 0 no changes, 1 error, 2 changes",
 	},
