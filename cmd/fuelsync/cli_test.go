@@ -359,3 +359,33 @@ func TestRenderFormatJSON(t *testing.T) {
 		t.Errorf("--format markdown wrote %s: %v", other, err)
 	}
 }
+
+// TestHelpTableComplete checks that every visible command, groups included, has
+// its entry in helpTable (examples, exit status, global flags) and no entry is
+// left over.
+func TestHelpTableComplete(t *testing.T) {
+	seen := map[string]bool{}
+	var walk func(cmds []*cli.Command, parent string)
+	walk = func(cmds []*cli.Command, parent string) {
+		for _, c := range cmds {
+			if c.Hidden {
+				continue
+			}
+			path := strings.TrimSpace(parent + " " + c.Name)
+			seen[path] = true
+			if _, ok := helpTable[path]; !ok {
+				t.Errorf("no helpTable entry for %q", path)
+			}
+			walk(c.Subcommands, path)
+		}
+	}
+	walk(newApp(io.Discard, io.Discard).Commands, "")
+	for path, h := range helpTable {
+		if !seen[path] {
+			t.Errorf("helpTable entry %q names no command", path)
+		}
+		if len(h.examples) == 0 || h.exit == "" {
+			t.Errorf("helpTable entry %q lacks examples or exit status", path)
+		}
+	}
+}

@@ -33,7 +33,7 @@ func globalFlag(name string) cli.Flag {
 	case "quiet":
 		return &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only problems"}
 	}
-	panic("unknown global flag " + name) // a programming error, caught by every test
+	return nil // not a global flag: globalNames lists them
 }
 
 var globalNames = []string{"repo", "rev", "workdir", "format", "color", "quiet"}
@@ -305,10 +305,7 @@ func decorate(cmds []*cli.Command, parent string) {
 			continue
 		}
 		path := strings.TrimSpace(parent + " " + c.Name)
-		h, ok := helpTable[path]
-		if !ok {
-			panic("no help for command " + path) // caught by every test
-		}
+		h := helpTable[path] // TestHelpTableComplete: every command has an entry
 		for _, name := range h.globals {
 			if flagNamed(c.Flags, name) != nil {
 				continue // the command's own --format (plugin create, capabilities)
