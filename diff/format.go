@@ -33,8 +33,9 @@ func (c Colors) symbol(a Action) string {
 
 // Line is the closing line of a plan (SPEC §7).
 func (s Summary) Line() string {
-	return fmt.Sprintf("Plan: %d nodes to deploy, %d to provision, %d to delete; %d tasks added, %d removed, %d changed.",
-		s.Deploy, s.Provision, s.Delete, s.TasksAdded, s.TasksRemoved, s.TasksChanged)
+	return fmt.Sprintf("Plan: %d %s to deploy, %d to provision, %d to delete; %d %s added, %d removed, %d changed.",
+		s.Deploy, plural(s.Deploy, "node", "nodes"), s.Provision, s.Delete,
+		s.TasksAdded, plural(s.TasksAdded, "task", "tasks"), s.TasksRemoved, s.TasksChanged)
 }
 
 // Text is the change set for a terminal: per cluster, each group of nodes with

@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-var truncationNote = regexp.MustCompile(`… (\d+) characters \((\d+) lines\) cut here …`)
+var truncationNote = regexp.MustCompile(`… (\d+) characters \((\d+) lines?\) cut here …`)
 
 // checkTruncated checks TruncateMiddle(s, limit): s itself within the limit;
 // else at most limit bytes made of a head and a tail of s cut at line

@@ -15,7 +15,7 @@ func TruncateMiddle(s string, limit int) string {
 	}
 	lines := splitLines(s)
 	note := func(chars, n int) string {
-		return fmt.Sprintf("\n… %d characters (%d lines) cut here …\n\n", chars, n)
+		return fmt.Sprintf("\n… %d characters (%d %s) cut here …\n\n", chars, n, plural(n, "line", "lines"))
 	}
 	// Take lines alternately from the head and the tail while they fit with the
 	// note (sized for the largest counts it can print); a side whose next line

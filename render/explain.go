@@ -1,10 +1,11 @@
 package render
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	"strings"
 
 	"github.com/fuelsync/fuelsync/loader"
 )
@@ -113,7 +114,8 @@ func (r *Rendered) Explain(graph, node, task string) (*Explanation, error) {
 // WhyNot says why task is not on node in graph: it exists nowhere, it has no
 // selector (an override without one), it is a group or a stage, or no selector
 // entry matches the node's tags. When the task is on the node, it says so (and
-// whether a condition skips it).
+// whether a condition skips it). A task the graph does not define is an error,
+// with the closest task ID as a suggestion.
 // File names are prefixed with prefix (the CLI's --repo).
 func (r *Rendered) WhyNot(graph, node, task, prefix string) ([]string, error) {
 	at := func(rg hcl.Range) string { return prefix + at(rg) }
@@ -137,7 +139,7 @@ func (r *Rendered) WhyNot(graph, node, task, prefix string) ([]string, error) {
 		if best := loader.Suggest(task, ids); best != "" {
 			msg += fmt.Sprintf("; did you mean %s?", best)
 		}
-		return []string{msg}, nil
+		return nil, errors.New(msg)
 	}
 	var out []string
 	for _, d := range defs {

@@ -1,10 +1,14 @@
 package scaffold
 
-import "text/template"
+import (
+	"sync"
+	"text/template"
+)
 
 // hclTemplates write the plugin as one plugin.hcl (SPEC §3.4), the same content as
 // the YAML files.
-var hclTemplates = template.Must(template.New("").Funcs(funcs).Parse(`
+var hclTemplates = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").Funcs(funcs).Parse(`
 {{- define "roleblocks" -}}
 {{- range .AllRoles}}
 
@@ -254,3 +258,4 @@ release {{hq .ReleaseVersion}} {
 {{- end}}
 {{end}}
 `))
+})

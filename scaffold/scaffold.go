@@ -119,9 +119,9 @@ func Files(o Options) (map[string][]byte, error) {
 	}
 	var set *template.Template
 	if o.Format == "hcl" {
-		set = hclTemplates
+		set = hclTemplates()
 	} else {
-		set = yamlTemplates
+		set = yamlTemplates()
 	}
 	for _, t := range set.Templates() {
 		name := t.Name()

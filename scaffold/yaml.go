@@ -3,6 +3,7 @@ package scaffold
 import (
 	"strconv"
 	"strings"
+	"sync"
 	"text/template"
 
 	"github.com/fuelsync/fuelsync/loader"
@@ -27,7 +28,8 @@ func hq(s string) string {
 	return strconv.Quote(strings.NewReplacer("${", "$${", "%{", "%%{").Replace(s))
 }
 
-var yamlTemplates = template.Must(template.New("").Funcs(funcs).Parse(`
+var yamlTemplates = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").Funcs(funcs).Parse(`
 {{- define "metadata.yaml" -}}
 {{- if .Release -}}
 # {{.Title}}: a release packaged as a plugin (release-as-a-plugin),
@@ -292,3 +294,4 @@ editable:
     timeout: 600
 {{end}}
 `))
+})

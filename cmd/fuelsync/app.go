@@ -38,6 +38,8 @@ type globals struct {
 	format  string
 	color   string
 	quiet   bool
+	// command is the command's path after fuelsync ("validate", "tags list").
+	command string
 	stdout  io.Writer
 	stderr  io.Writer
 }
@@ -58,9 +60,12 @@ func (g *globals) useColor(w io.Writer) bool {
 
 func readGlobals(c *cli.Context, stdout, stderr io.Writer) (*globals, error) {
 	g := &globals{
-		repo: c.String("repo"), rev: c.String("rev"), workdir: c.String("workdir"),
-		format: commandFormat(c), color: c.String("color"), quiet: c.Bool("quiet"),
+		repo: globalString(c, "repo"), rev: globalString(c, "rev"), workdir: globalString(c, "workdir"),
+		format: commandFormat(c), color: globalString(c, "color"), quiet: globalSet(c, "quiet") != nil,
 		stdout: stdout, stderr: stderr,
+	}
+	if c.Command != nil {
+		g.command = strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ")
 	}
 	switch g.color {
 	case "auto", "always", "never":
@@ -76,17 +81,35 @@ func formatFlag() cli.Flag {
 	return &cli.StringFlag{Name: "format", Usage: "output `FORMAT` (overrides the global --format)"}
 }
 
-// commandFormat is the command's --format when given, else the global one.
-func commandFormat(c *cli.Context) string {
-	if c.IsSet("format") {
-		return c.String("format")
-	}
-	for _, ctx := range c.Lineage()[1:] {
-		if f := ctx.String("format"); f != "" {
-			return f
+// globalSet returns the innermost context where the global flag name was given
+// (fuelsync validate --repo R beats fuelsync --repo R validate), or nil.
+func globalSet(c *cli.Context, name string) *cli.Context {
+	for _, ctx := range c.Lineage() {
+		if ctx.Command != nil && flagNamed(ctx.Command.Flags, name) == nil {
+			continue // a command that does not define it: IsSet would look further up
+		}
+		if ctx.IsSet(name) {
+			return ctx
 		}
 	}
-	return "text"
+	return nil
+}
+
+// globalString is the value of the global flag name where it was given, else its
+// default.
+func globalString(c *cli.Context, name string) string {
+	if ctx := globalSet(c, name); ctx != nil {
+		return ctx.String(name)
+	}
+	if f, ok := globalFlag(name).(*cli.StringFlag); ok {
+		return f.Value
+	}
+	return ""
+}
+
+// commandFormat is the command's --format when given, else the global one.
+func commandFormat(c *cli.Context) string {
+	return globalString(c, "format")
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
@@ -98,28 +121,22 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Version:         version,
 		Writer:          stdout,
 		ErrWriter:       stderr,
-		HideVersion:     true,
+		HideVersion:     true, // --version is ours: the version command's output
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {},
 		OnUsageError:    usageError,
 		// Runs when no command matched: help, or a one-line error on stderr.
 		Action: func(c *cli.Context) error {
 			switch args := c.Args(); {
+			case c.Bool("version") && !args.Present():
+				return writeVersion(c, stdout, stderr)
 			case !args.Present(), args.First() == "help" && args.Len() == 1:
 				return cli.ShowAppHelp(c)
 			case args.First() == "help":
-				return cli.ShowCommandHelp(c, args.Get(1))
+				return helpCommand(c, args.Slice()[1:])
 			default:
-				return &exitError{code: 1, msg: fmt.Sprintf("unknown command %q; run 'fuelsync --help' for the list of commands", args.First())}
+				return unknownCommand("", args.First(), c.App.Commands, 1)
 			}
-		},
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "repo", Value: ".", Usage: "repository `PATH` (a working tree or a bare repository)"},
-			&cli.StringFlag{Name: "rev", Usage: "read revision `REV` (branch, tag, HEAD~2, sha) from git objects instead of the working tree"},
-			&cli.StringFlag{Name: "workdir", Value: ".fuelsync", Usage: "`DIR` for state, applied artifacts, lock and cache"},
-			&cli.StringFlag{Name: "format", Value: "text", Usage: "output `FORMAT`: text, json, markdown or github, where the command supports it"},
-			&cli.StringFlag{Name: "color", Value: "auto", Usage: "colour output: auto, always or never"},
-			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only problems"},
 		},
 		Commands: []*cli.Command{
 			validateCommand(stdout, stderr),
@@ -141,13 +158,52 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			versionCommand(stdout, stderr),
 		},
 	}
+	for _, name := range globalNames {
+		app.Flags = append(app.Flags, globalFlag(name))
+	}
+	app.Flags = append(app.Flags, &cli.BoolFlag{Name: "version", Usage: "print the version (as the version command)"})
+	decorate(app.Commands, "")
 	return app
+}
+
+// helpCommand is `fuelsync help COMMAND [SUBCOMMAND]`: the command's --help.
+func helpCommand(c *cli.Context, path []string) error {
+	cmds := c.App.Commands
+	var parent []string
+	for _, word := range path {
+		cmd := findCommand(cmds, word)
+		if cmd == nil || cmd.Hidden {
+			return unknownCommand(strings.Join(parent, " "), word, cmds, 1)
+		}
+		parent = append(parent, word)
+		cmds = cmd.Subcommands
+	}
+	args := append([]string{"fuelsync"}, parent...)
+	return c.App.Run(append(args, "--help"))
 }
 
 // usageError reports a bad flag or flag value on one line of stderr, without the help
 // text urfave/cli would print on stdout.
 func usageError(c *cli.Context, err error, _ bool) error {
-	return &exitError{code: 1, msg: fmt.Sprintf("%v; run '%s --help' for usage", err, c.Command.HelpName)}
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		var names []string
+		flags := c.App.Flags
+		if c.Command != nil && c.Command.Name != "" {
+			flags = c.Command.Flags
+		}
+		for _, f := range flags {
+			for _, n := range f.Names() {
+				if len(n) > 1 {
+					names = append(names, n)
+				}
+			}
+		}
+		if s := suggest(strings.TrimPrefix(name, "-"), names); s != "" {
+			msg += fmt.Sprintf(" (did you mean --%s?)", s)
+		}
+	}
+	return &exitError{code: 1, msg: fmt.Sprintf("%s; run '%s --help' for usage", msg, c.Command.HelpName)}
 }
 
 // run executes the CLI and returns the process exit code.
@@ -189,6 +245,9 @@ func flagsFirst(app *cli.App, args []string) []string {
 		}
 		next := findCommand(cmds, a)
 		if next == nil {
+			if cmd != nil && len(cmd.Subcommands) > 0 {
+				return args // an unknown subcommand: its group says so
+			}
 			break
 		}
 		cmd, flags, cmds = next, next.Flags, next.Subcommands
@@ -237,4 +296,28 @@ func flagTakesValue(flags []cli.Flag, w string) bool {
 		}
 	}
 	return false
+}
+
+// commandLine is a fuelsync command line to print as a hint: the global flags
+// that differ from their defaults (--repo, --workdir) then words, each quoted for
+// a POSIX shell when needed, so that it can be pasted as printed.
+func commandLine(g *globals, words ...string) string {
+	out := []string{"fuelsync"}
+	if g.repo != "." && g.repo != "" {
+		out = append(out, "--repo", shellQuote(g.repo))
+	}
+	if g.workdir != ".fuelsync" && g.workdir != "" {
+		out = append(out, "--workdir", shellQuote(g.workdir))
+	}
+	for _, w := range words {
+		out = append(out, shellQuote(w))
+	}
+	return strings.Join(out, " ")
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@%+,-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -28,7 +28,7 @@ func capabilitiesCommand(stdout, stderr io.Writer) *cli.Command {
 		Subcommands:     []*cli.Command{capFindCommand(stdout, stderr), capSummaryCommand(stdout, stderr)},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return &exitError{code: 2, msg: fmt.Sprintf("unknown capabilities command %q; find or summary", c.Args().First())}
+				return unknownCommand("capabilities", c.Args().First(), c.Command.Subcommands, 2)
 			}
 			return cli.ShowSubcommandHelp(c)
 		},
@@ -60,7 +60,7 @@ func readTemplate(name string, stderr io.Writer, g *globals) (t *capabilities.Te
 		if !ok {
 			what = "the file"
 		}
-		writeDiagnosticsText(stderr, skipped(diags, what), map[string]*hcl.File{clean: {Bytes: src}}, "", g.useColor(stderr))
+		g.writeDiagnostics(stderr, skipped(diags, what), map[string]*hcl.File{clean: {Bytes: src}}, "")
 		return nil, false, nil
 	}
 	if !ok {
@@ -124,7 +124,7 @@ func capFindCommand(stdout, stderr io.Writer) *cli.Command {
 			"list; a bare -c key: declared), one path per line, sorted. Under directories, Jinja2 sources\n" +
 			"(*.j2.yaml, *.j2) and YAML without heat_template_version are not templates and are skipped;\n" +
 			"a file that is not valid YAML, or a template with invalid capabilities, is skipped with a\n" +
-			"warning. Exit status: 0 found, 1 none, 2 a bad argument or an unreadable PATH.",
+			"warning.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "scan directories recursively"},
 			&cli.StringSliceFlag{Name: "capability", Aliases: []string{"c"}, Usage: "`key=value` or key (repeatable; all must match)"},
@@ -235,7 +235,7 @@ func capSummaryCommand(stdout, stderr io.Writer) *cli.Command {
 			"the candidates of each list in the environments' resource_registry under its type.\n" +
 			"JSON (the default) or text (key: values, one line per key). A Jinja2 source (*.j2.yaml, *.j2),\n" +
 			"a file that is not valid YAML, or a -f file that is not a Heat template is skipped with a\n" +
-			"warning. Exit status: 0, 1 when every file was skipped, 2 a bad argument or an unreadable file.",
+			"warning.",
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "file", Aliases: []string{"f"}, Usage: "a template `FILE` (repeatable)"},
 			&cli.StringSliceFlag{Name: "environment", Aliases: []string{"e"}, Usage: "an environment `FILE` (repeatable)"},

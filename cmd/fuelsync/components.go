@@ -24,8 +24,7 @@ func componentsCommand(stdout, stderr io.Writer) *cli.Command {
 			"compatible with it, with the component-registry API's keys (name, label, description, weight,\n" +
 			"compatible, incompatible, requires). With --cluster, each component's state for the cluster's\n" +
 			"selection, as the creation wizard shows it: selected, available, or disabled with the reason,\n" +
-			"and whether its compatible list is satisfied (the green light). Exit status: 0, or 1 when the\n" +
-			"repository does not load or the cluster's selection is invalid.",
+			"and whether its compatible list is satisfied (the green light).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "release", Usage: "release `R`: a version, a name or name@version (default: the cluster's)"},
 			&cli.StringFlag{Name: "cluster", Usage: "show the state of each component for cluster `C`'s selection"},
@@ -54,7 +53,7 @@ func componentsCommand(stdout, stderr io.Writer) *cli.Command {
 			}
 			repo, diags := loader.Load(src.fsys, loader.Options{})
 			if diags.HasErrors() {
-				writeDiagnosticsText(stderr, diags, repo.Sources.Files(), src.prefix, g.useColor(stderr))
+				g.writeDiagnostics(stderr, diags, repo.Sources.Files(), src.prefix)
 				return &exitError{code: 1, msg: "the repository does not load; run 'fuelsync validate' for every problem"}
 			}
 			var cl *loader.Cluster
@@ -92,7 +91,7 @@ func componentsCommand(stdout, stderr io.Writer) *cli.Command {
 					return err
 				}
 			} else {
-				writeDiagnosticsText(stderr, problems, repo.Sources.Files(), src.prefix, g.useColor(stderr))
+				g.writeDiagnostics(stderr, problems, repo.Sources.Files(), src.prefix)
 				writeComponentsText(stdout, rel, cl, reg, states)
 			}
 			if failed {
@@ -196,8 +195,8 @@ func writeComponentsText(w io.Writer, rel *loader.Release, cl *loader.Cluster, r
 			fromPlugins++
 		}
 	}
-	fmt.Fprintf(w, "Release %s (%s): %d components, %d from the release and %d from plugins\n",
-		rel.Version, rel.Name, len(all), len(all)-fromPlugins, fromPlugins)
+	fmt.Fprintf(w, "Release %s (%s): %s, %d from the release and %d from plugins\n",
+		rel.Version, rel.Name, plural(len(all), "component"), len(all)-fromPlugins, fromPlugins)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if cl == nil {
 		fmt.Fprintln(tw, "NAME\tFROM\tREQUIRES\tINCOMPATIBLE")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -30,8 +31,7 @@ func diffCommand(stdout, stderr io.Writer) *cli.Command {
 		Description: "Renders both revisions from git objects (no checkout; a file both share is parsed once)\n" +
 			"and prints the change set, with causes, and unified diffs of the artifacts that differ.\n" +
 			"--format markdown fits a pull-request comment (at most 65,000 characters: summary first,\n" +
-			"details folded, long output cut in the middle). Exit status as diff(1): 0 no changes,\n" +
-			"1 changes, 2 error (a revision that does not validate: its diagnostics are printed).",
+			"details folded, long output cut in the middle).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "base", Usage: "the base revision `REV` (branch, tag, sha)"},
 			&cli.StringFlag{Name: "head", Value: "HEAD", Usage: "the head revision `REV`"},
@@ -55,6 +55,19 @@ func diffCommand(stdout, stderr io.Writer) *cli.Command {
 				return &exitError{code: 2, msg: fmt.Sprintf("diff prints text, json or markdown, not %q", g.format)}
 			}
 			res, err := diffRevisions(g, c.String("base"), c.String("head"), c.Int("context"))
+			var invalid *invalidRevision
+			if errors.As(err, &invalid) && (g.format == "json" || g.format == "markdown") {
+				// A complete document, so that a CI job posts the errors rather than nothing.
+				if g.format == "json" {
+					err = writeJSON(stdout, invalid.json())
+				} else {
+					_, err = io.WriteString(stdout, invalid.markdown(markdownLimit))
+				}
+				if err != nil {
+					return &exitError{code: 2, msg: err.Error()}
+				}
+				return &exitError{code: 2, msg: invalid.Error()}
+			}
 			if err != nil {
 				return withCode(err, 2)
 			}
@@ -115,15 +128,15 @@ func diffRevisions(g *globals, baseRev, headRev string, context int) (*diffResul
 		return nil, err
 	}
 	headRepo, headDiags := loader.Load(headSrc.fsys, loader.Options{Cache: cache})
-	headRs, err := renderChecked(g, headSrc, headRepo, headDiags, nil, nil, 2)
+	headRs, err := renderSide(g, "head", baseSrc, headSrc, headRepo, headDiags, nil)
 	if err != nil {
 		return nil, err
 	}
 	baseRepo, baseDiags := loader.Load(baseSrc.fsys, loader.Options{Cache: cache})
 	affected := affectedClusters(baseRepo, headRepo)
-	baseRs, err := renderChecked(g, baseSrc, baseRepo, baseDiags, affected, nil, 2)
+	baseRs, err := renderSide(g, "base", baseSrc, headSrc, baseRepo, baseDiags, affected)
 	if err != nil {
-		return nil, &exitError{code: 2, msg: "the base revision does not validate: " + err.Error()}
+		return nil, err
 	}
 	var headPart []*render.Rendered
 	for _, r := range headRs {
@@ -158,6 +171,78 @@ func diffRevisions(g *globals, baseRev, headRev string, context int) (*diffResul
 		}
 	}
 	return res, nil
+}
+
+// invalidRevision is a diff whose base or head does not validate.
+type invalidRevision struct {
+	side             string // "base" or "head"
+	baseSHA, headSHA string
+	prefix           string
+	diags            hcl.Diagnostics
+	files            map[string]*hcl.File
+}
+
+func (e *invalidRevision) Error() string {
+	nerr, _ := loader.Counts(e.diags)
+	return fmt.Sprintf("the %s revision does not validate: %s", e.side, plural(nerr, "error"))
+}
+
+// renderSide renders one side of the diff (only clusters when not nil; none when
+// empty), printing its diagnostics on stderr; errors make an *invalidRevision.
+func renderSide(g *globals, side string, baseSrc, headSrc *source, repo *loader.Repo, diags hcl.Diagnostics, clusters []string) ([]*render.Rendered, error) {
+	var rendered []*render.Rendered
+	if clusters == nil || len(clusters) > 0 {
+		var more hcl.Diagnostics
+		rendered, more = render.Render(repo, render.Options{Clusters: clusters})
+		diags = append(diags, more...)
+	}
+	diags = loader.SortDiagnostics(diags)
+	src := headSrc
+	if side == "base" {
+		src = baseSrc
+	}
+	g.writeDiagnostics(g.stderr, diags, repo.Sources.Files(), src.prefix)
+	if diags.HasErrors() {
+		return nil, &invalidRevision{side: side, baseSHA: baseSrc.revision, headSHA: headSrc.revision,
+			prefix: src.prefix, diags: diags, files: repo.Sources.Files()}
+	}
+	return rendered, nil
+}
+
+// json is the diff document of an invalid revision: no changes, the error and
+// every diagnostic with its file and position.
+func (e *invalidRevision) json() diffJSON {
+	nerr, nwarn := loader.Counts(e.diags)
+	return diffJSON{FormatVersion: "1", Base: e.baseSHA, Head: e.headSHA, Files: []diffFileJSON{},
+		Error: e.Error(), InvalidRevision: e.side, ErrorCount: nerr, WarningCount: nwarn,
+		Diagnostics: toJSONDiagnostics(e.diags, e.prefix)}
+}
+
+// markdown is the pull-request comment of an invalid revision: what failed, a
+// list of the errors with file:line, and the full diagnostics folded.
+func (e *invalidRevision) markdown(limit int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### fuelsync diff `%.12s` → `%.12s`\n\n", e.baseSHA, e.headSHA)
+	nerr, nwarn := loader.Counts(e.diags)
+	fmt.Fprintf(&b, "**:x: The %s revision does not validate: %s, %s.** Nothing was compared.\n\n", e.side, plural(nerr, "error"), plural(nwarn, "warning"))
+	for _, d := range e.diags {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		where := ""
+		if s := d.Subject; s != nil {
+			where = fmt.Sprintf("`%s%s:%d:%d`: ", e.prefix, s.Filename, s.Start.Line, s.Start.Column)
+		}
+		fmt.Fprintf(&b, "- %s%s\n", where, mdCell(d.Summary))
+	}
+	b.WriteByte('\n')
+	var text strings.Builder
+	writeDiagnosticsText(&text, e.diags, e.files, e.prefix, false)
+	top := b.String()
+	if len(top) > limit/2 {
+		top = diff.TruncateMiddle(top, limit/2)
+	}
+	return top + fitBlocks([]string{details("Diagnostics", diff.Fence("text", text.String()))}, limit-len(top))
 }
 
 // affectedClusters lists the clusters whose artifacts a change from base to head
@@ -239,6 +324,12 @@ type diffJSON struct {
 	Summary        diff.Summary    `json:"summary"`
 	Changes        *diff.ChangeSet `json:"changes"`
 	Files          []diffFileJSON  `json:"files"`
+	// When a revision does not validate: which one, the error and its diagnostics.
+	Error           string           `json:"error,omitempty"`
+	InvalidRevision string           `json:"invalid_revision,omitempty"`
+	ErrorCount      int              `json:"error_count,omitempty"`
+	WarningCount    int              `json:"warning_count,omitempty"`
+	Diagnostics     []jsonDiagnostic `json:"diagnostics,omitempty"`
 }
 
 type diffFileJSON struct {

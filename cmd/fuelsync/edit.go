@@ -138,7 +138,7 @@ func finishEdit(g *globals, c *cli.Context, src *source, repo *loader.Repo, file
 	after, more := render.Render(repo2, render.Options{Clusters: clusters})
 	diags = loader.SortDiagnostics(append(diags, more...))
 	if diags.HasErrors() {
-		writeDiagnosticsText(g.stderr, diags, repo2.Sources.Files(), src.prefix, g.useColor(g.stderr))
+		g.writeDiagnostics(g.stderr, diags, repo2.Sources.Files(), src.prefix)
 		return &exitError{code: 1, msg: fmt.Sprintf("the edit (%s) would make the repository invalid; nothing written", summary)}
 	}
 	old, _ := render.Render(repo, render.Options{Clusters: clusters})
@@ -161,10 +161,14 @@ func finishEdit(g *globals, c *cli.Context, src *source, repo *loader.Repo, file
 		}
 	}
 	path := filepath.Join(g.repo, filepath.FromSlash(file))
+	out := g.stdout
+	if g.quiet {
+		out = io.Discard // -q: only problems
+	}
 	if err := reconcile.WriteFileAtomic(path, data); err != nil {
 		return &exitError{code: 1, msg: err.Error()}
 	}
-	fmt.Fprintf(g.stdout, "edited %s: %s\n\n", path, summary)
+	fmt.Fprintf(out, "edited %s: %s\n\n", path, summary)
 	if c.Bool("commit") {
 		msg := c.String("message")
 		if msg == "" {
@@ -177,12 +181,12 @@ func finishEdit(g *globals, c *cli.Context, src *source, repo *loader.Repo, file
 		if err != nil {
 			return &exitError{code: 1, msg: fmt.Sprintf("the file is edited but not committed: %v", err)}
 		}
-		fmt.Fprintf(g.stdout, "committed %.12s: %s\n\n", hash, msg)
+		fmt.Fprintf(out, "committed %.12s: %s\n\n", hash, msg)
 	}
 	fd := diff.File(file, orig, data, 3)
-	fmt.Fprintln(g.stdout, strings.TrimRight(fd.Text, "\n"))
-	fmt.Fprintln(g.stdout)
-	fmt.Fprint(g.stdout, cs.Text(changeColors(g, g.stdout)))
+	fmt.Fprintln(out, strings.TrimRight(fd.Text, "\n"))
+	fmt.Fprintln(out)
+	fmt.Fprint(out, cs.Text(changeColors(g, out)))
 	return nil
 }
 
@@ -198,7 +202,7 @@ func loadForEdit(g *globals) (*source, *loader.Repo, error) {
 	}
 	repo, diags := loader.Load(src.fsys, loader.Options{})
 	if diags.HasErrors() {
-		writeDiagnosticsText(g.stderr, diags, repo.Sources.Files(), src.prefix, g.useColor(g.stderr))
+		g.writeDiagnostics(g.stderr, diags, repo.Sources.Files(), src.prefix)
 		return nil, nil, &exitError{code: 1, msg: "the repository does not validate as it is; fix it first; nothing written"}
 	}
 	return src, repo, nil

@@ -53,7 +53,7 @@ func explainCommand(stdout, stderr io.Writer) *cli.Command {
 			rendered, more := render.Render(repo, render.Options{Clusters: []string{name}})
 			diags = loader.SortDiagnostics(append(diags, more...))
 			if diags.HasErrors() {
-				writeDiagnosticsText(stderr, diags, repo.Sources.Files(), src.prefix, g.useColor(stderr))
+				g.writeDiagnostics(stderr, diags, repo.Sources.Files(), src.prefix)
 				return &exitError{code: 1, msg: fmt.Sprintf("cluster %s does not render; run 'fuelsync validate' for every problem", name)}
 			}
 			r := rendered[0]

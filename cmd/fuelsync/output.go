@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
@@ -162,4 +164,67 @@ func writeDiagnosticsGitHub(w io.Writer, diags hcl.Diagnostics, prefix string) {
 			fmt.Fprintf(w, "::%s title=fuelsync::%s\n", severityName(d.Severity), ghData.Replace(msg))
 		}
 	}
+}
+
+// Warnings of one kind (the same summary but for quoted names and numbers) are
+// summarised past warningsShown+warningsSpare of them: the first warningsShown
+// are printed, then a line saying how many more there are.
+const (
+	warningsShown = 3
+	warningsSpare = 2
+)
+
+// kindREs are compiled on first use, not at start-up.
+var kindREs = sync.OnceValues(func() (quoted, number *regexp.Regexp) {
+	return regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'[^']*'`), regexp.MustCompile(`\d+`)
+})
+
+// warningKind is what warnings of one kind share: their summary with quoted
+// names and numbers taken out ("duplicate key "x" (first at line 8)").
+func warningKind(d *hcl.Diagnostic) string {
+	quoted, number := kindREs()
+	return number.ReplaceAllString(quoted.ReplaceAllString(d.Summary, `"…"`), "N")
+}
+
+// writeDiagnostics prints diagnostics for a person on w: none of the warnings
+// with -q, and past a few warnings of one kind a count of the others instead
+// (validate --format json lists every one).
+func (g *globals) writeDiagnostics(w io.Writer, diags hcl.Diagnostics, files map[string]*hcl.File, prefix string) {
+	total := map[string]int{}
+	for _, d := range diags {
+		if d.Severity != hcl.DiagError {
+			total[warningKind(d)]++
+		}
+	}
+	hint := "run 'fuelsync validate --format json' for all"
+	if g.command == "validate" {
+		hint = "use --format json for all"
+	}
+	seen := map[string]int{}
+	var batch hcl.Diagnostics
+	flush := func() {
+		writeDiagnosticsText(w, batch, files, prefix, g.useColor(w))
+		batch = nil
+	}
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError {
+			batch = append(batch, d)
+			continue
+		}
+		if g.quiet {
+			continue
+		}
+		k := warningKind(d)
+		seen[k]++
+		n := total[k]
+		switch {
+		case n <= warningsShown+warningsSpare || seen[k] < warningsShown:
+			batch = append(batch, d)
+		case seen[k] == warningsShown:
+			batch = append(batch, d)
+			flush()
+			fmt.Fprintf(w, "… and %d more like this (%s)\n", n-warningsShown, hint)
+		}
+	}
+	flush()
 }

@@ -46,7 +46,7 @@ func renderChecked(g *globals, src *source, repo *loader.Repo, diags hcl.Diagnos
 		diags = append(diags, more...)
 	}
 	diags = loader.SortDiagnostics(diags)
-	writeDiagnosticsText(g.stderr, diags, repo.Sources.Files(), src.prefix, g.useColor(g.stderr))
+	g.writeDiagnostics(g.stderr, diags, repo.Sources.Files(), src.prefix)
 	if diags.HasErrors() {
 		nerr, _ := loader.Counts(diags)
 		return nil, &exitError{code: code, msg: fmt.Sprintf("%s: %s", src.label, plural(nerr, "error"))}
@@ -165,7 +165,7 @@ func planCommand(stdout, stderr io.Writer) *cli.Command {
 					return &exitError{code: 1, msg: err.Error()}
 				}
 				if g.format == "text" && !g.quiet {
-					defer fmt.Fprintf(stdout, "\nSaved the plan to %s; apply it with: fuelsync apply %s\n", out, out)
+					defer fmt.Fprintf(stdout, "\nSaved the plan to %s; apply it with: %s\n", out, commandLine(g, "apply", out))
 				}
 			}
 			if err := writePlan(g, p); err != nil {

@@ -29,7 +29,7 @@ func pluginCommand(stdout, stderr io.Writer) *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return &exitError{code: 1, msg: fmt.Sprintf("unknown plugin command %q; plugin create NAME, or plugin check DIR", c.Args().First())}
+				return unknownCommand("plugin", c.Args().First(), c.Command.Subcommands, 1)
 			}
 			return cli.ShowSubcommandHelp(c)
 		},
@@ -157,7 +157,7 @@ func pluginCheckCommand(stdout, stderr io.Writer) *cli.Command {
 		OnUsageError: usageError,
 		Description: "Loads the package in DIR as the only plugin of a repository and runs every check of\n" +
 			"validate on it (fuel-plugin-builder's --check, but reporting all problems, each with its\n" +
-			"file and line). Exit status 0 when valid (warnings allowed), 1 on errors.",
+			"file and line).",
 		Action: func(c *cli.Context) error {
 			g, err := readGlobals(c, stdout, stderr)
 			if err != nil {
@@ -167,6 +167,10 @@ func pluginCheckCommand(stdout, stderr io.Writer) *cli.Command {
 				return &exitError{code: 1, msg: "plugin check takes one argument, the plugin's directory"}
 			}
 			dir := filepath.Clean(c.Args().First())
+			if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+				return &exitError{code: 1, msg: fmt.Sprintf("%s is a file; plugin check wants the plugin's directory (the one holding metadata.yaml), e.g. %s",
+					dir, filepath.Dir(dir))}
+			}
 			files := map[string][]byte{}
 			root := os.DirFS(dir)
 			err = fs.WalkDir(root, ".", func(p string, d fs.DirEntry, err error) error {
@@ -184,7 +188,7 @@ func pluginCheckCommand(stdout, stderr io.Writer) *cli.Command {
 				return &exitError{code: 1, msg: err.Error()}
 			}
 			diags, sources := scaffold.Check(path.Base(filepath.ToSlash(dir)), files)
-			writeDiagnosticsText(stderr, diags, sources, filepath.ToSlash(dir)+"/", g.useColor(stderr))
+			g.writeDiagnostics(stderr, diags, sources, filepath.ToSlash(dir)+"/")
 			nerr, nwarn := loader.Counts(diags)
 			if nerr > 0 {
 				return &exitError{code: 1, msg: fmt.Sprintf("%s: invalid plugin package: %s, %s", dir, plural(nerr, "error"), plural(nwarn, "warning"))}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -27,6 +29,7 @@ func renderCommand(stdout, stderr io.Writer) *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Value: "rendered", Usage: "write the artifacts to `DIR`"},
 			&cli.StringSliceFlag{Name: "cluster", Usage: "render only cluster `C` (repeatable)"},
+			formatFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			g, err := readGlobals(c, stdout, stderr)
@@ -35,6 +38,9 @@ func renderCommand(stdout, stderr io.Writer) *cli.Command {
 			}
 			if c.NArg() > 0 {
 				return &exitError{code: 1, msg: fmt.Sprintf("render takes no arguments (got %q); use --out DIR", c.Args().First())}
+			}
+			if g.format != "text" && g.format != "json" {
+				return &exitError{code: 1, msg: fmt.Sprintf("render prints text or json, not %q", g.format)}
 			}
 			src, err := openSource(g)
 			if err != nil {
@@ -48,33 +54,58 @@ func renderCommand(stdout, stderr io.Writer) *cli.Command {
 			}
 			rendered, more := render.Render(repo, render.Options{Clusters: c.StringSlice("cluster")})
 			diags = loader.SortDiagnostics(append(diags, more...))
-			writeDiagnosticsText(stderr, diags, repo.Sources.Files(), src.prefix, g.useColor(stderr))
+			g.writeDiagnostics(stderr, diags, repo.Sources.Files(), src.prefix)
 			if diags.HasErrors() {
 				nerr, _ := loader.Counts(diags)
 				return &exitError{code: 1, msg: fmt.Sprintf("%s: %s; nothing written", src.label, plural(nerr, "error"))}
 			}
 			out := c.String("out")
-			var nfiles atomic.Int64
+			var nfiles, nbytes atomic.Int64
+			var manifest [sha256.Size]byte
 			err = writeTreeAtomic(out, func(put func(name string, data []byte) error) error {
 				return render.Stream(rendered, src.revision, version, func(name string, data []byte) error {
 					nfiles.Add(1)
+					nbytes.Add(int64(len(data)))
+					if name == "manifest.json" {
+						manifest = sha256.Sum256(data)
+					}
 					return put(name, data)
 				})
 			})
 			if err != nil {
 				return &exitError{code: 1, msg: err.Error()}
 			}
-			if !g.quiet {
-				nodes := 0
+			nodes := 0
+			for _, r := range rendered {
+				nodes += len(r.Model.Cluster.Nodes)
+			}
+			if g.format == "json" {
+				clusters := []string{}
 				for _, r := range rendered {
-					nodes += len(r.Model.Cluster.Nodes)
+					clusters = append(clusters, r.Model.Cluster.Name)
 				}
+				return writeJSON(stdout, renderSummary{formatVersion, src.revision, out, clusters, nodes,
+					int(nfiles.Load()), nbytes.Load(), hex.EncodeToString(manifest[:])})
+			}
+			if !g.quiet {
 				fmt.Fprintf(stdout, "%s: rendered %s with %s into %s (%s)\n", src.label,
 					plural(len(rendered), "cluster"), plural(nodes, "node"), out, plural(int(nfiles.Load()), "file"))
 			}
 			return nil
 		},
 	}
+}
+
+// renderSummary is render --format json: what was written.
+type renderSummary struct {
+	FormatVersion  string   `json:"format_version"`
+	Revision       string   `json:"revision"`
+	Out            string   `json:"out"`
+	Clusters       []string `json:"clusters"`
+	Nodes          int      `json:"nodes"`
+	Files          int      `json:"files"`
+	Bytes          int64    `json:"bytes"`
+	ManifestSHA256 string   `json:"manifest_sha256"`
 }
 
 // writeTreeAtomic replaces dir with exactly the files fill puts (put may be called

@@ -28,7 +28,7 @@ func tagsCommand(stdout, stderr io.Writer) *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return &exitError{code: 1, msg: fmt.Sprintf("unknown tags command %q; tags list, assign or unassign", c.Args().First())}
+				return unknownCommand("tags", c.Args().First(), c.Command.Subcommands, 1)
 			}
 			return cli.ShowSubcommandHelp(c)
 		},
@@ -82,7 +82,7 @@ func tagsListCommand(stdout, stderr io.Writer) *cli.Command {
 			}
 			repo, diags := loader.Load(src.fsys, loader.Options{})
 			if diags.HasErrors() {
-				writeDiagnosticsText(stderr, diags, repo.Sources.Files(), src.prefix, g.useColor(stderr))
+				g.writeDiagnostics(stderr, diags, repo.Sources.Files(), src.prefix)
 				return &exitError{code: 1, msg: "the repository does not load; run 'fuelsync validate' for every problem"}
 			}
 			out := tagsJSON{FormatVersion: "1"}
@@ -99,7 +99,7 @@ func tagsListCommand(stdout, stderr io.Writer) *cli.Command {
 				}
 				m, mdiags := render.Build(repo, cl)
 				if m == nil || mdiags.HasErrors() {
-					writeDiagnosticsText(stderr, mdiags, repo.Sources.Files(), src.prefix, g.useColor(stderr))
+					g.writeDiagnostics(stderr, mdiags, repo.Sources.Files(), src.prefix)
 					return &exitError{code: 1, msg: fmt.Sprintf("cluster %s does not validate", cl.Name)}
 				}
 				out.Cluster = cl.Name
@@ -158,16 +158,17 @@ func tagsListCommand(stdout, stderr io.Writer) *cli.Command {
 func rolesCommand(stdout, stderr io.Writer) *cli.Command {
 	return &cli.Command{
 		Name:            "roles",
-		Usage:           "assign and unassign a node's roles",
+		Usage:           "list the roles of a cluster or a release; assign and unassign a node's roles",
 		HideHelpCommand: true,
 		OnUsageError:    usageError,
 		Subcommands: []*cli.Command{
+			rolesListCommand(stdout, stderr),
 			nodeEditCommand("roles", "assign", stdout, stderr),
 			nodeEditCommand("roles", "unassign", stdout, stderr),
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return &exitError{code: 1, msg: fmt.Sprintf("unknown roles command %q; roles assign or unassign", c.Args().First())}
+				return unknownCommand("roles", c.Args().First(), c.Command.Subcommands, 1)
 			}
 			return cli.ShowSubcommandHelp(c)
 		},

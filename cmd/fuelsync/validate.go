@@ -20,7 +20,7 @@ func validateCommand(stdout, stderr io.Writer) *cli.Command {
 		ArgsUsage:    " ",
 		OnUsageError: usageError,
 		Description: "Loads plugins, releases and cluster specs and reports every problem with its file, line and\n" +
-			"column. Exit status: 0 valid (warnings allowed), 1 errors (or warnings with --strict).",
+			"column.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "strict", Usage: "treat warnings as errors"},
 			formatFlag(),
@@ -53,7 +53,11 @@ func validateCommand(stdout, stderr io.Writer) *cli.Command {
 			case "github":
 				writeDiagnosticsGitHub(stdout, diags, src.prefix)
 			default:
-				writeDiagnosticsText(stderr, diags, repo.Sources.Files(), src.prefix, g.useColor(stderr))
+				shown := *g
+				if c.Bool("strict") {
+					shown.quiet = false // the warnings are the errors
+				}
+				shown.writeDiagnostics(stderr, diags, repo.Sources.Files(), src.prefix)
 				if !g.quiet || failed {
 					fmt.Fprintln(stdout, validateSummary(src.label, repo, nerr, nwarn, failed))
 				}
