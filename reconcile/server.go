@@ -15,6 +15,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/fuelsync/fuelsync/diff"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
@@ -29,10 +32,11 @@ type Server struct {
 	Loop   *Loop
 	Secret []byte
 
-	metrics    metrics
-	reconciles *counterVec
-	duration   *histogram
-	deliveries *counterVec
+	registry   *prometheus.Registry
+	reconciles *prometheus.CounterVec
+	duration   prometheus.Histogram
+	deliveries *prometheus.CounterVec
+	serial     prometheus.GaugeFunc
 
 	mu   sync.Mutex
 	seen map[string]time.Time // delivery ids, for duplicates
@@ -40,17 +44,23 @@ type Server struct {
 
 // NewServer makes the server of loop; it sets loop.OnReconcile for the metrics.
 func NewServer(loop *Loop, secret []byte) *Server {
-	s := &Server{Loop: loop, Secret: secret, seen: map[string]time.Time{}}
-	s.reconciles = newCounterVec("fuelsync_reconciles_total", "Reconciles by outcome.", "outcome")
-	s.duration = newHistogram("fuelsync_reconcile_duration_seconds", "How long reconciles take.")
-	s.deliveries = newCounterVec("fuelsync_webhook_deliveries_total", "Webhook deliveries by provider and result.", "provider", "result")
-	s.metrics.add(s.reconciles, s.duration, s.deliveries, &gaugeFunc{
-		name: "fuelsync_applied_serial", help: "The serial of the applied state.",
-		value: func() float64 { return float64(loop.Status().Serial) },
+	s := &Server{Loop: loop, Secret: secret, registry: prometheus.NewRegistry(), seen: map[string]time.Time{}}
+	s.reconciles = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fuelsync_reconciles_total", Help: "Reconciles by outcome.",
+	}, []string{"outcome"})
+	s.duration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "fuelsync_reconcile_duration_seconds", Help: "How long reconciles take.",
 	})
+	s.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fuelsync_webhook_deliveries_total", Help: "Webhook deliveries by provider and result.",
+	}, []string{"provider", "result"})
+	s.serial = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "fuelsync_applied_serial", Help: "The serial of the applied state.",
+	}, func() float64 { return float64(loop.Status().Serial) })
+	s.registry.MustRegister(s.reconciles, s.duration, s.deliveries, s.serial)
 	loop.OnReconcile = func(o Outcome, d time.Duration) {
-		s.reconciles.inc(string(o))
-		s.duration.observe(d.Seconds())
+		s.reconciles.WithLabelValues(string(o)).Inc()
+		s.duration.Observe(d.Seconds())
 	}
 	return s
 }
@@ -75,7 +85,7 @@ func (s *Server) Handler() http.Handler {
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(s.Loop.Status())
 	})
-	mux.Handle("/metrics", &s.metrics)
+	mux.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /api/v1/releases/{version}/components", s.components)
 	mux.HandleFunc("/{$}", s.page)
 	return mux
@@ -105,7 +115,7 @@ func ParsePush(body []byte) (Push, error) {
 // trigger.
 func (s *Server) hook(provider string, w http.ResponseWriter, r *http.Request) {
 	result := "accepted"
-	defer func() { s.deliveries.inc(provider, result) }()
+	defer func() { s.deliveries.WithLabelValues(provider, result).Inc() }()
 	if r.Method != http.MethodPost {
 		result = "method_not_allowed"
 		w.Header().Set("Allow", http.MethodPost)
