@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,9 +23,11 @@ func publish(t *testing.T, w *Workdir, l *Lock, serial int64, files map[string]s
 	for name := range files {
 		st.Artifacts[name] = "x"
 	}
+	// In a fixed order: the tests that fail the Nth step count the steps.
+	names := slices.Sorted(maps.Keys(files))
 	return w.Publish(l, st, func(put func(string, []byte) error) error {
-		for name, data := range files {
-			if err := put(name, []byte(data)); err != nil {
+		for _, name := range names {
+			if err := put(name, []byte(files[name])); err != nil {
 				return err
 			}
 		}

@@ -96,9 +96,9 @@ var helpTable = map[string]commandHelp{
 	"apply": {
 		globals: []string{"repo", "rev", "workdir", "format", "color", "quiet"},
 		examples: []string{
-			"fuelsync apply --repo examples/quickstart --workdir state",
+			"fuelsync apply --repo examples/quickstart --workdir state --auto-approve",
 			"# again: nothing to apply",
-			"fuelsync apply --repo examples/quickstart --workdir state",
+			"fuelsync apply --repo examples/quickstart --workdir state --auto-approve",
 		},
 		exit: "0 applied (or nothing to apply), 1 error (the applied state is unchanged)",
 	},

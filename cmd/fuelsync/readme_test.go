@@ -1,16 +1,12 @@
 package main
 
 import (
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
-
-	"github.com/urfave/cli/v2"
 )
 
 // quickStartStep is one command block of the README's quick start and the output
@@ -110,26 +106,12 @@ func TestREADMEQuickStart(t *testing.T) {
 	if err := os.Mkdir(scratch, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// apply --auto-approve is what a script needs once apply asks for
-	// confirmation; until the CLI has the flag, the step runs without it.
-	autoApprove := false
-	for _, c := range newApp(io.Discard, io.Discard).Commands {
-		if c.Name == "apply" {
-			autoApprove = slices.ContainsFunc(c.Flags, func(f cli.Flag) bool {
-				return slices.Contains(f.Names(), "auto-approve")
-			})
-		}
-	}
-
 	ran := 0
 	for _, st := range steps {
 		if strings.HasPrefix(st.script, "make ") {
 			continue
 		}
 		script := strings.ReplaceAll(st.script, "/tmp/", scratch+"/")
-		if !autoApprove {
-			script = strings.ReplaceAll(script, " --auto-approve", "")
-		}
 		cmd := exec.Command("bash", "-c", script)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "NO_COLOR=1", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)

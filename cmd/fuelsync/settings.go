@@ -38,7 +38,7 @@ func useWorkdirSetting(c *cli.Context, g *globals) {
 }
 
 func setWorkdir(c *cli.Context, g *globals, s loader.Settings) {
-	if s.Workdir != "" && !c.IsSet("workdir") {
+	if s.Workdir != "" && globalSet(c, "workdir") == nil {
 		g.workdir = s.Workdir
 		if !filepath.IsAbs(s.Workdir) {
 			g.workdir = filepath.Join(g.repo, s.Workdir)
