@@ -20,53 +20,53 @@ func TestNamesThatBecomePathsAreValidated(t *testing.T) {
 		summary string
 	}{
 		"graph type climbing out": {
-			record:  "    graphs:\n      - type: \"../../../../outside/evil\"\n        tasks: []\n",
-			file:    "plugins/r/metadata.yaml", line: 18,
+			record: "    graphs:\n      - type: \"../../../../outside/evil\"\n        tasks: []\n",
+			file:   "plugins/r/metadata.yaml", line: 18,
 			summary: `invalid graph type "../../../../outside/evil"`,
 		},
 		"graph type with a separator": {
-			record:  "    graphs:\n      - type: a/b\n        tasks: []\n",
-			file:    "plugins/r/metadata.yaml", line: 18,
+			record: "    graphs:\n      - type: a/b\n        tasks: []\n",
+			file:   "plugins/r/metadata.yaml", line: 18,
 			summary: `invalid graph type "a/b"`,
 		},
 		"cluster name climbing out": {
-			files:   map[string]string{"clusters/c.yaml": "cluster: ../../escape\nrelease: r-1.0\n"},
-			file:    "clusters/c.yaml", line: 1,
+			files: map[string]string{"clusters/c.yaml": "cluster: ../../escape\nrelease: r-1.0\n"},
+			file:  "clusters/c.yaml", line: 1,
 			summary: `invalid cluster name "../../escape"`,
 		},
 		"cluster name ..": {
-			files:   map[string]string{"clusters/c.yaml": "cluster: ..\nrelease: r-1.0\n"},
-			file:    "clusters/c.yaml", line: 1,
+			files: map[string]string{"clusters/c.yaml": "cluster: ..\nrelease: r-1.0\n"},
+			file:  "clusters/c.yaml", line: 1,
 			summary: `invalid cluster name ".."`,
 		},
 		"cluster name with a separator": {
-			files:   map[string]string{"clusters/c.yaml": "release: r-1.0\ncluster: a/b\n"},
-			file:    "clusters/c.yaml", line: 2,
+			files: map[string]string{"clusters/c.yaml": "release: r-1.0\ncluster: a/b\n"},
+			file:  "clusters/c.yaml", line: 2,
 			summary: `invalid cluster name "a/b"`,
 		},
 		"hidden cluster name": {
-			files:   map[string]string{"clusters/c.yaml": "cluster: .x\nrelease: r-1.0\n"},
-			file:    "clusters/c.yaml", line: 1,
+			files: map[string]string{"clusters/c.yaml": "cluster: .x\nrelease: r-1.0\n"},
+			file:  "clusters/c.yaml", line: 1,
 			summary: `invalid cluster name ".x"`,
 		},
 		"cluster named after the manifest": {
-			files:   map[string]string{"clusters/c.yaml": "cluster: manifest.json\nrelease: r-1.0\n"},
-			file:    "clusters/c.yaml", line: 1,
+			files: map[string]string{"clusters/c.yaml": "cluster: manifest.json\nrelease: r-1.0\n"},
+			file:  "clusters/c.yaml", line: 1,
 			summary: `cluster name "manifest.json" is reserved for the artifacts' manifest`,
 		},
 		"cluster name from its file name": {
-			files:   map[string]string{"clusters/Prod.yaml": "release: r-1.0\n"},
-			file:    "clusters/Prod.yaml", line: 1,
+			files: map[string]string{"clusters/Prod.yaml": "release: r-1.0\n"},
+			file:  "clusters/Prod.yaml", line: 1,
 			summary: `invalid cluster name "Prod"`,
 		},
 		"HCL cluster label": {
-			files:   map[string]string{"clusters/c.hcl": "cluster \"../up\" {\n  release = \"r-1.0\"\n}\n"},
-			file:    "clusters/c.hcl", line: 1,
+			files: map[string]string{"clusters/c.hcl": "cluster \"../up\" {\n  release = \"r-1.0\"\n}\n"},
+			file:  "clusters/c.hcl", line: 1,
 			summary: `invalid cluster name "../up"`,
 		},
 		"over-long node name": {
-			files:   map[string]string{"clusters/c.yaml": "release: r-1.0\nnodes:\n  " + strings.Repeat("n", MaxNameLength+1) + ": {roles: [controller]}\n"},
-			file:    "clusters/c.yaml", line: 3,
+			files: map[string]string{"clusters/c.yaml": "release: r-1.0\nnodes:\n  " + strings.Repeat("n", MaxNameLength+1) + ": {roles: [controller]}\n"},
+			file:  "clusters/c.yaml", line: 3,
 			summary: fmt.Sprintf("invalid node name %q", strings.Repeat("n", MaxNameLength+1)),
 		},
 	}
