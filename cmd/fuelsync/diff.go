@@ -114,12 +114,12 @@ func diffRevisions(g *globals, baseRev, headRev string, context int) (*diffResul
 	if err != nil {
 		return nil, err
 	}
-	headRepo, headDiags := loader.Load(headSrc.fsys, loader.Options{Cache: cache})
+	headRepo, headDiags := loader.Load(headSrc.fsys, loadOptions(cache))
 	headRs, err := renderChecked(g, headSrc, headRepo, headDiags, nil, nil, 2)
 	if err != nil {
 		return nil, err
 	}
-	baseRepo, baseDiags := loader.Load(baseSrc.fsys, loader.Options{Cache: cache})
+	baseRepo, baseDiags := loader.Load(baseSrc.fsys, loadOptions(cache))
 	affected := affectedClusters(baseRepo, headRepo)
 	baseRs, err := renderChecked(g, baseSrc, baseRepo, baseDiags, affected, nil, 2)
 	if err != nil {

@@ -49,7 +49,7 @@ func renderCommand(stdout, stderr io.Writer) *cli.Command {
 			if err := checkRenderOut(out, g.repo); err != nil {
 				return &exitError{code: 1, msg: err.Error()}
 			}
-			repo, diags := loader.Load(src.fsys, loader.Options{})
+			repo, diags := loader.Load(src.fsys, loadOptions(nil))
 			for _, name := range c.StringSlice("cluster") {
 				if repo.Cluster(name) == nil && !diags.HasErrors() {
 					return &exitError{code: 1, msg: fmt.Sprintf("no cluster %q; clusters: %s", name, clusterNames(repo))}

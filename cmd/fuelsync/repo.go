@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/fuelsync/fuelsync/loader"
 )
@@ -99,6 +102,9 @@ func notARepo(dir, at string) error {
 // the current directory and is not one, the root is looked for upward, as git
 // does, and g.repo becomes that root.
 func openSource(g *globals) (*source, error) {
+	if err := checkLoadEnv(); err != nil {
+		return nil, err
+	}
 	if filepath.Clean(g.repo) == "." && !isFuelsyncRoot(".") && !isBareRepo(".") {
 		if root := enclosingRoot("."); root != "" {
 			g.repo = root
@@ -137,4 +143,59 @@ func openSource(g *globals) (*source, error) {
 		return nil, notARepo(g.repo, fmt.Sprintf(" at %s (%.12s)", rev, hash))
 	}
 	return &source{fsys: fsys, label: fmt.Sprintf("%s@%s (%.12s)", g.repo, rev, hash), prefix: prefix, revision: hash}, nil
+}
+
+// Environment variables that change the loading budget (sizes in bytes, or with
+// a KiB, MiB or GiB suffix).
+const (
+	envMaxFileSize = "FUELSYNC_MAX_FILE_SIZE"
+	envMaxRepoSize = "FUELSYNC_MAX_REPO_SIZE"
+)
+
+// loadOptions are the options of every load: the budget from the environment
+// (openSource has checked it) and the cache, if any.
+func loadOptions(cache *loader.Cache) loader.Options {
+	file, _ := envSize(envMaxFileSize)
+	total, _ := envSize(envMaxRepoSize)
+	return loader.Options{MaxFileSize: file, MaxTotalSize: total, Cache: cache}
+}
+
+// checkLoadEnv reports a budget variable that is set but not a size.
+func checkLoadEnv() error {
+	for _, name := range []string{envMaxFileSize, envMaxRepoSize} {
+		if _, err := envSize(name); err != nil {
+			return &exitError{code: 1, msg: err.Error()}
+		}
+	}
+	return nil
+}
+
+// envSize reads a size from the environment variable name; 0 when unset.
+func envSize(name string) (int64, error) {
+	v := strings.TrimSpace(os.Getenv(name))
+	if v == "" {
+		return 0, nil
+	}
+	n, err := parseSize(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q: %v", name, v, err)
+	}
+	return n, nil
+}
+
+// parseSize reads "1048576", "512KiB", "64MiB", "2GiB" (also KB, MB, GB, K, M, G,
+// all powers of 1024).
+func parseSize(s string) (int64, error) {
+	num := strings.TrimRight(s, "KMGiBkmgib ")
+	unit := strings.ToUpper(strings.TrimSpace(s[len(num):]))
+	n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+	if err != nil || n <= 0 {
+		return 0, errors.New("want a positive size such as 67108864, 512KiB, 64MiB or 2GiB")
+	}
+	shift := map[string]uint{"": 0, "B": 0, "K": 10, "KB": 10, "KIB": 10, "M": 20, "MB": 20, "MIB": 20, "G": 30, "GB": 30, "GIB": 30}
+	sh, ok := shift[unit]
+	if !ok || n > math.MaxInt64>>sh {
+		return 0, errors.New("want a positive size such as 67108864, 512KiB, 64MiB or 2GiB")
+	}
+	return n << sh, nil
 }
