@@ -64,7 +64,7 @@ type repoFS struct {
 	total    atomic.Int64 // bytes read so far
 	spent    atomic.Bool  // the total budget was exceeded (reported once in full)
 	sources  *Sources
-	cache   *Cache // shared with other loads; nil: none
+	cache    *Cache // shared with other loads; nil: none
 
 	mu     sync.Mutex
 	parsed map[parsedKey]*parsedFile
