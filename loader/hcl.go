@@ -78,7 +78,7 @@ func checkHCLDepth(file string, src []byte) *hcl.Diagnostic {
 // hclContext evaluates the `locals` blocks of a file (locals may refer to each other
 // in any order) and returns the evaluation context for the rest of it.
 func hclContext(body *hclsyntax.Body) (*hcl.EvalContext, hcl.Diagnostics) {
-	ctx := &hcl.EvalContext{Functions: hclFunctions, Variables: map[string]cty.Value{}}
+	ctx := &hcl.EvalContext{Functions: boundedFunctions(hclFunctions), Variables: map[string]cty.Value{}}
 	pending := map[string]*hclsyntax.Attribute{}
 	var diags hcl.Diagnostics
 	for _, b := range body.Blocks {

@@ -1,0 +1,107 @@
+package loader
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+// allocated returns the bytes f allocates.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// HCL functions whose results dwarf their arguments are refused with a
+// diagnostic at the call instead of allocating gigabytes.
+func TestHCLFunctionResultsAreBounded(t *testing.T) {
+	tests := map[string]string{
+		"setproduct":         `setproduct(range(1000), range(1000), range(10))`,
+		"format width":       `format("%500000000s", "x")`,
+		"format precision":   `format("%.400000000f", 1)`,
+		"formatlist":         `formatlist("%100000s", range(1000))`,
+		"indent":             `indent(100000000, "a\nb")`,
+		"replace empty":      `replace(format("%10000s", ""), "", format("%10000s", ""))`,
+		"regex_replace":      `regex_replace(format("%10000s", ""), "", format("%10000s", ""))`,
+		"doubling by concat": `concat(local.l, local.l)`,
+		"doubling by join":   `join(local.s, [local.s, local.s])`,
+		"chain of locals":    `local.c4`,
+	}
+	// local.l and local.s are just within the bound of one call, one more doubling
+	// passes it; local.c4 is a chain of calls each within it, past the file's.
+	locals := `locals {
+  l = flatten([for i in range(200) : range(100)])
+  s = format("%8000000s", "")
+  c1 = concat(local.l, [])
+  c2 = concat(local.c1, [])
+  c3 = concat(local.c2, [])
+  c4 = concat(local.c3, [])
+}
+`
+	for name, expr := range tests {
+		t.Run(name, func(t *testing.T) {
+			src := "locals {\n}\n\n\n\n\n\n\n"
+			if strings.Contains(expr, "local.") {
+				src = locals
+			}
+			src += "cluster \"c\" {\n  release = \"r-1.0\"\n  settings = { x = " + expr + " }\n}\n"
+			fsys := fstest.MapFS{"clusters/c.hcl": {Data: []byte(src)}}
+			var diags []string
+			alloc := allocated(func() {
+				_, ds := Load(fsys, Options{})
+				for _, d := range ds {
+					diags = append(diags, d.Subject.String()+": "+d.Summary+": "+d.Detail)
+				}
+			})
+			line, want := "11,", "function results are limited to 16 MiB"
+			if name == "chain of locals" {
+				line, want = "7,", "the function results of this file add up to more than 64 MiB"
+			}
+			found := false
+			for _, d := range diags {
+				if strings.Contains(d, "clusters/c.hcl:"+line) && strings.Contains(d, want) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("want a diagnostic at line %s %q, got:\n%s", line, want, strings.Join(diags, "\n"))
+			}
+			if alloc > 256<<20 {
+				t.Errorf("loading allocated %d MiB", alloc>>20)
+			}
+		})
+	}
+}
+
+// Ordinary uses stay within the bound.
+func TestHCLFunctionsWithinTheBound(t *testing.T) {
+	src := `cluster "c" {
+  release = "r-1.0"
+  settings = {
+    a = format("%-10s|%05d|%.2f", "x", 42, 3.14159)
+    b = length(setproduct(range(50), range(50)))
+    c = formatlist("node-%d", range(3))
+    d = indent(2, "a\nb")
+    e = replace("a.b.c", ".", "-")
+  }
+}
+`
+	fsys := fstest.MapFS{"clusters/c.hcl": {Data: []byte(src)}}
+	repo, diags := Load(fsys, Options{})
+	for _, d := range diags {
+		if strings.Contains(d.Error(), "too large") {
+			t.Errorf("unexpected: %v", d)
+		}
+	}
+	s := repo.Clusters[0].Settings
+	got := []string{s.Get("a").String(), s.Get("b").String(), s.Get("d").String(), s.Get("e").String()}
+	want := []string{"x         |00042|3.14", "2500", "a\n  b", "a-b-c"}
+	if strings.Join(got, ";") != strings.Join(want, ";") {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
