@@ -96,6 +96,24 @@ func notARepo(dir, at string) error {
 	return &exitError{code: 1, msg: msg}
 }
 
+// defaultWorkdir is the default of --workdir, relative to the repository's root.
+const defaultWorkdir = ".fuelsync"
+
+// locateRepo finds the repository root upward, as git does, when --repo is the
+// current directory and that is not a repository: g.repo becomes the root, and
+// a default --workdir moves with it. It does nothing otherwise.
+func (g *globals) locateRepo() {
+	if filepath.Clean(g.repo) != "." || isFuelsyncRoot(".") || isBareRepo(".") {
+		return
+	}
+	if root := enclosingRoot("."); root != "" {
+		g.repo = root
+		if g.workdir == defaultWorkdir {
+			g.workdir = filepath.Join(root, defaultWorkdir)
+		}
+	}
+}
+
 // openSource opens the working tree of g.repo, or revision g.rev from its git
 // objects. A bare repository has no working tree, so it is read at HEAD by default.
 // g.repo must be a fuelsync repository (plugins/ or clusters/ present); when it is
@@ -105,11 +123,7 @@ func openSource(g *globals) (*source, error) {
 	if err := checkLoadEnv(); err != nil {
 		return nil, err
 	}
-	if filepath.Clean(g.repo) == "." && !isFuelsyncRoot(".") && !isBareRepo(".") {
-		if root := enclosingRoot("."); root != "" {
-			g.repo = root
-		}
-	}
+	g.locateRepo()
 	fi, err := os.Stat(g.repo)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, &exitError{code: 1, msg: fmt.Sprintf("repository %s does not exist", g.repo)}
