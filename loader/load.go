@@ -18,7 +18,7 @@ type Options struct {
 	// MaxFileSize is the largest file read; 0 means DefaultMaxFileSize (64 MiB).
 	MaxFileSize int64
 	// MaxTotalSize is the most the load reads in all files together; 0 means
-	// DefaultMaxTotalSize (32 MiB).
+	// DefaultMaxTotalSize (16 MiB).
 	MaxTotalSize int64
 	// Cache shares decoded files with the other loads given the same cache (diff's
 	// two revisions); nil: no sharing.

@@ -16,10 +16,12 @@ import (
 // DefaultMaxFileSize is the largest file fuelsync reads.
 const DefaultMaxFileSize = 64 << 20
 
-// DefaultMaxTotalSize is the most a load reads in all: decoding costs a few
-// hundred bytes of memory per input byte in the worst case (a long YAML flow
-// list), so 32 MiB of input stays within about 8 GiB.
-const DefaultMaxTotalSize = 32 << 20
+// DefaultMaxTotalSize is the most a load reads in all. Decoding costs memory in
+// proportion to the input, in the worst case about 200 bytes per byte of YAML
+// (a long flow list) and 400 per byte of HCL, so 16 MiB of input stays within
+// about 6.5 GiB, and diff's two loads fit a 24 GiB machine with room to spare.
+// Real repositories are far smaller (Fuel's own data is under 2 MiB).
+const DefaultMaxTotalSize = 16 << 20
 
 // Sources keeps the bytes of every file a load read, so that diagnostics can show the
 // source line (hcl.NewDiagnosticTextWriter takes this map).
