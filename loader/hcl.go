@@ -47,7 +47,9 @@ func parseHCL(file string, src []byte) (*hclsyntax.Body, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	return f.Body.(*hclsyntax.Body), diags
+	body := f.Body.(*hclsyntax.Body)
+	boundForExprs(body)
+	return body, diags
 }
 
 // hclContext evaluates the `locals` blocks of a file (locals may refer to each other

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 )
@@ -45,6 +47,9 @@ func bounded(name string, f function.Function, spent *int64) function.Function {
 		VarParam:    f.VarParam(),
 		Type:        func(args []cty.Value) (cty.Type, error) { return f.ReturnTypeForValues(args) },
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			if *spent > MaxHCLFileValueSize {
+				return cty.NilVal, fmt.Errorf("the function results of this file add up to more than %s, the limit", formatSize(MaxHCLFileValueSize))
+			}
 			if pre != nil {
 				if est, ok := pre(args); ok && est > MaxHCLValueSize {
 					return cty.NilVal, tooLarge(est)
@@ -224,3 +229,57 @@ func satMul(a, b int64) int64 {
 }
 
 func satAdd(a, b int64) int64 { return min(a+b, satMax) }
+
+// MaxHCLIterations bounds the iterations of the `for` expressions of one file,
+// nested ones counted in full: [for a in x : [for b in y : 1]] iterates
+// len(x) + len(x)*len(y) times. Like function results, for expressions can ask
+// for far more than their source (three nested loops over range(1000)).
+const MaxHCLIterations = 200_000
+
+// boundForExprs makes every `for` expression under body count its iterations
+// against one budget for the file.
+func boundForExprs(body *hclsyntax.Body) {
+	var fors []*hclsyntax.ForExpr
+	hclsyntax.VisitAll(body, func(n hclsyntax.Node) hcl.Diagnostics {
+		if fe, ok := n.(*hclsyntax.ForExpr); ok {
+			fors = append(fors, fe)
+		}
+		return nil
+	})
+	left := new(int64)
+	*left = MaxHCLIterations
+	for _, fe := range fors {
+		fe.CollExpr = countedCollection{Expression: fe.CollExpr, left: left}
+	}
+}
+
+// countedCollection is the collection of a for expression, charging its length
+// to the file's budget each time it is evaluated. It embeds the expression it
+// wraps, so it is an hclsyntax.Expression too.
+type countedCollection struct {
+	hclsyntax.Expression
+	left *int64
+}
+
+func (c countedCollection) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	if *c.left < 0 { // spent: the loops still running stop at once
+		return cty.DynamicVal, hcl.Diagnostics{c.spent()}
+	}
+	v, diags := c.Expression.Value(ctx)
+	if n, ok := length(v); ok && !diags.HasErrors() {
+		if *c.left -= n; *c.left < 0 {
+			return cty.DynamicVal, append(diags, c.spent())
+		}
+	}
+	return v, diags
+}
+
+func (c countedCollection) spent() *hcl.Diagnostic {
+	r := c.Expression.Range()
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  fmt.Sprintf("the for expressions of this file iterate more than %d times", MaxHCLIterations),
+		Detail:   "Nested for expressions multiply: each iteration of the outer one runs the inner one in full. Iterate over less, or write the data out.",
+		Subject:  &r,
+	}
+}

@@ -105,3 +105,42 @@ func TestHCLFunctionsWithinTheBound(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// Nested for expressions multiply; their iterations in one file are bounded, so
+// three loops over 100 values are a diagnostic, not 10^6 values.
+func TestHCLForExpressionsAreBounded(t *testing.T) {
+	// k is a literal: no function call is involved.
+	src := `locals {
+  small = [for a in local.h : [for b in local.h : a * b]]
+  h     = [` + strings.Repeat("1, ", 100) + `]
+  k     = [` + strings.Repeat("1, ", 100) + `]
+}
+cluster "c" {
+  release  = "r-1.0"
+  settings = { x = [for a in local.k : [for b in local.k : [for c in local.k : c]]] }
+}
+`
+	fsys := fstest.MapFS{"clusters/c.hcl": {Data: []byte(src)}}
+	var diags []string
+	alloc := allocated(func() {
+		_, ds := Load(fsys, Options{})
+		for _, d := range ds {
+			diags = append(diags, d.Subject.String()+": "+d.Summary)
+		}
+	})
+	found := false
+	for _, d := range diags {
+		if strings.HasPrefix(d, "clusters/c.hcl:8,") && strings.Contains(d, "the for expressions of this file iterate more than 200000 times") {
+			found = true
+		}
+		if strings.HasPrefix(d, "clusters/c.hcl:2,") {
+			t.Errorf("the small loops are refused: %s", d)
+		}
+	}
+	if !found {
+		t.Errorf("want a diagnostic at line 8, got:\n%s", strings.Join(diags, "\n"))
+	}
+	if alloc > 256<<20 {
+		t.Errorf("loading allocated %d MiB", alloc>>20)
+	}
+}
