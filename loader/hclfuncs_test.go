@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -48,6 +49,11 @@ func TestHCLFunctionResultsAreBounded(t *testing.T) {
 			src := "locals {\n}\n\n\n\n\n\n\n"
 			if strings.Contains(expr, "local.") {
 				src = locals
+			}
+			if name != "chain of locals" { // the chain would spend the file's budget first
+				for _, c := range []string{"c1", "c2", "c3", "c4"} {
+					src = regexp.MustCompile(`(?m)^  `+c+` = .*$`).ReplaceAllString(src, "")
+				}
 			}
 			src += "cluster \"c\" {\n  release = \"r-1.0\"\n  settings = { x = " + expr + " }\n}\n"
 			fsys := fstest.MapFS{"clusters/c.hcl": {Data: []byte(src)}}
