@@ -50,9 +50,10 @@ func isFuelsyncRoot(dir string) bool {
 	return false
 }
 
-// enclosingRoot returns the nearest directory above dir (relative to dir, as
-// "..", "../.." ...) that is a fuelsync repository or a git work tree with one, or
-// "" when there is none up to the file system root or the first git work tree.
+// enclosingRoot returns the nearest directory above dir that is a fuelsync
+// repository, as a path relative to dir's ("..", "repo" for "repo/clusters"),
+// or "" when there is none below the top of the git work tree dir is in (or
+// the file system root).
 func enclosingRoot(dir string) string {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
