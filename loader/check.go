@@ -1,8 +1,11 @@
 package loader
 
 import (
+	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -107,8 +110,21 @@ func (c *checker) pattern(r hcl.Range, re matcher, s, what, rule string) bool {
 	if re.MatchString(s) {
 		return true
 	}
-	c.errf(r, "invalid %s %q: %s", what, s, rule)
+	c.errf(r, "invalid %s %s: %s", what, quoteShort(s), rule)
 	return false
+}
+
+// quoteShort quotes s for a message, cut to 200 bytes (a name can be a whole
+// line of input).
+func quoteShort(s string) string {
+	if len(s) <= 200 {
+		return strconv.Quote(s)
+	}
+	cut := 200
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + fmt.Sprintf("... (%d bytes)", len(s))
 }
 
 // misspelled warns about keys of m that are not known but are close to a known

@@ -3,16 +3,15 @@ package loader
 import (
 	"fmt"
 	"path"
-	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 )
 
-var reNodeName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+var reNodeName matcher = nameMatcher{}
 
-const ruleNodeName = "node names start with a lowercase letter or digit and continue with lowercase letters, digits, '.', '_' or '-' (^[a-z0-9][a-z0-9._-]*$)"
+var ruleNodeName = nameRule("node names")
 
 // ReservedNodeNames are the pseudo nodes of the artifacts (SPEC §6).
 var ReservedNodeNames = map[string]string{
@@ -80,6 +79,11 @@ func (l *loadCtx) clusterFromValue(file string, v *Value) (*Cluster, hcl.Diagnos
 	if name, ok := c.str(v, "cluster", "cluster", false); ok {
 		cl.Name, cl.NameRange = name, v.Get("cluster").Range
 		what = "cluster " + name
+	}
+	if c.pattern(cl.NameRange, nameMatcher{}, cl.Name, "cluster name", nameRule("cluster names")) {
+		if why, reserved := ReservedClusterNames[cl.Name]; reserved {
+			c.errf(cl.NameRange, "cluster name %q is reserved for %s", cl.Name, why)
+		}
 	}
 	if rel, ok := c.str(v, "release", what, true); ok {
 		cl.Release, cl.ReleaseRange = rel, v.Get("release").Range

@@ -47,38 +47,15 @@ func parseHCL(file string, src []byte) (*hclsyntax.Body, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		return nil, firstUnterminatedString(file, src, diags)
 	}
-	return f.Body.(*hclsyntax.Body), diags
-}
-
-// maxHCLDepth bounds the nesting of brackets, braces, parentheses, quotes and
-// template sequences in an HCL file, as yaml.v3 bounds YAML's: hclsyntax parses
-// recursively and overflows the stack (a fatal error, not a panic) on deep input.
-const maxHCLDepth = 10000
-
-// checkHCLDepth scans the tokens of src (the lexer does not recurse) and reports the
-// token that opens one level too many.
-func checkHCLDepth(file string, src []byte) *hcl.Diagnostic {
-	tokens, _ := hclsyntax.LexConfig(src, file, hcl.InitialPos)
-	depth := 0
-	for _, t := range tokens {
-		switch t.Type {
-		case hclsyntax.TokenOBrace, hclsyntax.TokenOBrack, hclsyntax.TokenOParen, hclsyntax.TokenOQuote,
-			hclsyntax.TokenOHeredoc, hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl:
-			if depth++; depth > maxHCLDepth {
-				return errorAt(t.Range, "HCL nesting is deeper than %d levels", maxHCLDepth)
-			}
-		case hclsyntax.TokenCBrace, hclsyntax.TokenCBrack, hclsyntax.TokenCParen, hclsyntax.TokenCQuote,
-			hclsyntax.TokenCHeredoc, hclsyntax.TokenTemplateSeqEnd:
-			depth--
-		}
-	}
-	return nil
+	body := f.Body.(*hclsyntax.Body)
+	boundForExprs(body)
+	return body, diags
 }
 
 // hclContext evaluates the `locals` blocks of a file (locals may refer to each other
 // in any order) and returns the evaluation context for the rest of it.
 func hclContext(body *hclsyntax.Body) (*hcl.EvalContext, hcl.Diagnostics) {
-	ctx := &hcl.EvalContext{Functions: hclFunctions, Variables: map[string]cty.Value{}}
+	ctx := &hcl.EvalContext{Functions: boundedFunctions(hclFunctions), Variables: map[string]cty.Value{}}
 	pending := map[string]*hclsyntax.Attribute{}
 	var diags hcl.Diagnostics
 	for _, b := range body.Blocks {

@@ -18,6 +18,9 @@ import (
 type Options struct {
 	// MaxFileSize is the largest file read; 0 means DefaultMaxFileSize (64 MiB).
 	MaxFileSize int64
+	// MaxTotalSize is the most the load reads in all files together; 0 means
+	// DefaultMaxTotalSize (16 MiB).
+	MaxTotalSize int64
 	// Cache shares decoded files with the other loads given the same cache (diff's
 	// two revisions); nil: no sharing.
 	Cache *Cache
@@ -38,6 +41,9 @@ const MsgNoReleases = "no releases are installed: add a plugin whose metadata.ya
 // Repo is returned even when there are errors, with what could be loaded.
 func Load(fsys fs.FS, opts Options) (*Repo, hcl.Diagnostics) {
 	r := newRepoFS(fsys, opts.MaxFileSize)
+	if opts.MaxTotalSize > 0 {
+		r.maxTotal = opts.MaxTotalSize
+	}
 	r.cache = opts.Cache
 	l := &loadCtx{r: r, paths: newPathLoader(r)}
 	repo := &Repo{Sources: r.sources, FS: fsys}

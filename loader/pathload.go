@@ -166,7 +166,14 @@ func (pl *pathLoader) load(m *Value, f Field, file string, stack []string) (*Val
 		v, diags := pl.expandFile(p, at, stack)
 		return v, key, diags
 	}
-	matches, err := doublestar.Glob(pl.r.fsys, p, doublestar.WithFilesOnly(), doublestar.WithFailOnIOErrors())
+	// The walk sees the repository through globFS: a link in the glob's fixed
+	// prefix is resolved as single files are (one leaving the repository is an
+	// error), and links to directories met while expanding wildcards are not
+	// followed (NoFollow), so a glob never walks out of the repository nor loops.
+	matches, err := doublestar.Glob(globFS{pl.r}, p, doublestar.WithFilesOnly(), doublestar.WithFailOnIOErrors(), doublestar.WithNoFollow())
+	if errors.Is(err, ErrEscapesRepo) {
+		return nil, "", hcl.Diagnostics{errorAt(at, "%s: %s", f.Key, unwrapPathError(err))}
+	}
 	if err != nil {
 		return nil, "", hcl.Diagnostics{errorAt(at, "%s: bad glob %q: %s", f.Key, f.Value.Text, err)}
 	}
@@ -266,4 +273,51 @@ func mergeRoots(key string, files []string, vals []*Value, at hcl.Range) (*Value
 		}
 	}
 	return out, diags
+}
+
+// globFS is the repository as a glob walks it: every path is resolved with the
+// repository's own link rules (resolveLinks) before it is opened, listed or
+// stat'ed.
+type globFS struct{ r *repoFS }
+
+func (g globFS) resolve(op, name string) (string, error) {
+	real, err := g.r.resolveLinks(name)
+	if err != nil {
+		return "", &fs.PathError{Op: op, Path: name, Err: err}
+	}
+	return real, nil
+}
+
+func (g globFS) Open(name string) (fs.File, error) {
+	real, err := g.resolve("open", name)
+	if err != nil {
+		return nil, err
+	}
+	return g.r.fsys.Open(real)
+}
+
+func (g globFS) Stat(name string) (fs.FileInfo, error) {
+	real, err := g.resolve("stat", name)
+	if err != nil {
+		return nil, err
+	}
+	return fs.Stat(g.r.fsys, real)
+}
+
+func (g globFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	real, err := g.resolve("readdir", name)
+	if err != nil {
+		return nil, err
+	}
+	return fs.ReadDir(g.r.fsys, real)
+}
+
+// unwrapPathError drops the operation and path a PathError adds to the error of
+// resolveLinks, which names the link already.
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

@@ -220,6 +220,9 @@ func releaseGraphs(c *checker, rec, data *Value, what, file string) []*Graph {
 				if !ok {
 					continue
 				}
+				if !c.pattern(it.Get("type").Range, nameMatcher{}, typ, "graph type", nameRule("graph types")) {
+					continue
+				}
 				if prev, dup := seen[typ]; dup {
 					c.errf(where(it, "type"), "%s: graph type %q is defined twice (also at line %d)", what, typ, prev.Start.Line)
 					continue

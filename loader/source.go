@@ -8,12 +8,20 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/hcl/v2"
 )
 
-// DefaultMaxFileSize is the largest file fuelsync reads (SPEC §1).
+// DefaultMaxFileSize is the largest file fuelsync reads.
 const DefaultMaxFileSize = 64 << 20
+
+// DefaultMaxTotalSize is the most a load reads in all. Decoding costs memory in
+// proportion to the input, in the worst case about 200 bytes per byte of YAML
+// (a long flow list) and 400 per byte of HCL, so 16 MiB of input stays within
+// about 6.5 GiB, and diff's two loads fit a 24 GiB machine with room to spare.
+// Real repositories are far smaller (Fuel's own data is under 2 MiB).
+const DefaultMaxTotalSize = 16 << 20
 
 // Sources keeps the bytes of every file a load read, so that diagnostics can show the
 // source line (hcl.NewDiagnosticTextWriter takes this map).
@@ -52,10 +60,13 @@ func (s *Sources) Files() map[string]*hcl.File {
 // (symlinks included), files have a size limit, and each file is read and parsed once
 // however many documents refer to it.
 type repoFS struct {
-	fsys    fs.FS
-	maxSize int64
-	sources *Sources
-	cache   *Cache // shared with other loads; nil: none
+	fsys     fs.FS
+	maxSize  int64
+	maxTotal int64
+	total    atomic.Int64 // bytes read so far
+	spent    atomic.Bool  // the total budget was exceeded (reported once in full)
+	sources  *Sources
+	cache    *Cache // shared with other loads; nil: none
 
 	mu     sync.Mutex
 	parsed map[parsedKey]*parsedFile
@@ -79,7 +90,36 @@ func newRepoFS(fsys fs.FS, maxSize int64) *repoFS {
 	if maxSize <= 0 {
 		maxSize = DefaultMaxFileSize
 	}
-	return &repoFS{fsys: fsys, maxSize: maxSize, sources: &Sources{}, parsed: map[parsedKey]*parsedFile{}}
+	return &repoFS{fsys: fsys, maxSize: maxSize, maxTotal: DefaultMaxTotalSize, sources: &Sources{}, parsed: map[parsedKey]*parsedFile{}}
+}
+
+// charge counts size bytes against the total budget; it returns a diagnostic
+// when they do not fit.
+func (r *repoFS) charge(name string, size int64, at hcl.Range) *hcl.Diagnostic {
+	total := r.total.Add(size)
+	if total <= r.maxTotal {
+		return nil
+	}
+	r.total.Add(-size)
+	if r.spent.Swap(true) {
+		return errorAt(at, "file %s is not read: the loading budget of %s is spent", name, formatSize(r.maxTotal))
+	}
+	return withDetail(errorAt(at, "file %s (%s) does not fit in the loading budget: the repository's files add up to more than %s", name, formatSize(size), formatSize(r.maxTotal)),
+		"Loading bounds the bytes it reads, in each file and in all, so that a repository cannot exhaust the memory of the machine reading it. "+
+			"If the repository really is this large, raise the budget (fuelsync: FUELSYNC_MAX_REPO_SIZE, and FUELSYNC_MAX_FILE_SIZE for one file).")
+}
+
+// formatSize writes a byte count for humans: whole MiB, KiB or bytes.
+func formatSize(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 var urlLike = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://|^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:`)
@@ -238,14 +278,22 @@ func (r *repoFS) readFile(name string, at hcl.Range) ([]byte, *hcl.Diagnostic) {
 		return nil, errorAt(at, "%s is a directory, not a file", name)
 	}
 	if fi.Size() > r.maxSize {
-		return nil, errorAt(at, "file %s is %d bytes, over the %d MiB limit", name, fi.Size(), r.maxSize>>20)
+		return nil, errorAt(at, "file %s is %d bytes, over the %s limit", name, fi.Size(), formatSize(r.maxSize))
+	}
+	if d := r.charge(name, fi.Size(), at); d != nil {
+		return nil, d
 	}
 	src, err := r.read(real)
 	if err != nil {
 		return nil, errorAt(at, "reading %s: %s", name, err)
 	}
 	if int64(len(src)) > r.maxSize {
-		return nil, errorAt(at, "file %s is over the %d MiB limit", name, r.maxSize>>20)
+		return nil, errorAt(at, "file %s is over the %s limit", name, formatSize(r.maxSize))
+	}
+	if extra := int64(len(src)) - fi.Size(); extra > 0 { // it grew since the stat
+		if d := r.charge(name, extra, at); d != nil {
+			return nil, d
+		}
 	}
 	r.sources.add(name, src)
 	return src, nil

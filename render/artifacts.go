@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -114,6 +115,12 @@ func Stream(rs []*Rendered, revision, toolVersion string, put func(name string, 
 	var units []unit
 	for _, r := range rs {
 		name := r.Model.Cluster.Name
+		if err := checkSegment("cluster name", name); err != nil {
+			return err
+		}
+		if name == "manifest.json" {
+			return fmt.Errorf("cluster name %q would replace the artifacts' manifest", name)
+		}
 		units = append(units, unit{path.Join(name, "cluster.yaml"), func(*nodeEncoder) ([]byte, error) {
 			return encodeYAML(clusterDoc(r))
 		}})
@@ -123,12 +130,18 @@ func Stream(rs []*Rendered, revision, toolVersion string, put func(name string, 
 			}})
 		}
 		for _, g := range r.Graphs {
+			if err := checkSegment("graph type", g.Type); err != nil {
+				return err
+			}
 			units = append(units, unit{path.Join(name, "graphs", g.Type+".dot"), func(e *nodeEncoder) ([]byte, error) {
 				e.buf.Reset()
 				writeDOT(&e.buf, name, g)
 				return e.buf.Bytes(), nil
 			}})
 			for _, ng := range g.Nodes {
+				if err := checkSegment("node name", ng.Node); err != nil {
+					return err
+				}
 				units = append(units, unit{path.Join(name, "nodes", ng.Node, g.Type+".yaml"), func(e *nodeEncoder) ([]byte, error) {
 					return e.node(r.Model, g, ng)
 				}})
@@ -168,6 +181,16 @@ func Stream(rs []*Rendered, revision, toolVersion string, put func(name string, 
 		return err
 	}
 	return put("manifest.json", manifest)
+}
+
+// checkSegment refuses a name that is not one clean, local path segment: the
+// artifact writer's own check, behind the loader's validation of the names.
+func checkSegment(what, name string) error {
+	if name == "" || name == "." || name == ".." || strings.HasPrefix(name, ".") ||
+		strings.ContainsAny(name, `/\:`) || !filepath.IsLocal(name) {
+		return fmt.Errorf("refusing to write artifacts for %s %q: it is not a plain file name", what, name)
+	}
+	return nil
 }
 
 func encodeYAML(v any) ([]byte, error) {

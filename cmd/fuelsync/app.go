@@ -72,6 +72,7 @@ func readGlobals(c *cli.Context, stdout, stderr io.Writer) (*globals, error) {
 	default:
 		return nil, &exitError{code: 1, msg: fmt.Sprintf("--color must be auto, always or never, not %q", g.color)}
 	}
+	g.locateRepo()
 	return g, nil
 }
 

@@ -183,7 +183,7 @@ func repoNames(repoPath, what, cluster, node string) []string {
 	if err != nil {
 		return nil
 	}
-	repo, _ := loader.Load(src.fsys, loader.Options{})
+	repo, _ := loader.Load(src.fsys, loadOptions(nil))
 	var out []string
 	switch what {
 	case "--cluster":

@@ -127,12 +127,12 @@ func diffRevisions(g *globals, baseRev, headRev string, context int) (*diffResul
 	if err != nil {
 		return nil, err
 	}
-	headRepo, headDiags := loader.Load(headSrc.fsys, loader.Options{Cache: cache})
+	headRepo, headDiags := loader.Load(headSrc.fsys, loadOptions(cache))
 	headRs, err := renderSide(g, "head", baseSrc, headSrc, headRepo, headDiags, nil)
 	if err != nil {
 		return nil, err
 	}
-	baseRepo, baseDiags := loader.Load(baseSrc.fsys, loader.Options{Cache: cache})
+	baseRepo, baseDiags := loader.Load(baseSrc.fsys, loadOptions(cache))
 	affected := affectedClusters(baseRepo, headRepo)
 	baseRs, err := renderSide(g, "base", baseSrc, headSrc, baseRepo, baseDiags, affected)
 	if err != nil {

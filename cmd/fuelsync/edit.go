@@ -134,7 +134,7 @@ func editNode(g *globals, c *cli.Context, kind, op string, items []string) error
 // repository invalid, its diagnostics, writing nothing.
 func finishEdit(g *globals, c *cli.Context, src *source, repo *loader.Repo, file string, orig, data []byte, summary string, clusters []string) error {
 	edited := overlayFS(src.fsys, file, data)
-	repo2, diags := loader.Load(edited, loader.Options{})
+	repo2, diags := loader.Load(edited, loadOptions(nil))
 	after, more := render.Render(repo2, render.Options{Clusters: clusters})
 	diags = loader.SortDiagnostics(append(diags, more...))
 	if diags.HasErrors() {
@@ -200,7 +200,7 @@ func loadForEdit(g *globals) (*source, *loader.Repo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	repo, diags := loader.Load(src.fsys, loader.Options{})
+	repo, diags := loader.Load(src.fsys, loadOptions(nil))
 	if diags.HasErrors() {
 		g.writeDiagnostics(g.stderr, diags, repo.Sources.Files(), src.prefix)
 		return nil, nil, &exitError{code: 1, msg: "the repository does not validate as it is; fix it first; nothing written"}
@@ -307,7 +307,7 @@ func currentList(n *loader.Node, path []string) []string {
 // reloadNode reads the node again from an edited HCL file, so that a second edit
 // sees the first; the old node when that fails.
 func reloadNode(data []byte, src *source, file, cluster, name string, old *loader.Node) *loader.Node {
-	repo, _ := loader.Load(overlayFS(src.fsys, file, data), loader.Options{})
+	repo, _ := loader.Load(overlayFS(src.fsys, file, data), loadOptions(nil))
 	if cl := repo.Cluster(cluster); cl != nil {
 		for _, n := range cl.Nodes {
 			if n.Name == name {

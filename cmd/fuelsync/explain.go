@@ -45,7 +45,7 @@ func explainCommand(stdout, stderr io.Writer) *cli.Command {
 			if err != nil {
 				return err
 			}
-			repo, diags := loader.Load(src.fsys, loader.Options{})
+			repo, diags := loader.Load(src.fsys, loadOptions(nil))
 			name := c.String("cluster")
 			if repo.Cluster(name) == nil && !diags.HasErrors() {
 				return &exitError{code: 1, msg: fmt.Sprintf("no cluster %q; clusters: %s", name, clusterNames(repo))}

@@ -66,27 +66,80 @@ func writeDiagnosticsText(w io.Writer, diags hcl.Diagnostics, files map[string]*
 	}
 }
 
+// maxSnippetWidth is the most of a source line a snippet shows: a longer line
+// (minified JSON, a generated flow list) is cut around the range, with "..." for
+// what is left out.
+const maxSnippetWidth = 160
+
 // writeSnippet prints the subject's first line with a marker under the range.
 func writeSnippet(w io.Writer, src []byte, r hcl.Range) {
-	lines := bytes.Split(src, []byte("\n"))
-	if r.Start.Line < 1 || r.Start.Line > len(lines) {
+	raw, ok := sourceLine(src, r.Start.Line)
+	if !ok {
 		return
 	}
-	line := strings.TrimRight(string(lines[r.Start.Line-1]), "\r")
-	line = strings.ReplaceAll(line, "\t", " ")
+	line := strings.TrimRight(string(raw), "\r")
 	if strings.TrimSpace(line) == "" {
 		return
 	}
-	num := fmt.Sprint(r.Start.Line)
-	fmt.Fprintf(w, "  %s | %s\n", num, line)
+	col := max(r.Start.Column, 1) // 1-based, in runes
 	width := 1
 	if r.End.Line == r.Start.Line && r.End.Column > r.Start.Column {
 		width = r.End.Column - r.Start.Column
 	} else if r.End.Line > r.Start.Line {
-		width = utf8.RuneCountInString(line) - r.Start.Column + 1
+		width = utf8.RuneCountInString(line) - col + 1
 	}
 	width = max(width, 1)
-	fmt.Fprintf(w, "  %s | %s%s\n", strings.Repeat(" ", len(num)), strings.Repeat(" ", max(r.Start.Column-1, 0)), strings.Repeat("^", width))
+	if n := utf8.RuneCountInString(line); n > maxSnippetWidth {
+		from := max(0, min(col-1-maxSnippetWidth/4, n-maxSnippetWidth))
+		to := from + maxSnippetWidth
+		shown := runeSlice(line, from, to)
+		if from > 0 {
+			shown = "..." + shown
+			col = col - from + 3
+		}
+		if to < n {
+			shown += "..."
+		}
+		width = max(1, min(width, to-(r.Start.Column-1)))
+		line = shown
+	}
+	line = strings.ReplaceAll(line, "\t", " ")
+	num := fmt.Sprint(r.Start.Line)
+	fmt.Fprintf(w, "  %s | %s\n", num, line)
+	fmt.Fprintf(w, "  %s | %s%s\n", strings.Repeat(" ", len(num)), strings.Repeat(" ", max(col-1, 0)), strings.Repeat("^", width))
+}
+
+// runeSlice returns the runes [from, to) of s.
+func runeSlice(s string, from, to int) string {
+	start, i := len(s), 0
+	for off := range s {
+		if i == from {
+			start = off
+		}
+		if i == to {
+			return s[start:off]
+		}
+		i++
+	}
+	return s[start:]
+}
+
+// sourceLine returns line n (1-based) of src without copying the file.
+func sourceLine(src []byte, n int) ([]byte, bool) {
+	if n < 1 {
+		return nil, false
+	}
+	for i := 1; i < n; i++ {
+		nl := bytes.IndexByte(src, '\n')
+		if nl < 0 {
+			return nil, false
+		}
+		src = src[nl+1:]
+	}
+	if nl := bytes.IndexByte(src, '\n'); nl >= 0 {
+		src = src[:nl]
+	}
+	return src, true
 }
 
 type jsonPos struct {

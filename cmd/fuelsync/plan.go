@@ -26,7 +26,7 @@ import (
 // state st, printing the diagnostics to stderr. An error in the configuration is an
 // *exitError with code.
 func loadRender(g *globals, src *source, clusters []string, st render.AppliedState, code int) ([]*render.Rendered, error) {
-	repo, diags := loader.Load(src.fsys, loader.Options{Cache: src.cache})
+	repo, diags := loader.Load(src.fsys, loadOptions(src.cache))
 	for _, name := range clusters {
 		if repo.Cluster(name) == nil && !diags.HasErrors() {
 			return nil, &exitError{code: code, msg: fmt.Sprintf("no cluster %q; clusters: %s", name, clusterNames(repo))}
@@ -67,7 +67,7 @@ func appliedRender(g *globals, st *reconcile.State) []*render.Rendered {
 	if err != nil {
 		return nil
 	}
-	repo, diags := loader.Load(fsys, loader.Options{})
+	repo, diags := loader.Load(fsys, loadOptions(nil))
 	if diags.HasErrors() {
 		return nil
 	}

@@ -127,7 +127,7 @@ func pluginCreateCommand(stdout, stderr io.Writer) *cli.Command {
 func compatRecords(g *globals, versions []string) []scaffold.Compat {
 	var releases []*loader.Release
 	if src, err := openSource(g); err == nil {
-		repo, _ := loader.Load(src.fsys, loader.Options{})
+		repo, _ := loader.Load(src.fsys, loadOptions(nil))
 		releases = repo.Releases
 	}
 	var out []scaffold.Compat

@@ -3,8 +3,11 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -25,7 +28,9 @@ func renderCommand(stdout, stderr io.Writer) *cli.Command {
 		Description: "Validates the repository, resolves every task onto the nodes that run it and writes the\n" +
 			"artifacts to DIR: manifest.json, <cluster>/cluster.yaml,\n" +
 			"<cluster>/nodes/<node>/<graph>.yaml and <cluster>/graphs/<graph>.dot. The directory is\n" +
-			"replaced as a whole (written aside, then renamed), and only when there is no error.",
+			"replaced as a whole (written aside, then renamed), and only when there is no error.\n" +
+			"DIR must be new, empty or a previous render (it has fuelsync's manifest.json), and\n" +
+			"not the repository or a directory inside it other than its rendered/.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Value: "rendered", Usage: "write the artifacts to `DIR`"},
 			&cli.StringSliceFlag{Name: "cluster", Usage: "render only cluster `C` (repeatable)"},
@@ -46,7 +51,11 @@ func renderCommand(stdout, stderr io.Writer) *cli.Command {
 			if err != nil {
 				return err
 			}
-			repo, diags := loader.Load(src.fsys, loader.Options{})
+			out := c.String("out")
+			if err := checkRenderOut(out, g.repo); err != nil {
+				return &exitError{code: 1, msg: err.Error()}
+			}
+			repo, diags := loader.Load(src.fsys, loadOptions(nil))
 			for _, name := range c.StringSlice("cluster") {
 				if repo.Cluster(name) == nil && !diags.HasErrors() {
 					return &exitError{code: 1, msg: fmt.Sprintf("no cluster %q; clusters: %s", name, clusterNames(repo))}
@@ -59,7 +68,6 @@ func renderCommand(stdout, stderr io.Writer) *cli.Command {
 				nerr, _ := loader.Counts(diags)
 				return &exitError{code: 1, msg: fmt.Sprintf("%s: %s; nothing written", src.label, plural(nerr, "error"))}
 			}
-			out := c.String("out")
 			var nfiles, nbytes atomic.Int64
 			var manifest [sha256.Size]byte
 			err = writeTreeAtomic(out, func(put func(name string, data []byte) error) error {
@@ -108,6 +116,91 @@ type renderSummary struct {
 	ManifestSHA256 string   `json:"manifest_sha256"`
 }
 
+// checkRenderOut refuses an output directory render must not replace: one inside
+// the repository's source tree (other than its rendered/ directory), one that holds
+// the repository, and an existing directory that is neither empty nor a previous
+// render (it has no fuelsync manifest.json). It changes nothing.
+func checkRenderOut(out, repoDir string) error {
+	outReal, err := realPath(out)
+	if err != nil {
+		return fmt.Errorf("--out %s: %v", out, err)
+	}
+	repoReal, err := realPath(repoDir)
+	if err != nil {
+		return fmt.Errorf("repository %s: %v", repoDir, err)
+	}
+	if outReal == repoReal {
+		return fmt.Errorf("refusing to render into %s: it is the repository itself, and rendering replaces the whole directory; the default --out is its rendered/ directory", out)
+	}
+	if within(outReal, repoReal) {
+		return fmt.Errorf("refusing to render into %s: the repository %s is inside it, and rendering replaces the whole directory; choose another --out", out, repoDir)
+	}
+	if within(repoReal, outReal) && outReal != filepath.Join(repoReal, "rendered") {
+		return fmt.Errorf("refusing to render into %s: it is inside the repository's source tree (%s); the only output allowed there is its rendered/ directory; choose --out outside the repository", out, repoDir)
+	}
+	fi, err := os.Lstat(out)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("--out %s: %v", out, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("refusing to render into %s: it exists and is not a directory", out)
+	}
+	entries, err := os.ReadDir(out)
+	if err != nil {
+		return fmt.Errorf("--out %s: %v", out, err)
+	}
+	if len(entries) == 0 || isPreviousRender(out) {
+		return nil
+	}
+	return fmt.Errorf("refusing to render into %s: it is not empty and is not a previous render (it has no fuelsync manifest.json), and rendering replaces the whole directory; choose a new or empty directory", out)
+}
+
+// isPreviousRender reports whether dir holds the manifest.json a render writes.
+func isPreviousRender(dir string) bool {
+	f, err := os.Open(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var m struct {
+		FormatVersion *string         `json:"format_version"`
+		ToolVersion   *string         `json:"tool_version"`
+		Files         json.RawMessage `json:"files"`
+	}
+	if err := json.NewDecoder(io.LimitReader(f, 64<<20)).Decode(&m); err != nil {
+		return false
+	}
+	return m.FormatVersion != nil && m.ToolVersion != nil && len(m.Files) > 0
+}
+
+// realPath is p made absolute with its symlinks resolved; a part that does not
+// exist yet is kept as written.
+func realPath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	var rest []string
+	for dir := abs; ; dir = filepath.Dir(dir) {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(append([]string{real}, rest...)...), nil
+		}
+		if filepath.Dir(dir) == dir {
+			return abs, nil
+		}
+		rest = append([]string{filepath.Base(dir)}, rest...)
+	}
+}
+
+// within reports whether path is dir or inside it (both clean and absolute).
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && (rel == "." || filepath.IsLocal(rel))
+}
+
 // writeTreeAtomic replaces dir with exactly the files fill puts (put may be called
 // from several goroutines at once): they are written into a new directory beside
 // dir, which is then renamed into place (the old tree is renamed aside first and
@@ -130,6 +223,9 @@ func writeTreeAtomic(dir string, fill func(put func(name string, data []byte) er
 	}()
 	var made sync.Map // directories created so far
 	err = fill(func(name string, data []byte) error {
+		if !filepath.IsLocal(filepath.FromSlash(name)) {
+			return fmt.Errorf("refusing to write %q: not a path inside %s", name, dir)
+		}
 		p := filepath.Join(tmp, filepath.FromSlash(name))
 		if d := filepath.Dir(p); d != tmp {
 			if _, done := made.Load(d); !done {

@@ -80,7 +80,7 @@ func tagsListCommand(stdout, stderr io.Writer) *cli.Command {
 			if err != nil {
 				return err
 			}
-			repo, diags := loader.Load(src.fsys, loader.Options{})
+			repo, diags := loader.Load(src.fsys, loadOptions(nil))
 			if diags.HasErrors() {
 				g.writeDiagnostics(stderr, diags, repo.Sources.Files(), src.prefix)
 				return &exitError{code: 1, msg: "the repository does not load; run 'fuelsync validate' for every problem"}

@@ -74,7 +74,7 @@ func validateCommand(stdout, stderr io.Writer) *cli.Command {
 // and resolves its task graphs (SPEC §5: cycles, group members, overlaps): all
 // problems of every stage, sorted. Nothing is written.
 func loadAndCheck(src *source) (*loader.Repo, hcl.Diagnostics) {
-	repo, diags := loader.Load(src.fsys, loader.Options{})
+	repo, diags := loader.Load(src.fsys, loadOptions(nil))
 	_, more := render.Render(repo, render.Options{})
 	return repo, loader.SortDiagnostics(append(diags, more...))
 }
