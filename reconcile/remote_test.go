@@ -9,8 +9,6 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
-	"github.com/go-git/go-git/v5/plumbing/transport/client"
-	"github.com/go-git/go-git/v5/plumbing/transport/server"
 )
 
 // push pushes the working repository's master branch to origin as main.
@@ -30,7 +28,7 @@ func push(t *testing.T, r *git.Repository, force bool) {
 // commit, a pushed one, a force-push that rewrites the branch; the remote removed,
 // the loop survives (errors, backoff) and catches up once it is back.
 func TestRemoteSource(t *testing.T) {
-	client.InstallProtocol("file", server.DefaultServer)
+	InstallFileTransport()
 	dir, work := testRepo(t)
 	remote := filepath.Join(t.TempDir(), "remote.git")
 	if _, err := git.PlainInit(remote, true); err != nil {

@@ -150,3 +150,41 @@ func TestWatchProcess(t *testing.T) {
 		t.Errorf("watch after SIGTERM: %v", err)
 	}
 }
+
+// TestUnsafeStartRefused: watch and serve refuse to start when they would publish
+// the artifacts onto the branch they follow (its sources replaced, every node
+// deleted by the next reconcile), and serve and trigger refuse an empty or
+// whitespace-only webhook secret file (anyone could sign a delivery).
+func TestUnsafeStartRefused(t *testing.T) {
+	repo := quickstartRepo(t) // on branch main
+	empty := filepath.Join(t.TempDir(), "empty")
+	blank := filepath.Join(t.TempDir(), "blank")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(blank, []byte(" \n\t\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wd := filepath.Join(t.TempDir(), "wd")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"watch publishing onto HEAD's branch", []string{"--repo", repo, "--workdir", wd, "watch", "--publish", "git", "--publish-branch", "main"}, "--publish-branch: the publish branch main is the branch followed"},
+		{"watch publishing onto --branch", []string{"--repo", repo, "--workdir", wd, "watch", "--branch", "main", "--publish", "git", "--publish-branch", "refs/heads/main"}, "the publish branch main is the branch followed"},
+		{"serve publishing onto HEAD's branch", []string{"--repo", repo, "--workdir", wd, "serve", "--listen", "127.0.0.1:0", "--publish", "git", "--publish-branch", "main"}, "the publish branch main is the branch followed"},
+		{"serve with an empty secret", []string{"--repo", repo, "--workdir", wd, "serve", "--listen", "127.0.0.1:0", "--webhook-secret-file", empty}, "the webhook secret file " + empty + " is empty"},
+		{"serve with a blank secret", []string{"--repo", repo, "--workdir", wd, "serve", "--listen", "127.0.0.1:0", "--webhook-secret-file", blank}, "the webhook secret file " + blank + " is empty"},
+		{"trigger with an empty secret", []string{"trigger", "--url", "http://127.0.0.1:9", "--webhook-secret-file", blank}, "the webhook secret file " + blank + " is empty"},
+	} {
+		var stdout, stderr strings.Builder
+		code := run(append([]string{"fuelsync"}, tc.args...), &stdout, &stderr)
+		if code != 1 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%s: exit %d, stderr:\n%s\nwant exit 1 and %q", tc.name, code, stderr.String(), tc.want)
+		}
+		if _, err := os.Stat(filepath.Join(wd, "state.json")); err == nil {
+			t.Fatalf("%s: applied before refusing", tc.name)
+		}
+	}
+}
