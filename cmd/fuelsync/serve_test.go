@@ -2,12 +2,16 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -186,5 +190,121 @@ func TestUnsafeStartRefused(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(wd, "state.json")); err == nil {
 			t.Fatalf("%s: applied before refusing", tc.name)
 		}
+	}
+}
+
+// startServe starts `fuelsync serve` on a loopback port the kernel chooses and
+// returns its base URL and a function that stops it with SIGTERM and returns
+// everything it logged.
+func startServe(t *testing.T, args ...string) (base string, stop func() string) {
+	t.Helper()
+	args = append(args, "--listen", "127.0.0.1:0", "--log-format", "json")
+	cmd := fuelsyncCmd(args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	addr := make(chan string, 1)
+	var log strings.Builder
+	var mu sync.Mutex
+	scanned := make(chan struct{})
+	go func() {
+		defer close(scanned)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		re := regexp.MustCompile(`"listen":"([0-9.:]+)"`)
+		for sc.Scan() {
+			mu.Lock()
+			log.WriteString(sc.Text() + "\n")
+			mu.Unlock()
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		base = "http://" + a
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not log its address")
+	}
+	return base, func() string {
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("serve after SIGTERM: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("serve did not stop within 10 s of SIGTERM")
+		}
+		<-scanned
+		mu.Lock()
+		defer mu.Unlock()
+		return log.String()
+	}
+}
+
+// TestServeRedactsCredentials: serve follows a remote given as
+// http://user:TOKEN@127.0.0.1:port/repo.git whose server fails every request. The
+// token appears on no output surface: the log (the start lines, every reconcile
+// error), /api/v1/status, the status page, the components endpoint, /metrics,
+// /readyz and /healthz; the errors are there, with the URL redacted.
+func TestServeRedactsCredentials(t *testing.T) {
+	const token = "ghp_S3cretT0kenValue"
+	var requests atomic.Int64
+	git := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		http.Error(w, "broken", http.StatusInternalServerError)
+	}))
+	defer git.Close()
+	remote := strings.Replace(git.URL, "http://", "http://fuelsync:"+token+"@", 1) + "/repo.git"
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base, stop := startServe(t, "--repo", remote, "--workdir", filepath.Join(t.TempDir(), "wd"), "serve", "--branch", "main", "--webhook-secret-file", secret)
+	get := func(path string) string {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Sprintf("GET %s: %d\n%s", path, resp.StatusCode, b)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(get("/api/v1/status"), `"outcome": "error"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no failed reconcile within 10 s:\n%s", get("/api/v1/status"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var surfaces []string
+	for _, p := range []string{"/api/v1/status", "/", "/api/v1/releases/quickstart-1.0/components", "/metrics", "/readyz", "/healthz"} {
+		surfaces = append(surfaces, get(p))
+	}
+	surfaces = append(surfaces, "the log:\n"+stop())
+	all := strings.Join(surfaces, "\n")
+	for _, s := range surfaces {
+		if strings.Contains(s, token) {
+			t.Errorf("the token leaks:\n%s", s)
+		}
+	}
+	for _, want := range []string{"fuelsync:xxxxx@127.0.0.1", `"msg":"watching"`, `"msg":"reconcile problem"`, "cloning http://fuelsync:xxxxx@127.0.0.1"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no %q on any surface:\n%s", want, all)
+		}
+	}
+	if requests.Load() == 0 {
+		t.Error("the git server was never asked")
 	}
 }
