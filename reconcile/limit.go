@@ -57,8 +57,8 @@ func HTTPServer(handler http.Handler, ln net.Listener, lim Limits) (hs *http.Ser
 }
 
 type connInfo struct {
-	state  http.ConnState
-	opened time.Time
+	state http.ConnState
+	since time.Time // of the state
 }
 
 // connLimiter is a listener with at most max connections open, like
@@ -93,27 +93,32 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		l.cond.Wait()
 	}
 	lc := &limitedConn{Conn: c, l: l}
-	l.open[lc] = connInfo{state: http.StateNew, opened: time.Now()}
+	l.open[lc] = connInfo{state: http.StateNew, since: time.Now()}
 	l.mu.Unlock()
 	return lc, nil
 }
 
-// victim is an idle connection, else the oldest new one; nil when every
-// connection is serving a request. Called with mu held.
+// victim is the connection idle the longest, else the oldest new one; nil
+// when every connection is serving a request. Called with mu held.
 func (l *connLimiter) victim() *limitedConn {
-	var oldest *limitedConn
-	var at time.Time
+	var idle, fresh *limitedConn
+	var idleAt, freshAt time.Time
 	for c, info := range l.open {
 		switch info.state {
 		case http.StateIdle:
-			return c
+			if idle == nil || info.since.Before(idleAt) {
+				idle, idleAt = c, info.since
+			}
 		case http.StateNew:
-			if oldest == nil || info.opened.Before(at) {
-				oldest, at = c, info.opened
+			if fresh == nil || info.since.Before(freshAt) {
+				fresh, freshAt = c, info.since
 			}
 		}
 	}
-	return oldest
+	if idle != nil {
+		return idle
+	}
+	return fresh
 }
 
 func (l *connLimiter) connState(c net.Conn, state http.ConnState) {
@@ -127,9 +132,8 @@ func (l *connLimiter) connState(c net.Conn, state http.ConnState) {
 		return
 	}
 	l.mu.Lock()
-	if info, ok := l.open[lc]; ok {
-		info.state = state
-		l.open[lc] = info
+	if _, ok := l.open[lc]; ok {
+		l.open[lc] = connInfo{state: state, since: time.Now()}
 	}
 	l.mu.Unlock()
 }
