@@ -239,7 +239,7 @@ func (l *Loop) logOutcome(outcome Outcome, rev string, d time.Duration, cs *diff
 	case Invalid, Failed, Held:
 		level = slog.LevelWarn
 	}
-	attrs := []any{"outcome", string(outcome), "revision", rev, "duration", d.Round(time.Millisecond), "errors", len(errs)}
+	attrs := []any{"outcome", string(outcome), "revision", rev, "duration", d.Round(time.Millisecond).String(), "errors", len(errs)}
 	changed := cs != nil && !cs.Empty() && (outcome == Applied || outcome == Planned || outcome == Held)
 	if changed {
 		attrs = append(attrs, "plan", cs.Summary.Line())

@@ -228,7 +228,7 @@ func logFollowing(g *globals, c *cli.Context, loop *reconcile.Loop) {
 	case branch == "":
 		branch = "HEAD"
 	}
-	attrs := []any{"repo", reconcile.RedactURL(g.repo), "branch", branch, "interval", loop.Interval, "workdir", g.workdir, "dry_run", loop.DryRun}
+	attrs := []any{"repo", reconcile.RedactURL(g.repo), "branch", branch, "interval", loop.Interval.String(), "workdir", g.workdir, "dry_run", loop.DryRun}
 	if loop.Publish != nil {
 		attrs = append(attrs, "publish_branch", loop.Publish.Branch)
 	}

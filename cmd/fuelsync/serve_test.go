@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -306,5 +307,109 @@ func TestServeRedactsCredentials(t *testing.T) {
 	}
 	if requests.Load() == 0 {
 		t.Error("the git server was never asked")
+	}
+}
+
+// TestWatchLogs runs `fuelsync watch --repo file://<repository with a working
+// tree>` as a process and reads its JSON log: at start, what it follows (the
+// repository, the branch, the interval, the work directory); each reconcile
+// with one word for its outcome and, when it applies, the plan's summary line
+// and one line per cluster changed with its node counts; at SIGTERM, that it
+// stopped.
+func TestWatchLogs(t *testing.T) {
+	repo := quickstartRepo(t)
+	wd := filepath.Join(t.TempDir(), "wd")
+	cmd := fuelsyncCmd("--repo", "file://"+repo, "--workdir", wd, "watch", "--interval", "200ms", "--log-format", "json")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := make(chan map[string]any, 100)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var m map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				t.Errorf("a log line that is not JSON: %s", sc.Text())
+				continue
+			}
+			lines <- m
+		}
+	}()
+	var log []map[string]any
+	next := func(what string, match func(m map[string]any) bool) map[string]any {
+		t.Helper()
+		timeout := time.After(10 * time.Second)
+		for {
+			select {
+			case m, ok := <-lines:
+				if !ok {
+					t.Fatalf("the log ended before %s", what)
+				}
+				log = append(log, m)
+				if match(m) {
+					return m
+				}
+			case <-timeout:
+				t.Fatalf("no %s within 10 s; log: %v", what, log)
+			}
+		}
+	}
+	msg := func(s string) func(map[string]any) bool { return func(m map[string]any) bool { return m["msg"] == s } }
+	w := next("watching line", msg("watching"))
+	if w["repo"] != "file://"+repo || w["branch"] != "HEAD of the remote" || w["interval"] != "200ms" || w["workdir"] != wd {
+		t.Errorf("the watching line: %v", w)
+	}
+	r := next("first reconcile", msg("reconcile"))
+	if r["outcome"] != "applied" || r["plan"] != "Plan: 12 nodes to deploy, 12 to provision, 0 to delete; 54 tasks added, 0 removed, 0 changed." {
+		t.Errorf("the first reconcile: %v", r)
+	}
+	clusters := map[string]map[string]any{}
+	for len(clusters) < 2 {
+		c := next("a cluster changed line", msg("cluster changed"))
+		clusters[c["cluster"].(string)] = c
+	}
+	if c := clusters["demo"]; c == nil || c["nodes_added"] != 6.0 || c["nodes_changed"] != 0.0 || c["nodes_removed"] != 0.0 {
+		t.Errorf("cluster demo: %v", c)
+	}
+	unassignRabbitmq(t, repo)
+	if _, err := gitCommit(repo, "node-2 without rabbitmq"); err != nil {
+		t.Fatal(err)
+	}
+	r = next("the commit's reconcile", msg("reconcile"))
+	if r["outcome"] != "applied" || !strings.HasPrefix(r["plan"].(string), "Plan: 1 nodes to deploy, 0 to provision, 0 to delete; 0 tasks added, 1 removed") {
+		t.Errorf("the commit's reconcile: %v", r)
+	}
+	if c := next("a cluster changed line", msg("cluster changed")); c["cluster"] != "demo" || c["nodes_changed"] != 1.0 {
+		t.Errorf("the commit's cluster change: %v", c)
+	}
+	time.Sleep(500 * time.Millisecond) // two intervals: nothing new, nothing logged
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	next("stopped line", msg("stopped"))
+	for m := range lines {
+		log = append(log, m)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("watch after SIGTERM: %v", err)
+	}
+	one := regexp.MustCompile(`^[a-z]+$`)
+	reconciles := 0
+	for _, m := range log {
+		if m["msg"] == "reconcile" {
+			reconciles++
+			if o, _ := m["outcome"].(string); !one.MatchString(o) {
+				t.Errorf("outcome %q is not one word", o)
+			}
+		}
+	}
+	if reconciles != 2 {
+		t.Errorf("%d reconcile lines, want 2 (an interval finding the commit reconciled is not logged)", reconciles)
 	}
 }
