@@ -89,3 +89,27 @@ func TestGenericReplayWindow(t *testing.T) {
 		t.Errorf("a delivery stamped just inside the window: %d, want 202", code)
 	}
 }
+
+// TestEmptySecretRefusesAll: a server without a secret refuses every delivery,
+// even one signed with the empty key (which the old server accepted: an HMAC
+// keyed with nothing is computable by anyone).
+func TestEmptySecretRefusesAll(t *testing.T) {
+	h := NewServer(&Loop{}, nil).Handler()
+	body := []byte(`{}`)
+	for provider, header := range map[string]map[string]string{
+		"github":  {"X-Hub-Signature-256": sign(nil, body)},
+		"gitea":   {"X-Gitea-Signature": sign(nil, body)[len("sha256="):]},
+		"gitlab":  {"X-Gitlab-Token": " "},
+		"generic": genericHeaders(nil, time.Now(), body),
+	} {
+		req := httptest.NewRequest(http.MethodPost, "/hooks/"+provider, bytes.NewReader(body))
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != 401 {
+			t.Errorf("%s signed with the empty key: %d, want 401", provider, w.Code)
+		}
+	}
+}

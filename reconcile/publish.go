@@ -74,6 +74,8 @@ func followedBranch(ctx context.Context, src Source) (string, error) {
 	case *WorktreeSource:
 		return head(s.Path) // a commit onto the checked-out branch
 	case *RemoteSource:
+		s.mu.Lock()
+		defer s.mu.Unlock()
 		return s.branch(ctx)
 	}
 	return "", nil

@@ -58,6 +58,7 @@ type RemoteSource struct {
 }
 
 // branch is the branch followed: Branch, else the remote's HEAD (asked once).
+// Called with mu held.
 func (s *RemoteSource) branch(ctx context.Context) (string, error) {
 	if s.Branch != "" && s.Branch != "HEAD" {
 		return branchName(s.Branch), nil

@@ -92,9 +92,11 @@ func watchCommand(stdout, stderr io.Writer) *cli.Command {
 		Usage:        "follow a branch: reconcile every new commit (validate, plan, apply)",
 		ArgsUsage:    " ",
 		OnUsageError: usageError,
-		Description: "Follows a branch of the local repository --repo: reconciles at start, then every\n" +
-			"--interval. A commit that does not validate is not applied; its errors are logged with\n" +
-			"file and line. SIGINT and SIGTERM stop it between reconciles, never in one.",
+		Description: "Follows a branch of the repository --repo (a path or a URL): reconciles at start, then\n" +
+			"every --interval. A commit that does not validate is not applied; its errors are logged with\n" +
+			"file and line. A commit that removes every node of a cluster, or every cluster, is held back\n" +
+			"unless --allow-empty (or allow_empty: true in fuelsync.yaml). SIGINT and SIGTERM stop it\n" +
+			"between reconciles, never in one.",
 		Flags: watchFlags(),
 		Action: func(c *cli.Context) error {
 			g, err := readGlobals(c, stdout, stderr)
@@ -126,8 +128,11 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 		ArgsUsage:    " ",
 		OnUsageError: usageError,
 		Description: "watch plus HTTP on --listen: POST /hooks/github|gitlab|gitea|generic (signed with the\n" +
-			"secret of --webhook-secret-file; 202 then a reconcile), GET /healthz, /readyz, /metrics,\n" +
-			"/api/v1/status and the status page /.",
+			"secret of --webhook-secret-file, which must not be empty; 202 then a reconcile), GET /healthz,\n" +
+			"/readyz, /metrics, /api/v1/status, /api/v1/releases/<version>/components and the status page /.\n" +
+			"Only the webhooks are authenticated: keep --listen on loopback or behind a reverse proxy.\n" +
+			"Limits: headers in 10 s, requests in 30 s, responses in 60 s, idle connections closed after\n" +
+			"60 s, at most --max-connections connections (idle ones closed first to make room).",
 		Flags: append(watchFlags(),
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "listen on `ADDR`"},
 			&cli.StringFlag{Name: "webhook-secret-file", Usage: "the webhooks' shared secret, in `FILE` (not empty)"},
