@@ -58,7 +58,7 @@ func HTTPServer(handler http.Handler, ln net.Listener, lim Limits) (hs *http.Ser
 
 type connInfo struct {
 	state http.ConnState
-	since time.Time // of the state
+	since time.Time // accepted, or its last request started
 }
 
 // connLimiter is a listener with at most max connections open, like
@@ -71,9 +71,19 @@ type connLimiter struct {
 	net.Listener
 	max int
 
-	mu   sync.Mutex
-	cond *sync.Cond
-	open map[*limitedConn]connInfo
+	mu     sync.Mutex
+	cond   *sync.Cond
+	open   map[*limitedConn]connInfo
+	closed bool
+}
+
+// Close closes the listener and wakes an Accept waiting for room.
+func (l *connLimiter) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	l.cond.Broadcast()
+	l.mu.Unlock()
+	return l.Listener.Close()
 }
 
 func (l *connLimiter) Accept() (net.Conn, error) {
@@ -82,7 +92,7 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	l.mu.Lock()
-	for len(l.open) >= l.max {
+	for len(l.open) >= l.max && !l.closed {
 		if victim := l.victim(); victim != nil {
 			delete(l.open, victim)
 			l.mu.Unlock()
@@ -92,14 +102,20 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		}
 		l.cond.Wait()
 	}
+	if l.closed {
+		l.mu.Unlock()
+		c.Close()
+		return nil, net.ErrClosed
+	}
 	lc := &limitedConn{Conn: c, l: l}
 	l.open[lc] = connInfo{state: http.StateNew, since: time.Now()}
 	l.mu.Unlock()
 	return lc, nil
 }
 
-// victim is the connection idle the longest, else the oldest new one; nil
-// when every connection is serving a request. Called with mu held.
+// victim is the idle connection whose last request is the oldest, else the
+// oldest new one; nil when every connection is serving a request. Called with
+// mu held.
 func (l *connLimiter) victim() *limitedConn {
 	var idle, fresh *limitedConn
 	var idleAt, freshAt time.Time
@@ -132,8 +148,17 @@ func (l *connLimiter) connState(c net.Conn, state http.ConnState) {
 		return
 	}
 	l.mu.Lock()
-	if _, ok := l.open[lc]; ok {
-		l.open[lc] = connInfo{state: state, since: time.Now()}
+	if info, ok := l.open[lc]; ok {
+		info.state = state
+		if state == http.StateActive {
+			// An idle connection's age counts from its last request's start: the
+			// StateIdle hook may run late, after the client has moved on.
+			info.since = time.Now()
+		}
+		l.open[lc] = info
+		if state == http.StateIdle {
+			l.cond.Broadcast() // an Accept waiting for room may close it
+		}
 	}
 	l.mu.Unlock()
 }
