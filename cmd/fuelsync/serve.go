@@ -262,7 +262,7 @@ func gitAuth(url, sshKey string) (transport.AuthMethod, error) {
 	}
 	auth, err := gitssh.NewSSHAgentAuth("git")
 	if err != nil {
-		return nil, fmt.Errorf("%s: no --ssh-key and no SSH agent: %v", url, err)
+		return nil, fmt.Errorf("%s: no --ssh-key and no SSH agent: %v", reconcile.RedactURL(url), err)
 	}
 	return auth, nil
 }
