@@ -13,7 +13,7 @@ FUZZTIME  ?= 30s
 BENCHTIME ?= 5x
 BENCHCOUNT ?= 5
 
-.PHONY: all build test vet fmtcheck demo fuzz bench bench-render golden clean ci
+.PHONY: all build test vet fmtcheck demo fuzz bench bench-render golden soak clean ci
 
 all: build
 
@@ -133,6 +133,15 @@ RENDER_BENCHTIME ?= 5x
 bench-render:
 	$(GO) test ./render -run '^$$' -bench '^Benchmark(Resolve|RenderLarge|RenderLargeFull)$$' -benchtime $(RENDER_BENCHTIME) -count 1 -timeout 0
 	$(GO) test ./cmd/fuelsync -run '^$$' -bench '^BenchmarkDiffLarge$$' -benchtime $(RENDER_BENCHTIME) -count 1 -timeout 0
+
+# The serve abuse cases, with figures (resident memory, latencies): 500 slow
+# webhook bodies, 5,000 idle keep-alive connections (the server limited to 4,096
+# file descriptors), 2,000 component-registry GETs, 1,000 deliveries with 200 KB
+# ids. About 2 minutes. SOAK_BIN=path/to/fuelsync attacks another build instead.
+SOAK_BIN ?=
+
+soak:
+	FUELSYNC_SOAK_BIN=$(SOAK_BIN) $(GO) test ./cmd/fuelsync -run '^TestSoak' -soak -v -count=1 -timeout 30m
 
 # Rewrite golden files and testscript expectations.
 golden:

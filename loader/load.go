@@ -388,10 +388,11 @@ func (l *loadCtx) loadSettings() (Settings, hcl.Diagnostics) {
 		s.Publish, _ = c.str(v, "publish", name, false)
 		s.PublishBranch, _ = c.str(v, "publish_branch", name, false)
 		checkServeSettings(c, v, &s, name)
+		s.AllowEmpty, _ = c.boolean(v, "allow_empty", name)
 		if fg, ok := c.strList(v, "feature_groups", name, false, false); ok {
 			s.FeatureGroups = fg
 		}
-		c.misspelled(v, map[string]bool{"workdir": true, "interval": true, "publish": true, "publish_branch": true, "feature_groups": true}, name)
+		c.misspelled(v, map[string]bool{"workdir": true, "interval": true, "publish": true, "publish_branch": true, "allow_empty": true, "feature_groups": true}, name)
 		return s, c.diags
 	}
 	return s, nil

@@ -30,6 +30,9 @@ type Settings struct {
 	Interval      string
 	Publish       string
 	PublishBranch string
+	// AllowEmpty lets watch and serve apply a revision that removes every node
+	// of a cluster, or every cluster.
+	AllowEmpty bool
 	// FeatureGroups is the `version:feature_groups` model of the expression language.
 	FeatureGroups []string
 	Data          *Value

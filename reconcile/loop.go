@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,16 +47,18 @@ func (s *LocalSource) Latest(context.Context) (Revision, error) {
 	return Revision{SHA: sha, FS: fsys}, nil
 }
 
-// Outcome is how a reconcile ended.
+// Outcome is how a reconcile ended: one word each, in the logs, the status and
+// the metrics.
 type Outcome string
 
 const (
-	Applied   Outcome = "applied"   // a new set was published
-	Planned   Outcome = "planned"   // changes found, not applied (dry run)
-	NoChange  Outcome = "no_change" // the applied artifacts are those of the commit
-	Unchanged Outcome = "unchanged" // the commit was already reconciled
-	Invalid   Outcome = "invalid"   // the commit does not validate: not applied
-	Failed    Outcome = "error"     // the source or the work directory failed
+	Applied  Outcome = "applied"   // a new set was published
+	Planned  Outcome = "planned"   // changes found, not applied (dry run)
+	NoChange Outcome = "unchanged" // the applied artifacts are those of the commit
+	Skipped  Outcome = "skipped"   // the commit was already reconciled: nothing done
+	Held     Outcome = "held"      // it would remove every node of a cluster, or every cluster: not applied
+	Invalid  Outcome = "invalid"   // the commit does not validate: not applied
+	Failed   Outcome = "error"     // the source or the work directory failed
 )
 
 // Status is what a loop reports (GET /api/v1/status, the status page).
@@ -101,6 +104,10 @@ type Loop struct {
 	Log         *slog.Logger
 	// Publish, when set, commits every applied set to a branch (--publish git).
 	Publish *Publisher
+	// AllowEmpty applies a revision that removes every node of a cluster, or
+	// every cluster; without it (or allow_empty: true in the revision's
+	// fuelsync.yaml) such a revision is held back.
+	AllowEmpty bool
 	// OnReconcile, when set, is called after each reconcile (for metrics).
 	OnReconcile func(Outcome, time.Duration)
 
@@ -109,6 +116,16 @@ type Loop struct {
 	mu       sync.Mutex
 	status   Status
 	clusters []ClusterStatus // of the last render, under mu
+	model    *loader.Repo    // the revision loaded last, under mu
+	modelRev string
+}
+
+// Model is the repository of the revision the loop loaded last (valid or not),
+// and that revision; nil before the first load.
+func (l *Loop) Model() (*loader.Repo, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.model, l.modelRev
 }
 
 func (l *Loop) init() {
@@ -179,11 +196,14 @@ func (l *Loop) ReconcileOnce(ctx context.Context) Outcome {
 	l.init()
 	start := time.Now()
 	outcome, rev, cs, errs, st := l.reconcile(ctx)
+	for i, e := range errs {
+		errs[i] = Redact(e) // an error may quote the remote's URL
+	}
 	l.mu.Lock()
 	if rev != "" {
 		l.status.Revision = rev
 	}
-	if outcome != Unchanged {
+	if outcome != Skipped {
 		l.status.LastReconcile, l.status.Outcome, l.status.Errors = start, outcome, errs
 		if cs != nil || outcome == NoChange {
 			l.status.Changes = cs
@@ -199,14 +219,51 @@ func (l *Loop) ReconcileOnce(ctx context.Context) Outcome {
 		l.status.Clusters = cl
 	}
 	l.mu.Unlock()
-	l.Log.Info("reconcile", "outcome", string(outcome), "revision", rev, "duration", time.Since(start), "errors", len(errs))
-	for _, e := range errs {
-		l.Log.Error("reconcile problem", "revision", rev, "problem", e)
-	}
+	l.logOutcome(outcome, rev, time.Since(start), cs, errs)
 	if l.OnReconcile != nil {
 		l.OnReconcile(outcome, time.Since(start))
 	}
 	return outcome
+}
+
+// logOutcome logs a reconcile: one line with its outcome and, when it changed
+// or would change something, the plan's summary line, then one line per
+// cluster changed with its counts, and one line per problem. A skipped
+// reconcile (the commit already reconciled, every interval) is logged at debug
+// level only.
+func (l *Loop) logOutcome(outcome Outcome, rev string, d time.Duration, cs *diff.ChangeSet, errs []string) {
+	level := slog.LevelInfo
+	switch outcome {
+	case Skipped:
+		level = slog.LevelDebug
+	case Invalid, Failed, Held:
+		level = slog.LevelWarn
+	}
+	attrs := []any{"outcome", string(outcome), "revision", rev, "duration", d.Round(time.Millisecond).String(), "errors", len(errs)}
+	changed := cs != nil && !cs.Empty() && (outcome == Applied || outcome == Planned || outcome == Held)
+	if changed {
+		attrs = append(attrs, "plan", cs.Summary.Line())
+	}
+	l.Log.Log(context.Background(), level, "reconcile", attrs...)
+	if changed {
+		for _, cc := range cs.Clusters {
+			var changed, added, removed int
+			for _, n := range cc.Nodes {
+				switch n.Action {
+				case diff.Create:
+					added++
+				case diff.Delete:
+					removed++
+				default:
+					changed++
+				}
+			}
+			l.Log.Info("cluster changed", "revision", rev, "cluster", cc.Name, "nodes_added", added, "nodes_changed", changed, "nodes_removed", removed)
+		}
+	}
+	for _, e := range errs {
+		l.Log.Error("reconcile problem", "revision", rev, "problem", e)
+	}
 }
 
 func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet, []string, *State) {
@@ -217,13 +274,16 @@ func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet,
 	}
 	l.mu.Lock()
 	seen := rev.SHA != WorkingTree && l.status.Revision == rev.SHA && (l.status.Outcome == Applied || l.status.Outcome == NoChange ||
-		l.status.Outcome == Invalid || l.status.Outcome == Planned)
+		l.status.Outcome == Invalid || l.status.Outcome == Planned || l.status.Outcome == Held)
 	l.mu.Unlock()
 	if seen {
-		return Unchanged, rev.SHA, nil, nil, nil
+		return Skipped, rev.SHA, nil, nil, nil
 	}
 	// 2. Load and validate; a commit with errors is not applied.
 	repo, diags := loader.Load(rev.FS, loader.Options{})
+	l.mu.Lock()
+	l.model, l.modelRev = repo, rev.SHA
+	l.mu.Unlock()
 	st, err := l.Workdir.ReadState()
 	if err != nil {
 		return Failed, rev.SHA, nil, []string{err.Error()}, nil
@@ -255,6 +315,12 @@ func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet,
 	if !p.ChangesPresent && st.Serial > 0 {
 		return NoChange, rev.SHA, p.Changes, nil, st
 	}
+	// 4. Guard: a revision that empties a cluster, or the whole configuration,
+	// is held back unless allowed (a wrong branch, a bad merge, artifacts
+	// committed over the sources).
+	if why := emptying(st, rs); why != "" && !l.AllowEmpty && !repo.Settings.AllowEmpty {
+		return Held, rev.SHA, p.Changes, []string{fmt.Sprintf("held back: revision %s %s; it is applied only with --allow-empty, or allow_empty: true in fuelsync.yaml", short(rev.SHA), why)}, st
+	}
 	if l.DryRun {
 		return Planned, rev.SHA, p.Changes, nil, st
 	}
@@ -273,6 +339,42 @@ func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet,
 		}
 	}
 	return Applied, rev.SHA, p.Changes, nil, next
+}
+
+// emptying says how the rendered clusters rs empty the applied state st: every
+// cluster gone, or clusters left without a node; "" when they do not. A cluster
+// removed while others remain is not emptying (deleting a cluster's file is how
+// a cluster is retired).
+func emptying(st *State, rs []*render.Rendered) string {
+	var applied []string
+	for name, cs := range st.Clusters {
+		if len(cs.Nodes) > 0 {
+			applied = append(applied, name)
+		}
+	}
+	if len(applied) == 0 {
+		return ""
+	}
+	slices.Sort(applied)
+	nodes := map[string]int{}
+	total := 0
+	for _, r := range rs {
+		nodes[r.Model.Cluster.Name] = len(r.Model.Cluster.Nodes)
+		total += len(r.Model.Cluster.Nodes)
+	}
+	if total == 0 {
+		return fmt.Sprintf("removes every cluster's nodes (applied: %s)", strings.Join(applied, ", "))
+	}
+	var emptied []string
+	for _, name := range applied {
+		if n, ok := nodes[name]; ok && n == 0 {
+			emptied = append(emptied, fmt.Sprintf("%s (%d applied)", name, len(st.Clusters[name].Nodes)))
+		}
+	}
+	if len(emptied) == 0 {
+		return ""
+	}
+	return "removes every node of cluster " + strings.Join(emptied, ", cluster ")
 }
 
 // diagLines formats the errors of diags as file:line:col: message.

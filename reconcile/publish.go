@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	git "github.com/go-git/go-git/v5"
@@ -22,6 +23,62 @@ import (
 // revision in the message; a remote repository gets the branch pushed.
 type Publisher struct {
 	Branch string
+}
+
+// Check refuses a publish branch that is the branch src follows: the artifacts
+// would be committed over the sources, and the next reconcile would read a
+// repository without a cluster and delete every node. A remote source whose
+// branch is its remote's HEAD is asked for that HEAD; when the remote cannot be
+// reached the check is left to publishing, which refuses the same branch.
+func (p *Publisher) Check(ctx context.Context, src Source) error {
+	followed, err := followedBranch(ctx, src)
+	if err != nil || followed == "" {
+		return nil
+	}
+	return p.refuseFollowed(followed)
+}
+
+func (p *Publisher) refuseFollowed(followed string) error {
+	if branchName(p.Branch) == branchName(followed) {
+		return fmt.Errorf("the publish branch %s is the branch followed: its sources would be replaced by the artifacts, and the next reconcile would delete every node; publish to another branch (the default is rendered)", branchName(p.Branch))
+	}
+	return nil
+}
+
+// branchName is a branch's short name (main for refs/heads/main).
+func branchName(b string) string { return strings.TrimPrefix(b, "refs/heads/") }
+
+// followedBranch is the branch a source reads: its Branch, or the branch HEAD
+// names; "" for a detached HEAD.
+func followedBranch(ctx context.Context, src Source) (string, error) {
+	head := func(path string) (string, error) {
+		r, err := git.PlainOpen(path)
+		if err != nil {
+			return "", err
+		}
+		ref, err := r.Reference(plumbing.HEAD, false)
+		if err != nil {
+			return "", err
+		}
+		if ref.Type() != plumbing.SymbolicReference {
+			return "", nil
+		}
+		return ref.Target().Short(), nil
+	}
+	switch s := src.(type) {
+	case *LocalSource:
+		if s.Branch != "" && s.Branch != "HEAD" {
+			return s.Branch, nil
+		}
+		return head(s.Path)
+	case *WorktreeSource:
+		return head(s.Path) // a commit onto the checked-out branch
+	case *RemoteSource:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.branch(ctx)
+	}
+	return "", nil
 }
 
 // publishTarget is a source that can take the rendered branch.
@@ -66,6 +123,11 @@ func (p *Publisher) publish(ctx context.Context, src Source, dir, revision strin
 	if !ok {
 		return "", errors.New("this source cannot take a published branch")
 	}
+	if followed, err := followedBranch(ctx, src); err == nil && followed != "" {
+		if err := p.refuseFollowed(followed); err != nil {
+			return "", err
+		}
+	}
 	repo, push, err := t.target()
 	if err != nil {
 		return "", err
@@ -74,7 +136,7 @@ func (p *Publisher) publish(ctx context.Context, src Source, dir, revision strin
 	if err != nil {
 		return "", err
 	}
-	ref := plumbing.NewBranchReferenceName(p.Branch)
+	ref := plumbing.NewBranchReferenceName(branchName(p.Branch))
 	var parents []plumbing.Hash
 	if cur, err := repo.Reference(ref, true); err == nil {
 		parent, err := repo.CommitObject(cur.Hash())

@@ -10,15 +10,13 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/transport/client"
-	"github.com/go-git/go-git/v5/plumbing/transport/server"
 )
 
 // TestPublishBranch: every applied set becomes a commit of the branch rendered (the
 // artifacts, the state left out), only when the artifacts changed, its message
 // naming the source revision; a remote repository gets the branch pushed.
 func TestPublishBranch(t *testing.T) {
-	client.InstallProtocol("file", server.DefaultServer)
+	InstallFileTransport()
 	dir, work := testRepo(t)
 	remote := filepath.Join(t.TempDir(), "remote.git")
 	if _, err := git.PlainInit(remote, true); err != nil {

@@ -5,14 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/plumbing/transport/server"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/fuelsync/fuelsync/loader"
 )
@@ -21,6 +27,25 @@ import (
 // git-upload-pack binary), so that fuelsync needs no git installation.
 var fileTransport sync.Once
 
+// InstallFileTransport serves file:// URLs in-process, bare repositories and
+// repositories with a working tree alike.
+func InstallFileTransport() {
+	fileTransport.Do(func() { client.InstallProtocol("file", server.NewServer(fileLoader{})) })
+}
+
+// fileLoader opens the repository of a file:// URL: a bare one, or the .git
+// directory of one with a working tree (go-git's default loader reads a working
+// tree's root as if it were the .git directory, and finds no branch).
+type fileLoader struct{}
+
+func (fileLoader) Load(ep *transport.Endpoint) (storer.Storer, error) {
+	dotgit := filepath.Join(ep.Path, ".git")
+	if fi, err := os.Stat(dotgit); err == nil && fi.IsDir() {
+		return filesystem.NewStorage(osfs.New(dotgit), cache.NewObjectLRUDefault()), nil
+	}
+	return server.DefaultLoader.Load(ep)
+}
+
 // RemoteSource follows a branch of a remote repository through a bare clone in
 // CacheDir: cloned on first use, then fetched on every Latest. The branch is
 // fetched with a forced refspec, so a force-push is followed.
@@ -28,17 +53,60 @@ type RemoteSource struct {
 	URL, Branch, CacheDir string
 	Auth                  transport.AuthMethod
 
-	mu sync.Mutex
+	mu       sync.Mutex
+	resolved string // the branch followed, once known
+}
+
+// branch is the branch followed: Branch, else the remote's HEAD (asked once).
+// Called with mu held.
+func (s *RemoteSource) branch(ctx context.Context) (string, error) {
+	if s.Branch != "" && s.Branch != "HEAD" {
+		return branchName(s.Branch), nil
+	}
+	if s.resolved != "" {
+		return s.resolved, nil
+	}
+	InstallFileTransport()
+	r := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{s.URL}})
+	refs, err := r.ListContext(ctx, &git.ListOptions{Auth: s.Auth})
+	if err != nil {
+		return "", fmt.Errorf("listing the branches of %s: %w", RedactURL(s.URL), err)
+	}
+	var head *plumbing.Reference
+	for _, ref := range refs {
+		if ref.Name() == plumbing.HEAD {
+			head = ref
+		}
+	}
+	if head == nil {
+		return "", fmt.Errorf("%s has no HEAD: name the branch to follow with --branch", RedactURL(s.URL))
+	}
+	if head.Type() == plumbing.SymbolicReference && head.Target().IsBranch() {
+		s.resolved = head.Target().Short()
+		return s.resolved, nil
+	}
+	// No symref advertised: the one branch at HEAD's commit.
+	var at []string
+	for _, ref := range refs {
+		if ref.Name().IsBranch() && ref.Hash() == head.Hash() {
+			at = append(at, ref.Name().Short())
+		}
+	}
+	if len(at) != 1 {
+		return "", fmt.Errorf("the branch HEAD names in %s is unknown: name the branch to follow with --branch", RedactURL(s.URL))
+	}
+	s.resolved = at[0]
+	return s.resolved, nil
 }
 
 // Latest implements Source.
 func (s *RemoteSource) Latest(ctx context.Context) (Revision, error) {
-	fileTransport.Do(func() { client.InstallProtocol("file", server.DefaultServer) })
+	InstallFileTransport()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	branch := s.Branch
-	if branch == "" {
-		branch = "main"
+	branch, err := s.branch(ctx)
+	if err != nil {
+		return Revision{}, errors.New(Redact(err.Error()))
 	}
 	ref := plumbing.NewBranchReferenceName(branch)
 	repo, err := git.PlainOpen(s.CacheDir)
@@ -51,10 +119,10 @@ func (s *RemoteSource) Latest(ctx context.Context) (Revision, error) {
 		})
 		if err != nil {
 			os.RemoveAll(s.CacheDir) // a half-made clone would poison the next try
-			return Revision{}, fmt.Errorf("cloning %s: %w", s.URL, err)
+			return Revision{}, fmt.Errorf("cloning %s: %s", RedactURL(s.URL), Redact(err.Error()))
 		}
 	} else if err != nil {
-		return Revision{}, err
+		return Revision{}, fmt.Errorf("the cache of %s: %w", RedactURL(s.URL), err)
 	} else {
 		err = repo.FetchContext(ctx, &git.FetchOptions{
 			RemoteName: git.DefaultRemoteName,
@@ -62,12 +130,12 @@ func (s *RemoteSource) Latest(ctx context.Context) (Revision, error) {
 			Auth:       s.Auth, Force: true, Tags: git.NoTags,
 		})
 		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-			return Revision{}, fmt.Errorf("fetching %s: %w", s.URL, err)
+			return Revision{}, fmt.Errorf("fetching %s: %s", RedactURL(s.URL), Redact(err.Error()))
 		}
 	}
 	head, err := repo.Reference(ref, true)
 	if err != nil {
-		return Revision{}, fmt.Errorf("branch %s of %s: %w", branch, s.URL, err)
+		return Revision{}, fmt.Errorf("branch %s of %s: %w", branch, RedactURL(s.URL), err)
 	}
 	fsys, err := loader.RevisionFS(repo, head.Hash())
 	if err != nil {

@@ -9,8 +9,6 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
-	"github.com/go-git/go-git/v5/plumbing/transport/client"
-	"github.com/go-git/go-git/v5/plumbing/transport/server"
 )
 
 // push pushes the working repository's master branch to origin as main.
@@ -30,7 +28,7 @@ func push(t *testing.T, r *git.Repository, force bool) {
 // commit, a pushed one, a force-push that rewrites the branch; the remote removed,
 // the loop survives (errors, backoff) and catches up once it is back.
 func TestRemoteSource(t *testing.T) {
-	client.InstallProtocol("file", server.DefaultServer)
+	InstallFileTransport()
 	dir, work := testRepo(t)
 	remote := filepath.Join(t.TempDir(), "remote.git")
 	if _, err := git.PlainInit(remote, true); err != nil {
@@ -93,5 +91,28 @@ func TestRemoteSource(t *testing.T) {
 			t.Fatalf("not caught up 10 s after the remote came back: %+v", loop.Status())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestRemoteSourceWorkingTreeRepo: a file:// URL naming a repository with a
+// working tree (not bare) is followed, its branch the one HEAD names when none
+// is given (go-git's file transport read the working tree's root as the .git
+// directory and found no branch, and the branch defaulted to main).
+func TestRemoteSourceWorkingTreeRepo(t *testing.T) {
+	dir, work := testRepo(t) // on master
+	wd := filepath.Join(t.TempDir(), "wd")
+	src := &RemoteSource{URL: "file://" + dir, CacheDir: filepath.Join(wd, "cache")}
+	loop := &Loop{Workdir: Open(wd), Source: src, ToolVersion: "test"}
+	head, _ := work.Head()
+	if o := loop.ReconcileOnce(context.Background()); o != Applied || loop.Status().Applied != head.Hash().String() {
+		t.Fatalf("first reconcile: %s %q", o, loop.Status().Errors)
+	}
+	if b, err := src.branch(context.Background()); err != nil || b != "master" {
+		t.Errorf("the branch followed: %q %v, want master", b, err)
+	}
+	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
+	second := commit(t, work, "node-2 without rabbitmq")
+	if o := loop.ReconcileOnce(context.Background()); o != Applied || loop.Status().Applied != second {
+		t.Fatalf("after a commit: %s, applied %s %q", o, loop.Status().Applied, loop.Status().Errors)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"html/template"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,11 +24,31 @@ import (
 	"github.com/fuelsync/fuelsync/render"
 )
 
-// MaxWebhookBody is the largest webhook body accepted (SPEC §9: 413 above).
-const MaxWebhookBody = 1 << 20
+// The limits of serve. A webhook is only a nudge (the loop fetches the newest
+// commit whatever the delivery says), so a refused or lost delivery costs at most
+// an interval's delay, and everything an unauthenticated client can make the
+// server hold is bounded here.
+const (
+	// MaxWebhookBody is the largest webhook body accepted (413 above).
+	MaxWebhookBody = 1 << 20
+	// MaxDeliveryID is the longest delivery id accepted (400 above); providers'
+	// ids are 36-character UUIDs.
+	MaxDeliveryID = 128
+	// MaxSeenDeliveries is how many delivery ids are remembered for dedupe; the
+	// oldest is forgotten first.
+	MaxSeenDeliveries = 10000
+	// DeliveryRetention is how long a delivery id is remembered (at most).
+	DeliveryRetention = 24 * time.Hour
+	// ReplayWindow is how far a generic delivery's timestamp may be from the
+	// server's clock, either way (401 outside).
+	ReplayWindow = 5 * time.Minute
+	// MaxBodyReads is how many webhook bodies are read at once; a delivery
+	// beyond it is answered 503 at once, before its body is read.
+	MaxBodyReads = 16
+)
 
-// Server is the HTTP side of serve (SPEC §9): webhooks that trigger the loop,
-// health, status, metrics and the status page.
+// Server is the HTTP side of serve: webhooks that trigger the loop, health,
+// status, metrics and the status page.
 type Server struct {
 	Loop   *Loop
 	Secret []byte
@@ -38,13 +59,33 @@ type Server struct {
 	deliveries *prometheus.CounterVec
 	serial     prometheus.GaugeFunc
 
-	mu   sync.Mutex
-	seen map[string]time.Time // delivery ids, for duplicates
+	reads chan struct{} // webhook bodies being read (MaxBodyReads)
+
+	mu    sync.Mutex
+	seen  map[string]time.Time // delivery ids, for duplicates
+	order []seenID             // the ids of seen, oldest first
+
+	compMu sync.Mutex
+	comp   componentsCache
+}
+
+type seenID struct {
+	id string
+	at time.Time
+}
+
+// componentsCache holds the component-registry API of one loaded revision,
+// release by release, as JSON.
+type componentsCache struct {
+	repo *loader.Repo
+	json map[*loader.Release][]byte
 }
 
 // NewServer makes the server of loop; it sets loop.OnReconcile for the metrics.
+// An empty secret refuses every delivery.
 func NewServer(loop *Loop, secret []byte) *Server {
-	s := &Server{Loop: loop, Secret: secret, registry: prometheus.NewRegistry(), seen: map[string]time.Time{}}
+	s := &Server{Loop: loop, Secret: secret, registry: prometheus.NewRegistry(), seen: map[string]time.Time{},
+		reads: make(chan struct{}, MaxBodyReads)}
 	s.reconciles = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fuelsync_reconciles_total", Help: "Reconciles by outcome.",
 	}, []string{"outcome"})
@@ -111,15 +152,65 @@ func ParsePush(body []byte) (Push, error) {
 	return p, nil
 }
 
-// hook handles one delivery: method, size, signature, duplicate, then 202 and a
-// trigger.
+// signatureHeader is the header that authenticates a provider's deliveries.
+func signatureHeader(provider string) string {
+	switch provider {
+	case "github":
+		return "X-Hub-Signature-256"
+	case "gitlab":
+		return "X-Gitlab-Token"
+	case "gitea":
+		return "X-Gitea-Signature"
+	}
+	return "X-Fuelsync-Signature"
+}
+
+// hook handles one delivery. What costs nothing is checked before the body is
+// read: the method, the secret, the signature header's presence, the delivery
+// id's length and the generic timestamp; then at most MaxBodyReads bodies are
+// read at once, each up to MaxWebhookBody; then the signature, the JSON, the
+// duplicate, and 202 and a trigger.
 func (s *Server) hook(provider string, w http.ResponseWriter, r *http.Request) {
 	result := "accepted"
 	defer func() { s.deliveries.WithLabelValues(provider, result).Inc() }()
+	refuse := func(res string, code int, msg string) {
+		result = res
+		w.Header().Set("Connection", "close") // the body is left unread
+		http.Error(w, msg, code)
+	}
 	if r.Method != http.MethodPost {
 		result = "method_not_allowed"
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "webhooks are POST", http.StatusMethodNotAllowed)
+		return
+	}
+	if len(s.Secret) == 0 {
+		refuse("unauthorized", http.StatusUnauthorized, "no webhook secret is configured: every delivery is refused")
+		return
+	}
+	if r.Header.Get(signatureHeader(provider)) == "" {
+		refuse("unauthorized", http.StatusUnauthorized, "no "+signatureHeader(provider)+" header")
+		return
+	}
+	id := deliveryID(provider, r.Header)
+	if len(id) > MaxDeliveryID {
+		refuse("bad_request", http.StatusBadRequest, fmt.Sprintf("delivery id over %d bytes", MaxDeliveryID))
+		return
+	}
+	var stamp string
+	if provider == "generic" {
+		stamp = r.Header.Get("X-Fuelsync-Timestamp")
+		if err := checkTimestamp(stamp, time.Now()); err != nil {
+			refuse("unauthorized", http.StatusUnauthorized, err.Error())
+			return
+		}
+	}
+	select {
+	case s.reads <- struct{}{}:
+		defer func() { <-s.reads }()
+	default:
+		w.Header().Set("Retry-After", "1")
+		refuse("busy", http.StatusServiceUnavailable, "too many deliveries at once; retry")
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxWebhookBody))
@@ -134,7 +225,7 @@ func (s *Server) hook(provider string, w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	if !s.authentic(provider, r.Header, body) {
+	if !s.authentic(provider, r.Header, stamp, body) {
 		result = "unauthorized"
 		http.Error(w, "bad signature", http.StatusUnauthorized)
 		return
@@ -144,7 +235,7 @@ func (s *Server) hook(provider string, w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the payload is not JSON: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	if id := deliveryID(provider, r.Header); id != "" && s.duplicate(provider+"/"+id) {
+	if id != "" && s.duplicate(provider+"/"+id) {
 		result = "duplicate"
 		w.WriteHeader(http.StatusOK)
 		io.WriteString(w, "duplicate delivery, ignored\n")
@@ -155,9 +246,38 @@ func (s *Server) hook(provider string, w http.ResponseWriter, r *http.Request) {
 	s.Loop.Trigger()
 }
 
+// checkTimestamp refuses a generic delivery's X-Fuelsync-Timestamp (Unix seconds)
+// when it is missing or further than ReplayWindow from now.
+func checkTimestamp(stamp string, now time.Time) error {
+	if stamp == "" {
+		return errors.New("no X-Fuelsync-Timestamp header")
+	}
+	sec, err := strconv.ParseInt(stamp, 10, 64)
+	if err != nil {
+		return errors.New("X-Fuelsync-Timestamp is not Unix seconds")
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > ReplayWindow || d < -ReplayWindow {
+		return fmt.Errorf("X-Fuelsync-Timestamp is %v away from the server's clock (the replay window is %v)", d.Round(time.Second), ReplayWindow)
+	}
+	return nil
+}
+
+// SignGeneric is the X-Fuelsync-Signature of a generic delivery: the HMAC-SHA256
+// of the timestamp (X-Fuelsync-Timestamp, Unix seconds), a dot, and the body, so
+// that a captured delivery cannot be replayed outside ReplayWindow.
+func SignGeneric(secret []byte, stamp string, body []byte) string {
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte(stamp + "."))
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
 // authentic checks the delivery's signature (or token) against the secret, in
-// constant time.
-func (s *Server) authentic(provider string, h http.Header, body []byte) bool {
+// constant time. An empty secret authenticates nothing.
+func (s *Server) authentic(provider string, h http.Header, stamp string, body []byte) bool {
+	if len(s.Secret) == 0 {
+		return false
+	}
 	mac := hmac.New(sha256.New, s.Secret)
 	mac.Write(body)
 	sum := hex.EncodeToString(mac.Sum(nil))
@@ -165,12 +285,11 @@ func (s *Server) authentic(provider string, h http.Header, body []byte) bool {
 	case "github":
 		return hmac.Equal([]byte(h.Get("X-Hub-Signature-256")), []byte("sha256="+sum))
 	case "generic":
-		return hmac.Equal([]byte(h.Get("X-Fuelsync-Signature")), []byte("sha256="+sum))
+		return hmac.Equal([]byte(h.Get("X-Fuelsync-Signature")), []byte(SignGeneric(s.Secret, stamp, body)))
 	case "gitea":
 		return hmac.Equal([]byte(h.Get("X-Gitea-Signature")), []byte(sum))
 	case "gitlab":
-		token := []byte(h.Get("X-Gitlab-Token"))
-		return len(s.Secret) > 0 && subtle.ConstantTimeCompare(token, s.Secret) == 1
+		return subtle.ConstantTimeCompare([]byte(h.Get("X-Gitlab-Token")), s.Secret) == 1
 	}
 	return false
 }
@@ -187,22 +306,29 @@ func deliveryID(provider string, h http.Header) string {
 	return h.Get("X-Fuelsync-Delivery")
 }
 
-// duplicate records id and reports whether it was seen in the last day.
+// duplicate records id and reports whether it was seen: ids are remembered for
+// DeliveryRetention, and at most MaxSeenDeliveries of them (the oldest is
+// forgotten first).
 func (s *Server) duplicate(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
-	if t, ok := s.seen[id]; ok && now.Sub(t) < 24*time.Hour {
+	forgetOldest := func() {
+		delete(s.seen, s.order[0].id)
+		s.order[0] = seenID{}
+		s.order = s.order[1:]
+	}
+	for len(s.order) > 0 && now.Sub(s.order[0].at) >= DeliveryRetention {
+		forgetOldest()
+	}
+	if _, ok := s.seen[id]; ok {
 		return true
 	}
-	if len(s.seen) > 10000 {
-		for k, t := range s.seen {
-			if now.Sub(t) > time.Hour {
-				delete(s.seen, k)
-			}
-		}
+	if len(s.order) >= MaxSeenDeliveries {
+		forgetOldest()
 	}
 	s.seen[id] = now
+	s.order = append(s.order, seenID{id, now})
 	return false
 }
 
@@ -225,30 +351,43 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 `))
 
 // components is the component-registry API of the design: the release's
-// components and those of the plugins compatible with it, read from the newest
-// commit of the branch.
+// components and those of the plugins compatible with it, from the revision the
+// loop loaded last. Nothing is fetched or loaded per request: the JSON of each
+// release is made once per loaded revision.
 func (s *Server) components(w http.ResponseWriter, r *http.Request) {
-	rev, err := s.Loop.Source.Latest(r.Context())
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+	repo, rev := s.Loop.Model()
+	if repo == nil {
+		http.Error(w, "no revision loaded yet", http.StatusServiceUnavailable)
 		return
 	}
-	repo, _ := loader.Load(rev.FS, loader.Options{})
 	version := r.PathValue("version")
+	s.compMu.Lock()
+	defer s.compMu.Unlock()
+	if s.comp.repo != repo {
+		s.comp = componentsCache{repo: repo, json: map[*loader.Release][]byte{}}
+	}
 	rels := repo.FindRelease(version)
 	if len(rels) != 1 {
-		http.Error(w, fmt.Sprintf("no release %q at %.12s", version, rev.SHA), http.StatusNotFound)
+		http.Error(w, fmt.Sprintf("no release %q at %.12s", version, rev), http.StatusNotFound)
 		return
 	}
-	reg, diags := render.Registry(repo, rels[0])
-	if reg == nil || diags.HasErrors() {
-		http.Error(w, fmt.Sprintf("the component registry of %s does not load at %.12s", version, rev.SHA), http.StatusInternalServerError)
-		return
+	body, ok := s.comp.json[rels[0]]
+	if !ok {
+		reg, diags := render.Registry(repo, rels[0])
+		if reg == nil || diags.HasErrors() {
+			http.Error(w, fmt.Sprintf("the component registry of %s does not load at %.12s", version, rev), http.StatusInternalServerError)
+			return
+		}
+		var err error
+		if body, err = json.MarshalIndent(reg.API(), "", "  "); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		body = append(body, '\n')
+		s.comp.json[rels[0]] = body // one entry per release, whatever name it is asked by
 	}
 	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(reg.API())
+	w.Write(body)
 }
 
 // page is the status page: server-rendered, no JavaScript.

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,8 +24,6 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/plumbing/transport/client"
-	"github.com/go-git/go-git/v5/plumbing/transport/server"
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/fuelsync/fuelsync/internal/mapfs"
@@ -91,6 +90,12 @@ func sign(secret, body []byte) string {
 	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
 }
 
+// genericHeaders sign a generic delivery of body made at t.
+func genericHeaders(secret []byte, t time.Time, body []byte) map[string]string {
+	stamp := strconv.FormatInt(t.Unix(), 10)
+	return map[string]string{"X-Fuelsync-Timestamp": stamp, "X-Fuelsync-Signature": SignGeneric(secret, stamp, body)}
+}
+
 // waitFor polls cond every 20ms for up to 5 seconds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -110,7 +115,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // delivery is acknowledged once; a commit that does not validate is not applied
 // and its error shows in the status with file and line; /metrics parses.
 func TestServe(t *testing.T) {
-	client.InstallProtocol("file", server.DefaultServer)
+	InstallFileTransport()
 	dir, repo := testRepo(t)
 	// The remote: a bare repository on disk, updated by pushes.
 	remote := filepath.Join(t.TempDir(), "remote.git")
@@ -201,7 +206,7 @@ func TestServe(t *testing.T) {
 	if code := hook("gitea", body, map[string]string{"X-Gitea-Signature": strings.TrimPrefix(sign(secret, body), "sha256=")}); code != 202 {
 		t.Errorf("gitea signature: %d", code)
 	}
-	if code := hook("generic", body, map[string]string{"X-Fuelsync-Signature": sign(secret, body)}); code != 202 {
+	if code := hook("generic", body, genericHeaders(secret, time.Now(), body)); code != 202 {
 		t.Errorf("generic signature: %d", code)
 	}
 
@@ -210,7 +215,7 @@ func TestServe(t *testing.T) {
 	third := commit(t, repo, "unknown release")
 	push(t, repo, false)
 	currentBefore, _ := os.ReadFile(filepath.Join(wd, "artifacts", "current", "manifest.json"))
-	hook("generic", body, map[string]string{"X-Fuelsync-Signature": sign(secret, body)})
+	hook("generic", body, genericHeaders(secret, time.Now(), body))
 	waitFor(t, "the invalid commit seen", func() bool { st := loop.Status(); return st.Revision == third && st.Outcome == Invalid })
 	st := loop.Status()
 	if st.Applied != second || len(st.Errors) == 0 || !strings.HasPrefix(st.Errors[0], "clusters/demo.yaml:5:10: error: ") {
@@ -282,7 +287,7 @@ func TestWebhookLoad(t *testing.T) {
 	onReconcile := loop.OnReconcile
 	loop.OnReconcile = func(o Outcome, d time.Duration) {
 		reconciles.Add(1)
-		if o != Unchanged {
+		if o != Skipped {
 			full.Add(1)
 		}
 		onReconcile(o, d)
@@ -319,17 +324,19 @@ func TestWebhookLoad(t *testing.T) {
 				if i >= n {
 					return
 				}
-				b, sigHeader := body, sign(secret, body)
+				b, h := body, genericHeaders(secret, time.Now(), body)
 				switch {
 				case i%50 == 7:
-					kinds[i], b, sigHeader = "big", big, sign(secret, big)
+					kinds[i], b, h = "big", big, genericHeaders(secret, time.Now(), big)
 				case i%3 == 1:
-					kinds[i], sigHeader = "bad", sign([]byte("wrong"), body)
+					kinds[i], h = "bad", genericHeaders([]byte("wrong"), time.Now(), body)
 				default:
 					kinds[i] = "good"
 				}
 				req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/hooks/generic", bytes.NewReader(b))
-				req.Header.Set("X-Fuelsync-Signature", sigHeader)
+				for k, v := range h {
+					req.Header.Set(k, v)
+				}
 				req.Header.Set("X-Fuelsync-Delivery", fmt.Sprintf("load-%d", i))
 				resp, err := client.Do(req)
 				if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +30,7 @@ func watchFlags() []cli.Flag {
 		&cli.StringFlag{Name: "branch", Usage: "follow branch `B` (default: HEAD)"},
 		&cli.DurationFlag{Name: "interval", Value: time.Minute, Usage: "reconcile every `DURATION` besides triggers"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "plan only, never apply"},
+		&cli.BoolFlag{Name: "allow-empty", Usage: "apply a revision that removes every node of a cluster, or every cluster (held back otherwise)"},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log `FORMAT`: text or json"},
 		&cli.StringFlag{Name: "ssh-key", Usage: "private key `FILE` for an ssh:// or git@host: remote (default: the SSH agent)"},
 		&cli.BoolFlag{Name: "worktree", Usage: "follow the working tree of a local repository, not its commits"},
@@ -81,6 +83,7 @@ func newLoop(g *globals, c *cli.Context) (*reconcile.Loop, error) {
 		Workdir:     reconcile.Open(g.workdir),
 		Source:      src,
 		DryRun:      c.Bool("dry-run"),
+		AllowEmpty:  c.Bool("allow-empty"),
 		Interval:    settings.Interval,
 		ToolVersion: version,
 		Log:         slog.New(h),
@@ -93,9 +96,11 @@ func watchCommand(stdout, stderr io.Writer) *cli.Command {
 		Usage:        "follow a branch: reconcile every new commit (validate, plan, apply)",
 		ArgsUsage:    " ",
 		OnUsageError: usageError,
-		Description: "Follows a branch of the local repository --repo: reconciles at start, then every\n" +
-			"--interval. A commit that does not validate is not applied; its errors are logged with\n" +
-			"file and line. SIGINT and SIGTERM stop it between reconciles, never in one.",
+		Description: "Follows a branch of the repository --repo (a path or a URL): reconciles at start, then\n" +
+			"every --interval. A commit that does not validate is not applied; its errors are logged with\n" +
+			"file and line. A commit that removes every node of a cluster, or every cluster, is held back\n" +
+			"unless --allow-empty (or allow_empty: true in fuelsync.yaml). SIGINT and SIGTERM stop it\n" +
+			"between reconciles, never in one.",
 		Flags: watchFlags(),
 		Action: func(c *cli.Context) error {
 			g, err := readGlobals(c, stdout, stderr)
@@ -108,8 +113,14 @@ func watchCommand(stdout, stderr io.Writer) *cli.Command {
 			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if err := checkPublish(ctx, loop); err != nil {
+				return err
+			}
+			logFollowing(g, c, loop)
 			watchLocal(ctx, g, c, loop)
-			return loop.Run(ctx)
+			err = loop.Run(ctx)
+			loop.Log.Info("stopped", "reason", "signal")
+			return err
 		},
 	}
 }
@@ -121,11 +132,15 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 		ArgsUsage:    " ",
 		OnUsageError: usageError,
 		Description: "watch plus HTTP on --listen: POST /hooks/github|gitlab|gitea|generic (signed with the\n" +
-			"secret of --webhook-secret-file; 202 then a reconcile), GET /healthz, /readyz, /metrics,\n" +
-			"/api/v1/status and the status page /.",
+			"secret of --webhook-secret-file, which must not be empty; 202 then a reconcile), GET /healthz,\n" +
+			"/readyz, /metrics, /api/v1/status, /api/v1/releases/<version>/components and the status page /.\n" +
+			"Only the webhooks are authenticated: keep --listen on loopback or behind a reverse proxy.\n" +
+			"Limits: headers in 10 s, requests in 30 s, responses in 60 s, idle connections closed after\n" +
+			"60 s, at most --max-connections connections (idle ones closed first to make room).",
 		Flags: append(watchFlags(),
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "listen on `ADDR`"},
-			&cli.StringFlag{Name: "webhook-secret-file", Usage: "the webhooks' shared secret, in `FILE`"},
+			&cli.StringFlag{Name: "webhook-secret-file", Usage: "the webhooks' shared secret, in `FILE` (not empty)"},
+			&cli.IntFlag{Name: "max-connections", Value: reconcile.DefaultLimits.MaxConnections, Usage: "serve at most `N` connections at once"},
 		),
 		Action: func(c *cli.Context) error {
 			g, err := readGlobals(c, stdout, stderr)
@@ -138,24 +153,32 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			}
 			var secret []byte
 			if f := c.String("webhook-secret-file"); f != "" {
-				if secret, err = os.ReadFile(f); err != nil {
-					return &exitError{code: 1, msg: err.Error()}
+				if secret, err = readSecret(f); err != nil {
+					return err
 				}
-				secret = []byte(strings.TrimSpace(string(secret)))
 			} else {
 				loop.Log.Warn("no --webhook-secret-file: every webhook delivery is refused (401)")
+			}
+			limits := reconcile.DefaultLimits
+			limits.MaxConnections = c.Int("max-connections")
+			if limits.MaxConnections < 1 {
+				return &exitError{code: 1, msg: "--max-connections must be at least 1"}
+			}
+			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if err := checkPublish(ctx, loop); err != nil {
+				return err
 			}
 			ln, err := net.Listen("tcp", c.String("listen"))
 			if err != nil {
 				return &exitError{code: 1, msg: err.Error()}
 			}
 			srv := reconcile.NewServer(loop, secret)
-			hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-			defer stop()
+			hs, limited := reconcile.HTTPServer(srv.Handler(), ln, limits)
 			errc := make(chan error, 1)
-			go func() { errc <- hs.Serve(ln) }()
-			loop.Log.Info("serving", "listen", ln.Addr().String(), "repo", g.repo, "workdir", g.workdir)
+			go func() { errc <- hs.Serve(limited) }()
+			loop.Log.Info("serving", "listen", ln.Addr().String(), "max_connections", limits.MaxConnections)
+			logFollowing(g, c, loop)
 			watchLocal(ctx, g, c, loop)
 			done := make(chan struct{})
 			go func() { loop.Run(ctx); close(done) }()
@@ -172,9 +195,53 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			defer cancel()
 			_ = hs.Shutdown(shutdown)
 			<-done
+			loop.Log.Info("stopped", "reason", "signal")
 			return nil
 		},
 	}
+}
+
+// readSecret reads the webhook secret of file, trimmed; an empty one is refused,
+// since it would let anyone sign deliveries.
+func readSecret(file string) ([]byte, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, &exitError{code: 1, msg: err.Error()}
+	}
+	secret := bytes.TrimSpace(data)
+	if len(secret) == 0 {
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("the webhook secret file %s is empty: anyone could sign a delivery; write a secret into it (for example: openssl rand -hex 32 > %s)", file, file)}
+	}
+	return secret, nil
+}
+
+// checkPublish refuses --publish git onto the branch followed.
+func checkPublish(ctx context.Context, loop *reconcile.Loop) error {
+	if loop.Publish == nil {
+		return nil
+	}
+	if err := loop.Publish.Check(ctx, loop.Source); err != nil {
+		return &exitError{code: 1, msg: "--publish-branch: " + err.Error()}
+	}
+	return nil
+}
+
+// logFollowing logs what the loop follows, once at start.
+func logFollowing(g *globals, c *cli.Context, loop *reconcile.Loop) {
+	branch := c.String("branch")
+	switch {
+	case c.Bool("worktree"):
+		branch = "(working tree)"
+	case branch == "" && isRemote(g.repo):
+		branch = "HEAD of the remote"
+	case branch == "":
+		branch = "HEAD"
+	}
+	attrs := []any{"repo", reconcile.RedactURL(g.repo), "branch", branch, "interval", loop.Interval.String(), "workdir", g.workdir, "dry_run", loop.DryRun}
+	if loop.Publish != nil {
+		attrs = append(attrs, "publish_branch", loop.Publish.Branch)
+	}
+	loop.Log.Info("watching", attrs...)
 }
 
 // isRemote reports whether repo is a URL go-git fetches (https://, ssh://,
@@ -199,7 +266,7 @@ func gitAuth(url, sshKey string) (transport.AuthMethod, error) {
 	}
 	auth, err := gitssh.NewSSHAgentAuth("git")
 	if err != nil {
-		return nil, fmt.Errorf("%s: no --ssh-key and no SSH agent: %v", url, err)
+		return nil, fmt.Errorf("%s: no --ssh-key and no SSH agent: %v", reconcile.RedactURL(url), err)
 	}
 	return auth, nil
 }

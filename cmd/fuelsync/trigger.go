@@ -2,19 +2,19 @@ package main
 
 import (
 	"bytes"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/fuelsync/fuelsync/reconcile"
 )
 
 func triggerCommand(stdout, stderr io.Writer) *cli.Command {
@@ -24,7 +24,9 @@ func triggerCommand(stdout, stderr io.Writer) *cli.Command {
 		ArgsUsage:    " ",
 		OnUsageError: usageError,
 		Description: "POSTs a delivery to <url>/hooks/generic signed with the secret of --webhook-secret-file\n" +
-			"(X-Fuelsync-Signature: sha256=<hmac>). examples/hooks/post-receive runs it after every push.\n" +
+			"(X-Fuelsync-Timestamp: <Unix seconds>, X-Fuelsync-Signature: sha256=<hmac of timestamp.body>;\n" +
+			"serve refuses a timestamp more than 5 minutes off its clock). examples/hooks/post-receive\n" +
+			"runs it after every push.\n" +
 			"Exit status 0 when serve accepted it, 1 otherwise.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "url", Value: "http://127.0.0.1:8080", Usage: "serve's base `URL`"},
@@ -36,13 +38,12 @@ func triggerCommand(stdout, stderr io.Writer) *cli.Command {
 			if err != nil {
 				return err
 			}
-			secret, err := os.ReadFile(c.String("webhook-secret-file"))
+			secret, err := readSecret(c.String("webhook-secret-file"))
 			if err != nil {
-				return &exitError{code: 1, msg: err.Error()}
+				return err
 			}
 			body, _ := json.Marshal(map[string]string{"ref": c.String("ref")})
-			mac := hmac.New(sha256.New, bytes.TrimSpace(secret))
-			mac.Write(body)
+			stamp := strconv.FormatInt(time.Now().Unix(), 10)
 			id := make([]byte, 8)
 			_, _ = rand.Read(id)
 			req, err := http.NewRequestWithContext(c.Context, http.MethodPost, strings.TrimRight(c.String("url"), "/")+"/hooks/generic", bytes.NewReader(body))
@@ -50,7 +51,8 @@ func triggerCommand(stdout, stderr io.Writer) *cli.Command {
 				return &exitError{code: 1, msg: err.Error()}
 			}
 			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("X-Fuelsync-Signature", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+			req.Header.Set("X-Fuelsync-Timestamp", stamp)
+			req.Header.Set("X-Fuelsync-Signature", reconcile.SignGeneric(secret, stamp, body))
 			req.Header.Set("X-Fuelsync-Delivery", hex.EncodeToString(id))
 			resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 			if err != nil {
