@@ -382,7 +382,7 @@ func TestWatchLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = next("the commit's reconcile", msg("reconcile"))
-	if r["outcome"] != "applied" || !strings.HasPrefix(r["plan"].(string), "Plan: 1 nodes to deploy, 0 to provision, 0 to delete; 0 tasks added, 1 removed") {
+	if r["outcome"] != "applied" || !strings.HasPrefix(r["plan"].(string), "Plan: 1 node to deploy, 0 to provision, 0 to delete; 0 tasks added, 1 removed") {
 		t.Errorf("the commit's reconcile: %v", r)
 	}
 	if c := next("a cluster changed line", msg("cluster changed")); c["cluster"] != "demo" || c["nodes_changed"] != 1.0 {

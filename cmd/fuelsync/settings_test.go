@@ -17,6 +17,9 @@ import (
 // file, and that a bad value stops them before they start, at its line.
 func TestLoopSettingsFromFile(t *testing.T) {
 	repo := t.TempDir()
+	if err := os.Mkdir(filepath.Join(repo, "clusters"), 0o755); err != nil { // a repository
+		t.Fatal(err)
+	}
 	write := func(content string) {
 		t.Helper()
 		if err := os.WriteFile(filepath.Join(repo, "fuelsync.yaml"), []byte(content), 0o644); err != nil {
