@@ -30,6 +30,9 @@ type Settings struct {
 	Interval      string
 	Publish       string
 	PublishBranch string
+	// State is where the state is kept: etcd://host:port[,...]/prefix (the
+	// work directory when empty).
+	State string
 	// FeatureGroups is the `version:feature_groups` model of the expression language.
 	FeatureGroups []string
 	Data          *Value

@@ -142,3 +142,23 @@ func PushState(w *Workdir, l *Lock, st *State) (bool, error) {
 	})
 	return err == nil, err
 }
+
+// ParseState parses a state document (state.json, or the output of state
+// pull); name is for messages.
+func ParseState(name string, data []byte) (*State, error) { return parseState(name, data) }
+
+// Close closes the work directory's Backend, if any.
+func (w *Workdir) Close() error {
+	if w.Backend == nil {
+		return nil
+	}
+	return w.Backend.Close()
+}
+
+// StateName names where w keeps its state, for messages.
+func (w *Workdir) StateName() string {
+	if w.Backend != nil {
+		return w.Backend.String()
+	}
+	return "the work directory " + w.Dir
+}

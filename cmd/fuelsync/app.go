@@ -10,6 +10,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
+
+	"github.com/fuelsync/fuelsync/reconcile"
 )
 
 // Set at build time with -ldflags "-X main.version=... -X main.commit=...".
@@ -35,11 +37,14 @@ type globals struct {
 	repo    string
 	rev     string
 	workdir string
-	format  string
-	color   string
-	quiet   bool
-	stdout  io.Writer
-	stderr  io.Writer
+	// state is --state (or the state setting): etcd://..., or empty for the
+	// work directory.
+	state  string
+	format string
+	color  string
+	quiet  bool
+	stdout io.Writer
+	stderr io.Writer
 }
 
 func (g *globals) useColor(w io.Writer) bool {
@@ -58,7 +63,7 @@ func (g *globals) useColor(w io.Writer) bool {
 
 func readGlobals(c *cli.Context, stdout, stderr io.Writer) (*globals, error) {
 	g := &globals{
-		repo: c.String("repo"), rev: c.String("rev"), workdir: c.String("workdir"),
+		repo: c.String("repo"), rev: c.String("rev"), workdir: c.String("workdir"), state: c.String("state"),
 		format: commandFormat(c), color: c.String("color"), quiet: c.Bool("quiet"),
 		stdout: stdout, stderr: stderr,
 	}
@@ -117,6 +122,12 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "repo", Value: ".", Usage: "repository `PATH` (a working tree or a bare repository)"},
 			&cli.StringFlag{Name: "rev", Usage: "read revision `REV` (branch, tag, HEAD~2, sha) from git objects instead of the working tree"},
 			&cli.StringFlag{Name: "workdir", Value: ".fuelsync", Usage: "`DIR` for state, applied artifacts, lock and cache"},
+			&cli.StringFlag{Name: "state", Usage: "keep the state and the lock in etcd at `URL` (etcd://host1:2379,host2:2379/prefix) instead of the work directory"},
+			&cli.StringFlag{Name: "etcd-cacert", Usage: "verify etcd's TLS certificate with the CA bundle `FILE`"},
+			&cli.StringFlag{Name: "etcd-cert", Usage: "TLS client certificate `FILE` for etcd"},
+			&cli.StringFlag{Name: "etcd-key", Usage: "TLS client key `FILE` for etcd"},
+			&cli.StringFlag{Name: "etcd-auth-file", Usage: "authenticate to etcd with USER:PASSWORD read from `FILE`"},
+			&cli.DurationFlag{Name: "etcd-lock-ttl", Value: reconcile.DefaultLockTTL, Usage: "lease TTL of the lock in etcd: how long a dead holder's lock outlives it"},
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "output `FORMAT`: text, json, markdown or github, where the command supports it"},
 			&cli.StringFlag{Name: "color", Value: "auto", Usage: "colour output: auto, always or never"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only problems"},
@@ -136,6 +147,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			serveCommand(stdout, stderr),
 			triggerCommand(stdout, stderr),
 			capabilitiesCommand(stdout, stderr),
+			stateCommand(stdout, stderr),
 			completionCommand(stdout, stderr),
 			completeCommand(stdout),
 			versionCommand(stdout, stderr),

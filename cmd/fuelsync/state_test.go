@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fuelsync/fuelsync/internal/etcdtest"
+)
+
+// fuelsyncRun runs the CLI in-process and returns its exit code and output.
+func fuelsyncRun(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(append([]string{"fuelsync"}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// A state moves from the work directory to etcd with state pull and push;
+// plan and apply then work over etcd; a push of another lineage is refused.
+func TestStatePushPullEtcd(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	url := c.URL("fuelsync/test")
+	repo, clusterFile, _, b := applyRepo(t)
+	wd := filepath.Join(t.TempDir(), "wd")
+	base := []string{"--repo", repo, "--workdir", wd}
+	etcd := append([]string{"--state", url}, base...)
+
+	if code, _, stderr := fuelsyncRun(t, append(base, "apply", "--auto-approve")...); code != 0 {
+		t.Fatalf("apply into the work directory: exit %d\n%s", code, stderr)
+	}
+	code, pulled, stderr := fuelsyncRun(t, append(base, "state", "pull")...)
+	if code != 0 || !strings.Contains(pulled, `"serial": 1`) {
+		t.Fatalf("state pull: exit %d\n%s%s", code, pulled, stderr)
+	}
+	stateFile := filepath.Join(t.TempDir(), "state.json")
+	if err := os.WriteFile(stateFile, []byte(pulled), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Over etcd, nothing is stored yet.
+	if code, out, _ := fuelsyncRun(t, append(etcd, "state", "show")...); code != 0 || !strings.Contains(out, "Nothing applied yet") {
+		t.Fatalf("state show of an empty etcd: exit %d\n%s", code, out)
+	}
+	if code, out, stderr := fuelsyncRun(t, append(etcd, "state", "push", stateFile)...); code != 0 || !strings.Contains(out, "Pushed serial 1") {
+		t.Fatalf("state push to etcd: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, stderr := fuelsyncRun(t, append(etcd, "state", "push", stateFile)...); code != 0 || !strings.Contains(out, "nothing changed") {
+		t.Fatalf("state push of the same state: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, _ := fuelsyncRun(t, append(etcd, "state", "show")...)
+	if code != 0 || !strings.Contains(out, "State:        "+url) || !strings.Contains(out, "Serial:       1") {
+		t.Fatalf("state show over etcd: exit %d\n%s", code, out)
+	}
+	// plan reads the state on etcd and the artifacts in the work directory.
+	if code, out, stderr := fuelsyncRun(t, append(etcd, "plan", "--detailed-exitcode")...); code != 0 {
+		t.Fatalf("plan over etcd after the push: exit %d (want 0: no changes)\n%s%s", code, out, stderr)
+	}
+	if err := os.WriteFile(clusterFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, stderr := fuelsyncRun(t, append(etcd, "apply", "--auto-approve")...); code != 0 || !strings.Contains(out, "serial 2") {
+		t.Fatalf("apply over etcd: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, _ := fuelsyncRun(t, append(etcd, "state", "show", "--format", "json")...); code != 0 || !strings.Contains(out, `"serial": 2`) {
+		t.Fatalf("state show --format json after the apply: exit %d\n%s", code, out)
+	}
+	if code, out, stderr := fuelsyncRun(t, append(etcd, "plan", "--detailed-exitcode")...); code != 0 {
+		t.Fatalf("plan over etcd after the apply: exit %d (want 0)\n%s%s", code, out, stderr)
+	}
+
+	// Another work directory's state (a new lineage) is refused.
+	other := filepath.Join(t.TempDir(), "other")
+	if code, _, stderr := fuelsyncRun(t, "--repo", repo, "--workdir", other, "apply", "--auto-approve"); code != 0 {
+		t.Fatalf("apply into another work directory: exit %d\n%s", code, stderr)
+	}
+	_, otherState, _ := fuelsyncRun(t, "--repo", repo, "--workdir", other, "state", "pull")
+	otherFile := filepath.Join(t.TempDir(), "other.json")
+	if err := os.WriteFile(otherFile, []byte(otherState), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr = fuelsyncRun(t, append(etcd, "state", "push", otherFile)...)
+	if code != 1 || !strings.Contains(stderr, "refusing to push") || !strings.Contains(stderr, "lineage") {
+		t.Fatalf("push of another lineage: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, _ := fuelsyncRun(t, append(etcd, "state", "show")...); !strings.Contains(out, "Serial:       2") {
+		t.Fatalf("the state after the refused push: exit %d\n%s", code, out)
+	}
+	// And back: etcd's state pushed into a work directory that has its set.
+	_, fromEtcd, _ := fuelsyncRun(t, append(etcd, "state", "pull")...)
+	if err := os.WriteFile(stateFile, []byte(fromEtcd), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, stderr := fuelsyncRun(t, append(base, "state", "push", stateFile)...); code != 0 {
+		t.Fatalf("push back into the work directory: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, stderr := fuelsyncRun(t, append(base, "plan", "--detailed-exitcode")...); code != 0 {
+		t.Fatalf("plan in the work directory after the push back: exit %d (want 0)\n%s%s", code, out, stderr)
+	}
+}
