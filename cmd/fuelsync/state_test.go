@@ -2,10 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
 )
@@ -20,7 +27,7 @@ func fuelsyncRun(t *testing.T, args ...string) (int, string, string) {
 
 // A state moves from the work directory to etcd with state pull and push;
 // plan and apply then work over etcd; a push of another lineage is refused.
-func TestStatePushPullEtcd(t *testing.T) {
+func TestEtcdStatePushPull(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	url := c.URL("fuelsync/test")
 	repo, clusterFile, _, b := applyRepo(t)
@@ -97,5 +104,61 @@ func TestStatePushPullEtcd(t *testing.T) {
 	}
 	if code, out, stderr := fuelsyncRun(t, append(base, "plan", "--detailed-exitcode")...); code != 0 {
 		t.Fatalf("plan in the work directory after the push back: exit %d (want 0)\n%s%s", code, out, stderr)
+	}
+}
+
+// --etcd-cacert/--etcd-cert/--etcd-key reach an etcd that requires client
+// certificates; --etcd-auth-file logs in once etcd's authentication is on.
+func TestEtcdTLSAndAuth(t *testing.T) {
+	dir := t.TempDir()
+	certs := etcdtest.NewCerts(t, dir)
+	c := etcdtest.StartTLS(t, certs)
+	repo, _, _, _ := applyRepo(t)
+	args := []string{"--state", c.URL("secure"), "--repo", repo, "--workdir", filepath.Join(dir, "wd"),
+		"--etcd-cacert", certs.CA, "--etcd-cert", certs.ClientCert, "--etcd-key", certs.ClientKey}
+	if code, out, stderr := fuelsyncRun(t, append(args, "state", "show")...); code != 0 || !strings.Contains(out, "Nothing applied yet") {
+		t.Fatalf("state show over TLS: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, _, stderr := fuelsyncRun(t, append(args[:len(args)-2:len(args)-2], "state", "show")...); code != 1 || !strings.Contains(stderr, "--etcd-cert and --etcd-key go together") {
+		t.Fatalf("--etcd-cert without --etcd-key: exit %d\n%s", code, stderr)
+	}
+
+	// Authentication on: a root user with a password.
+	pool := x509.NewCertPool()
+	pem, _ := os.ReadFile(certs.CA)
+	pool.AppendCertsFromPEM(pem)
+	pair, err := tls.LoadX509KeyPair(certs.ClientCert, certs.ClientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+		TLS: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := client.UserAdd(ctx, "root", "s3cret"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.UserGrantRole(ctx, "root", "root"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.AuthEnable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wrong := filepath.Join(dir, "wrong")
+	good := filepath.Join(dir, "auth")
+	os.WriteFile(wrong, []byte("root:nope\n"), 0o600)
+	os.WriteFile(good, []byte("root:s3cret\n"), 0o600)
+	if code, _, stderr := fuelsyncRun(t, append(args, "--etcd-auth-file", wrong, "state", "show")...); code != 1 || !strings.Contains(stderr, "authentication failed") {
+		t.Fatalf("a wrong password: exit %d\n%s", code, stderr)
+	}
+	if code, out, stderr := fuelsyncRun(t, append(args, "--etcd-auth-file", good, "apply", "--auto-approve")...); code != 0 || !strings.Contains(out, "serial 1") {
+		t.Fatalf("apply over TLS with a password: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, stderr := fuelsyncRun(t, append(args, "--etcd-auth-file", good, "state", "show")...); code != 0 || !strings.Contains(out, "Serial:       1") {
+		t.Fatalf("state show after the apply: exit %d\n%s%s", code, out, stderr)
 	}
 }

@@ -1,10 +1,13 @@
 // Package etcdtest starts real etcd servers (the etcd binary, Debian's
 // etcd-server package) for tests: one member or a cluster on loopback ports the
 // test picks, with data directories in t.TempDir(), stopped when the test ends.
-// A test skips, saying so, when the etcd binary is missing.
+// A test skips, saying so, when the etcd binary is missing (and fails instead
+// when FUELSYNC_REQUIRE_ETCD is set, as make test-etcd does).
 package etcdtest
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
@@ -33,6 +36,7 @@ type Member struct {
 type Cluster struct {
 	t       testing.TB
 	Members []*Member
+	certs   *Certs
 }
 
 // Binary returns the etcd binary's path, skipping t when there is none.
@@ -42,6 +46,9 @@ func Binary(t testing.TB) string {
 		return p
 	}
 	p, err := exec.LookPath("etcd")
+	if err != nil && os.Getenv("FUELSYNC_REQUIRE_ETCD") != "" {
+		t.Fatal("etcd is not installed, and FUELSYNC_REQUIRE_ETCD is set (make test-etcd): apt-get install etcd-server")
+	}
 	if err != nil {
 		t.Skip("etcd is not installed (Debian: apt-get install etcd-server; or set FUELSYNC_ETCD to its path): skipping the test that needs a real etcd")
 	}
@@ -62,6 +69,22 @@ func freePort(t testing.TB) int {
 // Start starts an n-member cluster and waits until it has a leader.
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
+	return start(t, n, nil)
+}
+
+// StartTLS starts one member that serves clients over TLS only, with
+// certificates of certs, and requires a client certificate signed by its CA.
+func StartTLS(t testing.TB, certs Certs) *Cluster {
+	t.Helper()
+	return start(t, 1, &certs)
+}
+
+func start(t testing.TB, n int, certs *Certs) *Cluster {
+	t.Helper()
+	scheme := "http"
+	if certs != nil {
+		scheme = "https"
+	}
 	bin := Binary(t)
 	c := &Cluster{t: t}
 	base := t.TempDir()
@@ -69,7 +92,7 @@ func Start(t testing.TB, n int) *Cluster {
 	for i := 0; i < n; i++ {
 		m := &Member{
 			Name:      fmt.Sprintf("m%d", i),
-			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
+			ClientURL: fmt.Sprintf("%s://127.0.0.1:%d", scheme, freePort(t)),
 			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
 			dir:       filepath.Join(base, fmt.Sprintf("m%d", i)),
 			log:       filepath.Join(base, fmt.Sprintf("m%d.log", i)),
@@ -92,8 +115,13 @@ func Start(t testing.TB, n int) *Cluster {
 			"--heartbeat-interval", "50",
 			"--election-timeout", "500",
 		}
+		if certs != nil {
+			m.args = append(m.args, "--cert-file", certs.ServerCert, "--key-file", certs.ServerKey,
+				"--trusted-ca-file", certs.CA, "--client-cert-auth")
+		}
 		c.start(m)
 	}
+	c.certs = certs
 	t.Cleanup(func() {
 		for _, m := range c.Members {
 			c.kill(m, syscall.SIGKILL)
@@ -176,7 +204,7 @@ func (c *Cluster) Restart(i int) {
 func (c *Cluster) Endpoints() []string {
 	var out []string
 	for _, m := range c.Members {
-		out = append(out, strings.TrimPrefix(m.ClientURL, "http://"))
+		out = append(out, strings.TrimPrefix(strings.TrimPrefix(m.ClientURL, "http://"), "https://"))
 	}
 	return out
 }
@@ -193,6 +221,16 @@ func (c *Cluster) Healthy(i int) bool {
 		return false
 	}
 	client := http.Client{Timeout: 2 * time.Second}
+	if c.certs != nil {
+		pair, err := tls.LoadX509KeyPair(c.certs.ClientCert, c.certs.ClientKey)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		pool := x509.NewCertPool()
+		pem, _ := os.ReadFile(c.certs.CA)
+		pool.AppendCertsFromPEM(pem)
+		client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}}}
+	}
 	resp, err := client.Get(m.ClientURL + "/health")
 	if err != nil {
 		return false
