@@ -493,3 +493,33 @@ func TestEtcdStateParts(t *testing.T) {
 		t.Errorf("parts left after the second commit: %v, %v; want 1", resp.Count, err)
 	}
 }
+
+// The reconcile loop of watch and serve runs unchanged with the state on
+// etcd: it applies a new commit, records it there, and finds nothing to do
+// after.
+func TestEtcdLoopReconciles(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	dir, r := testRepo(t)
+	w := etcdWorkdir(t, c, "loop", 5*time.Second, 5*time.Second)
+	loop := &Loop{Workdir: w, Source: &LocalSource{Path: dir}, ToolVersion: "test"}
+	if got := loop.ReconcileOnce(context.Background()); got != Applied {
+		t.Fatalf("first reconcile: %s %v", got, loop.Status().Errors)
+	}
+	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
+	sha := commit(t, r, "unassign rabbitmq")
+	if got := loop.ReconcileOnce(context.Background()); got != Applied {
+		t.Fatalf("reconcile of the new commit: %s %v", got, loop.Status().Errors)
+	}
+	st, err := w.Backend.ReadState(context.Background())
+	if err != nil || st.Serial != 2 || st.Revision != sha {
+		t.Fatalf("the state on etcd: %+v, %v; want serial 2 at %s", st, err, sha)
+	}
+	if n := w.currentSerial(); n != 2 {
+		t.Errorf("artifacts/current names set %d; want 2", n)
+	}
+	// A new loop (a restart) over the same etcd state and work directory.
+	again := &Loop{Workdir: w, Source: &LocalSource{Path: dir}, ToolVersion: "test"}
+	if got := again.ReconcileOnce(context.Background()); got != NoChange {
+		t.Fatalf("reconcile after a restart: %s %v", got, again.Status().Errors)
+	}
+}

@@ -30,7 +30,7 @@ func fuelsyncRun(t *testing.T, args ...string) (int, string, string) {
 func TestEtcdStatePushPull(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	url := c.URL("fuelsync/test")
-	repo, clusterFile, _, b := applyRepo(t)
+	repo, clusterFile, a, b := applyRepo(t)
 	wd := filepath.Join(t.TempDir(), "wd")
 	base := []string{"--repo", repo, "--workdir", wd}
 	etcd := append([]string{"--state", url}, base...)
@@ -77,6 +77,21 @@ func TestEtcdStatePushPull(t *testing.T) {
 		t.Fatalf("plan over etcd after the apply: exit %d (want 0)\n%s%s", code, out, stderr)
 	}
 
+	// A plan saved over etcd is stale once another apply moved the state there.
+	if err := os.WriteFile(clusterFile, a, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	planFile := filepath.Join(t.TempDir(), "plan.json")
+	if code, out, stderr := fuelsyncRun(t, append(etcd, "plan", "--out", planFile)...); code != 0 {
+		t.Fatalf("plan --out over etcd: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, stderr := fuelsyncRun(t, append(etcd, "apply", "--auto-approve")...); code != 0 || !strings.Contains(out, "serial 3") {
+		t.Fatalf("apply over etcd: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, stderr := fuelsyncRun(t, append(etcd, "apply", planFile)...); code != 1 || !strings.Contains(stderr, "the state is now at serial 3") {
+		t.Fatalf("apply of a stale plan over etcd: exit %d\n%s%s", code, out, stderr)
+	}
+
 	// Another work directory's state (a new lineage) is refused.
 	other := filepath.Join(t.TempDir(), "other")
 	if code, _, stderr := fuelsyncRun(t, "--repo", repo, "--workdir", other, "apply", "--auto-approve"); code != 0 {
@@ -91,7 +106,7 @@ func TestEtcdStatePushPull(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "refusing to push") || !strings.Contains(stderr, "lineage") {
 		t.Fatalf("push of another lineage: exit %d\n%s%s", code, out, stderr)
 	}
-	if code, out, _ := fuelsyncRun(t, append(etcd, "state", "show")...); !strings.Contains(out, "Serial:       2") {
+	if code, out, _ := fuelsyncRun(t, append(etcd, "state", "show")...); !strings.Contains(out, "Serial:       3") {
 		t.Fatalf("the state after the refused push: exit %d\n%s", code, out)
 	}
 	// And back: etcd's state pushed into a work directory that has its set.
