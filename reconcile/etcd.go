@@ -181,7 +181,7 @@ func (e *Etcd) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 func (e *Etcd) wrap(what string, err error) error {
-	if errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "deadline exceeded") || strings.Contains(err.Error(), "request timed out") {
 		return fmt.Errorf("%s %s: no answer within %s (is a quorum of its members up?): %w", what, e, e.cfg.Timeout, err)
 	}
 	return fmt.Errorf("%s %s: %w", what, e, err)
