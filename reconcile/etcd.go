@@ -181,10 +181,41 @@ func (e *Etcd) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 func (e *Etcd) wrap(what string, err error) error {
-	if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "deadline exceeded") || strings.Contains(err.Error(), "request timed out") {
+	if transient(err) {
 		return fmt.Errorf("%s %s: no answer within %s (is a quorum of its members up?): %w", what, e, e.cfg.Timeout, err)
 	}
 	return fmt.Errorf("%s %s: %w", what, e, err)
+}
+
+// retry runs f, an idempotent request, in attempts of a quarter of the
+// request timeout (at least 1s) until one succeeds or the timeout is spent: a
+// request sent to a member just killed may hang where the next one, sent to
+// another member, succeeds. (A commit is never retried: one that got no answer
+// may have happened.)
+func (e *Etcd) retry(ctx context.Context, f func(context.Context) error) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	deadline := time.Now().Add(e.cfg.Timeout)
+	attempt := max(e.cfg.Timeout/4, time.Second)
+	for {
+		actx, cancel := context.WithTimeout(ctx, min(attempt, time.Until(deadline)))
+		err := f(actx)
+		cancel()
+		if err == nil || ctx.Err() != nil || !time.Now().Before(deadline) || !transient(err) {
+			return err
+		}
+	}
+}
+
+// transient says err is a timeout or an unreachable member, worth a retry.
+func transient(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "deadline exceeded") || strings.Contains(msg, "request timed out") ||
+		strings.Contains(msg, "Unavailable") || strings.Contains(msg, "leader changed") || strings.Contains(msg, "no leader")
 }
 
 // etcdHeader is the value of <prefix>/state.
@@ -374,19 +405,27 @@ func (e *Etcd) Lock(ctx context.Context, op string, timeout time.Duration) (func
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	sctx, cancel := e.ctx(ctx)
-	defer cancel()
-	session, err := concurrency.NewSession(e.client, concurrency.WithTTL(int(e.cfg.LockTTL/time.Second)), concurrency.WithContext(ctx))
+	// The lease first, bounded by the request timeout; the session keeps it
+	// alive for as long as ctx lives.
+	var lease *clientv3.LeaseGrantResponse
+	err := e.retry(ctx, func(ctx context.Context) (err error) {
+		lease, err = e.client.Grant(ctx, int64(e.cfg.LockTTL/time.Second))
+		return err
+	})
 	if err != nil {
 		return nil, e.wrap("taking the lock on", err)
 	}
-	_ = sctx
+	session, err := concurrency.NewSession(e.client, concurrency.WithLease(lease.ID), concurrency.WithContext(ctx))
+	if err != nil {
+		return nil, e.wrap("taking the lock on", err)
+	}
 	info := holderInfo(op)
 	data, _ := json.Marshal(info)
-	lease := strconv.FormatInt(int64(session.Lease()), 16)
-	hctx, hcancel := e.ctx(ctx)
-	_, err = e.client.Put(hctx, e.key("holders/"+lease), string(data), clientv3.WithLease(session.Lease()))
-	hcancel()
+	leaseHex := strconv.FormatInt(int64(session.Lease()), 16)
+	err = e.retry(ctx, func(ctx context.Context) error {
+		_, err := e.client.Put(ctx, e.key("holders/"+leaseHex), string(data), clientv3.WithLease(session.Lease()))
+		return err
+	})
 	if err != nil {
 		session.Close()
 		return nil, e.wrap("taking the lock on", err)

@@ -523,3 +523,32 @@ func TestEtcdLoopReconciles(t *testing.T) {
 		t.Fatalf("reconcile after a restart: %s %v", got, again.Status().Errors)
 	}
 }
+
+// A writer whose lock was lost (its lease expired while etcd was out of its
+// reach) cannot commit, even at the right serial.
+func TestEtcdCommitNeedsTheLock(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	w := etcdWorkdir(t, c, "lost", 5*time.Second, 5*time.Second)
+	if _, err := publishNext(t, w); err != nil {
+		t.Fatal(err)
+	}
+	l, err := w.Lock(context.Background(), "test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock()
+	e := w.Backend.(*Etcd)
+	// What the lease's expiry does: the lock's key goes.
+	if _, err := e.client.Delete(context.Background(), e.held.Key()); err != nil {
+		t.Fatal(err)
+	}
+	st := emptyState()
+	st.Serial = 2
+	err = w.Publish(l, st, func(put func(string, []byte) error) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "lock on "+e.String()+" was lost") {
+		t.Fatalf("commit without the lock: %v", err)
+	}
+	if got, err := w.ReadState(); err != nil || got.Serial != 1 {
+		t.Fatalf("state after the refused commit: %+v, %v", got, err)
+	}
+}
