@@ -233,10 +233,12 @@ type etcdHeader struct {
 
 // ReadState implements Backend.
 func (e *Etcd) ReadState(ctx context.Context) (*State, error) {
-	ctx, cancel := e.ctx(ctx)
-	defer cancel()
 	for attempt := 0; ; attempt++ {
-		st, err := e.readState(ctx)
+		var st *State
+		err := e.retry(ctx, func(ctx context.Context) (err error) {
+			st, err = e.readState(ctx)
+			return err
+		})
 		// Parts removed and compacted between the two reads: read again.
 		if errors.Is(err, errPartGone) && attempt < 3 {
 			continue
@@ -343,7 +345,10 @@ func (e *Etcd) Commit(ctx context.Context, prev int64, next *State) error {
 		sum := sha256.Sum256(p)
 		k := e.key("parts/" + hex.EncodeToString(sum[:]))
 		h.Parts = append(h.Parts, k)
-		if _, err := e.client.Put(ctx, k, string(p)); err != nil {
+		if err := e.retry(ctx, func(ctx context.Context) error {
+			_, err := e.client.Put(ctx, k, string(p))
+			return err
+		}); err != nil {
 			return e.wrap("writing the state to", err)
 		}
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(k), ">", 0))

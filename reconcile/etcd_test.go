@@ -182,7 +182,8 @@ func TestEtcdLockHolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &Workdir{Dir: t.TempDir(), Backend: e}
+	// Not t.TempDir(): the SIGKILL leaves no time to remove it.
+	w := &Workdir{Dir: os.Getenv("FUELSYNC_TEST_HOLD_DIR"), Backend: e}
 	if _, err := w.Lock(context.Background(), "apply", 0); err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +197,7 @@ func TestEtcdLockReleasedOnKill(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	const ttl = 2 * time.Second
 	cmd := exec.Command(os.Args[0], "-test.run=^TestEtcdLockHolder$", "-test.v")
-	cmd.Env = append(os.Environ(), "FUELSYNC_TEST_HOLD_LOCK="+c.URL("killed"))
+	cmd.Env = append(os.Environ(), "FUELSYNC_TEST_HOLD_LOCK="+c.URL("killed"), "FUELSYNC_TEST_HOLD_DIR="+t.TempDir())
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -79,7 +79,27 @@ func StartTLS(t testing.TB, certs Certs) *Cluster {
 	return start(t, 1, &certs)
 }
 
+// start makes up to three attempts: the ports are free when picked, but
+// another process on the machine may take one before etcd binds it.
 func start(t testing.TB, n int, certs *Certs) *Cluster {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		c := startOnce(t, n, certs)
+		if c.waitHealthy(20 * time.Second) {
+			return c
+		}
+		c.logTails()
+		for _, m := range c.Members {
+			c.kill(m, syscall.SIGKILL)
+		}
+		if attempt == 3 {
+			t.Fatalf("no healthy %d-member etcd cluster after %d attempts", n, attempt)
+		}
+		t.Logf("etcd cluster not healthy after 20s (attempt %d): starting another on other ports", attempt)
+	}
+}
+
+func startOnce(t testing.TB, n int, certs *Certs) *Cluster {
 	t.Helper()
 	scheme := "http"
 	if certs != nil {
@@ -127,7 +147,6 @@ func start(t testing.TB, n int, certs *Certs) *Cluster {
 			c.kill(m, syscall.SIGKILL)
 		}
 	})
-	c.WaitHealthy(30 * time.Second)
 	return c
 }
 
@@ -245,27 +264,46 @@ func (c *Cluster) Healthy(i int) bool {
 // (with the members' logs) after d.
 func (c *Cluster) WaitHealthy(d time.Duration) {
 	c.t.Helper()
+	if !c.waitHealthy(d) {
+		c.logTails()
+		c.t.Fatalf("etcd cluster not healthy after %s", d)
+	}
+}
+
+func (c *Cluster) waitHealthy(d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for {
 		ok := true
 		for i, m := range c.Members {
-			if m.cmd != nil && !c.Healthy(i) {
+			if m.cmd == nil {
+				continue
+			}
+			select {
+			case <-m.done: // exited: a port taken, or worse
+				return false
+			default:
+			}
+			if !c.Healthy(i) {
 				ok = false
 			}
 		}
 		if ok {
-			return
+			return true
 		}
 		if time.Now().After(deadline) {
-			for _, m := range c.Members {
-				data, _ := os.ReadFile(m.log)
-				if len(data) > 4000 {
-					data = data[len(data)-4000:]
-				}
-				c.t.Logf("etcd %s log (end):\n%s", m.Name, data)
-			}
-			c.t.Fatalf("etcd cluster not healthy after %s", d)
+			return false
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// logTails logs the end of every member's log.
+func (c *Cluster) logTails() {
+	for _, m := range c.Members {
+		data, _ := os.ReadFile(m.log)
+		if len(data) > 4000 {
+			data = data[len(data)-4000:]
+		}
+		c.t.Logf("etcd %s log (end):\n%s", m.Name, data)
 	}
 }
