@@ -20,6 +20,9 @@ func openWorkdir(c *cli.Context, g *globals) (*reconcile.Workdir, error) {
 	if g.state == "" {
 		return w, nil
 	}
+	if c.Bool("reinit") {
+		return nil, &exitError{code: 1, msg: "--reinit starts the work directory's own state over; with --state the state is on etcd, where it cannot be damaged that way: fix or push it there (fuelsync state push); nothing was changed"}
+	}
 	cfg, err := reconcile.ParseStateURL(g.state)
 	if err != nil {
 		return nil, &exitError{code: 1, msg: "--state: " + err.Error()}

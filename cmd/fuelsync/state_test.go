@@ -46,6 +46,9 @@ func TestEtcdStatePushPull(t *testing.T) {
 	if err := os.WriteFile(stateFile, []byte(pulled), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if code, _, stderr := fuelsyncRun(t, append(etcd, "plan", "--reinit")...); code != 1 || !strings.Contains(stderr, "--reinit starts the work directory's own state over") {
+		t.Fatalf("plan --reinit over etcd: exit %d\n%s", code, stderr)
+	}
 	// Over etcd, nothing is stored yet.
 	if code, out, _ := fuelsyncRun(t, append(etcd, "state", "show")...); code != 0 || !strings.Contains(out, "Nothing applied yet") {
 		t.Fatalf("state show of an empty etcd: exit %d\n%s", code, out)
