@@ -348,6 +348,10 @@ func checkServeSettings(c *checker, v *Value, s *Settings, name string) {
 		bad("publish", &s.Publish, fmt.Sprintf("%q is not a way to publish", s.Publish),
 			"publish: git commits every applied set to publish_branch; leave it out to publish nothing.")
 	}
+	if s.State != "" && !strings.HasPrefix(s.State, "etcd://") {
+		bad("state", &s.State, fmt.Sprintf("%q is not an etcd:// address", s.State),
+			"state: etcd://host1:2379,host2:2379/prefix keeps the state on etcd; leave it out to keep it in the work directory.")
+	}
 	for _, key := range []string{"workdir", "publish_branch"} {
 		field := &s.Workdir
 		if key == "publish_branch" {
@@ -387,12 +391,13 @@ func (l *loadCtx) loadSettings() (Settings, hcl.Diagnostics) {
 		s.Interval, _ = c.str(v, "interval", name, false)
 		s.Publish, _ = c.str(v, "publish", name, false)
 		s.PublishBranch, _ = c.str(v, "publish_branch", name, false)
+		s.State, _ = c.str(v, "state", name, false)
 		checkServeSettings(c, v, &s, name)
 		s.AllowEmpty, _ = c.boolean(v, "allow_empty", name)
 		if fg, ok := c.strList(v, "feature_groups", name, false, false); ok {
 			s.FeatureGroups = fg
 		}
-		c.misspelled(v, map[string]bool{"workdir": true, "interval": true, "publish": true, "publish_branch": true, "allow_empty": true, "feature_groups": true}, name)
+		c.misspelled(v, map[string]bool{"workdir": true, "interval": true, "publish": true, "publish_branch": true, "allow_empty": true, "state": true, "feature_groups": true}, name)
 		return s, c.diags
 	}
 	return s, nil

@@ -33,6 +33,9 @@ type Settings struct {
 	// AllowEmpty lets watch and serve apply a revision that removes every node
 	// of a cluster, or every cluster.
 	AllowEmpty bool
+	// State is where the state is kept: etcd://host:port[,...]/prefix (the
+	// work directory when empty).
+	State string
 	// FeatureGroups is the `version:feature_groups` model of the expression language.
 	FeatureGroups []string
 	Data          *Value

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/user"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -27,29 +26,56 @@ type LockInfo struct {
 type Lock struct {
 	w *Workdir
 	f *os.File
+	// release releases the backend's lock (nil with the work directory's own).
+	release func() error
 }
 
 // LockedError says another process holds the lock.
 type LockedError struct {
-	Path   string
+	Path string
+	// What is locked ("the state etcd://..."); the work directory when empty.
+	What   string
 	Holder LockInfo
 }
 
 func (e *LockedError) Error() string {
 	h := e.Holder
-	if h.PID == 0 {
-		return fmt.Sprintf("the work directory is locked (%s); retry, or wait with --lock-timeout", e.Path)
+	what := e.What
+	if what == "" {
+		what = "the work directory"
 	}
-	return fmt.Sprintf("the work directory is locked by pid %d (%s, %s@%s, since %s) through %s; retry, or wait with --lock-timeout",
-		h.PID, h.Operation, h.User, h.Host, h.Since, e.Path)
+	if h.PID == 0 {
+		return fmt.Sprintf("%s is locked (%s); retry, or wait with --lock-timeout", what, e.Path)
+	}
+	return fmt.Sprintf("%s is locked by pid %d (%s, %s@%s, since %s) through %s; retry, or wait with --lock-timeout",
+		what, h.PID, h.Operation, h.User, h.Host, h.Since, e.Path)
 }
 
 // Lock takes the exclusive lock <workdir>/lock for op, waiting up to timeout (0:
-// not at all) while another process holds it.
+// not at all) while another process holds it. With a Backend, its lock first,
+// then the work directory's (which guards the local artifacts).
 func (w *Workdir) Lock(ctx context.Context, op string, timeout time.Duration) (*Lock, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	if w.Backend == nil {
+		return w.flock(ctx, op, timeout)
+	}
+	start := time.Now()
+	release, err := w.Backend.Lock(ctx, op, timeout)
+	if err != nil {
+		return nil, err
+	}
+	l, err := w.flock(ctx, op, max(0, timeout-time.Since(start)))
+	if err != nil {
+		_ = release()
+		return nil, err
+	}
+	l.release = release
+	return l, nil
+}
+
+func (w *Workdir) flock(ctx context.Context, op string, timeout time.Duration) (*Lock, error) {
 	if err := os.MkdirAll(w.Dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -86,12 +112,7 @@ func (w *Workdir) Lock(ctx context.Context, op string, timeout time.Duration) (*
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	info := LockInfo{PID: os.Getpid(), Operation: op, Since: time.Now().UTC().Format(time.RFC3339)}
-	if u, err := user.Current(); err == nil {
-		info.User = u.Username
-	}
-	info.Host, _ = os.Hostname()
-	data, _ := json.Marshal(info)
+	data, _ := json.Marshal(holderInfo(op))
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt(append(data, '\n'), 0)
 	}
@@ -115,5 +136,11 @@ func (l *Lock) Unlock() error {
 	_ = l.f.Truncate(0)
 	err := l.f.Close() // closing releases the flock
 	l.f = nil
+	if l.release != nil {
+		if rerr := l.release(); err == nil {
+			err = rerr
+		}
+		l.release = nil
+	}
 	return err
 }

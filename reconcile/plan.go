@@ -46,6 +46,10 @@ func MakePlan(w *Workdir, st *State, rs []*render.Rendered, old []*render.Render
 	}
 	// The applied set of st by its serial, not through current, which another
 	// apply may switch meanwhile.
+	if _, err := os.Stat(w.SetDir(st.Serial)); err != nil && w.Backend != nil && st.Serial > 0 {
+		return nil, fmt.Errorf("the state in %s is at serial %d, but its applied set %s is not in this work directory (another work directory applied it): run plan and apply from that one, or with its artifacts",
+			w.Backend, st.Serial, w.SetDir(st.Serial))
+	}
 	oldSide := diff.FSSide(os.DirFS(w.SetDir(st.Serial)), st.Artifacts)
 	oldSide.Rendered = old
 	cs, err := diff.Compute(oldSide, newSide)

@@ -25,6 +25,7 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/fuelsync/fuelsync/internal/mapfs"
 )
@@ -238,7 +239,8 @@ func TestServe(t *testing.T) {
 
 	// /metrics: Prometheus text with the reconciles and deliveries by outcome.
 	_, metrics := get("/metrics")
-	families, err := (&expfmt.TextParser{}).TextToMetricFamilies(strings.NewReader(metrics))
+	parser := expfmt.NewTextParser(model.UTF8Validation) // the zero TextParser panics since prometheus/common v0.66
+	families, err := parser.TextToMetricFamilies(strings.NewReader(metrics))
 	if err != nil {
 		t.Fatalf("/metrics does not parse: %v", err)
 	}

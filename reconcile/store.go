@@ -19,6 +19,7 @@ package reconcile
 // and a state that disagrees with its set stops every writer (DamagedError).
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -103,6 +104,9 @@ type Workdir struct {
 	// disk, so no existing set is overwritten. Deployed nodes and primary tags of
 	// the lost state are forgotten: it is the explicit "start over".
 	Reinit bool
+	// Backend, when set, keeps the state and the lock (etcd); the work
+	// directory keeps the applied sets, which the state's manifest describes.
+	Backend Backend
 }
 
 // Open returns the work directory dir (created by the first lock).
@@ -142,6 +146,11 @@ func (e *DamagedError) Error() string {
 // state when nothing was applied. A *DamagedError when the two disagree or the
 // current link is lost beside applied sets (a fresh state with Reinit).
 func (w *Workdir) ReadState() (*State, error) {
+	if w.Backend != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), backendTimeout)
+		defer cancel()
+		return w.Backend.ReadState(ctx)
+	}
 	st, err := w.readState()
 	var damaged *DamagedError
 	if errors.As(err, &damaged) && w.Reinit {
@@ -316,6 +325,11 @@ func do(name string, f func() error) error {
 // old sets pruned. Before the commit point the next run reads the previous state
 // and removes the leftovers; after it, the new state, whatever followed.
 func (w *Workdir) Publish(l *Lock, st *State, write func(put func(name string, data []byte) error) error) error {
+	return w.publish(l, st, false, write)
+}
+
+// publish is Publish; a push may skip serials.
+func (w *Workdir) publish(l *Lock, st *State, push bool, write func(put func(name string, data []byte) error) error) error {
 	if l == nil || l.w != w {
 		return errors.New("publishing needs the work directory's lock")
 	}
@@ -323,7 +337,7 @@ func (w *Workdir) Publish(l *Lock, st *State, write func(put func(name string, d
 	if err != nil {
 		return err
 	}
-	if st.Serial != cur.Serial+1 {
+	if st.Serial != cur.Serial+1 && !(push && st.Serial > cur.Serial) {
 		return fmt.Errorf("publishing serial %d over serial %d: serials must follow each other", st.Serial, cur.Serial)
 	}
 	if st.Lineage == "" {
@@ -365,6 +379,27 @@ func (w *Workdir) Publish(l *Lock, st *State, write func(put func(name string, d
 	if err := syncDir(w.artifacts()); err != nil {
 		return err
 	}
+	if w.Backend != nil {
+		// The commit point is the backend's: the set is written, the state
+		// switches there; current follows it here.
+		ctx, cancel := context.WithTimeout(context.Background(), backendTimeout)
+		defer cancel()
+		if err := do("commit state", func() error { return w.Backend.Commit(ctx, cur.Serial, st) }); err != nil {
+			// A refused commit leaves a set nothing names. Any other failure
+			// (no answer) may still have committed: the set stays, and the
+			// next run removes it if the backend's serial is below it.
+			var stale *StaleStateError
+			if errors.As(err, &stale) {
+				_ = os.RemoveAll(final)
+			}
+			return err
+		}
+		if err := w.relink(st.Serial); err != nil {
+			return &AppliedError{Serial: st.Serial, Err: err}
+		}
+		w.prune(st.Serial)
+		return nil
+	}
 	// The commit point: current → the new set.
 	linkTmp := filepath.Join(w.artifacts(), ".link-current-"+newLineage()[:8])
 	if err := do("symlink current", func() error { return os.Symlink(strconv.FormatInt(st.Serial, 10), linkTmp) }); err != nil {
@@ -382,6 +417,15 @@ func (w *Workdir) Publish(l *Lock, st *State, write func(put func(name string, d
 	}
 	w.prune(st.Serial)
 	return nil
+}
+
+// relink points current at set n, then state.json at its state (a work
+// directory under a Backend, where current follows the backend's state).
+func (w *Workdir) relink(n int64) error {
+	if err := replaceSymlink(w.artifacts(), "current", strconv.FormatInt(n, 10)); err != nil {
+		return err
+	}
+	return w.linkState()
 }
 
 // linkState makes <workdir>/state.json the link to the current set's state.
@@ -523,6 +567,13 @@ func (w *Workdir) Tidy(l *Lock) error {
 	}
 	w.clean(st.Serial)
 	w.prune(st.Serial)
+	if w.Backend != nil {
+		// A crash between the backend's commit and the switch of current.
+		if _, err := os.Stat(w.SetDir(st.Serial)); err == nil && w.currentSerial() != st.Serial {
+			return w.relink(st.Serial)
+		}
+		return nil
+	}
 	if _, err := w.readState(); err == nil && w.currentSerial() > 0 {
 		return w.linkState()
 	}

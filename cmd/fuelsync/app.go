@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -35,9 +36,12 @@ type globals struct {
 	repo    string
 	rev     string
 	workdir string
-	format  string
-	color   string
-	quiet   bool
+	// state is --state (or the state setting): etcd://..., or empty for the
+	// work directory.
+	state  string
+	format string
+	color  string
+	quiet  bool
 	// command is the command's path after fuelsync ("validate", "tags list").
 	command string
 	stdout  io.Writer
@@ -61,6 +65,7 @@ func (g *globals) useColor(w io.Writer) bool {
 func readGlobals(c *cli.Context, stdout, stderr io.Writer) (*globals, error) {
 	g := &globals{
 		repo: globalString(c, "repo"), rev: globalString(c, "rev"), workdir: globalString(c, "workdir"),
+		state:  globalString(c, "state"),
 		format: commandFormat(c), color: globalString(c, "color"), quiet: globalSet(c, "quiet") != nil,
 		stdout: stdout, stderr: stderr,
 	}
@@ -106,6 +111,18 @@ func globalString(c *cli.Context, name string) string {
 		return f.Value
 	}
 	return ""
+}
+
+// globalDuration is the value of the global duration flag name where it was
+// given, else its default.
+func globalDuration(c *cli.Context, name string) time.Duration {
+	if ctx := globalSet(c, name); ctx != nil {
+		return ctx.Duration(name)
+	}
+	if f, ok := globalFlag(name).(*cli.DurationFlag); ok {
+		return f.Value
+	}
+	return 0
 }
 
 // commandFormat is the command's --format when given, else the global one.
@@ -154,6 +171,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			serveCommand(stdout, stderr),
 			triggerCommand(stdout, stderr),
 			capabilitiesCommand(stdout, stderr),
+			stateCommand(stdout, stderr),
 			completionCommand(stdout, stderr),
 			completeCommand(stdout),
 			versionCommand(stdout, stderr),

@@ -51,6 +51,9 @@ func TestGlobalFlagsInAnyPosition(t *testing.T) {
 	values := map[string][]string{
 		"repo": {"R1", "R2"}, "rev": {"V1", "V2"}, "workdir": {"W1", "W2"},
 		"format": {"json", "markdown"}, "color": {"never", "always"},
+		"state": {"etcd://127.0.0.1:1/a", "etcd://127.0.0.1:2/b"}, "etcd-cacert": {"CA1", "CA2"},
+		"etcd-cert": {"C1", "C2"}, "etcd-key": {"K1", "K2"}, "etcd-auth-file": {"A1", "A2"},
+		"etcd-lock-ttl": {"5s", "7s"},
 	}
 	get := func(g *globals, name string) string {
 		switch name {
@@ -64,6 +67,8 @@ func TestGlobalFlagsInAnyPosition(t *testing.T) {
 			return g.format
 		case "color":
 			return g.color
+		case "state":
+			return g.state
 		}
 		return ""
 	}
@@ -82,12 +87,18 @@ func TestGlobalFlagsInAnyPosition(t *testing.T) {
 			}
 			t.Run(path+"/"+name, func(t *testing.T) {
 				var got *globals
+				var gotFlag string // the flags globals does not hold: --etcd-*
 				app := newApp(io.Discard, io.Discard)
 				cmd := leafCommands(app.Commands, "")[path]
 				cmd.Before = nil // required flags: not what is tested here
 				cmd.Action = func(c *cli.Context) error {
 					g, err := readGlobals(c, io.Discard, io.Discard)
 					got = g
+					if name == "etcd-lock-ttl" {
+						gotFlag = globalDuration(c, name).String()
+					} else {
+						gotFlag = globalString(c, name)
+					}
 					return err
 				}
 				words := strings.Fields(path)
@@ -107,6 +118,10 @@ func TestGlobalFlagsInAnyPosition(t *testing.T) {
 				if name == "quiet" {
 					if !got.quiet {
 						t.Errorf("%s: not quiet", strings.Join(args, " "))
+					}
+				} else if strings.HasPrefix(name, "etcd-") {
+					if gotFlag != want {
+						t.Errorf("%s: --%s is %q, want %q", strings.Join(args, " "), name, gotFlag, want)
 					}
 				} else if g := get(got, name); g != want {
 					t.Errorf("%s: --%s is %q, want %q", strings.Join(args, " "), name, g, want)
@@ -179,7 +194,7 @@ func TestHelpExamples(t *testing.T) {
 	order := []string{"version", "validate", "components", "render", "explain", "tags", "tags list", "roles", "roles list",
 		"plan", "apply", "diff", "completion", "capabilities", "capabilities find", "capabilities summary",
 		"tags assign", "tags unassign", "tags create", "tags update", "tags delete", "roles assign", "roles unassign",
-		"plugin check", "plugin create", "plugin", "watch", "serve", "trigger"}
+		"plugin check", "plugin create", "plugin", "state", "state show", "state pull", "state push", "watch", "serve", "trigger"}
 	var all []string
 	all = append(all, order...)
 	for path := range helpTable {
@@ -221,9 +236,18 @@ func TestHelpExamples(t *testing.T) {
 			if args[1] == "diff" {
 				want = 1
 			}
+			redirect := "" // an example may end in "> FILE", as a shell runs it
+			if n := len(args); n > 2 && args[n-2] == ">" {
+				redirect, args = args[n-1], args[:n-2]
+			}
 			var stdout, stderr bytes.Buffer
 			if code := run(args, &stdout, &stderr); code != want {
 				t.Errorf("%s (from fuelsync help %s): exit %d, want %d\nstdout:\n%s\nstderr:\n%s", line, path, code, want, stdout.String(), stderr.String())
+			}
+			if redirect != "" {
+				if err := os.WriteFile(redirect, stdout.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/reconcile"
 )
 
 // The global flags are defined on the application (fuelsync --repo R validate) and
@@ -32,11 +33,27 @@ func globalFlag(name string) cli.Flag {
 		return &cli.StringFlag{Name: "color", Value: "auto", Usage: "colour output `WHEN`: auto, always or never"}
 	case "quiet":
 		return &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only problems"}
+	case "state":
+		return &cli.StringFlag{Name: "state", Usage: "keep the state and the lock in etcd at `URL` (etcd://host1:2379,host2:2379/prefix) instead of the work directory"}
+	case "etcd-cacert":
+		return &cli.StringFlag{Name: "etcd-cacert", Usage: "verify etcd's TLS certificate with the CA bundle `FILE`"}
+	case "etcd-cert":
+		return &cli.StringFlag{Name: "etcd-cert", Usage: "TLS client certificate `FILE` for etcd"}
+	case "etcd-key":
+		return &cli.StringFlag{Name: "etcd-key", Usage: "TLS client key `FILE` for etcd"}
+	case "etcd-auth-file":
+		return &cli.StringFlag{Name: "etcd-auth-file", Usage: "authenticate to etcd with USER:PASSWORD read from `FILE`"}
+	case "etcd-lock-ttl":
+		return &cli.DurationFlag{Name: "etcd-lock-ttl", Value: reconcile.DefaultLockTTL, Usage: "lease TTL of the lock in etcd: how long a dead holder's lock outlives it"}
 	}
 	return nil // not a global flag: globalNames lists them
 }
 
-var globalNames = []string{"repo", "rev", "workdir", "format", "color", "quiet"}
+var globalNames = []string{"repo", "rev", "workdir", "format", "color", "quiet",
+	"state", "etcd-cacert", "etcd-cert", "etcd-key", "etcd-auth-file", "etcd-lock-ttl"}
+
+// stateGlobals are the global flags of the commands that read or write the state.
+var stateGlobals = []string{"state", "etcd-cacert", "etcd-cert", "etcd-key", "etcd-auth-file", "etcd-lock-ttl"}
 
 // commandHelp is what a command's --help shows besides its flags: the global
 // flags it honours, examples (each runs as printed from the directory holding
@@ -84,7 +101,7 @@ var helpTable = map[string]commandHelp{
 		exit: "0 explained, 1 an unknown cluster, node or task, or a cluster that does not render",
 	},
 	"plan": {
-		globals: []string{"repo", "rev", "workdir", "format", "color", "quiet"},
+		globals: append([]string{"repo", "rev", "workdir", "format", "color", "quiet"}, stateGlobals...),
 		examples: []string{
 			"fuelsync plan --repo examples/quickstart --workdir state",
 			"# save the plan, then apply exactly it",
@@ -94,7 +111,7 @@ var helpTable = map[string]commandHelp{
 		exit: "0 planned, 1 error; with --detailed-exitcode 0 no changes, 1 error, 2 changes",
 	},
 	"apply": {
-		globals: []string{"repo", "rev", "workdir", "format", "color", "quiet"},
+		globals: append([]string{"repo", "rev", "workdir", "format", "color", "quiet"}, stateGlobals...),
 		examples: []string{
 			"fuelsync apply --repo examples/quickstart --workdir state --auto-approve",
 			"# again: nothing to apply",
@@ -199,8 +216,33 @@ var helpTable = map[string]commandHelp{
 		examples: []string{"fuelsync roles unassign --repo examples/quickstart --cluster demo --node node-5 storage"},
 		exit:     "0 edited, 1 error (the file is left as it was)",
 	},
+	"state": {
+		globals:  append([]string{"repo", "workdir"}, stateGlobals...),
+		examples: []string{"fuelsync apply --repo examples/quickstart --workdir state --auto-approve -q", "fuelsync state show --repo examples/quickstart --workdir state"},
+		exit:     "0 success, 1 error",
+	},
+	"state show": {
+		globals:  append([]string{"repo", "workdir"}, stateGlobals...),
+		examples: []string{"fuelsync apply --repo examples/quickstart --workdir state --auto-approve -q", "fuelsync state show --repo examples/quickstart --workdir state"},
+		exit:     "0 shown, 1 error",
+	},
+	"state pull": {
+		globals:  append([]string{"repo", "workdir"}, stateGlobals...),
+		examples: []string{"fuelsync apply --repo examples/quickstart --workdir state --auto-approve -q", "fuelsync state pull --repo examples/quickstart --workdir state"},
+		exit:     "0 printed, 1 error",
+	},
+	"state push": {
+		globals: append([]string{"repo", "workdir"}, stateGlobals...),
+		examples: []string{
+			"fuelsync apply --repo examples/quickstart --workdir state --auto-approve -q",
+			"fuelsync state pull --repo examples/quickstart --workdir state > state.json",
+			"# pushing the same state back changes nothing",
+			"fuelsync state push --repo examples/quickstart --workdir state state.json",
+		},
+		exit: "0 pushed (or unchanged), 1 refused (another lineage, an older serial) or an error",
+	},
 	"watch": {
-		globals: []string{"repo", "workdir"},
+		globals: append([]string{"repo", "workdir"}, stateGlobals...),
 		examples: []string{
 			"# runs until interrupted; --repo must be a git repository",
 			"fuelsync watch --repo examples/quickstart --workdir state --interval 30s --dry-run",
@@ -208,7 +250,7 @@ var helpTable = map[string]commandHelp{
 		exit: "0 stopped by SIGINT or SIGTERM, 1 a start-up error",
 	},
 	"serve": {
-		globals: []string{"repo", "workdir"},
+		globals: append([]string{"repo", "workdir"}, stateGlobals...),
 		examples: []string{
 			"# runs until interrupted; --repo must be a git repository",
 			"fuelsync serve --repo examples/quickstart --workdir state --listen 127.0.0.1:8080 --webhook-secret-file secret",

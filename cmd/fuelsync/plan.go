@@ -143,7 +143,11 @@ func planCommand(stdout, stderr io.Writer) *cli.Command {
 			if err != nil {
 				return err
 			}
-			w := reconcile.Open(g.workdir)
+			w, err := openWorkdir(c, g)
+			if err != nil {
+				return err
+			}
+			defer w.Close()
 			w.Reinit = c.Bool("reinit")
 			st, err := w.ReadState()
 			if err != nil {
@@ -218,7 +222,11 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 				return &exitError{code: 1, msg: "apply without a plan file asks for confirmation, and " + why +
 					": pass --auto-approve, or save a plan with plan --out and apply it; nothing was changed"}
 			}
-			w := reconcile.Open(g.workdir)
+			w, err := openWorkdir(c, g)
+			if err != nil {
+				return err
+			}
+			defer w.Close()
 			w.Reinit = c.Bool("reinit")
 			lock, err := w.Lock(c.Context, "apply", c.Duration("lock-timeout"))
 			if err != nil {
@@ -271,7 +279,11 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 				}
 				return nil
 			}
-			if ask && !confirm(stdout, "\nApply these changes to "+g.workdir+"? Only 'yes' is accepted: ") {
+			target := g.workdir
+			if g.state != "" {
+				target += " and " + w.StateName()
+			}
+			if ask && !confirm(stdout, "\nApply these changes to "+target+"? Only 'yes' is accepted: ") {
 				return &exitError{code: 1, msg: "apply cancelled; nothing was changed"}
 			}
 			next, err := reconcile.Apply(w, lock, st, p, rs)

@@ -80,7 +80,7 @@ func newLoop(g *globals, c *cli.Context) (*reconcile.Loop, error) {
 	}
 	return &reconcile.Loop{
 		Publish:     publish,
-		Workdir:     reconcile.Open(g.workdir),
+		Workdir:     settings.Workdir,
 		Source:      src,
 		DryRun:      c.Bool("dry-run"),
 		AllowEmpty:  c.Bool("allow-empty"),

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/reconcile"
 )
 
 // repoSettings reads the settings file (fuelsync.yaml|hcl) of the repository
@@ -38,6 +39,9 @@ func useWorkdirSetting(c *cli.Context, g *globals) {
 }
 
 func setWorkdir(c *cli.Context, g *globals, s loader.Settings) {
+	if s.State != "" && globalSet(c, "state") == nil {
+		g.state = s.State
+	}
 	if s.Workdir != "" && globalSet(c, "workdir") == nil {
 		g.workdir = s.Workdir
 		if !filepath.IsAbs(s.Workdir) {
@@ -52,6 +56,8 @@ type loopSettings struct {
 	Interval      time.Duration
 	Publish       string
 	PublishBranch string
+	// Workdir is the work directory, with its state backend (--state).
+	Workdir *reconcile.Workdir
 }
 
 // loopSettingsFor reads the settings of watch and serve (and the work directory
@@ -84,5 +90,10 @@ func loopSettingsFor(c *cli.Context, g *globals) (loopSettings, error) {
 	if s.PublishBranch != "" && !c.IsSet("publish-branch") {
 		ls.PublishBranch = s.PublishBranch
 	}
+	w, err := openWorkdir(c, g)
+	if err != nil {
+		return loopSettings{}, err
+	}
+	ls.Workdir = w
 	return ls, nil
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// TestLoopSettingsFromFile checks that watch and serve take interval, publish,
+// TestLoopSettingsFromFile checks that watch and serve take interval, publish, state,
 // publish_branch and workdir from fuelsync.yaml, that their flags override the
 // file, and that a bad value stops them before they start, at its line.
 func TestLoopSettingsFromFile(t *testing.T) {
@@ -26,12 +26,14 @@ func TestLoopSettingsFromFile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	var state string // where the loop's state is kept
 	// settings runs a command with the global and watch flags through the CLI's
 	// own flag definitions, and returns what loopSettingsFor made of them.
 	settings := func(args ...string) (loopSettings, string, error) {
 		t.Helper()
 		var ls loopSettings
 		var workdir string
+		state = ""
 		app := newApp(io.Discard, io.Discard)
 		app.Commands = []*cli.Command{{
 			Name:  "probe",
@@ -43,6 +45,14 @@ func TestLoopSettingsFromFile(t *testing.T) {
 				}
 				ls, err = loopSettingsFor(c, g)
 				workdir = g.workdir
+				if ls.Workdir != nil {
+					if ls.Workdir.Dir != g.workdir {
+						t.Errorf("the loop's work directory is %s, not %s", ls.Workdir.Dir, g.workdir)
+					}
+					state = ls.Workdir.StateName()
+					ls.Workdir.Close()
+					ls.Workdir = nil
+				}
 				return err
 			},
 		}}
@@ -75,9 +85,29 @@ func TestLoopSettingsFromFile(t *testing.T) {
 		t.Errorf("no settings: workdir %s, (-want +got):\n%s", wd, diff)
 	}
 
+	// The state on etcd: from the file, or --state over it.
+	write("state: etcd://127.0.0.1:2379/from-file\n")
+	if _, _, err = settings("probe"); err != nil || state != "etcd://127.0.0.1:2379/from-file" {
+		t.Errorf("state from the file: %q, %v", state, err)
+	}
+	if _, _, err = settings("--state", "etcd://127.0.0.1:2380/flag", "probe"); err != nil || state != "etcd://127.0.0.1:2380/flag" {
+		t.Errorf("--state over the file: %q, %v", state, err)
+	}
+	write("state: consul://x\n")
+	_, _, err = settings("probe")
+	want := repo + "/fuelsync.yaml:1:8: fuelsync.yaml: state \"consul://x\" is not an etcd:// address"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a bad state: %v, want %q", err, want)
+	}
+	write("state: etcd://127.0.0.1:2379\n")
+	_, _, err = settings("probe")
+	if err == nil || !strings.Contains(err.Error(), "has no key prefix") {
+		t.Errorf("a state without a prefix: %v", err)
+	}
+
 	write("interval: 0s\n")
 	_, _, err = settings("probe")
-	want := repo + "/fuelsync.yaml:1:11: fuelsync.yaml: interval \"0s\" is not a positive duration"
+	want = repo + "/fuelsync.yaml:1:11: fuelsync.yaml: interval \"0s\" is not a positive duration"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("a bad interval: %v, want %q", err, want)
 	}

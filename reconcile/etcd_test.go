@@ -1,0 +1,622 @@
+package reconcile
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/fuelsync/fuelsync/internal/etcdtest"
+	"github.com/fuelsync/fuelsync/internal/repogen"
+	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/render"
+)
+
+// etcdWorkdir is a new work directory whose state is on the etcd of c, under
+// prefix.
+func etcdWorkdir(t *testing.T, c *etcdtest.Cluster, prefix string, ttl, timeout time.Duration) *Workdir {
+	t.Helper()
+	cfg, err := ParseStateURL(c.URL(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.LockTTL, cfg.Timeout = ttl, timeout
+	e, err := OpenEtcd(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return &Workdir{Dir: filepath.Join(t.TempDir(), "wd"), Backend: e}
+}
+
+func TestParseStateURL(t *testing.T) {
+	cfg, err := ParseStateURL("etcd://10.0.0.1:2379,10.0.0.2:2379/fuelsync/prod/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"10.0.0.1:2379", "10.0.0.2:2379"}, cfg.Endpoints); diff != "" || cfg.Prefix != "/fuelsync/prod" {
+		t.Errorf("endpoints (-want +got):\n%s; prefix %q", diff, cfg.Prefix)
+	}
+	for _, bad := range []string{"http://h:2379/p", "etcd://h:2379", "etcd://h:2379/", "etcd:///p", "etcd://host/p"} {
+		if _, err := ParseStateURL(bad); err == nil {
+			t.Errorf("ParseStateURL(%q) accepted", bad)
+		}
+	}
+}
+
+// Two writers that read the same serial commit concurrently: exactly one
+// commits each serial, the other is told where the state now is.
+func TestEtcdStaleWriterRefused(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	a := etcdWorkdir(t, c, "stale", 5*time.Second, 5*time.Second).Backend
+	b := etcdWorkdir(t, c, "stale", 5*time.Second, 5*time.Second).Backend
+	ctx := context.Background()
+	for round := int64(0); round < 10; round++ {
+		sa, err := a.ReadState(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb, err := b.ReadState(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sa.Serial != round || sb.Serial != round {
+			t.Fatalf("round %d: the writers read serials %d and %d", round, sa.Serial, sb.Serial)
+		}
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for i, be := range []Backend{a, b} {
+			next := emptyState()
+			next.Lineage, next.Serial, next.Revision = "lin", round+1, fmt.Sprintf("writer-%d", i)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = be.Commit(ctx, round, next)
+			}()
+		}
+		wg.Wait()
+		var won, lost int
+		for _, err := range errs {
+			var stale *StaleStateError
+			switch {
+			case err == nil:
+				won++
+			case errors.As(err, &stale):
+				lost++
+				if want := fmt.Sprintf("the state is now at serial %d", round+1); !strings.Contains(err.Error(), want) {
+					t.Errorf("round %d: %q does not say %q", round, err, want)
+				}
+			default:
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		if won != 1 || lost != 1 {
+			t.Fatalf("round %d: %d commits won, %d refused; want 1 and 1", round, won, lost)
+		}
+	}
+	if st, err := a.ReadState(ctx); err != nil || st.Serial != 10 {
+		t.Fatalf("final state: %+v, %v", st, err)
+	}
+}
+
+// Two work directories apply concurrently over one etcd state, each taking
+// the lock: every serial is committed once, none skipped.
+func TestEtcdConcurrentApplies(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	var mu sync.Mutex
+	committed := map[int64]string{}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for i := 0; i < 2; i++ {
+		w := etcdWorkdir(t, c, "apply", 5*time.Second, 5*time.Second)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < 8; k++ {
+				l, err := w.Lock(context.Background(), "test", 20*time.Second)
+				if err != nil {
+					errs <- err
+					return
+				}
+				cur, err := w.ReadState()
+				if err == nil {
+					st := emptyState()
+					st.Lineage, st.Serial, st.Revision = cur.Lineage, cur.Serial+1, fmt.Sprintf("w%d-%d", i, k)
+					st.Artifacts["a"] = "x"
+					err = w.Publish(l, st, func(put func(string, []byte) error) error { return put("a", []byte(st.Revision)) })
+					mu.Lock()
+					if prev, dup := committed[st.Serial]; dup && err == nil {
+						err = fmt.Errorf("serial %d committed twice (%s, %s)", st.Serial, prev, st.Revision)
+					}
+					committed[st.Serial] = st.Revision
+					mu.Unlock()
+				}
+				l.Unlock()
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for n := int64(1); n <= 16; n++ {
+		if committed[n] == "" {
+			t.Errorf("serial %d was never committed", n)
+		}
+	}
+}
+
+// TestEtcdLockHolder is the lock holder TestEtcdLockReleasedOnKill starts in
+// a process of its own (and kills).
+func TestEtcdLockHolder(t *testing.T) {
+	url := os.Getenv("FUELSYNC_TEST_HOLD_LOCK")
+	if url == "" {
+		t.Skip("started by TestEtcdLockReleasedOnKill")
+	}
+	cfg, err := ParseStateURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.LockTTL = 2 * time.Second
+	e, err := OpenEtcd(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not t.TempDir(): the SIGKILL leaves no time to remove it.
+	w := &Workdir{Dir: os.Getenv("FUELSYNC_TEST_HOLD_DIR"), Backend: e}
+	if _, err := w.Lock(context.Background(), "apply", 0); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("locked")
+	time.Sleep(time.Minute)
+}
+
+// The lock's holder is readable, and the lock is free again within its lease
+// TTL after the holder is SIGKILLed.
+func TestEtcdLockReleasedOnKill(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	const ttl = 2 * time.Second
+	cmd := exec.Command(os.Args[0], "-test.run=^TestEtcdLockHolder$", "-test.v")
+	cmd.Env = append(os.Environ(), "FUELSYNC_TEST_HOLD_LOCK="+c.URL("killed"), "FUELSYNC_TEST_HOLD_DIR="+t.TempDir())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	locked := make(chan bool)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if sc.Text() == "locked" {
+				locked <- true
+			}
+		}
+		close(locked)
+	}()
+	select {
+	case ok := <-locked:
+		if !ok {
+			t.Fatal("the holder exited before taking the lock")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the holder did not take the lock in 30s")
+	}
+	w := etcdWorkdir(t, c, "killed", ttl, 5*time.Second)
+	_, err = w.Lock(context.Background(), "apply", 0)
+	var le *LockedError
+	if !errors.As(err, &le) {
+		t.Fatalf("locking while held: %v", err)
+	}
+	host, _ := os.Hostname()
+	if le.Holder.PID != cmd.Process.Pid || le.Holder.Host != host || le.Holder.Operation != "apply" || le.Holder.Since == "" {
+		t.Errorf("holder %+v; want pid %d on %s", le.Holder, cmd.Process.Pid, host)
+	}
+	if want := fmt.Sprintf("is locked by pid %d (apply,", cmd.Process.Pid); !strings.Contains(err.Error(), want) {
+		t.Errorf("%q does not say %q", err, want)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	_ = cmd.Wait()
+	for {
+		l, err := w.Lock(context.Background(), "apply", 0)
+		if err == nil {
+			t.Logf("lock free %s after the SIGKILL (lease TTL %s)", time.Since(killed).Round(time.Millisecond), ttl)
+			l.Unlock()
+			break
+		}
+		if !errors.As(err, &le) {
+			t.Fatal(err)
+		}
+		// etcd may round a lease up to its minimum; a second of slack.
+		if time.Since(killed) > ttl+time.Second+500*time.Millisecond {
+			t.Fatalf("the lock is still held %s after its holder was killed (lease TTL %s): %v", time.Since(killed), ttl, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// PushState refuses a state of another lineage, and an older one.
+func TestEtcdPushRefusesOtherLineage(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	w := etcdWorkdir(t, c, "push", 5*time.Second, 5*time.Second)
+	l, err := w.Lock(context.Background(), "push", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock()
+	st := emptyState()
+	st.Lineage, st.Serial = "aaaa", 3
+	if changed, err := PushState(w, l, st); err != nil || !changed {
+		t.Fatalf("first push: %v, %v", changed, err)
+	}
+	if changed, err := PushState(w, l, st); err != nil || changed {
+		t.Fatalf("the same state again: %v, %v", changed, err)
+	}
+	other := emptyState()
+	other.Lineage, other.Serial = "bbbb", 9
+	_, err = PushState(w, l, other)
+	var le *LineageError
+	if !errors.As(err, &le) || !strings.Contains(err.Error(), "lineage bbbb") || !strings.Contains(err.Error(), "holds lineage aaaa") {
+		t.Errorf("pushing another lineage: %v", err)
+	}
+	older := emptyState()
+	older.Lineage, older.Serial = "aaaa", 2
+	if _, err := PushState(w, l, older); err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Errorf("pushing an older serial: %v", err)
+	}
+	if got, err := w.ReadState(); err != nil || got.Lineage != "aaaa" || got.Serial != 3 {
+		t.Errorf("after the refused pushes: %+v, %v", got, err)
+	}
+}
+
+// publishN publishes the next serial (one file) and returns it.
+func publishNext(t *testing.T, w *Workdir) (int64, error) {
+	t.Helper()
+	l, err := w.Lock(context.Background(), "test", 10*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	defer l.Unlock()
+	cur, err := w.ReadState()
+	if err != nil {
+		return 0, err
+	}
+	st := emptyState()
+	st.Lineage, st.Serial, st.Revision = cur.Lineage, cur.Serial+1, "r"+strconv.FormatInt(cur.Serial+1, 10)
+	st.Artifacts["c/a.yaml"] = "x"
+	return st.Serial, w.Publish(l, st, func(put func(string, []byte) error) error {
+		return put("c/a.yaml", []byte(st.Revision))
+	})
+}
+
+// With one member of three killed, applies go on.
+func TestEtcdMemberKilled(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	w := etcdWorkdir(t, c, "member", 3*time.Second, 5*time.Second)
+	if _, err := publishNext(t, w); err != nil {
+		t.Fatal(err)
+	}
+	c.Kill(0) // the first endpoint: the client moves to another
+	for i := 0; i < 3; i++ {
+		if _, err := publishNext(t, w); err != nil {
+			t.Fatalf("apply %d with one member down: %v", i+2, err)
+		}
+	}
+	if st, err := w.ReadState(); err != nil || st.Serial != 4 {
+		t.Fatalf("state: %+v, %v", st, err)
+	}
+	if data, err := os.ReadFile(filepath.Join(w.CurrentDir(), "c", "a.yaml")); err != nil || string(data) != "r4" {
+		t.Errorf("current/c/a.yaml = %q, %v", data, err)
+	}
+}
+
+// Without a quorum nothing is applied and nothing breaks; when the quorum is
+// back, applies resume from the last committed serial.
+func TestEtcdQuorumLostAndRegained(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	w := etcdWorkdir(t, c, "quorum", 3*time.Second, 3*time.Second)
+	if _, err := publishNext(t, w); err != nil {
+		t.Fatal(err)
+	}
+	// A lock taken before the quorum goes: the commit cannot happen either.
+	l, err := w.Lock(context.Background(), "test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Stop(1)
+	c.Stop(2)
+	st := emptyState()
+	st.Lineage, st.Serial = "x", 2
+	start := time.Now()
+	err = w.Publish(l, st, func(put func(string, []byte) error) error { return nil })
+	if err == nil {
+		t.Fatal("published serial 2 without a quorum")
+	}
+	t.Logf("publish without quorum failed after %s: %v", time.Since(start).Round(time.Millisecond), err)
+	l.Unlock()
+	if _, err := publishNext(t, w); err == nil {
+		t.Fatal("applied without a quorum")
+	} else if !strings.Contains(err.Error(), "quorum") {
+		t.Errorf("the error does not mention the quorum: %v", err)
+	}
+	if n := w.currentSerial(); n != 1 {
+		t.Errorf("current names set %d without a quorum; want 1", n)
+	}
+	c.Restart(1)
+	c.Restart(2)
+	c.WaitHealthy(30 * time.Second)
+	var n int64
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if n, err = publishNext(t, w); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no apply 20s after the quorum came back: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if n != 2 {
+		t.Errorf("the first apply after the quorum came back committed serial %d; want 2", n)
+	}
+	got, err := w.ReadState()
+	if err != nil || got.Serial != 2 || got.Revision != "r2" {
+		t.Fatalf("state: %+v, %v", got, err)
+	}
+	if data, err := os.ReadFile(filepath.Join(w.CurrentDir(), "c", "a.yaml")); err != nil || string(data) != "r2" {
+		t.Errorf("current/c/a.yaml = %q, %v", data, err)
+	}
+}
+
+// The state of the 2,000-node generated repository, applied over etcd, stays
+// well under etcd's request limit (1.5 MiB, the server's default here) in every
+// request, and reads back as it was written.
+func TestEtcdLargeState(t *testing.T) {
+	if testing.Short() {
+		t.Skip("renders 2,000 nodes")
+	}
+	c := etcdtest.Start(t, 1)
+	w := etcdWorkdir(t, c, "large", 5*time.Second, 20*time.Second)
+	repo, diags := loader.Load(repogen.Generate(repogen.Spec{Plugins: 4, Tasks: 300, Nodes: 2000, Clusters: 20, Seed: 1}), loader.Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	l, err := w.Lock(context.Background(), "apply", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock()
+	st, err := w.ReadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, diags := render.Render(repo, render.Options{State: st})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	p, err := MakePlan(w, st, rs, nil, "0123456789abcdef0123456789abcdef01234567", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := Apply(w, l, st, p, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := 0
+	for _, cs := range next.Clusters {
+		nodes += len(cs.Nodes)
+	}
+	if nodes != 2000 {
+		t.Fatalf("the state records %d nodes; want 2000", nodes)
+	}
+	h, parts, err := packState(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := json.Marshal(next)
+	t.Logf("state of %d nodes, %d artifacts: %d bytes of JSON, %d gzipped, in %d part(s) of at most %d",
+		nodes, len(next.Artifacts), len(doc), h.Size, len(parts), EtcdPartSize)
+	const limit = 1536 * 1024 // etcd's default --max-request-bytes
+	for i, part := range parts {
+		if len(part) > limit/4 {
+			t.Errorf("part %d is %d bytes: not well under the %d-byte request limit", i, len(part), limit)
+		}
+	}
+	if h.Size > EtcdPartSize && len(parts) < 2 {
+		t.Errorf("a %d-byte state was not split", h.Size)
+	}
+	got, err := w.ReadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(next, got); diff != "" {
+		t.Errorf("state read back (-want +got):\n%s", diff)
+	}
+}
+
+// A state too large for one part is cut in parts and read back whole.
+func TestEtcdStateParts(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	e := etcdWorkdir(t, c, "parts", 5*time.Second, 20*time.Second).Backend
+	st := emptyState()
+	st.Lineage, st.Serial = "l", 1
+	for i := 0; i < 40000; i++ { // sha256 digests do not compress: ~2.5 MiB of JSON
+		sum := sha256.Sum256([]byte(strconv.Itoa(i)))
+		st.Artifacts[fmt.Sprintf("c/node-%05d/deploy.yaml", i)] = hex.EncodeToString(sum[:])
+	}
+	h, parts, _ := packState(st)
+	if len(parts) < 3 {
+		t.Fatalf("a %d-byte state in %d parts; want at least 3", h.Size, len(parts))
+	}
+	if err := e.Commit(context.Background(), 0, st); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.ReadState(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(st, got); diff != "" {
+		t.Errorf("state read back (-want +got):\n%s", diff)
+	}
+	// A new state replaces the parts; the old ones are removed.
+	st.Serial = 2
+	st.Artifacts = map[string]string{"a": "b"}
+	if err := e.Commit(context.Background(), 1, st); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := e.(*Etcd).client.Get(context.Background(), "/parts/parts/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || resp.Count != 1 {
+		t.Errorf("parts left after the second commit: %v, %v; want 1", resp.Count, err)
+	}
+}
+
+// The reconcile loop of watch and serve runs unchanged with the state on
+// etcd: it applies a new commit, records it there, and finds nothing to do
+// after.
+func TestEtcdLoopReconciles(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	dir, r := testRepo(t)
+	w := etcdWorkdir(t, c, "loop", 5*time.Second, 5*time.Second)
+	loop := &Loop{Workdir: w, Source: &LocalSource{Path: dir}, ToolVersion: "test"}
+	if got := loop.ReconcileOnce(context.Background()); got != Applied {
+		t.Fatalf("first reconcile: %s %v", got, loop.Status().Errors)
+	}
+	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
+	sha := commit(t, r, "unassign rabbitmq")
+	if got := loop.ReconcileOnce(context.Background()); got != Applied {
+		t.Fatalf("reconcile of the new commit: %s %v", got, loop.Status().Errors)
+	}
+	st, err := w.Backend.ReadState(context.Background())
+	if err != nil || st.Serial != 2 || st.Revision != sha {
+		t.Fatalf("the state on etcd: %+v, %v; want serial 2 at %s", st, err, sha)
+	}
+	if n := w.currentSerial(); n != 2 {
+		t.Errorf("artifacts/current names set %d; want 2", n)
+	}
+	// A new loop (a restart) over the same etcd state and work directory.
+	again := &Loop{Workdir: w, Source: &LocalSource{Path: dir}, ToolVersion: "test"}
+	if got := again.ReconcileOnce(context.Background()); got != NoChange {
+		t.Fatalf("reconcile after a restart: %s %v", got, again.Status().Errors)
+	}
+}
+
+// A writer whose lock was lost (its lease expired while etcd was out of its
+// reach) cannot commit, even at the right serial.
+func TestEtcdCommitNeedsTheLock(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	w := etcdWorkdir(t, c, "lost", 5*time.Second, 5*time.Second)
+	if _, err := publishNext(t, w); err != nil {
+		t.Fatal(err)
+	}
+	l, err := w.Lock(context.Background(), "test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock()
+	e := w.Backend.(*Etcd)
+	// What the lease's expiry does: the lock's key goes.
+	if _, err := e.client.Delete(context.Background(), e.held.Key()); err != nil {
+		t.Fatal(err)
+	}
+	st := emptyState()
+	st.Serial = 2
+	err = w.Publish(l, st, func(put func(string, []byte) error) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "lock on "+e.String()+" was lost") {
+		t.Fatalf("commit without the lock: %v", err)
+	}
+	if got, err := w.ReadState(); err != nil || got.Serial != 1 {
+		t.Fatalf("state after the refused commit: %+v, %v", got, err)
+	}
+}
+
+// A commit that fails without an answer keeps its set, which the next run
+// removes when the state did not move; a failure after the commit (current
+// not switched) is finished by the next run.
+func TestEtcdCrashAroundCommit(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	w := etcdWorkdir(t, c, "crash", 5*time.Second, 5*time.Second)
+	if _, err := publishNext(t, w); err != nil {
+		t.Fatal(err)
+	}
+	failAt := func(name string) {
+		TestHookStep = func(step string) error {
+			if step == name {
+				return errors.New("injected failure at " + step)
+			}
+			return nil
+		}
+	}
+	defer func() { TestHookStep = nil }()
+
+	// 1. The commit gets no answer (and did not happen).
+	failAt("commit state")
+	if _, err := publishNext(t, w); err == nil {
+		t.Fatal("the failed commit was reported as done")
+	}
+	TestHookStep = nil
+	if _, err := os.Stat(w.SetDir(2)); err != nil {
+		t.Fatalf("the set of a commit without an answer was removed: %v", err)
+	}
+	l, err := w.Lock(context.Background(), "test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Tidy(l); err != nil {
+		t.Fatal(err)
+	}
+	l.Unlock()
+	if _, err := os.Stat(w.SetDir(2)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("set 2, never committed, is still there after the next run: %v", err)
+	}
+
+	// 2. Committed, but current not switched.
+	failAt("rename current")
+	_, err = publishNext(t, w)
+	var applied *AppliedError
+	if !errors.As(err, &applied) || applied.Serial != 2 {
+		t.Fatalf("a failure after the commit: %v; want an AppliedError of serial 2", err)
+	}
+	TestHookStep = nil
+	if n := w.currentSerial(); n != 1 {
+		t.Fatalf("current names %d before the next run; want 1 (the switch failed)", n)
+	}
+	l, err = w.Lock(context.Background(), "test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Tidy(l); err != nil {
+		t.Fatal(err)
+	}
+	l.Unlock()
+	if n := w.currentSerial(); n != 2 {
+		t.Errorf("current names %d after the next run; want 2, the committed set", n)
+	}
+	if n, err := publishNext(t, w); err != nil || n != 3 {
+		t.Errorf("the next apply: serial %d, %v; want 3", n, err)
+	}
+}
