@@ -473,7 +473,10 @@ func TestServeArtifactAPIFlags(t *testing.T) {
 		}
 		first <- took
 	}()
-	for waiting := ""; waiting != "fuelsync_api_waiting 1"; {
+	for waiting, until := "", time.Now().Add(5*time.Second); waiting != "fuelsync_api_waiting 1"; {
+		if time.Now().After(until) {
+			t.Fatalf("after 5 s, /metrics says %q, want one request waiting", waiting)
+		}
 		resp, err := http.Get(base + "/metrics")
 		if err != nil {
 			t.Fatal(err)
