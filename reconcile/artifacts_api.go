@@ -42,8 +42,9 @@ const (
 	DefaultMaxWaiting = 4096
 	// waitRetryAfter is the Retry-After of a wait refused at the cap, seconds.
 	waitRetryAfter = "5"
-	// maxJSONCache bounds the JSON renderings kept (by the YAML's digest).
-	maxJSONCache = 4096
+	// maxCacheBytes bounds the verified graphs and JSON renderings kept in
+	// memory (by digest).
+	maxCacheBytes = 32 << 20
 )
 
 // artifactIndex is the applied state the API answers from, with the waiters of
@@ -53,11 +54,12 @@ type artifactIndex struct {
 	st      *State                   // nil until the first state is seen
 	changed map[string]chan struct{} // artifact path → closed when its digest changes
 
-	jsonMu sync.Mutex
-	json   map[string]jsonVariant // YAML digest → its JSON
+	cacheMu    sync.Mutex
+	cache      map[string]variant // "yaml:" or "json:" + the YAML's digest → what is served
+	cacheBytes int
 }
 
-type jsonVariant struct {
+type variant struct {
 	body []byte
 	etag string
 }
@@ -362,16 +364,21 @@ func (s *Server) waitFor(w http.ResponseWriter, r *http.Request, name, sum strin
 }
 
 // artifact returns the bytes served for artifact name of st (digest sum) and
-// their ETag: the file read from the set of st's serial, checked against sum,
-// or its JSON rendering (cached by sum).
+// their ETag: the file read from the set of st's serial and checked against
+// sum, or its JSON rendering. Both are cached by sum (content-addressed, so an
+// entry stays right across applies): when an apply wakes thousands of agents of
+// a few graphs, each file is read and hashed once.
 func (s *Server) artifact(st *State, name, sum string, asJSON bool) ([]byte, string, error) {
+	key := "yaml:" + sum
 	if asJSON {
-		s.index.jsonMu.Lock()
-		v, ok := s.index.json[sum]
-		s.index.jsonMu.Unlock()
-		if ok {
-			return v.body, v.etag, nil
-		}
+		key = "json:" + sum
+	}
+	ix := &s.index
+	ix.cacheMu.Lock()
+	v, ok := ix.cache[key]
+	ix.cacheMu.Unlock()
+	if ok {
+		return v.body, v.etag, nil
 	}
 	data, err := os.ReadFile(filepath.Join(s.Loop.Workdir.SetDir(st.Serial), filepath.FromSlash(name)))
 	if err != nil {
@@ -381,21 +388,24 @@ func (s *Server) artifact(st *State, name, sum string, asJSON bool) ([]byte, str
 	if hex.EncodeToString(got[:]) != sum {
 		return nil, "", fmt.Errorf("the applied artifact %s does not match the state's digest (serial %d): the work directory was changed by hand", name, st.Serial)
 	}
-	if !asJSON {
-		return data, `"` + sum + `"`, nil
+	v = variant{body: data, etag: `"` + sum + `"`}
+	if asJSON {
+		body, err := yamlToJSON(data)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s as JSON: %w", name, err)
+		}
+		js := sha256.Sum256(body)
+		v = variant{body: body, etag: `"` + hex.EncodeToString(js[:]) + `"`}
 	}
-	body, err := yamlToJSON(data)
-	if err != nil {
-		return nil, "", fmt.Errorf("%s as JSON: %w", name, err)
+	ix.cacheMu.Lock()
+	if ix.cache == nil || ix.cacheBytes+len(v.body) > maxCacheBytes {
+		ix.cache, ix.cacheBytes = map[string]variant{}, 0 // start over: the next wake-up fills it again
 	}
-	js := sha256.Sum256(body)
-	v := jsonVariant{body: body, etag: `"` + hex.EncodeToString(js[:]) + `"`}
-	s.index.jsonMu.Lock()
-	if s.index.json == nil || len(s.index.json) >= maxJSONCache {
-		s.index.json = map[string]jsonVariant{}
+	if _, ok := ix.cache[key]; !ok && len(v.body) <= maxCacheBytes {
+		ix.cache[key] = v
+		ix.cacheBytes += len(v.body)
 	}
-	s.index.json[sum] = v
-	s.index.jsonMu.Unlock()
+	ix.cacheMu.Unlock()
 	return v.body, v.etag, nil
 }
 

@@ -352,3 +352,21 @@ func TestArtifactAPIWaitersCapped(t *testing.T) {
 		}
 	}
 }
+
+// TestArtifactAPIRefusesAFileThatIsNotTheApplied: a graph file changed by hand
+// in the applied set (its sha256 no longer the state's) is answered 500 and
+// never served.
+func TestArtifactAPIRefusesAFileThatIsNotTheApplied(t *testing.T) {
+	a := startAPI(t, nil)
+	a.reconcile(t, Applied)
+	p := filepath.Join(a.wd, "artifacts", "current", "demo", "nodes", "node-2", "default.yaml")
+	if err := os.WriteFile(p, []byte("tasks: [rm -rf /]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, accept := range []string{"application/yaml", "application/json"} {
+		r := a.get(t, node2Graph, map[string]string{"Accept": accept})
+		if r.code != 500 || strings.Contains(r.body, "rm -rf") || !strings.Contains(r.body, "does not match the state's digest") {
+			t.Errorf("%s of a file changed by hand: %d %q, want 500", accept, r.code, r.body)
+		}
+	}
+}
