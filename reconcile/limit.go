@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"sync"
@@ -23,6 +24,7 @@ type Limits struct {
 	// MaxConnections caps the connections open at once. At the cap, a new
 	// connection closes an idle keep-alive connection, else the oldest one that
 	// has not finished sending its headers, else it waits for one to close.
+	// Connections of long-polls (see Waiting) do not count while they wait.
 	MaxConnections int
 }
 
@@ -49,6 +51,12 @@ func HTTPServer(handler http.Handler, ln net.Listener, lim Limits) (hs *http.Ser
 		IdleTimeout:       lim.IdleTimeout,
 		MaxHeaderBytes:    lim.MaxHeaderBytes,
 		ConnState:         cl.connState,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if lc, ok := c.(*limitedConn); ok {
+				return context.WithValue(ctx, connKey{}, lc)
+			}
+			return ctx
+		},
 	}
 	if lim.MaxConnections <= 0 {
 		return hs, ln
@@ -57,8 +65,43 @@ func HTTPServer(handler http.Handler, ln net.Listener, lim Limits) (hs *http.Ser
 }
 
 type connInfo struct {
-	state http.ConnState
-	since time.Time // accepted, or its last request started
+	state   http.ConnState
+	since   time.Time // accepted, or its last request started
+	waiting bool      // its request is a long-poll, waiting (see Waiting)
+}
+
+type connKey struct{}
+
+// Waiting takes the connection of the request whose context is ctx out of the
+// connection cap until done is called: a long-poll that waits for a change
+// would otherwise hold a place of MaxConnections for minutes, and enough of
+// them would lock out probes and webhooks. The caller bounds the waiting
+// connections itself (the artifact API's --max-waiting). A waiting connection
+// is serving a request, so it is never closed to make room. Without a
+// connection cap, done does nothing.
+func Waiting(ctx context.Context) (done func()) {
+	lc, ok := ctx.Value(connKey{}).(*limitedConn)
+	if !ok {
+		return func() {}
+	}
+	l := lc.l
+	set := func(w bool) {
+		l.mu.Lock()
+		if info, ok := l.open[lc]; ok && info.waiting != w {
+			info.waiting = w
+			l.open[lc] = info
+			if w {
+				l.waiting++
+			} else {
+				l.waiting--
+			}
+			l.cond.Broadcast()
+		}
+		l.mu.Unlock()
+	}
+	set(true)
+	var once sync.Once
+	return func() { once.Do(func() { set(false) }) }
 }
 
 // connLimiter is a listener with at most max connections open, like
@@ -71,10 +114,11 @@ type connLimiter struct {
 	net.Listener
 	max int
 
-	mu     sync.Mutex
-	cond   *sync.Cond
-	open   map[*limitedConn]connInfo
-	closed bool
+	mu      sync.Mutex
+	cond    *sync.Cond
+	open    map[*limitedConn]connInfo
+	waiting int // of open, those waiting in a long-poll: not counted
+	closed  bool
 }
 
 // Close closes the listener and wakes an Accept waiting for room.
@@ -92,7 +136,7 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	l.mu.Lock()
-	for len(l.open) >= l.max && !l.closed {
+	for len(l.open)-l.waiting >= l.max && !l.closed {
 		if victim := l.victim(); victim != nil {
 			delete(l.open, victim)
 			l.mu.Unlock()
@@ -173,6 +217,9 @@ type limitedConn struct {
 func (c *limitedConn) release() {
 	c.once.Do(func() {
 		c.l.mu.Lock()
+		if c.l.open[c].waiting {
+			c.l.waiting--
+		}
 		delete(c.l.open, c)
 		c.l.cond.Broadcast()
 		c.l.mu.Unlock()

@@ -110,6 +110,11 @@ type Loop struct {
 	AllowEmpty bool
 	// OnReconcile, when set, is called after each reconcile (for metrics).
 	OnReconcile func(Outcome, time.Duration)
+	// OnState, when set, is called after each reconcile that read the applied
+	// state, with that state: after an apply, the new state, once its set is
+	// committed (current switched). The artifact API wakes its waiting agents
+	// from it.
+	OnState func(*State)
 
 	once     sync.Once
 	trigger  chan struct{}
@@ -219,6 +224,9 @@ func (l *Loop) ReconcileOnce(ctx context.Context) Outcome {
 		l.status.Clusters = cl
 	}
 	l.mu.Unlock()
+	if st != nil && l.OnState != nil {
+		l.OnState(st)
+	}
 	l.logOutcome(outcome, rev, time.Since(start), cs, errs)
 	if l.OnReconcile != nil {
 		l.OnReconcile(outcome, time.Since(start))

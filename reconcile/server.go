@@ -52,6 +52,20 @@ const (
 type Server struct {
 	Loop   *Loop
 	Secret []byte
+	// APIToken, when set, is the bearer token the read API (the artifact API
+	// and the component registry) asks for; the status, the page, the probes
+	// and the metrics stay open.
+	APIToken []byte
+	// MaxWait is the longest wait of a long-poll (?wait=); longer ones are
+	// shortened to it. MaxWaiting is how many requests may wait at once (503
+	// beyond). Both are read by Handler.
+	MaxWait    time.Duration
+	MaxWaiting int
+
+	index        artifactIndex
+	waiters      chan struct{} // requests waiting (MaxWaiting)
+	writeTimeout time.Duration // pushed past a wait
+	waiting      prometheus.GaugeFunc
 
 	registry   *prometheus.Registry
 	reconciles *prometheus.CounterVec
@@ -85,7 +99,8 @@ type componentsCache struct {
 // An empty secret refuses every delivery.
 func NewServer(loop *Loop, secret []byte) *Server {
 	s := &Server{Loop: loop, Secret: secret, registry: prometheus.NewRegistry(), seen: map[string]time.Time{},
-		reads: make(chan struct{}, MaxBodyReads)}
+		reads: make(chan struct{}, MaxBodyReads), MaxWait: DefaultMaxWait, MaxWaiting: DefaultMaxWaiting,
+		writeTimeout: DefaultLimits.WriteTimeout}
 	s.reconciles = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fuelsync_reconciles_total", Help: "Reconciles by outcome.",
 	}, []string{"outcome"})
@@ -98,16 +113,21 @@ func NewServer(loop *Loop, secret []byte) *Server {
 	s.serial = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "fuelsync_applied_serial", Help: "The serial of the applied state.",
 	}, func() float64 { return float64(loop.Status().Serial) })
-	s.registry.MustRegister(s.reconciles, s.duration, s.deliveries, s.serial)
+	s.waiting = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "fuelsync_api_waiting", Help: "Artifact API requests waiting for a change (long-polls).",
+	}, func() float64 { return float64(len(s.waiters)) })
+	s.registry.MustRegister(s.reconciles, s.duration, s.deliveries, s.serial, s.waiting)
 	loop.OnReconcile = func(o Outcome, d time.Duration) {
 		s.reconciles.WithLabelValues(string(o)).Inc()
 		s.duration.Observe(d.Seconds())
 	}
+	loop.OnState = s.observe
 	return s
 }
 
 // Handler routes the server's endpoints.
 func (s *Server) Handler() http.Handler {
+	s.waiters = make(chan struct{}, max(s.MaxWaiting, 0))
 	mux := http.NewServeMux()
 	for _, p := range []string{"github", "gitlab", "gitea", "generic"} {
 		mux.HandleFunc("/hooks/"+p, func(w http.ResponseWriter, r *http.Request) { s.hook(p, w, r) })
@@ -127,7 +147,13 @@ func (s *Server) Handler() http.Handler {
 		_ = enc.Encode(s.Loop.Status())
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /api/v1/releases/{version}/components", s.components)
+	mux.HandleFunc("GET /api/v1/releases/{version}/components", func(w http.ResponseWriter, r *http.Request) {
+		if s.authorized(w, r) {
+			s.components(w, r)
+		}
+	})
+	mux.HandleFunc("GET /api/v1/clusters/{cluster}", s.cluster)
+	mux.HandleFunc("GET /api/v1/clusters/{cluster}/nodes/{node}/graphs/{graph}", s.graph)
 	mux.HandleFunc("/{$}", s.page)
 	return mux
 }

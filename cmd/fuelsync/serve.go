@@ -134,13 +134,21 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 		Description: "watch plus HTTP on --listen: POST /hooks/github|gitlab|gitea|generic (signed with the\n" +
 			"secret of --webhook-secret-file, which must not be empty; 202 then a reconcile), GET /healthz,\n" +
 			"/readyz, /metrics, /api/v1/status, /api/v1/releases/<version>/components and the status page /.\n" +
-			"Only the webhooks are authenticated: keep --listen on loopback or behind a reverse proxy.\n" +
+			"Nodes' agents read their applied graphs from GET /api/v1/clusters/<cluster>/nodes/<node>/graphs/<graph>\n" +
+			"(ETag = sha256; If-None-Match with ?wait=60s waits for a change, at most --max-wait, at most\n" +
+			"--max-waiting at once) and the cluster from GET /api/v1/clusters/<cluster>. With --api-token-file,\n" +
+			"these and the component registry need Authorization: Bearer <token>; the rest stays open:\n" +
+			"keep --listen on loopback or behind a reverse proxy.\n" +
 			"Limits: headers in 10 s, requests in 30 s, responses in 60 s, idle connections closed after\n" +
-			"60 s, at most --max-connections connections (idle ones closed first to make room).",
+			"60 s, at most --max-connections connections (idle ones closed first to make room), waiting\n" +
+			"requests counted apart.",
 		Flags: append(watchFlags(),
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "listen on `ADDR`"},
 			&cli.StringFlag{Name: "webhook-secret-file", Usage: "the webhooks' shared secret, in `FILE` (not empty)"},
-			&cli.IntFlag{Name: "max-connections", Value: reconcile.DefaultLimits.MaxConnections, Usage: "serve at most `N` connections at once"},
+			&cli.IntFlag{Name: "max-connections", Value: reconcile.DefaultLimits.MaxConnections, Usage: "serve at most `N` connections at once (waiting requests not counted)"},
+			&cli.StringFlag{Name: "api-token-file", Usage: "the bearer token of the read API (artifacts, clusters, components), in `FILE` (not empty)"},
+			&cli.DurationFlag{Name: "max-wait", Value: reconcile.DefaultMaxWait, Usage: "the longest `DURATION` an artifact request waits for a change (?wait= is cut to it)"},
+			&cli.IntFlag{Name: "max-waiting", Value: reconcile.DefaultMaxWaiting, Usage: "at most `N` artifact requests wait at once (503 beyond); each holds a connection"},
 		),
 		Action: func(c *cli.Context) error {
 			g, err := readGlobals(c, stdout, stderr)
@@ -164,6 +172,18 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			if limits.MaxConnections < 1 {
 				return &exitError{code: 1, msg: "--max-connections must be at least 1"}
 			}
+			var token []byte
+			if f := c.String("api-token-file"); f != "" {
+				if token, err = readToken(f); err != nil {
+					return err
+				}
+			}
+			if c.Duration("max-wait") < 0 {
+				return &exitError{code: 1, msg: "--max-wait must not be negative"}
+			}
+			if c.Int("max-waiting") < 0 {
+				return &exitError{code: 1, msg: "--max-waiting must not be negative"}
+			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if err := checkPublish(ctx, loop); err != nil {
@@ -174,10 +194,12 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 				return &exitError{code: 1, msg: err.Error()}
 			}
 			srv := reconcile.NewServer(loop, secret)
+			srv.APIToken, srv.MaxWait, srv.MaxWaiting = token, c.Duration("max-wait"), c.Int("max-waiting")
 			hs, limited := reconcile.HTTPServer(srv.Handler(), ln, limits)
 			errc := make(chan error, 1)
 			go func() { errc <- hs.Serve(limited) }()
-			loop.Log.Info("serving", "listen", ln.Addr().String(), "max_connections", limits.MaxConnections)
+			loop.Log.Info("serving", "listen", ln.Addr().String(), "max_connections", limits.MaxConnections,
+				"max_waiting", srv.MaxWaiting, "max_wait", srv.MaxWait.String(), "api_token", len(token) > 0)
 			logFollowing(g, c, loop)
 			watchLocal(ctx, g, c, loop)
 			done := make(chan struct{})
@@ -213,6 +235,20 @@ func readSecret(file string) ([]byte, error) {
 		return nil, &exitError{code: 1, msg: fmt.Sprintf("the webhook secret file %s is empty: anyone could sign a delivery; write a secret into it (for example: openssl rand -hex 32 > %s)", file, file)}
 	}
 	return secret, nil
+}
+
+// readToken reads the read API's bearer token from file, trimmed; an empty one
+// is refused, since it would let anyone read.
+func readToken(file string) ([]byte, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, &exitError{code: 1, msg: err.Error()}
+	}
+	token := bytes.TrimSpace(data)
+	if len(token) == 0 {
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("the API token file %s is empty: the read API would need no token; write a token into it (for example: openssl rand -hex 32 > %s)", file, file)}
+	}
+	return token, nil
 }
 
 // checkPublish refuses --publish git onto the branch followed.

@@ -159,7 +159,8 @@ func TestWatchProcess(t *testing.T) {
 // TestUnsafeStartRefused: watch and serve refuse to start when they would publish
 // the artifacts onto the branch they follow (its sources replaced, every node
 // deleted by the next reconcile), and serve and trigger refuse an empty or
-// whitespace-only webhook secret file (anyone could sign a delivery).
+// whitespace-only webhook secret file (anyone could sign a delivery), and serve
+// an empty API token file (anyone could read).
 func TestUnsafeStartRefused(t *testing.T) {
 	repo := quickstartRepo(t) // on branch main
 	empty := filepath.Join(t.TempDir(), "empty")
@@ -181,6 +182,7 @@ func TestUnsafeStartRefused(t *testing.T) {
 		{"serve publishing onto HEAD's branch", []string{"--repo", repo, "--workdir", wd, "serve", "--listen", "127.0.0.1:0", "--publish", "git", "--publish-branch", "main"}, "the publish branch main is the branch followed"},
 		{"serve with an empty secret", []string{"--repo", repo, "--workdir", wd, "serve", "--listen", "127.0.0.1:0", "--webhook-secret-file", empty}, "the webhook secret file " + empty + " is empty"},
 		{"serve with a blank secret", []string{"--repo", repo, "--workdir", wd, "serve", "--listen", "127.0.0.1:0", "--webhook-secret-file", blank}, "the webhook secret file " + blank + " is empty"},
+		{"serve with an empty API token", []string{"--repo", repo, "--workdir", wd, "serve", "--listen", "127.0.0.1:0", "--api-token-file", blank}, "the API token file " + blank + " is empty"},
 		{"trigger with an empty secret", []string{"trigger", "--url", "http://127.0.0.1:9", "--webhook-secret-file", blank}, "the webhook secret file " + blank + " is empty"},
 	} {
 		var stdout, stderr strings.Builder
@@ -411,5 +413,82 @@ func TestWatchLogs(t *testing.T) {
 	}
 	if reconciles != 2 {
 		t.Errorf("%d reconcile lines, want 2 (an interval finding the commit reconciled is not logged)", reconciles)
+	}
+}
+
+// TestServeArtifactAPIFlags runs serve with --api-token-file, --max-wait and
+// --max-waiting: the artifact API needs the token (the probes do not), a wait
+// is cut to --max-wait and answered 304, and a second wait beyond
+// --max-waiting 1 is answered 503 with Retry-After.
+func TestServeArtifactAPIFlags(t *testing.T) {
+	repo := quickstartRepo(t)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("t0ken\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base, stop := startServe(t, "--repo", repo, "--workdir", filepath.Join(t.TempDir(), "wd"), "serve",
+		"--api-token-file", tokenFile, "--max-wait", "2s", "--max-waiting", "1")
+	defer stop()
+	const graph = "/api/v1/clusters/demo/nodes/node-1/graphs/default"
+	get := func(path, token, etag string) (*http.Response, time.Duration) {
+		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if etag != "" {
+			req.Header.Set("If-None-Match", etag)
+		}
+		start := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp, time.Since(start)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if resp, _ := get("/readyz", "", ""); resp.StatusCode == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("not ready after 10 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if resp, _ := get(graph, "", ""); resp.StatusCode != 401 {
+		t.Errorf("without the token: %d", resp.StatusCode)
+	}
+	resp, _ := get(graph, "t0ken", "")
+	etag := resp.Header.Get("ETag")
+	if resp.StatusCode != 200 || len(etag) != 66 {
+		t.Fatalf("with the token: %d, ETag %q", resp.StatusCode, etag)
+	}
+	first := make(chan time.Duration, 1)
+	go func() {
+		resp, took := get(graph+"?wait=1m", "t0ken", etag)
+		if resp.StatusCode != 304 {
+			t.Errorf("wait=1m with --max-wait 2s: %d", resp.StatusCode)
+		}
+		first <- took
+	}()
+	for waiting, until := "", time.Now().Add(5*time.Second); waiting != "fuelsync_api_waiting 1"; {
+		if time.Now().After(until) {
+			t.Fatalf("after 5 s, /metrics says %q, want one request waiting", waiting)
+		}
+		resp, err := http.Get(base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		waiting = regexp.MustCompile(`(?m)^fuelsync_api_waiting \d+`).FindString(string(b))
+	}
+	if resp, took := get(graph+"?wait=1m", "t0ken", etag); resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || took > time.Second {
+		t.Errorf("a second wait with --max-waiting 1: %d Retry-After %q after %v", resp.StatusCode, resp.Header.Get("Retry-After"), took)
+	}
+	if took := <-first; took < 2*time.Second || took > 3*time.Second {
+		t.Errorf("wait=1m with --max-wait 2s answered after %v", took)
 	}
 }
