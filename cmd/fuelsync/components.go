@@ -102,6 +102,22 @@ func componentsCommand(stdout, stderr io.Writer) *cli.Command {
 	}
 }
 
+// clusterModel is the merged model of the cluster named name, for the commands
+// that list what a cluster has (tags list, roles list); a cluster that does not
+// validate has its problems written to stderr.
+func clusterModel(g *globals, src *source, repo *loader.Repo, name string) (*loader.Cluster, *render.Model, error) {
+	cl := repo.Cluster(name)
+	if cl == nil {
+		return nil, nil, &exitError{code: 1, msg: fmt.Sprintf("no cluster %q; clusters: %s", name, clusterNames(repo))}
+	}
+	m, diags := render.Build(repo, cl)
+	if m == nil || diags.HasErrors() {
+		g.writeDiagnostics(g.stderr, diags, repo.Sources.Files(), src.prefix)
+		return nil, nil, &exitError{code: 1, msg: fmt.Sprintf("cluster %s does not validate", cl.Name)}
+	}
+	return cl, m, nil
+}
+
 func clusterNames(repo *loader.Repo) string {
 	var names []string
 	for _, c := range repo.Clusters {

@@ -85,14 +85,9 @@ func rolesListCommand(stdout, stderr io.Writer) *cli.Command {
 					out.Roles = append(out.Roles, &roleInfo{Name: r.Name, Owner: "release", Tags: slices.Clone(tags)})
 				}
 			} else {
-				cl := repo.Cluster(clusterName)
-				if cl == nil {
-					return &exitError{code: 1, msg: fmt.Sprintf("no cluster %q; clusters: %s", clusterName, clusterNames(repo))}
-				}
-				m, mdiags := render.Build(repo, cl)
-				if m == nil || mdiags.HasErrors() {
-					g.writeDiagnostics(stderr, mdiags, repo.Sources.Files(), src.prefix)
-					return &exitError{code: 1, msg: fmt.Sprintf("cluster %s does not validate", cl.Name)}
+				cl, m, err := clusterModel(g, src, repo, clusterName)
+				if err != nil {
+					return err
 				}
 				out.Cluster = cl.Name
 				out.Roles = clusterRoles(m, cl)

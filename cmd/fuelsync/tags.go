@@ -93,14 +93,9 @@ func tagsListCommand(stdout, stderr io.Writer) *cli.Command {
 				}
 				out.Release, out.Tags = rel.Version, render.ReleaseTagList(rel)
 			} else {
-				cl := repo.Cluster(clusterName)
-				if cl == nil {
-					return &exitError{code: 1, msg: fmt.Sprintf("no cluster %q; clusters: %s", clusterName, clusterNames(repo))}
-				}
-				m, mdiags := render.Build(repo, cl)
-				if m == nil || mdiags.HasErrors() {
-					g.writeDiagnostics(stderr, mdiags, repo.Sources.Files(), src.prefix)
-					return &exitError{code: 1, msg: fmt.Sprintf("cluster %s does not validate", cl.Name)}
+				cl, m, err := clusterModel(g, src, repo, clusterName)
+				if err != nil {
+					return err
 				}
 				out.Cluster = cl.Name
 				if node != "" {
