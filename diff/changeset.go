@@ -17,7 +17,8 @@ type Side struct {
 	// Digests has the sha256 of every file of the set (path → hex). A cluster
 	// whose files are in neither side is not compared.
 	Digests map[string]string
-	// Read returns a file's bytes; it is only asked for files whose digests differ.
+	// Read returns a file's bytes; it is only asked for files whose digests differ,
+	// and may be called from several goroutines at once.
 	Read func(name string) ([]byte, error)
 	// Rendered, when known, says where tasks come from (the definitions, the tags
 	// that selected them), for the causes of changes. Without it the change set
@@ -281,6 +282,23 @@ func (v *sideView) tasks(name string) ([]*taskDoc, error) {
 	return doc.Tasks, nil
 }
 
+// bothTasks decodes a graph file of both sides, at once: the largest (the stages
+// of sync, which require every task of every node) take seconds each.
+func bothTasks(ov, nv *sideView, name string) (ot, nt []*taskDoc, err error) {
+	var oerr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ot, oerr = ov.tasks(name)
+	}()
+	nt, err = nv.tasks(name)
+	<-done
+	if oerr != nil {
+		return nil, nil, oerr
+	}
+	return ot, nt, err
+}
+
 func computeCluster(cluster string, changed []string, old, new *Side) (*ClusterChange, error) {
 	ov, err := viewOf(old, cluster)
 	if err != nil {
@@ -357,11 +375,7 @@ func computeCluster(cluster string, changed []string, old, new *Side) (*ClusterC
 			if old.Digests[name] == new.Digests[name] {
 				continue
 			}
-			ot, err := ov.tasks(name)
-			if err != nil {
-				return nil, err
-			}
-			nt, err := nv.tasks(name)
+			ot, nt, err := bothTasks(ov, nv, name)
 			if err != nil {
 				return nil, err
 			}
