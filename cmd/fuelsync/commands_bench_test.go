@@ -12,8 +12,10 @@ package main
 //	plan-nochange fuelsync --rev A plan (the state is A's: nothing changes)
 //	plan-onenode  fuelsync --rev B plan (one node gains a tag)
 //	apply-onenode fuelsync --rev B apply (plans, then applies)
+//	diff-onenode  fuelsync diff --base A --head B (the pull-request check, with
+//	              the unified diff of every artifact that differs)
 //
-// Each iteration runs the six in this order with a new work directory. For each,
+// Each iteration runs the seven in this order with a new work directory. For each,
 // the benchmark reports the median wall time over the iterations (<step>-ms), the
 // largest peak resident set of its process (<step>-rss-MB: the child's VmHWM,
 // from getrusage), and the median time over render's (<step>/render).
@@ -64,6 +66,7 @@ var commandSteps = []struct {
 	{"plan-nochange", []string{"--rev", "A", "--workdir", "WORK", "plan", "--detailed-exitcode"}, 0},
 	{"plan-onenode", []string{"--rev", "B", "--workdir", "WORK", "plan", "--detailed-exitcode"}, 2},
 	{"apply-onenode", []string{"--rev", "B", "--workdir", "WORK", "--quiet", "apply"}, 0},
+	{"diff-onenode", []string{"diff", "--base", "A", "--head", "B"}, 1},
 }
 
 func benchCommands(b *testing.B, spec repogen.Spec) {
