@@ -123,8 +123,12 @@ type lineOp struct {
 // runeDiffLines is the most lines (old and new together, those found on both
 // sides) matched by go-diff's Myers algorithm, whose time grows with the
 // number of lines times the number of differences. Larger files are matched as
-// git diff --patience does (matchPatience), in time close to linear.
-const runeDiffLines = 200_000
+// git diff --patience does (matchPatience), in time close to linear, which
+// hands stretches of at most stretchDiffLines lines to Myers' algorithm.
+const (
+	runeDiffLines    = 100_000
+	stretchDiffLines = 10_000
+)
 
 // maxRuneID is the number of line ids that map to distinct valid runes (all of
 // Unicode but the surrogates): go-diff matches runes, one per line.
@@ -136,7 +140,8 @@ const maxRuneID = utf8.MaxRune + 1 - 0x800
 // an insertion in any diff, and the matching, quadratic in the number of
 // differences, stays fast when a large file is rewritten. The rest is matched
 // by go-diff (Myers' algorithm, with no time limit so that the result does not
-// depend on the machine), or by matchPatience above runeDiffLines lines.
+// depend on the machine), or by matchPatience above runeDiffLines lines, so that
+// the time stays bounded.
 //
 // Lines are numbered here, not by go-diff's DiffLinesToRunes, which gives each
 // distinct line a rune and panics past some 1.1 million distinct lines (the
@@ -332,7 +337,7 @@ func matchMiddle(a, b []int32, out []diffmatchpatch.Operation) []diffmatchpatch.
 		}
 	}
 	if len(posA) == 0 {
-		if len(a)+len(b) <= runeDiffLines {
+		if len(a)+len(b) <= stretchDiffLines {
 			return matchRunes(a, b, out)
 		}
 		return deleteInsert(len(a), len(b), out)

@@ -777,3 +777,31 @@ func TestMatchPatience(t *testing.T) {
 		}
 	}
 }
+
+// TestFileHugeWithoutUniqueLines: a file of 300,000 lines, each line twice, in
+// the reverse order: no line is unique, so the patience matching finds nothing
+// to anchor on, and a stretch that large is deleted and inserted whole rather
+// than handed to Myers' algorithm, whose time grows with the lines times the
+// differences (hours here).
+func TestFileHugeWithoutUniqueLines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large input")
+	}
+	const n = 150_000
+	var o, nw strings.Builder
+	for i := range n {
+		fmt.Fprintf(&o, "line %d\nline %d\n", i, i)
+		fmt.Fprintf(&nw, "line %d\nline %d\n", n-1-i, n-1-i)
+	}
+	old, new := o.String(), nw.String()
+	start := time.Now()
+	fd := File("f", []byte(old), []byte(new), 3)
+	elapsed := time.Since(start)
+	t.Logf("%d lines: +%d -%d in %v", 2*n, fd.Added, fd.Removed, elapsed)
+	if err := checkPatch(old, new, fd, 3); err != nil {
+		t.Fatal(err)
+	}
+	if elapsed > time.Minute {
+		t.Errorf("%v for a diff of %d lines", elapsed, 2*n)
+	}
+}
