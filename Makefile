@@ -13,7 +13,7 @@ FUZZTIME  ?= 30s
 BENCHTIME ?= 5x
 BENCHCOUNT ?= 5
 
-.PHONY: all build test test-etcd vet fmtcheck demo fuzz bench bench-render golden soak clean ci
+.PHONY: all build test test-etcd vet fmtcheck demo fuzz bench bench-render bench-large golden soak clean ci
 
 all: build
 
@@ -129,9 +129,23 @@ fuzz:
 # The rendering and diff benchmarks of the acceptance-size repository report their own
 # medians over RENDER_BENCHTIME iterations (render/render_bench_test.go,
 # cmd/fuelsync/diff_bench_test.go); make bench-render runs them alone.
+# BenchmarkCommands runs the reconciler's commands (validate, render, apply, plan)
+# as child processes on repogen's heavy shape at 200 nodes, COMMANDS_BENCHTIME
+# iterations, and reports medians, peak RSS and ratios to render itself
+# (cmd/fuelsync/commands_bench_test.go).
 bench:
-	$(GO) test ./... -run '^$$' -bench . -skip '^Benchmark(Resolve|RenderLarge|RenderLargeFull|DiffLarge)$$' -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT)
+	$(GO) test ./... -run '^$$' -bench . -skip '^Benchmark(Resolve|RenderLarge|RenderLargeFull|DiffLarge|Commands|CommandsLarge)$$' -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT)
+	$(GO) test ./cmd/fuelsync -run '^$$' -bench '^BenchmarkCommands$$' -benchtime $(COMMANDS_BENCHTIME) -count 1 -timeout 0
 	$(MAKE) --no-print-directory bench-render
+
+COMMANDS_BENCHTIME ?= 3x
+LARGE_NODES ?= 2000
+LARGE_BENCHTIME ?= 1x
+
+# The same commands on the heavy shape at LARGE_NODES nodes (2000 or 8000); one
+# iteration of 2,000 nodes takes some minutes on two cores.
+bench-large:
+	$(GO) test ./cmd/fuelsync -run '^$$' -bench '^BenchmarkCommandsLarge$$/^nodes=$(LARGE_NODES)$$' -benchtime $(LARGE_BENCHTIME) -count 1 -timeout 0
 
 RENDER_BENCHTIME ?= 5x
 

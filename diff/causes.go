@@ -108,25 +108,20 @@ func taskCause(here, there *sideView, plugins []string, node, graph, id string, 
 		// The side that had the task is not rendered (a plan against an applied
 		// working tree): a selector entry of the other side's definition naming a
 		// tag the node lost (gained) is the likely cause.
-		if there.render != nil {
-			if g := there.render.Graph(graph); g != nil {
-				if d := g.Definition(id); d != nil {
-					for _, key := range []string{"tags", "roles", "role"} {
-						items, _ := d.Task.Data.Get(key).Strings()
-						for _, it := range items {
-							if slices.Contains(tags, it) {
-								return tagCause(it, added)
-							}
-						}
-					}
-				}
-			}
+		if tag, ok := selectedBy(definition(there, graph, id), tags); ok {
+			return tagCause(tag, added)
 		}
 		return nil
 	}
 	for _, v := range pt.Via() {
 		if v.Tag != "" && slices.Contains(tags, v.Tag) {
 			return tagCause(v.Tag, added)
+		}
+		// A group lists the task (its tasks:): the tag that selects the group.
+		if v.Selector == "group" {
+			if tag, ok := selectedBy(definition(here, graph, v.Item), tags); ok {
+				return tagCause(tag, added)
+			}
 		}
 	}
 	if p := pt.Def.Plugin; p != nil && slices.Contains(plugins, p.Name) {
@@ -142,6 +137,34 @@ func taskCause(here, there *sideView, plugins []string, node, graph, id string, 
 	}
 	// Defined on both sides: its selector (or its groups) changed.
 	return causes.get("task_edited", id, definitionSource(map[bool]*sideView{true: here, false: there}[added], graph, id))
+}
+
+// definition returns the definition of task id in the side's render, or nil.
+func definition(v *sideView, graph, id string) *render.TaskDef {
+	if v.render == nil {
+		return nil
+	}
+	if g := v.render.Graph(graph); g != nil {
+		return g.Definition(id)
+	}
+	return nil
+}
+
+// selectedBy returns the first entry of d's node selector (tags, roles or role)
+// that is one of tags.
+func selectedBy(d *render.TaskDef, tags []string) (string, bool) {
+	if d == nil {
+		return "", false
+	}
+	for _, key := range []string{"tags", "roles", "role"} {
+		items, _ := d.Task.Data.Get(key).Strings()
+		for _, it := range items {
+			if slices.Contains(tags, it) {
+				return it, true
+			}
+		}
+	}
+	return "", false
 }
 
 // placed returns the task on the node in the side's render, or nil.

@@ -17,7 +17,8 @@ type Side struct {
 	// Digests has the sha256 of every file of the set (path → hex). A cluster
 	// whose files are in neither side is not compared.
 	Digests map[string]string
-	// Read returns a file's bytes; it is only asked for files whose digests differ.
+	// Read returns a file's bytes; it is only asked for files whose digests differ,
+	// and may be called from several goroutines at once.
 	Read func(name string) ([]byte, error)
 	// Rendered, when known, says where tasks come from (the definitions, the tags
 	// that selected them), for the causes of changes. Without it the change set
@@ -213,6 +214,7 @@ type sideView struct {
 	doc     *clusterDoc // nil when the cluster is absent
 	render  *render.Rendered
 	present bool
+	byNode  map[string][]string // node → graph types, built by graphs
 }
 
 func viewOf(s *Side, cluster string) (*sideView, error) {
@@ -243,17 +245,26 @@ func (v *sideView) node(name string) *clusterNode {
 	return v.doc.Nodes[name]
 }
 
-// graphFiles lists the graph types of a node on this side.
+// graphs lists the graph types of a node on this side.
 func (v *sideView) graphs(cluster, node string) []string {
-	var out []string
-	prefix := cluster + "/nodes/" + node + "/"
-	for name := range v.side.Digests {
-		if rest, ok := strings.CutPrefix(name, prefix); ok && strings.HasSuffix(rest, ".yaml") && !strings.Contains(rest, "/") {
-			out = append(out, strings.TrimSuffix(rest, ".yaml"))
+	if v.byNode == nil { // index the side's files once, not once per node
+		v.byNode = map[string][]string{}
+		prefix := cluster + "/nodes/"
+		for name := range v.side.Digests {
+			rest, ok := strings.CutPrefix(name, prefix)
+			if !ok {
+				continue
+			}
+			n, file, ok := strings.Cut(rest, "/")
+			if ok && strings.HasSuffix(file, ".yaml") && !strings.Contains(file, "/") {
+				v.byNode[n] = append(v.byNode[n], strings.TrimSuffix(file, ".yaml"))
+			}
+		}
+		for _, gs := range v.byNode {
+			slices.Sort(gs)
 		}
 	}
-	slices.Sort(out)
-	return out
+	return v.byNode[node]
 }
 
 func (v *sideView) tasks(name string) ([]*taskDoc, error) {
@@ -269,6 +280,23 @@ func (v *sideView) tasks(name string) ([]*taskDoc, error) {
 		return nil, err
 	}
 	return doc.Tasks, nil
+}
+
+// bothTasks decodes a graph file of both sides, at once: the largest (the stages
+// of sync, which require every task of every node) take seconds each.
+func bothTasks(ov, nv *sideView, name string) (ot, nt []*taskDoc, err error) {
+	var oerr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ot, oerr = ov.tasks(name)
+	}()
+	nt, err = nv.tasks(name)
+	<-done
+	if oerr != nil {
+		return nil, nil, oerr
+	}
+	return ot, nt, err
 }
 
 func computeCluster(cluster string, changed []string, old, new *Side) (*ClusterChange, error) {
@@ -347,11 +375,7 @@ func computeCluster(cluster string, changed []string, old, new *Side) (*ClusterC
 			if old.Digests[name] == new.Digests[name] {
 				continue
 			}
-			ot, err := ov.tasks(name)
-			if err != nil {
-				return nil, err
-			}
-			nt, err := nv.tasks(name)
+			ot, nt, err := bothTasks(ov, nv, name)
 			if err != nil {
 				return nil, err
 			}
@@ -496,26 +520,36 @@ func compareTask(o, n *taskDoc) *TaskChange {
 	return tc
 }
 
-// minus is a − b, in a's order, without duplicates.
+// minus is a − b, in a's order, without duplicates; linear in len(a)+len(b)
+// (the stages of sync require every task of every node: hundreds of thousands
+// of edges).
 func minus(a, b []string) []string {
+	if len(a) == 0 {
+		return nil
+	}
+	drop := make(map[string]bool, len(b)+len(a))
+	for _, s := range b {
+		drop[s] = true
+	}
 	var out []string
 	for _, s := range a {
-		if !slices.Contains(b, s) && !slices.Contains(out, s) {
+		if !drop[s] {
 			out = append(out, s)
+			drop[s] = true // once
 		}
 	}
 	return out
 }
 
+// union is the sorted set of the strings of a and b.
 func union(a, b []string) []string {
-	out := slices.Clone(a)
-	for _, s := range b {
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
+	if len(a)+len(b) == 0 {
+		return nil
 	}
+	out := make([]string, 0, len(a)+len(b))
+	out = append(append(out, a...), b...)
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

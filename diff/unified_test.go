@@ -9,12 +9,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/sergi/go-diff/diffmatchpatch"
 
 	"github.com/fuelsync/fuelsync/internal/golden"
 )
@@ -689,5 +691,117 @@ func TestCheckPatch(t *testing.T) {
 	}
 	if err := checkPatch(old, new, FileDiff{Text: "--- a/f\n+++ b/f\n@@ -1,4 +1,4 @@\n-1\n+x\n 2\n 3\n-4\n+y\n", Added: 2, Removed: 2}, 0); err == nil {
 		t.Error("2 lines of context between changes with context 0: accepted")
+	}
+}
+
+// TestFileManyDistinctLines diffs a DOT-like file of 1.3 million distinct lines
+// (a cluster's default.dot at some 180 nodes) with a few scattered changes and
+// a moved block. Matching lines through go-diff's DiffLinesToRunes, one rune per
+// distinct line, panicked past some 1.11 million; the patience matching of
+// large files gives a patch that applies, with the changes and nothing else.
+func TestFileManyDistinctLines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large input")
+	}
+	const n = 1_300_000
+	var o, nw strings.Builder
+	var moved []string
+	for i := range n {
+		line := fmt.Sprintf("  \"task-%d@node-%d\" -> \"task-%d@node-%d\";\n", i%7200, i/7200, (i+1)%7200, i/7200)
+		o.WriteString(line)
+		switch {
+		case i >= 5000 && i < 5100: // moved to the end
+			moved = append(moved, line)
+		case i%100_000 == 50: // changed
+			nw.WriteString(strings.Replace(line, "->", "-> \"new\" ->", 1))
+		case i%100_000 == 70: // deleted
+		case i%100_000 == 90: // a line inserted after it
+			nw.WriteString(line)
+			nw.WriteString(fmt.Sprintf("  \"inserted-%d\";\n", i))
+		default:
+			nw.WriteString(line)
+		}
+	}
+	nw.WriteString(strings.Join(moved, ""))
+	old, new := o.String(), nw.String()
+	start := time.Now()
+	fd := File("default.dot", []byte(old), []byte(new), 3)
+	t.Logf("%d lines (%d bytes): +%d -%d in %v", n, len(old), fd.Added, fd.Removed, time.Since(start))
+	if err := checkPatch(old, new, fd, 3); err != nil {
+		t.Fatal(err)
+	}
+	// 13 lines changed, 13 deleted, 13 inserted, 100 moved.
+	if fd.Added != 126 || fd.Removed != 126 {
+		t.Errorf("+%d -%d, want +126 -126", fd.Added, fd.Removed)
+	}
+}
+
+// TestMatchPatience: the matching of large files is a valid edit script of any
+// two line sequences (it keeps only equal lines, and all lines of both), and
+// keeps the lines of the shorter one when the longer has it all, in order.
+func TestMatchPatience(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(6, 17))
+	for i := range 2000 {
+		alphabet := 1 + rnd.IntN(40)
+		seq := func() []int32 {
+			s := make([]int32, rnd.IntN(60))
+			for k := range s {
+				s[k] = int32(rnd.IntN(alphabet))
+			}
+			return s
+		}
+		a, b := seq(), seq()
+		if i%3 == 0 { // b is a with some lines left out
+			b = slices.DeleteFunc(slices.Clone(a), func(int32) bool { return rnd.IntN(4) == 0 })
+		}
+		ops := matchPatience(a, b, nil)
+		x, y, kept := 0, 0, 0
+		for _, op := range ops {
+			switch op {
+			case diffmatchpatch.DiffEqual:
+				if x >= len(a) || y >= len(b) || a[x] != b[y] {
+					t.Fatalf("a %v\nb %v\nops %v: keeps unequal lines at %d, %d", a, b, ops, x, y)
+				}
+				x, y, kept = x+1, y+1, kept+1
+			case diffmatchpatch.DiffDelete:
+				x++
+			case diffmatchpatch.DiffInsert:
+				y++
+			}
+		}
+		if x != len(a) || y != len(b) {
+			t.Fatalf("a %v\nb %v\nops %v: uses %d and %d lines", a, b, ops, x, y)
+		}
+		if i%3 == 0 && kept != len(b) {
+			t.Fatalf("a %v\nb %v\nops %v: keeps %d lines, not all %d of b", a, b, ops, kept, len(b))
+		}
+	}
+}
+
+// TestFileHugeWithoutUniqueLines: a file of 300,000 lines, each line twice, in
+// the reverse order: no line is unique, so the patience matching finds nothing
+// to anchor on, and a stretch that large is deleted and inserted whole rather
+// than handed to Myers' algorithm, whose time grows with the lines times the
+// differences (hours here).
+func TestFileHugeWithoutUniqueLines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large input")
+	}
+	const n = 150_000
+	var o, nw strings.Builder
+	for i := range n {
+		fmt.Fprintf(&o, "line %d\nline %d\n", i, i)
+		fmt.Fprintf(&nw, "line %d\nline %d\n", n-1-i, n-1-i)
+	}
+	old, new := o.String(), nw.String()
+	start := time.Now()
+	fd := File("f", []byte(old), []byte(new), 3)
+	elapsed := time.Since(start)
+	t.Logf("%d lines: +%d -%d in %v", 2*n, fd.Added, fd.Removed, elapsed)
+	if err := checkPatch(old, new, fd, 3); err != nil {
+		t.Fatal(err)
+	}
+	if elapsed > time.Minute {
+		t.Errorf("%v for a diff of %d lines", elapsed, 2*n)
 	}
 }

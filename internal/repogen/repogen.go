@@ -52,6 +52,24 @@ type Spec struct {
 	Clusters int
 	// Seed makes the generated data vary; the same Spec gives the same bytes.
 	Seed int64
+	// CrossDepends is the percentage of puppet tasks with cross-node dependencies
+	// (0: 20). Above 20, a task has one to three cross-depends entries, some on
+	// every node of a tag with policy any (a single node), as well as the
+	// controllers.
+	CrossDepends int
+	// StageFanIn makes every puppet task required for two stages on sync
+	// (deploy_end and post_deployment_start), so the stages of sync require each
+	// (node, task) pair twice over.
+	StageFanIn bool
+}
+
+// Heavy is the shape of the cross-node measurements: 51 plugins, 5,000 tasks,
+// nodes nodes in 4 clusters (some 500 nodes a cluster at 2,000), 60% of the
+// tasks with cross-node dependencies and every task required for two stages.
+// Its clusters are larger than Generate's usual ones, so a cluster's sync node
+// requires hundreds of thousands of (node, task) pairs.
+func Heavy(nodes int) Spec {
+	return Spec{Plugins: 51, Tasks: 5000, Nodes: nodes, Clusters: 4, Seed: 1, CrossDepends: 60, StageFanIn: true}
 }
 
 // Names every generated repository uses.
@@ -366,7 +384,14 @@ func (g *gen) puppetTask(id, module string, prior []string, selectors []string, 
 		t.requires = []string{"deploy_start"}
 	}
 	t.requiredFor = []string{"deploy_end"}
-	if g.rnd.IntN(100) < 20 && len(prior) > 0 {
+	if g.s.StageFanIn {
+		t.requiredFor = append(t.requiredFor, "post_deployment_start")
+	}
+	crossPercent := 20
+	if g.s.CrossDepends > 0 {
+		crossPercent = g.s.CrossDepends
+	}
+	if g.rnd.IntN(100) < crossPercent && len(prior) > 0 {
 		c := crossDep{name: g.earlier(prior, 1, 200)[0], selKey: "tags", sel: []string{"primary-controller"}}
 		switch g.rnd.IntN(3) {
 		case 0:
@@ -375,6 +400,11 @@ func (g *gen) puppetTask(id, module string, prior []string, selectors []string, 
 			c.sel, c.policy = []string{"controller", "primary-controller"}, "any"
 		}
 		t.cross = append(t.cross, c)
+		if crossPercent > 20 {
+			for range g.rnd.IntN(3) {
+				t.cross = append(t.cross, g.heavyCross(prior))
+			}
+		}
 	}
 	switch r := g.rnd.IntN(100); {
 	case r < 12:
@@ -402,6 +432,23 @@ func (g *gen) puppetTask(id, module string, prior []string, selectors []string, 
 		t.params = append(t.params, "retries: 3")
 	}
 	return t
+}
+
+// heavyCross is one more cross-depends entry of the heavy shape: on the
+// controllers (every one), or on one node of a large tag (policy any).
+func (g *gen) heavyCross(prior []string) crossDep {
+	c := crossDep{name: g.earlier(prior, 1, 400)[0], selKey: "tags"}
+	switch g.rnd.IntN(4) {
+	case 0:
+		c.sel = []string{"controller"}
+	case 1:
+		c.sel, c.policy = []string{"compute"}, "any"
+	case 2:
+		c.sel, c.policy = []string{"ceph-osd", "cinder"}, "any"
+	default:
+		c.selKey, c.sel = "role", []string{"primary-controller", "controller"}
+	}
+	return c
 }
 
 // ---------------------------------------------------------------- release plugin

@@ -7,8 +7,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/render"
 	"github.com/hashicorp/hcl/v2"
 )
 
@@ -133,5 +135,53 @@ func TestWriteDir(t *testing.T) {
 	}
 	if got := Count(repo, 0).Nodes; got != s.Nodes {
 		t.Errorf("nodes from disk = %d, want %d", got, s.Nodes)
+	}
+}
+
+// TestHeavyRenders: the heavy shape is valid at a small size (it loads without
+// diagnostics and renders), and has what makes it heavy: four clusters, more
+// cross-depends entries than the usual shape, and stage post_deployment_start
+// on sync requiring the tasks of every node.
+func TestHeavyRenders(t *testing.T) {
+	s := Heavy(120)
+	fsys := Generate(s)
+	repo, diags := loader.Load(fsys, loader.Options{})
+	if len(diags) > 0 {
+		t.Fatalf("Load:\n%s", diagText(repo, diags))
+	}
+	if got := Count(repo, 0); got.Clusters != 4 || got.Nodes != 120 || got.Tasks != 5000 || got.Plugins != 51 {
+		t.Errorf("counts %+v", got)
+	}
+	rs, diags := render.Render(repo, render.Options{})
+	if diags.HasErrors() {
+		t.Fatalf("Render:\n%s", diagText(repo, diags))
+	}
+	crossEntries := func(fsys fstest.MapFS) int {
+		n := 0
+		for _, f := range fsys {
+			n += bytes.Count(f.Data, []byte("\n    - name: "))
+		}
+		return n
+	}
+	usual := Generate(Spec{Plugins: 51, Tasks: 5000, Nodes: 120, Clusters: 4, Seed: 1})
+	if h, u := crossEntries(fsys), crossEntries(usual); h < 3*u {
+		t.Errorf("%d cross-depends entries, the usual shape %d: want over 3 times as many", h, u)
+	}
+	// post_deployment_start on sync requires a task of each of the cluster's nodes.
+	r := rs[0]
+	sync := r.Graph("default").Node(render.SyncNode)
+	if sync == nil {
+		t.Fatal("no sync node")
+	}
+	stage := sync.Task("post_deployment_start")
+	if stage == nil {
+		t.Fatal("no post_deployment_start on sync")
+	}
+	nodes := map[string]bool{}
+	for _, e := range stage.Requires {
+		nodes[e.Node] = true
+	}
+	if len(nodes) < len(r.Model.Cluster.Nodes) {
+		t.Errorf("post_deployment_start requires tasks of %d nodes of %d", len(nodes), len(r.Model.Cluster.Nodes))
 	}
 }
