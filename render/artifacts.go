@@ -53,6 +53,19 @@ type Options struct {
 // onto its nodes. Clusters whose model has errors are not rendered; the diagnostics
 // say why.
 func Render(repo *loader.Repo, opts Options) ([]*Rendered, hcl.Diagnostics) {
+	return render(repo, opts, false)
+}
+
+// Validate checks repo as Render does and reports the same diagnostics, without
+// rendering: each graph is resolved onto one node of each class of nodes (the
+// nodes with the same resolution tags, which get the same tasks and edges), and
+// onto every node only when that finds a dependency cycle.
+func Validate(repo *loader.Repo, opts Options) hcl.Diagnostics {
+	_, diags := render(repo, opts, true)
+	return diags
+}
+
+func render(repo *loader.Repo, opts Options, classes bool) ([]*Rendered, hcl.Diagnostics) {
 	b := newBuilder(repo)
 	b.state = opts.State
 	b.checkData()
@@ -75,8 +88,11 @@ func Render(repo *loader.Repo, opts Options) ([]*Rendered, hcl.Diagnostics) {
 	}
 	// The models share the builder's caches and are built one by one; their graphs
 	// are independent and resolved in parallel.
-	graphs, d := renderAll(models)
+	graphs, d := renderAll(models, classes)
 	diags = append(diags, d...)
+	if classes {
+		return nil, loader.SortDiagnostics(append(b.data, diags...))
+	}
 	out := make([]*Rendered, len(models))
 	for i, m := range models {
 		out[i] = &Rendered{Model: m, Graphs: graphs[i], Registry: registries[i]}

@@ -30,6 +30,8 @@ type Graph struct {
 	m              *Model
 	ids            []string // every task id of the graph, sorted
 
+	cycles bool // a dependency cycle was reported
+
 	memberOnce sync.Once
 	memberOf   map[string][]string // task id → the groups whose tasks: list it
 }
@@ -61,6 +63,7 @@ type NodeGraph struct {
 	Tasks []*PlacedTask
 	g     *Graph
 	rank  int32         // position among the graph's nodes: cluster nodes, master, sync
+	class int32         // the node's class (classKey), numbered by first node; 0 for master and sync
 	byID  []*PlacedTask // the tasks sorted by id
 }
 
@@ -154,7 +157,7 @@ type TaskDef struct {
 // RenderGraphs resolves every graph type of the cluster onto its nodes (the graph
 // types in parallel).
 func (m *Model) RenderGraphs() ([]*Graph, hcl.Diagnostics) {
-	graphs, diags := renderAll([]*Model{m})
+	graphs, diags := renderAll([]*Model{m}, false)
 	return graphs[0], diags
 }
 
@@ -265,9 +268,17 @@ type graphBuilder struct {
 	warned   map[string]bool
 	matchers map[string]*nameMatcher
 	rel      relation
+
+	// classes: one node per class of nodes (renderGraph); seen is scratch for ranks.
+	classes bool
+	seen    []bool
 }
 
-func (m *Model) renderGraph(typ string) (*Graph, hcl.Diagnostics) {
+// renderGraph resolves graph type typ onto the cluster's nodes. With classes set it
+// builds one node per class of nodes (see classKey) and is only good for its
+// diagnostics; the caller renders again without classes when it reports a cycle,
+// since a cycle in the graph of classes may not be one of the nodes.
+func (m *Model) renderGraph(typ string, classes bool) (*Graph, hcl.Diagnostics) {
 	gb := &graphBuilder{m: m, typ: typ, warned: map[string]bool{}, matchers: map[string]*nameMatcher{}}
 	gb.g = &Graph{Type: typ, byNode: map[string]*NodeGraph{}, m: m}
 	gb.defs, gb.ids = m.mergeTasks(typ)
@@ -288,12 +299,34 @@ func (m *Model) renderGraph(typ string) (*Graph, hcl.Diagnostics) {
 		gb.g.byNode[ng.Node] = ng
 		gb.rank[ng.Node] = ng.rank
 	}
+	// Nodes with the same resolution tags form a class: every selector selects all
+	// of a class or none of it, so its nodes get the same tasks and local edges.
+	// With classes set, only the first node of each class (by id) is built and the
+	// others stand for it: selecting one selects the class's first node.
+	classOf := map[string]int32{}
+	var firstOf []*NodeGraph // by class
 	for _, nt := range nodeTags {
 		nodes = append(nodes, selector.Node{Name: nt.Node.Name, ID: nt.Node.ID, Tags: nt.Resolution})
-		ng := &NodeGraph{Node: nt.Node.Name, ID: nt.Node.ID, Tags: nt}
+		key := classKey(nt.Resolution)
+		c, ok := classOf[key]
+		if !ok {
+			c = int32(len(firstOf))
+			classOf[key] = c
+			firstOf = append(firstOf, nil)
+		}
+		if classes && firstOf[c] != nil {
+			gb.rank[nt.Node.Name] = firstOf[c].rank
+			continue
+		}
+		ng := &NodeGraph{Node: nt.Node.Name, ID: nt.Node.ID, Tags: nt, class: c}
 		addNode(ng)
 		gb.g.Nodes = append(gb.g.Nodes, ng)
+		if firstOf[c] == nil {
+			firstOf[c] = ng
+		}
 	}
+	gb.classes = classes
+	gb.seen = make([]bool, len(nodeTags)+2)
 	addNode(&NodeGraph{Node: selector.Master})
 	gb.sync = &NodeGraph{Node: SyncNode}
 	addNode(gb.sync)
@@ -374,14 +407,35 @@ func (gb *graphBuilder) resolve(d *TaskDef) []int32 {
 	return gb.ranks(names)
 }
 
+// ranks returns the ranks of the named nodes, in the order given; with classes,
+// each class's first node once.
 func (gb *graphBuilder) ranks(names []string) []int32 {
 	out := make([]int32, 0, len(names))
 	for _, n := range names {
 		if r, ok := gb.rank[n]; ok {
+			if gb.classes {
+				if gb.seen[r] {
+					continue
+				}
+				gb.seen[r] = true
+			}
 			out = append(out, r)
 		}
 	}
+	if gb.classes {
+		for _, r := range out {
+			gb.seen[r] = false
+		}
+	}
 	return out
+}
+
+// classKey is the key of a node's class: its resolution tags, sorted, without
+// duplicates (what the selectors read of a node).
+func classKey(resolution []string) string {
+	tags := slices.Clone(resolution)
+	slices.Sort(tags)
+	return strings.Join(slices.Compact(tags), "\x00")
 }
 
 func (gb *graphBuilder) placeTask(d *TaskDef) {

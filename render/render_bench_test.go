@@ -607,3 +607,43 @@ func BenchmarkRenderLargeFull(b *testing.B) {
 	b.ReportMetric(fl.inMB, "MB-in")
 	b.ReportMetric(fl.outMB, "MB-out")
 }
+
+// BenchmarkValidateLarge times what `fuelsync validate` runs on the acceptance-size
+// repository: Load (from the MapFS) and the checks of every cluster, graphs
+// included (render.Validate), nothing encoded. It reports median-ms and the
+// peak-heap-MB, peak-go-MB, peak-rss-MB and base-heap-MB of the file comment.
+func BenchmarkValidateLarge(b *testing.B) {
+	fsys := renderLargeFS()
+	var times []float64
+	var peakHeap, peakGo, peakRSS, baseHeap uint64
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		runtime.GC()
+		baseHeap = max(baseHeap, heapObjects())
+		mp := startMemPeak("BenchmarkValidateLarge")
+		b.StartTimer()
+		t0 := time.Now()
+		repo := loadRepo(b, fsys)
+		if diags := validateRepo(repo); diags.HasErrors() {
+			b.Fatalf("validate rejects the generated repository:\n%s", diagsText(repo, diags))
+		}
+		elapsed := time.Since(t0)
+		b.StopTimer()
+		h, g, r := mp.stop()
+		peakHeap, peakGo, peakRSS = max(peakHeap, h), max(peakGo, g), max(peakRSS, r)
+		times = append(times, float64(elapsed))
+		b.StartTimer()
+	}
+	b.ReportMetric(benchutil.Median(times)/1e6, "median-ms")
+	b.ReportMetric(float64(peakHeap)/mb, "peak-heap-MB")
+	b.ReportMetric(float64(peakGo)/mb, "peak-go-MB")
+	if peakRSS > 0 {
+		b.ReportMetric(float64(peakRSS)/mb, "peak-rss-MB")
+	}
+	b.ReportMetric(float64(baseHeap)/mb, "base-heap-MB")
+}
+
+func validateRepo(repo *loader.Repo) hcl.Diagnostics {
+	return render.Validate(repo, render.Options{})
+}
