@@ -272,6 +272,7 @@ type graphBuilder struct {
 	// classes: one node per class of nodes (renderGraph); seen is scratch for ranks.
 	classes bool
 	seen    []bool
+	dirty   []uint64 // by seq: the task's edges need sorting (edges)
 }
 
 // renderGraph resolves graph type typ onto the cluster's nodes. With classes set it
