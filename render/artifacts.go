@@ -342,18 +342,42 @@ func DOT(cluster string, g *Graph) []byte {
 }
 
 func writeDOT(b *bytes.Buffer, cluster string, g *Graph) {
-	str := func(s string) {
+	escape := func(s string) string {
 		if !strings.ContainsAny(s, `\"`) {
-			b.WriteString(s)
-			return
+			return s
 		}
-		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"`, `\"`))
+		return strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"`, `\"`)
 	}
-	id := func(task, node string) { // the quoting of task@node, '@' needing none
+	str := func(s string) { b.WriteString(escape(s)) }
+	// Task ids and node names escaped once each, not once per edge: by the task's
+	// position in the graph's ids and the node's rank.
+	ids := make([]string, len(g.ids))
+	for i, id := range g.ids {
+		ids[i] = escape(id)
+	}
+	var nodes []string
+	nodeName := func(ng *NodeGraph) string {
+		if int(ng.rank) >= len(nodes) {
+			nodes = append(nodes, make([]string, int(ng.rank)+1-len(nodes))...)
+		}
+		if nodes[ng.rank] == "" {
+			nodes[ng.rank] = escape(ng.Node)
+		}
+		return nodes[ng.rank]
+	}
+	// id writes the quoting of task@node, '@' needing none. A task of a graph
+	// renderGraph built has its position and node; any other is escaped as it is.
+	id := func(to *PlacedTask, task, node string) {
 		b.WriteByte('"')
-		str(task)
-		b.WriteByte('@')
-		str(node)
+		if to != nil && to.node != nil && int(to.idx) < len(ids) && g.ids[to.idx] == task {
+			b.WriteString(ids[to.idx])
+			b.WriteByte('@')
+			b.WriteString(nodeName(to.node))
+		} else {
+			str(task)
+			b.WriteByte('@')
+			str(node)
+		}
 		b.WriteByte('"')
 	}
 	b.WriteString(`digraph "`)
@@ -367,7 +391,7 @@ func writeDOT(b *bytes.Buffer, cluster string, g *Graph) {
 		b.WriteString("\";\n")
 		for _, pt := range ng.Tasks {
 			b.WriteString("    ")
-			id(pt.ID, ng.Node)
+			id(pt, pt.ID, ng.Node)
 			b.WriteString(` [label="`)
 			str(pt.ID)
 			if pt.Type == "skipped" {
@@ -382,9 +406,9 @@ func writeDOT(b *bytes.Buffer, cluster string, g *Graph) {
 		for _, pt := range ng.Tasks {
 			for _, e := range pt.Requires {
 				b.WriteString("  ")
-				id(e.Task, e.Node)
+				id(e.to, e.Task, e.Node)
 				b.WriteString(" -> ")
-				id(pt.ID, ng.Node)
+				id(pt, pt.ID, ng.Node)
 				b.WriteString(";\n")
 			}
 		}
