@@ -269,10 +269,7 @@ type graphBuilder struct {
 	matchers map[string]*nameMatcher
 	rel      relation
 
-	// classes: one node per class of nodes (renderGraph); seen is scratch for ranks.
-	classes bool
-	seen    []bool
-	dirty   []uint64 // by seq: the task's edges need sorting (edges)
+	dirty []uint64 // by seq: the task's edges need sorting (edges)
 }
 
 // renderGraph resolves graph type typ onto the cluster's nodes. With classes set it
@@ -302,12 +299,11 @@ func (m *Model) renderGraph(typ string, classes bool) (*Graph, hcl.Diagnostics) 
 	}
 	// Nodes with the same resolution tags form a class: every selector selects all
 	// of a class or none of it, so its nodes get the same tasks and local edges.
-	// With classes set, only the first node of each class (by id) is built and the
-	// others stand for it: selecting one selects the class's first node.
+	// With classes set, only the first node of each class (by id) is built and
+	// stands for the others.
 	classOf := map[string]int32{}
 	var firstOf []*NodeGraph // by class
 	for _, nt := range nodeTags {
-		nodes = append(nodes, selector.Node{Name: nt.Node.Name, ID: nt.Node.ID, Tags: nt.Resolution})
 		key := classKey(nt.Resolution)
 		c, ok := classOf[key]
 		if !ok {
@@ -316,9 +312,11 @@ func (m *Model) renderGraph(typ string, classes bool) (*Graph, hcl.Diagnostics) 
 			firstOf = append(firstOf, nil)
 		}
 		if classes && firstOf[c] != nil {
-			gb.rank[nt.Node.Name] = firstOf[c].rank
 			continue
 		}
+		// The selectors see the built nodes only: with classes, a selection's
+		// first node by id is still the first node of its first class.
+		nodes = append(nodes, selector.Node{Name: nt.Node.Name, ID: nt.Node.ID, Tags: nt.Resolution})
 		ng := &NodeGraph{Node: nt.Node.Name, ID: nt.Node.ID, Tags: nt, class: c}
 		addNode(ng)
 		gb.g.Nodes = append(gb.g.Nodes, ng)
@@ -326,8 +324,6 @@ func (m *Model) renderGraph(typ string, classes bool) (*Graph, hcl.Diagnostics) 
 			firstOf[c] = ng
 		}
 	}
-	gb.classes = classes
-	gb.seen = make([]bool, len(nodeTags)+2)
 	addNode(&NodeGraph{Node: selector.Master})
 	gb.sync = &NodeGraph{Node: SyncNode}
 	addNode(gb.sync)
@@ -408,24 +404,11 @@ func (gb *graphBuilder) resolve(d *TaskDef) []int32 {
 	return gb.ranks(names)
 }
 
-// ranks returns the ranks of the named nodes, in the order given; with classes,
-// each class's first node once.
 func (gb *graphBuilder) ranks(names []string) []int32 {
 	out := make([]int32, 0, len(names))
 	for _, n := range names {
 		if r, ok := gb.rank[n]; ok {
-			if gb.classes {
-				if gb.seen[r] {
-					continue
-				}
-				gb.seen[r] = true
-			}
 			out = append(out, r)
-		}
-	}
-	if gb.classes {
-		for _, r := range out {
-			gb.seen[r] = false
 		}
 	}
 	return out
