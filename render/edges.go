@@ -631,13 +631,13 @@ func (gb *graphBuilder) crossTargets(it *loader.Value) ([]int32, bool) {
 		}
 	}
 	if sel == nil {
-		return gb.ranks(gb.ix.ResolveNames(nil, true, policy)), false
+		return gb.ranks(gb.ix.ResolveNames(nil, true, policy), policy == "any"), false
 	}
 	if names, ok := sel.Strings(); ok && len(names) == 1 && names[0] == "self" {
 		return nil, true
 	}
 	names, _ := gb.ix.Resolve(sel, policy)
-	return gb.ranks(names), false
+	return gb.ranks(names, policy == "any"), false
 }
 
 // crossEdges binds pt's cross-depends and cross-depended-by entries across nodes.
