@@ -216,45 +216,9 @@ func (gb *graphBuilder) edges() {
 		if len(pt.Requires) < 2 || gb.dirty[pt.seq>>6]&(1<<(pt.seq&63)) == 0 {
 			continue
 		}
-		pt.Requires = sortEdges(pt.Requires)
+		slices.SortStableFunc(pt.Requires, func(a, b Edge) int { return cmp.Compare(edgeKey(a.to), edgeKey(b.to)) })
+		pt.Requires = slices.CompactFunc(pt.Requires, func(a, b Edge) bool { return a.to == b.to })
 	}
-}
-
-// sortEdges sorts edges by target (edgeKey) and keeps the first edge of each
-// target. The targets' keys are packed with the edges' positions into integers
-// and sorted as such: a stage's list holds an edge from most tasks of most nodes.
-func sortEdges(list []Edge) []Edge {
-	increasing := true // sorted, each target once
-	for i := 1; i < len(list) && increasing; i++ {
-		increasing = edgeKey(list[i-1].to) < edgeKey(list[i].to)
-	}
-	if increasing {
-		return list
-	}
-	const posBits, fieldBits = 24, 20
-	packable := len(list) < 1<<posBits
-	keys := make([]uint64, len(list))
-	for i, e := range list {
-		rank, idx := uint64(e.to.node.rank), uint64(e.to.idx)
-		if rank >= 1<<fieldBits || idx >= 1<<fieldBits {
-			packable = false
-			break
-		}
-		keys[i] = rank<<(posBits+fieldBits) | idx<<posBits | uint64(i)
-	}
-	if !packable {
-		slices.SortStableFunc(list, func(a, b Edge) int { return cmp.Compare(edgeKey(a.to), edgeKey(b.to)) })
-		return slices.CompactFunc(list, func(a, b Edge) bool { return a.to == b.to })
-	}
-	slices.Sort(keys)
-	out := make([]Edge, 0, len(list))
-	for i, k := range keys {
-		if i > 0 && k>>posBits == keys[i-1]>>posBits {
-			continue // the same target: the first edge wins
-		}
-		out = append(out, list[k&(1<<posBits-1)])
-	}
-	return out
 }
 
 // markDirty notes that pt's edges need sorting.
