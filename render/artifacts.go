@@ -53,6 +53,19 @@ type Options struct {
 // onto its nodes. Clusters whose model has errors are not rendered; the diagnostics
 // say why.
 func Render(repo *loader.Repo, opts Options) ([]*Rendered, hcl.Diagnostics) {
+	return render(repo, opts, false)
+}
+
+// Validate checks repo as Render does and reports the same diagnostics, without
+// rendering: each graph is resolved onto one node of each class of nodes (the
+// nodes with the same resolution tags, which get the same tasks and edges), and
+// onto every node only when that finds a dependency cycle.
+func Validate(repo *loader.Repo, opts Options) hcl.Diagnostics {
+	_, diags := render(repo, opts, true)
+	return diags
+}
+
+func render(repo *loader.Repo, opts Options, classes bool) ([]*Rendered, hcl.Diagnostics) {
 	b := newBuilder(repo)
 	b.state = opts.State
 	b.checkData()
@@ -75,8 +88,11 @@ func Render(repo *loader.Repo, opts Options) ([]*Rendered, hcl.Diagnostics) {
 	}
 	// The models share the builder's caches and are built one by one; their graphs
 	// are independent and resolved in parallel.
-	graphs, d := renderAll(models)
+	graphs, d := renderAll(models, classes)
 	diags = append(diags, d...)
+	if classes {
+		return nil, loader.SortDiagnostics(append(b.data, diags...))
+	}
 	out := make([]*Rendered, len(models))
 	for i, m := range models {
 		out[i] = &Rendered{Model: m, Graphs: graphs[i], Registry: registries[i]}
@@ -326,18 +342,42 @@ func DOT(cluster string, g *Graph) []byte {
 }
 
 func writeDOT(b *bytes.Buffer, cluster string, g *Graph) {
-	str := func(s string) {
+	escape := func(s string) string {
 		if !strings.ContainsAny(s, `\"`) {
-			b.WriteString(s)
-			return
+			return s
 		}
-		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"`, `\"`))
+		return strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"`, `\"`)
 	}
-	id := func(task, node string) { // the quoting of task@node, '@' needing none
+	str := func(s string) { b.WriteString(escape(s)) }
+	// Task ids and node names escaped once each, not once per edge: by the task's
+	// position in the graph's ids and the node's rank.
+	ids := make([]string, len(g.ids))
+	for i, id := range g.ids {
+		ids[i] = escape(id)
+	}
+	var nodes []string
+	nodeName := func(ng *NodeGraph) string {
+		if int(ng.rank) >= len(nodes) {
+			nodes = append(nodes, make([]string, int(ng.rank)+1-len(nodes))...)
+		}
+		if nodes[ng.rank] == "" {
+			nodes[ng.rank] = escape(ng.Node)
+		}
+		return nodes[ng.rank]
+	}
+	// id writes the quoting of task@node, '@' needing none. A task of a graph
+	// renderGraph built has its position and node; any other is escaped as it is.
+	id := func(to *PlacedTask, task, node string) {
 		b.WriteByte('"')
-		str(task)
-		b.WriteByte('@')
-		str(node)
+		if to != nil && to.node != nil && int(to.idx) < len(ids) && g.ids[to.idx] == task {
+			b.WriteString(ids[to.idx])
+			b.WriteByte('@')
+			b.WriteString(nodeName(to.node))
+		} else {
+			str(task)
+			b.WriteByte('@')
+			str(node)
+		}
 		b.WriteByte('"')
 	}
 	b.WriteString(`digraph "`)
@@ -351,7 +391,7 @@ func writeDOT(b *bytes.Buffer, cluster string, g *Graph) {
 		b.WriteString("\";\n")
 		for _, pt := range ng.Tasks {
 			b.WriteString("    ")
-			id(pt.ID, ng.Node)
+			id(pt, pt.ID, ng.Node)
 			b.WriteString(` [label="`)
 			str(pt.ID)
 			if pt.Type == "skipped" {
@@ -366,9 +406,9 @@ func writeDOT(b *bytes.Buffer, cluster string, g *Graph) {
 		for _, pt := range ng.Tasks {
 			for _, e := range pt.Requires {
 				b.WriteString("  ")
-				id(e.Task, e.Node)
+				id(e.to, e.Task, e.Node)
 				b.WriteString(" -> ")
-				id(pt.ID, ng.Node)
+				id(pt, pt.ID, ng.Node)
 				b.WriteString(";\n")
 			}
 		}

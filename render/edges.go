@@ -1,6 +1,7 @@
 package render
 
 import (
+	"cmp"
 	"math/bits"
 	"regexp"
 	"slices"
@@ -173,10 +174,30 @@ func (gb *graphBuilder) edges() {
 			gb.instantiate(ng, res)
 		}
 	}
-	// Cross-node edges and the stages tasks are required_for.
+	// Cross-node edges and the stages tasks are required_for. A task whose edges
+	// this adds to is marked (markDirty): the local edges are already in order. A
+	// stage is required_for by the tasks of many nodes: its list is sized first.
+	gb.dirty = make([]uint64, (len(gb.placed)+63)/64)
+	stageIn := map[*PlacedTask]int{}
 	for _, ng := range gb.nodes {
 		for _, pt := range ng.byID {
 			gb.defEdges(pt.Def)
+			if ng == gb.sync {
+				continue
+			}
+			for _, se := range pt.Def.stages {
+				if gb.slot[int(ng.rank)*n+int(se.stage.idx)] == nil {
+					stageIn[se.stage]++
+				}
+			}
+		}
+	}
+	for stage, k := range stageIn {
+		stage.Requires = slices.Grow(stage.Requires, k)
+		gb.markDirty(stage)
+	}
+	for _, ng := range gb.nodes {
+		for _, pt := range ng.byID {
 			if len(pt.Def.dynamic) > 0 {
 				pt.DynamicRequires = pt.Def.dynamic
 			}
@@ -192,18 +213,19 @@ func (gb *graphBuilder) edges() {
 	}
 	// Sorted by node then task; the first edge of a pair wins.
 	for _, pt := range gb.placed {
-		if len(pt.Requires) < 2 {
+		if len(pt.Requires) < 2 || gb.dirty[pt.seq>>6]&(1<<(pt.seq&63)) == 0 {
 			continue
 		}
-		slices.SortStableFunc(pt.Requires, func(a, b Edge) int {
-			if a.to.node.rank != b.to.node.rank {
-				return int(a.to.node.rank - b.to.node.rank)
-			}
-			return int(a.to.idx - b.to.idx)
-		})
+		slices.SortStableFunc(pt.Requires, func(a, b Edge) int { return cmp.Compare(edgeKey(a.to), edgeKey(b.to)) })
 		pt.Requires = slices.CompactFunc(pt.Requires, func(a, b Edge) bool { return a.to == b.to })
 	}
 }
+
+// markDirty notes that pt's edges need sorting.
+func (gb *graphBuilder) markDirty(pt *PlacedTask) { gb.dirty[pt.seq>>6] |= 1 << (pt.seq & 63) }
+
+// edgeKey orders edge targets: by node rank, then task id.
+func edgeKey(to *PlacedTask) int64 { return int64(to.node.rank)<<32 | int64(to.idx) }
 
 // signature is a key of the set of task ids of a node.
 func signature(tasks []*PlacedTask, n int) string {
@@ -471,18 +493,38 @@ func (gb *graphBuilder) localEdges(ng *NodeGraph, syncRes *sigEdges) *sigEdges {
 	if syncRes == nil {
 		res.anc = anc
 	}
+	// In the order of the written edges: the node's own tasks (which rank before
+	// the sync node), then the sync node's, each by id.
+	key := func(t int32) int64 {
+		k := int64(res.local[t])
+		if int(t) >= res.present {
+			k |= 1 << 32
+		}
+		return k
+	}
+	for _, list := range res.edges {
+		slices.SortFunc(list, func(a, b localEdge) int { return cmp.Compare(key(a.t), key(b.t)) })
+	}
 	return res
 }
 
 // instantiate writes a signature's local edges onto the tasks of node ng.
 func (gb *graphBuilder) instantiate(ng *NodeGraph, res *sigEdges) {
 	n := len(gb.ids)
+	total := 0
+	for _, list := range res.edges {
+		total += len(list)
+	}
+	// One allocation for the node; each task's edges are a full slice of it, so an
+	// edge added later moves that task's edges out.
+	slab := make([]Edge, total)
 	for i, list := range res.edges {
 		pt := ng.byID[i]
 		if len(list) == 0 {
 			continue
 		}
-		req := make([]Edge, len(list), len(list)+1)
+		req := slab[:len(list):len(list)]
+		slab = slab[len(list):]
 		for k, le := range list {
 			idx := res.local[le.t]
 			target := ng
@@ -589,13 +631,13 @@ func (gb *graphBuilder) crossTargets(it *loader.Value) ([]int32, bool) {
 		}
 	}
 	if sel == nil {
-		return gb.ranks(gb.ix.ResolveNames(nil, true, policy)), false
+		return gb.ranks(gb.ix.ResolveNames(nil, true, policy), policy == "any"), false
 	}
 	if names, ok := sel.Strings(); ok && len(names) == 1 && names[0] == "self" {
 		return nil, true
 	}
 	names, _ := gb.ix.Resolve(sel, policy)
-	return gb.ranks(names), false
+	return gb.ranks(names, policy == "any"), false
 }
 
 // crossEdges binds pt's cross-depends and cross-depended-by entries across nodes.
@@ -616,8 +658,10 @@ func (gb *graphBuilder) crossEdges(ng *NodeGraph, pt *PlacedTask) {
 				}
 				if ce.reverse {
 					x.Requires = append(x.Requires, Edge{Task: pt.ID, Node: ng.Node, EdgeSource: ce.src, to: pt})
+					gb.markDirty(x)
 				} else {
 					pt.Requires = append(pt.Requires, Edge{Task: x.ID, Node: x.node.Node, EdgeSource: ce.src, to: x})
+					gb.markDirty(pt)
 				}
 			}
 		}

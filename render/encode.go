@@ -22,6 +22,10 @@ type nodeEncoder struct {
 	blocks  *defBlocks
 	scalars map[string]string
 	buf     bytes.Buffer
+	// The scalars of the graph encoded last by task position and node rank, so
+	// that an edge costs no map lookup.
+	graph        *Graph
+	taskQ, nodeQ []string
 }
 
 // defBlocks caches the YAML of task definitions' verbatim parts, keyed by the
@@ -249,11 +253,7 @@ func (e *nodeEncoder) task(pt *PlacedTask) error {
 	if len(pt.Requires) > 0 {
 		b.WriteString("    requires:\n")
 		for _, ed := range pt.Requires {
-			node, ok := e.scalar(ed.Node)
-			if !ok {
-				return errSlowPath
-			}
-			task, ok := e.scalar(ed.Task)
+			task, node, ok := e.target(ed)
 			if !ok {
 				return errSlowPath
 			}
@@ -265,6 +265,41 @@ func (e *nodeEncoder) task(pt *PlacedTask) error {
 		}
 	}
 	return line("type", pt.Type)
+}
+
+// target returns the scalars of an edge's task and node.
+func (e *nodeEncoder) target(ed Edge) (task, node string, ok bool) {
+	to := ed.to
+	if to == nil || to.node == nil || to.node.g == nil || int(to.idx) >= len(to.node.g.ids) || to.node.g.ids[to.idx] != ed.Task || to.node.Node != ed.Node {
+		task, ok = e.scalar(ed.Task)
+		if !ok {
+			return "", "", false
+		}
+		node, ok = e.scalar(ed.Node)
+		return task, node, ok
+	}
+	if g := to.node.g; e.graph != g {
+		e.graph = g
+		e.taskQ = make([]string, len(g.ids))
+		e.nodeQ = e.nodeQ[:0]
+	}
+	if task = e.taskQ[to.idx]; task == "" {
+		if task, ok = e.scalar(ed.Task); !ok {
+			return "", "", false
+		}
+		e.taskQ[to.idx] = task
+	}
+	r := int(to.node.rank)
+	if r >= len(e.nodeQ) {
+		e.nodeQ = append(e.nodeQ, make([]string, r+1-len(e.nodeQ))...)
+	}
+	if node = e.nodeQ[r]; node == "" {
+		if node, ok = e.scalar(ed.Node); !ok {
+			return "", "", false
+		}
+		e.nodeQ[r] = node
+	}
+	return task, node, true
 }
 
 // nodeDocument is the node document as generic values, for yaml.v3: the encoder's

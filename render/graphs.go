@@ -30,6 +30,8 @@ type Graph struct {
 	m              *Model
 	ids            []string // every task id of the graph, sorted
 
+	cycles bool // a dependency cycle was reported
+
 	memberOnce sync.Once
 	memberOf   map[string][]string // task id → the groups whose tasks: list it
 }
@@ -61,6 +63,7 @@ type NodeGraph struct {
 	Tasks []*PlacedTask
 	g     *Graph
 	rank  int32         // position among the graph's nodes: cluster nodes, master, sync
+	class int32         // the node's class (classKey), numbered by first node; 0 for master and sync
 	byID  []*PlacedTask // the tasks sorted by id
 }
 
@@ -154,7 +157,7 @@ type TaskDef struct {
 // RenderGraphs resolves every graph type of the cluster onto its nodes (the graph
 // types in parallel).
 func (m *Model) RenderGraphs() ([]*Graph, hcl.Diagnostics) {
-	graphs, diags := renderAll([]*Model{m})
+	graphs, diags := renderAll([]*Model{m}, false)
 	return graphs[0], diags
 }
 
@@ -265,9 +268,16 @@ type graphBuilder struct {
 	warned   map[string]bool
 	matchers map[string]*nameMatcher
 	rel      relation
+
+	dirty   []uint64  // by seq: the task's edges need sorting (edges)
+	members [][]int32 // by class: the ranks of its built nodes, ascending
 }
 
-func (m *Model) renderGraph(typ string) (*Graph, hcl.Diagnostics) {
+// renderGraph resolves graph type typ onto the cluster's nodes. With classes set it
+// builds one node per class of nodes (see classKey) and is only good for its
+// diagnostics; the caller renders again without classes when it reports a cycle,
+// since a cycle in the graph of classes may not be one of the nodes.
+func (m *Model) renderGraph(typ string, classes bool) (*Graph, hcl.Diagnostics) {
 	gb := &graphBuilder{m: m, typ: typ, warned: map[string]bool{}, matchers: map[string]*nameMatcher{}}
 	gb.g = &Graph{Type: typ, byNode: map[string]*NodeGraph{}, m: m}
 	gb.defs, gb.ids = m.mergeTasks(typ)
@@ -288,17 +298,42 @@ func (m *Model) renderGraph(typ string) (*Graph, hcl.Diagnostics) {
 		gb.g.byNode[ng.Node] = ng
 		gb.rank[ng.Node] = ng.rank
 	}
+	// Nodes with the same resolution tags form a class: every selector selects all
+	// of a class or none of it, so its nodes get the same tasks and local edges.
+	// Selectors are resolved once per class, over the first node of each class (by
+	// id), and a selected class stands for its members (see ranks). With classes
+	// set, only the first node of each class is built.
+	classOf := map[string]int32{}
+	var firstNodes []selector.Node // the first node of each class, by class
 	for _, nt := range nodeTags {
 		nodes = append(nodes, selector.Node{Name: nt.Node.Name, ID: nt.Node.ID, Tags: nt.Resolution})
-		ng := &NodeGraph{Node: nt.Node.Name, ID: nt.Node.ID, Tags: nt}
+		key := classKey(nt.Resolution)
+		c, ok := classOf[key]
+		if !ok {
+			c = int32(len(firstNodes))
+			classOf[key] = c
+			firstNodes = append(firstNodes, nodes[len(nodes)-1])
+			gb.members = append(gb.members, nil)
+		} else if classes {
+			continue
+		}
+		ng := &NodeGraph{Node: nt.Node.Name, ID: nt.Node.ID, Tags: nt, class: c}
 		addNode(ng)
 		gb.g.Nodes = append(gb.g.Nodes, ng)
+		gb.members[c] = append(gb.members[c], ng.rank)
 	}
 	addNode(&NodeGraph{Node: selector.Master})
 	gb.sync = &NodeGraph{Node: SyncNode}
 	addNode(gb.sync)
-	gb.ix = selector.NewIndex(nodes)
-	gb.g.defs, gb.g.ix, gb.g.ids = gb.defs, gb.ix, gb.ids
+	// The first node of a selection by id is the first node of its first class, so
+	// policy any picks the same node from either index. Provenance (Via) asks
+	// about any node: the graph keeps an index of every node.
+	gb.ix = selector.NewIndex(firstNodes)
+	gb.g.ix = gb.ix
+	if !classes && len(firstNodes) < len(nodes) {
+		gb.g.ix = selector.NewIndex(nodes)
+	}
+	gb.g.defs, gb.g.ids = gb.defs, gb.ids
 	gb.slot = make([]*PlacedTask, len(gb.nodes)*len(gb.ids))
 
 	// 1. Resolve every non-group task to its nodes; stages go to the sync node.
@@ -371,17 +406,52 @@ func (gb *graphBuilder) resolve(d *TaskDef) []int32 {
 		return nil
 	}
 	names, _ := gb.ix.Resolve(sel, "")
-	return gb.ranks(names)
+	return gb.ranks(names, false)
 }
 
-func (gb *graphBuilder) ranks(names []string) []int32 {
-	out := make([]int32, 0, len(names))
+// ranks returns the ranks of the nodes named, each the first node of its class,
+// with every node of their classes (unless one, for policy any): first the pseudo
+// nodes named (the master comes first in a selection), then the cluster nodes by
+// rank.
+func (gb *graphBuilder) ranks(names []string, one bool) []int32 {
+	var out []int32
+	classes := 0
 	for _, n := range names {
-		if r, ok := gb.rank[n]; ok {
-			out = append(out, r)
+		r, ok := gb.rank[n]
+		if !ok {
+			continue
 		}
+		ng := gb.nodes[r]
+		if ng.Tags == nil || one {
+			out = append(out, r)
+			continue
+		}
+		if classes++; classes == 1 && len(out) == 0 && len(names) == 1 {
+			return gb.members[ng.class] // a shared list: callers do not modify it
+		}
+		out = append(out, gb.members[ng.class]...)
+	}
+	if classes > 1 {
+		slices.Sort(out[len(out)-countCluster(gb, out):])
 	}
 	return out
+}
+
+// countCluster counts the cluster nodes at the end of ranks' result.
+func countCluster(gb *graphBuilder, out []int32) int {
+	n := 0
+	for i := len(out) - 1; i >= 0 && gb.nodes[out[i]].Tags != nil; i-- {
+		n++
+	}
+	return n
+}
+
+// classKey is the key of a node's class: its resolution tags, sorted, without
+// duplicates (what the selectors read of a node).
+func classKey(resolution []string) string {
+	tags := slices.Clone(resolution)
+	slices.Sort(tags)
+	return strings.Join(slices.Compact(tags), "\x00")
 }
 
 func (gb *graphBuilder) placeTask(d *TaskDef) {

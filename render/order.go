@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -114,9 +115,35 @@ func (gb *graphBuilder) reportCycles(indeg []int32) {
 			groups = append(groups, group)
 		}
 	})
+	// A group of tasks of one cluster node is the same group on every node of its
+	// class (same tasks, same local edges): reported once, on the class's first
+	// node (roots are in node order).
+	reported := map[string]bool{}
 	for _, members := range groups {
+		if ng := members[0].node; ng.Tags != nil && onOneNode(members) {
+			ids := make([]int32, len(members))
+			for i, pt := range members {
+				ids[i] = pt.idx
+			}
+			slices.Sort(ids)
+			key := fmt.Sprint(ng.class, ids)
+			if reported[key] {
+				continue
+			}
+			reported[key] = true
+		}
 		gb.reportCycle(members, comp)
 	}
+}
+
+// onOneNode reports whether the tasks are all on the same node.
+func onOneNode(tasks []*PlacedTask) bool {
+	for _, pt := range tasks[1:] {
+		if pt.node != tasks[0].node {
+			return false
+		}
+	}
+	return true
 }
 
 // reportCycle finds a cycle inside one strongly connected group and reports it:
@@ -162,6 +189,7 @@ func (gb *graphBuilder) reportCycle(members []*PlacedTask, comp []int32) {
 		parts = append(parts, p.ID+"@"+p.node.Node)
 	}
 	parts = append(parts, parts[0])
+	gb.g.cycles = true
 	gb.diags = append(gb.diags, withDetail(errorAt(path[0].Def.Task.Range, "graph %s: dependency cycle: %s", gb.typ, strings.Join(parts, " -> ")),
 		"Each task must come after the one before it in this list, which cannot hold; remove one of the requires, required_for or cross-depends entries."))
 }

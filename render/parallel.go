@@ -13,7 +13,11 @@ import (
 // renderAll resolves the graphs of every model, one job per cluster and graph type
 // on GOMAXPROCS goroutines, largest clusters first. The result and the diagnostics
 // are in model order, then graph type order, whatever the scheduling.
-func renderAll(models []*Model) ([][]*Graph, hcl.Diagnostics) {
+//
+// With classes set it only checks: each graph is resolved onto one node per class
+// of nodes (no graph is returned), and again onto every node only when that
+// reports a dependency cycle, so that the cycle reported is one of the nodes.
+func renderAll(models []*Model, classes bool) ([][]*Graph, hcl.Diagnostics) {
 	type job struct {
 		model, graph int
 		typ          string
@@ -41,7 +45,16 @@ func renderAll(models []*Model) ([][]*Graph, hcl.Diagnostics) {
 	diags := make([]hcl.Diagnostics, len(jobs))
 	inParallel(len(order), func(_, k int) {
 		jb := jobs[order[k]]
-		graphs[jb.model][jb.graph], diags[order[k]] = models[jb.model].renderGraph(jb.typ)
+		m := models[jb.model]
+		if !classes {
+			graphs[jb.model][jb.graph], diags[order[k]] = m.renderGraph(jb.typ, false)
+			return
+		}
+		g, d := m.renderGraph(jb.typ, true)
+		if g.cycles {
+			_, d = m.renderGraph(jb.typ, false)
+		}
+		diags[order[k]] = d
 	})
 	var all hcl.Diagnostics
 	for _, d := range diags {

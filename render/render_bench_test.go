@@ -332,6 +332,8 @@ func BenchmarkResolve(b *testing.B) {
 // once outside the timer. It reports
 //
 //	median-ms     median time of Render + Stream
+//	cpu-ms        median process CPU time (user + system, every thread) of the
+//	              same: steadier than wall time on a shared machine
 //	ns/entry      median-ms per node-task entry
 //	entries       node-task entries; MB-out the artifacts' size
 //	peak-heap-MB, peak-go-MB, peak-rss-MB, base-heap-MB   see the file comment
@@ -344,6 +346,7 @@ func BenchmarkRenderLarge(b *testing.B) {
 	var peakHeap, peakGo, peakRSS, baseHeap uint64
 	var entries int
 	var outBytes int64
+	var cpu []float64
 	b.ReportAllocs()
 	for b.Loop() {
 		b.StopTimer()
@@ -351,10 +354,13 @@ func BenchmarkRenderLarge(b *testing.B) {
 		baseHeap = max(baseHeap, heapObjects())
 		mp := startMemPeak("BenchmarkRenderLarge")
 		b.StartTimer()
+		c0, _ := benchutil.ProcessCPU()
 		t0 := time.Now()
 		rs := renderRepo(b, repo)
 		n := streamBytes(b, rs)
 		elapsed := time.Since(t0)
+		c1, _ := benchutil.ProcessCPU()
+		cpu = append(cpu, float64(c1-c0))
 		b.StopTimer()
 		h, g, r := mp.stop()
 		peakHeap, peakGo, peakRSS = max(peakHeap, h), max(peakGo, g), max(peakRSS, r)
@@ -364,6 +370,7 @@ func BenchmarkRenderLarge(b *testing.B) {
 	}
 	med := benchutil.Median(times)
 	b.ReportMetric(med/1e6, "median-ms")
+	b.ReportMetric(benchutil.Median(cpu)/1e6, "cpu-ms")
 	b.ReportMetric(med/float64(entries), "ns/entry")
 	b.ReportMetric(float64(entries), "entries")
 	b.ReportMetric(float64(outBytes)/mb, "MB-out")
@@ -606,4 +613,48 @@ func BenchmarkRenderLargeFull(b *testing.B) {
 	b.ReportMetric(float64(baseHeap)/mb, "base-heap-MB")
 	b.ReportMetric(fl.inMB, "MB-in")
 	b.ReportMetric(fl.outMB, "MB-out")
+}
+
+// BenchmarkValidateLarge times what `fuelsync validate` runs on the acceptance-size
+// repository: Load (from the MapFS) and the checks of every cluster, graphs
+// included (render.Validate), nothing encoded. It reports median-ms, cpu-ms (as
+// BenchmarkRenderLarge) and the
+// peak-heap-MB, peak-go-MB, peak-rss-MB and base-heap-MB of the file comment.
+func BenchmarkValidateLarge(b *testing.B) {
+	fsys := renderLargeFS()
+	var times, cpu []float64
+	var peakHeap, peakGo, peakRSS, baseHeap uint64
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		runtime.GC()
+		baseHeap = max(baseHeap, heapObjects())
+		mp := startMemPeak("BenchmarkValidateLarge")
+		b.StartTimer()
+		c0, _ := benchutil.ProcessCPU()
+		t0 := time.Now()
+		repo := loadRepo(b, fsys)
+		if diags := validateRepo(repo); diags.HasErrors() {
+			b.Fatalf("validate rejects the generated repository:\n%s", diagsText(repo, diags))
+		}
+		elapsed := time.Since(t0)
+		c1, _ := benchutil.ProcessCPU()
+		b.StopTimer()
+		h, g, r := mp.stop()
+		peakHeap, peakGo, peakRSS = max(peakHeap, h), max(peakGo, g), max(peakRSS, r)
+		times, cpu = append(times, float64(elapsed)), append(cpu, float64(c1-c0))
+		b.StartTimer()
+	}
+	b.ReportMetric(benchutil.Median(times)/1e6, "median-ms")
+	b.ReportMetric(benchutil.Median(cpu)/1e6, "cpu-ms")
+	b.ReportMetric(float64(peakHeap)/mb, "peak-heap-MB")
+	b.ReportMetric(float64(peakGo)/mb, "peak-go-MB")
+	if peakRSS > 0 {
+		b.ReportMetric(float64(peakRSS)/mb, "peak-rss-MB")
+	}
+	b.ReportMetric(float64(baseHeap)/mb, "base-heap-MB")
+}
+
+func validateRepo(repo *loader.Repo) hcl.Diagnostics {
+	return render.Validate(repo, render.Options{})
 }

@@ -75,7 +75,7 @@ func validateCommand(stdout, stderr io.Writer) *cli.Command {
 // problems of every stage, sorted. Nothing is written.
 func loadAndCheck(src *source) (*loader.Repo, hcl.Diagnostics) {
 	repo, diags := loader.Load(src.fsys, loadOptions(nil))
-	_, more := render.Render(repo, render.Options{})
+	more := render.Validate(repo, render.Options{})
 	return repo, loader.SortDiagnostics(append(diags, more...))
 }
 
