@@ -6,6 +6,7 @@ package reconcile
 //	<workdir>/state.json               symlink → artifacts/current/.state.json
 //	<workdir>/artifacts/<serial>/      an applied set (the render layout) + .state.json
 //	<workdir>/artifacts/current        symlink → <serial>
+//	<workdir>/objects/<sha[:2]>/<sha>  each distinct file of the sets, once
 //
 // The state and the artifacts it describes must switch together: with two files
 // renamed one after the other, a crash between the renames would leave a state
@@ -17,15 +18,28 @@ package reconcile
 // state; after it, the new ones. The last 5 sets are kept; leftovers of crashed
 // runs are removed by the next publish. The set current names is never removed,
 // and a state that disagrees with its set stops every writer (DamagedError).
+//
+// A set costs what it changes: its files are hard links to objects named by the
+// sha256 of their content, so the sets share unchanged files and a publish
+// writes only the new contents. An object is written like a file of a set
+// (written, fsynced, renamed into place, its directory fsynced) before any set
+// links it, is checked against the content (size and bytes) before it is
+// linked again and rewritten when it differs or is missing, and is removed once
+// no set links it (st_nlink 1), after the commit. Where hard links fail (EXDEV,
+// EPERM, ENOTSUP) the sets are full copies, as before, and Warn says so once.
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -33,6 +47,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 )
 
 // Keep is how many applied sets the work directory keeps.
@@ -107,12 +123,21 @@ type Workdir struct {
 	// Backend, when set, keeps the state and the lock (etcd); the work
 	// directory keeps the applied sets, which the state's manifest describes.
 	Backend Backend
+	// Warn, when set, is told things worth a user's attention that are not
+	// errors (hard links unsupported: the sets are full copies), once each.
+	Warn func(msg string)
+
+	noLinks  atomic.Bool
+	warnOnce sync.Once
 }
 
 // Open returns the work directory dir (created by the first lock).
 func Open(dir string) *Workdir { return &Workdir{Dir: dir} }
 
 func (w *Workdir) artifacts() string { return filepath.Join(w.Dir, "artifacts") }
+
+// objects holds the content of the sets' files, each once, by sha256.
+func (w *Workdir) objects() string { return filepath.Join(w.Dir, "objects") }
 
 // CurrentDir is the current applied set.
 func (w *Workdir) CurrentDir() string { return filepath.Join(w.artifacts(), "current") }
@@ -364,7 +389,7 @@ func (w *Workdir) publish(l *Lock, st *State, push bool, write func(put func(nam
 	if err := do("chmod set", func() error { return os.Chmod(tmp, 0o755) }); err != nil {
 		return err
 	}
-	if err := writeSet(tmp, st, write); err != nil {
+	if err := w.writeSet(tmp, st, write); err != nil {
 		return err
 	}
 	final := w.SetDir(st.Serial)
@@ -436,10 +461,12 @@ func (w *Workdir) linkState() error {
 	return nil
 }
 
-// writeSet writes the files and the state into dir and syncs them all.
-func writeSet(dir string, st *State, write func(put func(name string, data []byte) error) error) error {
+// writeSet writes the files (links to their objects) and the state into dir
+// and syncs them all, the objects' directories first.
+func (w *Workdir) writeSet(dir string, st *State, write func(put func(name string, data []byte) error) error) error {
 	var mu sync.Mutex
 	dirs := map[string]bool{dir: true}
+	objs := &objectWriter{w: w, done: map[string]*objectOnce{}, dirs: map[string]bool{}}
 	put := func(name string, data []byte) error {
 		clean := path.Clean(name)
 		if name == "" || path.IsAbs(name) || clean != name || clean == ".." || strings.HasPrefix(clean, "../") || strings.HasPrefix(name, ".") {
@@ -460,7 +487,7 @@ func writeSet(dir string, st *State, write func(put func(name string, data []byt
 			}
 			mu.Unlock()
 		}
-		return writeSynced(p, data)
+		return objs.put(p, name, data)
 	}
 	if err := write(put); err != nil {
 		return err
@@ -471,6 +498,11 @@ func writeSet(dir string, st *State, write func(put func(name string, data []byt
 	}
 	if err := writeSynced(filepath.Join(dir, ".state.json"), append(data, '\n')); err != nil {
 		return err
+	}
+	for _, d := range slices.Sorted(maps.Keys(objs.dirs)) {
+		if err := syncDir(d); err != nil {
+			return err
+		}
 	}
 	for d := range dirs {
 		if err := syncDir(d); err != nil {
@@ -614,7 +646,7 @@ func (w *Workdir) clean(current int64) {
 }
 
 // prune keeps the Keep newest sets, and always the current one and the one
-// artifacts/current names.
+// artifacts/current names; then it removes the objects no set links any more.
 func (w *Workdir) prune(current int64) {
 	linked := w.currentSerial()
 	sets := w.sets()
@@ -623,4 +655,134 @@ func (w *Workdir) prune(current int64) {
 			_ = do("remove "+strconv.FormatInt(n, 10), func() error { return os.RemoveAll(w.SetDir(n)) })
 		}
 	}
+	w.pruneObjects()
+}
+
+// pruneObjects removes the objects no applied set links (their only link is
+// the store's own) and the temporary objects of crashed runs. Sets of a crashed
+// run are removed before (clean), so what they linked goes too.
+func (w *Workdir) pruneObjects() {
+	fans, _ := os.ReadDir(w.objects())
+	for _, fan := range fans {
+		if !fan.IsDir() {
+			continue
+		}
+		dir := filepath.Join(w.objects(), fan.Name())
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			p := filepath.Join(dir, e.Name())
+			if !strings.HasPrefix(e.Name(), ".tmp-") {
+				fi, err := os.Lstat(p)
+				if err != nil || !fi.Mode().IsRegular() {
+					continue
+				}
+				if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Nlink > 1 {
+					continue
+				}
+			}
+			_ = do("remove object "+e.Name(), func() error { return os.Remove(p) })
+		}
+	}
+}
+
+// objectWriter puts the files of one set: each distinct content is checked or
+// written once in the object store, then linked into the set.
+type objectWriter struct {
+	w    *Workdir
+	mu   sync.Mutex
+	done map[string]*objectOnce
+	// dirs are the object directories with a new entry, to sync.
+	dirs map[string]bool
+}
+
+type objectOnce struct {
+	once sync.Once
+	err  error
+}
+
+// put makes the file p (name in the set) with data: a hard link to its object,
+// or a copy where links fail.
+func (o *objectWriter) put(p, name string, data []byte) error {
+	if o.w.noLinks.Load() {
+		return writeSynced(p, data)
+	}
+	h := sha256.Sum256(data)
+	sum := hex.EncodeToString(h[:])
+	o.mu.Lock()
+	once := o.done[sum]
+	if once == nil {
+		once = &objectOnce{}
+		o.done[sum] = once
+	}
+	o.mu.Unlock()
+	once.once.Do(func() { once.err = o.ensure(sum, data) })
+	if once.err != nil {
+		return once.err
+	}
+	obj := filepath.Join(o.w.objects(), sum[:2], sum)
+	err := do("link "+name, func() error { return os.Link(obj, p) })
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, syscall.EXDEV) || errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOTSUP):
+		// The file system has no hard links (or refuses them): copies.
+		o.w.noLinks.Store(true)
+		o.w.warnOnce.Do(func() {
+			if o.w.Warn != nil {
+				o.w.Warn(fmt.Sprintf("hard links do not work in %s (%v): every applied set is a full copy", o.w.Dir, errors.Unwrap(err)))
+			}
+		})
+		return writeSynced(p, data)
+	case errors.Is(err, syscall.EMLINK):
+		// One content linked more times than the file system allows.
+		return writeSynced(p, data)
+	}
+	return err
+}
+
+// ensure makes the object sum hold data: kept when it does (same size, same
+// bytes), written otherwise (missing, or changed in place through a link).
+func (o *objectWriter) ensure(sum string, data []byte) error {
+	dir := filepath.Join(o.w.objects(), sum[:2])
+	obj := filepath.Join(dir, sum)
+	if objectHolds(obj, data) {
+		return nil
+	}
+	if _, err := os.Stat(dir); err != nil {
+		if err := do("mkdir object "+sum[:2], func() error { return os.MkdirAll(dir, 0o755) }); err != nil {
+			return err
+		}
+		o.mu.Lock()
+		o.dirs[o.w.objects()] = true
+		o.dirs[o.w.Dir] = true
+		o.mu.Unlock()
+	}
+	tmp := filepath.Join(dir, ".tmp-"+sum+"-"+newLineage()[:8])
+	if err := writeSynced(tmp, data); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := do("rename object "+sum, func() error { return os.Rename(tmp, obj) }); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	o.mu.Lock()
+	o.dirs[dir] = true
+	o.mu.Unlock()
+	return nil
+}
+
+// objectHolds reports whether the file obj is a regular file holding data.
+func objectHolds(obj string, data []byte) bool {
+	f, err := os.Open(obj)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != int64(len(data)) {
+		return false
+	}
+	got, err := io.ReadAll(io.LimitReader(f, int64(len(data))+1))
+	return err == nil && bytes.Equal(got, data)
 }

@@ -519,10 +519,11 @@ func (f *stepFixture) apply(template string, env []string, prefix ...string) (wd
 
 // crashAtEveryStep kills `fuelsync apply` with SIGKILL just before each
 // step that changes the work directory in turn (every mkdir, file creation,
-// fsync, rename, symlink and removal of tidying and publishing, through
-// FUELSYNC_TEST_CRASH_AT): in a first apply, a second one, and one that
-// publishes over 5 sets and prunes the oldest. Then, with strace, at the Nth
-// fsync, renameat, symlinkat and unlinkat system call of a thread for every N
+// fsync, rename, symlink, hard link and removal of tidying and publishing,
+// objects included, through FUELSYNC_TEST_CRASH_AT): in a first apply, a
+// second one, and one that publishes over 5 sets and prunes the oldest (and
+// the objects only it linked). Then, with strace, at the Nth fsync, renameat,
+// symlinkat, linkat and unlinkat system call of a thread for every N
 // until one apply runs through (strace counts per thread, so this is a sample,
 // not every call; skipped without strace). After every kill the next plan
 // works and the state is one of the two sets, complete; every eighth time, the
@@ -533,6 +534,7 @@ func crashAtEveryStep(t *testing.T) (int, bool) {
 	kills := 0
 	for _, tc := range f.cases() {
 		steps := 0
+		kinds := map[string]bool{}
 		for n := 1; ; n++ {
 			wd, cmd, out, err := f.apply(tc.template, []string{fmt.Sprintf("FUELSYNC_TEST_CRASH_AT=%d", n)})
 			if !killedBySIGKILL(cmd) {
@@ -542,10 +544,26 @@ func crashAtEveryStep(t *testing.T) (int, bool) {
 				break
 			}
 			steps++
+			for _, kind := range []string{"create .tmp-", "rename object ", "link ", "remove object "} {
+				if strings.Contains(out, "killed before "+kind) {
+					kinds[kind] = true
+				}
+			}
 			checkAfterKill(t, fmt.Sprintf("%s, %s", tc.name, strings.TrimSpace(out)), f.repo, wd, tc.before, n%8 == 0)
 		}
 		if steps < 10 {
 			t.Errorf("%s: only %d steps", tc.name, steps)
+		}
+		// The steps of the object store: writing an object, linking it into
+		// the set, and (pruning a set) removing the objects no set links.
+		want := []string{"create .tmp-", "rename object ", "link "}
+		if tc.before == reconcile.Keep {
+			want = append(want, "remove object ")
+		}
+		for _, kind := range want {
+			if !kinds[kind] {
+				t.Errorf("%s: never killed before a step %q", tc.name, kind+"…")
+			}
 		}
 		t.Logf("%s: killed at each of %d steps", tc.name, steps)
 		kills += steps
@@ -561,7 +579,7 @@ func crashAtEveryStep(t *testing.T) (int, bool) {
 		if tc.before == 1 {
 			continue
 		}
-		for _, sc := range []string{"fsync", "renameat", "symlinkat", "unlinkat"} {
+		for _, sc := range []string{"fsync", "renameat", "symlinkat", "linkat", "unlinkat"} {
 			n := 1
 			for ; n < 100; n++ {
 				prefix := []string{strace, "-f", "-qq", "-o", os.DevNull, "-e", "trace=" + sc,

@@ -17,6 +17,7 @@ import (
 // caller closes it.
 func openWorkdir(c *cli.Context, g *globals) (*reconcile.Workdir, error) {
 	w := reconcile.Open(g.workdir)
+	w.Warn = func(msg string) { warnf(c.App.ErrWriter, g, "%s", msg) }
 	if g.state == "" {
 		return w, nil
 	}

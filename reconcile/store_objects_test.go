@@ -1,0 +1,265 @@
+package reconcile
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func lockedWorkdir(t *testing.T) (*Workdir, *Lock) {
+	t.Helper()
+	w := Open(filepath.Join(t.TempDir(), "wd"))
+	l, err := w.Lock(context.Background(), "test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Unlock() })
+	return w, l
+}
+
+func inode(t *testing.T, p string) (ino uint64, nlink uint64) {
+	t.Helper()
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	return st.Ino, uint64(st.Nlink)
+}
+
+func shaHex(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// objectNames lists the objects in the store (temporary ones included).
+func objectNames(t *testing.T, w *Workdir) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(w.objects(), func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil || d.IsDir() {
+			return err
+		}
+		out = append(out, d.Name())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestStoreSharesUnchangedFiles publishes 400 files of 16 KiB, then the same
+// with one file changed: the second set links the unchanged files to the same
+// inodes as the first and adds one file's blocks (and its own directories),
+// under 5% of a full set, where it used to be a full copy.
+func TestStoreSharesUnchangedFiles(t *testing.T) {
+	w, l := lockedWorkdir(t)
+	if err := publishBytes(w, l, 1, benchSet(400, 16<<10, -1, "")); err != nil {
+		t.Fatal(err)
+	}
+	changed := benchSet(400, 16<<10, 7, "changed ")
+	if err := publishBytes(w, l, 2, changed); err != nil {
+		t.Fatal(err)
+	}
+	var newFiles []string
+	for name, data := range changed {
+		p := filepath.Join(w.SetDir(2), filepath.FromSlash(name))
+		got, err := os.ReadFile(p)
+		if err != nil || string(got) != string(data) {
+			t.Fatalf("set 2: %s does not hold its content (%v)", name, err)
+		}
+		ino2, nlink := inode(t, p)
+		ino1, _ := inode(t, filepath.Join(w.SetDir(1), filepath.FromSlash(name)))
+		if ino1 != ino2 {
+			newFiles = append(newFiles, name)
+		}
+		// The object, and the sets linking it.
+		if want := uint64(3); ino1 == ino2 && nlink != want {
+			t.Errorf("%s: %d links, want %d (the object and two sets)", name, nlink, want)
+		}
+		obj := filepath.Join(w.objects(), shaHex(data)[:2], shaHex(data))
+		if ino, _ := inode(t, obj); ino != ino2 {
+			t.Errorf("%s is not a link to its object %s", name, obj)
+		}
+	}
+	if diff := cmp.Diff([]string{"clusters/c3/nodes/node-0007.yaml"}, newFiles); diff != "" {
+		t.Errorf("files of set 2 not shared with set 1 (-want +got):\n%s", diff)
+	}
+	full := sum(inodeBlocks(t, w.SetDir(1)))
+	added := newBlocks(t, w.SetDir(2), w.SetDir(1), w.objects())
+	t.Logf("a full set takes %d bytes on disk; the set with one file changed adds %d (%.2f%%)", full, added, 100*float64(added)/float64(full))
+	if added > full/20 {
+		t.Errorf("set 2 adds %d bytes of disk to set 1's %d: more than 5%%", added, full)
+	}
+	// What readers see is a tree of regular files, 0644.
+	fi, err := os.Lstat(filepath.Join(w.CurrentDir(), "clusters", "c0", "nodes", "node-0000.yaml"))
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o644 {
+		t.Errorf("a file of the current set: %v, %v", fi.Mode(), err)
+	}
+}
+
+// TestStorePruneObjects publishes Keep+3 sets sharing one file and each with a
+// file of its own: after each publish, the objects are exactly the contents of
+// the kept sets; an object planted by hand that no set links and the temporary
+// object of a crashed run are removed too, and only after the commit point.
+func TestStorePruneObjects(t *testing.T) {
+	w, l := lockedWorkdir(t)
+	kept := func() []string {
+		want := map[string]bool{}
+		for _, n := range w.sets() {
+			_ = filepath.WalkDir(w.SetDir(n), func(p string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() && d.Name() != ".state.json" {
+					data, _ := os.ReadFile(p)
+					want[shaHex(data)] = true
+				}
+				return err
+			})
+		}
+		return slices.Sorted(maps.Keys(want))
+	}
+	defer func() { TestHookStep = nil }()
+	for n := int64(1); n <= Keep+3; n++ {
+		stray := []byte(fmt.Sprintf("stray %d", n))
+		strayDir := filepath.Join(w.objects(), shaHex(stray)[:2])
+		if n > 1 {
+			if err := os.MkdirAll(strayDir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range []string{shaHex(stray), ".tmp-" + shaHex(stray) + "-crashed"} {
+				if err := os.WriteFile(filepath.Join(strayDir, name), stray, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		var steps []string
+		TestHookStep = func(step string) error { steps = append(steps, step); return nil }
+		err := publish(t, w, l, n, map[string]string{"c/shared.yaml": "shared", "c/own.yaml": fmt.Sprintf("own %d", n)})
+		TestHookStep = nil
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(kept(), objectNames(t, w)); diff != "" {
+			t.Errorf("serial %d: objects (-the kept sets' contents +the store):\n%s", n, diff)
+		}
+		if len(w.sets()) > Keep {
+			t.Errorf("serial %d: %d sets", n, len(w.sets()))
+		}
+		commit := slices.Index(steps, "rename current")
+		for i, s := range steps {
+			if strings.HasPrefix(s, "remove object ") && i < commit {
+				t.Errorf("serial %d: %s before the commit point (step %d of %d)", n, s, i, commit)
+			}
+		}
+		removed := slices.DeleteFunc(slices.Clone(steps), func(s string) bool { return !strings.HasPrefix(s, "remove object ") })
+		if want := map[bool]int{true: 2, false: 0}[n > 1] + map[bool]int{true: 1, false: 0}[n > Keep]; len(removed) != want {
+			t.Errorf("serial %d: removed %q, want %d objects (the strays, and the own file of the pruned set)", n, removed, want)
+		}
+	}
+	if diff := cmp.Diff(1+Keep, len(objectNames(t, w))); diff != "" {
+		t.Errorf("objects of 5 sets sharing one file: (-want +got):\n%s", diff)
+	}
+}
+
+// TestStoreRewritesDamagedObject damages the object of a file in three ways
+// (rewritten in place through a set's link with other bytes of the same size,
+// truncated, removed): the next publish of that content writes the object again
+// from the new content and links a set file that holds it, never the damage.
+func TestStoreRewritesDamagedObject(t *testing.T) {
+	content := "cluster: a\nnodes: 3\n"
+	for _, tc := range []struct {
+		name   string
+		damage func(obj, setFile string) error
+	}{
+		{"same size, other bytes", func(_, setFile string) error {
+			return os.WriteFile(setFile, []byte(strings.ToUpper(content)), 0o644)
+		}},
+		{"truncated", func(obj, _ string) error { return os.Truncate(obj, 3) }},
+		{"missing", func(obj, _ string) error { return os.Remove(obj) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, l := lockedWorkdir(t)
+			if err := publish(t, w, l, 1, map[string]string{"c/a.yaml": content}); err != nil {
+				t.Fatal(err)
+			}
+			obj := filepath.Join(w.objects(), shaHex([]byte(content))[:2], shaHex([]byte(content)))
+			if err := tc.damage(obj, filepath.Join(w.SetDir(1), "c", "a.yaml")); err != nil {
+				t.Fatal(err)
+			}
+			if err := publish(t, w, l, 2, map[string]string{"c/a.yaml": content, "c/b.yaml": content}); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range []string{"a.yaml", "b.yaml"} {
+				p := filepath.Join(w.SetDir(2), "c", name)
+				if got, err := os.ReadFile(p); err != nil || string(got) != content {
+					t.Errorf("set 2: c/%s = %q, %v; want %q", name, got, err, content)
+				}
+				objIno, _ := inode(t, obj)
+				if ino, _ := inode(t, p); ino != objIno {
+					t.Errorf("set 2: c/%s is not linked to the rewritten object", name)
+				}
+			}
+			if got, err := os.ReadFile(obj); err != nil || string(got) != content {
+				t.Errorf("object = %q, %v", got, err)
+			}
+		})
+	}
+}
+
+// TestStoreLinkFallback makes the first hard link fail with EPERM (as on a file
+// system without them) or EXDEV: the sets are written as full copies, with the
+// right contents, and Warn says so once.
+func TestStoreLinkFallback(t *testing.T) {
+	defer func() { TestHookStep = nil }()
+	for _, errno := range []syscall.Errno{syscall.EPERM, syscall.EXDEV} {
+		t.Run(errno.Error(), func(t *testing.T) {
+			w, l := lockedWorkdir(t)
+			var warnings []string
+			w.Warn = func(msg string) { warnings = append(warnings, msg) }
+			TestHookStep = func(step string) error {
+				if strings.HasPrefix(step, "link ") {
+					return &os.LinkError{Op: "link", Old: "object", New: step, Err: errno}
+				}
+				return nil
+			}
+			for n := int64(1); n <= 2; n++ {
+				files := map[string]string{"c/a.yaml": "a", "c/b.yaml": fmt.Sprintf("b%d", n)}
+				if err := publish(t, w, l, n, files); err != nil {
+					t.Fatal(err)
+				}
+				for name, want := range files {
+					p := filepath.Join(w.SetDir(n), filepath.FromSlash(name))
+					if got, err := os.ReadFile(p); err != nil || string(got) != want {
+						t.Errorf("set %d: %s = %q, %v", n, name, got, err)
+					}
+					if _, nlink := inode(t, p); nlink != 1 {
+						t.Errorf("set %d: %s has %d links, want a copy", n, name, nlink)
+					}
+				}
+			}
+			TestHookStep = nil
+			if len(warnings) != 1 || !strings.Contains(warnings[0], "full copy") || !strings.Contains(warnings[0], errno.Error()) {
+				t.Errorf("warnings: %q", warnings)
+			}
+			if objs := objectNames(t, w); len(objs) != 0 {
+				t.Errorf("objects nothing links are left: %v", objs)
+			}
+		})
+	}
+}
