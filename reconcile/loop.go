@@ -76,6 +76,9 @@ type Status struct {
 	// Ready is set by the first successful reconcile.
 	Ready    bool            `json:"ready"`
 	Clusters []ClusterStatus `json:"clusters"`
+	// Replica is this replica's role and the leader's identity, when serve
+	// runs as one of several replicas on a state on etcd.
+	Replica *ReplicaStatus `json:"replica,omitempty"`
 }
 
 // ClusterStatus is a cluster as applied: its nodes with roles and tags.
@@ -149,6 +152,15 @@ func (l *Loop) Trigger() {
 	case l.trigger <- struct{}{}:
 	default: // one is pending already: it will see the newest commit
 	}
+}
+
+// resetSeen forgets the commit reconciled last, so that the next reconcile
+// plans against the applied state whatever commit it finds: a replica that
+// leads again, after another leader may have applied.
+func (l *Loop) resetSeen() {
+	l.mu.Lock()
+	l.status.Revision = ""
+	l.mu.Unlock()
 }
 
 // Status returns a copy of the loop's status.

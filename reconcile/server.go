@@ -61,6 +61,11 @@ type Server struct {
 	// beyond). Both are read by Handler.
 	MaxWait    time.Duration
 	MaxWaiting int
+	// Replica, when set, is the replica this server is one of (serve on a
+	// state on etcd): the status names its role and the leader, a follower
+	// hands webhooks to the leader, and is ready once it serves the applied
+	// set, rendered and checked itself.
+	Replica *Replica
 
 	index        artifactIndex
 	waiters      chan struct{} // requests waiting (MaxWaiting)
@@ -134,6 +139,17 @@ func (s *Server) Handler() http.Handler {
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if s.Replica != nil && s.Replica.Role() != RoleLeader {
+			switch serving, problem := s.Replica.Serving(); {
+			case problem != nil:
+				http.Error(w, "not ready: a follower that does not serve the applied state: "+Redact(problem.Error()), http.StatusServiceUnavailable)
+			case serving == 0:
+				http.Error(w, "not ready: a follower, nothing applied yet", http.StatusServiceUnavailable)
+			default:
+				fmt.Fprintf(w, "ready (follower, serving serial %d)\n", serving)
+			}
+			return
+		}
 		if !s.Loop.Status().Ready {
 			http.Error(w, "not ready: no successful reconcile yet", http.StatusServiceUnavailable)
 			return
@@ -144,7 +160,11 @@ func (s *Server) Handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(s.Loop.Status())
+		st := s.Loop.Status()
+		if s.Replica != nil {
+			st.Replica = s.Replica.Status(r.Context())
+		}
+		_ = enc.Encode(st)
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /api/v1/releases/{version}/components", func(w http.ResponseWriter, r *http.Request) {
@@ -268,8 +288,17 @@ func (s *Server) hook(provider string, w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)
-	io.WriteString(w, "accepted: reconciling\n")
-	s.Loop.Trigger()
+	if s.Replica == nil {
+		io.WriteString(w, "accepted: reconciling\n")
+		s.Loop.Trigger()
+		return
+	}
+	if err := s.Replica.Trigger(); err != nil {
+		// The leader polls every interval: the change is late, not lost.
+		io.WriteString(w, "accepted, but the leader could not be asked to reconcile now: "+Redact(err.Error())+"\n")
+		return
+	}
+	io.WriteString(w, "accepted: reconciling ("+s.Replica.Role()+")\n")
 }
 
 // checkTimestamp refuses a generic delivery's X-Fuelsync-Timestamp (Unix seconds)

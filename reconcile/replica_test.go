@@ -1,0 +1,242 @@
+package reconcile
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fuelsync/fuelsync/internal/etcdtest"
+)
+
+// testReplica is one serve replica in process: a loop, its server on
+// 127.0.0.1, and the count of its reconciles by outcome.
+type testReplica struct {
+	id     string
+	w      *Workdir
+	loop   *Loop
+	rep    *Replica
+	base   string
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu       sync.Mutex
+	outcomes map[Outcome]int
+}
+
+func startReplica(t *testing.T, c *etcdtest.Cluster, dir, id string, secret []byte) *testReplica {
+	t.Helper()
+	w := etcdWorkdir(t, c, "replicas", 2*time.Second, 5*time.Second)
+	loop := &Loop{Workdir: w, Source: &LocalSource{Path: dir}, ToolVersion: "test", Interval: time.Hour}
+	srv := NewServer(loop, secret)
+	tr := &testReplica{id: id, w: w, loop: loop, outcomes: map[Outcome]int{}, done: make(chan struct{})}
+	count := loop.OnReconcile
+	loop.OnReconcile = func(o Outcome, d time.Duration) {
+		count(o, d)
+		tr.mu.Lock()
+		tr.outcomes[o]++
+		tr.mu.Unlock()
+	}
+	tr.rep = &Replica{Loop: loop, Etcd: w.Backend.(*Etcd), ID: id}
+	srv.Replica = tr.rep
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv.Handler()}
+	go hs.Serve(ln)
+	tr.base = "http://" + ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	tr.cancel = cancel
+	go func() { tr.rep.Run(ctx); close(tr.done) }()
+	t.Cleanup(func() { tr.stop(); hs.Close() })
+	return tr
+}
+
+func (tr *testReplica) stop() {
+	tr.cancel()
+	<-tr.done
+}
+
+func (tr *testReplica) count(o Outcome) int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.outcomes[o]
+}
+
+func (tr *testReplica) reconciles() int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	n := 0
+	for _, c := range tr.outcomes {
+		n += c
+	}
+	return n
+}
+
+func (tr *testReplica) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(tr.base + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func (tr *testReplica) status(t *testing.T) Status {
+	t.Helper()
+	_, js := tr.get(t, "/api/v1/status")
+	var st Status
+	if err := json.Unmarshal([]byte(js), &st); err != nil || st.Replica == nil {
+		t.Fatalf("/api/v1/status of %s: %v\n%s", tr.id, err, js)
+	}
+	return st
+}
+
+// waitLong polls cond every 20ms for up to d.
+func waitLong(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Two serve replicas on one state on etcd: exactly one leads and applies the
+// commit; both statuses name the leader and their own role; the follower does
+// not reconcile, renders the applied set itself and serves the same graphs
+// (then it is ready), and hands a webhook it receives to the leader, which
+// applies the new commit. When the leader is gone, the follower takes
+// over within the lease TTL and reconciles the next commit.
+func TestReplicasOneLeaderApplies(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	dir, repo := testRepo(t)
+	secret := []byte("s3cret")
+	a := startReplica(t, c, dir, "replica-a", secret)
+	b := startReplica(t, c, dir, "replica-b", secret)
+	reps := []*testReplica{a, b}
+
+	waitLong(t, 10*time.Second, "serial 1 applied by a leader", func() bool { return a.count(Applied)+b.count(Applied) == 1 })
+	leader, follower := a, b
+	if b.rep.Role() == RoleLeader {
+		leader, follower = b, a
+	}
+	if leader.rep.Role() != RoleLeader || follower.rep.Role() != RoleFollower {
+		t.Fatalf("roles: %s %s, %s %s; want one leader", a.id, a.rep.Role(), b.id, b.rep.Role())
+	}
+	if n := follower.reconciles(); n != 0 {
+		t.Errorf("the follower %s reconciled %d times", follower.id, n)
+	}
+	waitFor(t, "the follower's status at serial 1", func() bool { return follower.loop.Status().Serial == 1 })
+	for _, r := range reps {
+		st := r.status(t)
+		want := RoleFollower
+		if r == leader {
+			want = RoleLeader
+		}
+		if st.Replica.ID != r.id || st.Replica.Role != want || st.Replica.Leader != leader.id || st.Serial != 1 {
+			t.Errorf("status of %s: replica %+v, serial %d; want role %s, leader %s, serial 1", r.id, *st.Replica, st.Serial, want, leader.id)
+		}
+	}
+	if code, body := leader.get(t, "/readyz"); code != 200 {
+		t.Errorf("the leader's /readyz: %d %s", code, body)
+	}
+	waitFor(t, "the follower ready", func() bool { code, _ := follower.get(t, "/readyz"); return code == 200 })
+	// The follower serves the applied graphs, rendered itself and checked
+	// against the state's manifest: the same bytes as the leader's.
+	st, err := leader.w.ReadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	graphs := 0
+	for name, sum := range st.Artifacts {
+		cluster, rest, _ := strings.Cut(name, "/nodes/")
+		node, graph, ok := strings.Cut(rest, "/")
+		if !ok || !strings.HasSuffix(graph, ".yaml") {
+			continue
+		}
+		graphs++
+		for _, r := range reps {
+			resp, err := http.Get(r.base + "/api/v1/clusters/" + cluster + "/nodes/" + node + "/graphs/" + strings.TrimSuffix(graph, ".yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			got := sha256.Sum256(data)
+			if resp.StatusCode != 200 || hex.EncodeToString(got[:]) != sum {
+				t.Errorf("%s from %s: %d, sha256 %x; want 200 and %s", name, r.id, resp.StatusCode, got, sum)
+			}
+		}
+	}
+	if graphs == 0 {
+		t.Fatal("no graph in the applied state")
+	}
+
+	// A commit, and its webhook sent to the follower: the leader applies it.
+	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
+	second := commit(t, repo, "unassign rabbitmq")
+	body := []byte(`{"ref":"refs/heads/master","after":"` + second + `"}`)
+	req, _ := http.NewRequest(http.MethodPost, follower.base+"/hooks/generic", bytes.NewReader(body))
+	for k, v := range genericHeaders(secret, time.Now(), body) {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("webhook to the follower: %d", resp.StatusCode)
+	}
+	waitFor(t, "the leader applied the commit of the follower's webhook", func() bool { return leader.loop.Status().Applied == second })
+	if n := follower.reconciles(); n != 0 || leader.count(Applied) != 2 {
+		t.Errorf("after the webhook: the follower reconciled %d times, the leader applied %d times; want 0 and 2", n, leader.count(Applied))
+	}
+	waitFor(t, "the follower's status at serial 2", func() bool { return follower.loop.Status().Serial == 2 })
+
+	// The leader is gone without resigning (its etcd client closed: no more
+	// keep-alives): the follower leads within the lease TTL.
+	gone := time.Now()
+	leader.w.Backend.(*Etcd).Close()
+	var took atomic.Int64
+	waitLong(t, 10*time.Second, "the follower leads", func() bool {
+		if follower.rep.Role() == RoleLeader {
+			took.Store(int64(time.Since(gone)))
+			return true
+		}
+		return false
+	})
+	t.Logf("failover: %s leads %s after %s was gone (lease TTL 2s)", follower.id, time.Duration(took.Load()).Round(time.Millisecond), leader.id)
+	if d := time.Duration(took.Load()); d > 2*time.Second+3*time.Second {
+		t.Errorf("failover took %s; want within the lease TTL (2s) and a few seconds", d)
+	}
+	waitFor(t, "the new leader's first reconcile", func() bool { return follower.reconciles() == 1 })
+	if st := follower.loop.Status(); st.Outcome != NoChange {
+		t.Fatalf("the new leader's first reconcile: %s %v", st.Outcome, st.Errors)
+	}
+	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "unassign: [rabbitmq]", "unassign: []")
+	third := commit(t, repo, "rabbitmq back")
+	if err := follower.rep.Trigger(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the new leader applied serial 3", func() bool { st := follower.loop.Status(); return st.Applied == third && st.Serial == 3 })
+	if st := follower.status(t); st.Replica.Leader != follower.id || st.Replica.Role != RoleLeader {
+		t.Errorf("the new leader's status: %+v", *st.Replica)
+	}
+}
