@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -35,9 +36,13 @@ type testReplica struct {
 }
 
 func startReplica(t *testing.T, c *etcdtest.Cluster, dir, id string, secret []byte) *testReplica {
+	return startReplicaVersion(t, c, dir, id, secret, "test")
+}
+
+func startReplicaVersion(t *testing.T, c *etcdtest.Cluster, dir, id string, secret []byte, version string) *testReplica {
 	t.Helper()
 	w := etcdWorkdir(t, c, "replicas", 2*time.Second, 5*time.Second)
-	loop := &Loop{Workdir: w, Source: &LocalSource{Path: dir}, ToolVersion: "test", Interval: time.Hour}
+	loop := &Loop{Workdir: w, Source: &LocalSource{Path: dir}, ToolVersion: version, Interval: time.Hour}
 	srv := NewServer(loop, secret)
 	tr := &testReplica{id: id, w: w, loop: loop, outcomes: map[Outcome]int{}, done: make(chan struct{})}
 	count := loop.OnReconcile
@@ -238,5 +243,47 @@ func TestReplicasOneLeaderApplies(t *testing.T) {
 	waitFor(t, "the new leader applied serial 3", func() bool { st := follower.loop.Status(); return st.Applied == third && st.Serial == 3 })
 	if st := follower.status(t); st.Replica.Leader != follower.id || st.Replica.Role != RoleLeader {
 		t.Errorf("the new leader's status: %+v", *st.Replica)
+	}
+}
+
+// A follower whose tool version renders the applied revision differently
+// (here: another version in manifest.json) keeps nothing of it: its /readyz
+// fails saying so, its status names the problem, and its artifact API serves
+// no graph of that state.
+func TestReplicaOtherToolVersionServesNothing(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	dir, _ := testRepo(t)
+	a := startReplica(t, c, dir, "replica-a", nil)
+	waitLong(t, 10*time.Second, "serial 1 applied", func() bool { return a.count(Applied) == 1 })
+	b := startReplicaVersion(t, c, dir, "replica-b", nil, "other")
+	waitFor(t, "the follower's problem", func() bool { _, p := b.rep.Serving(); return p != nil })
+	code, body := b.get(t, "/readyz")
+	if code != 503 || !strings.Contains(body, "renders") || !strings.Contains(body, "fuelsync other") || !strings.Contains(body, "fuelsync test") {
+		t.Errorf("/readyz of the follower of another version: %d %s", code, body)
+	}
+	if st := b.status(t); st.Replica.Role != RoleFollower || st.Replica.Serving != 0 || !strings.Contains(st.Replica.Problem, "differently") {
+		t.Errorf("status of the follower of another version: %+v", *st.Replica)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(b.w.Dir, "artifacts")); len(entries) != 0 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("the follower kept %v", names)
+	}
+	st, err := a.w.ReadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range st.Artifacts {
+		cluster, rest, _ := strings.Cut(name, "/nodes/")
+		node, graph, ok := strings.Cut(rest, "/")
+		if !ok {
+			continue
+		}
+		if code, _ := b.get(t, "/api/v1/clusters/"+cluster+"/nodes/"+node+"/graphs/"+strings.TrimSuffix(graph, ".yaml")); code == 200 {
+			t.Errorf("the follower of another version served %s", name)
+		}
+		break
 	}
 }
