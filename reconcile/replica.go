@@ -92,6 +92,18 @@ func (r *Replica) setRole(role string) {
 func (r *Replica) Run(ctx context.Context) error {
 	r.Loop.init()
 	id := r.id()
+	// The leader's own applies are served as they commit.
+	onState := r.Loop.OnState
+	r.Loop.OnState = func(st *State) {
+		if r.Loop.Workdir.currentSerial() == st.Serial {
+			r.mu.Lock()
+			r.serving, r.problem = st.Serial, nil
+			r.mu.Unlock()
+		}
+		if onState != nil {
+			onState(st)
+		}
+	}
 	for ctx.Err() == nil {
 		r.setRole(RoleFollower)
 		fctx, stopFollowing := context.WithCancel(ctx)
@@ -171,9 +183,7 @@ func (r *Replica) materialise(ctx context.Context) {
 	r.Loop.mu.Lock()
 	r.Loop.status.Applied, r.Loop.status.Serial = st.Revision, st.Serial
 	r.Loop.mu.Unlock()
-	if r.Loop.OnState != nil {
-		r.Loop.OnState(st)
-	}
+	r.Loop.OnState(st)
 }
 
 // Serving returns the serial of the applied set this replica holds, checked

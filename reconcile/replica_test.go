@@ -128,7 +128,7 @@ func waitLong(t *testing.T, d time.Duration, what string, cond func() bool) {
 // (then it is ready), and hands a webhook it receives to the leader, which
 // applies the new commit. When the leader is gone, the follower takes
 // over within the lease TTL and reconciles the next commit.
-func TestReplicasOneLeaderApplies(t *testing.T) {
+func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	dir, repo := testRepo(t)
 	secret := []byte("s3cret")
@@ -250,7 +250,7 @@ func TestReplicasOneLeaderApplies(t *testing.T) {
 // (here: another version in manifest.json) keeps nothing of it: its /readyz
 // fails saying so, its status names the problem, and its artifact API serves
 // no graph of that state.
-func TestReplicaOtherToolVersionServesNothing(t *testing.T) {
+func TestEtcdReplicaOtherToolVersionServesNothing(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	dir, _ := testRepo(t)
 	a := startReplica(t, c, dir, "replica-a", nil)
