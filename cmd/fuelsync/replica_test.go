@@ -278,3 +278,66 @@ func TestEtcdReplicasLeaderKilledMidApply(t *testing.T) {
 	slices.Sort(failovers)
 	t.Logf("failover over %d kills (lease TTL 2s): median %s, max %s", len(failovers), failovers[len(failovers)/2].Round(time.Millisecond), failovers[len(failovers)-1].Round(time.Millisecond))
 }
+
+// A plan saved on one replica's machine (its work directory holds the applied
+// set, rendered by the follower) is refused once the leader has applied
+// another commit: the state on etcd moved under it.
+func TestEtcdReplicasStalePlanRefused(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	url := c.URL("fuelsync/stale")
+	dir, clusterFile, _, b := applyRepo(t)
+	if _, err := gitCommit(dir, "generated"); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--state", url, "--etcd-lock-ttl", "2s", "--repo", dir}
+	var reps []*serveReplica
+	for i := 1; i <= 2; i++ {
+		r := &serveReplica{id: fmt.Sprintf("r%d", i), wd: filepath.Join(t.TempDir(), "wd"), args: args}
+		r.start(t)
+		t.Cleanup(r.kill)
+		reps = append(reps, r)
+	}
+	// Both serve serial 1: the leader applied it, the follower rendered it.
+	var follower *serveReplica
+	deadline := time.Now().Add(30 * time.Second)
+	for follower == nil {
+		for _, r := range reps {
+			rs, err := r.status()
+			if err == nil && rs.Role == reconcile.RoleFollower && rs.Serving == 1 && rs.Leader != "" {
+				follower = r
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("after 30s: no follower serving serial 1")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A plan of a change, in the follower's work directory, against serial 1.
+	if err := os.WriteFile(clusterFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	planFile := filepath.Join(t.TempDir(), "change.plan")
+	base := append(args, "--workdir", follower.wd)
+	if code, out, stderr := fuelsyncRun(t, append(base, "plan", "--out", planFile)...); code != 0 {
+		t.Fatalf("plan on the follower's machine: exit %d\n%s%s", code, out, stderr)
+	}
+	// The change committed: the leader applies it (serial 2).
+	if _, err := gitCommit(dir, "node-1 removed"); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		rs, err := follower.status()
+		if err == nil && rs.Serving == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30s: the follower does not serve serial 2: %+v, %v", rs, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	code, out, stderr := fuelsyncRun(t, append(base, "apply", planFile)...)
+	if code != 1 || !regexp.MustCompile(`stale: it was made against state serial 1, but the state is now at serial 2`).MatchString(stderr) {
+		t.Fatalf("apply of the stale plan: exit %d\n%s%s", code, out, stderr)
+	}
+}
