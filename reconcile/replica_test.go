@@ -281,8 +281,8 @@ func TestEtcdReplicaOtherToolVersionServesNothing(t *testing.T) {
 		if !ok {
 			continue
 		}
-		if code, _ := b.get(t, "/api/v1/clusters/"+cluster+"/nodes/"+node+"/graphs/"+strings.TrimSuffix(graph, ".yaml")); code == 200 {
-			t.Errorf("the follower of another version served %s", name)
+		if code, body := b.get(t, "/api/v1/clusters/"+cluster+"/nodes/"+node+"/graphs/"+strings.TrimSuffix(graph, ".yaml")); code != 503 || !strings.Contains(body, "differently") {
+			t.Errorf("%s from the follower of another version: %d %s; want 503 saying why", name, code, body)
 		}
 		break
 	}

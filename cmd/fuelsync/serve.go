@@ -142,10 +142,10 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			"Limits: headers in 10 s, requests in 30 s, responses in 60 s, idle connections closed after\n" +
 			"60 s, at most --max-connections connections (idle ones closed first to make room), waiting\n" +
 			"requests counted apart.\n" +
-			"With the state on etcd (--state etcd://…), any number of serve processes may run: one is\n" +
-			"elected leader and reconciles; the others (followers) only answer the status, with their\n" +
-			"role and the leader's identity (--replica-id), and hand webhooks to the leader. A follower's\n" +
-			"/readyz fails, so a load balancer sends the traffic to the leader.",
+			"With the state on etcd (--state etcd://…), any number of serve processes may run, each with\n" +
+			"its own --workdir: one is elected leader and reconciles; the others (followers) render the\n" +
+			"applied revision themselves, serve it once every file matches the state's sha256, and hand\n" +
+			"webhooks to the leader. The status names each replica's role and the leader (--replica-id).",
 		Flags: append(watchFlags(),
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "listen on `ADDR`"},
 			&cli.StringFlag{Name: "webhook-secret-file", Usage: "the webhooks' shared secret, in `FILE` (not empty)"},
