@@ -420,5 +420,9 @@ func Materialise(ctx context.Context, w *Workdir, src Source, st *State, toolVer
 	if err := syncDir(w.artifacts()); err != nil {
 		return err
 	}
-	return w.relink(st.Serial)
+	if err := w.relink(st.Serial); err != nil {
+		return err
+	}
+	w.prune(st.Serial) // the Keep newest sets, as an apply keeps
+	return nil
 }

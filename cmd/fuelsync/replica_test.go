@@ -275,6 +275,22 @@ func TestEtcdReplicasLeaderKilledMidApply(t *testing.T) {
 	if !slices.Equal(serials, want) {
 		t.Errorf("the serials committed: %v; want %v (no gap, no duplicate)", serials, want)
 	}
+	// Every replica keeps at most the Keep newest sets (and the current one),
+	// whether it applied them or rendered them as a follower.
+	if rounds > reconcile.Keep {
+		for _, r := range replicas {
+			entries, _ := os.ReadDir(filepath.Join(r.wd, "artifacts"))
+			sets := 0
+			for _, e := range entries {
+				if _, err := strconv.Atoi(e.Name()); err == nil {
+					sets++
+				}
+			}
+			if sets == 0 || sets > reconcile.Keep+1 {
+				t.Errorf("%s keeps %d applied sets; want 1 to %d", r.id, sets, reconcile.Keep+1)
+			}
+		}
+	}
 	slices.Sort(failovers)
 	t.Logf("failover over %d kills (lease TTL 2s): median %s, max %s", len(failovers), failovers[len(failovers)/2].Round(time.Millisecond), failovers[len(failovers)-1].Round(time.Millisecond))
 }
