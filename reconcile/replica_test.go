@@ -41,7 +41,11 @@ func startReplica(t *testing.T, c *etcdtest.Cluster, dir, id string, secret []by
 
 func startReplicaVersion(t *testing.T, c *etcdtest.Cluster, dir, id string, secret []byte, version string) *testReplica {
 	t.Helper()
-	w := etcdWorkdir(t, c, "replicas", 2*time.Second, 5*time.Second)
+	return startReplicaOn(t, etcdWorkdir(t, c, "replicas", 2*time.Second, 5*time.Second), dir, id, secret, version)
+}
+
+func startReplicaOn(t *testing.T, w *Workdir, dir, id string, secret []byte, version string) *testReplica {
+	t.Helper()
 	loop := &Loop{Workdir: w, Source: &LocalSource{Path: dir}, ToolVersion: version, Interval: time.Hour}
 	srv := NewServer(loop, secret)
 	tr := &testReplica{id: id, w: w, loop: loop, outcomes: map[Outcome]int{}, done: make(chan struct{})}
@@ -285,5 +289,119 @@ func TestEtcdReplicaOtherToolVersionServesNothing(t *testing.T) {
 			t.Errorf("%s from the follower of another version: %d %s; want 503 saying why", name, code, body)
 		}
 		break
+	}
+}
+
+// cutProxy forwards TCP connections from 127.0.0.1 to target until cut: then
+// it closes every connection and refuses new ones, until mended.
+type cutProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	cut    bool
+	conns  []net.Conn
+}
+
+func newCutProxy(t *testing.T, target string) *cutProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{ln: ln, target: target}
+	t.Cleanup(func() { ln.Close(); p.setCut(true) })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			if p.cut {
+				p.mu.Unlock()
+				c.Close()
+				continue
+			}
+			u, err := net.Dial("tcp", target)
+			if err != nil {
+				p.mu.Unlock()
+				c.Close()
+				continue
+			}
+			p.conns = append(p.conns, c, u)
+			p.mu.Unlock()
+			go func() { io.Copy(u, c); u.Close() }()
+			go func() { io.Copy(c, u); c.Close() }()
+		}
+	}()
+	return p
+}
+
+func (p *cutProxy) setCut(cut bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = cut
+	if cut {
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.conns = nil
+	}
+}
+
+// A leader partitioned from etcd (its connections cut, the process alive)
+// loses the leadership when its lease expires: another replica leads within
+// the lease TTL and applies the next commit, the partitioned one stops
+// reconciling and applies nothing. When the partition heals, it follows and
+// serves the new serial.
+func TestEtcdReplicaLeaderPartitioned(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	dir, repo := testRepo(t)
+	proxy := newCutProxy(t, c.Endpoints()[0])
+	cfg, err := ParseStateURL("etcd://" + proxy.ln.Addr().String() + "/replicas")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.LockTTL, cfg.Timeout = 2*time.Second, 2*time.Second
+	e, err := OpenEtcd(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	a := startReplicaOn(t, &Workdir{Dir: filepath.Join(t.TempDir(), "wd"), Backend: e}, dir, "replica-a", nil, "test")
+	waitLong(t, 10*time.Second, "serial 1 applied by replica-a", func() bool { return a.count(Applied) == 1 })
+	b := startReplica(t, c, dir, "replica-b", nil)
+	waitLong(t, 10*time.Second, "replica-b serves serial 1", func() bool { n, _ := b.rep.Serving(); return n == 1 })
+	if a.rep.Role() != RoleLeader || b.rep.Role() != RoleFollower {
+		t.Fatalf("roles: a %s, b %s", a.rep.Role(), b.rep.Role())
+	}
+
+	proxy.setCut(true)
+	cut := time.Now()
+	waitLong(t, 10*time.Second, "replica-b leads", func() bool { return b.rep.Role() == RoleLeader })
+	t.Logf("replica-b leads %s after replica-a was cut from etcd (lease TTL 2s)", time.Since(cut).Round(time.Millisecond))
+	if d := time.Since(cut); d > 2*time.Second+3*time.Second {
+		t.Errorf("the failover took %s; want within the lease TTL (2s) and a few seconds", d)
+	}
+	waitLong(t, 10*time.Second, "replica-a steps down", func() bool { return a.rep.Role() == RoleFollower })
+	t.Logf("replica-a stepped down %s after the cut", time.Since(cut).Round(time.Millisecond))
+
+	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
+	second := commit(t, repo, "unassign rabbitmq")
+	if err := b.rep.Trigger(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "replica-b applied serial 2", func() bool { st := b.loop.Status(); return st.Applied == second && st.Serial == 2 })
+	if n := a.count(Applied); n != 1 {
+		t.Errorf("the partitioned replica applied %d times; want only serial 1", n)
+	}
+
+	proxy.setCut(false)
+	waitLong(t, 15*time.Second, "replica-a follows and serves serial 2", func() bool { n, _ := a.rep.Serving(); return n == 2 })
+	if a.rep.Role() != RoleFollower || b.rep.Role() != RoleLeader {
+		t.Errorf("roles after the partition healed: a %s, b %s", a.rep.Role(), b.rep.Role())
+	}
+	if n := a.count(Applied); n != 1 {
+		t.Errorf("replica-a applied %d times; want 1", n)
 	}
 }
