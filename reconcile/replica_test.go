@@ -405,3 +405,60 @@ func TestEtcdReplicaLeaderPartitioned(t *testing.T) {
 		t.Errorf("replica-a applied %d times; want 1", n)
 	}
 }
+
+// Without an etcd quorum no replica applies and every replica's /readyz
+// fails; nothing changes in their work directories. When the quorum is back,
+// a leader applies the commit made meanwhile and both are ready again.
+func TestEtcdReplicasQuorumLost(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	dir, repo := testRepo(t)
+	a := startReplica(t, c, dir, "replica-a", nil)
+	b := startReplica(t, c, dir, "replica-b", nil)
+	reps := []*testReplica{a, b}
+	applied := func() int { return a.count(Applied) + b.count(Applied) }
+	waitLong(t, 10*time.Second, "serial 1 applied", func() bool { return applied() == 1 })
+	ready := func(r *testReplica) bool { code, _ := r.get(t, "/readyz"); return code == 200 }
+	waitLong(t, 10*time.Second, "both replicas ready", func() bool { return ready(a) && ready(b) })
+
+	c.Stop(1)
+	c.Stop(2)
+	lost := time.Now()
+	for _, r := range reps {
+		waitLong(t, 15*time.Second, r.id+" not ready without a quorum", func() bool {
+			code, body := r.get(t, "/readyz")
+			return code == 503 && strings.Contains(body, "etcd")
+		})
+	}
+	t.Logf("both replicas not ready %s after the quorum was lost", time.Since(lost).Round(time.Millisecond))
+	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
+	second := commit(t, repo, "unassign rabbitmq")
+	for _, r := range reps {
+		r.loop.Trigger()
+	}
+	time.Sleep(3 * time.Second)
+	if n := applied(); n != 1 {
+		t.Errorf("%d applies without a quorum; want none after serial 1", n-1)
+	}
+	for _, r := range reps {
+		if n := r.w.currentSerial(); n > 1 {
+			t.Errorf("%s switched to set %d without a quorum", r.id, n)
+		}
+	}
+
+	c.Restart(1)
+	c.Restart(2)
+	c.WaitHealthy(30 * time.Second)
+	waitLong(t, 30*time.Second, "the commit applied after the quorum came back", func() bool {
+		for _, r := range reps {
+			if r.rep.Role() == RoleLeader {
+				r.loop.Trigger()
+			}
+		}
+		st, err := a.w.ReadState()
+		return err == nil && st.Serial == 2 && st.Revision == second
+	})
+	waitLong(t, 15*time.Second, "both replicas ready again", func() bool { return ready(a) && ready(b) })
+	if n := applied(); n != 2 {
+		t.Errorf("%d applies in all; want 2", n)
+	}
+}

@@ -139,6 +139,18 @@ func (s *Server) Handler() http.Handler {
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if s.Replica != nil {
+			// A replica that cannot read the election is cut from the
+			// state: it neither reconciles nor sees new commits.
+			switch leader, err := s.Replica.Leader(r.Context()); {
+			case err != nil:
+				http.Error(w, "not ready: the state on etcd is out of reach: "+Redact(err.Error()), http.StatusServiceUnavailable)
+				return
+			case leader == "":
+				http.Error(w, "not ready: no replica leads", http.StatusServiceUnavailable)
+				return
+			}
+		}
 		if s.Replica != nil && s.Replica.Role() != RoleLeader {
 			switch serving, problem := s.Replica.Serving(); {
 			case problem != nil:
