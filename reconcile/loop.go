@@ -119,6 +119,10 @@ type Loop struct {
 	// from it.
 	OnState func(*State)
 
+	// prepare, when set, runs under the lock before the plan, with the
+	// applied state (a replica makes the applied set it lacks).
+	prepare func(context.Context, *State) error
+
 	once     sync.Once
 	trigger  chan struct{}
 	mu       sync.Mutex
@@ -324,6 +328,11 @@ func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet,
 	}
 	if st, err = l.Workdir.ReadState(); err != nil { // another apply may have run
 		return Failed, rev.SHA, nil, []string{err.Error()}, nil
+	}
+	if l.prepare != nil { // a replica: the applied set another leader made
+		if err := l.prepare(ctx, st); err != nil {
+			return Failed, rev.SHA, nil, []string{err.Error()}, st
+		}
 	}
 	p, err := MakePlan(l.Workdir, st, rs, nil, rev.SHA, l.ToolVersion)
 	if err != nil {

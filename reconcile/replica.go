@@ -92,6 +92,18 @@ func (r *Replica) setRole(role string) {
 func (r *Replica) Run(ctx context.Context) error {
 	r.Loop.init()
 	id := r.id()
+	// A leader makes the applied set it lacks (another leader applied it)
+	// before each plan.
+	r.Loop.prepare = func(ctx context.Context, st *State) error {
+		err := Materialise(ctx, r.Loop.Workdir, r.Loop.Source, st, r.Loop.ToolVersion)
+		r.mu.Lock()
+		r.problem = err
+		if err == nil && st.Serial > 0 {
+			r.serving = st.Serial
+		}
+		r.mu.Unlock()
+		return err
+	}
 	// The leader's own applies are served as they commit.
 	onState := r.Loop.OnState
 	r.Loop.OnState = func(st *State) {
@@ -261,6 +273,20 @@ func (r *Replica) Status(ctx context.Context) *ReplicaStatus {
 		rs.Problem = Redact(problem.Error())
 	}
 	return rs
+}
+
+// CommittedSerial reads the serial committed on etcd (0 when none).
+func (e *Etcd) CommittedSerial(ctx context.Context) (int64, error) {
+	ctx, cancel := e.ctx(ctx)
+	defer cancel()
+	resp, err := e.client.Get(ctx, e.key("serial"))
+	if err != nil {
+		return 0, e.wrap("reading the serial from", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return 0, nil
+	}
+	return strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64)
 }
 
 // RequestReconcile asks the leader of the replicas for a reconcile: a write

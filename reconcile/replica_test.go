@@ -458,7 +458,18 @@ func TestEtcdReplicasQuorumLost(t *testing.T) {
 		return err == nil && st.Serial == 2 && st.Revision == second
 	})
 	waitLong(t, 15*time.Second, "both replicas ready again", func() bool { return ready(a) && ready(b) })
-	if n := applied(); n != 2 {
-		t.Errorf("%d applies in all; want 2", n)
+	// A reconcile that waited through the outage may have committed without
+	// hearing the answer (reported as an error, the set kept, the next
+	// reconcile finding nothing to do): at most one apply reported, never two.
+	if n := applied(); n > 2 {
+		t.Errorf("%d applies in all; want at most 2", n)
+	}
+	if st, err := a.w.ReadState(); err != nil || st.Serial != 2 {
+		t.Errorf("state after the outage: %+v, %v; want serial 2", st, err)
+	}
+	for _, r := range reps {
+		if n, problem := r.rep.Serving(); n != 2 || problem != nil {
+			t.Errorf("%s (%s) serves serial %d (%v); want 2", r.id, r.rep.Role(), n, problem)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -156,8 +157,19 @@ func (s *Server) Handler() http.Handler {
 			case problem != nil:
 				http.Error(w, "not ready: a follower that does not serve the applied state: "+Redact(problem.Error()), http.StatusServiceUnavailable)
 			case serving == 0:
-				http.Error(w, "not ready: a follower, nothing applied yet", http.StatusServiceUnavailable)
+				http.Error(w, "not ready: a follower that has not rendered the applied set yet (or nothing is applied)", http.StatusServiceUnavailable)
 			default:
+				ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+				committed, err := s.Replica.Etcd.CommittedSerial(ctx)
+				cancel()
+				if err != nil {
+					http.Error(w, "not ready: the state on etcd is out of reach: "+Redact(err.Error()), http.StatusServiceUnavailable)
+					return
+				}
+				if serving < committed {
+					http.Error(w, fmt.Sprintf("not ready: a follower serving serial %d while serial %d is committed (rendering it)", serving, committed), http.StatusServiceUnavailable)
+					return
+				}
 				fmt.Fprintf(w, "ready (follower, serving serial %d)\n", serving)
 			}
 			return
