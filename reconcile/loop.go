@@ -202,6 +202,9 @@ func (l *Loop) Run(ctx context.Context) error {
 			tick = nextTick()
 		case <-retry:
 		}
+		if ctx.Err() != nil { // a trigger and the end at once: the end wins
+			return nil
+		}
 		if l.ReconcileOnce(context.WithoutCancel(ctx)) == Failed {
 			backoff = min(max(2*backoff, time.Second), time.Minute)
 			retry = time.After(backoff)
