@@ -162,6 +162,9 @@ func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 			t.Errorf("status of %s: replica %+v, serial %d; want role %s, leader %s, serial 1", r.id, *st.Replica, st.Serial, want, leader.id)
 		}
 	}
+	if _, page := follower.get(t, "/"); !strings.Contains(page, "Replica <code>"+follower.id+"</code>: follower; leader <code>"+leader.id+"</code>") {
+		t.Errorf("the follower's status page does not name its role and the leader:\n%s", page)
+	}
 	if code, body := leader.get(t, "/readyz"); code != 200 {
 		t.Errorf("the leader's /readyz: %d %s", code, body)
 	}

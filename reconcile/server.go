@@ -418,6 +418,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <h1>fuelsync</h1>
 <p>Newest commit: <code>{{.Revision}}</code>. Applied: <code>{{.Applied}}</code> (serial {{.Serial}}).
 {{if not .LastReconcile.IsZero}}Last reconcile: {{.LastReconcile.Format "2006-01-02 15:04:05 MST"}}, {{.Outcome}}.{{end}}</p>
+{{with .Replica}}<p>Replica <code>{{.ID}}</code>: {{.Role}}{{if .Leader}}; leader <code>{{.Leader}}</code>{{else}}; no leader elected{{end}}; serving serial {{.Serving}}.{{if .Problem}} <span class="error">{{.Problem}}</span>{{end}}</p>{{end}}
 {{if .Errors}}<h2 class="error">Errors</h2><ul class="error">{{range .Errors}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
 {{if .Changes}}<h2>Last change set</h2><pre>{{.Changes.Text .NoColors}}</pre>{{end}}
 <h2>Clusters</h2>
@@ -472,6 +473,9 @@ func (s *Server) components(w http.ResponseWriter, r *http.Request) {
 // page is the status page: server-rendered, no JavaScript.
 func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	st := s.Loop.Status()
+	if s.Replica != nil {
+		st.Replica = s.Replica.Status(r.Context())
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	_ = pageTemplate.Execute(w, struct {
 		Status
