@@ -357,3 +357,16 @@ func TestEtcdReplicasStalePlanRefused(t *testing.T) {
 		t.Fatalf("apply of the stale plan: exit %d\n%s%s", code, out, stderr)
 	}
 }
+
+// --replica-id names a replica among others on a state on etcd: without
+// --state it is refused at start.
+func TestServeReplicaIDNeedsEtcd(t *testing.T) {
+	dir, _, _, _ := applyRepo(t)
+	if _, err := gitCommit(dir, "generated"); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := fuelsyncRun(t, "--repo", dir, "--workdir", filepath.Join(t.TempDir(), "wd"), "serve", "--listen", "127.0.0.1:0", "--replica-id", "r1")
+	if code != 1 || !regexp.MustCompile(`--replica-id needs the state on etcd`).MatchString(stderr) {
+		t.Fatalf("serve --replica-id without --state: exit %d\n%s", code, stderr)
+	}
+}

@@ -189,6 +189,9 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			if c.Int("max-waiting") < 0 {
 				return &exitError{code: 1, msg: "--max-waiting must not be negative"}
 			}
+			if _, ok := loop.Workdir.Backend.(*reconcile.Etcd); !ok && c.String("replica-id") != "" {
+				return &exitError{code: 1, msg: "--replica-id needs the state on etcd (--state etcd://…): replicas share their state there"}
+			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if err := checkPublish(ctx, loop); err != nil {
@@ -206,8 +209,6 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			if e, ok := loop.Workdir.Backend.(*reconcile.Etcd); ok {
 				srv.Replica = &reconcile.Replica{Loop: loop, Etcd: e, ID: c.String("replica-id")}
 				run = srv.Replica.Run
-			} else if c.String("replica-id") != "" {
-				return &exitError{code: 1, msg: "--replica-id needs the state on etcd (--state etcd://…): replicas share their state there"}
 			}
 			hs, limited := reconcile.HTTPServer(srv.Handler(), ln, limits)
 			errc := make(chan error, 1)
