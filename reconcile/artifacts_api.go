@@ -162,6 +162,18 @@ func checkNames(w http.ResponseWriter, names ...string) bool {
 // appliedOr503 is the applied state, or false after answering 503 (nothing
 // applied yet) or 500 (the work directory cannot be read).
 func (s *Server) appliedOr503(w http.ResponseWriter) (*State, bool) {
+	// A follower replica serves only a set it rendered and checked itself.
+	if s.Replica != nil && s.Replica.Role() != RoleLeader {
+		if serving, problem := s.Replica.Serving(); problem != nil || serving == 0 {
+			msg := "this replica has not rendered the applied set yet"
+			if problem != nil {
+				msg = "this replica does not serve the applied state: " + Redact(problem.Error())
+			}
+			w.Header().Set("Retry-After", waitRetryAfter)
+			http.Error(w, msg, http.StatusServiceUnavailable)
+			return nil, false
+		}
+	}
 	st, err := s.applied()
 	if err != nil {
 		http.Error(w, "reading the applied state: "+Redact(err.Error()), http.StatusInternalServerError)

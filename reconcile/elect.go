@@ -1,12 +1,12 @@
 package reconcile
 
-// Groundwork for replicas (serve with several processes on one etcd state):
+// For replicas (serve with several processes on one etcd state, replica.go):
 // a leader election on <prefix>/leader and a watch of the committed serial.
-// serve does not use them yet.
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -54,6 +54,30 @@ func (e *Etcd) Campaign(ctx context.Context, id string) (*Leadership, error) {
 	if err := el.Campaign(ctx, id); err != nil {
 		session.Close()
 		return nil, e.wrap("campaigning on", err)
+	}
+	// Campaign returns once the older candidates' keys are gone, even when
+	// this candidate's own key went with its lease meanwhile (etcd out of
+	// reach longer than the TTL): such a win is no leadership.
+	lost := func() error {
+		session.Close()
+		return fmt.Errorf("campaigning on %s: the campaign's lease expired while it waited (etcd out of reach for the lease TTL %s?)", e, e.cfg.LockTTL)
+	}
+	select {
+	case <-session.Done():
+		return nil, lost()
+	default:
+	}
+	var resp *clientv3.GetResponse
+	err = e.retry(ctx, func(ctx context.Context) (err error) {
+		resp, err = e.client.Get(ctx, e.key("leader/"), clientv3.WithFirstCreate()...)
+		return err
+	})
+	if err != nil {
+		session.Close()
+		return nil, e.wrap("campaigning on", err)
+	}
+	if len(resp.Kvs) == 0 || string(resp.Kvs[0].Key) != el.Key() {
+		return nil, lost()
 	}
 	return &Leadership{session: session, election: el}, nil
 }

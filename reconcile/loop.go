@@ -76,6 +76,9 @@ type Status struct {
 	// Ready is set by the first successful reconcile.
 	Ready    bool            `json:"ready"`
 	Clusters []ClusterStatus `json:"clusters"`
+	// Replica is this replica's role and the leader's identity, when serve
+	// runs as one of several replicas on a state on etcd.
+	Replica *ReplicaStatus `json:"replica,omitempty"`
 }
 
 // ClusterStatus is a cluster as applied: its nodes with roles and tags.
@@ -116,6 +119,10 @@ type Loop struct {
 	// from it.
 	OnState func(*State)
 
+	// prepare, when set, runs under the lock before the plan, with the
+	// applied state (a replica makes the applied set it lacks).
+	prepare func(context.Context, *State) error
+
 	once     sync.Once
 	trigger  chan struct{}
 	mu       sync.Mutex
@@ -149,6 +156,15 @@ func (l *Loop) Trigger() {
 	case l.trigger <- struct{}{}:
 	default: // one is pending already: it will see the newest commit
 	}
+}
+
+// resetSeen forgets the commit reconciled last, so that the next reconcile
+// plans against the applied state whatever commit it finds: a replica that
+// leads again, after another leader may have applied.
+func (l *Loop) resetSeen() {
+	l.mu.Lock()
+	l.status.Revision = ""
+	l.mu.Unlock()
 }
 
 // Status returns a copy of the loop's status.
@@ -185,6 +201,9 @@ func (l *Loop) Run(ctx context.Context) error {
 		case <-tick:
 			tick = nextTick()
 		case <-retry:
+		}
+		if ctx.Err() != nil { // a trigger and the end at once: the end wins
+			return nil
 		}
 		if l.ReconcileOnce(context.WithoutCancel(ctx)) == Failed {
 			backoff = min(max(2*backoff, time.Second), time.Minute)
@@ -312,6 +331,11 @@ func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet,
 	}
 	if st, err = l.Workdir.ReadState(); err != nil { // another apply may have run
 		return Failed, rev.SHA, nil, []string{err.Error()}, nil
+	}
+	if l.prepare != nil { // a replica: the applied set another leader made
+		if err := l.prepare(ctx, st); err != nil {
+			return Failed, rev.SHA, nil, []string{err.Error()}, st
+		}
 	}
 	p, err := MakePlan(l.Workdir, st, rs, nil, rev.SHA, l.ToolVersion)
 	if err != nil {

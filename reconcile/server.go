@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -61,6 +62,11 @@ type Server struct {
 	// beyond). Both are read by Handler.
 	MaxWait    time.Duration
 	MaxWaiting int
+	// Replica, when set, is the replica this server is one of (serve on a
+	// state on etcd): the status names its role and the leader, a follower
+	// hands webhooks to the leader, and is ready once it serves the applied
+	// set, rendered and checked itself.
+	Replica *Replica
 
 	index        artifactIndex
 	waiters      chan struct{} // requests waiting (MaxWaiting)
@@ -134,6 +140,40 @@ func (s *Server) Handler() http.Handler {
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if s.Replica != nil {
+			// A replica that cannot read the election is cut from the
+			// state: it neither reconciles nor sees new commits.
+			switch leader, err := s.Replica.Leader(r.Context()); {
+			case err != nil:
+				http.Error(w, "not ready: the state on etcd is out of reach: "+Redact(err.Error()), http.StatusServiceUnavailable)
+				return
+			case leader == "":
+				http.Error(w, "not ready: no replica leads", http.StatusServiceUnavailable)
+				return
+			}
+		}
+		if s.Replica != nil && s.Replica.Role() != RoleLeader {
+			switch serving, problem := s.Replica.Serving(); {
+			case problem != nil:
+				http.Error(w, "not ready: a follower that does not serve the applied state: "+Redact(problem.Error()), http.StatusServiceUnavailable)
+			case serving == 0:
+				http.Error(w, "not ready: a follower that has not rendered the applied set yet (or nothing is applied)", http.StatusServiceUnavailable)
+			default:
+				ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+				committed, err := s.Replica.Etcd.CommittedSerial(ctx)
+				cancel()
+				if err != nil {
+					http.Error(w, "not ready: the state on etcd is out of reach: "+Redact(err.Error()), http.StatusServiceUnavailable)
+					return
+				}
+				if serving < committed {
+					http.Error(w, fmt.Sprintf("not ready: a follower serving serial %d while serial %d is committed (rendering it)", serving, committed), http.StatusServiceUnavailable)
+					return
+				}
+				fmt.Fprintf(w, "ready (follower, serving serial %d)\n", serving)
+			}
+			return
+		}
 		if !s.Loop.Status().Ready {
 			http.Error(w, "not ready: no successful reconcile yet", http.StatusServiceUnavailable)
 			return
@@ -144,7 +184,11 @@ func (s *Server) Handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(s.Loop.Status())
+		st := s.Loop.Status()
+		if s.Replica != nil {
+			st.Replica = s.Replica.Status(r.Context())
+		}
+		_ = enc.Encode(st)
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /api/v1/releases/{version}/components", func(w http.ResponseWriter, r *http.Request) {
@@ -268,8 +312,17 @@ func (s *Server) hook(provider string, w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)
-	io.WriteString(w, "accepted: reconciling\n")
-	s.Loop.Trigger()
+	if s.Replica == nil {
+		io.WriteString(w, "accepted: reconciling\n")
+		s.Loop.Trigger()
+		return
+	}
+	if err := s.Replica.Trigger(); err != nil {
+		// The leader polls every interval: the change is late, not lost.
+		io.WriteString(w, "accepted, but the leader could not be asked to reconcile now: "+Redact(err.Error())+"\n")
+		return
+	}
+	io.WriteString(w, "accepted: reconciling ("+s.Replica.Role()+")\n")
 }
 
 // checkTimestamp refuses a generic delivery's X-Fuelsync-Timestamp (Unix seconds)
@@ -365,6 +418,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <h1>fuelsync</h1>
 <p>Newest commit: <code>{{.Revision}}</code>. Applied: <code>{{.Applied}}</code> (serial {{.Serial}}).
 {{if not .LastReconcile.IsZero}}Last reconcile: {{.LastReconcile.Format "2006-01-02 15:04:05 MST"}}, {{.Outcome}}.{{end}}</p>
+{{with .Replica}}<p>Replica <code>{{.ID}}</code>: {{.Role}}{{if .Leader}}; leader <code>{{.Leader}}</code>{{else}}; no leader elected{{end}}; serving serial {{.Serving}}.{{if .Problem}} <span class="error">{{.Problem}}</span>{{end}}</p>{{end}}
 {{if .Errors}}<h2 class="error">Errors</h2><ul class="error">{{range .Errors}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
 {{if .Changes}}<h2>Last change set</h2><pre>{{.Changes.Text .NoColors}}</pre>{{end}}
 <h2>Clusters</h2>
@@ -419,6 +473,9 @@ func (s *Server) components(w http.ResponseWriter, r *http.Request) {
 // page is the status page: server-rendered, no JavaScript.
 func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	st := s.Loop.Status()
+	if s.Replica != nil {
+		st.Replica = s.Replica.Status(r.Context())
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	_ = pageTemplate.Execute(w, struct {
 		Status

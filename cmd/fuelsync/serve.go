@@ -141,7 +141,11 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			"keep --listen on loopback or behind a reverse proxy.\n" +
 			"Limits: headers in 10 s, requests in 30 s, responses in 60 s, idle connections closed after\n" +
 			"60 s, at most --max-connections connections (idle ones closed first to make room), waiting\n" +
-			"requests counted apart.",
+			"requests counted apart.\n" +
+			"With the state on etcd (--state etcd://…), any number of serve processes may run, each with\n" +
+			"its own --workdir: one is elected leader and reconciles; the others (followers) render the\n" +
+			"applied revision themselves, serve it once every file matches the state's sha256, and hand\n" +
+			"webhooks to the leader. The status names each replica's role and the leader (--replica-id).",
 		Flags: append(watchFlags(),
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "listen on `ADDR`"},
 			&cli.StringFlag{Name: "webhook-secret-file", Usage: "the webhooks' shared secret, in `FILE` (not empty)"},
@@ -149,6 +153,7 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			&cli.StringFlag{Name: "api-token-file", Usage: "the bearer token of the read API (artifacts, clusters, components), in `FILE` (not empty)"},
 			&cli.DurationFlag{Name: "max-wait", Value: reconcile.DefaultMaxWait, Usage: "the longest `DURATION` an artifact request waits for a change (?wait= is cut to it)"},
 			&cli.IntFlag{Name: "max-waiting", Value: reconcile.DefaultMaxWaiting, Usage: "at most `N` artifact requests wait at once (503 beyond); each holds a connection"},
+			&cli.StringFlag{Name: "replica-id", Usage: "with the state on etcd, this replica's `NAME` in the election and the status (default: host:pid)"},
 		),
 		Action: func(c *cli.Context) error {
 			g, err := readGlobals(c, stdout, stderr)
@@ -184,6 +189,9 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			if c.Int("max-waiting") < 0 {
 				return &exitError{code: 1, msg: "--max-waiting must not be negative"}
 			}
+			if _, ok := loop.Workdir.Backend.(*reconcile.Etcd); !ok && c.String("replica-id") != "" {
+				return &exitError{code: 1, msg: "--replica-id needs the state on etcd (--state etcd://…): replicas share their state there"}
+			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if err := checkPublish(ctx, loop); err != nil {
@@ -195,6 +203,13 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			}
 			srv := reconcile.NewServer(loop, secret)
 			srv.APIToken, srv.MaxWait, srv.MaxWaiting = token, c.Duration("max-wait"), c.Int("max-waiting")
+			// With the state on etcd, serve is one of any number of replicas:
+			// the elected leader reconciles, the others follow.
+			run := loop.Run
+			if e, ok := loop.Workdir.Backend.(*reconcile.Etcd); ok {
+				srv.Replica = &reconcile.Replica{Loop: loop, Etcd: e, ID: c.String("replica-id")}
+				run = srv.Replica.Run
+			}
 			hs, limited := reconcile.HTTPServer(srv.Handler(), ln, limits)
 			errc := make(chan error, 1)
 			go func() { errc <- hs.Serve(limited) }()
@@ -203,7 +218,7 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			logFollowing(g, c, loop)
 			watchLocal(ctx, g, c, loop)
 			done := make(chan struct{})
-			go func() { loop.Run(ctx); close(done) }()
+			go func() { run(ctx); close(done) }()
 			select {
 			case <-ctx.Done():
 			case err := <-errc:

@@ -1,0 +1,454 @@
+package reconcile
+
+// Replicas: several serve processes on one state on etcd. One is elected
+// leader (an election on <prefix>/leader) and runs the reconcile loop; the
+// others follow: they do not reconcile, they answer the status with the
+// leader's identity, and a webhook they receive is handed to the leader
+// through the key <prefix>/trigger. When the leader dies or loses etcd, its
+// lease expires and another replica wins the election and reconciles.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/render"
+)
+
+// Roles of a replica, in its status.
+const (
+	RoleLeader   = "leader"
+	RoleFollower = "follower"
+)
+
+// Replica runs a Loop as one of several replicas of the state on Etcd: it
+// reconciles only while it leads.
+type Replica struct {
+	Loop *Loop
+	Etcd *Etcd
+	// ID names this replica (the leader's identity in every replica's
+	// status); DefaultReplicaID when empty.
+	ID string
+
+	mu     sync.Mutex
+	role   string
+	leader string // as last seen
+	terms  int    // leaderships won
+	// serving is the serial whose applied set this replica holds, checked;
+	// problem why it does not hold the applied state's (nil when it does).
+	serving int64
+	problem error
+}
+
+// DefaultReplicaID is host:pid.
+func DefaultReplicaID() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s:%d", host, os.Getpid())
+}
+
+func (r *Replica) id() string {
+	if r.ID == "" {
+		r.ID = DefaultReplicaID()
+	}
+	return r.ID
+}
+
+// Role is "leader" or "follower".
+func (r *Replica) Role() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.role == "" {
+		return RoleFollower
+	}
+	return r.role
+}
+
+func (r *Replica) setRole(role string) {
+	r.mu.Lock()
+	r.role = role
+	if role == RoleLeader {
+		r.leader = r.id()
+		r.terms++
+	}
+	r.mu.Unlock()
+}
+
+// Run campaigns for the leadership until ctx ends; while it leads it runs the
+// loop, which stops between two reconciles when the leadership is lost (a
+// reconcile under way finishes: its commit needs the writers' lock, whose
+// lease expired with the leadership's, so it either commits its serial whole
+// or not at all). A follower keeps its status's applied serial and revision
+// up to date from the state on etcd. At the end, a leader resigns so that
+// another replica takes over at once.
+func (r *Replica) Run(ctx context.Context) error {
+	r.Loop.init()
+	id := r.id()
+	// A leader makes the applied set it lacks (another leader applied it)
+	// before each plan.
+	r.Loop.prepare = func(ctx context.Context, st *State) error {
+		err := Materialise(ctx, r.Loop.Workdir, r.Loop.Source, st, r.Loop.ToolVersion)
+		r.mu.Lock()
+		r.problem = err
+		if err == nil && st.Serial > 0 {
+			r.serving = st.Serial
+		}
+		r.mu.Unlock()
+		return err
+	}
+	// The leader's own applies are served as they commit.
+	onState := r.Loop.OnState
+	r.Loop.OnState = func(st *State) {
+		if r.Loop.Workdir.currentSerial() == st.Serial {
+			r.mu.Lock()
+			r.serving, r.problem = st.Serial, nil
+			r.mu.Unlock()
+		}
+		if onState != nil {
+			onState(st)
+		}
+	}
+	for ctx.Err() == nil {
+		r.setRole(RoleFollower)
+		fctx, stopFollowing := context.WithCancel(ctx)
+		followed := make(chan struct{})
+		go func() { r.follow(fctx); close(followed) }()
+		lead, err := r.Etcd.Campaign(ctx, id)
+		stopFollowing()
+		<-followed
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			r.Loop.Log.Warn("replica: campaigning for the leadership failed; retrying", "replica", id, "error", Redact(err.Error()))
+			select {
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+			}
+			continue
+		}
+		r.setRole(RoleLeader)
+		r.Loop.Log.Info("replica: leading", "replica", id, "state", r.Etcd.String())
+		lctx, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-lead.Done():
+			case <-lctx.Done():
+			}
+			cancel()
+		}()
+		go r.serveRequests(lctx)
+		// The plan compares with the applied set: this replica makes it when
+		// another leader applied it.
+		r.materialise(lctx)
+		r.Loop.resetSeen()
+		r.Loop.Run(lctx)
+		cancel()
+		if ctx.Err() != nil {
+			rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = lead.Resign(rctx)
+			rcancel()
+			break
+		}
+		r.Loop.Log.Warn("replica: the leadership was lost (its lease expired: etcd out of reach?); following", "replica", id)
+	}
+	r.setRole(RoleFollower)
+	return nil
+}
+
+// follow materialises every state committed on etcd, until ctx ends.
+func (r *Replica) follow(ctx context.Context) {
+	for range r.Etcd.WatchSerial(ctx) {
+		r.materialise(ctx)
+	}
+}
+
+// materialise makes the applied set of the state on etcd in this replica's
+// work directory (Materialise), then reports it: the status's applied serial
+// and revision, the artifact API's waiting agents woken. A failure is kept
+// for the status and /readyz.
+func (r *Replica) materialise(ctx context.Context) {
+	st, err := r.Etcd.ReadState(ctx)
+	if err == nil {
+		err = Materialise(ctx, r.Loop.Workdir, r.Loop.Source, st, r.Loop.ToolVersion)
+	}
+	r.mu.Lock()
+	r.problem = err
+	if err == nil {
+		r.serving = st.Serial
+	}
+	r.mu.Unlock()
+	if err != nil {
+		if ctx.Err() == nil {
+			r.Loop.Log.Warn("replica: the applied set is not served", "replica", r.id(), "error", Redact(err.Error()))
+		}
+		return
+	}
+	r.Loop.mu.Lock()
+	r.Loop.status.Applied, r.Loop.status.Serial = st.Revision, st.Serial
+	r.Loop.mu.Unlock()
+	r.Loop.OnState(st)
+}
+
+// Serving returns the serial of the applied set this replica holds, checked
+// against the state's manifest, and why it does not hold the newest (nil when
+// it does).
+func (r *Replica) Serving() (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.serving, r.problem
+}
+
+// serveRequests triggers the loop on every reconcile request a follower
+// writes (a webhook it received), until ctx ends.
+func (r *Replica) serveRequests(ctx context.Context) {
+	for range r.Etcd.WatchRequests(ctx) {
+		r.Loop.Trigger()
+	}
+}
+
+// Trigger asks for a reconcile: at once on the leader; through etcd on a
+// follower, for the leader to run.
+func (r *Replica) Trigger() error {
+	if r.Role() == RoleLeader {
+		r.Loop.Trigger()
+		return nil
+	}
+	return r.Etcd.RequestReconcile(context.Background(), r.id())
+}
+
+// Leader returns the leader's identity as etcd says now ("" when none, or
+// etcd is out of reach; the last one seen then, with the error).
+func (r *Replica) Leader(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	id, err := r.Etcd.Leader(ctx)
+	if errors.Is(err, ErrNoLeader) {
+		return "", nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		return r.leader, err
+	}
+	r.leader = id
+	return id, nil
+}
+
+// ReplicaStatus is a replica's part of the status.
+type ReplicaStatus struct {
+	// ID is this replica's identity, Role "leader" or "follower", Leader the
+	// leader's identity ("" when none is elected).
+	ID     string `json:"id"`
+	Role   string `json:"role"`
+	Leader string `json:"leader"`
+	// Serving is the serial of the applied set this replica holds, checked
+	// against the state's manifest; Problem why it does not hold the applied
+	// state's (another tool version renders it differently, etcd or the
+	// source out of reach).
+	Serving int64  `json:"serving_serial"`
+	Problem string `json:"problem,omitempty"`
+	// Error says why the leader could not be read (etcd out of reach).
+	Error string `json:"error,omitempty"`
+}
+
+// Status is this replica's identity and role, and the leader's identity.
+func (r *Replica) Status(ctx context.Context) *ReplicaStatus {
+	leader, err := r.Leader(ctx)
+	rs := &ReplicaStatus{ID: r.id(), Role: r.Role(), Leader: leader}
+	if err != nil {
+		rs.Error = Redact(err.Error())
+	}
+	var problem error
+	rs.Serving, problem = r.Serving()
+	if problem != nil {
+		rs.Problem = Redact(problem.Error())
+	}
+	return rs
+}
+
+// CommittedSerial reads the serial committed on etcd (0 when none).
+func (e *Etcd) CommittedSerial(ctx context.Context) (int64, error) {
+	ctx, cancel := e.ctx(ctx)
+	defer cancel()
+	resp, err := e.client.Get(ctx, e.key("serial"))
+	if err != nil {
+		return 0, e.wrap("reading the serial from", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return 0, nil
+	}
+	return strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64)
+}
+
+// RequestReconcile asks the leader of the replicas for a reconcile: a write
+// to <prefix>/trigger, which the leader watches; from names the asker.
+func (e *Etcd) RequestReconcile(ctx context.Context, from string) error {
+	ctx, cancel := e.ctx(ctx)
+	defer cancel()
+	if _, err := e.client.Put(ctx, e.key("trigger"), from+" "+time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+		return e.wrap("asking the leader for a reconcile through", err)
+	}
+	return nil
+}
+
+// WatchRequests sends one value for every RequestReconcile made after it
+// started, until ctx ends (then the channel is closed). Requests that arrive
+// while one is pending are coalesced.
+func (e *Etcd) WatchRequests(ctx context.Context) <-chan struct{} {
+	out := make(chan struct{}, 1)
+	go func() {
+		defer close(out)
+		for ctx.Err() == nil {
+			wch := e.client.Watch(clientv3.WithRequireLeader(ctx), e.key("trigger"))
+			for wr := range wch {
+				if wr.Err() != nil {
+					break
+				}
+				if len(wr.Events) > 0 {
+					select {
+					case out <- struct{}{}:
+					default:
+					}
+				}
+			}
+			select {
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+			}
+		}
+	}()
+	return out
+}
+
+// RevisionSource is a Source that can also read a given commit (a replica
+// renders the applied revision, which may be older than the newest).
+type RevisionSource interface {
+	At(ctx context.Context, sha string) (Revision, error)
+}
+
+// At implements RevisionSource.
+func (s *LocalSource) At(_ context.Context, sha string) (Revision, error) {
+	fsys, got, err := loader.OpenRevision(s.Path, sha)
+	if err != nil {
+		return Revision{}, err
+	}
+	return Revision{SHA: got, FS: fsys}, nil
+}
+
+// At implements RevisionSource: from the cache, fetched first when the
+// commit is not in it yet.
+func (s *RemoteSource) At(ctx context.Context, sha string) (Revision, error) {
+	fsys, got, err := loader.OpenRevision(s.CacheDir, sha)
+	if err != nil {
+		if _, lerr := s.Latest(ctx); lerr != nil {
+			return Revision{}, lerr
+		}
+		if fsys, got, err = loader.OpenRevision(s.CacheDir, sha); err != nil {
+			return Revision{}, err
+		}
+	}
+	return Revision{SHA: got, FS: fsys}, nil
+}
+
+// RenderMismatchError says this replica's render of the applied revision
+// differs from the applied files (the state's manifest): another tool
+// version renders differently. The replica serves nothing of that state.
+type RenderMismatchError struct {
+	Serial           int64
+	Revision         string
+	File             string
+	Applied, Replica string // tool versions
+}
+
+func (e *RenderMismatchError) Error() string {
+	return fmt.Sprintf("this replica (fuelsync %s) renders %s of serial %d (revision %.12s) differently from the leader that applied it (fuelsync %s); it serves nothing of that state: run the same version on every replica",
+		e.Replica, e.File, e.Serial, e.Revision, e.Applied)
+}
+
+// Materialise makes the applied set of st in w, when w lacks it, from src:
+// the applied revision rendered with the applied state, every file checked
+// against st's manifest (sha256) before it is kept; then current names it.
+// Rendering is deterministic, so git and the state are the whole truth: no
+// artifact is copied between replicas. A *RenderMismatchError when this
+// tool version renders differently; nothing is kept then.
+func Materialise(ctx context.Context, w *Workdir, src Source, st *State, toolVersion string) error {
+	if st.Serial == 0 {
+		return nil
+	}
+	if _, err := os.Stat(w.SetDir(st.Serial)); err == nil {
+		if w.currentSerial() != st.Serial {
+			return w.relink(st.Serial)
+		}
+		return nil
+	}
+	rsrc, ok := src.(RevisionSource)
+	if !ok {
+		return fmt.Errorf("the applied set of serial %d is not in %s, and this source cannot read revision %.12s to render it (a working tree is not shared between replicas)", st.Serial, w.Dir, st.Revision)
+	}
+	rev, err := rsrc.At(ctx, st.Revision)
+	if err != nil {
+		return fmt.Errorf("reading the applied revision %.12s of serial %d: %w", st.Revision, st.Serial, err)
+	}
+	repo, diags := loader.Load(rev.FS, loader.Options{})
+	rs, more := render.Render(repo, render.Options{State: st})
+	if diags = append(diags, more...); diags.HasErrors() {
+		return fmt.Errorf("rendering the applied revision %.12s of serial %d: %s", st.Revision, st.Serial, diagLines(loader.SortDiagnostics(diags))[0])
+	}
+	if err := os.MkdirAll(w.artifacts(), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(w.artifacts(), ".tmp-"+strconv.FormatInt(st.Serial, 10)+"-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp) // after the rename, nothing is left there
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	err = writeSet(tmp, st, func(put func(string, []byte) error) error {
+		var mu sync.Mutex
+		got := map[string]bool{}
+		err := render.Stream(rs, st.Revision, toolVersion, func(name string, data []byte) error {
+			sum := sha256.Sum256(data)
+			if want := st.Artifacts[name]; want != hex.EncodeToString(sum[:]) {
+				return &RenderMismatchError{Serial: st.Serial, Revision: st.Revision, File: name, Applied: st.ToolVersion, Replica: toolVersion}
+			}
+			mu.Lock()
+			got[name] = true
+			mu.Unlock()
+			return put(name, data)
+		})
+		if err != nil {
+			return err
+		}
+		for name := range st.Artifacts {
+			if !got[name] {
+				return &RenderMismatchError{Serial: st.Serial, Revision: st.Revision, File: name, Applied: st.ToolVersion, Replica: toolVersion}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, w.SetDir(st.Serial)); err != nil {
+		return err
+	}
+	if err := syncDir(w.artifacts()); err != nil {
+		return err
+	}
+	if err := w.relink(st.Serial); err != nil {
+		return err
+	}
+	w.prune(st.Serial) // the Keep newest sets, as an apply keeps
+	return nil
+}
