@@ -414,7 +414,7 @@ func Materialise(ctx context.Context, w *Workdir, src Source, st *State, toolVer
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
-	err = writeSet(tmp, st, func(put func(string, []byte) error) error {
+	err = w.writeSet(tmp, st, func(put func(string, []byte) error) error {
 		var mu sync.Mutex
 		got := map[string]bool{}
 		err := render.Stream(rs, st.Revision, toolVersion, func(name string, data []byte) error {
