@@ -134,13 +134,23 @@ func TestApplyCrashSafety(t *testing.T) {
 }
 
 // crashAtRandomMoments kills `fuelsync apply` with SIGKILL at random moments, 40
-// times, and returns how many applies it killed.
+// times or more (until enough kills land inside an apply), and returns how many
+// applies it killed.
 func crashAtRandomMoments(t *testing.T) int {
 	repo, clusterFile, a, b := applyRepoSpec(t, repogen.Spec{Plugins: 2, Tasks: 100, Nodes: 12, Clusters: 1, Seed: 5})
 	wd := filepath.Join(t.TempDir(), "wd")
-	start := time.Now()
 	if out, err := fuelsyncCmd("--repo", repo, "--workdir", wd, "-q", "apply", "--auto-approve").CombinedOutput(); err != nil {
 		t.Fatalf("first apply: %v\n%s", err, out)
+	}
+	// The moments are drawn from the time of an apply like the ones killed: a
+	// change of the cluster file over an applied set (a first apply writes every
+	// object, and takes longer).
+	if err := os.WriteFile(clusterFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if out, err := fuelsyncCmd("--repo", repo, "--workdir", wd, "-q", "apply", "--auto-approve").CombinedOutput(); err != nil {
+		t.Fatalf("second apply: %v\n%s", err, out)
 	}
 	full := time.Since(start)
 	t.Logf("one apply takes %v", full)
@@ -148,7 +158,11 @@ func crashAtRandomMoments(t *testing.T) int {
 	rnd := rand.New(rand.NewPCG(seed, 1))
 	var killed, completed, midPublish int
 	serial := checkWorkdir(t, wd).Serial
-	for i := range 40 {
+	// At least 40 rounds, and more (up to 120) until enough kills landed inside
+	// an apply: how long an apply takes varies with the machine's load.
+	rounds := 0
+	for i := 0; i < 120 && (i < 40 || killed < 12 || midPublish == 0); i++ {
+		rounds++
 		variant := a
 		if i%2 == 0 {
 			variant = b
@@ -182,7 +196,7 @@ func crashAtRandomMoments(t *testing.T) int {
 			serial = st.Serial
 		}
 	}
-	t.Logf("seed %d: %d of 40 applies killed (%d while writing a set), %d serials published", seed, killed, midPublish, completed)
+	t.Logf("seed %d: %d of %d applies killed (%d while writing a set), %d serials published", seed, killed, rounds, midPublish, completed)
 	if killed < 12 || midPublish == 0 {
 		t.Errorf("the kills did not land inside applies often enough to test anything (killed %d, while writing %d)", killed, midPublish)
 	}
