@@ -41,6 +41,7 @@ func loadRender(g *globals, src *source, clusters []string, st render.AppliedSta
 func renderChecked(g *globals, src *source, repo *loader.Repo, diags hcl.Diagnostics, clusters []string, st render.AppliedState, code int) ([]*render.Rendered, error) {
 	var rendered []*render.Rendered
 	if clusters == nil || len(clusters) > 0 {
+		renders.Add(1)
 		var more hcl.Diagnostics
 		rendered, more = render.Render(repo, render.Options{Clusters: clusters, State: st})
 		diags = append(diags, more...)
@@ -53,6 +54,10 @@ func renderChecked(g *globals, src *source, repo *loader.Repo, diags hcl.Diagnos
 	}
 	return rendered, nil
 }
+
+// renders counts the renders of configurations (tests check that a plan with
+// nothing changed renders nothing).
+var renders atomic.Int64
 
 var shaRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
