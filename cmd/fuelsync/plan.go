@@ -277,13 +277,18 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 					return err
 				}
 				files := inputFiles(src)
-				if rs, err = loadRender(g, src, nil, st, 1); err != nil {
-					return err
+				if st.Unchanged(files, version) && hasSet(w, st) {
+					// The applied set is the render of these very inputs.
+					p = reconcile.UnchangedPlan(st, src.revision, version, files)
+				} else {
+					if rs, err = loadRender(g, src, nil, st, 1); err != nil {
+						return err
+					}
+					if p, err = reconcile.MakePlan(w, st, rs, appliedRender(g, st), src.revision, version); err != nil {
+						return &exitError{code: 1, msg: err.Error()}
+					}
+					p.InputFiles = stillInputs(src, files)
 				}
-				if p, err = reconcile.MakePlan(w, st, rs, appliedRender(g, st), src.revision, version); err != nil {
-					return &exitError{code: 1, msg: err.Error()}
-				}
-				p.InputFiles = stillInputs(src, files)
 				if !g.quiet || ask && p.ChangesPresent {
 					if err := writePlan(g, p); err != nil {
 						return err

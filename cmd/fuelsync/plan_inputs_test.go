@@ -13,7 +13,7 @@ import (
 
 // TestPlanNoInputChangeRendersNothing: after an apply, a plan of a commit that
 // changes no input (the README) says "No changes" without rendering, in text
-// and JSON; a commit that changes an input file is rendered and planned as
+// and JSON, and apply says "Nothing to apply." without rendering; a commit that changes an input file is rendered and planned as
 // usual; a state without an input fingerprint (an older version's) takes the
 // normal path.
 func TestPlanNoInputChangeRendersNothing(t *testing.T) {
@@ -59,6 +59,11 @@ func TestPlanNoInputChangeRendersNothing(t *testing.T) {
 	}
 	if out, n := plan("--format", "json"); n != 0 || !strings.Contains(out, `"changes_present": false`) || !strings.Contains(out, `"serial": 1`) {
 		t.Errorf("plan --format json of a README commit: %d renders, %s", n, out)
+	}
+	before := renders.Load()
+	if code, stdout, stderr := fuelsyncRun(t, "--repo", dir, "--rev", "HEAD", "--workdir", wd, "apply", "--auto-approve"); code != 0 ||
+		stdout != noChanges+"Nothing to apply.\n" || renders.Load() != before {
+		t.Errorf("apply of a README commit: exit %d, %d renders\n%s%s", code, renders.Load()-before, stdout, stderr)
 	}
 	if _, n := plan("--cluster", "demo"); n != 1 {
 		t.Errorf("plan --cluster: %d renders, want 1 (not short-cut)", n)
