@@ -21,8 +21,8 @@ func TestInputFingerprint(t *testing.T) {
 		"clusters/c.yaml":                "nodes: {}\n",
 		"plugins/p/metadata.yaml":        "name: p\n",
 		"plugins/p/deployment_scripts/a": "#!/bin/sh\n",
-		"shared/roles.yaml":              "a: 1\n",
-		"shared/link.yaml":               "-> roles.yaml",
+		"common/roles.yaml":              "a: 1\n",
+		"common/link.yaml":               "-> roles.yaml",
 	})
 	repo, err := git.PlainInit(dir, false)
 	if err != nil {
@@ -60,7 +60,7 @@ func TestInputFingerprint(t *testing.T) {
 	if got := work(); got != base {
 		t.Error("editing the README and the docs changed the fingerprint")
 	}
-	for _, name := range []string{"fuelsync.yaml", "clusters/c.yaml", "plugins/p/metadata.yaml", "plugins/p/deployment_scripts/a", "shared/roles.yaml"} {
+	for _, name := range []string{"fuelsync.yaml", "clusters/c.yaml", "plugins/p/metadata.yaml", "plugins/p/deployment_scripts/a", "common/roles.yaml"} {
 		data, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
@@ -81,7 +81,7 @@ func TestInputFingerprint(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "docs/new.md")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink("../shared", filepath.Join(dir, "clusters", "shared")); err != nil {
+	if err := os.Symlink("../common", filepath.Join(dir, "clusters", "common")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := InputFingerprint(os.DirFS(dir), Options{}); !errors.Is(err, ErrNoFingerprint) {
