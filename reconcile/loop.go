@@ -122,6 +122,9 @@ type Loop struct {
 	// prepare, when set, runs under the lock before the plan, with the
 	// applied state (a replica makes the applied set it lacks).
 	prepare func(context.Context, *State) error
+	// onLoad, when set, is called before each load of a revision (tests count
+	// the reconciles that load and render).
+	onLoad func()
 
 	once     sync.Once
 	trigger  chan struct{}
@@ -130,6 +133,10 @@ type Loop struct {
 	clusters []ClusterStatus // of the last render, under mu
 	model    *loader.Repo    // the revision loaded last, under mu
 	modelRev string
+	// planned is the input fingerprint (loader.InputFingerprint) of the
+	// revision planned last, whose model and clusters the loop holds; "" when
+	// unknown. Under mu.
+	planned string
 }
 
 // Model is the repository of the revision the loop loaded last (valid or not),
@@ -306,10 +313,24 @@ func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet,
 	if seen {
 		return Skipped, rev.SHA, nil, nil, nil
 	}
-	// 2. Load and validate; a commit with errors is not applied.
+	// 2. A commit that changes no input of the applied set (a README edit) is
+	// reconciled without loading or rendering.
+	files, err := loader.InputFingerprint(rev.FS, loader.Options{})
+	if err != nil {
+		files = "" // not fingerprinted: the normal path
+	}
+	if files != "" {
+		if out, st, ok := l.unchanged(ctx, rev.SHA, files); ok {
+			return out, rev.SHA, UnchangedPlan(st, rev.SHA, l.ToolVersion, files).Changes, nil, st
+		}
+	}
+	// 3. Load and validate; a commit with errors is not applied.
+	if l.onLoad != nil {
+		l.onLoad()
+	}
 	repo, diags := loader.Load(rev.FS, loader.Options{})
 	l.mu.Lock()
-	l.model, l.modelRev = repo, rev.SHA
+	l.model, l.modelRev, l.planned = repo, rev.SHA, ""
 	l.mu.Unlock()
 	st, err := l.Workdir.ReadState()
 	if err != nil {
@@ -320,7 +341,7 @@ func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet,
 	if diags.HasErrors() {
 		return Invalid, rev.SHA, nil, diagLines(diags), st
 	}
-	// 3. Plan against the applied state, then apply under the lock.
+	// 4. Plan against the applied state, then apply under the lock.
 	lock, err := l.Workdir.Lock(ctx, "reconcile", time.Minute)
 	if err != nil {
 		return Failed, rev.SHA, nil, []string{err.Error()}, st
@@ -341,13 +362,22 @@ func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet,
 	if err != nil {
 		return Failed, rev.SHA, nil, []string{err.Error()}, st
 	}
+	if rev.SHA == WorkingTree && files != "" {
+		// A working tree edited while it was loaded: its fingerprint says
+		// nothing of what was rendered.
+		if again, err := loader.InputFingerprint(rev.FS, loader.Options{}); err != nil || again != files {
+			files = ""
+		}
+	}
+	p.InputFiles = files
 	l.mu.Lock()
 	l.clusters = clusterStatus(rs)
+	l.planned = files
 	l.mu.Unlock()
 	if !p.ChangesPresent && st.Serial > 0 {
 		return NoChange, rev.SHA, p.Changes, nil, st
 	}
-	// 4. Guard: a revision that empties a cluster, or the whole configuration,
+	// 5. Guard: a revision that empties a cluster, or the whole configuration,
 	// is held back unless allowed (a wrong branch, a bad merge, artifacts
 	// committed over the sources).
 	if why := emptying(st, rs); why != "" && !l.AllowEmpty && !repo.Settings.AllowEmpty {
@@ -371,6 +401,46 @@ func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet,
 		}
 	}
 	return Applied, rev.SHA, p.Changes, nil, next
+}
+
+// unchanged reconciles a commit whose input fingerprint is files when the
+// applied state's artifacts are already its render (State.Unchanged) and the
+// loop holds the model and clusters of those inputs (it planned them last):
+// outcome unchanged, nothing loaded nor rendered. ok is false when the commit
+// takes the normal path.
+func (l *Loop) unchanged(ctx context.Context, rev, files string) (Outcome, *State, bool) {
+	l.mu.Lock()
+	held := l.planned == files && l.model != nil
+	l.mu.Unlock()
+	if !held {
+		return "", nil, false
+	}
+	if st, err := l.Workdir.ReadState(); err != nil || !st.Unchanged(files, l.ToolVersion) {
+		return "", nil, false
+	}
+	// Under the lock, as a plan: another apply may have run, a replica may
+	// lack the applied set.
+	lock, err := l.Workdir.Lock(ctx, "reconcile", time.Minute)
+	if err != nil {
+		return "", nil, false
+	}
+	defer lock.Unlock()
+	if err := l.Workdir.Tidy(lock); err != nil {
+		return "", nil, false
+	}
+	st, err := l.Workdir.ReadState()
+	if err != nil || !st.Unchanged(files, l.ToolVersion) {
+		return "", nil, false
+	}
+	if l.prepare != nil {
+		if err := l.prepare(ctx, st); err != nil {
+			return "", nil, false
+		}
+	}
+	l.mu.Lock()
+	l.modelRev = rev // the same inputs: the same model
+	l.mu.Unlock()
+	return NoChange, st, true
 }
 
 // emptying says how the rendered clusters rs empty the applied state st: every

@@ -31,6 +31,9 @@ type Plan struct {
 	Artifacts      map[string]string `json:"artifacts"`
 	ChangesPresent bool              `json:"changes_present"`
 	Changes        *diff.ChangeSet   `json:"changes"`
+	// InputFiles is the loader.InputFingerprint of the rendered revision
+	// (empty when unknown); apply records it in the state (State.Inputs).
+	InputFiles string `json:"input_files,omitempty"`
 
 	// rendered is the render the plan was made from (not saved).
 	rendered []*render.Rendered
@@ -182,6 +185,11 @@ func nextState(st *State, p *Plan, rs []*render.Rendered) *State {
 	if next.Lineage == "" {
 		next.Lineage = newLineage()
 	}
+	defer func() {
+		if p.InputFiles != "" {
+			next.Inputs = InputsKey(p.InputFiles, p.ToolVersion, next)
+		}
+	}()
 	for _, r := range rs {
 		cs := &ClusterState{Nodes: map[string]NodeState{}, Primary: map[string]string{}}
 		for name, nt := range r.Model.NodeTags {

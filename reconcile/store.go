@@ -68,6 +68,11 @@ type State struct {
 	Clusters    map[string]*ClusterState `json:"clusters"`
 	// Artifacts are the applied files (path → sha256), manifest.json included.
 	Artifacts map[string]string `json:"artifacts"`
+	// Inputs is the input fingerprint of the applied set (InputsKey): a
+	// revision whose inputs have this fingerprint renders to these artifacts.
+	// Empty in a state written before fingerprints, or when the applied
+	// revision could not be fingerprinted.
+	Inputs string `json:"inputs,omitempty"`
 }
 
 // ClusterState is what the state records of a cluster.

@@ -62,10 +62,10 @@ var commandSteps = []struct {
 }{
 	{"validate", []string{"--rev", "A", "validate"}, 0},
 	{"render", []string{"--rev", "A", "render", "--out", "OUT"}, 0},
-	{"apply-cold", []string{"--rev", "A", "--workdir", "WORK", "--quiet", "apply"}, 0},
+	{"apply-cold", []string{"--rev", "A", "--workdir", "WORK", "--quiet", "apply", "--auto-approve"}, 0},
 	{"plan-nochange", []string{"--rev", "A", "--workdir", "WORK", "plan", "--detailed-exitcode"}, 0},
 	{"plan-onenode", []string{"--rev", "B", "--workdir", "WORK", "plan", "--detailed-exitcode"}, 2},
-	{"apply-onenode", []string{"--rev", "B", "--workdir", "WORK", "--quiet", "apply"}, 0},
+	{"apply-onenode", []string{"--rev", "B", "--workdir", "WORK", "--quiet", "apply", "--auto-approve"}, 0},
 	{"diff-onenode", []string{"diff", "--base", "A", "--head", "B"}, 1},
 }
 

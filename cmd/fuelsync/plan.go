@@ -41,6 +41,7 @@ func loadRender(g *globals, src *source, clusters []string, st render.AppliedSta
 func renderChecked(g *globals, src *source, repo *loader.Repo, diags hcl.Diagnostics, clusters []string, st render.AppliedState, code int) ([]*render.Rendered, error) {
 	var rendered []*render.Rendered
 	if clusters == nil || len(clusters) > 0 {
+		renders.Add(1)
 		var more hcl.Diagnostics
 		rendered, more = render.Render(repo, render.Options{Clusters: clusters, State: st})
 		diags = append(diags, more...)
@@ -53,6 +54,10 @@ func renderChecked(g *globals, src *source, repo *loader.Repo, diags hcl.Diagnos
 	}
 	return rendered, nil
 }
+
+// renders counts the renders of configurations (tests check that a plan with
+// nothing changed renders nothing).
+var renders atomic.Int64
 
 var shaRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
@@ -153,16 +158,26 @@ func planCommand(stdout, stderr io.Writer) *cli.Command {
 			if err != nil {
 				return &exitError{code: 1, msg: err.Error()}
 			}
+			files := inputFiles(src)
+			if len(clusters) == 0 && c.String("out") == "" && st.Unchanged(files, version) && hasSet(w, st) {
+				// The applied set is the render of these very inputs: no changes,
+				// without loading or rendering.
+				return writePlan(g, reconcile.UnchangedPlan(st, src.revision, version, files))
+			}
 			rs, err := loadRender(g, src, clusters, st, 1)
 			if err != nil {
 				return err
 			}
+			files = stillInputs(src, files)
 			if len(clusters) > 0 {
 				st = st.Only(clusters)
 			}
 			p, err := reconcile.MakePlan(w, st, rs, appliedRender(g, st), src.revision, version)
 			if err != nil {
 				return &exitError{code: 1, msg: err.Error()}
+			}
+			if len(clusters) == 0 {
+				p.InputFiles = files
 			}
 			if out := c.String("out"); out != "" {
 				if err := p.Save(out); err != nil {
@@ -261,11 +276,18 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 				if err != nil {
 					return err
 				}
-				if rs, err = loadRender(g, src, nil, st, 1); err != nil {
-					return err
-				}
-				if p, err = reconcile.MakePlan(w, st, rs, appliedRender(g, st), src.revision, version); err != nil {
-					return &exitError{code: 1, msg: err.Error()}
+				files := inputFiles(src)
+				if st.Unchanged(files, version) && hasSet(w, st) {
+					// The applied set is the render of these very inputs.
+					p = reconcile.UnchangedPlan(st, src.revision, version, files)
+				} else {
+					if rs, err = loadRender(g, src, nil, st, 1); err != nil {
+						return err
+					}
+					if p, err = reconcile.MakePlan(w, st, rs, appliedRender(g, st), src.revision, version); err != nil {
+						return &exitError{code: 1, msg: err.Error()}
+					}
+					p.InputFiles = stillInputs(src, files)
 				}
 				if !g.quiet || ask && p.ChangesPresent {
 					if err := writePlan(g, p); err != nil {
@@ -351,6 +373,32 @@ func crashHookFromEnv(stderr io.Writer) {
 // reinitFlag is --reinit of plan and apply.
 func reinitFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "reinit", Usage: "start over with a new lineage when the work directory's state is damaged (its current link lost, or a state that disagrees with its set); the recorded nodes and primary tags are forgotten, the old sets kept"}
+}
+
+// inputFiles is the input fingerprint of src (loader.InputFingerprint), ""
+// when it cannot be computed.
+func inputFiles(src *source) string {
+	files, err := loader.InputFingerprint(src.fsys, loadOptions(nil))
+	if err != nil {
+		return ""
+	}
+	return files
+}
+
+// stillInputs returns files, the fingerprint of src taken before it was
+// loaded, when it still is: a working tree edited while it was loaded gets ""
+// (a commit cannot change).
+func stillInputs(src *source, files string) string {
+	if files != "" && src.revision == reconcile.WorkingTree && inputFiles(src) != files {
+		return ""
+	}
+	return files
+}
+
+// hasSet says whether the applied set of st is in the work directory.
+func hasSet(w *reconcile.Workdir, st *reconcile.State) bool {
+	_, err := os.Stat(w.SetDir(st.Serial))
+	return err == nil
 }
 
 // planSource opens what a saved plan rendered: its commit, or the working tree.

@@ -1,0 +1,89 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	git "github.com/go-git/go-git/v5"
+
+	"github.com/fuelsync/fuelsync/internal/repogen"
+)
+
+// BenchmarkLoopCommit measures a serve/watch reconcile of one commit on the
+// heavy generated repository (repogen.Heavy; FUELSYNC_BENCH_NODES nodes, 200
+// by default), after a first apply:
+//
+//	readme         the commit edits README.md only: no input changed
+//	input-comment  the commit adds a comment to a cluster file: an input
+//	               changed, so it is loaded, rendered and planned (nothing to
+//	               apply) — what every commit cost before input fingerprints
+//
+// Making the commit is not timed.
+func BenchmarkLoopCommit(b *testing.B) {
+	nodes := 200
+	if s := os.Getenv("FUELSYNC_BENCH_NODES"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		nodes = n
+	}
+	dir := b.TempDir()
+	if err := repogen.WriteDir(repogen.Generate(repogen.Heavy(nodes)), dir); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("# generated\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	repo, err := git.PlainInit(dir, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchCommit(b, repo)
+	ctx := context.Background()
+	loop := &Loop{Workdir: Open(filepath.Join(b.TempDir(), "wd")), Source: &LocalSource{Path: dir}, ToolVersion: "bench"}
+	if o := loop.ReconcileOnce(ctx); o != Applied {
+		b.Fatalf("first reconcile: %s %q", o, loop.Status().Errors)
+	}
+	for _, c := range []struct{ name, file string }{
+		{"readme", "README.md"},
+		{"input-comment", repogen.ClusterFile(1)},
+	} {
+		b.Run(fmt.Sprintf("nodes=%d/%s", nodes, c.name), func(b *testing.B) {
+			name := filepath.Join(dir, filepath.FromSlash(c.file))
+			for i := 0; b.Loop(); i++ {
+				b.StopTimer()
+				f, err := os.OpenFile(name, os.O_APPEND|os.O_WRONLY, 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				fmt.Fprintf(f, "# edit %d\n", i)
+				f.Close()
+				benchCommit(b, repo)
+				b.StartTimer()
+				if o := loop.ReconcileOnce(ctx); o != NoChange {
+					b.Fatalf("reconcile: %s %q", o, loop.Status().Errors)
+				}
+			}
+		})
+	}
+}
+
+func benchCommit(b *testing.B, repo *git.Repository) {
+	b.Helper()
+	wt, err := repo.Worktree()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
+		b.Fatal(err)
+	}
+	s := sig
+	if _, err := wt.Commit("bench", &git.CommitOptions{Author: &s, Committer: &s}); err != nil {
+		b.Fatal(err)
+	}
+}
