@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -28,9 +29,11 @@ var ErrNoFingerprint = errors.New("the inputs cannot be fingerprinted")
 // docs, CI settings — is left out, so editing them changes nothing. Contents
 // are hashed as git blob ids: a git revision (BlobHasher) gives them without
 // reading the blobs, and a working tree hashes its files the same way. The
-// root .git directory of a working tree is skipped. A symbolic link to a
-// directory returns ErrNoFingerprint.
-func InputFingerprint(fsys fs.FS, opts Options) (string, error) {
+// root .git directory of a working tree is skipped, and so are the entries
+// named in skip (slash paths from the root: a work directory kept inside the
+// working tree, which Load never reads). A symbolic link to a directory
+// returns ErrNoFingerprint.
+func InputFingerprint(fsys fs.FS, opts Options, skip ...string) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "fuelsync inputs 1\nmax_file_size %d\nmax_total_size %d\n", opts.MaxFileSize, opts.MaxTotalSize)
 	bh, _ := fsys.(BlobHasher)
@@ -39,6 +42,12 @@ func InputFingerprint(fsys fs.FS, opts Options) (string, error) {
 			return err
 		}
 		if name == "." {
+			return nil
+		}
+		if slices.Contains(skip, name) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
 			return nil
 		}
 		if d.IsDir() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -158,7 +159,7 @@ func planCommand(stdout, stderr io.Writer) *cli.Command {
 			if err != nil {
 				return &exitError{code: 1, msg: err.Error()}
 			}
-			files := inputFiles(src)
+			files := inputFiles(g, src)
 			if len(clusters) == 0 && c.String("out") == "" && st.Unchanged(files, version) && hasSet(w, st) {
 				// The applied set is the render of these very inputs: no changes,
 				// without loading or rendering.
@@ -168,7 +169,7 @@ func planCommand(stdout, stderr io.Writer) *cli.Command {
 			if err != nil {
 				return err
 			}
-			files = stillInputs(src, files)
+			files = stillInputs(g, src, files)
 			if len(clusters) > 0 {
 				st = st.Only(clusters)
 			}
@@ -276,7 +277,7 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 				if err != nil {
 					return err
 				}
-				files := inputFiles(src)
+				files := inputFiles(g, src)
 				if st.Unchanged(files, version) && hasSet(w, st) {
 					// The applied set is the render of these very inputs.
 					p = reconcile.UnchangedPlan(st, src.revision, version, files)
@@ -287,7 +288,7 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 					if p, err = reconcile.MakePlan(w, st, rs, appliedRender(g, st), src.revision, version); err != nil {
 						return &exitError{code: 1, msg: err.Error()}
 					}
-					p.InputFiles = stillInputs(src, files)
+					p.InputFiles = stillInputs(g, src, files)
 				}
 				if !g.quiet || ask && p.ChangesPresent {
 					if err := writePlan(g, p); err != nil {
@@ -376,9 +377,19 @@ func reinitFlag() cli.Flag {
 }
 
 // inputFiles is the input fingerprint of src (loader.InputFingerprint), ""
-// when it cannot be computed.
-func inputFiles(src *source) string {
-	files, err := loader.InputFingerprint(src.fsys, loadOptions(nil))
+// when it cannot be computed. A work directory inside the working tree (the
+// default .fuelsync, run from the repository) is not an input: it is left out,
+// or every apply would change the inputs of the next plan.
+func inputFiles(g *globals, src *source) string {
+	var skip []string
+	if src.revision == reconcile.WorkingTree {
+		repo, err1 := filepath.Abs(g.repo)
+		wd, err2 := filepath.Abs(g.workdir)
+		if rel, err := filepath.Rel(repo, wd); err1 == nil && err2 == nil && err == nil && rel != "." && filepath.IsLocal(rel) {
+			skip = append(skip, filepath.ToSlash(rel))
+		}
+	}
+	files, err := loader.InputFingerprint(src.fsys, loadOptions(nil), skip...)
 	if err != nil {
 		return ""
 	}
@@ -388,8 +399,8 @@ func inputFiles(src *source) string {
 // stillInputs returns files, the fingerprint of src taken before it was
 // loaded, when it still is: a working tree edited while it was loaded gets ""
 // (a commit cannot change).
-func stillInputs(src *source, files string) string {
-	if files != "" && src.revision == reconcile.WorkingTree && inputFiles(src) != files {
+func stillInputs(g *globals, src *source, files string) string {
+	if files != "" && src.revision == reconcile.WorkingTree && inputFiles(g, src) != files {
 		return ""
 	}
 	return files

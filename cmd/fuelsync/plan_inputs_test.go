@@ -101,3 +101,32 @@ func TestPlanNoInputChangeRendersNothing(t *testing.T) {
 		t.Errorf("plan over a state without fingerprint: %d renders (want 1), %q", n, out)
 	}
 }
+
+// TestPlanWorkdirInsideWorkingTree: run from the repository with the default
+// work directory (.fuelsync, inside the working tree), an apply does not change
+// the inputs of the next plan: the work directory is not an input.
+func TestPlanWorkdirInsideWorkingTree(t *testing.T) {
+	dir := t.TempDir()
+	files, err := mapfs.Read("../../examples/quickstart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range files {
+		revWriteFile(t, dir, name, string(f.Data))
+	}
+	wd := filepath.Join(dir, ".fuelsync")
+	if code, stdout, stderr := fuelsyncRun(t, "--repo", dir, "--workdir", wd, "-q", "apply", "--auto-approve"); code != 0 {
+		t.Fatalf("apply: exit %d\n%s%s", code, stdout, stderr)
+	}
+	before := renders.Load()
+	code, stdout, stderr := fuelsyncRun(t, "--repo", dir, "--workdir", wd, "plan")
+	if code != 0 || stdout != "No changes: the rendered artifacts are the same.\n" || renders.Load() != before {
+		t.Errorf("plan after apply, work directory inside the tree: exit %d, %d renders\n%s%s", code, renders.Load()-before, stdout, stderr)
+	}
+	// A file the work directory does not hold still counts.
+	revWriteFile(t, dir, "clusters/notes.yaml.txt", "x\n")
+	before = renders.Load()
+	if code, stdout, stderr := fuelsyncRun(t, "--repo", dir, "--workdir", wd, "plan"); code != 0 || renders.Load() == before {
+		t.Errorf("plan after a new file: exit %d, %d renders\n%s%s", code, renders.Load()-before, stdout, stderr)
+	}
+}
