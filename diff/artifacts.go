@@ -8,7 +8,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// The artifacts as the change set reads them (SPEC §6): decoded from their bytes,
+// The artifacts as the change set reads them: decoded from their bytes,
 // so that a plan compares the applied files on disk with a new render the same way
 // a diff compares two renders.
 

@@ -91,7 +91,7 @@ type NodeChange struct {
 	Action Action `json:"action"`
 	// Run are the graphs applying it runs, in order.
 	Run []string `json:"run"`
-	// Pseudo marks master and sync (SPEC §6): their tasks change with the
+	// Pseudo marks master and sync: their tasks change with the
 	// cluster's, and they are not counted as nodes.
 	Pseudo bool `json:"pseudo,omitempty"`
 	// Roles are the node's roles (the old ones for a deleted node).

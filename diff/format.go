@@ -10,7 +10,7 @@ type Colors struct {
 	Add, Change, Delete, Bold, Reset string
 }
 
-// ANSI are the colours of SPEC §7: green for what is added, yellow for what
+// ANSI are the plan's colours: green for what is added, yellow for what
 // changes, red for what goes.
 var ANSI = Colors{Add: "\x1b[32m", Change: "\x1b[33m", Delete: "\x1b[31m", Bold: "\x1b[1m", Reset: "\x1b[0m"}
 
@@ -31,7 +31,7 @@ func (c Colors) symbol(a Action) string {
 	return c.paint(c.Change, "~")
 }
 
-// Line is the closing line of a plan (SPEC §7).
+// Line is the closing line of a plan.
 func (s Summary) Line() string {
 	return fmt.Sprintf("Plan: %d %s to deploy, %d to provision, %d to delete; %d %s added, %d removed, %d changed.",
 		s.Deploy, plural(s.Deploy, "node", "nodes"), s.Provision, s.Delete,

@@ -13,7 +13,7 @@ var reNodeName matcher = nameMatcher{}
 
 var ruleNodeName = nameRule("node names")
 
-// ReservedNodeNames are the pseudo nodes of the artifacts (SPEC §6).
+// ReservedNodeNames are the pseudo nodes of the artifacts.
 var ReservedNodeNames = map[string]string{
 	"master": "the Fuel master node",
 	"sync":   "the stage tasks' synchronisation node",

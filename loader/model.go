@@ -23,7 +23,7 @@ type Repo struct {
 	FS fs.FS
 }
 
-// Settings are the repository-wide defaults of fuelsync.yaml (SPEC §9).
+// Settings are the repository-wide defaults of fuelsync.yaml.
 type Settings struct {
 	File          string
 	Workdir       string
@@ -41,7 +41,7 @@ type Settings struct {
 	Data          *Value
 }
 
-// Plugin is one plugin package (SPEC §2).
+// Plugin is one plugin package.
 type Plugin struct {
 	Name           string
 	Title          string
@@ -116,7 +116,7 @@ type Role struct {
 	// Tags is the role's tag list; nil when the role has no `tags` key.
 	Tags    []string
 	HasTags bool
-	// HasPrimary is the plugin-style `has_primary` on a role (SPEC §3.1).
+	// HasPrimary is the plugin-style `has_primary` on a role.
 	HasPrimary bool
 	Data       *Value
 	Range      hcl.Range
@@ -129,7 +129,7 @@ type TagMeta struct {
 	Range      hcl.Range
 }
 
-// Component is an entry of the component registry (SPEC §3.2).
+// Component is an entry of the component registry.
 type Component struct {
 	Name  string
 	Data  *Value
@@ -154,7 +154,7 @@ type Task struct {
 	Range hcl.Range
 }
 
-// Cluster is a cluster spec (SPEC §4), from YAML or HCL.
+// Cluster is a cluster spec, from YAML or HCL.
 type Cluster struct {
 	Name      string
 	NameRange hcl.Range

@@ -16,7 +16,7 @@ import (
 // exist in the repository (fuel-plugin-builder packs them separately).
 var keptPathKeys = map[string]bool{"deployment_scripts_path": true, "repository_path": true}
 
-// pathLoader resolves `_path` keys (SPEC §2.1): a key ending in `_path` whose value is
+// pathLoader resolves `_path` keys: a key ending in `_path` whose value is
 // a string naming a file or a glob is replaced by the data it names, under the key
 // without the suffix; a directory is left as it is. Files loaded that way have their
 // own `_path` keys resolved, with cycle detection.

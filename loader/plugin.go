@@ -16,7 +16,7 @@ var SupportedPackageVersions = []string{"3.0.0", "4.0.0", "5.0.0", "6.0.0"}
 // metadataFiles are the names a plugin's metadata may have, in order of preference.
 var metadataFiles = []string{"metadata.yaml", "metadata.yml", "metadata.json", "plugin.hcl"}
 
-// fixedFile is a file loaded from a plugin directory when present (SPEC §2).
+// fixedFile is a file loaded from a plugin directory when present.
 type fixedFile struct {
 	name  string
 	since string // first package_version that reads it
@@ -354,7 +354,7 @@ func checkFuelVersion(c *checker, v *Value, versions []string, pv string) {
 }
 
 // pluginReleases splits `releases:` into compatibility records and release
-// definitions and applies the release-as-a-plugin rules (SPEC §2.2).
+// definitions and applies the release-as-a-plugin rules.
 func (l *loadCtx) pluginReleases(c *checker, p *Plugin, meta *Value, release5 bool) {
 	rels := meta.Get("releases")
 	if rels.IsNull() {
@@ -466,7 +466,7 @@ func checkTaskList(c *checker, v *Value, file string) []*Task {
 	return tasks
 }
 
-// checkTask validates one task (SPEC §2.3) and returns it, or nil when it is not a
+// checkTask validates one task and returns it, or nil when it is not a
 // mapping.
 func checkTask(c *checker, v *Value) *Task {
 	if !c.mapping(v, "a task") {

@@ -66,7 +66,7 @@ type pluginHCLDecoded struct {
 	defaultGraph *Value
 }
 
-// pluginFromHCL reads a plugin package written as one plugin.hcl (SPEC §3.4) and
+// pluginFromHCL reads a plugin package written as one plugin.hcl and
 // converts it into the data trees its YAML files would decode to, so that
 // buildPlugin validates both forms the same way:
 //

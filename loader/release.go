@@ -8,7 +8,7 @@ import (
 )
 
 // releaseKeys maps each alternative spelling of a release key to the spelling the
-// nailgun fixture uses (SPEC §2.2: either is accepted, both in one record is an error).
+// nailgun fixture uses (either is accepted, both in one record is an error).
 var releaseKeys = [][2]string{
 	{"roles", "roles_metadata"},
 	{"tags", "tags_metadata"},

@@ -26,7 +26,7 @@ import (
 type Rendered struct {
 	Model  *Model
 	Graphs []*Graph
-	// Registry is the cluster's resolved Heat resource registry (SPEC §8), nil
+	// Registry is the cluster's resolved Heat resource registry, nil
 	// when it uses no environments.
 	Registry *capabilities.Registry
 }
@@ -100,7 +100,7 @@ func render(repo *loader.Repo, opts Options, classes bool) ([]*Rendered, hcl.Dia
 	return out, loader.SortDiagnostics(append(b.data, diags...))
 }
 
-// Files serialises rendered clusters into the artifact layout of SPEC §6, path →
+// Files serialises rendered clusters into the artifact layout (docs/reference.md), path →
 // bytes, manifest.json included. Keys are sorted and nothing depends on time, so the
 // same input gives the same bytes. It holds every file in memory; Stream does not.
 func Files(rs []*Rendered, revision, toolVersion string) (map[string][]byte, error) {

@@ -1,6 +1,6 @@
 // Package render turns a loaded repository into what fuelsync deploys.
 //
-// This first layer is the merged model of a cluster (SPEC §3): the cluster's release,
+// This first layer is the merged model of a cluster: the cluster's release,
 // the plugins it enables (listed in `plugins:` or brought in by a chosen component),
 // and the cluster's own data, merged the way nailgun merges them — roles and their
 // tags, tags metadata, volumes, network roles, attributes with the cluster's

@@ -10,7 +10,7 @@ import (
 	"github.com/fuelsync/fuelsync/loader"
 )
 
-// Edges (SPEC §5.4 step 4).
+// Edges: the dependencies of each task on each node.
 //
 // requires and required_for bind tasks of one node and the sync node. Their
 // definition-level form is the relation: preds[y] lists the task ids that come

@@ -10,7 +10,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 )
 
-// KnownModels are the roots an expression may read (SPEC §3.3).
+// KnownModels are the roots an expression may read.
 var KnownModels = []string{"cluster", "networking_parameters", "node_attributes", "release", "settings", "version"}
 
 func knownModel(name string) bool {

@@ -14,10 +14,10 @@ import (
 	"github.com/fuelsync/fuelsync/render/selector"
 )
 
-// SyncNode is the pseudo node of stage tasks (SPEC §5.4).
+// SyncNode is the pseudo node of stage tasks.
 const SyncNode = "sync"
 
-// Graph is one graph type of a cluster, resolved onto its nodes (SPEC §5.4).
+// Graph is one graph type of a cluster, resolved onto its nodes.
 type Graph struct {
 	Type string
 	// Nodes are the cluster's nodes by id, then master and sync when they have tasks.
@@ -133,7 +133,7 @@ func (e Edge) Describe() string {
 	return e.Origin + " via " + strings.Join(e.Via, ", ")
 }
 
-// TaskDef is the definition of a task id that won the merge (SPEC §3.1).
+// TaskDef is the definition of a task id that won the merge.
 type TaskDef struct {
 	Task *loader.Task
 	// Layer is "cluster", "plugin <name>" or "release".
@@ -461,7 +461,7 @@ func (gb *graphBuilder) placeTask(d *TaskDef) {
 }
 
 // checkPluginOverlap reports two plugins' definitions of one id that resolve to a
-// common node (SPEC §3.1).
+// common node.
 func (gb *graphBuilder) checkPluginOverlap() {
 	for _, id := range gb.ids {
 		defs := gb.defs[id]

@@ -102,7 +102,7 @@ func Registry(repo *loader.Repo, r *loader.Release) (*components.Registry, hcl.D
 	return b.registry(r), loader.SortDiagnostics(b.data)
 }
 
-// CompatiblePlugins returns the plugins of repo that extend release r (SPEC §3.1),
+// CompatiblePlugins returns the plugins of repo that extend release r,
 // in repository order. Release plugins are not among them.
 func CompatiblePlugins(repo *loader.Repo, r *loader.Release) []*loader.Plugin {
 	var out []*loader.Plugin
@@ -225,7 +225,7 @@ func compatList(p *loader.Plugin) string {
 }
 
 // ComponentProblems checks cluster c's component selection against the registry
-// of its release (SPEC §3.2): each problem at the selection entry that caused it.
+// of its release: each problem at the selection entry that caused it.
 func ComponentProblems(reg *components.Registry, c *loader.Cluster, rel *loader.Release) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	var selected []string

@@ -7,7 +7,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 )
 
-// Model is the merged model of one cluster (SPEC §3.1): release ← enabled plugins ←
+// Model is the merged model of one cluster: release ← enabled plugins ←
 // cluster. Everything later stages need — which roles exist and which tags they
 // carry, the attributes the expressions read, the chosen components — is here,
 // already checked.
@@ -31,7 +31,7 @@ type Model struct {
 	// then the `bind` of every chosen component, then the cluster's `settings:`.
 	Attributes *loader.Value
 	// Sensitive holds the "group.attribute" paths of attributes of type password,
-	// whose values are never printed (SPEC §3.1).
+	// whose values are never printed.
 	Sensitive map[string]bool
 	// Registry offers the components of the release and of the plugins compatible
 	// with it; Selected is the cluster's choice and States what the wizard shows.
@@ -40,7 +40,7 @@ type Model struct {
 	States   []components.State
 	// Models are the roots of the expression language for this cluster.
 	Models expr.Models
-	// NodeTags are each node's tags, by node name (SPEC §5.1, §5.2).
+	// NodeTags are each node's tags, by node name.
 	NodeTags map[string]*NodeTags
 	// Warnings are the pre-deployment warnings written to cluster.yaml.
 	Warnings []string

@@ -12,7 +12,7 @@ import (
 	"github.com/fuelsync/fuelsync/loader"
 )
 
-// AppliedState is what the applied state says about a cluster (SPEC §5.2): which node
+// AppliedState is what the applied state says about a cluster: which node
 // is primary for a tag, and which nodes are deployed. Primary tags are sticky through
 // it. A nil AppliedState is an empty state: nothing deployed, no primaries yet.
 type AppliedState interface {
@@ -20,7 +20,7 @@ type AppliedState interface {
 	Deployed(cluster, node string) bool
 }
 
-// NodeTags are a node's tags and where each comes from (SPEC §5.1).
+// NodeTags are a node's tags and where each comes from.
 type NodeTags struct {
 	Node *loader.Node
 	// Roles are the node's known roles, in the order written.

@@ -5,7 +5,7 @@ import (
 	"text/template"
 )
 
-// hclTemplates write the plugin as one plugin.hcl (SPEC §3.4), the same content as
+// hclTemplates write the plugin as one plugin.hcl, the same content as
 // the YAML files.
 var hclTemplates = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("").Funcs(funcs).Parse(`

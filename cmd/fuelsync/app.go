@@ -31,7 +31,7 @@ func (e *exitError) Error() string { return e.msg }
 // exitCode returns an error that makes run return code without printing anything.
 func exitCode(code int) error { return &exitError{code: code} }
 
-// globals are the flags every command shares (SPEC §7).
+// globals are the flags every command shares.
 type globals struct {
 	repo    string
 	rev     string

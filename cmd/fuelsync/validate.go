@@ -70,8 +70,8 @@ func validateCommand(stdout, stderr io.Writer) *cli.Command {
 	}
 }
 
-// loadAndCheck loads the repository, checks every cluster's merged model (SPEC §3)
-// and resolves its task graphs (SPEC §5: cycles, group members, overlaps): all
+// loadAndCheck loads the repository, checks every cluster's merged model
+// and resolves its task graphs (cycles, group members, overlaps): all
 // problems of every stage, sorted. Nothing is written.
 func loadAndCheck(src *source) (*loader.Repo, hcl.Diagnostics) {
 	repo, diags := loader.Load(src.fsys, loadOptions(nil))

@@ -1,7 +1,7 @@
 // Package repogen generates large, valid fuelsync config repositories for benchmarks
 // and scale tests.
 //
-// A generated repository has the layout of SPEC §1:
+// A generated repository has the repository layout:
 //
 //	plugins/gen-release/            the release, as a package_version 5.0.0 plugin
 //	  metadata.yaml                 releases: [{is_release: true, base_release_path, graphs}]

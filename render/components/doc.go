@@ -1,4 +1,4 @@
-// Package components is the component registry of a release (SPEC §3.2): the
+// Package components is the component registry of a release: the
 // release's components_metadata and the components.yaml of the plugins compatible
 // with it, the validation of a cluster's `components:` selection, the wizard's
 // per-component state for a selection, the component-registry API's JSON, the plugins

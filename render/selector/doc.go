@@ -1,7 +1,7 @@
 // Package selector answers which nodes of a cluster a task selector selects, the way
 // nailgun's TagResolver (nailgun/utils/resolvers.py with nailgun/policy/name_match.py)
-// does (SPEC §5.3), and computes the fault tolerance of a task group the way
-// nailgun's TransactionSerializer.calculate_fault_tolerance does (SPEC §5.4).
+// does, and computes the fault tolerance of a task group the way
+// nailgun's TransactionSerializer.calculate_fault_tolerance does.
 //
 // A selector is the value of a task's `tags`, `roles`/`role` or `groups` key, or of
 // the `role`/`tags` of a cross-dependency entry:
