@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -184,5 +187,40 @@ func TestCIExamples(t *testing.T) {
 		if err != nil || !strings.Contains(string(md), "### fuelsync diff") || !strings.Contains(string(md), "tag rabbitmq unassigned") {
 			t.Errorf("%s: fuelsync-diff.md: %v\n%s", file, err, md)
 		}
+	}
+}
+
+// serveAddr reads the JSON log of a serve process from stderr until it logs the
+// address it listens on, and returns it; t fails if none comes within wait. The
+// log goes on being read: each line goes to line (when not nil), and done (when
+// not nil) is called when stderr ends.
+func serveAddr(t *testing.T, stderr io.Reader, wait time.Duration, line func(string), done func()) string {
+	t.Helper()
+	addr := make(chan string, 1)
+	go func() {
+		if done != nil {
+			defer done()
+		}
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		re := regexp.MustCompile(`"listen":"([0-9.:]+)"`)
+		for sc.Scan() {
+			if line != nil {
+				line(sc.Text())
+			}
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case addr <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		return a
+	case <-time.After(wait):
+		t.Fatalf("serve did not log its address within %v", wait)
+		return ""
 	}
 }

@@ -17,15 +17,9 @@ import (
 // usual; a state without an input fingerprint (an older version's) takes the
 // normal path.
 func TestPlanNoInputChangeRendersNothing(t *testing.T) {
-	dir := t.TempDir()
+	dir := quickstartRepo(t)
 	files, err := mapfs.Read("../../examples/quickstart")
 	if err != nil {
-		t.Fatal(err)
-	}
-	for name, f := range files {
-		revWriteFile(t, dir, name, string(f.Data))
-	}
-	if _, err := gitCommit(dir, "quickstart"); err != nil {
 		t.Fatal(err)
 	}
 	wd := filepath.Join(t.TempDir(), "wd")
@@ -106,14 +100,7 @@ func TestPlanNoInputChangeRendersNothing(t *testing.T) {
 // work directory (.fuelsync, inside the working tree), an apply does not change
 // the inputs of the next plan: the work directory is not an input.
 func TestPlanWorkdirInsideWorkingTree(t *testing.T) {
-	dir := t.TempDir()
-	files, err := mapfs.Read("../../examples/quickstart")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, f := range files {
-		revWriteFile(t, dir, name, string(f.Data))
-	}
+	dir := quickstartRepo(t)
 	wd := filepath.Join(dir, ".fuelsync")
 	if code, stdout, stderr := fuelsyncRun(t, "--repo", dir, "--workdir", wd, "-q", "apply", "--auto-approve"); code != 0 {
 		t.Fatalf("apply: exit %d\n%s%s", code, stdout, stderr)

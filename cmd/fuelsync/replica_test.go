@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -46,25 +45,10 @@ func (r *serveReplica) start(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.cmd, r.exited = cmd, make(chan struct{})
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		re := regexp.MustCompile(`"listen":"([0-9.:]+)"`)
-		for sc.Scan() {
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
-			}
-		}
+	r.base = "http://" + serveAddr(t, stderr, 10*time.Second, nil, func() {
 		cmd.Wait()
 		close(r.exited)
-	}()
-	select {
-	case a := <-addr:
-		r.base = "http://" + a
-	case <-time.After(10 * time.Second):
-		t.Fatalf("serve %s did not log its address", r.id)
-	}
+	})
 }
 
 func (r *serveReplica) kill() {

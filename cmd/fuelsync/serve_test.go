@@ -16,26 +16,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/fuelsync/fuelsync/internal/mapfs"
-	"github.com/fuelsync/fuelsync/internal/repogen"
 )
 
 // TestServeProcess runs `fuelsync serve` as a process on a loopback port chosen by
 // the kernel: it becomes ready (the quickstart applied), serves its status page
 // with the cluster and node names, and SIGTERM stops it cleanly (exit 0).
 func TestServeProcess(t *testing.T) {
-	repo := t.TempDir()
-	files, err := mapfs.Read("../../examples/quickstart")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := repogen.WriteDir(files, repo); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := gitCommit(repo, "quickstart"); err != nil {
-		t.Fatal(err)
-	}
+	repo := quickstartRepo(t)
 	secret := filepath.Join(t.TempDir(), "secret")
 	if err := os.WriteFile(secret, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -50,23 +37,7 @@ func TestServeProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		re := regexp.MustCompile(`"listen":"([0-9.:]+)"`)
-		for sc.Scan() {
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
-			}
-		}
-	}()
-	var base string
-	select {
-	case a := <-addr:
-		base = "http://" + a
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not log its address")
-	}
+	base := "http://" + serveAddr(t, stderr, 10*time.Second, nil, nil)
 	get := func(path string) (int, string) {
 		resp, err := http.Get(base + path)
 		if err != nil {
@@ -211,30 +182,14 @@ func startServe(t *testing.T, args ...string) (base string, stop func() string) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill() })
-	addr := make(chan string, 1)
 	var log strings.Builder
 	var mu sync.Mutex
 	scanned := make(chan struct{})
-	go func() {
-		defer close(scanned)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		re := regexp.MustCompile(`"listen":"([0-9.:]+)"`)
-		for sc.Scan() {
-			mu.Lock()
-			log.WriteString(sc.Text() + "\n")
-			mu.Unlock()
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
-			}
-		}
-	}()
-	select {
-	case a := <-addr:
-		base = "http://" + a
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not log its address")
-	}
+	base = "http://" + serveAddr(t, stderr, 10*time.Second, func(l string) {
+		mu.Lock()
+		log.WriteString(l + "\n")
+		mu.Unlock()
+	}, func() { close(scanned) })
 	return base, func() string {
 		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)

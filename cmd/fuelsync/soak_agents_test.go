@@ -16,9 +16,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/fuelsync/fuelsync/internal/mapfs"
-	"github.com/fuelsync/fuelsync/internal/repogen"
 )
 
 // TestSoakArtifactAgents: simulated node agents long-poll their node's graph on
@@ -68,17 +65,7 @@ func TestSoakArtifactAgents(t *testing.T) {
 	}
 
 	// serve on a git repository of examples/quickstart.
-	repo := t.TempDir()
-	files, err := mapfs.Read("../../examples/quickstart")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := repogen.WriteDir(files, repo); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := gitCommit(repo, "quickstart"); err != nil {
-		t.Fatal(err)
-	}
+	repo := quickstartRepo(t)
 	wd := filepath.Join(t.TempDir(), "wd")
 	s := &soakServer{t: t, repo: repo, wd: wd}
 	s.cmd = fuelsyncCmd("--repo", repo, "--workdir", wd, "serve", "--listen", "127.0.0.1:0", "--log-format", "json", "--interval", "1h",
@@ -91,23 +78,8 @@ func TestSoakArtifactAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.cmd.Process.Kill(); s.cmd.Wait() })
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		re := regexp.MustCompile(`"listen":"([0-9.:]+)"`)
-		for sc.Scan() {
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
-			}
-		}
-	}()
-	select {
-	case s.addr = <-addr:
-		s.base = "http://" + s.addr
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not log its address")
-	}
+	s.addr = serveAddr(t, stderr, 30*time.Second, nil, nil)
+	s.base = "http://" + s.addr
 	waiting := func() int {
 		resp, err := http.Get(s.base + "/metrics")
 		if err != nil {

@@ -89,23 +89,8 @@ func startSoakServer(t *testing.T, nofile int) *soakServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.cmd.Process.Kill(); s.cmd.Wait() })
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		re := regexp.MustCompile(`"listen":"([0-9.:]+)"`)
-		for sc.Scan() {
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
-			}
-		}
-	}()
-	select {
-	case s.addr = <-addr:
-		s.base = "http://" + s.addr
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not log its address")
-	}
+	s.addr = serveAddr(t, stderr, 30*time.Second, nil, nil)
+	s.base = "http://" + s.addr
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if resp, err := http.Get(s.base + "/readyz"); err == nil {
