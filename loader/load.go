@@ -46,7 +46,7 @@ func Load(fsys fs.FS, opts Options) (*Repo, hcl.Diagnostics) {
 	}
 	r.cache = opts.Cache
 	l := &loadCtx{r: r, paths: newPathLoader(r)}
-	repo := &Repo{Sources: r.sources, FS: fsys}
+	repo := &Repo{Sources: r.sources, FS: fsys, reads: r}
 	var diags hcl.Diagnostics
 
 	// 1. Repository settings.

@@ -21,6 +21,9 @@ type Repo struct {
 	// FS is the revision the repository was loaded from, for the files later
 	// steps read themselves (Heat environments and templates).
 	FS fs.FS
+
+	// reads is what the load read, and how often (ClusterFingerprints).
+	reads *repoFS
 }
 
 // Settings are the repository-wide defaults of fuelsync.yaml.

@@ -70,7 +70,13 @@ type repoFS struct {
 
 	mu     sync.Mutex
 	parsed map[parsedKey]*parsedFile
-	dirs   sync.Map // directory → its resolved path and error (resolveLinks)
+	// decodes counts the requests to decode each file (every call of decoded,
+	// first or not), and realOf is the file each name read resolved to: a file
+	// requested once, under its own name only, was read by one document
+	// (ClusterFingerprints).
+	decodes map[string]int
+	realOf  map[string]string
+	dirs    sync.Map // directory → its resolved path and error (resolveLinks)
 }
 
 // parsedKey names a file decoded one way (a file may be read in several ways).
@@ -90,7 +96,8 @@ func newRepoFS(fsys fs.FS, maxSize int64) *repoFS {
 	if maxSize <= 0 {
 		maxSize = DefaultMaxFileSize
 	}
-	return &repoFS{fsys: fsys, maxSize: maxSize, maxTotal: DefaultMaxTotalSize, sources: &Sources{}, parsed: map[parsedKey]*parsedFile{}}
+	return &repoFS{fsys: fsys, maxSize: maxSize, maxTotal: DefaultMaxTotalSize, sources: &Sources{}, parsed: map[parsedKey]*parsedFile{},
+		decodes: map[string]int{}, realOf: map[string]string{}}
 }
 
 // charge counts size bytes against the total budget; it returns a diagnostic
@@ -283,6 +290,9 @@ func (r *repoFS) readFile(name string, at hcl.Range) ([]byte, *hcl.Diagnostic) {
 	if d := r.charge(name, fi.Size(), at); d != nil {
 		return nil, d
 	}
+	r.mu.Lock()
+	r.realOf[name] = real
+	r.mu.Unlock()
 	src, err := r.read(real)
 	if err != nil {
 		return nil, errorAt(at, "reading %s: %s", name, err)
@@ -322,6 +332,7 @@ func (r *repoFS) entry(kind decodeKind, name string) *parsedFile {
 	k := parsedKey{kind, name}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.decodes[name]++
 	p, ok := r.parsed[k]
 	if !ok {
 		p = &parsedFile{}
