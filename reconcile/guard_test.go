@@ -179,7 +179,7 @@ func TestEmptying(t *testing.T) {
 		{"nodes removed, one kept", map[string]int{"a": 3}, map[string]int{"a": 1}, ""},
 		{"an empty cluster stays empty", map[string]int{"a": 0, "b": 1}, map[string]int{"a": 0, "b": 1}, ""},
 	} {
-		if got := emptying(state(tc.applied), rendered(tc.render)); got != tc.want {
+		if got := emptying(state(tc.applied), rendered(tc.render), nil); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}

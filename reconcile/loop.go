@@ -125,6 +125,8 @@ type Loop struct {
 	// onLoad, when set, is called before each load of a revision (tests count
 	// the reconciles that load and render).
 	onLoad func()
+	// onRender, when set, is told the clusters each render renders.
+	onRender func(clusters []string)
 
 	once     sync.Once
 	trigger  chan struct{}
@@ -336,8 +338,21 @@ func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet,
 	if err != nil {
 		return Failed, rev.SHA, nil, []string{err.Error()}, nil
 	}
-	rs, more := render.Render(repo, render.Options{State: st})
-	diags = loader.SortDiagnostics(append(diags, more...))
+	// The clusters whose inputs are the applied state's keep their applied
+	// artifacts: only the others are rendered.
+	var kept []string
+	var cfiles map[string]string
+	if files != "" && !diags.HasErrors() {
+		kept, cfiles = Reuse(l.Workdir, st, rev.FS, repo, loader.Options{}, l.ToolVersion)
+	}
+	var rs []*render.Rendered
+	if list := RenderList(repo, kept); list == nil || len(list) > 0 {
+		var more hcl.Diagnostics
+		rs, more = render.Render(repo, render.Options{Clusters: list, State: st})
+		diags = append(diags, more...)
+		l.rendered(rs)
+	}
+	diags = loader.SortDiagnostics(diags)
 	if diags.HasErrors() {
 		return Invalid, rev.SHA, nil, diagLines(diags), st
 	}
@@ -358,20 +373,52 @@ func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet,
 			return Failed, rev.SHA, nil, []string{err.Error()}, st
 		}
 	}
-	p, err := MakePlan(l.Workdir, st, rs, nil, rev.SHA, l.ToolVersion)
-	if err != nil {
-		return Failed, rev.SHA, nil, []string{err.Error()}, st
-	}
 	if rev.SHA == WorkingTree && files != "" {
 		// A working tree edited while it was loaded: its fingerprint says
 		// nothing of what was rendered.
 		if again, err := loader.InputFingerprint(rev.FS, loader.Options{}); err != nil || again != files {
-			files = ""
+			files, cfiles = "", nil
 		}
 	}
-	p.InputFiles = files
+	if len(kept) > 0 {
+		// Another apply may have run since the clusters to keep were chosen:
+		// those no longer the applied state's are rendered now.
+		var again []string
+		if files != "" {
+			again = st.Reusable(cfiles, l.ToolVersion)
+		}
+		var lost []string
+		for _, c := range kept {
+			if !slices.Contains(again, c) {
+				lost = append(lost, c)
+			}
+		}
+		if len(lost) > 0 {
+			more, d := render.Render(repo, render.Options{Clusters: lost, State: st})
+			if d.HasErrors() {
+				return Invalid, rev.SHA, nil, diagLines(d), st
+			}
+			l.rendered(more)
+			rs = append(rs, more...)
+			kept = slices.DeleteFunc(kept, func(c string) bool { return slices.Contains(lost, c) })
+		}
+	}
+	p, err := PlanWith(l.Workdir, st, PlanInput{Rendered: rs, Kept: kept, Revision: rev.SHA, ToolVersion: l.ToolVersion})
+	if err != nil {
+		return Failed, rev.SHA, nil, []string{err.Error()}, st
+	}
+	p.InputFiles, p.ClusterFiles = files, cfiles
+	models := make([]*render.Model, 0, len(rs)+len(kept))
+	for _, r := range rs {
+		models = append(models, r.Model)
+	}
+	if len(kept) > 0 {
+		// The status of the kept clusters: their models, without graphs.
+		more, _ := render.Models(repo, kept, render.Options{State: st})
+		models = append(models, more...)
+	}
 	l.mu.Lock()
-	l.clusters = clusterStatus(rs)
+	l.clusters = clusterStatus(repo, models)
 	l.planned = files
 	l.mu.Unlock()
 	if !p.ChangesPresent && st.Serial > 0 {
@@ -380,7 +427,7 @@ func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet,
 	// 5. Guard: a revision that empties a cluster, or the whole configuration,
 	// is held back unless allowed (a wrong branch, a bad merge, artifacts
 	// committed over the sources).
-	if why := emptying(st, rs); why != "" && !l.AllowEmpty && !repo.Settings.AllowEmpty {
+	if why := emptying(st, rs, kept); why != "" && !l.AllowEmpty && !repo.Settings.AllowEmpty {
 		return Held, rev.SHA, p.Changes, []string{fmt.Sprintf("held back: revision %s %s; it is applied only with --allow-empty, or allow_empty: true in fuelsync.yaml", short(rev.SHA), why)}, st
 	}
 	if l.DryRun {
@@ -447,7 +494,7 @@ func (l *Loop) unchanged(ctx context.Context, rev, files string) (Outcome, *Stat
 // cluster gone, or clusters left without a node; "" when they do not. A cluster
 // removed while others remain is not emptying (deleting a cluster's file is how
 // a cluster is retired).
-func emptying(st *State, rs []*render.Rendered) string {
+func emptying(st *State, rs []*render.Rendered, kept []string) string {
 	var applied []string
 	for name, cs := range st.Clusters {
 		if len(cs.Nodes) > 0 {
@@ -463,6 +510,12 @@ func emptying(st *State, rs []*render.Rendered) string {
 	for _, r := range rs {
 		nodes[r.Model.Cluster.Name] = len(r.Model.Cluster.Nodes)
 		total += len(r.Model.Cluster.Nodes)
+	}
+	for _, c := range kept { // the same nodes as applied
+		if cs := st.Clusters[c]; cs != nil {
+			nodes[c] = len(cs.Nodes)
+			total += len(cs.Nodes)
+		}
 	}
 	if total == 0 {
 		return fmt.Sprintf("removes every cluster's nodes (applied: %s)", strings.Join(applied, ", "))
@@ -495,18 +548,36 @@ func diagLines(diags hcl.Diagnostics) []string {
 	return out
 }
 
-func clusterStatus(rs []*render.Rendered) []ClusterStatus {
-	var out []ClusterStatus
+// rendered tells onRender the clusters of rs.
+func (l *Loop) rendered(rs []*render.Rendered) {
+	if l.onRender == nil {
+		return
+	}
+	names := []string{}
 	for _, r := range rs {
-		cs := ClusterStatus{Name: r.Model.Cluster.Name}
-		for _, n := range r.Model.Cluster.Nodes {
-			ns := NodeStatus{Name: n.Name, ID: n.ID}
-			if nt := r.Model.NodeTags[n.Name]; nt != nil {
-				ns.Roles, ns.Tags = nt.Roles, nt.Resolution
+		names = append(names, r.Model.Cluster.Name)
+	}
+	l.onRender(names)
+}
+
+// clusterStatus is the status of the clusters of models, in repo's order.
+func clusterStatus(repo *loader.Repo, models []*render.Model) []ClusterStatus {
+	var out []ClusterStatus
+	for _, c := range repo.Clusters {
+		for _, m := range models {
+			if m.Cluster != c {
+				continue
 			}
-			cs.Nodes = append(cs.Nodes, ns)
+			cs := ClusterStatus{Name: c.Name}
+			for _, n := range c.Nodes {
+				ns := NodeStatus{Name: n.Name, ID: n.ID}
+				if nt := m.NodeTags[n.Name]; nt != nil {
+					ns.Roles, ns.Tags = nt.Roles, nt.Resolution
+				}
+				cs.Nodes = append(cs.Nodes, ns)
+			}
+			out = append(out, cs)
 		}
-		out = append(out, cs)
 	}
 	return out
 }

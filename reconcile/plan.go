@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -34,6 +35,10 @@ type Plan struct {
 	// InputFiles is the loader.InputFingerprint of the rendered revision
 	// (empty when unknown); apply records it in the state (State.Inputs).
 	InputFiles string `json:"input_files,omitempty"`
+	// ClusterFiles are the loader.ClusterFingerprints of the rendered
+	// revision; apply records them in the state (State.ClusterInputs) when
+	// InputFiles is known.
+	ClusterFiles map[string]string `json:"cluster_files,omitempty"`
 
 	// rendered is the render the plan was made from (not saved).
 	rendered []*render.Rendered
@@ -43,7 +48,32 @@ type Plan struct {
 // with rs, the render of revision. old, when not nil, is a render of the applied
 // revision: it lets the change set say which tag or plugin took tasks away.
 func MakePlan(w *Workdir, st *State, rs []*render.Rendered, old []*render.Rendered, revision, toolVersion string) (*Plan, error) {
-	newSide, err := diff.RenderedSide(rs, revision, toolVersion, st.Artifacts)
+	in := PlanInput{Rendered: rs, Revision: revision, ToolVersion: toolVersion}
+	if old != nil {
+		in.Applied = func([]string) []*render.Rendered { return old }
+	}
+	return PlanWith(w, st, in)
+}
+
+// PlanInput is what PlanWith compares with the applied state.
+type PlanInput struct {
+	// Rendered is the render of Revision: every cluster but Kept.
+	Rendered []*render.Rendered
+	// Kept are the clusters not rendered because their inputs are those of
+	// the applied state (Reuse): their applied artifacts are their render.
+	Kept []string
+	// Applied, when not nil, renders the applied revision again, limited to
+	// the clusters given (those whose artifacts differ; nil when it cannot):
+	// it lets the change set say which tag or plugin took tasks away.
+	Applied func(clusters []string) []*render.Rendered
+	// Revision is the source revision rendered, ToolVersion the tool's.
+	Revision, ToolVersion string
+}
+
+// PlanWith compares the applied state st (its artifacts in the work
+// directory) with in: a render of in.Revision, and the clusters it keeps.
+func PlanWith(w *Workdir, st *State, in PlanInput) (*Plan, error) {
+	newSide, err := diff.RenderedSide(in.Rendered, in.Revision, in.ToolVersion, st.Artifacts)
 	if err != nil {
 		return nil, err
 	}
@@ -53,8 +83,20 @@ func MakePlan(w *Workdir, st *State, rs []*render.Rendered, old []*render.Render
 		return nil, fmt.Errorf("the state in %s is at serial %d, but its applied set %s is not in this work directory (another work directory applied it): run plan and apply from that one, or with its artifacts",
 			w.Backend, st.Serial, w.SetDir(st.Serial))
 	}
-	oldSide := diff.FSSide(os.DirFS(w.SetDir(st.Serial)), st.Artifacts)
-	oldSide.Rendered = old
+	applied := os.DirFS(w.SetDir(st.Serial))
+	if len(in.Kept) > 0 {
+		if err := keepApplied(newSide, st, applied, in); err != nil {
+			return nil, err
+		}
+	}
+	oldSide := diff.FSSide(applied, st.Artifacts)
+	if in.Applied != nil {
+		// Only the clusters whose artifacts differ are compared: the applied
+		// revision is rendered for them alone.
+		if changed := changedClusters(st.Artifacts, newSide.Digests); len(changed) > 0 {
+			oldSide.Rendered = in.Applied(changed)
+		}
+	}
 	cs, err := diff.Compute(oldSide, newSide)
 	if err != nil {
 		return nil, fmt.Errorf("comparing with the applied artifacts of serial %d in %s: %w", st.Serial, w.Dir, err)
@@ -63,13 +105,70 @@ func MakePlan(w *Workdir, st *State, rs []*render.Rendered, old []*render.Render
 		FormatVersion:  PlanFormatVersion,
 		Lineage:        st.Lineage,
 		Serial:         st.Serial,
-		Revision:       revision,
-		ToolVersion:    toolVersion,
+		Revision:       in.Revision,
+		ToolVersion:    in.ToolVersion,
 		Artifacts:      newSide.Digests,
 		ChangesPresent: !cs.Empty(),
 		Changes:        cs,
-		rendered:       rs,
+		rendered:       in.Rendered,
 	}, nil
+}
+
+// keepApplied adds to side, the render of the clusters not kept, the applied
+// artifacts of the kept clusters (read from the applied set when asked) and
+// the manifest of the whole set.
+func keepApplied(side *diff.Side, st *State, applied fs.FS, in PlanInput) error {
+	delete(side.Digests, "manifest.json")
+	kept := map[string]bool{}
+	for name, sum := range st.Artifacts {
+		if c := clusterOf(name); c != "" && slices.Contains(in.Kept, c) {
+			if _, dup := side.Digests[name]; dup {
+				return fmt.Errorf("cluster %s is both kept and rendered", c)
+			}
+			side.Digests[name] = sum
+			kept[name] = true
+		}
+	}
+	manifest, err := render.Manifest(side.Digests, in.Revision, in.ToolVersion)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(manifest)
+	side.Digests["manifest.json"] = hex.EncodeToString(sum[:])
+	read := side.Read
+	side.Read = func(name string) ([]byte, error) {
+		switch {
+		case name == "manifest.json":
+			return manifest, nil
+		case kept[name]:
+			return fs.ReadFile(applied, name)
+		}
+		return read(name)
+	}
+	return nil
+}
+
+// changedClusters lists, sorted, the clusters with an artifact whose digest
+// differs between the digests old and new (added or removed included).
+func changedClusters(old, new map[string]string) []string {
+	set := map[string]bool{}
+	for name, sum := range new {
+		if old[name] != sum {
+			set[clusterOf(name)] = true
+		}
+	}
+	for name := range old {
+		if _, ok := new[name]; !ok {
+			set[clusterOf(name)] = true
+		}
+	}
+	delete(set, "")
+	out := make([]string, 0, len(set))
+	for c := range set {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Save writes the plan file (JSON) to path, atomically.
@@ -123,12 +222,15 @@ func (p *Plan) CheckFresh(st *State, planFile string) error {
 // Apply publishes the plan's artifacts as the next applied set and records the
 // state, both in one atomic switch. rs must render to exactly the plan's artifacts
 // (the same revision, rendered again): a file that differs, is missing or is extra
-// stops the apply before anything is switched. The caller holds the lock.
+// stops the apply before anything is switched. The clusters of the plan that rs
+// does not render are kept (PlanInput.Kept): their files are taken from the
+// applied set of st, and must be the plan's too. The caller holds the lock.
 func Apply(w *Workdir, l *Lock, st *State, p *Plan, rs []*render.Rendered) (*State, error) {
 	if err := p.CheckFresh(st, "plan"); err != nil {
 		return nil, err
 	}
-	next := nextState(st, p, rs)
+	kept := keptClusters(p, rs)
+	next := nextState(st, p, rs, kept)
 	err := w.Publish(l, next, func(put func(name string, data []byte) error) error {
 		seen := make(chan string, 64)
 		done := make(chan map[string]bool)
@@ -139,14 +241,23 @@ func Apply(w *Workdir, l *Lock, st *State, p *Plan, rs []*render.Rendered) (*Sta
 			}
 			done <- got
 		}()
-		err := render.Stream(rs, p.Revision, p.ToolVersion, func(name string, data []byte) error {
+		check := func(name string, data []byte) error {
 			sum := sha256.Sum256(data)
 			if want, ok := p.Artifacts[name]; !ok || want != hex.EncodeToString(sum[:]) {
 				return fmt.Errorf("%s differs from the plan: the configuration changed since the plan was made; run plan again", name)
 			}
 			seen <- name
 			return put(name, data)
+		}
+		err := render.Stream(rs, p.Revision, p.ToolVersion, func(name string, data []byte) error {
+			if name == "manifest.json" && len(kept) > 0 {
+				return nil // the manifest of the rendered clusters alone: made below
+			}
+			return check(name, data)
 		})
+		if err == nil && len(kept) > 0 {
+			err = putKept(w, st, p, kept, check)
+		}
 		close(seen)
 		got := <-done
 		if err != nil {
@@ -170,9 +281,93 @@ func Apply(w *Workdir, l *Lock, st *State, p *Plan, rs []*render.Rendered) (*Sta
 	return next, nil
 }
 
+// keptClusters lists the clusters of the plan's artifacts that rs does not
+// render.
+func keptClusters(p *Plan, rs []*render.Rendered) []string {
+	rendered := map[string]bool{}
+	for _, r := range rs {
+		rendered[r.Model.Cluster.Name] = true
+	}
+	set := map[string]bool{}
+	for name := range p.Artifacts {
+		if c := clusterOf(name); c != "" && !rendered[c] {
+			set[c] = true
+		}
+	}
+	var out []string
+	for c := range set {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// putKept puts the applied files of the kept clusters, read from the applied
+// set of st (each must be the state's and the plan's), then the manifest of
+// the whole set.
+func putKept(w *Workdir, st *State, p *Plan, kept []string, check func(name string, data []byte) error) error {
+	applied := os.DirFS(w.SetDir(st.Serial))
+	var names []string
+	for name := range p.Artifacts {
+		if slices.Contains(kept, clusterOf(name)) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	err := inParallel(len(names), func(i int) error {
+		name := names[i]
+		if st.Artifacts[name] != p.Artifacts[name] {
+			return fmt.Errorf("%s differs from the plan: the configuration changed since the plan was made; run plan again", name)
+		}
+		data, err := fs.ReadFile(applied, name)
+		if err != nil {
+			return fmt.Errorf("keeping the applied %s: %w", name, err)
+		}
+		return check(name, data)
+	})
+	if err != nil {
+		return err
+	}
+	manifest, err := render.Manifest(p.Artifacts, p.Revision, p.ToolVersion)
+	if err != nil {
+		return err
+	}
+	return check("manifest.json", manifest)
+}
+
+// inParallel runs f(0..n-1) on a few goroutines; the first error is returned.
+func inParallel(n int, f func(i int) error) error {
+	workers := min(4, n)
+	next := make(chan int)
+	errs := make(chan error, workers)
+	for range workers {
+		go func() {
+			var first error
+			for i := range next {
+				if first == nil {
+					first = f(i)
+				}
+			}
+			errs <- first
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	var err error
+	for range workers {
+		if e := <-errs; e != nil && err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
 // nextState is the state after applying p: the next serial, the plan's revision
-// and digests, every rendered node as deployed with its roles, the primary tags.
-func nextState(st *State, p *Plan, rs []*render.Rendered) *State {
+// and digests, every rendered node as deployed with its roles, the primary tags;
+// a kept cluster's as st has it.
+func nextState(st *State, p *Plan, rs []*render.Rendered, kept []string) *State {
 	next := &State{
 		FormatVersion: "1",
 		Lineage:       st.Lineage,
@@ -186,10 +381,24 @@ func nextState(st *State, p *Plan, rs []*render.Rendered) *State {
 		next.Lineage = newLineage()
 	}
 	defer func() {
-		if p.InputFiles != "" {
-			next.Inputs = InputsKey(p.InputFiles, p.ToolVersion, next)
+		if p.InputFiles == "" {
+			return
+		}
+		next.Inputs = InputsKey(p.InputFiles, p.ToolVersion, next)
+		for c, files := range p.ClusterFiles {
+			if cs := next.Clusters[c]; cs != nil && files != "" {
+				if next.ClusterInputs == nil {
+					next.ClusterInputs = map[string]string{}
+				}
+				next.ClusterInputs[c] = ClusterInputsKey(files, p.ToolVersion, cs)
+			}
 		}
 	}()
+	for _, c := range kept {
+		if cs := st.Clusters[c]; cs != nil {
+			next.Clusters[c] = cs
+		}
+	}
 	for _, r := range rs {
 		cs := &ClusterState{Nodes: map[string]NodeState{}, Primary: map[string]string{}}
 		for name, nt := range r.Model.NodeTags {

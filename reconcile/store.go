@@ -73,6 +73,11 @@ type State struct {
 	// Empty in a state written before fingerprints, or when the applied
 	// revision could not be fingerprinted.
 	Inputs string `json:"inputs,omitempty"`
+	// ClusterInputs is the input fingerprint of each cluster's applied
+	// artifacts (ClusterInputsKey): a revision in which a cluster has this
+	// fingerprint renders it to these artifacts, so a plan keeps them without
+	// rendering the cluster. Empty as Inputs is.
+	ClusterInputs map[string]string `json:"cluster_inputs,omitempty"`
 }
 
 // ClusterState is what the state records of a cluster.

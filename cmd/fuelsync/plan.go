@@ -46,6 +46,7 @@ func renderChecked(g *globals, src *source, repo *loader.Repo, diags hcl.Diagnos
 		var more hcl.Diagnostics
 		rendered, more = render.Render(repo, render.Options{Clusters: clusters, State: st})
 		diags = append(diags, more...)
+		renderedClusters.Add(int64(len(rendered)))
 	}
 	diags = loader.SortDiagnostics(diags)
 	g.writeDiagnostics(g.stderr, diags, repo.Sources.Files(), src.prefix)
@@ -57,31 +58,54 @@ func renderChecked(g *globals, src *source, repo *loader.Repo, diags hcl.Diagnos
 }
 
 // renders counts the renders of configurations (tests check that a plan with
-// nothing changed renders nothing).
-var renders atomic.Int64
+// nothing changed renders nothing); renderedClusters the clusters they
+// rendered, appliedClusters those of applied revisions rendered again.
+var renders, renderedClusters, appliedClusters atomic.Int64
+
+// loadRenderKeeping loads src and renders it with the applied state st, as
+// loadRender does, except the clusters whose inputs are those the state
+// applied (reconcile.Reuse): those are kept, not rendered. files is the input
+// fingerprint of src taken before the load ("" when unknown: nothing is
+// kept); cfiles are the clusters' fingerprints, for the plan to record.
+func loadRenderKeeping(g *globals, src *source, w *reconcile.Workdir, st *reconcile.State, files string, code int) (rs []*render.Rendered, kept []string, cfiles map[string]string, err error) {
+	repo, diags := loader.Load(src.fsys, loadOptions(src.cache))
+	if files != "" && !diags.HasErrors() {
+		kept, cfiles = reconcile.Reuse(w, st, src.fsys, repo, loadOptions(nil), version, inputSkip(g, src)...)
+		if stillInputs(g, src, files) == "" {
+			kept, cfiles = nil, nil
+		}
+	}
+	rs, err = renderChecked(g, src, repo, diags, reconcile.RenderList(repo, kept), st, code)
+	return rs, kept, cfiles, err
+}
 
 var shaRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
-// appliedRender renders the applied revision again, when it is a commit of the
-// repository, so that the change set can say which tag or plugin took tasks away;
-// nil when it cannot be read (a working tree was applied, or the commit is gone).
-func appliedRender(g *globals, st *reconcile.State) []*render.Rendered {
+// appliedRender renders the applied revision again (only the clusters asked
+// for), when it is a commit of the repository, so that the change set can say
+// which tag or plugin took tasks away; nil when it is not a commit, and the
+// render nil when the commit cannot be read (a working tree was applied, or the
+// commit is gone).
+func appliedRender(g *globals, st *reconcile.State) func(clusters []string) []*render.Rendered {
 	if !shaRE.MatchString(st.Revision) {
 		return nil
 	}
-	fsys, _, err := loader.OpenRevision(g.repo, st.Revision)
-	if err != nil {
-		return nil
+	return func(clusters []string) []*render.Rendered {
+		fsys, _, err := loader.OpenRevision(g.repo, st.Revision)
+		if err != nil {
+			return nil
+		}
+		repo, diags := loader.Load(fsys, loadOptions(nil))
+		if diags.HasErrors() {
+			return nil
+		}
+		rs, diags := render.Render(repo, render.Options{Clusters: clusters, State: st})
+		if diags.HasErrors() {
+			return nil
+		}
+		appliedClusters.Add(int64(len(rs)))
+		return rs
 	}
-	repo, diags := loader.Load(fsys, loadOptions(nil))
-	if diags.HasErrors() {
-		return nil
-	}
-	rs, diags := render.Render(repo, render.Options{State: st})
-	if diags.HasErrors() {
-		return nil
-	}
-	return rs
 }
 
 func changeColors(g *globals, w io.Writer) diff.Colors {
@@ -165,7 +189,14 @@ func planCommand(stdout, stderr io.Writer) *cli.Command {
 				// without loading or rendering.
 				return writePlan(g, reconcile.UnchangedPlan(st, src.revision, version, files))
 			}
-			rs, err := loadRender(g, src, clusters, st, 1)
+			var rs []*render.Rendered
+			var kept []string
+			var cfiles map[string]string
+			if len(clusters) > 0 {
+				rs, err = loadRender(g, src, clusters, st, 1)
+			} else {
+				rs, kept, cfiles, err = loadRenderKeeping(g, src, w, st, files, 1)
+			}
 			if err != nil {
 				return err
 			}
@@ -173,12 +204,12 @@ func planCommand(stdout, stderr io.Writer) *cli.Command {
 			if len(clusters) > 0 {
 				st = st.Only(clusters)
 			}
-			p, err := reconcile.MakePlan(w, st, rs, appliedRender(g, st), src.revision, version)
+			p, err := reconcile.PlanWith(w, st, reconcile.PlanInput{Rendered: rs, Kept: kept, Applied: appliedRender(g, st), Revision: src.revision, ToolVersion: version})
 			if err != nil {
 				return &exitError{code: 1, msg: err.Error()}
 			}
 			if len(clusters) == 0 {
-				p.InputFiles = files
+				p.InputFiles, p.ClusterFiles = files, cfiles
 			}
 			if out := c.String("out"); out != "" {
 				if err := p.Save(out); err != nil {
@@ -269,7 +300,7 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 				if err != nil {
 					return err
 				}
-				if rs, err = loadRender(g, src, nil, st, 1); err != nil {
+				if rs, _, _, err = loadRenderKeeping(g, src, w, st, inputFiles(g, src), 1); err != nil {
 					return err
 				}
 			} else {
@@ -282,13 +313,17 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 					// The applied set is the render of these very inputs.
 					p = reconcile.UnchangedPlan(st, src.revision, version, files)
 				} else {
-					if rs, err = loadRender(g, src, nil, st, 1); err != nil {
+					var kept []string
+					var cfiles map[string]string
+					if rs, kept, cfiles, err = loadRenderKeeping(g, src, w, st, files, 1); err != nil {
 						return err
 					}
-					if p, err = reconcile.MakePlan(w, st, rs, appliedRender(g, st), src.revision, version); err != nil {
+					if p, err = reconcile.PlanWith(w, st, reconcile.PlanInput{Rendered: rs, Kept: kept, Applied: appliedRender(g, st), Revision: src.revision, ToolVersion: version}); err != nil {
 						return &exitError{code: 1, msg: err.Error()}
 					}
-					p.InputFiles = stillInputs(g, src, files)
+					if p.InputFiles = stillInputs(g, src, files); p.InputFiles != "" {
+						p.ClusterFiles = cfiles
+					}
 				}
 				if !g.quiet || ask && p.ChangesPresent {
 					if err := writePlan(g, p); err != nil {
@@ -381,6 +416,15 @@ func reinitFlag() cli.Flag {
 // default .fuelsync, run from the repository) is not an input: it is left out,
 // or every apply would change the inputs of the next plan.
 func inputFiles(g *globals, src *source) string {
+	files, err := loader.InputFingerprint(src.fsys, loadOptions(nil), inputSkip(g, src)...)
+	if err != nil {
+		return ""
+	}
+	return files
+}
+
+// inputSkip is the work directory when it lies inside the working tree src.
+func inputSkip(g *globals, src *source) []string {
 	var skip []string
 	if src.revision == reconcile.WorkingTree {
 		repo, err1 := filepath.Abs(g.repo)
@@ -389,11 +433,7 @@ func inputFiles(g *globals, src *source) string {
 			skip = append(skip, filepath.ToSlash(rel))
 		}
 	}
-	files, err := loader.InputFingerprint(src.fsys, loadOptions(nil), skip...)
-	if err != nil {
-		return ""
-	}
-	return files
+	return skip
 }
 
 // stillInputs returns files, the fingerprint of src taken before it was

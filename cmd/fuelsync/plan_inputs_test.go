@@ -79,7 +79,7 @@ func TestPlanNoInputChangeRendersNothing(t *testing.T) {
 
 	// A state without a fingerprint, as an older version wrote it.
 	old := *st
-	old.Inputs = ""
+	old.Inputs, old.ClusterInputs = "", nil
 	name := filepath.Join(reconcile.Open(wd).SetDir(st.Serial), ".state.json")
 	if err := os.Remove(name); err != nil {
 		t.Fatal(err)

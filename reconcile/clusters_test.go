@@ -1,0 +1,144 @@
+package reconcile
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestLoopRendersChangedClusterOnly: a commit changing one cluster's spec is
+// reconciled by rendering that cluster alone; the other keeps its applied
+// artifacts and its status, and the applied set and state are those of a
+// work directory that rendered everything.
+func TestLoopRendersChangedClusterOnly(t *testing.T) {
+	ctx := context.Background()
+	dir, repo := testRepo(t)
+	wd := Open(filepath.Join(t.TempDir(), "wd"))
+	var renders [][]string
+	loop := &Loop{Workdir: wd, Source: &LocalSource{Path: dir}, ToolVersion: "test", onRender: func(c []string) { renders = append(renders, c) }}
+	if o := loop.ReconcileOnce(ctx); o != Applied || len(renders) != 1 || len(renders[0]) != 2 {
+		t.Fatalf("first reconcile: %s, renders %v %q", o, renders, loop.Status().Errors)
+	}
+	before := loop.Status().Clusters
+
+	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "node-4: {id: 4, roles: [compute]}", "node-4: {id: 4, roles: [compute]}\n  node-7: {id: 7, roles: [compute]}")
+	commit(t, repo, "a new node")
+	renders = nil
+	if o := loop.ReconcileOnce(ctx); o != Applied || len(renders) != 1 || !slices.Equal(renders[0], []string{"demo"}) {
+		t.Fatalf("a new node in demo: %s, renders %v (want demo only) %q", o, renders, loop.Status().Errors)
+	}
+	after := loop.Status().Clusters
+	if len(after) != 2 || after[0].Name != before[0].Name || after[1].Name != before[1].Name {
+		t.Fatalf("status clusters %+v, before %+v", after, before)
+	}
+	for i, c := range after {
+		b, _ := json.Marshal(before[i])
+		a, _ := json.Marshal(c)
+		if changed := !bytes.Equal(a, b); changed != (c.Name == "demo") {
+			t.Errorf("status of cluster %s: changed %v\n%s\n%s", c.Name, changed, b, a)
+		}
+	}
+
+	// A work directory that renders everything: the same artifacts and state.
+	full := Open(filepath.Join(t.TempDir(), "full"))
+	renders = nil
+	other := &Loop{Workdir: full, Source: &LocalSource{Path: dir}, ToolVersion: "test", onRender: func(c []string) { renders = append(renders, c) }}
+	if o := other.ReconcileOnce(ctx); o != Applied || len(renders) != 1 || len(renders[0]) != 2 {
+		t.Fatalf("full reconcile: %s, renders %v %q", o, renders, other.Status().Errors)
+	}
+	st, err := wd.ReadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fst, err := full.ReadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, pair := range map[string][2]any{
+		"artifacts":      {st.Artifacts, fst.Artifacts},
+		"clusters":       {st.Clusters, fst.Clusters},
+		"inputs":         {st.Inputs, fst.Inputs},
+		"cluster inputs": {st.ClusterInputs, fst.ClusterInputs},
+		"revision":       {st.Revision, fst.Revision},
+	} {
+		a, _ := json.Marshal(pair[0])
+		b, _ := json.Marshal(pair[1])
+		if !bytes.Equal(a, b) {
+			t.Errorf("state %s: kept %s, full %s", what, a, b)
+		}
+	}
+	if len(st.ClusterInputs) != 2 {
+		t.Errorf("cluster inputs %v", st.ClusterInputs)
+	}
+	kept, fullFiles := setFiles(t, wd.SetDir(st.Serial)), setFiles(t, full.SetDir(fst.Serial))
+	if len(kept) != len(fullFiles) || len(kept) == 0 {
+		t.Errorf("%d files kept, %d rendered", len(kept), len(fullFiles))
+	}
+	for name, data := range fullFiles {
+		if !bytes.Equal(kept[name], data) {
+			t.Errorf("%s differs from the full render's", name)
+		}
+	}
+}
+
+// setFiles reads the artifacts of an applied set.
+func setFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := fs.WalkDir(os.DirFS(dir), ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasPrefix(filepath.Base(name), ".") {
+			return err
+		}
+		out[name], err = os.ReadFile(filepath.Join(dir, name))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestReusable: a cluster is reusable only with the same fingerprint, tool
+// version and applied nodes and primaries, when its artifacts were applied.
+func TestReusable(t *testing.T) {
+	cs := &ClusterState{Nodes: map[string]NodeState{"n1": {ID: 1}}, Primary: map[string]string{"controller": "n1"}}
+	st := &State{Serial: 1, Clusters: map[string]*ClusterState{"a": cs, "b": cs},
+		Artifacts:     map[string]string{"a/cluster.yaml": "x", "b/cluster.yaml": "y"},
+		ClusterInputs: map[string]string{"a": ClusterInputsKey("fa", "v1", cs), "b": ClusterInputsKey("fb", "v1", cs)}}
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		tool  string
+		want  []string
+	}{
+		{"same", map[string]string{"a": "fa", "b": "fb"}, "v1", []string{"a", "b"}},
+		{"b changed", map[string]string{"a": "fa", "b": "fb2"}, "v1", []string{"a"}},
+		{"another tool", map[string]string{"a": "fa", "b": "fb"}, "v2", nil},
+		{"b unfingerprinted", map[string]string{"a": "fa"}, "v1", []string{"a"}},
+	} {
+		if got := st.Reusable(tc.files, tc.tool); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	moved := *st
+	moved.Clusters = map[string]*ClusterState{"a": {Nodes: cs.Nodes, Primary: map[string]string{"controller": "n2"}}, "b": cs}
+	if got := moved.Reusable(map[string]string{"a": "fa", "b": "fb"}, "v1"); !slices.Equal(got, []string{"b"}) {
+		t.Errorf("another primary in a: %v", got)
+	}
+	noSet := *st
+	noSet.Artifacts = map[string]string{"b/cluster.yaml": "y"}
+	if got := noSet.Reusable(map[string]string{"a": "fa", "b": "fb"}, "v1"); !slices.Equal(got, []string{"b"}) {
+		t.Errorf("a not applied: %v", got)
+	}
+	old := *st
+	old.ClusterInputs = nil
+	if got := old.Reusable(map[string]string{"a": "fa", "b": "fb"}, "v1"); got != nil {
+		t.Errorf("a state without cluster fingerprints: %v", got)
+	}
+}
