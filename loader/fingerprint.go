@@ -70,7 +70,7 @@ func ClusterFingerprints(fsys fs.FS, opts Options, repo *Repo, skip ...string) (
 	if err != nil {
 		return nil, err
 	}
-	owned := ownedSpecs(repo)
+	owned := repo.owned
 	h := sha256.New()
 	writeInputsHeader(h, opts)
 	fmt.Fprintf(h, "clusters 1\n")
@@ -103,13 +103,9 @@ func ClusterFingerprints(fsys fs.FS, opts Options, repo *Repo, skip ...string) (
 	return out, nil
 }
 
-// ownedSpecs maps the spec files the load of repo read for their cluster
-// alone to that cluster (see ClusterFingerprints).
-func ownedSpecs(repo *Repo) map[string]string {
-	r := repo.reads
-	if r == nil {
-		return nil
-	}
+// ownedSpecs maps the spec files the load of repo, through r, read for their
+// cluster alone to that cluster (see ClusterFingerprints).
+func ownedSpecs(repo *Repo, r *repoFS) map[string]string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	targets := map[string]int{} // real file → names resolving to it

@@ -46,7 +46,7 @@ func Load(fsys fs.FS, opts Options) (*Repo, hcl.Diagnostics) {
 	}
 	r.cache = opts.Cache
 	l := &loadCtx{r: r, paths: newPathLoader(r)}
-	repo := &Repo{Sources: r.sources, FS: fsys, reads: r}
+	repo := &Repo{Sources: r.sources, FS: fsys}
 	var diags hcl.Diagnostics
 
 	// 1. Repository settings.
@@ -87,6 +87,7 @@ func Load(fsys fs.FS, opts Options) (*Repo, hcl.Diagnostics) {
 	// 3. What involves several documents: unique names, references.
 	diags = append(diags, checkPluginSet(repo)...)
 	diags = append(diags, checkClusterSet(repo)...)
+	repo.owned = ownedSpecs(repo, r)
 	return repo, SortDiagnostics(diags)
 }
 

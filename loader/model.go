@@ -22,8 +22,9 @@ type Repo struct {
 	// steps read themselves (Heat environments and templates).
 	FS fs.FS
 
-	// reads is what the load read, and how often (ClusterFingerprints).
-	reads *repoFS
+	// owned maps each cluster spec file the load read for its cluster alone
+	// to that cluster (ClusterFingerprints).
+	owned map[string]string
 }
 
 // Settings are the repository-wide defaults of fuelsync.yaml.
