@@ -10,6 +10,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/render"
 )
 
 // TestLoopRendersChangedClusterOnly: a commit changing one cluster's spec is
@@ -140,5 +143,76 @@ func TestReusable(t *testing.T) {
 	old.ClusterInputs = nil
 	if got := old.Reusable(map[string]string{"a": "fa", "b": "fb"}, "v1"); got != nil {
 		t.Errorf("a state without cluster fingerprints: %v", got)
+	}
+}
+
+// TestPlanAppliedRenderOfChangedClusters: the applied revision is rendered
+// again for the clusters whose artifacts differ only, and the change set —
+// its causes included — is the one made with a render of every cluster; so is
+// the plan that keeps the unchanged cluster's applied artifacts.
+func TestPlanAppliedRenderOfChangedClusters(t *testing.T) {
+	ctx := context.Background()
+	dir, repo := testRepo(t)
+	wd := Open(filepath.Join(t.TempDir(), "wd"))
+	loop := &Loop{Workdir: wd, Source: &LocalSource{Path: dir}, ToolVersion: "test"}
+	if o := loop.ReconcileOnce(ctx); o != Applied {
+		t.Fatalf("first reconcile: %s %q", o, loop.Status().Errors)
+	}
+	st, err := wd.ReadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func(rev string) *loader.Repo {
+		t.Helper()
+		fsys, _, err := loader.OpenRevision(dir, rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, diags := loader.Load(fsys, loader.Options{})
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		return r
+	}
+	oldRepo := load(st.Revision)
+	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "roles: [compute, storage]", "roles: [compute]")
+	rev := commit(t, repo, "node-5 is no longer a storage node")
+	newRepo := load(rev)
+
+	rs, diags := render.Render(newRepo, render.Options{State: st})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	old, _ := render.Render(oldRepo, render.Options{State: st})
+	want, err := MakePlan(wd, st, rs, old, rev, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked [][]string
+	applied := func(clusters []string) []*render.Rendered {
+		asked = append(asked, clusters)
+		rs, _ := render.Render(oldRepo, render.Options{Clusters: clusters, State: st})
+		return rs
+	}
+	got, err := PlanWith(wd, st, PlanInput{Rendered: rs, Applied: applied, Revision: rev, ToolVersion: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	demo, _ := render.Render(newRepo, render.Options{Clusters: []string{"demo"}, State: st})
+	kept, err := PlanWith(wd, st, PlanInput{Rendered: demo, Kept: []string{"demo-hcl"}, Applied: applied, Revision: rev, ToolVersion: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 2 || !slices.Equal(asked[0], []string{"demo"}) || !slices.Equal(asked[1], []string{"demo"}) {
+		t.Errorf("the applied revision was rendered for %v, want demo twice", asked)
+	}
+	wj, _ := json.MarshalIndent(want, "", " ")
+	if !strings.Contains(string(wj), `"role_removed"`) || !strings.Contains(string(wj), `"removed"`) {
+		t.Fatalf("the change set has no role_removed cause with tasks taken away:\n%s", wj)
+	}
+	for what, p := range map[string]*Plan{"restricted": got, "kept": kept} {
+		if j, _ := json.MarshalIndent(p, "", " "); !bytes.Equal(j, wj) {
+			t.Errorf("the %s plan differs from the full one:\n%s\nfull:\n%s", what, j, wj)
+		}
 	}
 }
