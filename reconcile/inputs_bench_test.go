@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	git "github.com/go-git/go-git/v5"
@@ -20,7 +22,12 @@ import (
 //	readme         the commit edits README.md only: no input changed
 //	input-comment  the commit adds a comment to a cluster file: an input
 //	               changed, so it is loaded, rendered and planned (nothing to
-//	               apply) — what every commit cost before input fingerprints
+//	               apply) — what every commit cost before input fingerprints;
+//	               the other clusters are not rendered (their inputs are the
+//	               applied ones)
+//	one-node       the commits assign a tag to one node of that cluster and
+//	               take it away, in turn: each is rendered (that cluster only),
+//	               planned and applied
 //
 // Making the commit is not timed.
 func BenchmarkLoopCommit(b *testing.B) {
@@ -52,9 +59,14 @@ func BenchmarkLoopCommit(b *testing.B) {
 	for _, c := range []struct{ name, file string }{
 		{"readme", "README.md"},
 		{"input-comment", repogen.ClusterFile(1)},
+		{"one-node", repogen.ClusterFile(1)},
 	} {
 		b.Run(fmt.Sprintf("nodes=%d/%s", nodes, c.name), func(b *testing.B) {
 			name := filepath.Join(dir, filepath.FromSlash(c.file))
+			if c.name == "one-node" {
+				benchOneNode(b, loop, repo, name)
+				return
+			}
 			for i := 0; b.Loop(); i++ {
 				b.StopTimer()
 				f, err := os.OpenFile(name, os.O_APPEND|os.O_WRONLY, 0)
@@ -70,6 +82,44 @@ func BenchmarkLoopCommit(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// benchOneNode reconciles commits that assign the tag cinder to one compute
+// node of the cluster file name, and take it away again, in turn: each is
+// applied.
+func benchOneNode(b *testing.B, loop *Loop, repo *git.Repository, name string) {
+	src, err := os.ReadFile(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	re := regexp.MustCompile(`(?m)^  node-\d+:\n    id: \d+\n    roles: \[compute\]\n`)
+	at := -1
+	for _, m := range re.FindAllIndex(src, -1) {
+		if !strings.HasPrefix(string(src[m[1]:]), "    tags:") {
+			at = m[1]
+			break
+		}
+	}
+	if at < 0 {
+		b.Fatalf("%s has no compute-only node without tags", name)
+	}
+	edited := append(append(append([]byte{}, src[:at]...), "    tags: {assign: [cinder]}\n"...), src[at:]...)
+	ctx := context.Background()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		data := edited
+		if i%2 == 1 {
+			data = src
+		}
+		if err := os.WriteFile(name, data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		benchCommit(b, repo)
+		b.StartTimer()
+		if o := loop.ReconcileOnce(ctx); o != Applied {
+			b.Fatalf("reconcile: %s %q", o, loop.Status().Errors)
+		}
 	}
 }
 
