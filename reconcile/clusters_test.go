@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -214,5 +215,70 @@ func TestPlanAppliedRenderOfChangedClusters(t *testing.T) {
 		if j, _ := json.MarshalIndent(p, "", " "); !bytes.Equal(j, wj) {
 			t.Errorf("the %s plan differs from the full one:\n%s\nfull:\n%s", what, j, wj)
 		}
+	}
+}
+
+// TestApplyKeptFileDamaged: a kept cluster's file changed in place in the
+// applied set is taken from the object store (another set still links it);
+// changed there too, it is not published: the apply fails and the state
+// stays.
+func TestApplyKeptFileDamaged(t *testing.T) {
+	ctx := context.Background()
+	dir, repo := testRepo(t)
+	wd := Open(filepath.Join(t.TempDir(), "wd"))
+	loop := &Loop{Workdir: wd, Source: &LocalSource{Path: dir}, ToolVersion: "test"}
+	if o := loop.ReconcileOnce(ctx); o != Applied {
+		t.Fatalf("first reconcile: %s %q", o, loop.Status().Errors)
+	}
+	st, err := wd.ReadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const file = "demo-hcl/cluster.yaml"
+	want, err := os.ReadFile(filepath.Join(wd.SetDir(1), file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	damage := func(name string) {
+		t.Helper()
+		if err := os.Remove(name); err != nil { // linked: replaced, not written through
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(name, []byte("damaged\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	node := 7
+	newNode := func() {
+		t.Helper()
+		editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "node-4: {id: 4, roles: [compute]}",
+			fmt.Sprintf("node-4: {id: 4, roles: [compute]}\n  node-%d: {id: %d, roles: [compute]}", node, node))
+		commit(t, repo, "a new node")
+		node++
+	}
+
+	// Set 2 links the kept file to the same object as set 1.
+	newNode()
+	if o := loop.ReconcileOnce(ctx); o != Applied {
+		t.Fatalf("a new node: %s %q", o, loop.Status().Errors)
+	}
+	damage(filepath.Join(wd.SetDir(2), file))
+	newNode()
+	if o := loop.ReconcileOnce(ctx); o != Applied {
+		t.Fatalf("a commit over a kept file changed in the set: %s %q", o, loop.Status().Errors)
+	}
+	if got, err := os.ReadFile(filepath.Join(wd.SetDir(3), file)); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("the kept file published: %v %q", err, got)
+	}
+
+	sum := st.Artifacts[file]
+	damage(filepath.Join(wd.SetDir(3), file))
+	damage(filepath.Join(wd.Dir, "objects", sum[:2], sum))
+	newNode()
+	if o := loop.ReconcileOnce(ctx); o != Failed || !strings.Contains(strings.Join(loop.Status().Errors, "\n"), file) {
+		t.Fatalf("a commit over a kept file changed in the set and the store: %s %q", o, loop.Status().Errors)
+	}
+	if st, err := wd.ReadState(); err != nil || st.Serial != 3 {
+		t.Fatalf("the state after the failed apply: %v %+v", err, st)
 	}
 }

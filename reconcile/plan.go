@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -319,9 +320,9 @@ func putKept(w *Workdir, st *State, p *Plan, kept []string, check func(name stri
 		if st.Artifacts[name] != p.Artifacts[name] {
 			return fmt.Errorf("%s differs from the plan: the configuration changed since the plan was made; run plan again", name)
 		}
-		data, err := fs.ReadFile(applied, name)
+		data, err := w.keptFile(applied, name, st.Artifacts[name])
 		if err != nil {
-			return fmt.Errorf("keeping the applied %s: %w", name, err)
+			return err
 		}
 		return check(name, data)
 	})
@@ -333,6 +334,30 @@ func putKept(w *Workdir, st *State, p *Plan, kept []string, check func(name stri
 		return err
 	}
 	return check("manifest.json", manifest)
+}
+
+// keptFile reads the applied file name, whose digest is sum: from the applied
+// set, or from the object store when the set's file no longer holds it
+// (changed in place).
+func (w *Workdir) keptFile(applied fs.FS, name, sum string) ([]byte, error) {
+	data, err := fs.ReadFile(applied, name)
+	if err == nil && digest(data) == sum {
+		return data, nil
+	}
+	if len(sum) > 2 {
+		if obj, oerr := os.ReadFile(filepath.Join(w.objects(), sum[:2], sum)); oerr == nil && digest(obj) == sum {
+			return obj, nil
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("keeping the applied %s: %w", name, err)
+	}
+	return nil, fmt.Errorf("keeping the applied %s: neither the applied set nor the object store holds what the state says any more (changed in place)", name)
+}
+
+func digest(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }
 
 // inParallel runs f(0..n-1) on a few goroutines; the first error is returned.
