@@ -56,7 +56,7 @@ func startReplicaOn(t *testing.T, w *Workdir, dir, id string, secret []byte, ver
 		tr.outcomes[o]++
 		tr.mu.Unlock()
 	}
-	tr.rep = &Replica{Loop: loop, Etcd: w.Backend.(*Etcd), ID: id}
+	tr.rep = &Replica{Loop: loop, Etcd: w.Backend.(Coordinator), ID: id}
 	srv.Replica = tr.rep
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -225,7 +225,7 @@ func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 	// The leader is gone without resigning (its etcd client closed: no more
 	// keep-alives): the follower leads within the lease TTL.
 	gone := time.Now()
-	leader.w.Backend.(*Etcd).Close()
+	leader.w.Backend.(Coordinator).Close()
 	var took atomic.Int64
 	waitLong(t, 10*time.Second, "the follower leads", func() bool {
 		if follower.rep.Role() == RoleLeader {
