@@ -388,7 +388,9 @@ func (s *Server) duplicate(id string) bool {
 	return false
 }
 
-var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+// pageTemplate is parsed on first use, not at every start of the CLI.
+var pageTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>fuelsync</title>
 <style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}.error{color:#b00}pre{background:#f6f6f6;padding:.6em}</style>
 </head><body>
@@ -406,6 +408,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 {{else}}<p>No cluster rendered yet.</p>{{end}}
 </body></html>
 `))
+})
 
 // components is the component-registry API of the design: the release's
 // components and those of the plugins compatible with it, from the revision the
@@ -454,7 +457,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 		st.Replica = s.Replica.Status(r.Context())
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_ = pageTemplate.Execute(w, struct {
+	_ = pageTemplate().Execute(w, struct {
 		Status
 		NoColors diff.Colors
 	}{st, diff.Colors{}})

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/urfave/cli/v2"
@@ -51,7 +52,7 @@ func readTemplate(name string, stderr io.Writer, g *globals) (t *capabilities.Te
 	clean := path.Clean(filepath.ToSlash(name))
 	t, ok, diags := capabilities.ParseTemplate(clean, src)
 	if diags.HasErrors() {
-		if !ok && !reTemplateVersion.Match(src) {
+		if !ok && !reTemplateVersion().Match(src) {
 			// Not YAML, and no heat_template_version line either: some other
 			// file that happens to end in .yaml (a Jinja2 source named so).
 			return nil, true, nil
@@ -71,7 +72,7 @@ func readTemplate(name string, stderr io.Writer, g *globals) (t *capabilities.Te
 
 // reTemplateVersion finds the heat_template_version line of a template that
 // cannot be parsed.
-var reTemplateVersion = regexp.MustCompile(`(?m)^heat_template_version[ \t]*:`)
+var reTemplateVersion = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^heat_template_version[ \t]*:`) })
 
 // skipped turns the errors that made a file unusable into warnings that say it
 // is skipped; other warnings are dropped.

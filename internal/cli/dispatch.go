@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sync"
 
 	"github.com/urfave/cli/v2"
 )
@@ -76,12 +77,12 @@ func findServer() (string, error) {
 	return p, nil
 }
 
-var releaseVersion = regexp.MustCompile(`^v\d+\.\d+\.\d+$`)
+var releaseVersion = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^v\d+\.\d+\.\d+$`) })
 
 // installVersion is the version to go install fuelsync-server at: this
 // build's when it is a release, else latest.
 func installVersion() string {
-	if releaseVersion.MatchString(version) {
+	if releaseVersion().MatchString(version) {
 		return version
 	}
 	return "latest"

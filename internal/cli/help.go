@@ -368,22 +368,23 @@ func decorate(cmds []*cli.Command, parent string) {
 
 func flagNamed(flags []cli.Flag, name string) cli.Flag {
 	for _, f := range flags {
-		var names []string
+		var primary string
+		var aliases []string
 		switch f := f.(type) { // Names() splits and trims: slow at start-up
 		case *cli.StringFlag:
-			if f.Name == name {
-				return f
-			}
-			names = f.Aliases
+			primary, aliases = f.Name, f.Aliases
 		case *cli.BoolFlag:
-			if f.Name == name {
-				return f
-			}
-			names = f.Aliases
+			primary, aliases = f.Name, f.Aliases
+		case *cli.StringSliceFlag:
+			primary, aliases = f.Name, f.Aliases
+		case *cli.DurationFlag:
+			primary, aliases = f.Name, f.Aliases
+		case *cli.IntFlag:
+			primary, aliases = f.Name, f.Aliases
 		default:
-			names = f.Names()
+			aliases = f.Names()
 		}
-		if slices.Contains(names, name) {
+		if primary == name || slices.Contains(aliases, name) {
 			return f
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -60,13 +61,13 @@ func renderChecked(g *globals, src *source, repo *loader.Repo, diags hcl.Diagnos
 // nothing changed renders nothing).
 var renders atomic.Int64
 
-var shaRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
+var shaRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{40}$`) })
 
 // appliedRender renders the applied revision again, when it is a commit of the
 // repository, so that the change set can say which tag or plugin took tasks away;
 // nil when it cannot be read (a working tree was applied, or the commit is gone).
 func appliedRender(g *globals, st *reconcile.State) []*render.Rendered {
-	if !shaRE.MatchString(st.Revision) {
+	if !shaRE().MatchString(st.Revision) {
 		return nil
 	}
 	fsys, _, err := loader.OpenRevision(g.repo, st.Revision)
