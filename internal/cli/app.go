@@ -32,6 +32,7 @@ func Main(args []string, stdout, stderr io.Writer, buildVersion, buildCommit str
 	if buildCommit != "" {
 		commit = buildCommit
 	}
+	takeDispatched()
 	return run(args, stdout, stderr)
 }
 

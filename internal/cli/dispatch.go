@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -30,8 +29,21 @@ const argsKey = "args"
 
 // dispatchedEnv is set in the environment of a dispatched fuelsync-server, so
 // that a binary which lacks what it was dispatched for refuses instead of
-// dispatching again.
+// dispatching again. Main takes it out of the environment (into dispatched),
+// so that the processes the server starts (hooks running fuelsync) do not
+// inherit it.
 const dispatchedEnv = "FUELSYNC_DISPATCHED"
+
+// dispatched says this process was started by a dispatch.
+var dispatched bool
+
+// takeDispatched reads dispatchedEnv into dispatched and unsets it.
+func takeDispatched() {
+	if os.Getenv(dispatchedEnv) != "" {
+		dispatched = true
+		os.Unsetenv(dispatchedEnv)
+	}
+}
 
 // dispatch runs the command line of c in fuelsync-server, for what (what
 // needs it: "serve", "the state on etcd"). It returns only when that cannot be
@@ -43,7 +55,7 @@ func dispatch(c *cli.Context, what string) error {
 	if len(args) == 0 {
 		args = os.Args
 	}
-	if os.Getenv(dispatchedEnv) != "" {
+	if dispatched {
 		return &exitError{code: 2, msg: fmt.Sprintf("%s: this %s was built without what it needs (the etcd backend, the Prometheus metrics)", what, ServerBinary)}
 	}
 	bin, err := findServer()
@@ -87,6 +99,3 @@ func installVersion() string {
 	}
 	return "latest"
 }
-
-// errExec wraps a failure to start fuelsync-server.
-var errExec = errors.New("running " + ServerBinary)

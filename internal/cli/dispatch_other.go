@@ -20,7 +20,7 @@ func execServer(bin string, argv, env []string) error {
 		return &exitError{code: ee.ExitCode()}
 	}
 	if err != nil {
-		return &exitError{code: 1, msg: fmt.Sprintf("%v %s: %v", errExec, bin, err)}
+		return &exitError{code: 1, msg: fmt.Sprintf("running %s: %v", bin, err)}
 	}
 	return &exitError{code: 0}
 }

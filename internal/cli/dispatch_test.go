@@ -98,6 +98,15 @@ func TestDispatchToServer(t *testing.T) {
 		}
 	})
 
+	// A binary that was handed a command it cannot run does not hand it on.
+	t.Run("no second hand-over", func(t *testing.T) {
+		got := runBin(bin, []string{dispatchedEnv + "=1"}, "serve", "--listen", "127.0.0.1:0")
+		want := "fuelsync: serve: this fuelsync-server was built without what it needs (the etcd backend, the Prometheus metrics)\n"
+		if got.code != 2 || got.stderr != want {
+			t.Errorf("exit %d, stderr %q; want exit 2 and %q", got.code, got.stderr, want)
+		}
+	})
+
 	t.Run("help without the server", func(t *testing.T) {
 		for _, args := range [][]string{{"serve", "--help"}, {"help", "serve"}} {
 			got := runBin(lone, noServer, args...)
@@ -188,5 +197,19 @@ func copyFile(t *testing.T, from, to string) {
 	}
 	if err := os.WriteFile(to, data, 0o755); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A dispatched fuelsync-server takes the dispatch mark out of its environment:
+// the processes it starts (hooks that run fuelsync) may dispatch again.
+func TestDispatchedNotInherited(t *testing.T) {
+	t.Setenv(dispatchedEnv, "1")
+	defer func() { dispatched = false }()
+	takeDispatched()
+	if !dispatched {
+		t.Error("the mark was not read")
+	}
+	if v, ok := os.LookupEnv(dispatchedEnv); ok {
+		t.Errorf("%s=%s is still in the environment children inherit", dispatchedEnv, v)
 	}
 }

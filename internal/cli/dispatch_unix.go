@@ -11,5 +11,5 @@ import (
 // signals' targets stay, the exit status is the server's.
 func execServer(bin string, argv, env []string) error {
 	err := syscall.Exec(bin, argv, env)
-	return &exitError{code: 1, msg: fmt.Sprintf("%v %s: %v", errExec, bin, err)}
+	return &exitError{code: 1, msg: fmt.Sprintf("running %s: %v", bin, err)}
 }
