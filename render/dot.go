@@ -134,10 +134,17 @@ func (w *dotWriter) idOn(idx int32, ng *NodeGraph) {
 	w.b.WriteByte('"')
 }
 
-func (w *dotWriter) header(cluster string) {
+// header opens the graph. newrank lets Graphviz rank a condensed graph, whose
+// edges between boxes go both ways (without it, dot stops with "trouble in
+// init_rank"); the full graph keeps the header it always had.
+func (w *dotWriter) header(cluster string, newrank bool) {
 	w.b.WriteString(`digraph "`)
 	w.str(cluster + "/" + w.g.Type)
-	w.b.WriteString("\" {\n  rankdir=LR;\n  node [shape=box, fontsize=10];\n")
+	w.b.WriteString("\" {\n  rankdir=LR;\n")
+	if newrank {
+		w.b.WriteString("  newrank=true;\n")
+	}
+	w.b.WriteString("  node [shape=box, fontsize=10];\n")
 }
 
 // box writes the cluster box number i, labelled label, with the tasks of ng.
@@ -166,7 +173,7 @@ func (w *dotWriter) box(i int, label string, ng *NodeGraph) {
 // it stops as soon as it does not.
 func (w *dotWriter) full(cluster string, max int) bool {
 	b := w.b
-	w.header(cluster)
+	w.header(cluster, false)
 	for i, ng := range w.g.Nodes {
 		w.box(i, ng.Node, ng)
 		if b.Len() > max {
@@ -395,7 +402,7 @@ func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, max in
 		"different nodes; ×N is the number of node pairs it stands for.\n"+
 		"A node's full graph: %s.",
 		name, sizeText(fullLimit), nodes, groups, oneLine(explainHint(cluster, g.Type))))
-	w.header(cluster)
+	w.header(cluster, true)
 	for i, grp := range gr.groups {
 		w.box(i, boxLabel(grp), grp.nodes[0])
 		if b.Len() > max {
@@ -479,7 +486,7 @@ func (w *dotWriter) note(cluster string, gr *dotGrouping, limit int) {
 	text := fmt.Sprintf("%s: %d nodes in %d classes: not drawn, the graph condensed by node class being over %s.\n"+
 		"A node's full graph: %s.", name, nodes, groups, sizeText(limit), oneLine(explainHint(cluster, w.g.Type)))
 	w.comment(text)
-	w.header(cluster)
+	w.header(cluster, false)
 	w.b.WriteString(`  note [shape=note, label="`)
 	for i, line := range strings.Split(text, "\n") {
 		if i > 0 {
