@@ -2,6 +2,8 @@ package render
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -35,7 +37,7 @@ var defaultDOTLimits = dotLimits{full: DOTFullLimit, condensed: DOTCondensedLimi
 // the full graph: one cluster box per node, an edge from each dependency to its
 // dependent, cross-node edges included. Above, it is condensed by node class, and
 // above DOTCondensedLimit it is a note. Graphviz ids are "task@node" (in a condensed
-// graph, the node is the first node of the box), so that the file diffs well from
+// graph, "task@box", the box named by its tags), so that the file diffs well from
 // one revision to the next.
 func DOT(cluster string, g *Graph) []byte {
 	var b bytes.Buffer
@@ -329,6 +331,66 @@ func sameDOTShape(a, b *NodeGraph) bool {
 	return true
 }
 
+// boxIDs names each group's box (the node part of its tasks' ids): master and sync
+// keep their names; the box of a class of nodes is named by the class's tags,
+// sorted and joined by "+" (see boxName), and when the class is split into several boxes, all
+// but the largest (the first of equal ones) add "~" and their first node. So a box's
+// ids stay put when its nodes come and go, its first node included.
+func (gr *dotGrouping) boxIDs() []string {
+	ids := make([]string, len(gr.groups))
+	used := map[string]bool{}
+	largest := map[int32]int{} // class → its largest group
+	for gi, grp := range gr.groups {
+		f := grp.nodes[0]
+		if f.Tags == nil {
+			ids[gi] = f.Node
+			used[f.Node] = true
+			continue
+		}
+		if l, ok := largest[f.class]; !ok || len(grp.nodes) > len(gr.groups[l].nodes) {
+			largest[f.class] = gi
+		}
+	}
+	for gi, grp := range gr.groups {
+		f := grp.nodes[0]
+		if f.Tags == nil {
+			continue
+		}
+		id := boxName(sortedTags(f))
+		if largest[f.class] != gi {
+			id += "~" + f.Node
+		}
+		for used[id] {
+			id += "~" + f.Node
+		}
+		used[id] = true
+		ids[gi] = id
+	}
+	return ids
+}
+
+// boxName names the box of a class with tags: the tags joined by "+" when that is
+// at most 24 bytes, else class- and the start of their SHA-256, so that long ids do
+// not weigh down every line of a box's edges.
+func boxName(tags []string) string {
+	name := strings.Join(tags, "+")
+	switch {
+	case len(tags) == 0:
+		return "(no tags)"
+	case len(name) > 24:
+		sum := sha256.Sum256([]byte(strings.Join(tags, "\x00")))
+		return "class-" + hex.EncodeToString(sum[:3])
+	}
+	return name
+}
+
+// sortedTags are a cluster node's resolution tags, sorted, each once.
+func sortedTags(ng *NodeGraph) []string {
+	tags := slices.Clone(ng.Tags.Resolution)
+	slices.Sort(tags)
+	return slices.Compact(tags)
+}
+
 // boxLabel is the label of a group's box: the class's tags, how many nodes it
 // stands for and the first few of them.
 func boxLabel(grp *dotGroup) string {
@@ -336,9 +398,7 @@ func boxLabel(grp *dotGroup) string {
 	if first.Tags == nil {
 		return first.Node
 	}
-	tags := slices.Clone(first.Tags.Resolution)
-	slices.Sort(tags)
-	tags = slices.Compact(tags)
+	tags := sortedTags(first)
 	var s strings.Builder
 	if len(tags) == 0 {
 		s.WriteString("(no tags)")
@@ -388,9 +448,11 @@ func (w *dotWriter) comment(s string) {
 
 // condensed writes the graph condensed by groups and reports whether b stayed at
 // most max bytes long; it stops as soon as it does not. Each group is one box with
-// its first node's tasks, ids task@<first node>; its first node's local edges are
+// its first node's tasks, ids task@<box> (boxIDs); its first node's local edges are
 // drawn as they are; every other edge is drawn once per (task, group) → (task,
-// group) pair, blue, labelled with the number of node pairs when more than one.
+// group) pair, blue, labelled with the number of node pairs unless it joins every
+// node of one group to every node of the other (so that a stage's fan-in from a
+// class of nodes does not change with the size of the class).
 func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, max int) bool {
 	b := w.b
 	g := w.g
@@ -398,11 +460,19 @@ func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, max in
 	nodes, groups := gr.counts()
 	w.comment(fmt.Sprintf("%s: condensed by node class, the full graph being over %s: %d nodes drawn as %d boxes.\n"+
 		"A box stands for the nodes with the same tags, tasks and dependencies among their own tasks,\n"+
-		"and shows the tasks of its first node (ids task@<first node>). A blue edge joins tasks of\n"+
-		"different nodes; ×N is the number of node pairs it stands for.\n"+
+		"and shows the tasks of its first node. Ids are task@<box>, a box being named by its tags\n"+
+		"(joined by +, or class-<hash> when that is long; a class of nodes split into several boxes\n"+
+		"names all but its largest ~<first node>).\n"+
+		"A blue edge joins tasks of different nodes: every node of one box to every node of the other,\n"+
+		"or, labelled ×N, N such pairs of nodes.\n"+
 		"A node's full graph: %s.",
 		name, sizeText(fullLimit), nodes, groups, oneLine(explainHint(cluster, g.Type))))
 	w.header(cluster, true)
+	// The tasks of a box are named after the box, not its first node.
+	w.nodes = make([]string, len(gr.of))
+	for gi, id := range gr.boxIDs() {
+		w.nodes[gr.groups[gi].nodes[0].rank] = dotEscape(id)
+	}
 	for i, grp := range gr.groups {
 		w.box(i, boxLabel(grp), grp.nodes[0])
 		if b.Len() > max {
@@ -462,7 +532,7 @@ func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, max in
 				w.idOn(int32(uint32(src)), gr.groups[src>>32].nodes[0])
 				b.WriteString(" -> ")
 				w.idOn(pt.idx, first)
-				if n > 1 {
+				if n != len(gr.groups[src>>32].nodes)*len(grp.nodes) {
 					b.WriteString(` [color=blue, label="×`)
 					b.WriteString(strconv.Itoa(n))
 					b.WriteString(`"];` + "\n")
