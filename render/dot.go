@@ -53,17 +53,16 @@ func writeDOT(b *bytes.Buffer, cluster string, g *Graph) {
 // lim.full bytes, else condensed when that is at most lim.condensed bytes, else a
 // note. A form that goes over its limit is abandoned as soon as it does.
 func writeDOTLimits(b *bytes.Buffer, cluster string, g *Graph, lim dotLimits) {
-	start := b.Len()
 	w := newDOTWriter(b, g)
-	if w.full(cluster, start+lim.full) {
+	if w.full(cluster, lim.full) {
 		return
 	}
-	b.Truncate(start)
+	b.Truncate(w.start)
 	groups := dotGroups(g)
-	if w.condensed(cluster, groups, lim.full, start+lim.condensed) {
+	if w.condensed(cluster, groups, lim.full, lim.condensed) {
 		return
 	}
-	b.Truncate(start)
+	b.Truncate(w.start)
 	w.note(cluster, groups, lim.condensed)
 }
 
@@ -72,13 +71,14 @@ func writeDOTLimits(b *bytes.Buffer, cluster string, g *Graph, lim dotLimits) {
 // node's rank.
 type dotWriter struct {
 	b     *bytes.Buffer
+	start int // b's length before the file
 	g     *Graph
 	ids   []string // escaped, by idx
 	nodes []string // escaped, by rank (filled as needed)
 }
 
 func newDOTWriter(b *bytes.Buffer, g *Graph) *dotWriter {
-	w := &dotWriter{b: b, g: g, ids: make([]string, len(g.ids))}
+	w := &dotWriter{b: b, start: b.Len(), g: g, ids: make([]string, len(g.ids))}
 	for i, id := range g.ids {
 		w.ids[i] = dotEscape(id)
 	}
@@ -171,14 +171,17 @@ func (w *dotWriter) box(i int, label string, ng *NodeGraph) {
 	b.WriteString("  }\n")
 }
 
-// full writes the whole graph and reports whether b stayed at most max bytes long;
-// it stops as soon as it does not.
-func (w *dotWriter) full(cluster string, max int) bool {
+// over reports whether the file written so far is over limit bytes.
+func (w *dotWriter) over(limit int) bool { return w.b.Len()-w.start > limit }
+
+// full writes the whole graph and reports whether it is at most limit bytes long;
+// it stops as soon as it is not.
+func (w *dotWriter) full(cluster string, limit int) bool {
 	b := w.b
 	w.header(cluster, false)
 	for i, ng := range w.g.Nodes {
 		w.box(i, ng.Node, ng)
-		if b.Len() > max {
+		if w.over(limit) {
 			return false
 		}
 	}
@@ -191,13 +194,13 @@ func (w *dotWriter) full(cluster string, max int) bool {
 				w.id(pt, pt.ID, ng.Node)
 				b.WriteString(";\n")
 			}
-			if b.Len() > max {
+			if w.over(limit) {
 				return false
 			}
 		}
 	}
 	b.WriteString("}\n")
-	return b.Len() <= max
+	return !w.over(limit)
 }
 
 // dotGroup is the nodes drawn as one box of a condensed graph: nodes of one class
@@ -208,8 +211,7 @@ type dotGroup struct {
 	nodes []*NodeGraph // by id
 }
 
-// dotGroups divides g's nodes into groups, in the order of their first nodes, and
-// notes each node's group (by rank) in groupOf.
+// dotGroups divides g's nodes into groups, in the order of their first nodes.
 func dotGroups(g *Graph) *dotGrouping {
 	gr := &dotGrouping{}
 	maxRank := int32(0)
@@ -446,14 +448,14 @@ func (w *dotWriter) comment(s string) {
 	}
 }
 
-// condensed writes the graph condensed by groups and reports whether b stayed at
-// most max bytes long; it stops as soon as it does not. Each group is one box with
+// condensed writes the graph condensed by groups and reports whether it is at most
+// limit bytes long; it stops as soon as it is not. Each group is one box with
 // its first node's tasks, ids task@<box> (boxIDs); its first node's local edges are
 // drawn as they are; every other edge is drawn once per (task, group) → (task,
 // group) pair, blue, labelled with the number of node pairs unless it joins every
 // node of one group to every node of the other (so that a stage's fan-in from a
 // class of nodes does not change with the size of the class).
-func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, max int) bool {
+func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, limit int) bool {
 	b := w.b
 	g := w.g
 	name := oneLine(cluster + "/" + g.Type)
@@ -475,7 +477,7 @@ func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, max in
 	}
 	for i, grp := range gr.groups {
 		w.box(i, boxLabel(grp), grp.nodes[0])
-		if b.Len() > max {
+		if w.over(limit) {
 			return false
 		}
 	}
@@ -540,13 +542,13 @@ func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, max in
 					b.WriteString(" [color=blue];\n")
 				}
 			}
-			if b.Len() > max {
+			if w.over(limit) {
 				return false
 			}
 		}
 	}
 	b.WriteString("}\n")
-	return b.Len() <= max
+	return !w.over(limit)
 }
 
 // note writes a graph that only says why it is not drawn.
