@@ -37,8 +37,8 @@ var defaultDOTLimits = dotLimits{full: DOTFullLimit, condensed: DOTCondensedLimi
 // the full graph: one cluster box per node, an edge from each dependency to its
 // dependent, cross-node edges included. Above, it is condensed by node class, and
 // above DOTCondensedLimit it is a note. Graphviz ids are "task@node" (in a condensed
-// graph, "task@box", the box named by its tags), so that the file diffs well from
-// one revision to the next.
+// graph, "task@box", a box of several nodes named by their tags), so that the file
+// diffs well from one revision to the next.
 func DOT(cluster string, g *Graph) []byte {
 	var b bytes.Buffer
 	writeDOT(&b, cluster, g)
@@ -333,18 +333,19 @@ func sameDOTShape(a, b *NodeGraph) bool {
 	return true
 }
 
-// boxIDs names each group's box (the node part of its tasks' ids): master and sync
-// keep their names; the box of a class of nodes is named by the class's tags,
-// sorted and joined by "+" (see boxName), and when the class is split into several boxes, all
-// but the largest (the first of equal ones) add "~" and their first node. So a box's
-// ids stay put when its nodes come and go, its first node included.
+// boxIDs names each group's box (the node part of its tasks' ids). A box of one
+// node is named by the node, as in the full graph (master and sync included). A
+// box of several nodes is named by their class's tags, sorted and joined by "+"
+// (see boxName), and when the class is split into several such boxes, all but the
+// largest (the first of equal ones) add "~" and their first node. So a box's ids
+// stay put when other nodes join or leave it, its first node included.
 func (gr *dotGrouping) boxIDs() []string {
 	ids := make([]string, len(gr.groups))
 	used := map[string]bool{}
-	largest := map[int32]int{} // class → its largest group
+	largest := map[int32]int{} // class → its largest group of several nodes
 	for gi, grp := range gr.groups {
 		f := grp.nodes[0]
-		if f.Tags == nil {
+		if len(grp.nodes) == 1 {
 			ids[gi] = f.Node
 			used[f.Node] = true
 			continue
@@ -355,7 +356,7 @@ func (gr *dotGrouping) boxIDs() []string {
 	}
 	for gi, grp := range gr.groups {
 		f := grp.nodes[0]
-		if f.Tags == nil {
+		if len(grp.nodes) == 1 {
 			continue
 		}
 		id := boxName(sortedTags(f))
@@ -462,9 +463,9 @@ func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, limit 
 	nodes, groups := gr.counts()
 	w.comment(fmt.Sprintf("%s: condensed by node class, the full graph being over %s: %d nodes drawn as %d boxes.\n"+
 		"A box stands for the nodes with the same tags, tasks and dependencies among their own tasks,\n"+
-		"and shows the tasks of its first node. Ids are task@<box>, a box being named by its tags\n"+
-		"(joined by +, or class-<hash> when that is long; a class of nodes split into several boxes\n"+
-		"names all but its largest ~<first node>).\n"+
+		"and shows the tasks of its first node. Ids are task@<box>: a box of one node is named by the\n"+
+		"node, a box of several by their tags (joined by +, or class-<hash> when that is long; a class\n"+
+		"of nodes split into several boxes names all but its largest ~<first node>).\n"+
 		"A blue edge joins tasks of different nodes: every node of one box to every node of the other,\n"+
 		"or, labelled ×N, N such pairs of nodes.\n"+
 		"A node's full graph: %s.",

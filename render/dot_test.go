@@ -292,12 +292,12 @@ func checkCondensed(t *testing.T, data []byte, cluster string, g *Graph) {
 	if len(boxes) != len(groups) {
 		t.Fatalf("%d boxes, want %d (one per group of nodes)", len(boxes), len(groups))
 	}
-	// Box names: the class's tags (up to 24 bytes, else a hash), and ~<first node>
-	// for all but the largest box of a class.
+	// Box names: the node of a box of one; else the class's tags (up to 24 bytes,
+	// else a hash), and ~<first node> for all but the largest box of a class.
 	boxID := make([]string, len(groups))
 	largest := map[string]int{}
 	for gi, members := range groups {
-		if members[0].Tags == nil {
+		if len(members) == 1 {
 			continue
 		}
 		k := classKey(members[0].Tags.Resolution)
@@ -307,7 +307,7 @@ func checkCondensed(t *testing.T, data []byte, cluster string, g *Graph) {
 	}
 	for gi, members := range groups {
 		f := members[0]
-		if f.Tags == nil {
+		if len(members) == 1 {
 			boxID[gi] = f.Node
 			continue
 		}
@@ -416,5 +416,40 @@ func graphvizValid(t *testing.T, data []byte) {
 	}
 	if out, err := exec.Command(dot, "-Tsvg", "-o", os.DevNull, path).CombinedOutput(); err != nil || len(out) > 0 {
 		t.Errorf("dot -Tsvg: %v\n%s", err, out)
+	}
+}
+
+// TestDOTBoxIDs: a box of one node is named by the node; a box of several by their
+// tags joined by +, or class-<hash> when that is over 24 bytes; the smaller boxes of
+// a class split into several add ~<first node>; a name taken by a box of one node
+// gets ~<first node> too.
+func TestDOTBoxIDs(t *testing.T) {
+	node := func(name string, class int32, tags ...string) *NodeGraph {
+		return &NodeGraph{Node: name, Tags: &NodeTags{Resolution: tags}, class: class}
+	}
+	long := []string{"controller", "database", "keystone", "neutron"}
+	sum := sha256.Sum256([]byte(strings.Join(long, "\x00")))
+	gr := &dotGrouping{groups: []*dotGroup{
+		{nodes: []*NodeGraph{node("node-1", 0, long...)}},
+		{nodes: []*NodeGraph{node("node-2", 0, long...), node("node-3", 0, long...)}},
+		{nodes: []*NodeGraph{node("node-4", 1, "compute", "cinder"), node("node-6", 1, "cinder", "compute")}},
+		{nodes: []*NodeGraph{node("node-5", 1, "compute", "cinder"), node("node-7", 1, "cinder", "compute"), node("node-8", 1, "cinder", "compute")}},
+		{nodes: []*NodeGraph{node("node-9", 2, "node-10"), node("node-11", 2, "node-10")}},
+		{nodes: []*NodeGraph{node("node-10", 3)}},
+		{nodes: []*NodeGraph{node("node-12", 4), node("node-13", 4)}},
+		{nodes: []*NodeGraph{{Node: "sync"}}},
+	}}
+	want := []string{
+		"node-1",
+		fmt.Sprintf("class-%x", sum[:3]),
+		"cinder+compute~node-4",
+		"cinder+compute",
+		"node-10~node-9",
+		"node-10",
+		"(no tags)",
+		"sync",
+	}
+	if diff := cmp.Diff(want, gr.boxIDs()); diff != "" {
+		t.Errorf("box ids (-want +got):\n%s", diff)
 	}
 }
