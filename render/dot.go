@@ -387,6 +387,42 @@ func boxName(tags []string) string {
 	return name
 }
 
+// sortBoxes puts the groups in the order of their boxes and returns their names
+// (boxIDs): first the boxes of several nodes, by name, then the boxes of one node,
+// cluster nodes by id, then master and sync. A box's place then does not depend on
+// its first node, so a node joining or leaving a class does not move its box or
+// its edges in the file.
+func (gr *dotGrouping) sortBoxes() []string {
+	ids := gr.boxIDs()
+	order := make([]int, len(gr.groups))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		sa, sb := len(gr.groups[a].nodes) == 1, len(gr.groups[b].nodes) == 1
+		switch {
+		case sa != sb:
+			if sa {
+				return 1
+			}
+			return -1
+		case sa:
+			return 0 // already by id
+		}
+		return strings.Compare(ids[a], ids[b])
+	})
+	groups := make([]*dotGroup, len(order))
+	sorted := make([]string, len(order))
+	for i, gi := range order {
+		groups[i], sorted[i] = gr.groups[gi], ids[gi]
+		for _, ng := range groups[i].nodes {
+			gr.of[ng.rank] = int32(i)
+		}
+	}
+	gr.groups = groups
+	return sorted
+}
+
 // sortedTags are a cluster node's resolution tags, sorted, each once.
 func sortedTags(ng *NodeGraph) []string {
 	tags := slices.Clone(ng.Tags.Resolution)
@@ -473,7 +509,7 @@ func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, limit 
 	w.header(cluster, true)
 	// The tasks of a box are named after the box, not its first node.
 	w.nodes = make([]string, len(gr.of))
-	for gi, id := range gr.boxIDs() {
+	for gi, id := range gr.sortBoxes() {
 		w.nodes[gr.groups[gi].nodes[0].rank] = dotEscape(id)
 	}
 	for i, grp := range gr.groups {

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"fmt"
 	"math"
@@ -14,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 
 	"github.com/fuelsync/fuelsync/internal/repogen"
 	"github.com/fuelsync/fuelsync/loader"
@@ -321,6 +322,27 @@ func checkCondensed(t *testing.T, data []byte, cluster string, g *Graph) {
 			boxID[gi] += "~" + f.Node
 		}
 	}
+	// Boxes of several nodes by name, then the others in node order.
+	order := make([]int, len(groups))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		sa, sb := len(groups[a]) == 1, len(groups[b]) == 1
+		if sa || sb {
+			return cmp.Compare(btoi(sa), btoi(sb))
+		}
+		return strings.Compare(boxID[a], boxID[b])
+	})
+	sortedGroups := make([][]*NodeGraph, len(order))
+	sortedIDs := make([]string, len(order))
+	for i, gi := range order {
+		sortedGroups[i], sortedIDs[i] = groups[gi], boxID[gi]
+		for _, ng := range groups[gi] {
+			groupOf[ng.Node] = i
+		}
+	}
+	groups, boxID = sortedGroups, sortedIDs
 	sizeOf := map[string]int{}
 	for gi, members := range groups {
 		sizeOf[boxID[gi]] = len(members)
@@ -352,7 +374,7 @@ func checkCondensed(t *testing.T, data []byte, cluster string, g *Graph) {
 		for _, pt := range first.Tasks {
 			wantTasks = append(wantTasks, at(pt.ID, first))
 		}
-		if diff := cmp.Diff(wantTasks, boxes[gi].tasks); diff != "" {
+		if diff := gocmp.Diff(wantTasks, boxes[gi].tasks); diff != "" {
 			t.Errorf("box %d (%s): tasks (-want +got):\n%s", gi, wantLabel, diff)
 		}
 		for _, ng := range members {
@@ -379,7 +401,7 @@ func checkCondensed(t *testing.T, data []byte, cluster string, g *Graph) {
 			want[key] = -1
 		}
 	}
-	if diff := cmp.Diff(want, edges); diff != "" {
+	if diff := gocmp.Diff(want, edges); diff != "" {
 		t.Errorf("edges (-want +got):\n%s", diff)
 	}
 	cross := 0
@@ -449,7 +471,14 @@ func TestDOTBoxIDs(t *testing.T) {
 		"(no tags)",
 		"sync",
 	}
-	if diff := cmp.Diff(want, gr.boxIDs()); diff != "" {
+	if diff := gocmp.Diff(want, gr.boxIDs()); diff != "" {
 		t.Errorf("box ids (-want +got):\n%s", diff)
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
