@@ -10,7 +10,6 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -330,88 +329,4 @@ func (m *Model) nodeVolumes(roles []string) []any {
 		}
 	}
 	return out
-}
-
-// DOT renders a graph type of a cluster as Graphviz: one cluster box per node, an
-// edge from each dependency to its dependent, cross-node edges included. Graphviz
-// ids are "task@node", so that the file diffs well from one revision to the next.
-func DOT(cluster string, g *Graph) []byte {
-	var b bytes.Buffer
-	writeDOT(&b, cluster, g)
-	return b.Bytes()
-}
-
-func writeDOT(b *bytes.Buffer, cluster string, g *Graph) {
-	escape := func(s string) string {
-		if !strings.ContainsAny(s, `\"`) {
-			return s
-		}
-		return strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"`, `\"`)
-	}
-	str := func(s string) { b.WriteString(escape(s)) }
-	// Task ids and node names escaped once each, not once per edge: by the task's
-	// position in the graph's ids and the node's rank.
-	ids := make([]string, len(g.ids))
-	for i, id := range g.ids {
-		ids[i] = escape(id)
-	}
-	var nodes []string
-	nodeName := func(ng *NodeGraph) string {
-		if int(ng.rank) >= len(nodes) {
-			nodes = append(nodes, make([]string, int(ng.rank)+1-len(nodes))...)
-		}
-		if nodes[ng.rank] == "" {
-			nodes[ng.rank] = escape(ng.Node)
-		}
-		return nodes[ng.rank]
-	}
-	// id writes the quoting of task@node, '@' needing none. A task of a graph
-	// renderGraph built has its position and node; any other is escaped as it is.
-	id := func(to *PlacedTask, task, node string) {
-		b.WriteByte('"')
-		if to != nil && to.node != nil && int(to.idx) < len(ids) && g.ids[to.idx] == task {
-			b.WriteString(ids[to.idx])
-			b.WriteByte('@')
-			b.WriteString(nodeName(to.node))
-		} else {
-			str(task)
-			b.WriteByte('@')
-			str(node)
-		}
-		b.WriteByte('"')
-	}
-	b.WriteString(`digraph "`)
-	str(cluster + "/" + g.Type)
-	b.WriteString("\" {\n  rankdir=LR;\n  node [shape=box, fontsize=10];\n")
-	for i, ng := range g.Nodes {
-		b.WriteString("  subgraph cluster_")
-		b.WriteString(strconv.Itoa(i))
-		b.WriteString(" {\n    label=\"")
-		str(ng.Node)
-		b.WriteString("\";\n")
-		for _, pt := range ng.Tasks {
-			b.WriteString("    ")
-			id(pt, pt.ID, ng.Node)
-			b.WriteString(` [label="`)
-			str(pt.ID)
-			if pt.Type == "skipped" {
-				b.WriteString(`", style=dashed];` + "\n")
-			} else {
-				b.WriteString(`"];` + "\n")
-			}
-		}
-		b.WriteString("  }\n")
-	}
-	for _, ng := range g.Nodes {
-		for _, pt := range ng.Tasks {
-			for _, e := range pt.Requires {
-				b.WriteString("  ")
-				id(e.to, e.Task, e.Node)
-				b.WriteString(" -> ")
-				id(pt, pt.ID, ng.Node)
-				b.WriteString(";\n")
-			}
-		}
-	}
-	b.WriteString("}\n")
 }
