@@ -442,3 +442,31 @@ func writeDOT(b *bytes.Buffer, cluster string, g *Graph) {
 	}
 	b.WriteString("}\n")
 }
+
+// EncodeFile encodes one node file or task catalogue of the stored layout
+// (format 2) by its path, as Stream writes it: for a reader that kept the digests
+// of a render but not every file's bytes.
+func EncodeFile(rs []*Rendered, name string) ([]byte, error) {
+	parts := strings.Split(name, "/")
+	for _, r := range rs {
+		if len(parts) < 3 || r.Model.Cluster.Name != parts[0] {
+			continue
+		}
+		e := newNodeEncoder(&defBlocks{})
+		switch {
+		case len(parts) == 3 && parts[1] == "tasks" && strings.HasSuffix(parts[2], ".yaml"):
+			if g := r.Graph(strings.TrimSuffix(parts[2], ".yaml")); g != nil {
+				data, err := e.catalogue(r.Model, g)
+				return bytes.Clone(data), err
+			}
+		case len(parts) == 4 && parts[1] == "nodes" && strings.HasSuffix(parts[3], ".yaml"):
+			if g := r.Graph(strings.TrimSuffix(parts[3], ".yaml")); g != nil {
+				if ng := g.Node(parts[2]); ng != nil && slices.Contains(g.Nodes, ng) {
+					data, err := e.nodeFile(r.Model, g, ng)
+					return bytes.Clone(data), err
+				}
+			}
+		}
+	}
+	return nil, fmt.Errorf("%s: no such node file or task catalogue in the render", name)
+}
