@@ -48,8 +48,8 @@ type nodeDoc struct {
 // taskDoc is a task of a node with its definition: a task entry of format 1, or
 // one of format 2 joined with its catalogue entry.
 type taskDoc struct {
-	ID string `yaml:"id"`
-	taskDef `yaml:",inline"`
+	ID       string `yaml:"id"`
+	taskDef  `yaml:",inline"`
 	Requires []requirement `yaml:"requires"`
 }
 
