@@ -119,8 +119,9 @@ func TestExpandGenerated(t *testing.T) {
 				continue
 			}
 			for _, pt := range sync.Tasks {
+				rule := newStageRule(sync, pt)
 				for _, ed := range pt.Requires {
-					if impliedByStage(pt, ed) {
+					if rule.implied(ed) {
 						implied++
 					}
 				}

@@ -279,18 +279,38 @@ func SplitRequirement(s, node string) (task, on string) {
 	return s, node
 }
 
-// impliedByStage reports whether edge ed of stage on the sync node is one the
-// catalogue implies: its task is on another node that has no task of the stage's
-// id, and its definition is required_for the stage.
-func impliedByStage(stage *PlacedTask, ed Edge) bool {
+// stageRule decides which edges of a stage on the sync node the catalogue implies:
+// those on a task of another node that has no task of the stage's id, whose
+// definition is required_for the stage.
+type stageRule struct {
+	stage *PlacedTask
+	has   []bool // by node rank: the node has a task of the stage's id
+}
+
+func newStageRule(ng *NodeGraph, stage *PlacedTask) *stageRule {
+	r := &stageRule{stage: stage}
+	if ng.g == nil {
+		return r
+	}
+	for _, n := range ng.g.Nodes {
+		if int(n.rank) >= len(r.has) {
+			r.has = append(r.has, make([]bool, int(n.rank)+1-len(r.has))...)
+		}
+		r.has[n.rank] = n.Task(stage.ID) != nil
+	}
+	return r
+}
+
+func (r *stageRule) implied(ed Edge) bool {
+	to := r.stage
 	if ed.Node == SyncNode || ed.to == nil || ed.to.node == nil || ed.to.node.Node != ed.Node || ed.to.ID != ed.Task {
 		return false
 	}
-	if ed.to.node.Task(stage.ID) != nil {
+	if rank := int(ed.to.node.rank); rank >= len(r.has) || r.has[rank] {
 		return false
 	}
 	for _, se := range ed.to.Def.stages {
-		if se.stage.ID == stage.ID {
+		if se.stage == to {
 			return true
 		}
 	}
@@ -303,9 +323,10 @@ func storedRequires(ng *NodeGraph, pt *PlacedTask) []Edge {
 	if ng.Node != SyncNode {
 		return pt.Requires
 	}
+	rule := newStageRule(ng, pt)
 	implied := 0
 	for _, ed := range pt.Requires {
-		if impliedByStage(pt, ed) {
+		if rule.implied(ed) {
 			implied++
 		}
 	}
@@ -314,7 +335,7 @@ func storedRequires(ng *NodeGraph, pt *PlacedTask) []Edge {
 	}
 	out := make([]Edge, 0, len(pt.Requires)-implied)
 	for _, ed := range pt.Requires {
-		if !impliedByStage(pt, ed) {
+		if !rule.implied(ed) {
 			out = append(out, ed)
 		}
 	}
