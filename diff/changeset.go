@@ -17,8 +17,9 @@ type Side struct {
 	// Digests has the sha256 of every file of the set (path → hex). A cluster
 	// whose files are in neither side is not compared.
 	Digests map[string]string
-	// Read returns a file's bytes; it is only asked for files whose digests differ,
-	// and may be called from several goroutines at once.
+	// Read returns a file's bytes; it is asked for files whose digests differ (and
+	// for the node files of a graph whose task catalogue differs, with the
+	// catalogues), and may be called from several goroutines at once.
 	Read func(name string) ([]byte, error)
 	// Rendered, when known, says where tasks come from (the definitions, the tags
 	// that selected them), for the causes of changes. Without it the change set
@@ -154,7 +155,7 @@ type Group struct {
 }
 
 // Compute compares the artifact sets old and new. Only files whose digests differ
-// are read and decoded.
+// are read and decoded, and the node files of a graph whose task catalogue differs.
 func Compute(old, new *Side) (*ChangeSet, error) {
 	files := map[string][]string{} // cluster → changed files
 	for name, sum := range new.Digests {

@@ -63,7 +63,7 @@ type variant struct {
 }
 
 // observe records st as the applied state and wakes the waiters of every
-// artifact whose digest differs from the previous state's. Called by the loop
+// graph whose view (viewDigest) differs from the previous state's. Called by the loop
 // after each reconcile (Loop.OnState), and by a request that finds current moved.
 func (s *Server) observe(st *State) {
 	ix := &s.index
