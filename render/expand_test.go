@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -131,10 +132,36 @@ func TestExpandGenerated(t *testing.T) {
 	if implied < 1000 {
 		t.Errorf("only %d requirements of the stages are implied by the catalogue; the test wants fan-in", implied)
 	}
+	scanned := 0
 	for name, f := range fsys {
 		if strings.HasSuffix(name, "/nodes/sync/default.yaml") && len(f.Data) > 64<<10 {
 			t.Errorf("%s is %d bytes: the stages' fan-in is written out", name, len(f.Data))
 		}
+		// The sync node's view reads the other nodes' task ids by a line scan
+		// where it can: the same ids as the parser's.
+		if !strings.Contains(name, "/nodes/") {
+			continue
+		}
+		nf, err := ParseNodeFile(f.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fast, ok := scanNodeTasks(f.Data); ok {
+			scanned++
+			var want, got []string
+			for _, task := range nf.Tasks {
+				want = append(want, task.ID)
+			}
+			for _, task := range fast.Tasks {
+				got = append(got, task.ID)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s: scanned task ids (-parsed +scanned):\n%s", name, diff)
+			}
+		}
+	}
+	if scanned == 0 {
+		t.Error("no node file was read by the line scan")
 	}
 }
 
@@ -225,6 +252,19 @@ func FuzzParseNodeFile(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, data string) {
+		// The line scan of task ids agrees with the parser where it answers.
+		if fast, ok := scanNodeTasks([]byte(data)); ok {
+			if nf, err := ParseNodeFile([]byte(data)); err == nil {
+				if len(fast.Tasks) != len(nf.Tasks) {
+					t.Errorf("scan: %d tasks, parse: %d", len(fast.Tasks), len(nf.Tasks))
+				}
+				for i := range fast.Tasks {
+					if i < len(nf.Tasks) && fast.Tasks[i].ID != nf.Tasks[i].ID {
+						t.Errorf("task %d: scan %q, parse %q", i, fast.Tasks[i].ID, nf.Tasks[i].ID)
+					}
+				}
+			}
+		}
 		nf, err := ParseNodeFile([]byte(data))
 		if err != nil {
 			return
@@ -244,4 +284,32 @@ func FuzzParseNodeFile(f *testing.F) {
 		_, _ = expandNodeFile(nf, cat, implied, ranks)
 		_, _ = parseCatalogue([]byte(data))
 	})
+}
+
+// TestParsedCatalogueCache: a catalogue is parsed once per content (the same
+// bytes give the same parse), other bytes give their own, and the cache is bounded.
+func TestParsedCatalogueCache(t *testing.T) {
+	doc := func(i int) []byte {
+		return []byte("cluster: c\nformat_version: 2\ngraph: default\ntasks:\n  a:\n    parameters:\n      n: " + strconv.Itoa(i) + "\n    type: shell\n")
+	}
+	first, err := parsedCatalogue(doc(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := parsedCatalogue(doc(0))
+	other, _ := parsedCatalogue(doc(1))
+	if first != again || first == other {
+		t.Errorf("same bytes parsed twice (%v) or other bytes share a parse (%v)", first != again, first == other)
+	}
+	if got := string(other.entries["a"].params); got != "    parameters:\n      n: 1\n" {
+		t.Errorf("parameters block %q", got)
+	}
+	for i := 2; i < 3*maxParsedCatalogues; i++ {
+		if _, err := parsedCatalogue(doc(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(parsedCatalogues.m); n > maxParsedCatalogues {
+		t.Errorf("%d catalogues kept, at most %d", n, maxParsedCatalogues)
+	}
 }
