@@ -120,6 +120,7 @@ fuzz:
 	$(GO) test ./loader -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./expr -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./render -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
+	$(GO) test ./render -run '^$$' -fuzz '^FuzzParseNodeFile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzFile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzTruncateMiddle$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzUnified$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s

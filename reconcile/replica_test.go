@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
+	"github.com/fuelsync/fuelsync/render"
 )
 
 // testReplica is one serve replica in process: a loop, its server on
@@ -170,18 +171,25 @@ func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 	}
 	waitFor(t, "the follower ready", func() bool { code, _ := follower.get(t, "/readyz"); return code == 200 })
 	// The follower serves the applied graphs, rendered itself and checked
-	// against the state's manifest: the same bytes as the leader's.
+	// against the state's manifest: the same bytes as the leader's (the
+	// expanded view of its applied set).
 	st, err := leader.w.ReadState()
 	if err != nil {
 		t.Fatal(err)
 	}
 	graphs := 0
-	for name, sum := range st.Artifacts {
+	for name := range st.Artifacts {
 		cluster, rest, _ := strings.Cut(name, "/nodes/")
 		node, graph, ok := strings.Cut(rest, "/")
 		if !ok || !strings.HasSuffix(graph, ".yaml") {
 			continue
 		}
+		view, err := render.ExpandNode(os.DirFS(leader.w.SetDir(st.Serial)), cluster, node, strings.TrimSuffix(graph, ".yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		viewSum := sha256.Sum256(view)
+		sum := hex.EncodeToString(viewSum[:])
 		graphs++
 		for _, r := range reps {
 			resp, err := http.Get(r.base + "/api/v1/clusters/" + cluster + "/nodes/" + node + "/graphs/" + strings.TrimSuffix(graph, ".yaml"))

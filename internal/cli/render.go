@@ -26,14 +26,17 @@ func renderCommand(stdout, stderr io.Writer) *cli.Command {
 		ArgsUsage:    " ",
 		OnUsageError: usageError,
 		Description: "Validates the repository, resolves every task onto the nodes that run it and writes the\n" +
-			"artifacts to DIR: manifest.json, <cluster>/cluster.yaml,\n" +
-			"<cluster>/nodes/<node>/<graph>.yaml and <cluster>/graphs/<graph>.dot. The directory is\n" +
+			"artifacts to DIR: manifest.json, <cluster>/cluster.yaml, <cluster>/tasks/<graph>.yaml (each\n" +
+			"task definition once), <cluster>/nodes/<node>/<graph>.yaml (a node's tasks by id, with their\n" +
+			"requirements) and <cluster>/graphs/<graph>.dot. With --expanded, each node file holds its\n" +
+			"tasks' definitions inline instead, and there is no tasks/ directory. The directory is\n" +
 			"replaced as a whole (written aside, then renamed), and only when there is no error.\n" +
 			"DIR must be new, empty or a previous render (it has fuelsync's manifest.json), and\n" +
 			"not the repository or a directory inside it other than its rendered/.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Value: "rendered", Usage: "write the artifacts to `DIR`"},
 			&cli.StringSliceFlag{Name: "cluster", Usage: "render only cluster `C` (repeatable)"},
+			&cli.BoolFlag{Name: "expanded", Usage: "write every node file with its tasks' definitions inline (artifact format 1)"},
 			formatFlag(),
 		},
 		Action: func(c *cli.Context) error {
@@ -71,7 +74,11 @@ func renderCommand(stdout, stderr io.Writer) *cli.Command {
 			var nfiles, nbytes atomic.Int64
 			var manifest [sha256.Size]byte
 			err = writeTreeAtomic(out, func(put func(name string, data []byte) error) error {
-				return render.Stream(rendered, src.revision, version, func(name string, data []byte) error {
+				stream := render.Stream
+				if c.Bool("expanded") {
+					stream = render.StreamExpanded
+				}
+				return stream(rendered, src.revision, version, func(name string, data []byte) error {
 					nfiles.Add(1)
 					nbytes.Add(int64(len(data)))
 					if name == "manifest.json" {
