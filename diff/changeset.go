@@ -25,6 +25,9 @@ type Side struct {
 	// that selected them), for the causes of changes. Without it the change set
 	// has what the artifacts alone tell.
 	Rendered []*render.Rendered
+	// encoded says the files are Rendered's own encoding (RenderedSide): the task
+	// ids of a node can be taken from the model instead of decoding its file.
+	encoded bool
 }
 
 // Action is what applying a change does to a node or a cluster.
@@ -289,6 +292,35 @@ func (v *sideView) tasks(name string) ([]*taskDoc, error) {
 	return doc.Tasks, nil
 }
 
+// modelTasks returns the tasks of a node file of this side by their ids alone,
+// from the render the side's files were encoded from; ok is false when the side
+// is not such a render or has no such node.
+func (v *sideView) modelTasks(name string) ([]*taskDoc, bool) {
+	if !v.side.encoded || v.render == nil {
+		return nil, false
+	}
+	if _, ok := v.side.Digests[name]; !ok {
+		return nil, false
+	}
+	kind, _, node, graph := artifactPath(name)
+	if kind != "node" {
+		return nil, false
+	}
+	g := v.render.Graph(graph)
+	if g == nil {
+		return nil, false
+	}
+	ng := g.Node(node)
+	if ng == nil {
+		return nil, false
+	}
+	out := make([]*taskDoc, len(ng.Tasks))
+	for i, pt := range ng.Tasks {
+		out[i] = &taskDoc{ID: pt.ID}
+	}
+	return out, true
+}
+
 // catalogue returns the task catalogue of a graph of this side, read once.
 func (v *sideView) catalogue(cluster, graph string) (*catalogueDoc, error) {
 	if c := v.catalogues[graph]; c != nil {
@@ -315,7 +347,23 @@ func (v *sideView) catalogue(cluster, graph string) (*catalogueDoc, error) {
 
 // bothTasks decodes a graph file of both sides, at once: the largest (the stages
 // of sync, which require every task of every node) take seconds each.
+//
+// A file on one side only (a node or cluster created or deleted) is all added or
+// all removed: only its task ids matter, and a side that is a render gives them
+// from its model, decoding nothing (a first apply decodes no file at all).
 func bothTasks(ov, nv *sideView, name string) (ot, nt []*taskDoc, err error) {
+	_, inOld := ov.side.Digests[name]
+	_, inNew := nv.side.Digests[name]
+	if !inOld {
+		if ids, ok := nv.modelTasks(name); ok {
+			return nil, ids, nil
+		}
+	}
+	if !inNew {
+		if ids, ok := ov.modelTasks(name); ok {
+			return ids, nil, nil
+		}
+	}
 	var oerr error
 	done := make(chan struct{})
 	go func() {

@@ -43,6 +43,7 @@ func RenderedSide(rs []*render.Rendered, revision, toolVersion string, base map[
 	return &Side{
 		Digests:  digests,
 		Rendered: rs,
+		encoded:  true,
 		Read: func(name string) ([]byte, error) {
 			if data, ok := kept[name]; ok {
 				return data, nil
