@@ -9,6 +9,9 @@ LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # does not use: fuelsync version and shell completion start faster.
 TAGS      := urfave_cli_no_docs
 BIN       := bin/fuelsync
+# fuelsync-server: fuelsync plus serve's Prometheus metrics and the state on etcd;
+# fuelsync runs it for serve and the state on etcd, found beside itself.
+SERVER_BIN := $(dir $(BIN))fuelsync-server
 FUZZTIME  ?= 30s
 BENCHTIME ?= 5x
 BENCHCOUNT ?= 5
@@ -19,6 +22,7 @@ all: build
 
 build:
 	$(GO) build -tags "$(TAGS)" -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/fuelsync
+	$(GO) build -tags "$(TAGS)" -ldflags "$(LDFLAGS)" -o $(SERVER_BIN) ./cmd/fuelsync-server
 
 # The test command CI runs: formatting and vet first, then every test (fuzz seed
 # corpora included).
@@ -29,7 +33,7 @@ test: fmtcheck vet
 # make test runs them too, but skips them when etcd is missing: here that fails.
 # Here the replicas' leader is killed 20 times (5 in make test).
 test-etcd:
-	FUELSYNC_REQUIRE_ETCD=1 FUELSYNC_REPLICA_KILLS=20 $(GO) test -count=1 -run 'Etcd' ./reconcile ./cmd/fuelsync
+	FUELSYNC_REQUIRE_ETCD=1 FUELSYNC_REPLICA_KILLS=20 $(GO) test -count=1 -run 'Etcd' ./reconcile/... ./internal/cli
 
 vet:
 	$(GO) vet $(PKGS)
@@ -116,6 +120,7 @@ fuzz:
 	$(GO) test ./loader -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./expr -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./render -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
+	$(GO) test ./render -run '^$$' -fuzz '^FuzzParseNodeFile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzFile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzTruncateMiddle$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzUnified$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
@@ -130,14 +135,14 @@ fuzz:
 #   make bench BENCHCOUNT=10 | tee bench.txt
 # The rendering and diff benchmarks of the acceptance-size repository report their own
 # medians over RENDER_BENCHTIME iterations (render/render_bench_test.go,
-# cmd/fuelsync/diff_bench_test.go); make bench-render runs them alone.
+# internal/cli/diff_bench_test.go); make bench-render runs them alone.
 # BenchmarkCommands runs the reconciler's commands (validate, render, apply, plan)
 # as child processes on repogen's heavy shape at 200 nodes, COMMANDS_BENCHTIME
 # iterations, and reports medians, peak RSS and ratios to render itself
-# (cmd/fuelsync/commands_bench_test.go).
+# (internal/cli/commands_bench_test.go).
 bench:
 	$(GO) test ./... -run '^$$' -bench . -skip '^Benchmark(Resolve|RenderLarge|RenderLargeFull|DiffLarge|Commands|CommandsLarge)$$' -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT)
-	$(GO) test ./cmd/fuelsync -run '^$$' -bench '^BenchmarkCommands$$' -benchtime $(COMMANDS_BENCHTIME) -count 1 -timeout 0
+	$(GO) test ./internal/cli -run '^$$' -bench '^BenchmarkCommands$$' -benchtime $(COMMANDS_BENCHTIME) -count 1 -timeout 0
 	$(MAKE) --no-print-directory bench-render
 
 COMMANDS_BENCHTIME ?= 3x
@@ -147,13 +152,13 @@ LARGE_BENCHTIME ?= 1x
 # The same commands on the heavy shape at LARGE_NODES nodes (2000 or 8000); one
 # iteration of 2,000 nodes takes some minutes on two cores.
 bench-large:
-	$(GO) test ./cmd/fuelsync -run '^$$' -bench '^BenchmarkCommandsLarge$$/^nodes=$(LARGE_NODES)$$' -benchtime $(LARGE_BENCHTIME) -count 1 -timeout 0
+	$(GO) test ./internal/cli -run '^$$' -bench '^BenchmarkCommandsLarge$$/^nodes=$(LARGE_NODES)$$' -benchtime $(LARGE_BENCHTIME) -count 1 -timeout 0
 
 RENDER_BENCHTIME ?= 5x
 
 bench-render:
 	$(GO) test ./render -run '^$$' -bench '^Benchmark(Resolve|RenderLarge|RenderLargeFull)$$' -benchtime $(RENDER_BENCHTIME) -count 1 -timeout 0
-	$(GO) test ./cmd/fuelsync -run '^$$' -bench '^BenchmarkDiffLarge$$' -benchtime $(RENDER_BENCHTIME) -count 1 -timeout 0
+	$(GO) test ./internal/cli -run '^$$' -bench '^BenchmarkDiffLarge$$' -benchtime $(RENDER_BENCHTIME) -count 1 -timeout 0
 
 # The serve abuse cases, with figures (resident memory, latencies): 500 slow
 # webhook bodies, 5,000 idle keep-alive connections (the server limited to 4,096
@@ -165,7 +170,7 @@ bench-render:
 SOAK_BIN ?=
 
 soak:
-	FUELSYNC_SOAK_BIN=$(SOAK_BIN) $(GO) test ./cmd/fuelsync -run '^TestSoak' -soak -v -count=1 -timeout 30m
+	FUELSYNC_SOAK_BIN=$(SOAK_BIN) $(GO) test ./internal/cli -run '^TestSoak' -soak -v -count=1 -timeout 30m
 
 # Rewrite golden files and testscript expectations.
 golden:

@@ -160,8 +160,8 @@ func EnvironmentFromValue(name string, v *loader.Value) (*Environment, hcl.Diagn
 			}
 			for _, f := range sec.Value.Fields {
 				s, ok := f.Value.Str()
-				if !reKey.MatchString(f.Key) || !ok || f.Value.Kind != loader.KindString {
-					bad(f.KeyRange, "requires: %q must be a capability key (%s) with a string value", f.Key, reKey)
+				if !reKey().MatchString(f.Key) || !ok || f.Value.Kind != loader.KindString {
+					bad(f.KeyRange, "requires: %q must be a capability key (%s) with a string value", f.Key, reKey())
 					continue
 				}
 				env.Requires[f.Key], env.RequiresRanges[f.Key], env.requiresValues[f.Key] = s, f.KeyRange, f.Value.Range

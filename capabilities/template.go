@@ -11,13 +11,14 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/fuelsync/fuelsync/loader"
 )
 
-var reKey = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+var reKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]*$`) })
 
 // ResourceType is the reserved capability naming the types a template implements.
 const ResourceType = "resource_type"
@@ -83,8 +84,8 @@ func ParseTemplate(name string, src []byte) (t *Template, ok bool, diags hcl.Dia
 		return t, true, diags
 	}
 	for _, c := range f.Value.Fields {
-		if !reKey.MatchString(c.Key) {
-			bad(c.KeyRange, "capability key %q must match %s", c.Key, reKey)
+		if !reKey().MatchString(c.Key) {
+			bad(c.KeyRange, "capability key %q must match %s", c.Key, reKey())
 			continue
 		}
 		var vals []string
@@ -145,8 +146,8 @@ type Cond struct {
 // ParseCond reads key=value or key.
 func ParseCond(s string) (Cond, error) {
 	k, v, _ := strings.Cut(s, "=")
-	if !reKey.MatchString(k) {
-		return Cond{}, fmt.Errorf("-c %q: the key must match %s", s, reKey)
+	if !reKey().MatchString(k) {
+		return Cond{}, fmt.Errorf("-c %q: the key must match %s", s, reKey())
 	}
 	return Cond{Key: k, Value: v}, nil
 }

@@ -1,11 +1,14 @@
 package diff
 
 import (
+	"bytes"
 	"fmt"
 	"path"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fuelsync/fuelsync/render"
 )
 
 // The artifacts as the change set reads them: decoded from their bytes,
@@ -36,25 +39,53 @@ type clusterNode struct {
 	Instances map[string][]string `yaml:"instances"`
 }
 
-// nodeDoc is <cluster>/nodes/<node>/<graph>.yaml.
+// nodeDoc is <cluster>/nodes/<node>/<graph>.yaml in the expanded layout
+// (format 1): every task with its definition inline.
 type nodeDoc struct {
 	Tasks []*taskDoc `yaml:"tasks"`
 }
 
+// taskDoc is a task of a node with its definition: a task entry of format 1, or
+// one of format 2 joined with its catalogue entry.
 type taskDoc struct {
-	ID              string    `yaml:"id"`
+	ID       string `yaml:"id"`
+	taskDef  `yaml:",inline"`
+	Requires []requirement `yaml:"requires"`
+}
+
+// taskDef is what a task catalogue's entry holds (stages aside: the stages' fan-in
+// is not part of the change set).
+type taskDef struct {
 	Type            string    `yaml:"type"`
 	Parameters      yaml.Node `yaml:"parameters"`
 	Condition       yaml.Node `yaml:"condition"`
 	DynamicRequires yaml.Node `yaml:"dynamic_requires"`
-	Requires        []struct {
-		Task string `yaml:"task"`
-		Node string `yaml:"node"`
-	} `yaml:"requires"`
+}
+
+type requirement struct {
+	Task string `yaml:"task"`
+	Node string `yaml:"node"`
+}
+
+// nodeDocV2 is a node file of format 2: task ids with task@node requirements, a
+// definition inline only where it is not the catalogue's.
+type nodeDocV2 struct {
+	Node  string `yaml:"node"`
+	Tasks []*struct {
+		ID       string `yaml:"id"`
+		taskDef  `yaml:",inline"`
+		Requires []string `yaml:"requires"`
+	} `yaml:"tasks"`
+}
+
+// catalogueDoc is <cluster>/tasks/<graph>.yaml, the task catalogue of format 2.
+type catalogueDoc struct {
+	Tasks map[string]*taskDef `yaml:"tasks"`
 }
 
 // artifactPath splits an artifact path: kind is "cluster" (cluster.yaml), "node"
-// (a node's graph), or "" for anything else (manifest.json, DOT files).
+// (a node's graph), "tasks" (a graph's task catalogue, graph set), or "" for
+// anything else (manifest.json, DOT files).
 func artifactPath(name string) (kind, cluster, node, graph string) {
 	parts := strings.Split(name, "/")
 	switch {
@@ -62,8 +93,56 @@ func artifactPath(name string) (kind, cluster, node, graph string) {
 		return "cluster", parts[0], "", ""
 	case len(parts) == 4 && parts[1] == "nodes" && path.Ext(parts[3]) == ".yaml":
 		return "node", parts[0], parts[2], strings.TrimSuffix(parts[3], ".yaml")
+	case len(parts) == 3 && parts[1] == "tasks" && path.Ext(parts[2]) == ".yaml":
+		return "tasks", parts[0], "", strings.TrimSuffix(parts[2], ".yaml")
 	}
 	return "", "", "", ""
+}
+
+// isFormat2 reports whether a node file is of format 2 (it has a top-level
+// format_version; the expanded layout has none).
+func isFormat2(data []byte) bool {
+	return bytes.HasPrefix(data, []byte("format_version:")) || bytes.Contains(data, []byte("\nformat_version:"))
+}
+
+func decodeCatalogue(name string, data []byte) (*catalogueDoc, error) {
+	var doc catalogueDoc
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &doc, nil
+}
+
+// decodeNodeV2 decodes a node file of format 2, each task joined with its
+// definition: inline, else the entry of catalogue (read when needed).
+func decodeNodeV2(name string, data []byte, catalogue func() (*catalogueDoc, error)) ([]*taskDoc, error) {
+	var doc nodeDocV2
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	out := make([]*taskDoc, len(doc.Tasks))
+	for i, t := range doc.Tasks {
+		td := &taskDoc{ID: t.ID, taskDef: t.taskDef}
+		if t.Type == "" {
+			cat, err := catalogue()
+			if err != nil {
+				return nil, err
+			}
+			def := cat.Tasks[t.ID]
+			if def == nil {
+				return nil, fmt.Errorf("%s: task %s is not in the task catalogue", name, t.ID)
+			}
+			td.taskDef = *def
+		}
+		if len(t.Requires) > 0 {
+			td.Requires = make([]requirement, len(t.Requires))
+			for j, s := range t.Requires {
+				td.Requires[j].Task, td.Requires[j].Node = render.SplitRequirement(s, doc.Node)
+			}
+		}
+		out[i] = td
+	}
+	return out, nil
 }
 
 func decodeCluster(name string, data []byte) (*clusterDoc, error) {

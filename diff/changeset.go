@@ -17,13 +17,17 @@ type Side struct {
 	// Digests has the sha256 of every file of the set (path → hex). A cluster
 	// whose files are in neither side is not compared.
 	Digests map[string]string
-	// Read returns a file's bytes; it is only asked for files whose digests differ,
-	// and may be called from several goroutines at once.
+	// Read returns a file's bytes; it is asked for files whose digests differ (and
+	// for the node files of a graph whose task catalogue differs, with the
+	// catalogues), and may be called from several goroutines at once.
 	Read func(name string) ([]byte, error)
 	// Rendered, when known, says where tasks come from (the definitions, the tags
 	// that selected them), for the causes of changes. Without it the change set
 	// has what the artifacts alone tell.
 	Rendered []*render.Rendered
+	// encoded says the files are Rendered's own encoding (RenderedSide): the task
+	// ids of a node can be taken from the model instead of decoding its file.
+	encoded bool
 }
 
 // Action is what applying a change does to a node or a cluster.
@@ -154,7 +158,7 @@ type Group struct {
 }
 
 // Compute compares the artifact sets old and new. Only files whose digests differ
-// are read and decoded.
+// are read and decoded, and the node files of a graph whose task catalogue differs.
 func Compute(old, new *Side) (*ChangeSet, error) {
 	files := map[string][]string{} // cluster → changed files
 	for name, sum := range new.Digests {
@@ -215,6 +219,8 @@ type sideView struct {
 	render  *render.Rendered
 	present bool
 	byNode  map[string][]string // node → graph types, built by graphs
+	// catalogues are the task catalogues of format 2 read so far, by graph type.
+	catalogues map[string]*catalogueDoc
 }
 
 func viewOf(s *Side, cluster string) (*sideView, error) {
@@ -275,6 +281,10 @@ func (v *sideView) tasks(name string) ([]*taskDoc, error) {
 	if err != nil {
 		return nil, err
 	}
+	if isFormat2(data) {
+		_, cluster, _, graph := artifactPath(name)
+		return decodeNodeV2(name, data, func() (*catalogueDoc, error) { return v.catalogue(cluster, graph) })
+	}
 	doc, err := decodeNode(name, data)
 	if err != nil {
 		return nil, err
@@ -282,9 +292,78 @@ func (v *sideView) tasks(name string) ([]*taskDoc, error) {
 	return doc.Tasks, nil
 }
 
+// modelTasks returns the tasks of a node file of this side by their ids alone,
+// from the render the side's files were encoded from; ok is false when the side
+// is not such a render or has no such node.
+func (v *sideView) modelTasks(name string) ([]*taskDoc, bool) {
+	if !v.side.encoded || v.render == nil {
+		return nil, false
+	}
+	if _, ok := v.side.Digests[name]; !ok {
+		return nil, false
+	}
+	kind, _, node, graph := artifactPath(name)
+	if kind != "node" {
+		return nil, false
+	}
+	g := v.render.Graph(graph)
+	if g == nil {
+		return nil, false
+	}
+	ng := g.Node(node)
+	if ng == nil {
+		return nil, false
+	}
+	out := make([]*taskDoc, len(ng.Tasks))
+	for i, pt := range ng.Tasks {
+		out[i] = &taskDoc{ID: pt.ID}
+	}
+	return out, true
+}
+
+// catalogue returns the task catalogue of a graph of this side, read once.
+func (v *sideView) catalogue(cluster, graph string) (*catalogueDoc, error) {
+	if c := v.catalogues[graph]; c != nil {
+		return c, nil
+	}
+	name := render.CataloguePath(cluster, graph)
+	if _, ok := v.side.Digests[name]; !ok {
+		return nil, fmt.Errorf("%s: a node file of format 2 refers to it, and the artifacts have none", name)
+	}
+	data, err := v.side.Read(name)
+	if err != nil {
+		return nil, err
+	}
+	c, err := decodeCatalogue(name, data)
+	if err != nil {
+		return nil, err
+	}
+	if v.catalogues == nil {
+		v.catalogues = map[string]*catalogueDoc{}
+	}
+	v.catalogues[graph] = c
+	return c, nil
+}
+
 // bothTasks decodes a graph file of both sides, at once: the largest (the stages
 // of sync, which require every task of every node) take seconds each.
+//
+// A file on one side only (a node or cluster created or deleted) is all added or
+// all removed: only its task ids matter, and a side that is a render gives them
+// from its model, decoding nothing (a first apply decodes no file at all).
 func bothTasks(ov, nv *sideView, name string) (ot, nt []*taskDoc, err error) {
+	_, inOld := ov.side.Digests[name]
+	_, inNew := nv.side.Digests[name]
+	if !inOld {
+		if ids, ok := nv.modelTasks(name); ok {
+			return nil, ids, nil
+		}
+	}
+	if !inNew {
+		if ids, ok := ov.modelTasks(name); ok {
+			return ids, nil, nil
+		}
+	}
 	var oerr error
 	done := make(chan struct{})
 	go func() {
@@ -336,10 +415,28 @@ func computeCluster(cluster string, changed []string, old, new *Side) (*ClusterC
 			}
 		}
 	}
-	changedNode := map[string]bool{}
+	// A changed task catalogue can change the tasks of every node of its graph
+	// (a definition is written once, there): those nodes' files are compared
+	// even where their own bytes did not change.
+	changedNode, changedCatalogue := map[string]bool{}, map[string]bool{}
 	for _, name := range changed {
-		if kind, _, node, _ := artifactPath(name); kind == "node" {
+		switch kind, _, node, graph := artifactPath(name); kind {
+		case "node":
 			nodes[node], changedNode[node] = true, true
+		case "tasks":
+			changedCatalogue[graph] = true
+		}
+	}
+	if len(changedCatalogue) > 0 {
+		for _, v := range []*sideView{ov, nv} {
+			v.graphs(cluster, "")
+			for n, gs := range v.byNode {
+				for _, g := range gs {
+					if changedCatalogue[g] {
+						nodes[n], changedNode[n] = true, true
+					}
+				}
+			}
 		}
 	}
 	for _, n := range sortedKeys(nodes) {
@@ -371,8 +468,8 @@ func computeCluster(cluster string, changed []string, old, new *Side) (*ClusterC
 		}
 		graphs := union(ov.graphs(cluster, n), nv.graphs(cluster, n))
 		for _, g := range graphs {
-			name := cluster + "/nodes/" + n + "/" + g + ".yaml"
-			if old.Digests[name] == new.Digests[name] {
+			name := render.NodePath(cluster, n, g)
+			if old.Digests[name] == new.Digests[name] && !changedCatalogue[g] {
 				continue
 			}
 			ot, nt, err := bothTasks(ov, nv, name)
@@ -432,9 +529,10 @@ func registryEntries(s *Side, name string) (map[string]string, error) {
 
 // onlyNonGraph reports whether changed has files the node comparison does not
 // cover (cluster.yaml details, DOT files), which still make the cluster changed.
+// Node files and task catalogues are covered.
 func onlyNonGraph(changed []string) bool {
 	for _, name := range changed {
-		if kind, _, _, _ := artifactPath(name); kind != "node" {
+		if kind, _, _, _ := artifactPath(name); kind != "node" && kind != "tasks" {
 			return true
 		}
 	}

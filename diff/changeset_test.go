@@ -1,13 +1,17 @@
 package diff
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/fuelsync/fuelsync/internal/golden"
 	"github.com/fuelsync/fuelsync/internal/mapfs"
@@ -229,5 +233,120 @@ func TestChangeSetWithoutOldRender(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, lines(cs)); diff != "" {
 		t.Errorf("change set (-want +got):\n%s", diff)
+	}
+}
+
+// filesSide is an artifact set held as files, with its digests.
+func filesSide(t *testing.T, files map[string][]byte) *Side {
+	t.Helper()
+	fsys := fstest.MapFS{}
+	digests := map[string]string{}
+	for name, data := range files {
+		fsys[name] = &fstest.MapFile{Data: data}
+		sum := sha256.Sum256(data)
+		digests[name] = hex.EncodeToString(sum[:])
+	}
+	return FSSide(fsys, digests)
+}
+
+func renderDemo(t *testing.T, fsys fs.FS) []*render.Rendered {
+	t.Helper()
+	repo, diags := loader.Load(fsys, loader.Options{})
+	if diags.HasErrors() {
+		t.Fatalf("load: %v", diags.Errs())
+	}
+	rs, diags := render.Render(repo, render.Options{Clusters: []string{"demo"}})
+	if diags.HasErrors() {
+		t.Fatalf("render: %v", diags.Errs())
+	}
+	return rs
+}
+
+// TestChangeSetFromFormat1: a work directory applied by an older fuelsync holds the
+// expanded layout (format 1). Planned against a render of the stored layout
+// (format 2), the change set is the one two expanded layouts give (the files
+// listed aside, which are the new layout's), and nothing when nothing changed.
+func TestChangeSetFromFormat1(t *testing.T) {
+	base := quickstart(t)
+	old := renderDemo(t, base)
+	oldFiles, err := render.FilesExpanded(old, "rev", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, file, old, new string }{
+		{name: "no change"},
+		{name: "tag unassigned", file: "clusters/demo.yaml", old: "tags: {assign: [backup]}", new: "tags: {assign: [backup], unassign: [rabbitmq]}"},
+		{name: "node added", file: "clusters/demo.yaml", old: "  node-6:", new: "  node-7: {id: 7, roles: [compute]}\n  node-6:"},
+		{name: "primary moved", file: "clusters/demo.yaml", old: "node-1: {id: 1,", new: "node-1: {id: 7,"},
+		{name: "task edited", file: "plugins/quickstart/graphs/deployment.yaml",
+			old: "globals/globals.pp\n    puppet_modules: /etc/puppet/modules\n    timeout: 120", new: "globals/globals.pp\n    puppet_modules: /etc/puppet/modules\n    timeout: 240"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			head := base
+			if tc.file != "" {
+				head = edit(t, base, tc.file, tc.old, tc.new)
+			}
+			rs := renderDemo(t, head)
+			headFiles, err := render.FilesExpanded(rs, "rev", "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			oldSide := filesSide(t, oldFiles)
+			oldSide.Rendered = old
+			expandedSide := filesSide(t, headFiles)
+			expandedSide.Rendered = rs
+			want, err := Compute(oldSide, expandedSide)
+			if err != nil {
+				t.Fatal(err)
+			}
+			storedSide, err := RenderedSide(rs, "rev", "test", oldSide.Digests)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Compute(oldSide, storedSide)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(ClusterChange{}, "Files")); diff != "" {
+				t.Errorf("change set from format 1 to format 2 (-format 1 to 1 +format 1 to 2):\n%s", diff)
+			}
+			if tc.file == "" && !got.Empty() {
+				t.Errorf("nothing changed, but the change set is %v", lines(got))
+			}
+		})
+	}
+}
+
+// TestChangeSetCatalogueOnly: a task definition edited in a release changes the
+// task catalogue and no node file; the task is changed on every node that runs it.
+func TestChangeSetCatalogueOnly(t *testing.T) {
+	base := quickstart(t)
+	head := edit(t, base, "plugins/quickstart/graphs/deployment.yaml",
+		"globals/globals.pp\n    puppet_modules: /etc/puppet/modules\n    timeout: 120", "globals/globals.pp\n    puppet_modules: /etc/puppet/modules\n    timeout: 240")
+	oldSide := renderSide(t, base, nil, nil)
+	newSide := renderSide(t, head, oldSide.Digests, nil)
+	var changed []string
+	for name, sum := range newSide.Digests {
+		if oldSide.Digests[name] != sum && !strings.HasSuffix(name, ".dot") && name != "manifest.json" {
+			changed = append(changed, name)
+		}
+	}
+	if diff := cmp.Diff([]string{"demo/tasks/default.yaml"}, changed); diff != "" {
+		t.Fatalf("changed files (-want +got):\n%s", diff)
+	}
+	cs, err := Compute(oldSide, newSide)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := 0
+	for _, nc := range cs.Clusters[0].Nodes {
+		for _, gc := range nc.Graphs {
+			if len(gc.Changed) == 1 && gc.Changed[0].ID == "globals" && slices.Equal(gc.Changed[0].Fields, []string{"parameters"}) {
+				nodes++
+			}
+		}
+	}
+	if nodes != 6 {
+		t.Errorf("globals' parameters changed on %d nodes, want 6:\n%s", nodes, strings.Join(lines(cs), "\n"))
 	}
 }

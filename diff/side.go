@@ -43,11 +43,17 @@ func RenderedSide(rs []*render.Rendered, revision, toolVersion string, base map[
 	return &Side{
 		Digests:  digests,
 		Rendered: rs,
+		encoded:  true,
 		Read: func(name string) ([]byte, error) {
 			if data, ok := kept[name]; ok {
 				return data, nil
 			}
-			return nil, fmt.Errorf("%s: not kept from the render", name)
+			if _, ok := digests[name]; !ok {
+				return nil, fmt.Errorf("%s: not in the render", name)
+			}
+			// A node file whose bytes did not change, of a graph whose task
+			// catalogue did: encoded again.
+			return render.EncodeFile(rs, name)
 		},
 	}, nil
 }

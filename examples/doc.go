@@ -10,5 +10,5 @@
 //     three clusters choosing their implementations by requires;
 //   - hooks/post-receive: a git server hook that asks fuelsync serve to reconcile;
 //   - ci/: a GitHub Actions workflow and a GitLab CI job running validate and diff
-//     (cmd/fuelsync's TestPostReceiveHook and TestCIExamples run them).
+//     (internal/cli's TestPostReceiveHook and TestCIExamples run them).
 package examples

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -153,7 +154,7 @@ var preChecks = map[string]preCheck{
 }
 
 // formatVerb finds the width and precision of format verbs.
-var formatVerb = regexp.MustCompile(`%[-+# 0]*(\[\d+\])?(\d*|\*)(\.(\d*))?`)
+var formatVerb = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`%[-+# 0]*(\[\d+\])?(\d*|\*)(\.(\d*))?`) })
 
 // formatEstimate bounds format and formatlist: the format's length, its widths
 // and precisions, the digits of large numbers and the arguments' own sizes,
@@ -164,7 +165,7 @@ func formatEstimate(args []cty.Value, list bool) (int64, bool) {
 	}
 	f := args[0].AsString()
 	est := int64(len(f))
-	for _, m := range formatVerb.FindAllStringSubmatch(f, -1) {
+	for _, m := range formatVerb().FindAllStringSubmatch(f, -1) {
 		for _, n := range []string{m[2], m[4]} {
 			if w, err := strconv.ParseInt(n, 10, 64); err == nil {
 				est = satAdd(est, w)

@@ -3,6 +3,7 @@ package loader
 import (
 	"fmt"
 	"regexp"
+	"sync"
 )
 
 // NamePattern is the pattern of every name from the repository that becomes a
@@ -14,7 +15,7 @@ const NamePattern = `^[a-z0-9][a-z0-9._-]*$`
 // under the 255 bytes file systems allow.
 const MaxNameLength = 128
 
-var reName = regexp.MustCompile(NamePattern)
+var reName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(NamePattern) })
 
 // nameMatcher matches NamePattern within MaxNameLength.
 type nameMatcher struct{}
@@ -22,7 +23,7 @@ type nameMatcher struct{}
 func (nameMatcher) MatchString(s string) bool { return IsName(s) }
 
 // IsName reports whether s may become a path segment of the artifacts.
-func IsName(s string) bool { return len(s) <= MaxNameLength && reName.MatchString(s) }
+func IsName(s string) bool { return len(s) <= MaxNameLength && reName().MatchString(s) }
 
 // nameRule explains NamePattern for a kind of name ("node names").
 func nameRule(what string) string {

@@ -34,10 +34,14 @@ var fixedFiles = []fixedFile{
 }
 
 var (
-	rePluginName    = regexp.MustCompile(`^[a-z0-9_-]+$`)
-	reRoleName      = regexp.MustCompile(`^[0-9a-zA-Z_-]+$`)
-	reComponentName = regexp.MustCompile(`^(hypervisor|network|storage|additional_service):([0-9a-z_-]+:)*[0-9a-z_-]+$`)
-	reComponentRef  = regexp.MustCompile(`^(hypervisor|network|storage|additional_service)(:([0-9a-z_-]+|\*))*:?\*?$`)
+	rePluginName    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9_-]+$`) })
+	reRoleName      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-zA-Z_-]+$`) })
+	reComponentName = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(hypervisor|network|storage|additional_service):([0-9a-z_-]+:)*[0-9a-z_-]+$`)
+	})
+	reComponentRef = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(hypervisor|network|storage|additional_service)(:([0-9a-z_-]+|\*))*:?\*?$`)
+	})
 	// The per-task checks run thousands of times a load; plain byte loops are
 	// several times faster than the equivalent regular expressions.
 	reTaskID       = nameSet{star: true}              // ^[0-9a-zA-Z_-]+$|^\*$
@@ -261,7 +265,7 @@ func (l *loadCtx) buildPlugin(dir string, doc *pluginDoc) (*Plugin, hcl.Diagnost
 	if name, ok := c.str(meta, "name", what, false); ok {
 		p.Name = name
 		p.NameRange = meta.Get("name").Range
-		c.pattern(p.NameRange, rePluginName, name, "plugin name", rulePluginName)
+		c.pattern(p.NameRange, rePluginName(), name, "plugin name", rulePluginName)
 	}
 	p.Title, _ = c.str(meta, "title", what, false)
 	p.Version, _ = c.str(meta, "version", what, false)
@@ -618,7 +622,7 @@ func checkRoles(c *checker, v *Value, file string, plugin bool) []*Role {
 	roles := make([]*Role, 0, len(v.Fields))
 	for _, f := range v.Fields {
 		role := &Role{Name: f.Key, Data: f.Value, Range: f.KeyRange}
-		c.pattern(f.KeyRange, reRoleName, f.Key, "role name", ruleRoleName)
+		c.pattern(f.KeyRange, reRoleName(), f.Key, "role name", ruleRoleName)
 		what := "role " + f.Key
 		if !c.mapping(f.Value, what) {
 			continue
@@ -790,7 +794,7 @@ func checkComponents(c *checker, v *Value, file string, plugin bool) []*Componen
 		}
 		comp := &Component{Name: name, Data: it, Range: it.Get("name").Range}
 		what := "component " + name
-		c.pattern(comp.Range, reComponentName, name, "component name", ruleComponentName)
+		c.pattern(comp.Range, reComponentName(), name, "component name", ruleComponentName)
 		if plugin {
 			c.str(it, "label", what, true)
 		}
@@ -814,7 +818,7 @@ func checkComponentRefs(c *checker, v *Value, rel, what string) {
 		return
 	}
 	ref := func(r hcl.Range, s string) {
-		if !reComponentRef.MatchString(s) {
+		if !reComponentRef().MatchString(s) {
 			c.errf(r, "%s: %s: invalid component reference %q: %s, optionally ending in *", what, rel, s, ruleComponentName)
 		}
 	}

@@ -129,7 +129,9 @@ func formatSize(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-var urlLike = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://|^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:`)
+var urlLike = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://|^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:`)
+})
 
 // isAbsolute reports whether p is an absolute path (Unix, or Windows with a drive
 // letter or a leading backslash).
@@ -143,7 +145,7 @@ func isAbsolute(p string) bool {
 func leavesRoot(p string) bool { return p == ".." || strings.HasPrefix(p, "../") }
 
 // isExternalRef reports whether ref is an absolute path or a URL.
-func isExternalRef(ref string) bool { return urlLike.MatchString(ref) || isAbsolute(ref) }
+func isExternalRef(ref string) bool { return urlLike().MatchString(ref) || isAbsolute(ref) }
 
 // resolveRef turns a path written in the file `from` into a repository-relative path.
 // Paths are relative to the directory of the file that contains them; an absolute
@@ -152,7 +154,7 @@ func resolveRef(from, ref string, at hcl.Range) (string, *hcl.Diagnostic) {
 	switch {
 	case ref == "":
 		return "", errorAt(at, "empty path")
-	case urlLike.MatchString(ref):
+	case urlLike().MatchString(ref):
 		return "", withDetail(errorAt(at, "path %q is a URL; only files inside the repository can be referenced", ref),
 			"fuelsync reads one repository revision and never fetches anything; copy the file into the repository.")
 	case isAbsolute(ref):

@@ -41,7 +41,7 @@ func yamlProblemLine(li *lineIndex, msg string, reported int) int {
 			return false
 		}
 		m := err.Error()
-		if g := yamlErrLine.FindStringSubmatch(m); g != nil {
+		if g := yamlErrLine().FindStringSubmatch(m); g != nil {
 			m = g[2]
 		}
 		return strings.TrimPrefix(m, "yaml: ") == msg

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
@@ -115,7 +116,7 @@ func (li *lineIndex) span(filename string, line, col, width int) hcl.Range {
 // numbers from 0; scanner errors are numbered from 1.
 var yamlParserErrors = []string{"did not find expected", "found duplicate %", "found incompatible YAML document", "found undefined tag handle"}
 
-var yamlErrLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var yamlErrLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
 
 // DecodeYAML decodes one YAML (or JSON) document into a Value tree. An empty file
 // decodes to null. Duplicate keys keep the last value and warn; `!!pairs` becomes a
@@ -157,7 +158,7 @@ func DecodeYAML(filename string, src []byte) (*Value, hcl.Diagnostics) {
 func yamlSyntaxDiag(filename string, li *lineIndex, err error) *hcl.Diagnostic {
 	msg := err.Error()
 	line := 1
-	if m := yamlErrLine.FindStringSubmatch(msg); m != nil {
+	if m := yamlErrLine().FindStringSubmatch(msg); m != nil {
 		line, _ = strconv.Atoi(m[1])
 		msg = m[2]
 		// yaml.v3 reports parser errors (as opposed to scanner errors) with a 0-based
@@ -183,7 +184,7 @@ func yamlSyntaxDiag(filename string, li *lineIndex, err error) *hcl.Diagnostic {
 	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: &subject}
 }
 
-var reUnknownAnchor = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
+var reUnknownAnchor = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^unknown anchor '(.*)' referenced$`) })
 
 // yamlPrintable is libyaml's is_printable: what a YAML stream may contain.
 func yamlPrintable(r rune) bool {
@@ -217,7 +218,7 @@ func locateYAMLProblem(src []byte, msg string) (line, col, width int, ok bool) {
 			i += size
 		}
 	default:
-		m := reUnknownAnchor.FindStringSubmatch(msg)
+		m := reUnknownAnchor().FindStringSubmatch(msg)
 		if m == nil {
 			return 0, 0, 0, false
 		}

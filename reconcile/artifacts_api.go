@@ -10,9 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
-	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -65,7 +63,7 @@ type variant struct {
 }
 
 // observe records st as the applied state and wakes the waiters of every
-// artifact whose digest differs from the previous state's. Called by the loop
+// graph whose view (viewDigest) differs from the previous state's. Called by the loop
 // after each reconcile (Loop.OnState), and by a request that finds current moved.
 func (s *Server) observe(st *State) {
 	ix := &s.index
@@ -77,7 +75,7 @@ func (s *Server) observe(st *State) {
 	old := ix.st
 	ix.st = st
 	for name, ch := range ix.changed {
-		if old == nil || old.Artifacts[name] != st.Artifacts[name] {
+		if old == nil || viewOf(old, name) != viewOf(st, name) {
 			close(ch)
 			delete(ix.changed, name)
 		}
@@ -108,7 +106,7 @@ func (s *Server) watch(name, sum string) <-chan struct{} {
 	ix := &s.index
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if ix.st == nil || ix.st.Artifacts[name] != sum {
+	if ix.st == nil || viewOf(ix.st, name) != sum {
 		ch := make(chan struct{})
 		close(ch)
 		return ch
@@ -253,9 +251,14 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 			ns.Roles = []string{}
 		}
 		prefix := cluster + "/nodes/" + name + "/"
-		for file, digest := range st.Artifacts {
+		for file := range st.Artifacts {
 			if rest, ok := strings.CutPrefix(file, prefix); ok && !strings.Contains(rest, "/") && strings.HasSuffix(rest, ".yaml") {
-				ns.Graphs[strings.TrimSuffix(rest, ".yaml")] = digest
+				_, etag, err := s.artifact(st, file, viewOf(st, file), false)
+				if err != nil {
+					http.Error(w, Redact(err.Error()), http.StatusInternalServerError)
+					return
+				}
+				ns.Graphs[strings.TrimSuffix(rest, ".yaml")] = strings.Trim(etag, `"`)
 			}
 		}
 		sum.Nodes = append(sum.Nodes, ns)
@@ -300,7 +303,7 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return
 		}
-		sum, ok := st.Artifacts[name]
+		sum, ok := viewDigest(st.Artifacts, name)
 		if !ok {
 			s.graphNotFound(w, st, cluster, node, graph)
 			return
@@ -392,15 +395,14 @@ func (s *Server) artifact(st *State, name, sum string, asJSON bool) ([]byte, str
 	if ok {
 		return v.body, v.etag, nil
 	}
-	data, err := os.ReadFile(filepath.Join(s.Loop.Workdir.SetDir(st.Serial), filepath.FromSlash(name)))
+	// The node's expanded view, computed from the applied set (sum is its
+	// viewDigest); served with the sha256 of its bytes as ETag.
+	data, err := expandedGraph(s.Loop.Workdir.SetDir(st.Serial), st.Artifacts, name)
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("%w (serial %d)", err, st.Serial)
 	}
-	got := sha256.Sum256(data)
-	if hex.EncodeToString(got[:]) != sum {
-		return nil, "", fmt.Errorf("the applied artifact %s does not match the state's digest (serial %d): the work directory was changed by hand", name, st.Serial)
-	}
-	v = variant{body: data, etag: `"` + sum + `"`}
+	ds := sha256.Sum256(data)
+	v = variant{body: data, etag: `"` + hex.EncodeToString(ds[:]) + `"`}
 	if asJSON {
 		body, err := yamlToJSON(data)
 		if err != nil {

@@ -16,6 +16,8 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fuelsync/fuelsync/render"
 )
 
 // apiServer is a loop and its server, on 127.0.0.1 behind serve's limits,
@@ -88,28 +90,38 @@ func sha(b []byte) string {
 
 const node2Graph = "/api/v1/clusters/demo/nodes/node-2/graphs/default"
 
-// TestArtifactAPIServesTheAppliedGraph: the node's graph is the file of the
-// applied set, byte for byte, with its sha256 (the state's digest) as ETag;
-// If-None-Match with it gives 304 and no body; JSON on Accept, with the JSON
-// bytes' own sha256 as ETag, and the same data.
+// expandedApplied is the expanded view of a node's graph in the current applied
+// set, as render computes it.
+func expandedApplied(t *testing.T, a *apiServer, cluster, node, graph string) []byte {
+	t.Helper()
+	data, err := render.ExpandNode(os.DirFS(filepath.Join(a.wd, "artifacts", "current")), cluster, node, graph)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestArtifactAPIServesTheAppliedGraph: the node's graph is the expanded view of
+// its file of the applied set (every task's definition inline), byte for byte,
+// with its sha256 as ETag; If-None-Match with it gives 304 and no body; JSON on
+// Accept, with the JSON bytes' own sha256 as ETag, and the same data.
 func TestArtifactAPIServesTheAppliedGraph(t *testing.T) {
 	a := startAPI(t, nil)
 	if r := a.get(t, node2Graph, nil); r.code != 503 || r.h.Get("Retry-After") == "" {
 		t.Errorf("before any apply: %d %q, want 503 with Retry-After", r.code, r.body)
 	}
 	a.reconcile(t, Applied)
-	file, err := os.ReadFile(filepath.Join(a.wd, "artifacts", "current", "demo", "nodes", "node-2", "default.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	file := expandedApplied(t, a, "demo", "node-2", "default")
+	if !strings.Contains(string(file), "puppet_manifest:") {
+		t.Fatalf("the expanded view has no definitions:\n%s", file)
 	}
-	st, _ := a.loop.Workdir.ReadState()
 	r := a.get(t, node2Graph, nil)
 	if r.code != 200 || r.body != string(file) {
-		t.Fatalf("GET: %d, body equal to the applied file: %v\n%.300s", r.code, r.body == string(file), r.body)
+		t.Fatalf("GET: %d, body equal to the expanded view: %v\n%.300s", r.code, r.body == string(file), r.body)
 	}
 	etag := `"` + sha(file) + `"`
-	if r.h.Get("ETag") != etag || etag != `"`+st.Artifacts["demo/nodes/node-2/default.yaml"]+`"` {
-		t.Errorf("ETag %s, want %s (the state's digest %s)", r.h.Get("ETag"), etag, st.Artifacts["demo/nodes/node-2/default.yaml"])
+	if r.h.Get("ETag") != etag {
+		t.Errorf("ETag %s, want %s", r.h.Get("ETag"), etag)
 	}
 	if ct := r.h.Get("Content-Type"); ct != "application/yaml" {
 		t.Errorf("Content-Type %q", ct)
@@ -280,7 +292,7 @@ func TestArtifactAPIWaitWakesOnChange(t *testing.T) {
 	applied := time.Now()
 	a.reconcile(t, Applied)
 	r := <-changed
-	file, _ := os.ReadFile(filepath.Join(a.wd, "artifacts", "current", "demo", "nodes", "node-2", "default.yaml"))
+	file := expandedApplied(t, a, "demo", "node-2", "default")
 	if r.code != 200 || r.body != string(file) || r.h.Get("ETag") == etag2 || r.h.Get("ETag") != `"`+sha(file)+`"` {
 		t.Fatalf("the waiting agent of node-2: %d ETag %s (was %s)\n%.200s", r.code, r.h.Get("ETag"), etag2, r.body)
 	}
@@ -367,6 +379,59 @@ func TestArtifactAPIRefusesAFileThatIsNotTheApplied(t *testing.T) {
 		r := a.get(t, node2Graph, map[string]string{"Accept": accept})
 		if r.code != 500 || strings.Contains(r.body, "rm -rf") || !strings.Contains(r.body, "does not match the state's digest") {
 			t.Errorf("%s of a file changed by hand: %d %q, want 500", accept, r.code, r.body)
+		}
+	}
+	// The task catalogue the view is computed from is checked too.
+	cat := filepath.Join(a.wd, "artifacts", "current", "demo", "tasks", "default.yaml")
+	data, err := os.ReadFile(cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cat, []byte(strings.Replace(string(data), "puppet_manifest:", "puppet_manifest: /tmp/evil.pp\n      x:", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := "/api/v1/clusters/demo/nodes/node-3/graphs/default"
+	if r := a.get(t, other, nil); r.code != 500 || strings.Contains(r.body, "evil") || !strings.Contains(r.body, "does not match the state's digest") {
+		t.Errorf("a graph whose task catalogue was changed by hand: %d %q, want 500", r.code, r.body)
+	}
+}
+
+// TestArtifactAPIWaitWakesOnDefinitionChange: a task definition edited in the
+// release changes the task catalogue and no node file; an agent waiting with its
+// ETag is still answered with its new graph (the view changed), and the cluster
+// summary gives the new ETag.
+func TestArtifactAPIWaitWakesOnDefinitionChange(t *testing.T) {
+	a := startAPI(t, func(s *Server, _ *Limits) { s.MaxWait = 5 * time.Second })
+	a.reconcile(t, Applied)
+	before, _ := a.loop.Workdir.ReadState()
+	etag := a.get(t, node2Graph, nil).h.Get("ETag")
+	changed := a.longPoll(t, node2Graph, etag, "5s")
+	waitFor(t, "one waiting", func() bool { return len(a.srv.waiters) == 1 })
+	editFile(t, filepath.Join(a.dir, "plugins", "quickstart", "graphs", "deployment.yaml"),
+		"globals/globals.pp\n    puppet_modules: /etc/puppet/modules\n    timeout: 120", "globals/globals.pp\n    puppet_modules: /etc/puppet/modules\n    timeout: 240")
+	commit(t, a.repo, "globals: a longer timeout")
+	a.reconcile(t, Applied)
+	after, _ := a.loop.Workdir.ReadState()
+	const nodeFile, catalogue = "demo/nodes/node-2/default.yaml", "demo/tasks/default.yaml"
+	if before.Artifacts[nodeFile] != after.Artifacts[nodeFile] || before.Artifacts[catalogue] == after.Artifacts[catalogue] {
+		t.Fatalf("the edit should change the task catalogue only: node file %v, catalogue %v",
+			before.Artifacts[nodeFile] != after.Artifacts[nodeFile], before.Artifacts[catalogue] != after.Artifacts[catalogue])
+	}
+	r := <-changed
+	file := expandedApplied(t, a, "demo", "node-2", "default")
+	if r.code != 200 || r.body != string(file) || r.h.Get("ETag") != `"`+sha(file)+`"` || r.h.Get("ETag") == etag || r.took > 4*time.Second {
+		t.Fatalf("the waiting agent of node-2: %d ETag %s (was %s) after %v\n%.200s", r.code, r.h.Get("ETag"), etag, r.took, r.body)
+	}
+	if !strings.Contains(r.body, "timeout: 240") {
+		t.Errorf("the new graph has not the new definition:\n%s", r.body)
+	}
+	var sum ClusterSummary
+	if err := json.Unmarshal([]byte(a.get(t, "/api/v1/clusters/demo", nil).body), &sum); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range sum.Nodes {
+		if n.Name == "node-2" && `"`+n.Graphs["default"]+`"` != r.h.Get("ETag") {
+			t.Errorf("the summary's digest of node-2's default graph %s, its ETag %s", n.Graphs["default"], r.h.Get("ETag"))
 		}
 	}
 }

@@ -15,8 +15,8 @@ import (
 func TestEtcdElection(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	const ttl = 2 * time.Second
-	a := etcdWorkdir(t, c, "elect", ttl, 5*time.Second).Backend.(*Etcd)
-	b := etcdWorkdir(t, c, "elect", ttl, 5*time.Second).Backend.(*Etcd)
+	a := etcdWorkdir(t, c, "elect", ttl, 5*time.Second).Backend.(Coordinator)
+	b := etcdWorkdir(t, c, "elect", ttl, 5*time.Second).Backend.(Coordinator)
 	ctx := context.Background()
 	if _, err := b.Leader(ctx); !errors.Is(err, ErrNoLeader) {
 		t.Fatalf("leader before any campaign: %v", err)
@@ -27,7 +27,7 @@ func TestEtcdElection(t *testing.T) {
 	if id, err := b.Leader(ctx); err != nil || id != "replica-a" {
 		t.Fatalf("leader: %q, %v; want replica-a", id, err)
 	}
-	won := make(chan *Leadership, 1)
+	won := make(chan Leadership, 1)
 	go func() {
 		l, err := b.Campaign(ctx, "replica-b")
 		if err != nil {
@@ -42,7 +42,7 @@ func TestEtcdElection(t *testing.T) {
 	}
 	a.Close() // the leader is gone
 	gone := time.Now()
-	var lb *Leadership
+	var lb Leadership
 	select {
 	case lb = <-won:
 		t.Logf("replica-b leads %s after replica-a was gone (lease TTL %s)", time.Since(gone).Round(time.Millisecond), ttl)
@@ -63,7 +63,7 @@ func TestEtcdElection(t *testing.T) {
 // WatchSerial sends the serial now and after each commit.
 func TestEtcdWatchSerial(t *testing.T) {
 	c := etcdtest.Start(t, 1)
-	e := etcdWorkdir(t, c, "watch", 5*time.Second, 5*time.Second).Backend.(*Etcd)
+	e := etcdWorkdir(t, c, "watch", 5*time.Second, 5*time.Second).Backend.(Coordinator)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch := e.WatchSerial(ctx)

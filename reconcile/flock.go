@@ -112,7 +112,7 @@ func (w *Workdir) flock(ctx context.Context, op string, timeout time.Duration) (
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	data, _ := json.Marshal(holderInfo(op))
+	data, _ := json.Marshal(HolderInfo(op))
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt(append(data, '\n'), 0)
 	}

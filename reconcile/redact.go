@@ -3,6 +3,7 @@ package reconcile
 import (
 	"net/url"
 	"regexp"
+	"sync"
 )
 
 // RedactURL is rawURL without its credentials, fit for a log, a status or an
@@ -28,12 +29,12 @@ func RedactURL(rawURL string) string {
 
 // userinfo matches the credentials of a URL within any text: scheme://, then
 // user[:password]@. An ssh URL's bare user name is kept by RedactURL.
-var userinfo = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^/\s@"'<>]+@[^\s"'<>]*`)
+var userinfo = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^/\s@"'<>]+@[^\s"'<>]*`) })
 
 // Redact replaces the credentials of every URL within text (an error message
 // that quotes a remote) as RedactURL does.
 func Redact(text string) string {
-	return userinfo.ReplaceAllStringFunc(text, func(m string) string {
+	return userinfo().ReplaceAllStringFunc(text, func(m string) string {
 		u, err := url.Parse(m)
 		if err != nil || u.User == nil {
 			// Not a URL after all: drop everything up to the @.

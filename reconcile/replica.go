@@ -18,8 +18,6 @@ import (
 	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
 )
@@ -30,11 +28,11 @@ const (
 	RoleFollower = "follower"
 )
 
-// Replica runs a Loop as one of several replicas of the state on Etcd: it
-// reconciles only while it leads.
+// Replica runs a Loop as one of several replicas of the state on Etcd (a
+// Coordinator, the etcd backend): it reconciles only while it leads.
 type Replica struct {
 	Loop *Loop
-	Etcd *Etcd
+	Etcd Coordinator
 	// ID names this replica (the leader's identity in every replica's
 	// status); DefaultReplicaID when empty.
 	ID string
@@ -273,60 +271,6 @@ func (r *Replica) Status(ctx context.Context) *ReplicaStatus {
 		rs.Problem = Redact(problem.Error())
 	}
 	return rs
-}
-
-// CommittedSerial reads the serial committed on etcd (0 when none).
-func (e *Etcd) CommittedSerial(ctx context.Context) (int64, error) {
-	ctx, cancel := e.ctx(ctx)
-	defer cancel()
-	resp, err := e.client.Get(ctx, e.key("serial"))
-	if err != nil {
-		return 0, e.wrap("reading the serial from", err)
-	}
-	if len(resp.Kvs) == 0 {
-		return 0, nil
-	}
-	return strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64)
-}
-
-// RequestReconcile asks the leader of the replicas for a reconcile: a write
-// to <prefix>/trigger, which the leader watches; from names the asker.
-func (e *Etcd) RequestReconcile(ctx context.Context, from string) error {
-	ctx, cancel := e.ctx(ctx)
-	defer cancel()
-	if _, err := e.client.Put(ctx, e.key("trigger"), from+" "+time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
-		return e.wrap("asking the leader for a reconcile through", err)
-	}
-	return nil
-}
-
-// WatchRequests sends one value for every RequestReconcile made after it
-// started, until ctx ends (then the channel is closed). Requests that arrive
-// while one is pending are coalesced.
-func (e *Etcd) WatchRequests(ctx context.Context) <-chan struct{} {
-	out := make(chan struct{}, 1)
-	go func() {
-		defer close(out)
-		for ctx.Err() == nil {
-			wch := e.client.Watch(clientv3.WithRequireLeader(ctx), e.key("trigger"))
-			for wr := range wch {
-				if wr.Err() != nil {
-					break
-				}
-				if len(wr.Events) > 0 {
-					select {
-					case out <- struct{}{}:
-					default:
-					}
-				}
-			}
-			select {
-			case <-time.After(time.Second):
-			case <-ctx.Done():
-			}
-		}
-	}()
-	return out
 }
 
 // RevisionSource is a Source that can also read a given commit (a replica

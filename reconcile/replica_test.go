@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
+	"github.com/fuelsync/fuelsync/render"
 )
 
 // testReplica is one serve replica in process: a loop, its server on
@@ -56,7 +57,7 @@ func startReplicaOn(t *testing.T, w *Workdir, dir, id string, secret []byte, ver
 		tr.outcomes[o]++
 		tr.mu.Unlock()
 	}
-	tr.rep = &Replica{Loop: loop, Etcd: w.Backend.(*Etcd), ID: id}
+	tr.rep = &Replica{Loop: loop, Etcd: w.Backend.(Coordinator), ID: id}
 	srv.Replica = tr.rep
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -170,18 +171,25 @@ func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 	}
 	waitFor(t, "the follower ready", func() bool { code, _ := follower.get(t, "/readyz"); return code == 200 })
 	// The follower serves the applied graphs, rendered itself and checked
-	// against the state's manifest: the same bytes as the leader's.
+	// against the state's manifest: the same bytes as the leader's (the
+	// expanded view of its applied set).
 	st, err := leader.w.ReadState()
 	if err != nil {
 		t.Fatal(err)
 	}
 	graphs := 0
-	for name, sum := range st.Artifacts {
+	for name := range st.Artifacts {
 		cluster, rest, _ := strings.Cut(name, "/nodes/")
 		node, graph, ok := strings.Cut(rest, "/")
 		if !ok || !strings.HasSuffix(graph, ".yaml") {
 			continue
 		}
+		view, err := render.ExpandNode(os.DirFS(leader.w.SetDir(st.Serial)), cluster, node, strings.TrimSuffix(graph, ".yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		viewSum := sha256.Sum256(view)
+		sum := hex.EncodeToString(viewSum[:])
 		graphs++
 		for _, r := range reps {
 			resp, err := http.Get(r.base + "/api/v1/clusters/" + cluster + "/nodes/" + node + "/graphs/" + strings.TrimSuffix(graph, ".yaml"))
@@ -225,7 +233,7 @@ func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 	// The leader is gone without resigning (its etcd client closed: no more
 	// keep-alives): the follower leads within the lease TTL.
 	gone := time.Now()
-	leader.w.Backend.(*Etcd).Close()
+	leader.w.Backend.(Coordinator).Close()
 	var took atomic.Int64
 	waitLong(t, 10*time.Second, "the follower leads", func() bool {
 		if follower.rep.Role() == RoleLeader {

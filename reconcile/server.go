@@ -17,9 +17,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/fuelsync/fuelsync/diff"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
@@ -71,13 +68,8 @@ type Server struct {
 	index        artifactIndex
 	waiters      chan struct{} // requests waiting (MaxWaiting)
 	writeTimeout time.Duration // pushed past a wait
-	waiting      prometheus.GaugeFunc
 
-	registry   *prometheus.Registry
-	reconciles *prometheus.CounterVec
-	duration   prometheus.Histogram
-	deliveries *prometheus.CounterVec
-	serial     prometheus.GaugeFunc
+	metrics Metrics
 
 	reads chan struct{} // webhook bodies being read (MaxBodyReads)
 
@@ -104,29 +96,14 @@ type componentsCache struct {
 // NewServer makes the server of loop; it sets loop.OnReconcile for the metrics.
 // An empty secret refuses every delivery.
 func NewServer(loop *Loop, secret []byte) *Server {
-	s := &Server{Loop: loop, Secret: secret, registry: prometheus.NewRegistry(), seen: map[string]time.Time{},
+	s := &Server{Loop: loop, Secret: secret, seen: map[string]time.Time{},
 		reads: make(chan struct{}, MaxBodyReads), MaxWait: DefaultMaxWait, MaxWaiting: DefaultMaxWaiting,
 		writeTimeout: DefaultLimits.WriteTimeout}
-	s.reconciles = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "fuelsync_reconciles_total", Help: "Reconciles by outcome.",
-	}, []string{"outcome"})
-	s.duration = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name: "fuelsync_reconcile_duration_seconds", Help: "How long reconciles take.",
+	s.metrics = newMetrics(Gauges{
+		Serial:  func() float64 { return float64(loop.Status().Serial) },
+		Waiting: func() float64 { return float64(len(s.waiters)) },
 	})
-	s.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "fuelsync_webhook_deliveries_total", Help: "Webhook deliveries by provider and result.",
-	}, []string{"provider", "result"})
-	s.serial = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "fuelsync_applied_serial", Help: "The serial of the applied state.",
-	}, func() float64 { return float64(loop.Status().Serial) })
-	s.waiting = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "fuelsync_api_waiting", Help: "Artifact API requests waiting for a change (long-polls).",
-	}, func() float64 { return float64(len(s.waiters)) })
-	s.registry.MustRegister(s.reconciles, s.duration, s.deliveries, s.serial, s.waiting)
-	loop.OnReconcile = func(o Outcome, d time.Duration) {
-		s.reconciles.WithLabelValues(string(o)).Inc()
-		s.duration.Observe(d.Seconds())
-	}
+	loop.OnReconcile = s.metrics.Reconciled
 	loop.OnState = s.observe
 	return s
 }
@@ -190,7 +167,7 @@ func (s *Server) Handler() http.Handler {
 		}
 		_ = enc.Encode(st)
 	})
-	mux.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", s.metrics.Handler())
 	mux.HandleFunc("GET /api/v1/releases/{version}/components", func(w http.ResponseWriter, r *http.Request) {
 		if s.authorized(w, r) {
 			s.components(w, r)
@@ -242,7 +219,7 @@ func signatureHeader(provider string) string {
 // duplicate, and 202 and a trigger.
 func (s *Server) hook(provider string, w http.ResponseWriter, r *http.Request) {
 	result := "accepted"
-	defer func() { s.deliveries.WithLabelValues(provider, result).Inc() }()
+	defer func() { s.metrics.Delivered(provider, result) }()
 	refuse := func(res string, code int, msg string) {
 		result = res
 		w.Header().Set("Connection", "close") // the body is left unread
@@ -411,7 +388,9 @@ func (s *Server) duplicate(id string) bool {
 	return false
 }
 
-var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+// pageTemplate is parsed on first use, not at every start of the CLI.
+var pageTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>fuelsync</title>
 <style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}.error{color:#b00}pre{background:#f6f6f6;padding:.6em}</style>
 </head><body>
@@ -429,6 +408,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 {{else}}<p>No cluster rendered yet.</p>{{end}}
 </body></html>
 `))
+})
 
 // components is the component-registry API of the design: the release's
 // components and those of the plugins compatible with it, from the revision the
@@ -477,7 +457,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 		st.Replica = s.Replica.Status(r.Context())
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_ = pageTemplate.Execute(w, struct {
+	_ = pageTemplate().Execute(w, struct {
 		Status
 		NoColors diff.Colors
 	}{st, diff.Colors{}})

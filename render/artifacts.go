@@ -10,7 +10,6 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -100,13 +99,24 @@ func render(repo *loader.Repo, opts Options, classes bool) ([]*Rendered, hcl.Dia
 	return out, loader.SortDiagnostics(append(b.data, diags...))
 }
 
-// Files serialises rendered clusters into the artifact layout (docs/reference.md), path →
-// bytes, manifest.json included. Keys are sorted and nothing depends on time, so the
-// same input gives the same bytes. It holds every file in memory; Stream does not.
+// Files serialises rendered clusters into the stored artifact layout (format 2,
+// docs/artifact-format.md), path → bytes, manifest.json included. Keys are sorted
+// and nothing depends on time, so the same input gives the same bytes. It holds
+// every file in memory; Stream does not.
 func Files(rs []*Rendered, revision, toolVersion string) (map[string][]byte, error) {
+	return files(rs, revision, toolVersion, FormatCatalogue)
+}
+
+// FilesExpanded is Files in the expanded layout (format 1): every node file with
+// its tasks' definitions inline, no task catalogue.
+func FilesExpanded(rs []*Rendered, revision, toolVersion string) (map[string][]byte, error) {
+	return files(rs, revision, toolVersion, FormatExpanded)
+}
+
+func files(rs []*Rendered, revision, toolVersion, format string) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	var mu sync.Mutex
-	err := Stream(rs, revision, toolVersion, func(name string, data []byte) error {
+	err := stream(rs, revision, toolVersion, format, func(name string, data []byte) error {
 		data = bytes.Clone(data)
 		mu.Lock()
 		files[name] = data
@@ -124,6 +134,15 @@ func Files(rs []*Rendered, revision, toolVersion string) (map[string][]byte, err
 // at once, and data is only valid until put returns. manifest.json comes last, after
 // every other put has returned. The first error stops the stream and is returned.
 func Stream(rs []*Rendered, revision, toolVersion string, put func(name string, data []byte) error) error {
+	return stream(rs, revision, toolVersion, FormatCatalogue, put)
+}
+
+// StreamExpanded is Stream in the expanded layout (format 1).
+func StreamExpanded(rs []*Rendered, revision, toolVersion string, put func(name string, data []byte) error) error {
+	return stream(rs, revision, toolVersion, FormatExpanded, put)
+}
+
+func stream(rs []*Rendered, revision, toolVersion, format string, put func(name string, data []byte) error) error {
 	type unit struct {
 		name   string
 		encode func(*nodeEncoder) ([]byte, error)
@@ -154,13 +173,20 @@ func Stream(rs []*Rendered, revision, toolVersion string, put func(name string, 
 				writeDOT(&e.buf, name, g)
 				return e.buf.Bytes(), nil
 			}})
+			if format == FormatCatalogue {
+				units = append(units, unit{CataloguePath(name, g.Type), func(e *nodeEncoder) ([]byte, error) {
+					return e.catalogue(r.Model, g)
+				}})
+			}
 			for _, ng := range g.Nodes {
 				if err := checkSegment("node name", ng.Node); err != nil {
 					return err
 				}
-				units = append(units, unit{path.Join(name, "nodes", ng.Node, g.Type+".yaml"), func(e *nodeEncoder) ([]byte, error) {
-					return e.node(r.Model, g, ng)
-				}})
+				encode := func(e *nodeEncoder) ([]byte, error) { return e.nodeFile(r.Model, g, ng) }
+				if format == FormatExpanded {
+					encode = func(e *nodeEncoder) ([]byte, error) { return e.node(r.Model, g, ng) }
+				}
+				units = append(units, unit{NodePath(name, ng.Node, g.Type), encode})
 			}
 		}
 	}
@@ -192,7 +218,7 @@ func Stream(rs []*Rendered, revision, toolVersion string, put func(name string, 
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	manifest, err := manifestDoc(entries, revision, toolVersion)
+	manifest, err := manifestDoc(entries, format, revision, toolVersion)
 	if err != nil {
 		return err
 	}
@@ -228,14 +254,14 @@ type manifestEntry struct {
 	SHA256 string `json:"sha256"`
 }
 
-func manifestDoc(entries []manifestEntry, revision, toolVersion string) ([]byte, error) {
+func manifestDoc(entries []manifestEntry, format, revision, toolVersion string) ([]byte, error) {
 	slices.SortFunc(entries, func(a, b manifestEntry) int { return strings.Compare(a.Path, b.Path) })
 	doc := struct {
 		FormatVersion string          `json:"format_version"`
 		Revision      string          `json:"revision"`
 		ToolVersion   string          `json:"tool_version"`
 		Files         []manifestEntry `json:"files"`
-	}{"1", revision, toolVersion, entries}
+	}{format, revision, toolVersion, entries}
 	data, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return nil, err
@@ -332,86 +358,30 @@ func (m *Model) nodeVolumes(roles []string) []any {
 	return out
 }
 
-// DOT renders a graph type of a cluster as Graphviz: one cluster box per node, an
-// edge from each dependency to its dependent, cross-node edges included. Graphviz
-// ids are "task@node", so that the file diffs well from one revision to the next.
-func DOT(cluster string, g *Graph) []byte {
-	var b bytes.Buffer
-	writeDOT(&b, cluster, g)
-	return b.Bytes()
-}
-
-func writeDOT(b *bytes.Buffer, cluster string, g *Graph) {
-	escape := func(s string) string {
-		if !strings.ContainsAny(s, `\"`) {
-			return s
+// EncodeFile encodes one node file or task catalogue of the stored layout
+// (format 2) by its path, as Stream writes it: for a reader that kept the digests
+// of a render but not every file's bytes.
+func EncodeFile(rs []*Rendered, name string) ([]byte, error) {
+	parts := strings.Split(name, "/")
+	for _, r := range rs {
+		if len(parts) < 3 || r.Model.Cluster.Name != parts[0] {
+			continue
 		}
-		return strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"`, `\"`)
-	}
-	str := func(s string) { b.WriteString(escape(s)) }
-	// Task ids and node names escaped once each, not once per edge: by the task's
-	// position in the graph's ids and the node's rank.
-	ids := make([]string, len(g.ids))
-	for i, id := range g.ids {
-		ids[i] = escape(id)
-	}
-	var nodes []string
-	nodeName := func(ng *NodeGraph) string {
-		if int(ng.rank) >= len(nodes) {
-			nodes = append(nodes, make([]string, int(ng.rank)+1-len(nodes))...)
-		}
-		if nodes[ng.rank] == "" {
-			nodes[ng.rank] = escape(ng.Node)
-		}
-		return nodes[ng.rank]
-	}
-	// id writes the quoting of task@node, '@' needing none. A task of a graph
-	// renderGraph built has its position and node; any other is escaped as it is.
-	id := func(to *PlacedTask, task, node string) {
-		b.WriteByte('"')
-		if to != nil && to.node != nil && int(to.idx) < len(ids) && g.ids[to.idx] == task {
-			b.WriteString(ids[to.idx])
-			b.WriteByte('@')
-			b.WriteString(nodeName(to.node))
-		} else {
-			str(task)
-			b.WriteByte('@')
-			str(node)
-		}
-		b.WriteByte('"')
-	}
-	b.WriteString(`digraph "`)
-	str(cluster + "/" + g.Type)
-	b.WriteString("\" {\n  rankdir=LR;\n  node [shape=box, fontsize=10];\n")
-	for i, ng := range g.Nodes {
-		b.WriteString("  subgraph cluster_")
-		b.WriteString(strconv.Itoa(i))
-		b.WriteString(" {\n    label=\"")
-		str(ng.Node)
-		b.WriteString("\";\n")
-		for _, pt := range ng.Tasks {
-			b.WriteString("    ")
-			id(pt, pt.ID, ng.Node)
-			b.WriteString(` [label="`)
-			str(pt.ID)
-			if pt.Type == "skipped" {
-				b.WriteString(`", style=dashed];` + "\n")
-			} else {
-				b.WriteString(`"];` + "\n")
+		e := newNodeEncoder(&defBlocks{})
+		switch {
+		case len(parts) == 3 && parts[1] == "tasks" && strings.HasSuffix(parts[2], ".yaml"):
+			if g := r.Graph(strings.TrimSuffix(parts[2], ".yaml")); g != nil {
+				data, err := e.catalogue(r.Model, g)
+				return bytes.Clone(data), err
 			}
-		}
-		b.WriteString("  }\n")
-	}
-	for _, ng := range g.Nodes {
-		for _, pt := range ng.Tasks {
-			for _, e := range pt.Requires {
-				b.WriteString("  ")
-				id(e.to, e.Task, e.Node)
-				b.WriteString(" -> ")
-				id(pt, pt.ID, ng.Node)
-				b.WriteString(";\n")
+		case len(parts) == 4 && parts[1] == "nodes" && strings.HasSuffix(parts[3], ".yaml"):
+			if g := r.Graph(strings.TrimSuffix(parts[3], ".yaml")); g != nil {
+				if ng := g.Node(parts[2]); ng != nil && slices.Contains(g.Nodes, ng) {
+					data, err := e.nodeFile(r.Model, g, ng)
+					return bytes.Clone(data), err
+				}
 			}
 		}
 	}
-	b.WriteString("}\n")
+	return nil, fmt.Errorf("%s: no such node file or task catalogue in the render", name)
 }

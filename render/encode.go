@@ -124,45 +124,7 @@ func (e *nodeEncoder) node(m *Model, g *Graph, ng *NodeGraph) ([]byte, error) {
 
 func (e *nodeEncoder) write(m *Model, g *Graph, ng *NodeGraph) error {
 	b := &e.buf
-	key := func(k, v string) error {
-		q, ok := e.scalar(v)
-		if !ok {
-			return errSlowPath
-		}
-		b.WriteString(k)
-		b.WriteString(": ")
-		b.WriteString(q)
-		b.WriteByte('\n')
-		return nil
-	}
-	var roles, tags []string
-	var instances map[string][]string
-	if ng.Tags != nil {
-		roles, tags, instances = ng.Tags.Roles, ng.Tags.Resolution, ng.Tags.Instances
-	}
-	if err := key("cluster", m.Cluster.Name); err != nil {
-		return err
-	}
-	if err := key("graph", g.Type); err != nil {
-		return err
-	}
-	if len(instances) == 0 {
-		b.WriteString("instances: {}\n")
-	} else {
-		// Rare and small; yaml.v3 orders the tag names.
-		data, err := encodeYAML(map[string]any{"instances": instancesDoc(instances)})
-		if err != nil {
-			return err
-		}
-		b.Write(data)
-	}
-	if err := key("node", ng.Node); err != nil {
-		return err
-	}
-	if err := e.items("roles", roles); err != nil {
-		return err
-	}
-	if err := e.items("tags", tags); err != nil {
+	if err := e.header(m, g, ng, false); err != nil {
 		return err
 	}
 	if len(ng.Tasks) == 0 {
@@ -176,6 +138,43 @@ func (e *nodeEncoder) write(m *Model, g *Graph, ng *NodeGraph) error {
 		}
 	}
 	return nil
+}
+
+// header writes the keys of a node document before its tasks: cluster, graph,
+// instances, node, roles and tags, and format_version for a node file of format 2.
+func (e *nodeEncoder) header(m *Model, g *Graph, ng *NodeGraph, v2 bool) error {
+	b := &e.buf
+	var roles, tags []string
+	var instances map[string][]string
+	if ng.Tags != nil {
+		roles, tags, instances = ng.Tags.Roles, ng.Tags.Resolution, ng.Tags.Instances
+	}
+	if err := e.key("cluster", m.Cluster.Name); err != nil {
+		return err
+	}
+	if v2 {
+		b.WriteString("format_version: 2\n")
+	}
+	if err := e.key("graph", g.Type); err != nil {
+		return err
+	}
+	if len(instances) == 0 {
+		b.WriteString("instances: {}\n")
+	} else {
+		// Rare and small; yaml.v3 orders the tag names.
+		data, err := encodeYAML(map[string]any{"instances": instancesDoc(instances)})
+		if err != nil {
+			return err
+		}
+		b.Write(data)
+	}
+	if err := e.key("node", ng.Node); err != nil {
+		return err
+	}
+	if err := e.items("roles", roles); err != nil {
+		return err
+	}
+	return e.items("tags", tags)
 }
 
 // items writes a list of strings under key k at the top level.

@@ -73,46 +73,7 @@ func TestEncoderGenerated(t *testing.T) {
 // lines, long lines, unicode, nested lists and empty maps, yaql conditions and
 // dynamic requirements, a skipped task, instance tags.
 func TestEncoderAwkwardValues(t *testing.T) {
-	tasks := `- {id: deploy_start, type: stage}
-- id: "off"
-  type: shell
-  role: [controller]
-  requires: [deploy_start]
-  parameters:
-    cmd: |
-      first line
-
-      after a blank line
-        indented: yes
-    long: "` + longLine + `"
-    quoted: "yes"
-    number_like: "1.50"
-    empty: {}
-    nested: [[1, 2], {a: ~, "b c": 'x: y'}, "- dash"]
-    unicode: "héllo — ☃"
-    tab: "a\tb"
-    trailing: "space "
-- id: "15"
-  type: puppet
-  role: ['*']
-  requires: ["off"]
-  condition: {yaql_exp: 'changed($.debug) and $.x = "#"'}
-  cross-depends: {yaql_exp: '$.roles.select(...)'}
-  parameters: {puppet_manifest: "/x.pp", timeout: 3600}
-- id: "null"
-  type: shell
-  role: [compute]
-  condition: "settings:common.debug.value == true"
-  parameters: {cmd: "never"}
-- id: "yes"
-  type: shell
-  role: [compute]
-  requires: ["15"]
-`
-	cluster := strings.Replace(semCluster, "node-1: {id: 1, roles: [controller]}",
-		"node-1: {id: 1, roles: [controller], tags: {assign: ['corosync:1', 'mysql:2']}}", 1) +
-		"tags:\n  corosync: {has_primary: false}\n  mysql: {has_primary: false}\n"
-	r, diags := renderFiles(t, graphFiles(semRelease, map[string]string{"default": tasks}, cluster), nil)
+	r, diags := renderFiles(t, awkwardFiles(), nil)
 	noErrors(t, diags)
 	direct, total := checkEncoder(t, []*Rendered{r})
 	if direct == 0 {
@@ -163,4 +124,131 @@ func TestDOTQuoting(t *testing.T) {
 	if diff := cmp.Diff(want, string(DOT(`x"y`, g))); diff != "" {
 		t.Errorf("DOT (-want +got):\n%s", diff)
 	}
+}
+
+// checkStoredEncoder compares the writers of the stored layout (node files and
+// task catalogues) with yaml.v3 on their generic documents, for every node graph
+// and graph of rs, and checks that the expanded view computed from them is the
+// expanded layout. It returns how many documents the writers wrote themselves.
+func checkStoredEncoder(t *testing.T, rs []*Rendered) (direct, total int) {
+	t.Helper()
+	e := newNodeEncoder(&defBlocks{})
+	check := func(what string, want []byte, write func() error, full func() ([]byte, error)) {
+		t.Helper()
+		total++
+		e.buf.Reset()
+		if err := write(); err == nil {
+			direct++
+			if diff := cmp.Diff(string(want), e.buf.String()); diff != "" {
+				t.Errorf("%s: the writer differs from yaml.v3 (-yaml.v3 +writer):\n%s", what, diff)
+			}
+		} else if err != errSlowPath {
+			t.Fatalf("%s: %v", what, err)
+		}
+		got, err := full()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s: the fallback differs from yaml.v3", what)
+		}
+	}
+	for _, r := range rs {
+		name := r.Model.Cluster.Name
+		for _, g := range r.Graphs {
+			c := catalogueOf(g)
+			if c.err != nil {
+				t.Fatal(c.err)
+			}
+			want, err := encodeYAML(catalogueDocument(name, g, c.tasks))
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(CataloguePath(name, g.Type), want, func() error { return e.writeCatalogue(name, g, c.tasks) },
+				func() ([]byte, error) { return e.catalogue(r.Model, g) })
+			for _, ng := range g.Nodes {
+				want, err := encodeYAML(nodeFileDocument(r.Model, g, ng))
+				if err != nil {
+					t.Fatal(err)
+				}
+				check(NodePath(name, ng.Node, g.Type), want, func() error { return e.writeNodeFile(r.Model, g, ng) },
+					func() ([]byte, error) { return e.nodeFile(r.Model, g, ng) })
+			}
+		}
+	}
+	checkExpand(t, rs)
+	return direct, total
+}
+
+// TestStoredEncoder: the writers of the stored layout write what yaml.v3 writes,
+// on the real release, a generated fleet and awkward values.
+func TestStoredEncoder(t *testing.T) {
+	t.Run("mitaka", func(t *testing.T) {
+		r, _ := renderMitakaCeph(t)
+		if direct, total := checkStoredEncoder(t, []*Rendered{r}); direct != total {
+			t.Errorf("%d of %d documents took the fallback", total-direct, total)
+		}
+	})
+	t.Run("generated", func(t *testing.T) {
+		repo, ld := loader.Load(repogen.Generate(repogen.Spec{Plugins: 4, Tasks: 300, Nodes: 30, Clusters: 2, Seed: 9, CrossDepends: 60, StageFanIn: true}), loader.Options{})
+		rs := loadRender(t, repo, ld)
+		if direct, total := checkStoredEncoder(t, rs); direct != total {
+			t.Errorf("%d of %d documents took the fallback", total-direct, total)
+		}
+	})
+	t.Run("awkward", func(t *testing.T) {
+		r, diags := renderFiles(t, awkwardFiles(), nil)
+		noErrors(t, diags)
+		if direct, total := checkStoredEncoder(t, []*Rendered{r}); direct == 0 {
+			t.Errorf("every one of %d documents took the fallback", total)
+		}
+	})
+}
+
+// awkwardFiles is the repository of TestEncoderAwkwardValues: scalars yaml.v3
+// quotes (words it reads as booleans or null, numbers, leading indicators,
+// colons), parameters with block scalars, blank lines, long lines, unicode, nested
+// lists and empty maps, yaql conditions and dynamic requirements, a skipped task,
+// instance tags.
+func awkwardFiles() map[string]string {
+	tasks := `- {id: deploy_start, type: stage}
+- id: "off"
+  type: shell
+  role: [controller]
+  requires: [deploy_start]
+  parameters:
+    cmd: |
+      first line
+
+      after a blank line
+        indented: yes
+    long: "` + longLine + `"
+    quoted: "yes"
+    number_like: "1.50"
+    empty: {}
+    nested: [[1, 2], {a: ~, "b c": 'x: y'}, "- dash"]
+    unicode: "héllo — ☃"
+    tab: "a\tb"
+    trailing: "space "
+- id: "15"
+  type: puppet
+  role: ['*']
+  requires: ["off"]
+  condition: {yaql_exp: 'changed($.debug) and $.x = "#"'}
+  cross-depends: {yaql_exp: '$.roles.select(...)'}
+  parameters: {puppet_manifest: "/x.pp", timeout: 3600}
+- id: "null"
+  type: shell
+  role: [compute]
+  condition: "settings:common.debug.value == true"
+  parameters: {cmd: "never"}
+- id: "yes"
+  type: shell
+  role: [compute]
+  requires: ["15"]
+`
+	cluster := strings.Replace(semCluster, "node-1: {id: 1, roles: [controller]}",
+		"node-1: {id: 1, roles: [controller], tags: {assign: ['corosync:1', 'mysql:2']}}", 1) +
+		"tags:\n  corosync: {has_primary: false}\n  mysql: {has_primary: false}\n"
+	return graphFiles(semRelease, map[string]string{"default": tasks}, cluster)
 }

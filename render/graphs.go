@@ -33,6 +33,8 @@ type Graph struct {
 	cycles bool // a dependency cycle was reported
 
 	memberOnce sync.Once
+	catOnce    sync.Once
+	cat        *catalogueChoice    // the task catalogue's entries (catalogueOf)
 	memberOf   map[string][]string // task id → the groups whose tasks: list it
 }
 

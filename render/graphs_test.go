@@ -132,10 +132,20 @@ func artifacts(t *testing.T, rs ...*Rendered) map[string][]byte {
 	return files
 }
 
-// nodeArtifact decodes <cluster>/nodes/<node>/<graph>.yaml.
+// expandedArtifacts is artifacts in the expanded layout (format 1).
+func expandedArtifacts(t *testing.T, rs ...*Rendered) map[string][]byte {
+	t.Helper()
+	files, err := FilesExpanded(rs, "rev", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// nodeArtifact decodes the expanded view of <cluster>/nodes/<node>/<graph>.yaml.
 func nodeArtifact(t *testing.T, r *Rendered, node, graph string) map[string]any {
 	t.Helper()
-	return yamlArtifact(t, artifacts(t, r), r.Model.Cluster.Name+"/nodes/"+node+"/"+graph+".yaml")
+	return yamlArtifact(t, expandedArtifacts(t, r), r.Model.Cluster.Name+"/nodes/"+node+"/"+graph+".yaml")
 }
 
 func yamlArtifact(t *testing.T, files map[string][]byte, name string) map[string]any {
@@ -1098,7 +1108,8 @@ func TestEveryGraphType(t *testing.T) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	want := []string{"manifest.json", "prod/cluster.yaml", "prod/graphs/default.dot", "prod/graphs/provision.dot", "prod/graphs/upgrade.dot"}
+	want := []string{"manifest.json", "prod/cluster.yaml", "prod/graphs/default.dot", "prod/graphs/provision.dot", "prod/graphs/upgrade.dot",
+		"prod/tasks/default.yaml", "prod/tasks/provision.yaml", "prod/tasks/upgrade.yaml"}
 	for _, n := range []string{"node-1", "node-2", "node-3", "node-4", "node-5"} {
 		for _, typ := range types {
 			want = append(want, "prod/nodes/"+n+"/"+typ+".yaml")
@@ -1409,17 +1420,19 @@ func TestRenderDeterministic(t *testing.T) {
 	files := twinFiles("clusters/prod.yaml", twinYAML)
 	r1, diags := renderFiles(t, files, nil)
 	noErrors(t, diags)
-	first := artifacts(t, r1)
+	first, firstExpanded := artifacts(t, r1), expandedArtifacts(t, r1)
 	for i := 0; i < 5; i++ {
 		r, _ := renderFiles(t, files, nil)
-		again := artifacts(t, r)
-		if diff := cmp.Diff(first, again); diff != "" {
+		if diff := cmp.Diff(first, artifacts(t, r)); diff != "" {
 			t.Fatalf("render %d differs from the first (-first +again):\n%s", i+2, diff)
+		}
+		if diff := cmp.Diff(firstExpanded, expandedArtifacts(t, r)); diff != "" {
+			t.Fatalf("expanded render %d differs from the first (-first +again):\n%s", i+2, diff)
 		}
 	}
 	// The repository is not trivial: node-4's compute-setup cross-depends on
 	// database@node-1 (policy any), and the artifact shows it.
-	if !strings.Contains(string(first["prod/nodes/node-4/default.yaml"]), "node: node-1") {
+	if !strings.Contains(string(first["prod/nodes/node-4/default.yaml"]), "database@node-1") {
 		t.Errorf("node-4's artifact has no edge to node-1:\n%s", first["prod/nodes/node-4/default.yaml"])
 	}
 }
@@ -1435,9 +1448,10 @@ func TestYAMLAndHCLTwins(t *testing.T) {
 	if diff := cmp.Diff(stringsOf(y), stringsOf(h)); diff != "" {
 		t.Errorf("artifacts (-yaml +hcl):\n%s", diff)
 	}
-	// manifest, cluster.yaml, 2 DOT files, 5 nodes × 2 graphs, sync's default graph
-	if len(y) != 1+1+2+5*2+1 {
-		t.Errorf("%d artifacts, want 15", len(y))
+	// manifest, cluster.yaml, 2 DOT files, 2 task catalogues, 5 nodes × 2 graphs,
+	// sync's default graph
+	if len(y) != 1+1+2+2+5*2+1 {
+		t.Errorf("%d artifacts, want 17", len(y))
 	}
 }
 
@@ -1660,11 +1674,21 @@ func TestArtifactsGolden(t *testing.T) {
 	files := artifacts(t, r)
 	for name, file := range map[string]string{
 		"prod/cluster.yaml":              "cluster.yaml",
+		"prod/tasks/default.yaml":        "tasks.default.yaml",
 		"prod/nodes/node-4/default.yaml": "node-4.default.yaml",
 		"prod/nodes/sync/default.yaml":   "sync.default.yaml",
 		"prod/graphs/default.dot":        "default.dot",
 	} {
 		golden.Check(t, filepath.Join("testdata", "graphs", "twin", file), files[name])
+	}
+	// The expanded layout's node files are the same as before the stored format
+	// existed.
+	expanded := expandedArtifacts(t, r)
+	for name, file := range map[string]string{
+		"prod/nodes/node-4/default.yaml": "node-4.default.expanded.yaml",
+		"prod/nodes/sync/default.yaml":   "sync.default.expanded.yaml",
+	} {
+		golden.Check(t, filepath.Join("testdata", "graphs", "twin", file), expanded[name])
 	}
 
 	var manifest struct {
@@ -1679,8 +1703,8 @@ func TestArtifactsGolden(t *testing.T) {
 	if err := json.Unmarshal(files["manifest.json"], &manifest); err != nil {
 		t.Fatal(err)
 	}
-	if manifest.Revision != "rev" || manifest.ToolVersion != "test" {
-		t.Errorf("manifest revision %q, tool version %q", manifest.Revision, manifest.ToolVersion)
+	if manifest.FormatVersion != "2" || manifest.Revision != "rev" || manifest.ToolVersion != "test" {
+		t.Errorf("manifest format %q, revision %q, tool version %q", manifest.FormatVersion, manifest.Revision, manifest.ToolVersion)
 	}
 	listed := map[string]bool{}
 	for _, f := range manifest.Files {

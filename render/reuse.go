@@ -8,7 +8,7 @@ import (
 	"github.com/fuelsync/fuelsync/loader"
 )
 
-// Manifest is the manifest.json Stream writes for artifacts whose digests are
+// Manifest is the manifest.json Stream writes (format FormatCatalogue) for artifacts whose digests are
 // digests (path → hex sha256; an entry for manifest.json itself is left out):
 // a caller that keeps some clusters' artifacts from an earlier render and
 // streams the others makes the manifest of the whole set with it.
@@ -19,7 +19,7 @@ func Manifest(digests map[string]string, revision, toolVersion string) ([]byte, 
 			entries = append(entries, manifestEntry{name, sum})
 		}
 	}
-	return manifestDoc(entries, revision, toolVersion)
+	return manifestDoc(entries, FormatCatalogue, revision, toolVersion)
 }
 
 // Models builds the models of the clusters named (their nodes, roles, tags and

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"text/template"
 
 	"github.com/hashicorp/hcl/v2/hclwrite"
@@ -20,9 +21,11 @@ import (
 var PackageVersions = []string{"4.0.0", "5.0.0", "6.0.0"}
 
 var (
-	reName      = regexp.MustCompile(`^[a-z0-9_-]+$`)
-	reRole      = regexp.MustCompile(`^[0-9a-zA-Z_-]+$`)
-	reComponent = regexp.MustCompile(`^(hypervisor|network|storage|additional_service):([0-9a-z_-]+:)*[0-9a-z_-]+$`)
+	reName      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9_-]+$`) })
+	reRole      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-zA-Z_-]+$`) })
+	reComponent = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(hypervisor|network|storage|additional_service):([0-9a-z_-]+:)*[0-9a-z_-]+$`)
+	})
 )
 
 // Compat is a release the plugin extends (a compatibility record).
@@ -51,20 +54,20 @@ func (o *Options) ReleaseVersion() string { return o.Name + "-1.0" }
 // Check returns every problem with the options, one message each.
 func (o *Options) Check() []string {
 	var out []string
-	if !reName.MatchString(o.Name) {
+	if !reName().MatchString(o.Name) {
 		out = append(out, fmt.Sprintf("invalid plugin name %q: a plugin name has only lowercase letters, digits, '_' and '-' (^[a-z0-9_-]+$)", o.Name))
 	}
 	if !slices.Contains(PackageVersions, o.PackageVersion) {
 		out = append(out, fmt.Sprintf("unknown package version %q: plugin create writes %s", o.PackageVersion, strings.Join(PackageVersions, ", ")))
 	}
 	for _, r := range o.Roles {
-		if !reRole.MatchString(r) {
+		if !reRole().MatchString(r) {
 			out = append(out, fmt.Sprintf("invalid role name %q: a role name has only letters, digits, '_' and '-' (^[0-9a-zA-Z_-]+$)", r))
 		}
 	}
 	for _, c := range o.Components {
-		if !reComponent.MatchString(c) {
-			out = append(out, fmt.Sprintf("invalid component name %q: it must be <type>:<name>, the type one of hypervisor, network, storage, additional_service (%s)", c, reComponent))
+		if !reComponent().MatchString(c) {
+			out = append(out, fmt.Sprintf("invalid component name %q: it must be <type>:<name>, the type one of hypervisor, network, storage, additional_service (%s)", c, reComponent()))
 		}
 	}
 	if o.Release && o.PackageVersion == "4.0.0" {

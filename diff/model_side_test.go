@@ -1,0 +1,70 @@
+package diff
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestFirstApplyDecodesNothing: a first apply (nothing applied yet) or a removed
+// cluster is all tasks added or removed; a side that is a render gives the task ids
+// from its model, and the change set is the one decoding every file gives.
+func TestFirstApplyDecodesNothing(t *testing.T) {
+	rendered := renderSide(t, quickstart(t), nil, nil)
+	files := map[string][]byte{}
+	for name := range rendered.Digests {
+		data, err := rendered.Read(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = data
+	}
+	empty := &Side{Digests: map[string]string{}, Read: func(name string) ([]byte, error) {
+		return nil, fmt.Errorf("%s: the empty side has no files", name)
+	}}
+	// The same render, its node files refused: nothing may decode them.
+	var nodeReads atomic.Int64
+	read := rendered.Read
+	rendered.Read = func(name string) ([]byte, error) {
+		if kind, _, _, _ := artifactPath(name); kind == "node" {
+			nodeReads.Add(1)
+			return nil, fmt.Errorf("%s: decoded", name)
+		}
+		return read(name)
+	}
+	for _, tc := range []struct {
+		name             string
+		fromModel        func() (*ChangeSet, error)
+		fromFiles        func() (*ChangeSet, error)
+		wantAdded, wantR bool
+	}{
+		{"first apply", func() (*ChangeSet, error) { return Compute(empty, rendered) },
+			func() (*ChangeSet, error) { return Compute(empty, filesSide(t, files)) }, true, false},
+		{"cluster removed", func() (*ChangeSet, error) { return Compute(rendered, empty) },
+			func() (*ChangeSet, error) { return Compute(filesSide(t, files), empty) }, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodeReads.Store(0)
+			got, err := tc.fromModel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := nodeReads.Load(); n != 0 {
+				t.Errorf("%d node files decoded", n)
+			}
+			want, err := tc.fromFiles()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("change set from the model differs from the decoded one (-files +model):\n%s", diff)
+			}
+			s := got.Summary
+			if tc.wantAdded && (s.TasksAdded == 0 || s.Deploy == 0) || tc.wantR && s.Delete == 0 {
+				t.Errorf("summary %+v: want every node created or deleted", s)
+			}
+		})
+	}
+}

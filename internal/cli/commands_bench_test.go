@@ -1,0 +1,174 @@
+package cli
+
+// Benchmarks of the commands a reconciler runs, on the heavy shape of
+// internal/repogen (repogen.Heavy: four clusters, heavy cross-node dependencies,
+// stage fan-in), each command run as a child process of the real CLI (this test
+// binary with FUELSYNC_RUN_MAIN=1) against a git repository of two commits: the
+// generated one (A), and A with one tag assigned to one compute node (B).
+//
+//	validate      fuelsync --rev A validate
+//	render        fuelsync --rev A render --out DIR
+//	apply-cold    fuelsync --rev A apply, into an empty work directory
+//	plan-nochange fuelsync --rev A plan (the state is A's: nothing changes)
+//	plan-onenode  fuelsync --rev B plan (one node gains a tag)
+//	apply-onenode fuelsync --rev B apply (plans, then applies)
+//	diff-onenode  fuelsync diff --base A --head B (the pull-request check, with
+//	              the unified diff of every artifact that differs)
+//
+// Each iteration runs the seven in this order with a new work directory. For each,
+// the benchmark reports the median wall time over the iterations (<step>-ms), the
+// largest peak resident set of its process (<step>-rss-MB: the child's VmHWM,
+// from getrusage), and the median time over render's (<step>/render).
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fuelsync/fuelsync/internal/benchutil"
+	"github.com/fuelsync/fuelsync/internal/repogen"
+)
+
+// BenchmarkCommands runs the commands on the heavy shape at 200 nodes (50 a
+// cluster): small enough for make bench.
+func BenchmarkCommands(b *testing.B) {
+	benchCommands(b, repogen.Heavy(200))
+}
+
+// BenchmarkCommandsLarge runs them at 2,000 and 8,000 nodes (500 and 2,000 a
+// cluster): make bench-large. Run one size with -bench 'CommandsLarge/nodes=2000$'.
+func BenchmarkCommandsLarge(b *testing.B) {
+	for _, nodes := range []int{2000, 8000} {
+		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
+			benchCommands(b, repogen.Heavy(nodes))
+		})
+	}
+}
+
+// commandSteps are the commands of an iteration: name, arguments (WORK is the
+// iteration's work directory, OUT its render directory, A and B the commits), and
+// the exit code each must end with.
+var commandSteps = []struct {
+	name string
+	args []string
+	code int
+}{
+	{"validate", []string{"--rev", "A", "validate"}, 0},
+	{"render", []string{"--rev", "A", "render", "--out", "OUT"}, 0},
+	{"apply-cold", []string{"--rev", "A", "--workdir", "WORK", "--quiet", "apply", "--auto-approve"}, 0},
+	{"plan-nochange", []string{"--rev", "A", "--workdir", "WORK", "plan", "--detailed-exitcode"}, 0},
+	{"plan-onenode", []string{"--rev", "B", "--workdir", "WORK", "plan", "--detailed-exitcode"}, 2},
+	{"apply-onenode", []string{"--rev", "B", "--workdir", "WORK", "--quiet", "apply", "--auto-approve"}, 0},
+	{"diff-onenode", []string{"diff", "--base", "A", "--head", "B"}, 1},
+}
+
+func benchCommands(b *testing.B, spec repogen.Spec) {
+	repo := b.TempDir()
+	revA, revB, node := commandsRepo(b, repo, spec)
+	b.Logf("%d nodes in %d clusters; B assigns tag cinder to %s", spec.Nodes, spec.Clusters, node)
+	times := make([][]float64, len(commandSteps))
+	rss := make([]int64, len(commandSteps))
+	for b.Loop() {
+		iter := b.TempDir()
+		for i, st := range commandSteps {
+			args := []string{"--repo", repo, "--color", "never"}
+			for _, a := range st.args {
+				switch a {
+				case "A":
+					a = revA
+				case "B":
+					a = revB
+				case "WORK":
+					a = filepath.Join(iter, "work")
+				case "OUT":
+					a = filepath.Join(iter, "rendered")
+				}
+				args = append(args, a)
+			}
+			wall, maxRSS := runCommand(b, st.name, st.code, args)
+			times[i] = append(times[i], float64(wall))
+			rss[i] = max(rss[i], maxRSS)
+		}
+		b.StopTimer()
+		if err := os.RemoveAll(iter); err != nil { // gigabytes of artifacts at 8,000 nodes
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	render := benchutil.Median(times[1])
+	for i, st := range commandSteps {
+		med := benchutil.Median(times[i])
+		b.ReportMetric(med/1e6, st.name+"-ms")
+		b.ReportMetric(float64(rss[i])/(1<<20), st.name+"-rss-MB")
+		if i != 1 {
+			b.ReportMetric(med/render, st.name+"/render")
+		}
+	}
+}
+
+// runCommand runs the CLI in a child process and returns its wall time and peak
+// resident set (bytes); the exit code must be code.
+func runCommand(b *testing.B, name string, code int, args []string) (time.Duration, int64) {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "FUELSYNC_RUN_MAIN=1")
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	t0 := time.Now()
+	err := cmd.Run()
+	wall := time.Since(t0)
+	if got := cmd.ProcessState.ExitCode(); got != code {
+		b.Fatalf("%s: fuelsync %s: exit code %d, want %d (%v)\n%s", name, strings.Join(args, " "), got, code, err, stderr.String())
+	}
+	var maxRSS int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		maxRSS = ru.Maxrss << 10 // kilobytes on Linux
+	}
+	return wall, maxRSS
+}
+
+// commandsRepo writes the generated repository of spec to dir and commits it
+// (A), then assigns the release tag cinder to the first compute-only node of the
+// first YAML cluster and commits that (B).
+func commandsRepo(b *testing.B, dir string, spec repogen.Spec) (revA, revB, node string) {
+	b.Helper()
+	if err := repogen.WriteDir(repogen.Generate(spec), dir); err != nil {
+		b.Fatal(err)
+	}
+	a, err := gitCommit(dir, "generated")
+	if err != nil {
+		b.Fatal(err)
+	}
+	file := filepath.Join(dir, filepath.FromSlash(repogen.ClusterFile(1)))
+	src, err := os.ReadFile(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	re := regexp.MustCompile(`(?m)^  (node-\d+):\n    id: \d+\n    roles: \[compute\]\n`)
+	var at int
+	for _, m := range re.FindAllSubmatchIndex(src, -1) {
+		if !strings.HasPrefix(string(src[m[1]:]), "    tags:") {
+			node, at = string(src[m[2]:m[3]]), m[1]
+			break
+		}
+	}
+	if node == "" {
+		b.Fatalf("%s has no compute-only node without tags", file)
+	}
+	edited := append(append(append([]byte{}, src[:at]...), "    tags: {assign: [cinder]}\n"...), src[at:]...)
+	if err := os.WriteFile(file, edited, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	h, err := gitCommit(dir, node+" cinder")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return a.String(), h.String(), node
+}

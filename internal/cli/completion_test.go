@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestComplete: commands, subcommands, flags, and the names of examples/quickstart:
+// clusters, nodes, tags (the node's own first), roles, releases, a node's tasks.
+func TestComplete(t *testing.T) {
+	app := newApp(io.Discard, io.Discard)
+	repo := filepath.Join("..", "..", "examples", "quickstart")
+	for _, tc := range []struct {
+		words string
+		want  []string
+	}{
+		{"ro", []string{"roles"}},
+		{"tags u", []string{"unassign", "update"}},
+		{"tags assign --repo R --cluster ", []string{"demo-hcl", "demo"}},
+		{"tags assign --repo R --cluster demo --node node-", []string{"node-1", "node-2", "node-3", "node-4", "node-5", "node-6"}},
+		{"tags assign --repo R --cluster demo --node node-2 ", []string{"backup", "controller", "database", "rabbitmq", "compute", "monitor", "storage"}},
+		{"tags unassign --repo R --cluster demo --node node-2 r", []string{"rabbitmq"}},
+		{"roles assign --repo R --cluster demo --node node-4 s", []string{"storage"}},
+		{"tags create --repo R --release ", []string{"quickstart-1.0"}},
+		{"explain --repo R --cluster demo --node node-1 k", []string{"keystone"}},
+		{"plan --d", []string{"--detailed-exitcode"}},
+	} {
+		words := strings.Split(strings.ReplaceAll(tc.words, " R ", " "+repo+" "), " ")
+		if diff := cmp.Diff(tc.want, complete(app, words)); diff != "" {
+			t.Errorf("%q (-want +got):\n%s", tc.words, diff)
+		}
+	}
+}
+
+// TestCompletionScripts: the scripts are printed; bash's offers the quickstart's
+// node and tag names through a real bash; zsh's and fish's parse when those shells
+// are installed.
+func TestCompletionScripts(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		var out bytes.Buffer
+		if code := run([]string{"fuelsync", "completion", shell}, &out, io.Discard); code != 0 || !strings.Contains(out.String(), "fuelsync __complete") {
+			t.Errorf("completion %s: exit %d\n%s", shell, code, out.String())
+		}
+		path, err := exec.LookPath(shell)
+		if err != nil {
+			t.Logf("%s is not installed: its script is not run", shell)
+			continue
+		}
+		if shell == "zsh" {
+			if out, err := exec.Command(path, "-n", "-c", out.String()).CombinedOutput(); err != nil {
+				t.Errorf("%s -n: %v\n%s", shell, err, out)
+			}
+			continue
+		}
+		// A fuelsync on PATH: this test binary as the CLI.
+		bin := t.TempDir()
+		wrapper := "#!/bin/sh\nFUELSYNC_RUN_MAIN=1 exec '" + os.Args[0] + "' \"$@\"\n"
+		if err := os.WriteFile(filepath.Join(bin, "fuelsync"), []byte(wrapper), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		script := filepath.Join(bin, "completion.bash")
+		if err := os.WriteFile(script, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if shell == "fish" {
+			cmd := exec.Command(path, "-c", `source $argv[1]; complete -C "fuelsync tags assign --cluster demo --node "`, script)
+			cmd.Dir = filepath.Join("..", "..", "examples", "quickstart")
+			cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+			got, err := cmd.CombinedOutput()
+			if want := "node-1\nnode-2\nnode-3\nnode-4\nnode-5\nnode-6"; err != nil || strings.TrimSpace(string(got)) != want {
+				t.Errorf("fish completion: %v\n got %q\nwant %q", err, got, want)
+			}
+			continue
+		}
+		for words, want := range map[string]string{
+			"fuelsync tags assign --cluster demo --node no":        "node-1 node-2 node-3 node-4 node-5 node-6",
+			"fuelsync tags unassign --cluster demo --node node-2 ": "backup controller database rabbitmq compute monitor storage",
+		} {
+			cmd := exec.Command(path, "-c", `source "$1"; read -ra COMP_WORDS <<< "$2"; [[ "$2" == *" " ]] && COMP_WORDS+=(""); COMP_CWORD=$((${#COMP_WORDS[@]}-1)); _fuelsync; echo "${COMPREPLY[*]}"`, "bash", script, words)
+			cmd.Dir = filepath.Join("..", "..", "examples", "quickstart")
+			cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+			got, err := cmd.CombinedOutput()
+			if err != nil || strings.TrimSpace(string(got)) != want {
+				t.Errorf("bash completion of %q: %v\n got %q\nwant %q", words, err, strings.TrimSpace(string(got)), want)
+			}
+		}
+	}
+}

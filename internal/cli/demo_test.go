@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+)
+
+// TestMakeDemo runs `make demo` (this test binary as bin/fuelsync, its scratch
+// output in a temporary directory): it succeeds, tours all three examples, and its
+// apply step prints what it applied.
+func TestMakeDemo(t *testing.T) {
+	for _, tool := range []string{"make", "sed", "mktemp"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("make demo needs %s: %v", tool, err)
+		}
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "fuelsync")
+	wrapper := "#!/bin/sh\nFUELSYNC_RUN_MAIN=1 exec '" + os.Args[0] + "' \"$@\"\n"
+	if err := os.WriteFile(bin, []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// -o build: the test binary is the build.
+	cmd := exec.Command("make", "--no-print-directory", "-C", filepath.Join("..", ".."), "-o", "build", "demo",
+		"BIN="+bin, "DEMO="+filepath.Join(dir, "demo"))
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make demo: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		`(?m)^== fuelsync --repo examples/quickstart validate$`,
+		`(?m)^examples/quickstart: valid: `,
+		`(?m)^quickstart/plugins/monitoring/metadata.yaml:\d+:\d+: error: `, // a scratch copy with a mistake
+		`(?m)^exit status 1$`,
+		`(?m)^Apply complete: serial 1, `, // apply shows its own output
+		`(?m)^examples/fuel-mitaka: valid: `,
+		`(?m)^== fuelsync --repo examples/fuel-mitaka explain `,
+		`(?m)^  OS::TripleO::Services::RabbitMQ: tht/puppet/services/rabbitmq.yaml$`,
+		`(?m)^  OS::TripleO::Services::RabbitMQ: tht/docker/services/pacemaker/rabbitmq.yaml$`,
+		`(?m)^examples/tripleo-capabilities/tht/docker/services/pacemaker/rabbitmq.yaml$`, // capabilities find
+		`(?m)^deployment: puppet, docker$`,                                                // capabilities summary
+	} {
+		if !regexp.MustCompile(want).Match(out) {
+			t.Errorf("make demo prints nothing matching %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("make demo:\n%s", out)
+	}
+}

@@ -1,0 +1,532 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/reconcile"
+)
+
+// The global flags are defined on the application (fuelsync --repo R validate) and
+// again on each command that honours them (fuelsync validate --repo R), so that
+// they work in any position and each command's --help lists them. readGlobals
+// takes the innermost one given.
+
+// globalFlag returns a new definition of the global flag name (a flag value holds
+// parse state, so every command gets its own).
+func globalFlag(name string) cli.Flag {
+	switch name {
+	case "repo":
+		return &cli.StringFlag{Name: "repo", Value: ".", Usage: "repository `PATH` (a working tree or a bare repository)"}
+	case "rev":
+		return &cli.StringFlag{Name: "rev", Usage: "read revision `REV` (branch, tag, HEAD~2, sha) from git objects instead of the working tree"}
+	case "workdir":
+		return &cli.StringFlag{Name: "workdir", Value: ".fuelsync", Usage: "`DIR` for state, applied artifacts, lock and cache"}
+	case "format":
+		return &cli.StringFlag{Name: "format", Value: "text", Usage: "output `FORMAT`: text, json, markdown or github, where the command supports it"}
+	case "color":
+		return &cli.StringFlag{Name: "color", Value: "auto", Usage: "colour output `WHEN`: auto, always or never"}
+	case "quiet":
+		return &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only problems"}
+	case "state":
+		return &cli.StringFlag{Name: "state", Usage: "keep the state and the lock in etcd at `URL` (etcd://host1:2379,host2:2379/prefix) instead of the work directory"}
+	case "etcd-cacert":
+		return &cli.StringFlag{Name: "etcd-cacert", Usage: "verify etcd's TLS certificate with the CA bundle `FILE`"}
+	case "etcd-cert":
+		return &cli.StringFlag{Name: "etcd-cert", Usage: "TLS client certificate `FILE` for etcd"}
+	case "etcd-key":
+		return &cli.StringFlag{Name: "etcd-key", Usage: "TLS client key `FILE` for etcd"}
+	case "etcd-auth-file":
+		return &cli.StringFlag{Name: "etcd-auth-file", Usage: "authenticate to etcd with USER:PASSWORD read from `FILE`"}
+	case "etcd-lock-ttl":
+		return &cli.DurationFlag{Name: "etcd-lock-ttl", Value: reconcile.DefaultLockTTL, Usage: "lease TTL of the lock in etcd: how long a dead holder's lock outlives it"}
+	}
+	return nil // not a global flag: globalNames lists them
+}
+
+var globalNames = []string{"repo", "rev", "workdir", "format", "color", "quiet",
+	"state", "etcd-cacert", "etcd-cert", "etcd-key", "etcd-auth-file", "etcd-lock-ttl"}
+
+// stateGlobals are the global flags of the commands that read or write the state.
+var stateGlobals = []string{"state", "etcd-cacert", "etcd-cert", "etcd-key", "etcd-auth-file", "etcd-lock-ttl"}
+
+// commandHelp is what a command's --help shows besides its flags: the global
+// flags it honours, examples (each runs as printed from the directory holding
+// examples/quickstart; TestHelpExamples runs them) and its exit status.
+type commandHelp struct {
+	globals  []string
+	examples []string // "# comment" lines introduce the next command
+	exit     string
+}
+
+// helpTable is keyed by the command path after "fuelsync".
+var helpTable = map[string]commandHelp{
+	"validate": {
+		globals: []string{"repo", "rev", "format", "color", "quiet"},
+		examples: []string{
+			"fuelsync validate --repo examples/quickstart",
+			"# every problem as JSON (warnings are never summarised there)",
+			"fuelsync validate --repo examples/quickstart --format json",
+		},
+		exit: "0 valid (warnings allowed), 1 errors (or warnings with --strict) or a usage error",
+	},
+	"components": {
+		globals: []string{"repo", "rev", "format", "color"},
+		examples: []string{
+			"fuelsync components --repo examples/quickstart --release quickstart-1.0",
+			"# each component's state for the cluster's selection",
+			"fuelsync components --repo examples/quickstart --cluster demo",
+		},
+		exit: "0 listed, 1 when the repository does not load or the cluster's selection is invalid",
+	},
+	"render": {
+		globals: []string{"repo", "rev", "format", "color", "quiet"},
+		examples: []string{
+			"fuelsync render --repo examples/quickstart --out rendered",
+			"fuelsync render --repo examples/quickstart --cluster demo --out rendered-demo --format json",
+		},
+		exit: "0 written, 1 errors (nothing is written)",
+	},
+	"explain": {
+		globals: []string{"repo", "rev", "format", "color"},
+		examples: []string{
+			"fuelsync explain --repo examples/quickstart --cluster demo --node node-4",
+			"fuelsync explain --repo examples/quickstart --cluster demo --node node-4 --why-not keystone",
+		},
+		exit: "0 explained, 1 an unknown cluster, node or task, or a cluster that does not render",
+	},
+	"plan": {
+		globals: append([]string{"repo", "rev", "workdir", "format", "color", "quiet"}, stateGlobals...),
+		examples: []string{
+			"fuelsync plan --repo examples/quickstart --workdir state",
+			"# save the plan, then apply exactly it",
+			"fuelsync plan --repo examples/quickstart --workdir state --out demo.plan",
+			"fuelsync apply --repo examples/quickstart --workdir state demo.plan",
+		},
+		exit: "0 planned, 1 error; with --detailed-exitcode 0 no changes, 1 error, 2 changes",
+	},
+	"apply": {
+		globals: append([]string{"repo", "rev", "workdir", "format", "color", "quiet"}, stateGlobals...),
+		examples: []string{
+			"fuelsync apply --repo examples/quickstart --workdir state --auto-approve",
+			"# again: nothing to apply",
+			"fuelsync apply --repo examples/quickstart --workdir state --auto-approve",
+		},
+		exit: "0 applied (or nothing to apply), 1 error (the applied state is unchanged)",
+	},
+	"diff": {
+		globals: []string{"repo", "format", "color"},
+		examples: []string{
+			"# in a git repository: what the last commit changes, as a pull-request comment",
+			"fuelsync diff --repo examples/quickstart --base HEAD~1 --head HEAD --format markdown",
+		},
+		exit: "as diff(1): 0 no changes, 1 changes, 2 error (a revision that does not validate: a\ncomplete document with its errors is still printed in json and markdown)",
+	},
+	"plugin": {
+		globals: []string{"repo", "color", "quiet"},
+		examples: []string{
+			"fuelsync plugin check examples/quickstart/plugins/monitoring",
+		},
+		exit: "0 success, 1 error",
+	},
+	"plugin create": {
+		globals: []string{"repo", "color", "quiet"},
+		examples: []string{
+			"fuelsync plugin create --repo examples/quickstart --role backup-agent backup",
+			"fuelsync plugin check examples/quickstart/plugins/backup",
+		},
+		exit: "0 written, 1 error (an existing directory is never touched)",
+	},
+	"plugin check": {
+		globals: []string{"color", "quiet"},
+		examples: []string{
+			"fuelsync plugin check examples/quickstart/plugins/monitoring",
+		},
+		exit: "0 valid (warnings allowed), 1 errors, or DIR is not a plugin directory",
+	},
+	"tags": {
+		globals: []string{"repo", "rev", "format", "color", "quiet"},
+		examples: []string{
+			"fuelsync tags list --repo examples/quickstart --cluster demo",
+		},
+		exit: "0 success, 1 error",
+	},
+	"tags list": {
+		globals: []string{"repo", "rev", "format", "color"},
+		examples: []string{
+			"fuelsync tags list --repo examples/quickstart --cluster demo",
+			"fuelsync tags list --repo examples/quickstart --cluster demo --node node-2 --format json",
+			"fuelsync tags list --repo examples/quickstart --release quickstart-1.0",
+		},
+		exit: "0 listed, 1 error",
+	},
+	"tags assign": {
+		globals:  []string{"repo", "color", "quiet"},
+		examples: []string{"fuelsync tags assign --repo examples/quickstart --cluster demo --node node-3 backup"},
+		exit:     "0 edited, 1 error (the file is left as it was)",
+	},
+	"tags unassign": {
+		globals:  []string{"repo", "color", "quiet"},
+		examples: []string{"fuelsync tags unassign --repo examples/quickstart --cluster demo --node node-2 backup"},
+		exit:     "0 edited, 1 error (the file is left as it was)",
+	},
+	"tags create": {
+		globals:  []string{"repo", "color", "quiet"},
+		examples: []string{"fuelsync tags create --repo examples/quickstart --cluster demo --has-primary cache"},
+		exit:     "0 edited, 1 error (the file is left as it was)",
+	},
+	"tags update": {
+		globals:  []string{"repo", "color", "quiet"},
+		examples: []string{"fuelsync tags update --repo examples/quickstart --cluster demo --has-primary backup"},
+		exit:     "0 edited, 1 error (the file is left as it was)",
+	},
+	"tags delete": {
+		globals: []string{"repo", "color", "quiet"},
+		examples: []string{
+			"fuelsync tags create --repo examples/quickstart --cluster demo scratch",
+			"fuelsync tags delete --repo examples/quickstart --cluster demo scratch",
+		},
+		exit: "0 edited, 1 error (the file is left as it was)",
+	},
+	"roles": {
+		globals:  []string{"repo", "rev", "format", "color", "quiet"},
+		examples: []string{"fuelsync roles list --repo examples/quickstart --cluster demo"},
+		exit:     "0 success, 1 error",
+	},
+	"roles list": {
+		globals: []string{"repo", "rev", "format", "color"},
+		examples: []string{
+			"fuelsync roles list --repo examples/quickstart --cluster demo",
+			"fuelsync roles list --repo examples/quickstart --release quickstart-1.0 --format json",
+		},
+		exit: "0 listed, 1 error",
+	},
+	"roles assign": {
+		globals:  []string{"repo", "color", "quiet"},
+		examples: []string{"fuelsync roles assign --repo examples/quickstart --cluster demo --node node-4 storage"},
+		exit:     "0 edited, 1 error (the file is left as it was)",
+	},
+	"roles unassign": {
+		globals:  []string{"repo", "color", "quiet"},
+		examples: []string{"fuelsync roles unassign --repo examples/quickstart --cluster demo --node node-5 storage"},
+		exit:     "0 edited, 1 error (the file is left as it was)",
+	},
+	"state": {
+		globals:  append([]string{"repo", "workdir"}, stateGlobals...),
+		examples: []string{"fuelsync apply --repo examples/quickstart --workdir state --auto-approve -q", "fuelsync state show --repo examples/quickstart --workdir state"},
+		exit:     "0 success, 1 error",
+	},
+	"state show": {
+		globals:  append([]string{"repo", "workdir"}, stateGlobals...),
+		examples: []string{"fuelsync apply --repo examples/quickstart --workdir state --auto-approve -q", "fuelsync state show --repo examples/quickstart --workdir state"},
+		exit:     "0 shown, 1 error",
+	},
+	"state pull": {
+		globals:  append([]string{"repo", "workdir"}, stateGlobals...),
+		examples: []string{"fuelsync apply --repo examples/quickstart --workdir state --auto-approve -q", "fuelsync state pull --repo examples/quickstart --workdir state"},
+		exit:     "0 printed, 1 error",
+	},
+	"state push": {
+		globals: append([]string{"repo", "workdir"}, stateGlobals...),
+		examples: []string{
+			"fuelsync apply --repo examples/quickstart --workdir state --auto-approve -q",
+			"fuelsync state pull --repo examples/quickstart --workdir state > state.json",
+			"# pushing the same state back changes nothing",
+			"fuelsync state push --repo examples/quickstart --workdir state state.json",
+		},
+		exit: "0 pushed (or unchanged), 1 refused (another lineage, an older serial) or an error",
+	},
+	"watch": {
+		globals: append([]string{"repo", "workdir"}, stateGlobals...),
+		examples: []string{
+			"# runs until interrupted; --repo must be a git repository",
+			"fuelsync watch --repo examples/quickstart --workdir state --interval 30s --dry-run",
+		},
+		exit: "0 stopped by SIGINT or SIGTERM, 1 a start-up error",
+	},
+	"serve": {
+		globals: append([]string{"repo", "workdir"}, stateGlobals...),
+		examples: []string{
+			"# runs until interrupted; --repo must be a git repository",
+			"fuelsync serve --repo examples/quickstart --workdir state --listen 127.0.0.1:8080 --webhook-secret-file secret",
+		},
+		exit: "0 stopped by SIGINT or SIGTERM, 1 a start-up error",
+	},
+	"trigger": {
+		examples: []string{
+			"# with fuelsync serve running on the same secret",
+			"fuelsync trigger --url http://127.0.0.1:8080 --webhook-secret-file secret --ref refs/heads/main",
+		},
+		exit: "0 serve accepted the delivery, 1 otherwise",
+	},
+	"capabilities": {
+		examples: []string{"fuelsync capabilities find -r -c resource_type=OS::TripleO::Services::RabbitMQ examples/tripleo-capabilities"},
+		exit:     "0 success, 1 none found (find), 2 error",
+	},
+	"capabilities find": {
+		examples: []string{"fuelsync capabilities find -r -c resource_type=OS::TripleO::Services::RabbitMQ examples/tripleo-capabilities"},
+		exit:     "0 found, 1 none, 2 a bad argument or an unreadable PATH (a file that is not a valid template is skipped with a warning)",
+	},
+	"capabilities summary": {
+		examples: []string{"fuelsync capabilities summary --format text -f examples/tripleo-capabilities/tht/docker/services/rabbitmq.yaml"},
+		exit:     "0 success, 1 every file was skipped, 2 a bad argument or an unreadable file",
+	},
+	"completion": {
+		examples: []string{
+			"# bash: source <(fuelsync completion bash)",
+			"fuelsync completion bash",
+			"fuelsync completion zsh",
+		},
+		exit: "0 printed, 1 an unknown shell",
+	},
+	"version": {
+		globals:  []string{"format"},
+		examples: []string{"fuelsync version", "fuelsync --version", "fuelsync version --format json"},
+		exit:     "0",
+	},
+}
+
+const commandHelpTemplate = `NAME:
+   {{template "helpNameTemplate" .}}
+
+USAGE:
+   {{template "usageTemplate" .}}{{if .Description}}
+
+DESCRIPTION:
+   {{template "descriptionTemplate" .}}{{end}}{{if .VisibleCommands}}
+
+COMMANDS:{{template "visibleCommandTemplate" .}}{{end}}{{with commandFlags . false}}
+
+OPTIONS:{{range .}}
+   {{.}}{{end}}{{end}}{{with commandFlags . true}}
+
+GLOBAL OPTIONS (also accepted before the command):{{range .}}
+   {{.}}{{end}}{{end}}
+{{helpExtra .}}`
+
+func init() {
+	// The help pages' own template functions. (Flag categories would do for the
+	// global options, but urfave/cli formats every categorised flag of every
+	// command at start-up, help or not.)
+	cli.HelpPrinter = func(w io.Writer, templ string, data any) {
+		cli.HelpPrinterCustom(w, templ, data, map[string]any{
+			"commandFlags": commandFlags,
+			"helpExtra": func(c *cli.Command) string {
+				return helpExtra(helpTable[strings.TrimPrefix(c.HelpName, "fuelsync ")])
+			},
+		})
+	}
+}
+
+// commandFlags lists the visible flags of c that are global flags (global) or
+// its own (not global), sorted by name. --format is listed as the command's own:
+// what it accepts depends on the command.
+func commandFlags(c *cli.Command, global bool) []cli.Flag {
+	var out []cli.Flag
+	for _, f := range c.VisibleFlags() {
+		name := f.Names()[0]
+		if (name != "format" && slices.Contains(globalNames, name)) == global {
+			out = append(out, f)
+		}
+	}
+	slices.SortFunc(out, func(a, b cli.Flag) int { return strings.Compare(a.Names()[0], b.Names()[0]) })
+	return out
+}
+
+// decorate walks the commands: it adds the global flags each honours, the help
+// page's examples and exit status, suggestions for an unknown subcommand, and a
+// one-line error for a missing required flag.
+func decorate(cmds []*cli.Command, parent string) {
+	for _, c := range cmds {
+		if c.Hidden {
+			continue
+		}
+		path := strings.TrimSpace(parent + " " + c.Name)
+		h := helpTable[path] // TestHelpTableComplete: every command has an entry
+		for _, name := range h.globals {
+			if flagNamed(c.Flags, name) != nil {
+				continue // the command's own --format (plugin create, capabilities)
+			}
+			c.Flags = append(c.Flags, globalFlag(name))
+		}
+		c.CustomHelpTemplate = commandHelpTemplate
+		if len(c.Subcommands) > 0 && c.ArgsUsage == "" {
+			c.ArgsUsage = "COMMAND [arguments...]"
+		}
+		c.HideHelpCommand = true
+		c.Before = chainBefore(requiredFlags(c), c.Before)
+		if len(c.Subcommands) > 0 {
+			decorate(c.Subcommands, path)
+		}
+	}
+}
+
+func flagNamed(flags []cli.Flag, name string) cli.Flag {
+	for _, f := range flags {
+		var primary string
+		var aliases []string
+		switch f := f.(type) { // Names() splits and trims: slow at start-up
+		case *cli.StringFlag:
+			primary, aliases = f.Name, f.Aliases
+		case *cli.BoolFlag:
+			primary, aliases = f.Name, f.Aliases
+		case *cli.StringSliceFlag:
+			primary, aliases = f.Name, f.Aliases
+		case *cli.DurationFlag:
+			primary, aliases = f.Name, f.Aliases
+		case *cli.IntFlag:
+			primary, aliases = f.Name, f.Aliases
+		default:
+			aliases = f.Names()
+		}
+		if primary == name || slices.Contains(aliases, name) {
+			return f
+		}
+	}
+	return nil
+}
+
+// helpExtra is the EXAMPLES and EXIT STATUS sections of a help page (literal text
+// of the template: none of it contains "{{").
+func helpExtra(h commandHelp) string {
+	var b strings.Builder
+	if len(h.examples) > 0 {
+		b.WriteString("\nEXAMPLES:\n")
+		for _, e := range h.examples {
+			b.WriteString("   " + e + "\n")
+		}
+	}
+	if h.exit != "" {
+		b.WriteString("\nEXIT STATUS:\n")
+		for _, line := range strings.Split(h.exit, "\n") {
+			b.WriteString("   " + line + "\n")
+		}
+	}
+	return b.String()
+}
+
+// requiredFlags takes over urfave/cli's Required: it prints the whole help page
+// before its error; this names the missing flags in one line. The flags lose
+// their Required mark so that urfave/cli does not check them first.
+func requiredFlags(c *cli.Command) cli.BeforeFunc {
+	var required []cli.Flag
+	for _, f := range c.Flags {
+		switch f := f.(type) {
+		case *cli.StringFlag:
+			if f.Required {
+				f.Required = false
+				required = append(required, f)
+			}
+		case *cli.StringSliceFlag:
+			if f.Required {
+				f.Required = false
+				required = append(required, f)
+			}
+		}
+	}
+	if required == nil {
+		return nil
+	}
+	return func(ctx *cli.Context) error {
+		if helpAsked(ctx) {
+			return nil
+		}
+		var missing []string
+		for _, f := range required {
+			if !ctx.IsSet(f.Names()[0]) {
+				missing = append(missing, "--"+f.Names()[0])
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		word := "flag"
+		if len(missing) > 1 {
+			word = "flags"
+		}
+		return &exitError{code: usageCode(ctx), msg: fmt.Sprintf("%s: missing required %s %s; run '%s --help' for usage",
+			strings.TrimPrefix(ctx.Command.HelpName, "fuelsync "), word, strings.Join(missing, ", "), ctx.Command.HelpName)}
+	}
+}
+
+// helpAsked reports whether --help was given (urfave/cli then shows the help
+// page after Before ran).
+func helpAsked(ctx *cli.Context) bool {
+	return ctx.Bool("help")
+}
+
+// usageCode is the exit code of a usage error: 2 for the commands whose 1 means
+// something else (diff: changes; capabilities find: none found).
+func usageCode(ctx *cli.Context) int {
+	for _, c := range ctx.Lineage() {
+		if c.Command != nil && (c.Command.Name == "diff" || c.Command.Name == "capabilities") {
+			return 2
+		}
+	}
+	return 1
+}
+
+func chainBefore(a, b cli.BeforeFunc) cli.BeforeFunc {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return func(c *cli.Context) error {
+		if err := a(c); err != nil {
+			return err
+		}
+		return b(c)
+	}
+}
+
+// suggest returns the candidate that word is probably a typo of ("validat" →
+// "validate", "asign" → "assign", "comp" → "components"), or "".
+func suggest(word string, candidates []string) string {
+	if s := loader.Suggest(word, candidates); s != "" {
+		return s
+	}
+	for _, c := range candidates {
+		if len(word) >= 3 && strings.HasPrefix(c, word) {
+			return c
+		}
+	}
+	return ""
+}
+
+// commandNames lists the visible commands' names.
+func commandNames(cmds []*cli.Command) []string {
+	var out []string
+	for _, c := range cmds {
+		if !c.Hidden {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// unknownCommand is the error for an unknown command or subcommand word under
+// parent ("" for the top level): a suggestion when one is close, and the list.
+func unknownCommand(parent, word string, cmds []*cli.Command, code int) error {
+	names := commandNames(cmds)
+	what := "command"
+	if parent != "" {
+		what = parent + " command"
+	}
+	msg := fmt.Sprintf("unknown %s %q; ", what, word)
+	if s := suggest(word, names); s != "" {
+		msg += fmt.Sprintf("did you mean %q? ", s)
+	}
+	if parent == "" {
+		msg += "run 'fuelsync --help' for the list of commands"
+	} else {
+		msg += fmt.Sprintf("the %s commands are %s", parent, strings.Join(names, ", "))
+	}
+	return &exitError{code: code, msg: msg}
+}

@@ -1,0 +1,274 @@
+package cli
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/render"
+)
+
+func renderCommand(stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:         "render",
+		Usage:        "write the per-node task graphs and the cluster summaries",
+		ArgsUsage:    " ",
+		OnUsageError: usageError,
+		Description: "Validates the repository, resolves every task onto the nodes that run it and writes the\n" +
+			"artifacts to DIR: manifest.json, <cluster>/cluster.yaml, <cluster>/tasks/<graph>.yaml (each\n" +
+			"task definition once), <cluster>/nodes/<node>/<graph>.yaml (a node's tasks by id, with their\n" +
+			"requirements) and <cluster>/graphs/<graph>.dot. With --expanded, each node file holds its\n" +
+			"tasks' definitions inline instead, and there is no tasks/ directory. The directory is\n" +
+			"replaced as a whole (written aside, then renamed), and only when there is no error.\n" +
+			"DIR must be new, empty or a previous render (it has fuelsync's manifest.json), and\n" +
+			"not the repository or a directory inside it other than its rendered/.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "out", Value: "rendered", Usage: "write the artifacts to `DIR`"},
+			&cli.StringSliceFlag{Name: "cluster", Usage: "render only cluster `C` (repeatable)"},
+			&cli.BoolFlag{Name: "expanded", Usage: "write every node file with its tasks' definitions inline (artifact format 1)"},
+			formatFlag(),
+		},
+		Action: func(c *cli.Context) error {
+			g, err := readGlobals(c, stdout, stderr)
+			if err != nil {
+				return err
+			}
+			if c.NArg() > 0 {
+				return &exitError{code: 1, msg: fmt.Sprintf("render takes no arguments (got %q); use --out DIR", c.Args().First())}
+			}
+			if g.format != "text" && g.format != "json" {
+				return &exitError{code: 1, msg: fmt.Sprintf("render prints text or json, not %q", g.format)}
+			}
+			src, err := openSource(g)
+			if err != nil {
+				return err
+			}
+			out := c.String("out")
+			if err := checkRenderOut(out, g.repo); err != nil {
+				return &exitError{code: 1, msg: err.Error()}
+			}
+			repo, diags := loader.Load(src.fsys, loadOptions(nil))
+			for _, name := range c.StringSlice("cluster") {
+				if repo.Cluster(name) == nil && !diags.HasErrors() {
+					return &exitError{code: 1, msg: fmt.Sprintf("no cluster %q; clusters: %s", name, clusterNames(repo))}
+				}
+			}
+			rendered, more := render.Render(repo, render.Options{Clusters: c.StringSlice("cluster")})
+			diags = loader.SortDiagnostics(append(diags, more...))
+			g.writeDiagnostics(stderr, diags, repo.Sources.Files(), src.prefix)
+			if diags.HasErrors() {
+				nerr, _ := loader.Counts(diags)
+				return &exitError{code: 1, msg: fmt.Sprintf("%s: %s; nothing written", src.label, plural(nerr, "error"))}
+			}
+			var nfiles, nbytes atomic.Int64
+			var manifest [sha256.Size]byte
+			err = writeTreeAtomic(out, func(put func(name string, data []byte) error) error {
+				stream := render.Stream
+				if c.Bool("expanded") {
+					stream = render.StreamExpanded
+				}
+				return stream(rendered, src.revision, version, func(name string, data []byte) error {
+					nfiles.Add(1)
+					nbytes.Add(int64(len(data)))
+					if name == "manifest.json" {
+						manifest = sha256.Sum256(data)
+					}
+					return put(name, data)
+				})
+			})
+			if err != nil {
+				return &exitError{code: 1, msg: err.Error()}
+			}
+			nodes := 0
+			for _, r := range rendered {
+				nodes += len(r.Model.Cluster.Nodes)
+			}
+			if g.format == "json" {
+				clusters := []string{}
+				for _, r := range rendered {
+					clusters = append(clusters, r.Model.Cluster.Name)
+				}
+				return writeJSON(stdout, renderSummary{formatVersion, src.revision, out, clusters, nodes,
+					int(nfiles.Load()), nbytes.Load(), hex.EncodeToString(manifest[:])})
+			}
+			if !g.quiet {
+				fmt.Fprintf(stdout, "%s: rendered %s with %s into %s (%s)\n", src.label,
+					plural(len(rendered), "cluster"), plural(nodes, "node"), out, plural(int(nfiles.Load()), "file"))
+			}
+			return nil
+		},
+	}
+}
+
+// renderSummary is render --format json: what was written.
+type renderSummary struct {
+	FormatVersion  string   `json:"format_version"`
+	Revision       string   `json:"revision"`
+	Out            string   `json:"out"`
+	Clusters       []string `json:"clusters"`
+	Nodes          int      `json:"nodes"`
+	Files          int      `json:"files"`
+	Bytes          int64    `json:"bytes"`
+	ManifestSHA256 string   `json:"manifest_sha256"`
+}
+
+// checkRenderOut refuses an output directory render must not replace: one inside
+// the repository's source tree (other than its rendered/ directory), one that holds
+// the repository, and an existing directory that is neither empty nor a previous
+// render (it has no fuelsync manifest.json). It changes nothing.
+func checkRenderOut(out, repoDir string) error {
+	outReal, err := realPath(out)
+	if err != nil {
+		return fmt.Errorf("--out %s: %v", out, err)
+	}
+	repoReal, err := realPath(repoDir)
+	if err != nil {
+		return fmt.Errorf("repository %s: %v", repoDir, err)
+	}
+	if outReal == repoReal {
+		return fmt.Errorf("refusing to render into %s: it is the repository itself, and rendering replaces the whole directory; the default --out is its rendered/ directory", out)
+	}
+	if within(outReal, repoReal) {
+		return fmt.Errorf("refusing to render into %s: the repository %s is inside it, and rendering replaces the whole directory; choose another --out", out, repoDir)
+	}
+	if within(repoReal, outReal) && outReal != filepath.Join(repoReal, "rendered") {
+		return fmt.Errorf("refusing to render into %s: it is inside the repository's source tree (%s); the only output allowed there is its rendered/ directory; choose --out outside the repository", out, repoDir)
+	}
+	fi, err := os.Lstat(out)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("--out %s: %v", out, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("refusing to render into %s: it exists and is not a directory", out)
+	}
+	entries, err := os.ReadDir(out)
+	if err != nil {
+		return fmt.Errorf("--out %s: %v", out, err)
+	}
+	if len(entries) == 0 || isPreviousRender(out) {
+		return nil
+	}
+	return fmt.Errorf("refusing to render into %s: it is not empty and is not a previous render (it has no fuelsync manifest.json), and rendering replaces the whole directory; choose a new or empty directory", out)
+}
+
+// isPreviousRender reports whether dir holds the manifest.json a render writes.
+func isPreviousRender(dir string) bool {
+	f, err := os.Open(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var m struct {
+		FormatVersion *string         `json:"format_version"`
+		ToolVersion   *string         `json:"tool_version"`
+		Files         json.RawMessage `json:"files"`
+	}
+	if err := json.NewDecoder(io.LimitReader(f, 64<<20)).Decode(&m); err != nil {
+		return false
+	}
+	return m.FormatVersion != nil && m.ToolVersion != nil && len(m.Files) > 0
+}
+
+// realPath is p made absolute with its symlinks resolved; a part that does not
+// exist yet is kept as written.
+func realPath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	var rest []string
+	for dir := abs; ; dir = filepath.Dir(dir) {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(append([]string{real}, rest...)...), nil
+		}
+		if filepath.Dir(dir) == dir {
+			return abs, nil
+		}
+		rest = append([]string{filepath.Base(dir)}, rest...)
+	}
+}
+
+// within reports whether path is dir or inside it (both clean and absolute).
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && (rel == "." || filepath.IsLocal(rel))
+}
+
+// writeTreeAtomic replaces dir with exactly the files fill puts (put may be called
+// from several goroutines at once): they are written into a new directory beside
+// dir, which is then renamed into place (the old tree is renamed aside first and
+// removed last). A failure before the swap leaves dir as it was.
+func writeTreeAtomic(dir string, fill func(put func(name string, data []byte) error) error) error {
+	dir = filepath.Clean(dir)
+	parent, base := filepath.Dir(dir), filepath.Base(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(parent, "."+base+".new-")
+	if err != nil {
+		return err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(tmp)
+		}
+	}()
+	var made sync.Map // directories created so far
+	err = fill(func(name string, data []byte) error {
+		if !filepath.IsLocal(filepath.FromSlash(name)) {
+			return fmt.Errorf("refusing to write %q: not a path inside %s", name, dir)
+		}
+		p := filepath.Join(tmp, filepath.FromSlash(name))
+		if d := filepath.Dir(p); d != tmp {
+			if _, done := made.Load(d); !done {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					return err
+				}
+				made.Store(d, true)
+			}
+		}
+		return os.WriteFile(p, data, 0o644)
+	})
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	var old string
+	if fi, err := os.Lstat(dir); err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("%s exists and is not a directory", dir)
+		}
+		old = filepath.Join(parent, "."+base+".old-"+filepath.Base(tmp)[len(base)+6:])
+		if err := os.Rename(dir, old); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if old != "" {
+			os.Rename(old, dir)
+		}
+		return err
+	}
+	ok = true
+	if old != "" {
+		return os.RemoveAll(old)
+	}
+	return nil
+}

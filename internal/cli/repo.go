@@ -1,0 +1,216 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/fuelsync/fuelsync/loader"
+)
+
+// source is one repository revision to load.
+type source struct {
+	fsys fs.FS
+	// label describes it for humans: the path, or path@rev (sha).
+	label string
+	// revision is the commit sha read, or "working-tree".
+	revision string
+	// prefix is prepended to repository-relative file names in diagnostics so they
+	// are relative to the current directory, as compilers print them.
+	prefix string
+	// cache shares decoded files with other sources (diff's two revisions).
+	cache *loader.Cache
+}
+
+// isBareRepo reports whether dir looks like a bare git repository.
+func isBareRepo(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+		return false
+	}
+	for _, n := range []string{"HEAD", "objects", "refs"} {
+		if _, err := os.Stat(filepath.Join(dir, n)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// isFuelsyncRoot reports whether dir, on disk, holds plugins/ or clusters/.
+func isFuelsyncRoot(dir string) bool {
+	for _, n := range []string{"plugins", "clusters"} {
+		if fi, err := os.Stat(filepath.Join(dir, n)); err == nil && fi.IsDir() {
+			return true
+		}
+	}
+	return false
+}
+
+// enclosingRoot returns the nearest directory above dir that is a fuelsync
+// repository, as a path relative to dir's ("..", "repo" for "repo/clusters"),
+// or "" when there is none below the top of the git work tree dir is in (or
+// the file system root).
+func enclosingRoot(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	rel := dir
+	for {
+		if _, err := os.Stat(filepath.Join(abs, ".git")); err == nil && !isFuelsyncRoot(abs) {
+			return "" // the top of a git work tree that is not a fuelsync repository
+		}
+		parent := filepath.Dir(abs)
+		if parent == abs {
+			return ""
+		}
+		abs, rel = parent, filepath.Join(rel, "..")
+		if isFuelsyncRoot(abs) {
+			return filepath.Clean(rel)
+		}
+	}
+}
+
+// hasRepoLayout reports whether a revision holds plugins/ or clusters/.
+func hasRepoLayout(fsys fs.FS) bool {
+	for _, n := range []string{"plugins", "clusters"} {
+		if fi, err := fs.Stat(fsys, n); err == nil && fi.IsDir() {
+			return true
+		}
+	}
+	return false
+}
+
+// notARepo is the error for a directory (or revision) without the layout of a
+// fuelsync repository.
+func notARepo(dir, at string) error {
+	msg := fmt.Sprintf("no plugins/ or clusters/ in %s%s: it is not a fuelsync repository", dir, at)
+	if root := enclosingRoot(dir); root != "" {
+		msg += fmt.Sprintf("\nhint: %s is inside the repository %s; use --repo %s", dir, root, root)
+	} else {
+		msg += "\nhint: --repo names the repository's root, the directory that holds plugins/ and clusters/ (fuelsync plugin create starts one)"
+	}
+	return &exitError{code: 1, msg: msg}
+}
+
+// defaultWorkdir is the default of --workdir, relative to the repository's root.
+const defaultWorkdir = ".fuelsync"
+
+// locateRepo finds the repository root upward, as git does, when --repo is the
+// current directory and that is not a repository: g.repo becomes the root, and
+// a default --workdir moves with it. It does nothing otherwise.
+func (g *globals) locateRepo() {
+	if filepath.Clean(g.repo) != "." || isFuelsyncRoot(".") || isBareRepo(".") {
+		return
+	}
+	if root := enclosingRoot("."); root != "" {
+		g.repo = root
+		if g.workdir == defaultWorkdir {
+			g.workdir = filepath.Join(root, defaultWorkdir)
+		}
+	}
+}
+
+// openSource opens the working tree of g.repo, or revision g.rev from its git
+// objects. A bare repository has no working tree, so it is read at HEAD by default.
+// g.repo must be a fuelsync repository (plugins/ or clusters/ present); when it is
+// the current directory and is not one, the root is looked for upward, as git
+// does, and g.repo becomes that root.
+func openSource(g *globals) (*source, error) {
+	if err := checkLoadEnv(); err != nil {
+		return nil, err
+	}
+	g.locateRepo()
+	fi, err := os.Stat(g.repo)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("repository %s does not exist", g.repo)}
+	}
+	if err != nil {
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("repository %s: %v", g.repo, err)}
+	}
+	if !fi.IsDir() {
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("repository %s is not a directory", g.repo)}
+	}
+	prefix := ""
+	if clean := filepath.ToSlash(filepath.Clean(g.repo)); clean != "." {
+		prefix = clean + "/"
+	}
+	rev := g.rev
+	if rev == "" && isBareRepo(g.repo) {
+		rev = "HEAD"
+	}
+	if rev == "" {
+		fsys := os.DirFS(g.repo)
+		if !hasRepoLayout(fsys) {
+			return nil, notARepo(g.repo, "")
+		}
+		return &source{fsys: fsys, label: g.repo, prefix: prefix, revision: "working-tree"}, nil
+	}
+	fsys, hash, err := loader.OpenRevision(g.repo, rev)
+	if err != nil {
+		return nil, &exitError{code: 1, msg: err.Error()}
+	}
+	if !hasRepoLayout(fsys) {
+		return nil, notARepo(g.repo, fmt.Sprintf(" at %s (%.12s)", rev, hash))
+	}
+	return &source{fsys: fsys, label: fmt.Sprintf("%s@%s (%.12s)", g.repo, rev, hash), prefix: prefix, revision: hash}, nil
+}
+
+// Environment variables that change the loading budget (sizes in bytes, or with
+// a KiB, MiB or GiB suffix).
+const (
+	envMaxFileSize = "FUELSYNC_MAX_FILE_SIZE"
+	envMaxRepoSize = "FUELSYNC_MAX_REPO_SIZE"
+)
+
+// loadOptions are the options of every load: the budget from the environment
+// (openSource has checked it) and the cache, if any.
+func loadOptions(cache *loader.Cache) loader.Options {
+	file, _ := envSize(envMaxFileSize)
+	total, _ := envSize(envMaxRepoSize)
+	return loader.Options{MaxFileSize: file, MaxTotalSize: total, Cache: cache}
+}
+
+// checkLoadEnv reports a budget variable that is set but not a size.
+func checkLoadEnv() error {
+	for _, name := range []string{envMaxFileSize, envMaxRepoSize} {
+		if _, err := envSize(name); err != nil {
+			return &exitError{code: 1, msg: err.Error()}
+		}
+	}
+	return nil
+}
+
+// envSize reads a size from the environment variable name; 0 when unset.
+func envSize(name string) (int64, error) {
+	v := strings.TrimSpace(os.Getenv(name))
+	if v == "" {
+		return 0, nil
+	}
+	n, err := parseSize(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q: %v", name, v, err)
+	}
+	return n, nil
+}
+
+// parseSize reads "1048576", "512KiB", "64MiB", "2GiB" (also KB, MB, GB, K, M, G,
+// all powers of 1024).
+func parseSize(s string) (int64, error) {
+	num := strings.TrimRight(s, "KMGiBkmgib ")
+	unit := strings.ToUpper(strings.TrimSpace(s[len(num):]))
+	n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+	if err != nil || n <= 0 {
+		return 0, errors.New("want a positive size such as 67108864, 512KiB, 64MiB or 2GiB")
+	}
+	shift := map[string]uint{"": 0, "B": 0, "K": 10, "KB": 10, "KIB": 10, "M": 20, "MB": 20, "MIB": 20, "G": 30, "GB": 30, "GIB": 30}
+	sh, ok := shift[unit]
+	if !ok || n > math.MaxInt64>>sh {
+		return 0, errors.New("want a positive size such as 67108864, 512KiB, 64MiB or 2GiB")
+	}
+	return n << sh, nil
+}

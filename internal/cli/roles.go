@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/render"
+)
+
+// roleInfo is one role of roles list.
+type roleInfo struct {
+	Name string `json:"name"`
+	// Owner is "release" or "plugin <name>".
+	Owner string `json:"owner"`
+	// Tags are the role's tags (the cluster's override, else the role's own, else
+	// the role's name).
+	Tags []string `json:"tags"`
+	// Nodes carry the role (cluster only).
+	Nodes []string `json:"nodes,omitempty"`
+}
+
+type rolesJSON struct {
+	FormatVersion string      `json:"format_version"`
+	Cluster       string      `json:"cluster,omitempty"`
+	Release       string      `json:"release,omitempty"`
+	Roles         []*roleInfo `json:"roles"`
+}
+
+func rolesListCommand(stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:         "list",
+		Usage:        "every role with its owner, its tags and the nodes carrying it",
+		ArgsUsage:    " ",
+		OnUsageError: usageError,
+		Description: "With --cluster, the cluster's roles (the release's and its enabled plugins') with the\n" +
+			"tags each gives a node and the nodes that carry it. With --release, the release's own\n" +
+			"roles and their tags.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "cluster", Usage: "the roles of cluster `C`"},
+			&cli.StringFlag{Name: "release", Usage: "the roles of release `R` (a version, a name or name@version)"},
+			formatFlag(),
+		},
+		Action: func(c *cli.Context) error {
+			g, err := readGlobals(c, stdout, stderr)
+			if err != nil {
+				return err
+			}
+			if c.NArg() > 0 {
+				return &exitError{code: 1, msg: fmt.Sprintf("roles list takes no arguments (got %q)", c.Args().First())}
+			}
+			if g.format != "text" && g.format != "json" {
+				return &exitError{code: 1, msg: fmt.Sprintf("roles list prints text or json, not %q", g.format)}
+			}
+			clusterName, relRef := c.String("cluster"), c.String("release")
+			if (clusterName == "") == (relRef == "") {
+				return &exitError{code: 1, msg: "roles list needs --cluster C or --release R (one of them)"}
+			}
+			src, err := openSource(g)
+			if err != nil {
+				return err
+			}
+			repo, diags := loader.Load(src.fsys, loadOptions(nil))
+			if diags.HasErrors() {
+				g.writeDiagnostics(stderr, diags, repo.Sources.Files(), src.prefix)
+				return &exitError{code: 1, msg: "the repository does not load; run 'fuelsync validate' for every problem"}
+			}
+			out := rolesJSON{FormatVersion: formatVersion, Roles: []*roleInfo{}}
+			if relRef != "" {
+				rel, err := findRelease(repo, relRef)
+				if err != nil {
+					return err
+				}
+				out.Release = rel.Version
+				for _, r := range rel.Roles {
+					tags := r.Tags
+					if !r.HasTags {
+						tags = []string{r.Name}
+					}
+					out.Roles = append(out.Roles, &roleInfo{Name: r.Name, Owner: "release", Tags: slices.Clone(tags)})
+				}
+			} else {
+				cl, m, err := clusterModel(g, src, repo, clusterName)
+				if err != nil {
+					return err
+				}
+				out.Cluster = cl.Name
+				out.Roles = clusterRoles(m, cl)
+			}
+			slices.SortFunc(out.Roles, func(a, b *roleInfo) int { return strings.Compare(a.Name, b.Name) })
+			if g.format == "json" {
+				return writeJSON(stdout, out)
+			}
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			if out.Release != "" {
+				fmt.Fprintln(tw, "ROLE\tOWNER\tTAGS")
+			} else {
+				fmt.Fprintln(tw, "ROLE\tOWNER\tTAGS\tNODES")
+			}
+			for _, r := range out.Roles {
+				if out.Release != "" {
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Name, r.Owner, dashJoin(r.Tags))
+				} else {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Owner, dashJoin(r.Tags), dashJoin(r.Nodes))
+				}
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+// clusterRoles lists the merged roles of a cluster with the nodes carrying each.
+func clusterRoles(m *render.Model, cl *loader.Cluster) []*roleInfo {
+	var out []*roleInfo
+	for _, r := range m.Roles {
+		info := &roleInfo{Name: r.Name, Owner: r.Owner(), Tags: slices.Clone(r.Tags)}
+		if info.Tags == nil {
+			info.Tags = []string{}
+		}
+		for _, n := range cl.Nodes {
+			for _, ref := range n.Roles {
+				if ref.Name == r.Name {
+					info.Nodes = append(info.Nodes, n.Name)
+					break
+				}
+			}
+		}
+		out = append(out, info)
+	}
+	return out
+}

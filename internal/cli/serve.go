@@ -1,0 +1,354 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"github.com/urfave/cli/v2"
+
+	"github.com/fuelsync/fuelsync/reconcile"
+)
+
+func watchFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "branch", Usage: "follow branch `B` (default: HEAD)"},
+		&cli.DurationFlag{Name: "interval", Value: time.Minute, Usage: "reconcile every `DURATION` besides triggers"},
+		&cli.BoolFlag{Name: "dry-run", Usage: "plan only, never apply"},
+		&cli.BoolFlag{Name: "allow-empty", Usage: "apply a revision that removes every node of a cluster, or every cluster (held back otherwise)"},
+		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log `FORMAT`: text or json"},
+		&cli.StringFlag{Name: "ssh-key", Usage: "private key `FILE` for an ssh:// or git@host: remote (default: the SSH agent)"},
+		&cli.BoolFlag{Name: "worktree", Usage: "follow the working tree of a local repository, not its commits"},
+		&cli.StringFlag{Name: "publish", Usage: "`git`: commit every applied set to --publish-branch"},
+		&cli.StringFlag{Name: "publish-branch", Value: "rendered", Usage: "the `BRANCH` --publish git commits to"},
+	}
+}
+
+// newLoop builds the reconcile loop of watch and serve.
+func newLoop(g *globals, c *cli.Context) (*reconcile.Loop, error) {
+	settings, err := loopSettingsFor(c, g) // flags over fuelsync.yaml
+	if err != nil {
+		return nil, err
+	}
+	var src reconcile.Source
+	if isRemote(g.repo) {
+		auth, err := gitAuth(g.repo, c.String("ssh-key"))
+		if err != nil {
+			return nil, &exitError{code: 1, msg: err.Error()}
+		}
+		src = &reconcile.RemoteSource{URL: g.repo, Branch: c.String("branch"), CacheDir: filepath.Join(g.workdir, "cache"), Auth: auth}
+	} else {
+		if _, err := os.Stat(g.repo); err != nil {
+			return nil, &exitError{code: 1, msg: fmt.Sprintf("repository %s: %v", g.repo, err)}
+		}
+		src = &reconcile.LocalSource{Path: g.repo, Branch: c.String("branch")}
+		if c.Bool("worktree") {
+			src = &reconcile.WorktreeSource{Path: g.repo}
+		}
+	}
+	var h slog.Handler
+	switch c.String("log-format") {
+	case "text":
+		h = slog.NewTextHandler(g.stderr, nil)
+	case "json":
+		h = slog.NewJSONHandler(g.stderr, nil)
+	default:
+		return nil, &exitError{code: 1, msg: "--log-format must be text or json"}
+	}
+	var publish *reconcile.Publisher
+	switch settings.Publish {
+	case "":
+	case "git":
+		publish = &reconcile.Publisher{Branch: settings.PublishBranch}
+	default:
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("--publish takes git, not %q", settings.Publish)}
+	}
+	return &reconcile.Loop{
+		Publish:     publish,
+		Workdir:     settings.Workdir,
+		Source:      src,
+		DryRun:      c.Bool("dry-run"),
+		AllowEmpty:  c.Bool("allow-empty"),
+		Interval:    settings.Interval,
+		ToolVersion: version,
+		Log:         slog.New(h),
+	}, nil
+}
+
+func watchCommand(stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:         "watch",
+		Usage:        "follow a branch: reconcile every new commit (validate, plan, apply)",
+		ArgsUsage:    " ",
+		OnUsageError: usageError,
+		Description: "Follows a branch of the repository --repo (a path or a URL): reconciles at start, then\n" +
+			"every --interval. A commit that does not validate is not applied; its errors are logged with\n" +
+			"file and line. A commit that removes every node of a cluster, or every cluster, is held back\n" +
+			"unless --allow-empty (or allow_empty: true in fuelsync.yaml). SIGINT and SIGTERM stop it\n" +
+			"between reconciles, never in one.",
+		Flags: watchFlags(),
+		Action: func(c *cli.Context) error {
+			g, err := readGlobals(c, stdout, stderr)
+			if err != nil {
+				return err
+			}
+			loop, err := newLoop(g, c)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if err := checkPublish(ctx, loop); err != nil {
+				return err
+			}
+			logFollowing(g, c, loop)
+			watchLocal(ctx, g, c, loop)
+			err = loop.Run(ctx)
+			loop.Log.Info("stopped", "reason", "signal")
+			return err
+		},
+	}
+}
+
+func serveCommand(stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:         "serve",
+		Usage:        "watch, plus webhooks, health, status, metrics and a status page over HTTP",
+		ArgsUsage:    " ",
+		OnUsageError: usageError,
+		Description: "watch plus HTTP on --listen: POST /hooks/github|gitlab|gitea|generic (signed with the\n" +
+			"secret of --webhook-secret-file, which must not be empty; 202 then a reconcile), GET /healthz,\n" +
+			"/readyz, /metrics, /api/v1/status, /api/v1/releases/<version>/components and the status page /.\n" +
+			"Nodes' agents read their applied graphs from GET /api/v1/clusters/<cluster>/nodes/<node>/graphs/<graph>\n" +
+			"(ETag = sha256; If-None-Match with ?wait=60s waits for a change, at most --max-wait, at most\n" +
+			"--max-waiting at once) and the cluster from GET /api/v1/clusters/<cluster>. With --api-token-file,\n" +
+			"these and the component registry need Authorization: Bearer <token>; the rest stays open:\n" +
+			"keep --listen on loopback or behind a reverse proxy.\n" +
+			"Limits: headers in 10 s, requests in 30 s, responses in 60 s, idle connections closed after\n" +
+			"60 s, at most --max-connections connections (idle ones closed first to make room), waiting\n" +
+			"requests counted apart.\n" +
+			"With the state on etcd (--state etcd://…), any number of serve processes may run, each with\n" +
+			"its own --workdir: one is elected leader and reconciles; the others (followers) render the\n" +
+			"applied revision themselves, serve it once every file matches the state's sha256, and hand\n" +
+			"webhooks to the leader. The status names each replica's role and the leader (--replica-id).",
+		Flags: append(watchFlags(),
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "listen on `ADDR`"},
+			&cli.StringFlag{Name: "webhook-secret-file", Usage: "the webhooks' shared secret, in `FILE` (not empty)"},
+			&cli.IntFlag{Name: "max-connections", Value: reconcile.DefaultLimits.MaxConnections, Usage: "serve at most `N` connections at once (waiting requests not counted)"},
+			&cli.StringFlag{Name: "api-token-file", Usage: "the bearer token of the read API (artifacts, clusters, components), in `FILE` (not empty)"},
+			&cli.DurationFlag{Name: "max-wait", Value: reconcile.DefaultMaxWait, Usage: "the longest `DURATION` an artifact request waits for a change (?wait= is cut to it)"},
+			&cli.IntFlag{Name: "max-waiting", Value: reconcile.DefaultMaxWaiting, Usage: "at most `N` artifact requests wait at once (503 beyond); each holds a connection"},
+			&cli.StringFlag{Name: "replica-id", Usage: "with the state on etcd, this replica's `NAME` in the election and the status (default: host:pid)"},
+		),
+		Action: func(c *cli.Context) error {
+			// The daemon's metrics (and the etcd backend of its replicas) are
+			// in fuelsync-server: run there.
+			if !reconcile.HasMetrics() {
+				return dispatch(c, "serve")
+			}
+			g, err := readGlobals(c, stdout, stderr)
+			if err != nil {
+				return err
+			}
+			loop, err := newLoop(g, c)
+			if err != nil {
+				return err
+			}
+			var secret []byte
+			if f := c.String("webhook-secret-file"); f != "" {
+				if secret, err = readSecret(f); err != nil {
+					return err
+				}
+			} else {
+				loop.Log.Warn("no --webhook-secret-file: every webhook delivery is refused (401)")
+			}
+			limits := reconcile.DefaultLimits
+			limits.MaxConnections = c.Int("max-connections")
+			if limits.MaxConnections < 1 {
+				return &exitError{code: 1, msg: "--max-connections must be at least 1"}
+			}
+			var token []byte
+			if f := c.String("api-token-file"); f != "" {
+				if token, err = readToken(f); err != nil {
+					return err
+				}
+			}
+			if c.Duration("max-wait") < 0 {
+				return &exitError{code: 1, msg: "--max-wait must not be negative"}
+			}
+			if c.Int("max-waiting") < 0 {
+				return &exitError{code: 1, msg: "--max-waiting must not be negative"}
+			}
+			if _, ok := loop.Workdir.Backend.(reconcile.Coordinator); !ok && c.String("replica-id") != "" {
+				return &exitError{code: 1, msg: "--replica-id needs the state on etcd (--state etcd://…): replicas share their state there"}
+			}
+			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if err := checkPublish(ctx, loop); err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", c.String("listen"))
+			if err != nil {
+				return &exitError{code: 1, msg: err.Error()}
+			}
+			srv := reconcile.NewServer(loop, secret)
+			srv.APIToken, srv.MaxWait, srv.MaxWaiting = token, c.Duration("max-wait"), c.Int("max-waiting")
+			// With the state on etcd, serve is one of any number of replicas:
+			// the elected leader reconciles, the others follow.
+			run := loop.Run
+			if e, ok := loop.Workdir.Backend.(reconcile.Coordinator); ok {
+				srv.Replica = &reconcile.Replica{Loop: loop, Etcd: e, ID: c.String("replica-id")}
+				run = srv.Replica.Run
+			}
+			hs, limited := reconcile.HTTPServer(srv.Handler(), ln, limits)
+			errc := make(chan error, 1)
+			go func() { errc <- hs.Serve(limited) }()
+			loop.Log.Info("serving", "listen", ln.Addr().String(), "max_connections", limits.MaxConnections,
+				"max_waiting", srv.MaxWaiting, "max_wait", srv.MaxWait.String(), "api_token", len(token) > 0)
+			logFollowing(g, c, loop)
+			watchLocal(ctx, g, c, loop)
+			done := make(chan struct{})
+			go func() { run(ctx); close(done) }()
+			select {
+			case <-ctx.Done():
+			case err := <-errc:
+				if !errors.Is(err, http.ErrServerClosed) {
+					stop()
+					<-done
+					return &exitError{code: 1, msg: err.Error()}
+				}
+			}
+			shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = hs.Shutdown(shutdown)
+			<-done
+			loop.Log.Info("stopped", "reason", "signal")
+			return nil
+		},
+	}
+}
+
+// readSecret reads the webhook secret of file, trimmed; an empty one is refused,
+// since it would let anyone sign deliveries.
+func readSecret(file string) ([]byte, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, &exitError{code: 1, msg: err.Error()}
+	}
+	secret := bytes.TrimSpace(data)
+	if len(secret) == 0 {
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("the webhook secret file %s is empty: anyone could sign a delivery; write a secret into it (for example: openssl rand -hex 32 > %s)", file, file)}
+	}
+	return secret, nil
+}
+
+// readToken reads the read API's bearer token from file, trimmed; an empty one
+// is refused, since it would let anyone read.
+func readToken(file string) ([]byte, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, &exitError{code: 1, msg: err.Error()}
+	}
+	token := bytes.TrimSpace(data)
+	if len(token) == 0 {
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("the API token file %s is empty: the read API would need no token; write a token into it (for example: openssl rand -hex 32 > %s)", file, file)}
+	}
+	return token, nil
+}
+
+// checkPublish refuses --publish git onto the branch followed.
+func checkPublish(ctx context.Context, loop *reconcile.Loop) error {
+	if loop.Publish == nil {
+		return nil
+	}
+	if err := loop.Publish.Check(ctx, loop.Source); err != nil {
+		return &exitError{code: 1, msg: "--publish-branch: " + err.Error()}
+	}
+	return nil
+}
+
+// logFollowing logs what the loop follows, once at start.
+func logFollowing(g *globals, c *cli.Context, loop *reconcile.Loop) {
+	branch := c.String("branch")
+	switch {
+	case c.Bool("worktree"):
+		branch = "(working tree)"
+	case branch == "" && isRemote(g.repo):
+		branch = "HEAD of the remote"
+	case branch == "":
+		branch = "HEAD"
+	}
+	attrs := []any{"repo", reconcile.RedactURL(g.repo), "branch", branch, "interval", loop.Interval.String(), "workdir", g.workdir, "dry_run", loop.DryRun}
+	if loop.Publish != nil {
+		attrs = append(attrs, "publish_branch", loop.Publish.Branch)
+	}
+	loop.Log.Info("watching", attrs...)
+}
+
+// isRemote reports whether repo is a URL go-git fetches (https://, ssh://,
+// file://, git@host:path) rather than a local path.
+func isRemote(repo string) bool {
+	return strings.Contains(repo, "://") || regexp.MustCompile(`^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:`).MatchString(repo)
+}
+
+// gitAuth is the authentication for a remote: FUELSYNC_GIT_TOKEN over HTTP(S);
+// --ssh-key, else the SSH agent, over SSH; none for file://.
+func gitAuth(url, sshKey string) (transport.AuthMethod, error) {
+	switch {
+	case strings.HasPrefix(url, "http://") || strings.HasPrefix(url, "https://"):
+		if token := os.Getenv("FUELSYNC_GIT_TOKEN"); token != "" {
+			return &githttp.BasicAuth{Username: "fuelsync", Password: token}, nil
+		}
+		return nil, nil
+	case strings.HasPrefix(url, "file://"):
+		return nil, nil
+	case sshKey != "":
+		return gitssh.NewPublicKeysFromFile("git", sshKey, os.Getenv("FUELSYNC_SSH_KEY_PASSPHRASE"))
+	}
+	auth, err := gitssh.NewSSHAgentAuth("git")
+	if err != nil {
+		return nil, fmt.Errorf("%s: no --ssh-key and no SSH agent: %v", reconcile.RedactURL(url), err)
+	}
+	return auth, nil
+}
+
+// watchLocal triggers the loop on changes of a local repository: its refs (a
+// commit, a push into it), or with --worktree its files. Remote repositories are
+// polled and triggered by webhooks.
+func watchLocal(ctx context.Context, g *globals, c *cli.Context, loop *reconcile.Loop) {
+	if isRemote(g.repo) {
+		return
+	}
+	workdir, _ := filepath.Abs(g.workdir)
+	root, skip := filepath.Join(g.repo, ".git"), func(p string) bool { return filepath.Base(p) == "objects" || filepath.Base(p) == "logs" }
+	if _, err := os.Stat(root); err != nil {
+		root = g.repo // a bare repository
+	}
+	if c.Bool("worktree") {
+		root = g.repo
+		skip = func(p string) bool {
+			abs, _ := filepath.Abs(p)
+			return filepath.Base(p) == ".git" || abs == workdir || strings.HasPrefix(abs, workdir+string(filepath.Separator))
+		}
+	}
+	go func() {
+		if err := reconcile.WatchTree(ctx, root, skip, 200*time.Millisecond, loop.Trigger); err != nil {
+			loop.Log.Warn("not watching the repository for changes; polling only", "error", err)
+		}
+	}()
+}

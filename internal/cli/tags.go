@@ -1,0 +1,171 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/render"
+)
+
+func tagsCommand(stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:            "tags",
+		Usage:           "list the tags of a cluster or a release; assign and unassign a node's tags",
+		HideHelpCommand: true,
+		OnUsageError:    usageError,
+		Subcommands: []*cli.Command{
+			tagsListCommand(stdout, stderr),
+			nodeEditCommand("tags", "assign", stdout, stderr),
+			nodeEditCommand("tags", "unassign", stdout, stderr),
+			tagMetaCommand("create", stdout, stderr),
+			tagMetaCommand("delete", stdout, stderr),
+			tagMetaCommand("update", stdout, stderr),
+		},
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return unknownCommand("tags", c.Args().First(), c.Command.Subcommands, 1)
+			}
+			return cli.ShowSubcommandHelp(c)
+		},
+	}
+}
+
+type tagsJSON struct {
+	FormatVersion string                 `json:"format_version"`
+	Cluster       string                 `json:"cluster,omitempty"`
+	Release       string                 `json:"release,omitempty"`
+	Tags          []*render.TagInfo      `json:"tags,omitempty"`
+	Node          string                 `json:"node,omitempty"`
+	NodeTags      []render.NodeTagSource `json:"node_tags,omitempty"`
+}
+
+func tagsListCommand(stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:         "list",
+		Usage:        "every tag with its owner, has_primary, the roles listing it and the nodes carrying it",
+		ArgsUsage:    " ",
+		OnUsageError: usageError,
+		Description: "With --cluster, the cluster's merged tags metadata (release, enabled plugins, the\n" +
+			"cluster's own tags): owner, has_primary, the roles that list each tag (a role's tag cannot\n" +
+			"be deleted; a tag no role lists is user-defined) and the nodes carrying it, the primary\n" +
+			"one marked. With --node too, that node's effective tags and where each comes from. With\n" +
+			"--release, the release's own tags.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "cluster", Usage: "the tags of cluster `C`"},
+			&cli.StringFlag{Name: "release", Usage: "the tags of release `R` (a version, a name or name@version)"},
+			&cli.StringFlag{Name: "node", Usage: "with --cluster: node `N`'s effective tags and their sources"},
+			formatFlag(),
+		},
+		Action: func(c *cli.Context) error {
+			g, err := readGlobals(c, stdout, stderr)
+			if err != nil {
+				return err
+			}
+			if g.format != "text" && g.format != "json" {
+				return &exitError{code: 1, msg: fmt.Sprintf("tags list prints text or json, not %q", g.format)}
+			}
+			clusterName, relRef, node := c.String("cluster"), c.String("release"), c.String("node")
+			if (clusterName == "") == (relRef == "") {
+				return &exitError{code: 1, msg: "tags list needs --cluster C or --release R (one of them)"}
+			}
+			if node != "" && clusterName == "" {
+				return &exitError{code: 1, msg: "--node needs --cluster"}
+			}
+			src, err := openSource(g)
+			if err != nil {
+				return err
+			}
+			repo, diags := loader.Load(src.fsys, loadOptions(nil))
+			if diags.HasErrors() {
+				g.writeDiagnostics(stderr, diags, repo.Sources.Files(), src.prefix)
+				return &exitError{code: 1, msg: "the repository does not load; run 'fuelsync validate' for every problem"}
+			}
+			out := tagsJSON{FormatVersion: "1"}
+			if relRef != "" {
+				rel, err := findRelease(repo, relRef)
+				if err != nil {
+					return err
+				}
+				out.Release, out.Tags = rel.Version, render.ReleaseTagList(rel)
+			} else {
+				cl, m, err := clusterModel(g, src, repo, clusterName)
+				if err != nil {
+					return err
+				}
+				out.Cluster = cl.Name
+				if node != "" {
+					if out.NodeTags = m.NodeTagSources(node); out.NodeTags == nil {
+						return &exitError{code: 1, msg: fmt.Sprintf("cluster %s has no node %q", cl.Name, node)}
+					}
+					out.Node = node
+				} else {
+					out.Tags = m.TagList()
+				}
+			}
+			if g.format == "json" {
+				return writeJSON(stdout, out)
+			}
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			if out.Node != "" {
+				fmt.Fprintln(tw, "TAG\tFROM")
+				for _, nt := range out.NodeTags {
+					fmt.Fprintf(tw, "%s\t%s\n", nt.Tag, strings.Join(nt.Sources, ", "))
+				}
+				return tw.Flush()
+			}
+			if out.Release != "" {
+				fmt.Fprintln(tw, "TAG\tOWNER\tPRIMARY\tKIND")
+			} else {
+				fmt.Fprintln(tw, "TAG\tOWNER\tPRIMARY\tKIND\tNODES")
+			}
+			for _, t := range out.Tags {
+				kind := "user-defined"
+				if !t.UserDefined() {
+					kind = "role " + strings.Join(t.Roles, ", role ")
+				}
+				var nodes []string
+				for _, n := range t.Nodes {
+					if n == t.Primary {
+						n += " (primary)"
+					}
+					nodes = append(nodes, n)
+				}
+				primary := "no"
+				if t.HasPrimary {
+					primary = "yes"
+				}
+				if out.Release != "" {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Owner, primary, kind)
+				} else {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, t.Owner, primary, kind, strings.Join(nodes, ", "))
+				}
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func rolesCommand(stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:            "roles",
+		Usage:           "list the roles of a cluster or a release; assign and unassign a node's roles",
+		HideHelpCommand: true,
+		OnUsageError:    usageError,
+		Subcommands: []*cli.Command{
+			rolesListCommand(stdout, stderr),
+			nodeEditCommand("roles", "assign", stdout, stderr),
+			nodeEditCommand("roles", "unassign", stdout, stderr),
+		},
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return unknownCommand("roles", c.Args().First(), c.Command.Subcommands, 1)
+			}
+			return cli.ShowSubcommandHelp(c)
+		},
+	}
+}

@@ -1,0 +1,90 @@
+package reconcile
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/fuelsync/fuelsync/render"
+)
+
+// The artifact API serves a node's graph as its expanded view (every task's
+// definition inline, the stages' requirements in full), computed from the
+// applied set: in the stored layout (format 2) a node file refers to its
+// cluster's task catalogue, and the sync node's stages leave out what the
+// catalogue implies.
+
+// viewDigest identifies the expanded view of node file name in the artifact set
+// whose digests are a: the node file's own digest in the expanded layout (format
+// 1, where the file is the view); in the stored layout, a digest of the digests
+// of what the view is computed from (the node file and its graph's task
+// catalogue; for sync, every node file of the graph and cluster.yaml too), so
+// that it changes whenever the view does. ok is false when there is no such file.
+func viewDigest(a map[string]string, name string) (string, bool) {
+	sum, ok := a[name]
+	if !ok {
+		return "", false
+	}
+	parts := strings.Split(name, "/")
+	if len(parts) != 4 || parts[1] != "nodes" {
+		return sum, true
+	}
+	cluster, node, graph := parts[0], parts[2], strings.TrimSuffix(parts[3], ".yaml")
+	catalogue, ok := a[render.CataloguePath(cluster, graph)]
+	if !ok {
+		return sum, true // format 1
+	}
+	inputs := []string{name + " " + sum, "catalogue " + catalogue}
+	if node == render.SyncNode {
+		inputs = append(inputs, "cluster "+a[cluster+"/cluster.yaml"])
+		prefix, suffix := cluster+"/nodes/", "/"+parts[3]
+		for file, digest := range a {
+			if rest, ok := strings.CutPrefix(file, prefix); ok && strings.HasSuffix(rest, suffix) && strings.Count(rest, "/") == 1 {
+				inputs = append(inputs, file+" "+digest)
+			}
+		}
+		slices.Sort(inputs[3:])
+	}
+	h := sha256.Sum256([]byte(strings.Join(inputs, "\n")))
+	return "view-" + hex.EncodeToString(h[:]), true
+}
+
+// expandedGraph returns the expanded view of node file name of the applied set in
+// dir, whose digests are a: every file it is computed from is checked against
+// its digest as it is read.
+func expandedGraph(dir string, a map[string]string, name string) ([]byte, error) {
+	parts := strings.Split(name, "/")
+	if len(parts) != 4 {
+		return nil, fmt.Errorf("%s is not a node's graph", name)
+	}
+	return render.ExpandNode(verifiedFS{os.DirFS(dir), a}, parts[0], parts[2], strings.TrimSuffix(parts[3], ".yaml"))
+}
+
+// verifiedFS reads the files of an applied set, each checked against the digest
+// the state records for it: a file changed by hand is an error, never served.
+type verifiedFS struct {
+	fs.FS
+	digests map[string]string
+}
+
+func (v verifiedFS) ReadFile(name string) ([]byte, error) {
+	data, err := fs.ReadFile(v.FS, name)
+	if err != nil {
+		return nil, err
+	}
+	got := sha256.Sum256(data)
+	if hex.EncodeToString(got[:]) != v.digests[name] {
+		return nil, fmt.Errorf("the applied artifact %s does not match the state's digest: the work directory was changed by hand", name)
+	}
+	return data, nil
+}
+
+// viewOf is viewDigest of st's artifacts ("" when there is no such file).
+func viewOf(st *State, name string) string {
+	d, _ := viewDigest(st.Artifacts, name)
+	return d
+}

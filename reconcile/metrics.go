@@ -1,0 +1,68 @@
+package reconcile
+
+import (
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Metrics is what serve measures, for /metrics. Its Prometheus implementation
+// (reconcile/prommetrics) registers itself with RegisterMetrics from its init:
+// only the fuelsync-server binary links it (the Prometheus client's inits slow
+// down every start of the CLI). Without it, /metrics answers 404.
+type Metrics interface {
+	// Reconciled counts a reconcile by outcome and observes its duration.
+	Reconciled(o Outcome, d time.Duration)
+	// Delivered counts a webhook delivery by provider and result.
+	Delivered(provider, result string)
+	// Handler serves the metrics (the Prometheus text format).
+	Handler() http.Handler
+}
+
+// Gauges are the values a Metrics reads at each scrape.
+type Gauges struct {
+	// Serial is the serial of the applied state.
+	Serial func() float64
+	// Waiting is the number of artifact API requests waiting for a change.
+	Waiting func() float64
+}
+
+var (
+	metricsMu  sync.Mutex
+	metricsNew func(Gauges) Metrics
+)
+
+// RegisterMetrics makes every Server measure through the Metrics newm makes.
+func RegisterMetrics(newm func(Gauges) Metrics) {
+	metricsMu.Lock()
+	defer metricsMu.Unlock()
+	metricsNew = newm
+}
+
+// HasMetrics reports whether a Metrics implementation is registered.
+func HasMetrics() bool {
+	metricsMu.Lock()
+	defer metricsMu.Unlock()
+	return metricsNew != nil
+}
+
+func newMetrics(g Gauges) Metrics {
+	metricsMu.Lock()
+	newm := metricsNew
+	metricsMu.Unlock()
+	if newm == nil {
+		return noMetrics{}
+	}
+	return newm(g)
+}
+
+// noMetrics measures nothing; its /metrics is 404.
+type noMetrics struct{}
+
+func (noMetrics) Reconciled(Outcome, time.Duration) {}
+func (noMetrics) Delivered(string, string)          {}
+func (noMetrics) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "this program was built without the Prometheus metrics (they are in fuelsync-server)", http.StatusNotFound)
+	})
+}

@@ -1,0 +1,66 @@
+// Package prommetrics is serve's metrics on the Prometheus client
+// (reconcile.Metrics): reconciles by outcome and their duration, webhook
+// deliveries by provider and result, the applied serial and the waiting
+// artifact requests. Only the fuelsync-server binary links it; it registers
+// itself with reconcile from its init:
+//
+//	import _ "github.com/fuelsync/fuelsync/reconcile/prommetrics"
+package prommetrics
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/fuelsync/fuelsync/reconcile"
+)
+
+func init() { reconcile.RegisterMetrics(New) }
+
+// Metrics is a reconcile.Metrics on a registry of its own.
+type Metrics struct {
+	registry   *prometheus.Registry
+	reconciles *prometheus.CounterVec
+	duration   prometheus.Histogram
+	deliveries *prometheus.CounterVec
+}
+
+// New makes the metrics of one server; g is read at each scrape.
+func New(g reconcile.Gauges) reconcile.Metrics {
+	m := &Metrics{registry: prometheus.NewRegistry()}
+	m.reconciles = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fuelsync_reconciles_total", Help: "Reconciles by outcome.",
+	}, []string{"outcome"})
+	m.duration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "fuelsync_reconcile_duration_seconds", Help: "How long reconciles take.",
+	})
+	m.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fuelsync_webhook_deliveries_total", Help: "Webhook deliveries by provider and result.",
+	}, []string{"provider", "result"})
+	serial := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "fuelsync_applied_serial", Help: "The serial of the applied state.",
+	}, g.Serial)
+	waiting := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "fuelsync_api_waiting", Help: "Artifact API requests waiting for a change (long-polls).",
+	}, g.Waiting)
+	m.registry.MustRegister(m.reconciles, m.duration, m.deliveries, serial, waiting)
+	return m
+}
+
+// Reconciled implements reconcile.Metrics.
+func (m *Metrics) Reconciled(o reconcile.Outcome, d time.Duration) {
+	m.reconciles.WithLabelValues(string(o)).Inc()
+	m.duration.Observe(d.Seconds())
+}
+
+// Delivered implements reconcile.Metrics.
+func (m *Metrics) Delivered(provider, result string) {
+	m.deliveries.WithLabelValues(provider, result).Inc()
+}
+
+// Handler implements reconcile.Metrics.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+}
