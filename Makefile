@@ -126,6 +126,7 @@ fuzz:
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzUnified$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzTruncateMiddleLines$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzFence$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
+	$(GO) test ./diff -run '^$$' -fuzz '^FuzzScanNodeV2$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./reconcile -run '^$$' -fuzz '^FuzzParsePush$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./reconcile -run '^$$' -fuzz '^FuzzParseStateURL$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./capabilities -run '^$$' -fuzz '^FuzzParseTemplate$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s

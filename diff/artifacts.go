@@ -70,12 +70,14 @@ type requirement struct {
 // nodeDocV2 is a node file of format 2: task ids with task@node requirements, a
 // definition inline only where it is not the catalogue's.
 type nodeDocV2 struct {
-	Node  string `yaml:"node"`
-	Tasks []*struct {
-		ID       string `yaml:"id"`
-		taskDef  `yaml:",inline"`
-		Requires []string `yaml:"requires"`
-	} `yaml:"tasks"`
+	Node  string        `yaml:"node"`
+	Tasks []*nodeTaskV2 `yaml:"tasks"`
+}
+
+type nodeTaskV2 struct {
+	ID       string `yaml:"id"`
+	taskDef  `yaml:",inline"`
+	Requires []string `yaml:"requires"`
 }
 
 // catalogueDoc is <cluster>/tasks/<graph>.yaml, the task catalogue of format 2.
@@ -116,9 +118,9 @@ func decodeCatalogue(name string, data []byte) (*catalogueDoc, error) {
 // decodeNodeV2 decodes a node file of format 2, each task joined with its
 // definition: inline, else the entry of catalogue (read when needed).
 func decodeNodeV2(name string, data []byte, catalogue func() (*catalogueDoc, error)) ([]*taskDoc, error) {
-	var doc nodeDocV2
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	doc, err := readNodeV2(name, data)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]*taskDoc, len(doc.Tasks))
 	for i, t := range doc.Tasks {
@@ -143,6 +145,23 @@ func decodeNodeV2(name string, data []byte, catalogue func() (*catalogueDoc, err
 		out[i] = td
 	}
 	return out, nil
+}
+
+// readNodeV2 reads a node file of format 2: by scanNodeV2 when it can, else as
+// YAML.
+func readNodeV2(name string, data []byte) (*nodeDocV2, error) {
+	if node, tasks, ok := scanNodeV2(data); ok {
+		doc := &nodeDocV2{Node: node, Tasks: make([]*nodeTaskV2, len(tasks))}
+		for i, t := range tasks {
+			doc.Tasks[i] = &nodeTaskV2{ID: t.ID, Requires: t.Requires}
+		}
+		return doc, nil
+	}
+	var doc nodeDocV2
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &doc, nil
 }
 
 func decodeCluster(name string, data []byte) (*clusterDoc, error) {
