@@ -344,7 +344,9 @@ func (w *Workdir) keptFile(applied fs.FS, name, sum string) ([]byte, error) {
 	if err == nil && digest(data) == sum {
 		return data, nil
 	}
-	if len(sum) > 2 {
+	// The object of sum, when sum is a sha256 (the state says it; it never becomes
+	// a path unless it is one).
+	if raw, herr := hex.DecodeString(sum); herr == nil && len(raw) == sha256.Size && sum == hex.EncodeToString(raw) {
 		if obj, oerr := os.ReadFile(filepath.Join(w.objects(), sum[:2], sum)); oerr == nil && digest(obj) == sum {
 			return obj, nil
 		}
