@@ -51,6 +51,9 @@ type taskDoc struct {
 	ID       string `yaml:"id"`
 	taskDef  `yaml:",inline"`
 	Requires []requirement `yaml:"requires"`
+	// def is the task catalogue's entry the task was joined with (format 2),
+	// shared by every node of the graph that runs the task; nil otherwise.
+	def *taskDef
 }
 
 // taskDef is what a task catalogue's entry holds (stages aside: the stages' fan-in
@@ -134,7 +137,7 @@ func decodeNodeV2(name string, data []byte, catalogue func() (*catalogueDoc, err
 			if def == nil {
 				return nil, fmt.Errorf("%s: task %s is not in the task catalogue", name, t.ID)
 			}
-			td.taskDef = *def
+			td.taskDef, td.def = *def, def
 		}
 		if len(t.Requires) > 0 {
 			td.Requires = make([]requirement, len(t.Requires))

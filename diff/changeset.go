@@ -439,6 +439,7 @@ func computeCluster(cluster string, changed []string, old, new *Side) (*ClusterC
 			}
 		}
 	}
+	defs := defFields{} // per pair of catalogue entries, across the cluster's nodes
 	for _, n := range sortedKeys(nodes) {
 		on, nn := ov.node(n), nv.node(n)
 		pseudo := n == "master" || n == "sync"
@@ -476,7 +477,7 @@ func computeCluster(cluster string, changed []string, old, new *Side) (*ClusterC
 			if err != nil {
 				return nil, err
 			}
-			gc := compareTasks(g, ot, nt)
+			gc := compareTasks(g, ot, nt, defs)
 			if gc != nil && pseudo {
 				gc = dropEdgeOnly(gc)
 			}
@@ -553,7 +554,12 @@ func dropEdgeOnly(gc *GraphChange) *GraphChange {
 }
 
 // compareTasks compares a graph's tasks on one node.
-func compareTasks(graph string, old, new []*taskDoc) *GraphChange {
+// defFields remembers which definition fields differ between two catalogue
+// entries: every node of a graph that runs a task shares its entry, so a cluster's
+// comparison compares each pair of entries once, not once per node.
+type defFields map[[2]*taskDef][]string
+
+func compareTasks(graph string, old, new []*taskDoc, defs defFields) *GraphChange {
 	gc := &GraphChange{Graph: graph}
 	byID := map[string]*taskDoc{}
 	for _, t := range old {
@@ -567,7 +573,7 @@ func compareTasks(graph string, old, new []*taskDoc) *GraphChange {
 			gc.Added = append(gc.Added, t.ID)
 			continue
 		}
-		if tc := compareTask(o, t); tc != nil {
+		if tc := compareTask(o, t, defs); tc != nil {
 			gc.Changed = append(gc.Changed, tc)
 		}
 	}
@@ -585,20 +591,35 @@ func compareTasks(graph string, old, new []*taskDoc) *GraphChange {
 	return gc
 }
 
-func compareTask(o, n *taskDoc) *TaskChange {
+func compareTask(o, n *taskDoc, defs defFields) *TaskChange {
 	tc := &TaskChange{ID: n.ID}
 	if o.Type != n.Type {
 		tc.Fields = append(tc.Fields, "type")
 		tc.TypeFrom, tc.TypeTo = o.Type, n.Type
 	}
-	if !sameNode(&o.Parameters, &n.Parameters) {
-		tc.Fields = append(tc.Fields, "parameters")
+	key := [2]*taskDef{o.def, n.def}
+	fields, known := defs[key]
+	if !known {
+		fields = nil
+		if !sameNode(&o.Parameters, &n.Parameters) {
+			fields = append(fields, "parameters")
+		}
+		if !sameNode(&o.Condition, &n.Condition) {
+			fields = append(fields, "condition")
+		}
+		if !sameNode(&o.DynamicRequires, &n.DynamicRequires) {
+			fields = append(fields, "dynamic_requires")
+		}
+		if o.def != nil && n.def != nil && defs != nil {
+			defs[key] = fields
+		}
 	}
-	if !sameNode(&o.Condition, &n.Condition) {
-		tc.Fields = append(tc.Fields, "condition")
-	}
-	if !sameNode(&o.DynamicRequires, &n.DynamicRequires) {
-		tc.Fields = append(tc.Fields, "dynamic_requires")
+	tc.Fields = append(tc.Fields, fields...)
+	if slices.Equal(o.Requires, n.Requires) {
+		if len(tc.Fields) == 0 {
+			return nil
+		}
+		return tc
 	}
 	edges := func(t *taskDoc) []string {
 		var out []string
