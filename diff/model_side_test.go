@@ -68,3 +68,34 @@ func TestFirstApplyDecodesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestRenderedSideEncodesAgain: a side made against a base does not hold the node
+// files the base lacks (a first apply would hold every file of the render); read,
+// they are encoded again, to the same bytes as the render's.
+func TestRenderedSideEncodesAgain(t *testing.T) {
+	full := renderSide(t, quickstart(t), nil, nil)
+	lean := renderSide(t, quickstart(t), map[string]string{}, nil)
+	if diff := cmp.Diff(full.Digests, lean.Digests); diff != "" {
+		t.Fatalf("digests differ:\n%s", diff)
+	}
+	nodes := 0
+	for name := range full.Digests {
+		want, err := full.Read(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := lean.Read(name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s: encoded again differently", name)
+		}
+		if kind, _, _, _ := artifactPath(name); kind == "node" {
+			nodes++
+		}
+	}
+	if nodes == 0 {
+		t.Fatal("no node files in the render")
+	}
+}

@@ -13,10 +13,11 @@ import (
 )
 
 // RenderedSide is the side of a render: the digest of every artifact (encoded and
-// hashed as render.Stream does), and the bytes of those whose digest differs from
-// base, kept in memory (every file when base is nil), and the clusters'
-// cluster.yaml. revision and toolVersion are
-// those of manifest.json.
+// hashed as render.Stream does), and, kept in memory, the clusters' cluster.yaml,
+// the node files base has with another digest, and the other files whose digest
+// differs from base; every file when base is nil (one side of a diff, whose
+// unified diffs read them). Any other file is encoded again when read. revision
+// and toolVersion are those of manifest.json.
 func RenderedSide(rs []*render.Rendered, revision, toolVersion string, base map[string]string) (*Side, error) {
 	var mu sync.Mutex
 	digests := map[string]string{}
@@ -25,8 +26,20 @@ func RenderedSide(rs []*render.Rendered, revision, toolVersion string, base map[
 		sum := sha256.Sum256(data)
 		hexSum := hex.EncodeToString(sum[:])
 		var keep []byte
-		// cluster.yaml says what the nodes are, changed or not.
-		if base == nil || base[name] != hexSum || strings.HasSuffix(name, "/cluster.yaml") {
+		// cluster.yaml says what the nodes are, changed or not. A node file base
+		// does not have is compared by the model's task ids (bothTasks), not read:
+		// it is encoded again if something asks for its bytes (a unified diff),
+		// rather than held through a first apply (every file of the render).
+		before, inBase := base[name]
+		kind, _, _, _ := artifactPath(name)
+		switch {
+		case strings.HasSuffix(name, "/cluster.yaml"):
+			keep = bytes.Clone(data)
+		case kind == "node" && base != nil:
+			if inBase && before != hexSum {
+				keep = bytes.Clone(data)
+			}
+		case before != hexSum:
 			keep = bytes.Clone(data)
 		}
 		mu.Lock()
