@@ -292,10 +292,38 @@ func (v *sideView) tasks(name string) ([]*taskDoc, error) {
 	return doc.Tasks, nil
 }
 
-// modelTasks returns the tasks of a node file of this side by their ids alone,
-// from the render the side's files were encoded from; ok is false when the side
-// is not such a render or has no such node.
-func (v *sideView) modelTasks(name string) ([]*taskDoc, bool) {
+// oneSided is the change of a graph file on one side only (a node or cluster
+// created or deleted): all its tasks added or all removed. Only their ids matter,
+// and a side that is a render gives them from its model, decoding nothing (a first
+// apply decodes no node file, and allocates a string header a task). ok is false
+// when the file is on both sides or its side is not a render.
+func oneSided(ov, nv *sideView, graph, name string) (gc *GraphChange, ok bool) {
+	_, inOld := ov.side.Digests[name]
+	_, inNew := nv.side.Digests[name]
+	var ids []string
+	switch {
+	case !inOld && inNew:
+		ids, ok = nv.modelIDs(name)
+	case inOld && !inNew:
+		ids, ok = ov.modelIDs(name)
+	}
+	if !ok || len(ids) == 0 {
+		return nil, ok
+	}
+	slices.Sort(ids)
+	gc = &GraphChange{Graph: graph}
+	if inNew {
+		gc.Added = ids
+	} else {
+		gc.Removed = ids
+	}
+	return gc, true
+}
+
+// modelIDs returns the task ids of a node file of this side, from the render
+// the side's files were encoded from; ok is false when the side is not such a
+// render or has no such node.
+func (v *sideView) modelIDs(name string) ([]string, bool) {
 	if !v.side.encoded || v.render == nil {
 		return nil, false
 	}
@@ -314,9 +342,9 @@ func (v *sideView) modelTasks(name string) ([]*taskDoc, bool) {
 	if ng == nil {
 		return nil, false
 	}
-	out := make([]*taskDoc, len(ng.Tasks))
+	out := make([]string, len(ng.Tasks))
 	for i, pt := range ng.Tasks {
-		out[i] = &taskDoc{ID: pt.ID}
+		out[i] = pt.ID
 	}
 	return out, true
 }
@@ -347,23 +375,7 @@ func (v *sideView) catalogue(cluster, graph string) (*catalogueDoc, error) {
 
 // bothTasks decodes a graph file of both sides, at once: the largest (the stages
 // of sync, which require every task of every node) take seconds each.
-//
-// A file on one side only (a node or cluster created or deleted) is all added or
-// all removed: only its task ids matter, and a side that is a render gives them
-// from its model, decoding nothing (a first apply decodes no file at all).
 func bothTasks(ov, nv *sideView, name string) (ot, nt []*taskDoc, err error) {
-	_, inOld := ov.side.Digests[name]
-	_, inNew := nv.side.Digests[name]
-	if !inOld {
-		if ids, ok := nv.modelTasks(name); ok {
-			return nil, ids, nil
-		}
-	}
-	if !inNew {
-		if ids, ok := ov.modelTasks(name); ok {
-			return ids, nil, nil
-		}
-	}
 	var oerr error
 	done := make(chan struct{})
 	go func() {
@@ -473,11 +485,14 @@ func computeCluster(cluster string, changed []string, old, new *Side) (*ClusterC
 			if old.Digests[name] == new.Digests[name] && !changedCatalogue[g] {
 				continue
 			}
-			ot, nt, err := bothTasks(ov, nv, name)
-			if err != nil {
-				return nil, err
+			gc, ok := oneSided(ov, nv, g, name)
+			if !ok {
+				ot, nt, err := bothTasks(ov, nv, name)
+				if err != nil {
+					return nil, err
+				}
+				gc = compareTasks(g, ot, nt, defs)
 			}
-			gc := compareTasks(g, ot, nt, defs)
 			if gc != nil && pseudo {
 				gc = dropEdgeOnly(gc)
 			}
