@@ -3,6 +3,8 @@ package diff
 import (
 	"bytes"
 	"strings"
+
+	"github.com/fuelsync/fuelsync/render"
 )
 
 // scannedTask is a task entry of a node file of format 2 as scanNodeV2 reads it.
@@ -30,7 +32,7 @@ func scanNodeV2(data []byte) (node string, tasks []scannedTask, ok bool) {
 	for len(header) > 0 {
 		var line []byte
 		line, header, _ = bytes.Cut(header, []byte("\n"))
-		if item, found := bytes.CutPrefix(line, []byte("  - ")); found && list && plainTask(item) {
+		if item, found := bytes.CutPrefix(line, []byte("  - ")); found && list && render.PlainID(item) {
 			continue
 		}
 		key, v, found := bytes.Cut(line, []byte(":"))
@@ -67,7 +69,7 @@ func scanNodeV2(data []byte) (node string, tasks []scannedTask, ok bool) {
 	}
 	for len(rest) > 0 {
 		line, rest, _ = bytes.Cut(rest, []byte("\n"))
-		if id, found := bytes.CutPrefix(line, []byte("  - id: ")); found && plainTask(id) {
+		if id, found := bytes.CutPrefix(line, []byte("  - id: ")); found && render.PlainID(id) {
 			tasks = append(tasks, scannedTask{ID: string(id)})
 			continue
 		}
@@ -82,35 +84,13 @@ func scanNodeV2(data []byte) (node string, tasks []scannedTask, ok bool) {
 		reqs := strings.Split(string(list), ", ")
 		for _, r := range reqs {
 			task, on, at := strings.Cut(r, "@")
-			if !plainTask([]byte(task)) || at && !plainNode([]byte(on)) {
+			if !render.PlainID([]byte(task)) || at && !plainNode([]byte(on)) {
 				return "", nil, false
 			}
 		}
 		tasks[len(tasks)-1].Requires = reqs
 	}
 	return node, tasks, true
-}
-
-// plainTask reports whether b, written plain, is read by YAML as the string b: a
-// letter or '_' first, then letters, digits, '_', '.', '-', and not a word YAML
-// 1.1 reads as a boolean or null (the writer quotes those).
-func plainTask(b []byte) bool {
-	if len(b) == 0 {
-		return false
-	}
-	for i, c := range b {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '_':
-		case i > 0 && (c >= '0' && c <= '9' || c == '.' || c == '-'):
-		default:
-			return false
-		}
-	}
-	switch strings.ToLower(string(b)) {
-	case "y", "n", "yes", "no", "on", "off", "true", "false", "null":
-		return false
-	}
-	return true
 }
 
 // plainNode reports whether b is a node name as the loader accepts them (a

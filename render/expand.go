@@ -562,7 +562,7 @@ func scanNodeTasks(data []byte) (*NodeFile, bool) {
 			}
 			continue
 		}
-		if id, ok := bytes.CutPrefix(line, []byte("  - id: ")); ok && plainID(id) {
+		if id, ok := bytes.CutPrefix(line, []byte("  - id: ")); ok && PlainID(id) {
 			nf.Tasks = append(nf.Tasks, NodeFileTask{ID: string(id)})
 			continue
 		}
@@ -574,9 +574,9 @@ func scanNodeTasks(data []byte) (*NodeFile, bool) {
 	return nf, true
 }
 
-// plainID reports whether a task id as written is the id itself: a letter or '_'
+// PlainID reports whether a task id as written is the id itself: a letter or '_'
 // first, then letters, digits, '_', '.', '-' (what YAML reads as a string).
-func plainID(b []byte) bool {
+func PlainID(b []byte) bool {
 	if len(b) == 0 {
 		return false
 	}
