@@ -3,8 +3,6 @@ package cli
 import (
 	"bytes"
 	"errors"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -155,15 +153,7 @@ func TestDispatchToServer(t *testing.T) {
 		}
 		defer cmd.Process.Kill()
 		base := "http://" + serveAddr(t, stderr, 20*time.Second, nil, nil)
-		get := func(path string) (int, string) {
-			resp, err := http.Get(base + path)
-			if err != nil {
-				return 0, err.Error()
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			return resp.StatusCode, string(b)
-		}
+		get := func(path string) (int, string) { return httpGet(base + path) }
 		if code, body := get("/healthz"); code != 200 {
 			t.Errorf("/healthz: %d %s", code, body)
 		}

@@ -47,7 +47,7 @@ func TestPlanRendersChangedClustersOnly(t *testing.T) {
 	// The same work directory, without cluster fingerprints (an older
 	// version's state): everything is rendered there.
 	full := filepath.Join(t.TempDir(), "full")
-	copyTree(t, wd, full)
+	copyWorkdir(t, wd, full)
 	old := *st
 	old.ClusterInputs = nil
 	writeState(t, full, &old)
@@ -136,36 +136,6 @@ func writeState(t *testing.T, wd string, st *reconcile.State) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(name, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// copyTree copies the directory src to dst, symbolic links as links.
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		to := filepath.Join(dst, rel)
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(target, to)
-		case d.IsDir():
-			return os.MkdirAll(to, 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(to, data, 0o644)
-	})
-	if err != nil {
 		t.Fatal(err)
 	}
 }

@@ -38,15 +38,7 @@ func TestServeProcess(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	base := "http://" + serveAddr(t, stderr, 10*time.Second, nil, nil)
-	get := func(path string) (int, string) {
-		resp, err := http.Get(base + path)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	get := func(path string) (int, string) { return httpGet(base + path) }
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if code, _ := get("/readyz"); code == 200 {
@@ -446,4 +438,16 @@ func TestServeArtifactAPIFlags(t *testing.T) {
 	if took := <-first; took < 2*time.Second || took > 3*time.Second {
 		t.Errorf("wait=1m with --max-wait 2s answered after %v", took)
 	}
+}
+
+// httpGet returns the status and body of a GET of url (status 0 and the error
+// when the request fails).
+func httpGet(url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
