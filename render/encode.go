@@ -111,10 +111,17 @@ var errSlowPath = fmt.Errorf("value needs the general encoder")
 // node returns the YAML document of node graph ng of graph g in cluster m, in the
 // encoder's buffer (valid until its next use) unless it took the fallback.
 func (e *nodeEncoder) node(m *Model, g *Graph, ng *NodeGraph) ([]byte, error) {
+	return e.encode(func() error { return e.write(m, g, ng) }, func() any { return nodeDocument(m, g, ng) })
+}
+
+// encode runs write, the direct writer of a document, into the encoder's buffer
+// and returns the buffer (valid until the encoder's next use); when write needs
+// the general encoder (errSlowPath), it returns yaml.v3's encoding of doc().
+func (e *nodeEncoder) encode(write func() error, doc func() any) ([]byte, error) {
 	e.buf.Reset()
-	err := e.write(m, g, ng)
+	err := write()
 	if err == errSlowPath {
-		return encodeYAML(nodeDocument(m, g, ng))
+		return encodeYAML(doc())
 	}
 	if err != nil {
 		return nil, err

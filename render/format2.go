@@ -162,16 +162,8 @@ func (e *nodeEncoder) catalogue(m *Model, g *Graph) ([]byte, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
-	tasks := c.tasks
-	e.buf.Reset()
-	err := e.writeCatalogue(m.Cluster.Name, g, tasks)
-	if err == errSlowPath {
-		return encodeYAML(catalogueDocument(m.Cluster.Name, g, tasks))
-	}
-	if err != nil {
-		return nil, err
-	}
-	return e.buf.Bytes(), nil
+	return e.encode(func() error { return e.writeCatalogue(m.Cluster.Name, g, c.tasks) },
+		func() any { return catalogueDocument(m.Cluster.Name, g, c.tasks) })
 }
 
 func (e *nodeEncoder) writeCatalogue(cluster string, g *Graph, tasks []*PlacedTask) error {
@@ -382,15 +374,7 @@ func (e *nodeEncoder) nodeFile(m *Model, g *Graph, ng *NodeGraph) ([]byte, error
 	if err := catalogueOf(g).err; err != nil {
 		return nil, err
 	}
-	e.buf.Reset()
-	err := e.writeNodeFile(m, g, ng)
-	if err == errSlowPath {
-		return encodeYAML(nodeFileDocument(m, g, ng))
-	}
-	if err != nil {
-		return nil, err
-	}
-	return e.buf.Bytes(), nil
+	return e.encode(func() error { return e.writeNodeFile(m, g, ng) }, func() any { return nodeFileDocument(m, g, ng) })
 }
 
 func (e *nodeEncoder) writeNodeFile(m *Model, g *Graph, ng *NodeGraph) error {
