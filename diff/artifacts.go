@@ -125,46 +125,59 @@ func decodeNodeV2(name string, data []byte, catalogue func() (*catalogueDoc, err
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*taskDoc, len(doc.Tasks))
-	for i, t := range doc.Tasks {
-		td := &taskDoc{ID: t.ID, taskDef: t.taskDef}
-		if t.Type == "" {
-			cat, err := catalogue()
-			if err != nil {
-				return nil, err
-			}
-			def := cat.Tasks[t.ID]
-			if def == nil {
-				return nil, fmt.Errorf("%s: task %s is not in the task catalogue", name, t.ID)
-			}
-			td.taskDef, td.def = *def, def
+	for _, td := range doc {
+		if td.Type != "" {
+			continue // its definition inline
 		}
-		if len(t.Requires) > 0 {
-			td.Requires = make([]requirement, len(t.Requires))
-			for j, s := range t.Requires {
-				td.Requires[j].Task, td.Requires[j].Node = render.SplitRequirement(s, doc.Node)
-			}
+		cat, err := catalogue()
+		if err != nil {
+			return nil, err
 		}
-		out[i] = td
+		def := cat.Tasks[td.ID]
+		if def == nil {
+			return nil, fmt.Errorf("%s: task %s is not in the task catalogue", name, td.ID)
+		}
+		td.taskDef, td.def = *def, def
 	}
-	return out, nil
+	return doc, nil
 }
 
-// readNodeV2 reads a node file of format 2: by scanNodeV2 when it can, else as
-// YAML.
-func readNodeV2(name string, data []byte) (*nodeDocV2, error) {
-	if node, tasks, ok := scanNodeV2(data); ok {
-		doc := &nodeDocV2{Node: node, Tasks: make([]*nodeTaskV2, len(tasks))}
-		for i, t := range tasks {
-			doc.Tasks[i] = &nodeTaskV2{ID: t.ID, Requires: t.Requires}
+// readNodeV2 reads the tasks of a node file of format 2, not yet joined with the
+// catalogue: by render.ScanNodeFile when it can, else as YAML.
+func readNodeV2(name string, data []byte) ([]*taskDoc, error) {
+	if nf, ok := render.ScanNodeFile(data); ok {
+		out := make([]*taskDoc, len(nf.Tasks))
+		for i, t := range nf.Tasks {
+			out[i] = &taskDoc{ID: t.ID}
+			if len(t.Requires) > 0 {
+				out[i].Requires = make([]requirement, len(t.Requires))
+				for j, r := range t.Requires {
+					out[i].Requires[j] = requirement(r)
+				}
+			}
 		}
-		return doc, nil
+		return out, nil
 	}
+	return yamlNodeV2(name, data)
+}
+
+// yamlNodeV2 is readNodeV2 by yaml.v3.
+func yamlNodeV2(name string, data []byte) ([]*taskDoc, error) {
 	var doc nodeDocV2
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return &doc, nil
+	out := make([]*taskDoc, len(doc.Tasks))
+	for i, t := range doc.Tasks {
+		out[i] = &taskDoc{ID: t.ID, taskDef: t.taskDef}
+		if len(t.Requires) > 0 {
+			out[i].Requires = make([]requirement, len(t.Requires))
+			for j, s := range t.Requires {
+				out[i].Requires[j].Task, out[i].Requires[j].Node = render.SplitRequirement(s, doc.Node)
+			}
+		}
+	}
+	return out, nil
 }
 
 func decodeCluster(name string, data []byte) (*clusterDoc, error) {

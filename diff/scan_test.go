@@ -13,40 +13,29 @@ import (
 	"github.com/fuelsync/fuelsync/render"
 )
 
-// yamlNodeV2 is the reference: the node file decoded by yaml.v3.
-func yamlNodeV2(data []byte) (*nodeDocV2, error) {
-	var doc nodeDocV2
-	err := yaml.Unmarshal(data, &doc)
-	return &doc, err
-}
-
-// checkScan fails when scanNodeV2 accepts data and reads something else than
-// yaml.v3 does.
+// checkScan fails when render.ScanNodeFile accepts data and readNodeV2 reads
+// something else than yaml.v3 does.
 func checkScan(t *testing.T, name string, data []byte) bool {
 	t.Helper()
-	node, tasks, ok := scanNodeV2(data)
-	if !ok {
+	if _, ok := render.ScanNodeFile(data); !ok {
 		return false
 	}
-	want, err := yamlNodeV2(data)
+	got, err := readNodeV2(name, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := yamlNodeV2(name, data)
 	if err != nil {
 		t.Fatalf("%s: scanned, but yaml.v3 refuses it: %v\n%s", name, err, data)
 	}
-	got := &nodeDocV2{Node: node, Tasks: []*nodeTaskV2{}}
-	for _, st := range tasks {
-		got.Tasks = append(got.Tasks, &nodeTaskV2{ID: st.ID, Requires: st.Requires})
-	}
-	if want.Tasks == nil {
-		want.Tasks = []*nodeTaskV2{}
-	}
-	if d := cmp.Diff(want, got, cmp.AllowUnexported(nodeTaskV2{}), cmp.Comparer(func(a, b yaml.Node) bool { return sameNode(&a, &b) })); d != "" {
+	if d := cmp.Diff(want, got, cmp.AllowUnexported(taskDoc{}), cmp.Comparer(func(a, b yaml.Node) bool { return sameNode(&a, &b) })); d != "" {
 		t.Fatalf("%s: scanned differently from yaml.v3 (-yaml +scan):\n%s", name, d)
 	}
 	return true
 }
 
-// TestScanNodeV2: the line scanner reads the node files fuelsync writes as yaml.v3
-// does, on the examples and a generated repository with cross-node edges, and
+// TestScanNodeV2: the line scanner (render.ScanNodeFile) reads the node files
+// fuelsync writes as yaml.v3 does, on the examples and a generated repository with cross-node edges, and
 // reads nearly all of them (else the fast path would be dead code).
 func TestScanNodeV2(t *testing.T) {
 	sides := map[string]*Side{
@@ -76,16 +65,18 @@ func TestScanNodeV2(t *testing.T) {
 	for _, tc := range []struct {
 		name, data string
 	}{
-		{"quoted id", "node: n1\ntasks:\n  - id: \"yes\"\n"},
-		{"bool id", "node: n1\ntasks:\n  - id: yes\n"},
-		{"inline definition", "node: n1\ntasks:\n  - id: a\n    type: puppet\n"},
-		{"quoted requirement", "node: n1\ntasks:\n  - id: a\n    requires: ['b@n2']\n"},
-		{"block requires", "node: n1\ntasks:\n  - id: a\n    requires:\n      - b\n"},
-		{"requires twice", "node: n1\ntasks:\n  - id: a\n    requires: [b]\n    requires: [c]\n"},
-		{"no node", "tasks:\n  - id: a\n"},
-		{"comment", "node: n1\ntasks:\n  - id: a # x\n"},
+		{"quoted id", "format_version: 2\nnode: n1\ntasks:\n  - id: \"yes\"\n"},
+		{"bool id", "format_version: 2\nnode: n1\ntasks:\n  - id: yes\n"},
+		{"inline definition", "format_version: 2\nnode: n1\ntasks:\n  - id: a\n    type: puppet\n"},
+		{"quoted requirement", "format_version: 2\nnode: n1\ntasks:\n  - id: a\n    requires: ['b@n2']\n"},
+		{"block requires", "format_version: 2\nnode: n1\ntasks:\n  - id: a\n    requires:\n      - b\n"},
+		{"requires twice", "format_version: 2\nnode: n1\ntasks:\n  - id: a\n    requires: [b]\n    requires: [c]\n"},
+		{"no node", "format_version: 2\ntasks:\n  - id: a\n"},
+		{"no format_version", "node: n1\ntasks:\n  - id: a\n"},
+		{"tasks null", "format_version: 2\nnode: n1\ntasks:\n"},
+		{"comment", "format_version: 2\nnode: n1\ntasks:\n  - id: a # x\n"},
 	} {
-		if _, _, ok := scanNodeV2([]byte(tc.data)); ok {
+		if _, ok := render.ScanNodeFile([]byte(tc.data)); ok {
 			t.Errorf("%s: scanned %q; want it left to yaml.v3", tc.name, tc.data)
 		}
 	}
@@ -96,7 +87,7 @@ func TestScanNodeV2(t *testing.T) {
 
 // FuzzScanNodeV2: whatever the scanner accepts, yaml.v3 reads the same.
 func FuzzScanNodeV2(f *testing.F) {
-	f.Add([]byte("node: n1\ntasks:\n  - id: a\n    requires: [b@n2, c]\n"))
+	f.Add([]byte("format_version: 2\nnode: n1\ntasks:\n  - id: a\n    requires: [b@n2, c]\n"))
 	f.Add([]byte("cluster: c\nnode: node-1\ntasks: []\n"))
 	f.Add([]byte("node: n1\ntasks:\n  - id: a\n    requires: [x@y@n2]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -496,7 +496,7 @@ func (x *Expander) stageImplied(cluster, graph string, cat *catalogue) (map[stri
 		if err != nil {
 			return nil, err
 		}
-		nf, ok := scanNodeTasks(data)
+		nf, ok := ScanNodeFile(data)
 		if !ok {
 			if nf, err = ParseNodeFile(data); err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
@@ -529,49 +529,6 @@ func (x *Expander) stageImplied(cluster, graph string, cat *catalogue) (map[stri
 	x.implied[key] = m
 	x.mu.Unlock()
 	return m, nil
-}
-
-// scanNodeTasks reads the task ids of a node file of format 2 without a YAML
-// parser, for the sync node's view, which reads every node file of its graph: ok
-// only when every line after "tasks:" is an id written plain (letters, digits,
-// '_', '.', '-') or a requires line, as the writer writes most files; otherwise the
-// caller parses the file.
-func scanNodeTasks(data []byte) (*NodeFile, bool) {
-	i := bytes.Index(data, []byte("\ntasks:"))
-	if i < 0 || !bytes.Contains(data[:i+1], []byte("\nformat_version: 2\n")) {
-		return nil, false
-	}
-	rest := data[i+1:]
-	nf := &NodeFile{}
-	first := true
-	for len(rest) > 0 {
-		line := rest
-		if j := bytes.IndexByte(rest, '\n'); j >= 0 {
-			line = rest[:j]
-			rest = rest[j+1:]
-		} else {
-			rest = nil
-		}
-		if first {
-			first = false
-			if string(line) == "tasks: []" && len(rest) == 0 {
-				return nf, true
-			}
-			if string(line) != "tasks:" {
-				return nil, false
-			}
-			continue
-		}
-		if id, ok := bytes.CutPrefix(line, []byte("  - id: ")); ok && PlainID(id) {
-			nf.Tasks = append(nf.Tasks, NodeFileTask{ID: string(id)})
-			continue
-		}
-		if bytes.HasPrefix(line, []byte("    requires: [")) && len(nf.Tasks) > 0 {
-			continue
-		}
-		return nil, false
-	}
-	return nf, true
 }
 
 // PlainID reports whether a task id as written is the id itself: a letter or '_'
