@@ -65,6 +65,24 @@ func Validate(repo *loader.Repo, opts Options) hcl.Diagnostics {
 }
 
 func render(repo *loader.Repo, opts Options, classes bool) ([]*Rendered, hcl.Diagnostics) {
+	b, models, registries, diags := buildModels(repo, opts)
+	graphs, d := renderAll(models, classes)
+	diags = append(diags, d...)
+	if classes {
+		return nil, loader.SortDiagnostics(append(b.data, diags...))
+	}
+	out := make([]*Rendered, len(models))
+	for i, m := range models {
+		out[i] = &Rendered{Model: m, Graphs: graphs[i], Registry: registries[i]}
+	}
+	return out, loader.SortDiagnostics(append(b.data, diags...))
+}
+
+// buildModels merges the model of every cluster render renders, with its
+// resolved resource registry; a cluster with errors has none, its diagnostics
+// say why. The models share the builder's caches and are built one by one; their
+// graphs are independent and can be resolved in parallel.
+func buildModels(repo *loader.Repo, opts Options) (*builder, []*Model, []*capabilities.Registry, hcl.Diagnostics) {
 	b := newBuilder(repo)
 	b.state = opts.State
 	b.checkData()
@@ -85,18 +103,7 @@ func render(repo *loader.Repo, opts Options, classes bool) ([]*Rendered, hcl.Dia
 		models = append(models, m)
 		registries = append(registries, reg)
 	}
-	// The models share the builder's caches and are built one by one; their graphs
-	// are independent and resolved in parallel.
-	graphs, d := renderAll(models, classes)
-	diags = append(diags, d...)
-	if classes {
-		return nil, loader.SortDiagnostics(append(b.data, diags...))
-	}
-	out := make([]*Rendered, len(models))
-	for i, m := range models {
-		out[i] = &Rendered{Model: m, Graphs: graphs[i], Registry: registries[i]}
-	}
-	return out, loader.SortDiagnostics(append(b.data, diags...))
+	return b, models, registries, diags
 }
 
 // Files serialises rendered clusters into the stored artifact layout (format 2,
@@ -143,57 +150,79 @@ func StreamExpanded(rs []*Rendered, revision, toolVersion string, put func(name 
 }
 
 func stream(rs []*Rendered, revision, toolVersion, format string, put func(name string, data []byte) error) error {
-	type unit struct {
-		name   string
-		encode func(*nodeEncoder) ([]byte, error)
-	}
 	var units []unit
 	for _, r := range rs {
-		name := r.Model.Cluster.Name
-		if err := checkSegment("cluster name", name); err != nil {
+		u, err := clusterUnits(r, format)
+		if err != nil {
 			return err
 		}
-		if name == "manifest.json" {
-			return fmt.Errorf("cluster name %q would replace the artifacts' manifest", name)
-		}
-		units = append(units, unit{path.Join(name, "cluster.yaml"), func(*nodeEncoder) ([]byte, error) {
-			return encodeYAML(clusterDoc(r))
+		units = append(units, u...)
+	}
+	entries, err := encodeUnits(units, &defBlocks{}, put)
+	if err != nil {
+		return err
+	}
+	return putManifest(entries, format, revision, toolVersion, put)
+}
+
+// unit is one artifact file and how to encode it.
+type unit struct {
+	name   string
+	encode func(*nodeEncoder) ([]byte, error)
+}
+
+// clusterUnits lists the artifact files of one rendered cluster in format.
+func clusterUnits(r *Rendered, format string) ([]unit, error) {
+	var units []unit
+	name := r.Model.Cluster.Name
+	if err := checkSegment("cluster name", name); err != nil {
+		return nil, err
+	}
+	if name == "manifest.json" {
+		return nil, fmt.Errorf("cluster name %q would replace the artifacts' manifest", name)
+	}
+	units = append(units, unit{path.Join(name, "cluster.yaml"), func(*nodeEncoder) ([]byte, error) {
+		return encodeYAML(clusterDoc(r))
+	}})
+	if r.Registry != nil {
+		units = append(units, unit{path.Join(name, "registry.yaml"), func(*nodeEncoder) ([]byte, error) {
+			return encodeYAML(registryDoc(r.Registry))
 		}})
-		if r.Registry != nil {
-			units = append(units, unit{path.Join(name, "registry.yaml"), func(*nodeEncoder) ([]byte, error) {
-				return encodeYAML(registryDoc(r.Registry))
+	}
+	for _, g := range r.Graphs {
+		if err := checkSegment("graph type", g.Type); err != nil {
+			return nil, err
+		}
+		units = append(units, unit{path.Join(name, "graphs", g.Type+".dot"), func(e *nodeEncoder) ([]byte, error) {
+			e.buf.Reset()
+			writeDOT(&e.buf, name, g)
+			return e.buf.Bytes(), nil
+		}})
+		if format == FormatCatalogue {
+			units = append(units, unit{CataloguePath(name, g.Type), func(e *nodeEncoder) ([]byte, error) {
+				return e.catalogue(r.Model, g)
 			}})
 		}
-		for _, g := range r.Graphs {
-			if err := checkSegment("graph type", g.Type); err != nil {
-				return err
+		for _, ng := range g.Nodes {
+			if err := checkSegment("node name", ng.Node); err != nil {
+				return nil, err
 			}
-			units = append(units, unit{path.Join(name, "graphs", g.Type+".dot"), func(e *nodeEncoder) ([]byte, error) {
-				e.buf.Reset()
-				writeDOT(&e.buf, name, g)
-				return e.buf.Bytes(), nil
-			}})
-			if format == FormatCatalogue {
-				units = append(units, unit{CataloguePath(name, g.Type), func(e *nodeEncoder) ([]byte, error) {
-					return e.catalogue(r.Model, g)
-				}})
+			encode := func(e *nodeEncoder) ([]byte, error) { return e.nodeFile(r.Model, g, ng) }
+			if format == FormatExpanded {
+				encode = func(e *nodeEncoder) ([]byte, error) { return e.node(r.Model, g, ng) }
 			}
-			for _, ng := range g.Nodes {
-				if err := checkSegment("node name", ng.Node); err != nil {
-					return err
-				}
-				encode := func(e *nodeEncoder) ([]byte, error) { return e.nodeFile(r.Model, g, ng) }
-				if format == FormatExpanded {
-					encode = func(e *nodeEncoder) ([]byte, error) { return e.node(r.Model, g, ng) }
-				}
-				units = append(units, unit{NodePath(name, ng.Node, g.Type), encode})
-			}
+			units = append(units, unit{NodePath(name, ng.Node, g.Type), encode})
 		}
 	}
+	return units, nil
+}
+
+// encodeUnits encodes units on every core and hands each file to put, returning
+// their manifest entries in the order of units. The first error stops it.
+func encodeUnits(units []unit, blocks *defBlocks, put func(name string, data []byte) error) ([]manifestEntry, error) {
 	entries := make([]manifestEntry, len(units))
 	errs := make([]error, len(units))
 	var failed atomic.Bool
-	blocks := &defBlocks{}
 	encoders := make([]*nodeEncoder, workers(len(units)))
 	inParallel(len(units), func(w, i int) {
 		if failed.Load() {
@@ -216,8 +245,13 @@ func stream(rs []*Rendered, revision, toolVersion, format string, put func(name 
 		}
 	})
 	if err := errors.Join(errs...); err != nil {
-		return err
+		return nil, err
 	}
+	return entries, nil
+}
+
+// putManifest hands manifest.json, listing entries, to put.
+func putManifest(entries []manifestEntry, format, revision, toolVersion string, put func(name string, data []byte) error) error {
 	manifest, err := manifestDoc(entries, format, revision, toolVersion)
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/urfave/cli/v2"
 
 	"github.com/fuelsync/fuelsync/loader"
@@ -64,51 +65,68 @@ func renderCommand(stdout, stderr io.Writer) *cli.Command {
 					return &exitError{code: 1, msg: fmt.Sprintf("no cluster %q; clusters: %s", name, clusterNames(repo))}
 				}
 			}
-			rendered, more := render.Render(repo, render.Options{Clusters: c.StringSlice("cluster")})
-			diags = loader.SortDiagnostics(append(diags, more...))
-			g.writeDiagnostics(stderr, diags, repo.Sources.Files(), src.prefix)
 			if diags.HasErrors() {
-				nerr, _ := loader.Counts(diags)
-				return &exitError{code: 1, msg: fmt.Sprintf("%s: %s; nothing written", src.label, plural(nerr, "error"))}
+				// Every diagnostic, and nothing written.
+				more := render.Validate(repo, render.Options{Clusters: c.StringSlice("cluster")})
+				return renderFailed(g, stderr, src, repo, loader.SortDiagnostics(append(diags, more...)))
 			}
 			var nfiles, nbytes atomic.Int64
 			var manifest [sha256.Size]byte
+			var models []*render.Model
 			err = writeTreeAtomic(out, func(put func(name string, data []byte) error) error {
-				stream := render.Stream
-				if c.Bool("expanded") {
-					stream = render.StreamExpanded
+				var more hcl.Diagnostics
+				var err error
+				models, more, err = render.RenderStream(repo, render.Options{Clusters: c.StringSlice("cluster")},
+					src.revision, version, c.Bool("expanded"), func(name string, data []byte) error {
+						nfiles.Add(1)
+						nbytes.Add(int64(len(data)))
+						if name == "manifest.json" {
+							manifest = sha256.Sum256(data)
+						}
+						return put(name, data)
+					})
+				diags = loader.SortDiagnostics(append(diags, more...))
+				if err == nil && diags.HasErrors() {
+					err = errDiagnostics
 				}
-				return stream(rendered, src.revision, version, func(name string, data []byte) error {
-					nfiles.Add(1)
-					nbytes.Add(int64(len(data)))
-					if name == "manifest.json" {
-						manifest = sha256.Sum256(data)
-					}
-					return put(name, data)
-				})
+				return err
 			})
+			if errors.Is(err, errDiagnostics) {
+				return renderFailed(g, stderr, src, repo, diags)
+			}
+			g.writeDiagnostics(stderr, diags, repo.Sources.Files(), src.prefix)
 			if err != nil {
 				return &exitError{code: 1, msg: err.Error()}
 			}
 			nodes := 0
-			for _, r := range rendered {
-				nodes += len(r.Model.Cluster.Nodes)
+			for _, m := range models {
+				nodes += len(m.Cluster.Nodes)
 			}
 			if g.format == "json" {
 				clusters := []string{}
-				for _, r := range rendered {
-					clusters = append(clusters, r.Model.Cluster.Name)
+				for _, m := range models {
+					clusters = append(clusters, m.Cluster.Name)
 				}
 				return writeJSON(stdout, renderSummary{formatVersion, src.revision, out, clusters, nodes,
 					int(nfiles.Load()), nbytes.Load(), hex.EncodeToString(manifest[:])})
 			}
 			if !g.quiet {
 				fmt.Fprintf(stdout, "%s: rendered %s with %s into %s (%s)\n", src.label,
-					plural(len(rendered), "cluster"), plural(nodes, "node"), out, plural(int(nfiles.Load()), "file"))
+					plural(len(models), "cluster"), plural(nodes, "node"), out, plural(int(nfiles.Load()), "file"))
 			}
 			return nil
 		},
 	}
+}
+
+// errDiagnostics stops writing the artifacts: the diagnostics have errors.
+var errDiagnostics = errors.New("the repository has errors")
+
+// renderFailed reports diags, which have errors: render wrote nothing.
+func renderFailed(g *globals, stderr io.Writer, src *source, repo *loader.Repo, diags hcl.Diagnostics) error {
+	g.writeDiagnostics(stderr, diags, repo.Sources.Files(), src.prefix)
+	nerr, _ := loader.Counts(diags)
+	return &exitError{code: 1, msg: fmt.Sprintf("%s: %s; nothing written", src.label, plural(nerr, "error"))}
 }
 
 // renderSummary is render --format json: what was written.
