@@ -14,6 +14,14 @@ package cli
 //	apply-onenode fuelsync --rev B apply (plans, then applies)
 //	diff-onenode  fuelsync diff --base A --head B (the pull-request check, with
 //	              the unified diff of every artifact that differs)
+//	apply-disk    fuelsync --rev C apply, C being B with the same tag assigned to the
+//	              last compute-only node of that cluster, which changes that node's
+//	              graphs alone (it is not the first node of the tag)
+//
+// apply-disk also reports the disk of the work directory after the cold apply
+// (workdir-MB: every inode under it counted once, as du counts) and what the
+// apply of C added to it (disk-added-MB, and disk-added/workdir): with keep = 5,
+// nothing is pruned by then, so that is what one more applied set costs.
 //
 // Each iteration runs the seven in this order with a new work directory. For each,
 // the benchmark reports the median wall time over the iterations (<step>-ms), the
@@ -23,6 +31,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,14 +76,16 @@ var commandSteps = []struct {
 	{"plan-onenode", []string{"--rev", "B", "--workdir", "WORK", "plan", "--detailed-exitcode"}, 2},
 	{"apply-onenode", []string{"--rev", "B", "--workdir", "WORK", "--quiet", "apply", "--auto-approve"}, 0},
 	{"diff-onenode", []string{"diff", "--base", "A", "--head", "B"}, 1},
+	{"apply-disk", []string{"--rev", "C", "--workdir", "WORK", "--quiet", "apply", "--auto-approve"}, 0},
 }
 
 func benchCommands(b *testing.B, spec repogen.Spec) {
 	repo := b.TempDir()
-	revA, revB, node := commandsRepo(b, repo, spec)
-	b.Logf("%d nodes in %d clusters; B assigns tag cinder to %s", spec.Nodes, spec.Clusters, node)
+	revA, revB, revC, node, last := commandsRepo(b, repo, spec)
+	b.Logf("%d nodes in %d clusters; B assigns tag cinder to %s, C to %s too", spec.Nodes, spec.Clusters, node, last)
 	times := make([][]float64, len(commandSteps))
 	rss := make([]int64, len(commandSteps))
+	var workdirDisk, added []float64
 	for b.Loop() {
 		iter := b.TempDir()
 		for i, st := range commandSteps {
@@ -85,6 +96,8 @@ func benchCommands(b *testing.B, spec repogen.Spec) {
 					a = revA
 				case "B":
 					a = revB
+				case "C":
+					a = revC
 				case "WORK":
 					a = filepath.Join(iter, "work")
 				case "OUT":
@@ -92,9 +105,19 @@ func benchCommands(b *testing.B, spec repogen.Spec) {
 				}
 				args = append(args, a)
 			}
+			var before int64
+			if st.name == "apply-disk" {
+				before = diskUsage(b, filepath.Join(iter, "work"))
+			}
 			wall, maxRSS := runCommand(b, st.name, st.code, args)
 			times[i] = append(times[i], float64(wall))
 			rss[i] = max(rss[i], maxRSS)
+			switch st.name {
+			case "apply-cold":
+				workdirDisk = append(workdirDisk, float64(diskUsage(b, filepath.Join(iter, "work"))))
+			case "apply-disk":
+				added = append(added, float64(diskUsage(b, filepath.Join(iter, "work"))-before))
+			}
 		}
 		b.StopTimer()
 		if err := os.RemoveAll(iter); err != nil { // gigabytes of artifacts at 8,000 nodes
@@ -111,6 +134,37 @@ func benchCommands(b *testing.B, spec repogen.Spec) {
 			b.ReportMetric(med/render, st.name+"/render")
 		}
 	}
+	b.ReportMetric(benchutil.Median(workdirDisk)/1e6, "workdir-MB")
+	b.ReportMetric(benchutil.Median(added)/1e6, "disk-added-MB")
+	b.ReportMetric(benchutil.Median(added)/benchutil.Median(workdirDisk), "disk-added/workdir")
+}
+
+// diskUsage is the disk the tree under dir takes: the blocks of every inode in it
+// (files, directories, symbolic links, not followed), each inode counted once.
+func diskUsage(b *testing.B, dir string) int64 {
+	b.Helper()
+	seen := map[uint64]bool{}
+	var total int64
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok || seen[st.Ino] {
+			return nil
+		}
+		seen[st.Ino] = true
+		total += st.Blocks * 512
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return total
 }
 
 // runCommand runs the CLI in a child process and returns its wall time and peak
@@ -136,8 +190,8 @@ func runCommand(b *testing.B, name string, code int, args []string) (time.Durati
 
 // commandsRepo writes the generated repository of spec to dir and commits it
 // (A), then assigns the release tag cinder to the first compute-only node of the
-// first YAML cluster and commits that (B).
-func commandsRepo(b *testing.B, dir string, spec repogen.Spec) (revA, revB, node string) {
+// first YAML cluster and commits that (B), then to the last one too (C).
+func commandsRepo(b *testing.B, dir string, spec repogen.Spec) (revA, revB, revC, node, last string) {
 	b.Helper()
 	if err := repogen.WriteDir(repogen.Generate(spec), dir); err != nil {
 		b.Fatal(err)
@@ -152,23 +206,32 @@ func commandsRepo(b *testing.B, dir string, spec repogen.Spec) (revA, revB, node
 		b.Fatal(err)
 	}
 	re := regexp.MustCompile(`(?m)^  (node-\d+):\n    id: \d+\n    roles: \[compute\]\n`)
-	var at int
+	var at []int
+	var nodes []string
 	for _, m := range re.FindAllSubmatchIndex(src, -1) {
 		if !strings.HasPrefix(string(src[m[1]:]), "    tags:") {
-			node, at = string(src[m[2]:m[3]]), m[1]
-			break
+			nodes, at = append(nodes, string(src[m[2]:m[3]])), append(at, m[1])
 		}
 	}
-	if node == "" {
-		b.Fatalf("%s has no compute-only node without tags", file)
+	if len(nodes) < 2 {
+		b.Fatalf("%s has fewer than two compute-only nodes without tags", file)
 	}
-	edited := append(append(append([]byte{}, src[:at]...), "    tags: {assign: [cinder]}\n"...), src[at:]...)
-	if err := os.WriteFile(file, edited, 0o644); err != nil {
-		b.Fatal(err)
+	assign := func(src []byte, at int) []byte {
+		return append(append(append([]byte{}, src[:at]...), "    tags: {assign: [cinder]}\n"...), src[at:]...)
 	}
-	h, err := gitCommit(dir, node+" cinder")
-	if err != nil {
-		b.Fatal(err)
+	commit := func(data []byte, msg string) string {
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		h, err := gitCommit(dir, msg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return h.String()
 	}
-	return a.String(), h.String(), node
+	withB := assign(src, at[0])
+	revB = commit(withB, nodes[0]+" cinder")
+	// The last node's insertion point moved by the length of B's line.
+	revC = commit(assign(withB, at[len(at)-1]+len(withB)-len(src)), nodes[len(nodes)-1]+" cinder")
+	return a.String(), revB, revC, nodes[0], nodes[len(nodes)-1]
 }
