@@ -64,7 +64,7 @@ func TestPublishBranch(t *testing.T) {
 			}
 			// The same artifacts again: no new commit.
 			st := loop.Status()
-			if h, err := loop.Publish.publish(context.Background(), loop.Source, loop.Workdir.SetDir(st.Serial), st.Applied, st.Serial); err != nil || h != "" {
+			if h, err := loop.Publish.publish(context.Background(), loop.Source, loop.Workdir.SetFS(st.Serial), st.Applied, st.Serial); err != nil || h != "" {
 				t.Errorf("publishing the same set again: %q, %v", h, err)
 			}
 			// git itself reads the objects (tree order, encoding) when it is installed.
