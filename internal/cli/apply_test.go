@@ -79,7 +79,7 @@ func checkWorkdir(t *testing.T, wd string) *reconcile.State {
 		return st
 	}
 	found := map[string]bool{}
-	cur := os.DirFS(w.CurrentDir())
+	cur := w.SetFS(st.Serial)
 	err = fs.WalkDir(cur, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || p == ".state.json" {
 			return err
@@ -534,11 +534,11 @@ func (f *stepFixture) apply(template string, env []string, prefix ...string) (wd
 // crashAtEveryStep kills `fuelsync apply` with SIGKILL just before each
 // step that changes the work directory in turn (every mkdir, file creation,
 // fsync, rename, symlink, hard link and removal of tidying and publishing,
-// objects included, through FUELSYNC_TEST_CRASH_AT): in a first apply, a
-// second one, and one that publishes over 5 sets and prunes the oldest (and
-// the objects only it linked). Then, with strace, at the Nth fsync, renameat,
-// symlinkat, linkat and unlinkat system call of a thread for every N
-// until one apply runs through (strace counts per thread, so this is a sample,
+// objects and trees included, through FUELSYNC_TEST_CRASH_AT): in a first
+// apply, a second one, and one that publishes over 5 sets and prunes the
+// oldest (and the trees and objects only it linked). Then, with strace, at the
+// Nth fsync, renameat, symlinkat, linkat, unlinkat and mkdirat system call of a
+// thread for every N until one apply runs through (strace counts per thread, so this is a sample,
 // not every call; skipped without strace). After every kill the next plan
 // works and the state is one of the two sets, complete; every eighth time, the
 // next apply completes too. It returns the number of kills, and whether strace
@@ -558,7 +558,7 @@ func crashAtEveryStep(t *testing.T) (int, bool) {
 				break
 			}
 			steps++
-			for _, kind := range []string{"create .tmp-", "rename object ", "link ", "remove object "} {
+			for _, kind := range []string{"create .tmp-", "rename object ", "link ", "remove object ", "mkdir tree ", "link tree ", "rename tree ", "symlink tree ", "remove tree "} {
 				if strings.Contains(out, "killed before "+kind) {
 					kinds[kind] = true
 				}
@@ -569,10 +569,12 @@ func crashAtEveryStep(t *testing.T) (int, bool) {
 			t.Errorf("%s: only %d steps", tc.name, steps)
 		}
 		// The steps of the object store: writing an object, linking it into
-		// the set, and (pruning a set) removing the objects no set links.
-		want := []string{"create .tmp-", "rename object ", "link "}
+		// the set, building a tree (its directory, its links, its rename),
+		// linking it as a node directory, and (pruning a set) removing the
+		// trees and objects no set links.
+		want := []string{"create .tmp-", "rename object ", "link ", "mkdir tree ", "link tree ", "rename tree ", "symlink tree "}
 		if tc.before == reconcile.Keep {
-			want = append(want, "remove object ")
+			want = append(want, "remove tree ", "remove object ")
 		}
 		for _, kind := range want {
 			if !kinds[kind] {
@@ -593,7 +595,7 @@ func crashAtEveryStep(t *testing.T) (int, bool) {
 		if tc.before == 1 {
 			continue
 		}
-		for _, sc := range []string{"fsync", "renameat", "symlinkat", "linkat", "unlinkat"} {
+		for _, sc := range []string{"fsync", "renameat", "symlinkat", "linkat", "unlinkat", "mkdirat"} {
 			n := 1
 			for ; n < 100; n++ {
 				prefix := []string{strace, "-f", "-qq", "-o", os.DevNull, "-e", "trace=" + sc,
