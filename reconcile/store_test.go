@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -392,7 +393,10 @@ func TestPublishFailedStep(t *testing.T) {
 				}
 			}
 			count, hit := 0, ""
+			var mu sync.Mutex // steps of node directories run in parallel
 			TestHookStep = func(step string) error {
+				mu.Lock()
+				defer mu.Unlock()
 				if count++; count == n {
 					hit = step
 					return boom

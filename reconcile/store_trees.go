@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -121,39 +122,39 @@ func (n *nodeDirs) markDeep(dir string) {
 // directory has a subdirectory, a real directory of links to the objects (or
 // copies). mkdir makes a directory of the set (and records it to sync).
 func (o *objectWriter) linkNodeDirs(dir string, n *nodeDirs, mkdir func(name string) error) error {
-	built := map[string]bool{} // tree ids checked or built by this publish
-	for _, nd := range slices.Sorted(func(yield func(string) bool) {
+	nds := slices.Sorted(func(yield func(string) bool) {
 		for d := range n.files {
 			if !yield(d) {
 				return
 			}
 		}
-	}) {
+	})
+	var mu sync.Mutex
+	trees := map[string]*objectOnce{} // tree id → checked or built once
+	err := inParallel(len(nds), func(i int) error {
+		nd := nds[i]
 		entries := n.files[nd]
 		slices.SortFunc(entries, func(a, b treeEntry) int { return strings.Compare(a.name, b.name) })
 		if n.deep[nd] || o.w.noLinks.Load() || o.w.noSymlinks.Load() {
-			if err := o.realNodeDir(dir, nd, entries, mkdir); err != nil {
-				return err
-			}
-			continue
+			return o.realNodeDir(dir, nd, entries, mkdir)
 		}
 		id := treeID(entries)
-		if !built[id] {
-			err := o.ensureTree(id, entries)
-			var fallback *linkFallback
-			if errors.As(err, &fallback) {
-				if err := o.realNodeDir(dir, nd, entries, mkdir); err != nil {
-					return err
-				}
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			built[id] = true
+		mu.Lock()
+		once := trees[id]
+		if once == nil {
+			once = &objectOnce{}
+			trees[id] = once
 		}
-		parent := filepath.Dir(nd)
-		if err := mkdir(parent); err != nil {
+		mu.Unlock()
+		once.once.Do(func() { once.err = o.ensureTree(id, entries) })
+		var fallback *linkFallback
+		if errors.As(once.err, &fallback) {
+			return o.realNodeDir(dir, nd, entries, mkdir)
+		}
+		if once.err != nil {
+			return once.err
+		}
+		if err := mkdir(path.Dir(nd)); err != nil {
 			return err
 		}
 		p := filepath.Join(dir, filepath.FromSlash(nd))
@@ -162,16 +163,14 @@ func (o *objectWriter) linkNodeDirs(dir string, n *nodeDirs, mkdir func(name str
 			// No symlinks here: real node directories from now on.
 			o.w.noSymlinks.Store(true)
 			o.w.warn(fmt.Sprintf("symlinks do not work in %s (%v): node directories are not shared between applied sets", o.w.Dir, errors.Unwrap(err)))
-			if err := o.realNodeDir(dir, nd, entries, mkdir); err != nil {
-				return err
-			}
-			continue
+			return o.realNodeDir(dir, nd, entries, mkdir)
 		}
-		if err != nil {
-			return err
-		}
+		return err
+	})
+	if err != nil {
+		return err
 	}
-	if len(built) > 0 {
+	if len(trees) > 0 {
 		o.mu.Lock()
 		o.dirs[o.w.trees()] = true
 		o.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -181,7 +182,8 @@ func TestStorePruneTrees(t *testing.T) {
 			"d/nodes/shared/a.yaml": "d shared", "d/nodes/shared/b.yaml": "d b",
 		}
 		var steps []string
-		TestHookStep = func(step string) error { steps = append(steps, step); return nil }
+		var mu sync.Mutex // steps of node directories run in parallel
+		TestHookStep = func(step string) error { mu.Lock(); steps = append(steps, step); mu.Unlock(); return nil }
 		err := publish(t, w, l, n, files)
 		TestHookStep = nil
 		if err != nil {

@@ -20,7 +20,7 @@ import (
 // slashed) to its inode and the bytes of its blocks. A symlink to a directory
 // (a node directory shared as a tree) is followed: its files are the set's;
 // the tree's own directory is listed under the link's name + "/".
-func setInodes(t *testing.T, root string) map[string][2]int64 {
+func setInodes(t testing.TB, root string) map[string][2]int64 {
 	t.Helper()
 	out := map[string][2]int64{}
 	var walk func(dir, prefix string)
