@@ -7,6 +7,7 @@ package reconcile
 //	<workdir>/artifacts/<serial>/      an applied set (the render layout) + .state.json
 //	<workdir>/artifacts/current        symlink → <serial>
 //	<workdir>/objects/<sha[:2]>/<sha>  each distinct file of the sets, once
+//	<workdir>/trees/<id>/              each distinct node directory of the sets, once
 //
 // The state and the artifacts it describes must switch together: with two files
 // renamed one after the other, a crash between the renames would leave a state
@@ -27,6 +28,8 @@ package reconcile
 // linked again and rewritten when it differs or is missing, and is removed once
 // no set links it (st_nlink 1), after the commit. Where hard links fail (EXDEV,
 // EPERM, ENOTSUP) the sets are full copies, as before, and Warn says so once.
+// A set's node directories are symlinks to shared trees (store_trees.go), and
+// sets are read through SetFS, which follows those links and no other.
 
 import (
 	"bytes"
@@ -487,8 +490,9 @@ func (w *Workdir) linkState() error {
 	return nil
 }
 
-// writeSet writes the files (links to their objects) and the state into dir
-// and syncs them all, the objects' directories first.
+// writeSet writes the files (links to their objects; node directories as
+// links to their trees) and the state into dir and syncs them all, the
+// objects' and trees' directories first.
 func (w *Workdir) writeSet(dir string, st *State, write func(put func(name string, data []byte) error) error) error {
 	var mu sync.Mutex
 	dirs := map[string]bool{dir: true}
