@@ -368,3 +368,63 @@ func TestSetFSFollowsOnlyTrees(t *testing.T) {
 		t.Error("a cluster directory linked to another directory of the set is read")
 	}
 }
+
+// TestStoreTreeRebuildFailedStep damages a tree two sets share, then fails each
+// step of the publish that rebuilds it in turn (as a full disk would): after
+// every failure the state is the previous one or the new one, the next
+// publish works, and then every kept set reads right. The exchange of the
+// damaged tree and the removal of the old one are among the steps failed.
+func TestStoreTreeRebuildFailedStep(t *testing.T) {
+	defer func() { TestHookStep = nil }()
+	// One node directory: its steps come in one order (node directories
+	// are linked in parallel).
+	files := map[string]string{"c/nodes/n1/a.yaml": "a\n", "c/nodes/n1/b.yaml": "b\n", "c/cluster.yaml": "other\n"}
+	boom := errors.New("no space left on device")
+	hit := map[string]bool{}
+	for n := 1; ; n++ {
+		w, l := lockedWorkdir(t)
+		for s := int64(1); s <= 2; s++ {
+			if err := publish(t, w, l, s, files); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Remove(filepath.Join(w.trees(), treeOfNode(t, w, 1, "c/nodes/n1"), "b.yaml")); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		count, step := 0, ""
+		TestHookStep = func(s string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if count++; count == n {
+				step = s
+				return boom
+			}
+			return nil
+		}
+		err := publish(t, w, l, 3, files)
+		TestHookStep = nil
+		if step == "" {
+			if err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		hit[strings.Join(strings.Fields(step)[:2], " ")] = true
+		st, rerr := w.ReadState()
+		if rerr != nil || (st.Serial != 2 && st.Serial != 3) {
+			t.Fatalf("step %d (%s): serial %v, %v", n, step, st, rerr)
+		}
+		if err := publish(t, w, l, st.Serial+1, files); err != nil {
+			t.Fatalf("step %d (%s): the next publish: %v", n, step, err)
+		}
+		for _, s := range w.sets() {
+			checkSet(t, w, s, files)
+		}
+	}
+	for _, s := range []string{"mkdir tree", "link tree", "exchange tree", "remove tree", "symlink tree"} {
+		if !hit[s] {
+			t.Errorf("no step %q failed; failed: %v", s, hit)
+		}
+	}
+}
