@@ -397,7 +397,7 @@ func (s *Server) artifact(st *State, name, sum string, asJSON bool) ([]byte, str
 	}
 	// The node's expanded view, computed from the applied set (sum is its
 	// viewDigest); served with the sha256 of its bytes as ETag.
-	data, err := expandedGraph(s.Loop.Workdir.SetDir(st.Serial), st.Artifacts, name)
+	data, err := expandedGraph(s.Loop.Workdir.SetFS(st.Serial), st.Artifacts, name)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w (serial %d)", err, st.Serial)
 	}

@@ -94,7 +94,7 @@ const node2Graph = "/api/v1/clusters/demo/nodes/node-2/graphs/default"
 // set, as render computes it.
 func expandedApplied(t *testing.T, a *apiServer, cluster, node, graph string) []byte {
 	t.Helper()
-	data, err := render.ExpandNode(os.DirFS(filepath.Join(a.wd, "artifacts", "current")), cluster, node, graph)
+	data, err := render.ExpandNode(a.loop.Workdir.SetFS(a.loop.Workdir.currentSerial()), cluster, node, graph)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,5 +433,54 @@ func TestArtifactAPIWaitWakesOnDefinitionChange(t *testing.T) {
 		if n.Name == "node-2" && `"`+n.Graphs["default"]+`"` != r.h.Get("ETag") {
 			t.Errorf("the summary's digest of node-2's default graph %s, its ETag %s", n.Graphs["default"], r.h.Get("ETag"))
 		}
+	}
+}
+
+// TestArtifactAPIFollowsOnlyTrees: a node's graph is served from its node
+// directory, which the applied set shares as a symlink to a tree; a symlink
+// planted in the set is refused even when it leads to the same bytes (a node
+// directory linked to a copy of its tree outside the work directory's trees, a
+// task catalogue linked to its own object).
+func TestArtifactAPIFollowsOnlyTrees(t *testing.T) {
+	a := startAPI(t, nil)
+	a.reconcile(t, Applied)
+	cur := filepath.Join(a.wd, "artifacts", "current", "demo")
+	if fi, err := os.Lstat(filepath.Join(cur, "nodes", "node-1")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("demo/nodes/node-1 is not a symlink to its tree: %v", err)
+	}
+	node1 := "/api/v1/clusters/demo/nodes/node-1/graphs/default"
+	if r := a.get(t, node1, nil); r.code != 200 || r.body != string(expandedApplied(t, a, "demo", "node-1", "default")) {
+		t.Fatalf("node-1 through its shared node directory: %d %q", r.code, r.body)
+	}
+	// node-2's directory linked to a copy of its tree, elsewhere.
+	n2 := filepath.Join(cur, "nodes", "node-2")
+	elsewhere := filepath.Join(t.TempDir(), "node-2")
+	if err := os.CopyFS(elsewhere, os.DirFS(n2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(n2); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, n2); err != nil {
+		t.Fatal(err)
+	}
+	if r := a.get(t, node2Graph, nil); r.code != 500 || !strings.Contains(r.body, "symlink") {
+		t.Errorf("a node directory linked outside the trees: %d %q, want 500", r.code, r.body)
+	}
+	// The task catalogue linked to its own object: the same bytes, refused.
+	cat := filepath.Join(cur, "tasks", "default.yaml")
+	data, err := os.ReadFile(cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(cat); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(a.wd, "objects", sha(data)[:2], sha(data)), cat); err != nil {
+		t.Fatal(err)
+	}
+	node3 := "/api/v1/clusters/demo/nodes/node-3/graphs/default"
+	if r := a.get(t, node3, nil); r.code != 500 || !strings.Contains(r.body, "symlink") {
+		t.Errorf("a task catalogue linked to its object: %d %q, want 500", r.code, r.body)
 	}
 }

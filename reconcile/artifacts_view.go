@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
-	"os"
 	"slices"
 	"strings"
 
@@ -53,15 +52,15 @@ func viewDigest(a map[string]string, name string) (string, bool) {
 	return "view-" + hex.EncodeToString(h[:]), true
 }
 
-// expandedGraph returns the expanded view of node file name of the applied set in
-// dir, whose digests are a: every file it is computed from is checked against
-// its digest as it is read.
-func expandedGraph(dir string, a map[string]string, name string) ([]byte, error) {
+// expandedGraph returns the expanded view of node file name of the applied set
+// set (SetFS), whose digests are a: every file it is computed from is checked
+// against its digest as it is read.
+func expandedGraph(set fs.FS, a map[string]string, name string) ([]byte, error) {
 	parts := strings.Split(name, "/")
 	if len(parts) != 4 {
 		return nil, fmt.Errorf("%s is not a node's graph", name)
 	}
-	return render.ExpandNode(verifiedFS{os.DirFS(dir), a}, parts[0], parts[2], strings.TrimSuffix(parts[3], ".yaml"))
+	return render.ExpandNode(verifiedFS{set, a}, parts[0], parts[2], strings.TrimSuffix(parts[3], ".yaml"))
 }
 
 // verifiedFS reads the files of an applied set, each checked against the digest
@@ -70,6 +69,10 @@ type verifiedFS struct {
 	fs.FS
 	digests map[string]string
 }
+
+// ReadDir lists a directory of the set as the set's file system does (a node
+// directory linked to a tree is a directory).
+func (v verifiedFS) ReadDir(name string) ([]fs.DirEntry, error) { return fs.ReadDir(v.FS, name) }
 
 func (v verifiedFS) ReadFile(name string) ([]byte, error) {
 	data, err := fs.ReadFile(v.FS, name)

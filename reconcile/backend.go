@@ -8,8 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 )
 
@@ -121,10 +121,10 @@ func PushState(w *Workdir, l *Lock, st *State) (bool, error) {
 	}
 	// Into the work directory: a new set copied from the local one of st's
 	// serial, checked against st's manifest, switched with st.
-	src := w.SetDir(st.Serial)
+	src, set := w.SetDir(st.Serial), w.SetFS(st.Serial)
 	files := map[string][]byte{}
 	for name, want := range st.Artifacts {
-		data, err := os.ReadFile(filepath.Join(src, filepath.FromSlash(name)))
+		data, err := fs.ReadFile(set, name)
 		sum := sha256.Sum256(data)
 		if err != nil || hex.EncodeToString(sum[:]) != want {
 			return false, fmt.Errorf("refusing to push serial %d into %s: its applied set %s does not hold %s as the state names it; a state is pushed into a work directory with its artifacts (apply instead). Nothing was changed",

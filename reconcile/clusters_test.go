@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -80,7 +81,7 @@ func TestLoopRendersChangedClusterOnly(t *testing.T) {
 	if len(st.ClusterInputs) != 2 {
 		t.Errorf("cluster inputs %v", st.ClusterInputs)
 	}
-	kept, fullFiles := setFiles(t, wd.SetDir(st.Serial)), setFiles(t, full.SetDir(fst.Serial))
+	kept, fullFiles := setFiles(t, wd.SetFS(st.Serial)), setFiles(t, full.SetFS(fst.Serial))
 	if len(kept) != len(fullFiles) || len(kept) == 0 {
 		t.Errorf("%d files kept, %d rendered", len(kept), len(fullFiles))
 	}
@@ -91,15 +92,15 @@ func TestLoopRendersChangedClusterOnly(t *testing.T) {
 	}
 }
 
-// setFiles reads the artifacts of an applied set.
-func setFiles(t *testing.T, dir string) map[string][]byte {
+// setFiles reads the artifacts of an applied set (SetFS).
+func setFiles(t *testing.T, set fs.FS) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
-	err := fs.WalkDir(os.DirFS(dir), ".", func(name string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || strings.HasPrefix(filepath.Base(name), ".") {
+	err := fs.WalkDir(set, ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasPrefix(path.Base(name), ".") {
 			return err
 		}
-		out[name], err = os.ReadFile(filepath.Join(dir, name))
+		out[name], err = fs.ReadFile(set, name)
 		return err
 	})
 	if err != nil {

@@ -438,7 +438,7 @@ func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet,
 		return Failed, rev.SHA, p.Changes, []string{err.Error()}, st
 	}
 	if l.Publish != nil {
-		h, err := l.Publish.publish(ctx, l.Source, l.Workdir.SetDir(next.Serial), rev.SHA, next.Serial)
+		h, err := l.Publish.publish(ctx, l.Source, l.Workdir.SetFS(next.Serial), rev.SHA, next.Serial)
 		if err != nil {
 			// The set is applied; the branch lags until the next change.
 			return Applied, rev.SHA, p.Changes, []string{"publishing to branch " + l.Publish.Branch + ": " + err.Error()}, next

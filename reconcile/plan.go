@@ -84,7 +84,7 @@ func PlanWith(w *Workdir, st *State, in PlanInput) (*Plan, error) {
 		return nil, fmt.Errorf("the state in %s is at serial %d, but its applied set %s is not in this work directory (another work directory applied it): run plan and apply from that one, or with its artifacts",
 			w.Backend, st.Serial, w.SetDir(st.Serial))
 	}
-	applied := os.DirFS(w.SetDir(st.Serial))
+	applied := w.SetFS(st.Serial)
 	if len(in.Kept) > 0 {
 		if err := keepApplied(newSide, st, applied, in); err != nil {
 			return nil, err
@@ -307,7 +307,7 @@ func keptClusters(p *Plan, rs []*render.Rendered) []string {
 // set of st (each must be the state's and the plan's), then the manifest of
 // the whole set.
 func putKept(w *Workdir, st *State, p *Plan, kept []string, check func(name string, data []byte) error) error {
-	applied := os.DirFS(w.SetDir(st.Serial))
+	applied := w.SetFS(st.Serial)
 	var names []string
 	for name := range p.Artifacts {
 		if slices.Contains(kept, clusterOf(name)) {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io/fs"
+	"path"
 	"sort"
 	"strings"
 	"time"
@@ -116,9 +116,9 @@ func (s *RemoteSource) target() (*git.Repository, func(context.Context, plumbing
 	return r, push, nil
 }
 
-// publish commits the set in dir (an applied set) to the branch; it returns the
+// publish commits the set (an applied set, SetFS) to the branch; it returns the
 // new commit, or "" when the branch already holds these artifacts.
-func (p *Publisher) publish(ctx context.Context, src Source, dir, revision string, serial int64) (string, error) {
+func (p *Publisher) publish(ctx context.Context, src Source, set fs.FS, revision string, serial int64) (string, error) {
 	t, ok := src.(publishTarget)
 	if !ok {
 		return "", errors.New("this source cannot take a published branch")
@@ -132,7 +132,7 @@ func (p *Publisher) publish(ctx context.Context, src Source, dir, revision strin
 	if err != nil {
 		return "", err
 	}
-	tree, err := writeTree(repo.Storer, dir)
+	tree, err := writeTree(repo.Storer, set, ".")
 	if err != nil {
 		return "", err
 	}
@@ -179,28 +179,30 @@ func short(rev string) string {
 	return rev
 }
 
-// writeTree stores the files under dir (but the set's .state.json) as git blobs
-// and trees, and returns the root tree.
-func writeTree(s storer.EncodedObjectStorer, dir string) (plumbing.Hash, error) {
-	entries, err := os.ReadDir(dir)
+// writeTree stores the files under dir of set (but the set's .state.json) as
+// git blobs and trees, and returns the root tree. A node directory shared as a
+// tree is a directory there, its files regular files; set refuses any other
+// symlink.
+func writeTree(s storer.EncodedObjectStorer, set fs.FS, dir string) (plumbing.Hash, error) {
+	entries, err := fs.ReadDir(set, dir)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
 	var te []object.TreeEntry
 	for _, e := range entries {
-		if e.Name() == ".state.json" {
+		if dir == "." && e.Name() == ".state.json" {
 			continue
 		}
-		p := filepath.Join(dir, e.Name())
+		p := path.Join(dir, e.Name())
 		if e.IsDir() {
-			h, err := writeTree(s, p)
+			h, err := writeTree(s, set, p)
 			if err != nil {
 				return plumbing.ZeroHash, err
 			}
 			te = append(te, object.TreeEntry{Name: e.Name(), Mode: filemode.Dir, Hash: h})
 			continue
 		}
-		data, err := os.ReadFile(p)
+		data, err := fs.ReadFile(set, p)
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 )
 
 // TestPublishBranch: every applied set becomes a commit of the branch rendered (the
@@ -59,12 +61,24 @@ func TestPublishBranch(t *testing.T) {
 					t.Errorf("the commit has no %s", f)
 				}
 			}
+			// A node directory, a symlink to its tree in the set, is a
+			// directory of regular files in the commit.
+			st0 := loop.Status()
+			if fi, err := os.Lstat(filepath.Join(loop.Workdir.SetDir(st0.Serial), "demo", "nodes", "node-1")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+				t.Errorf("the set's node directory is not a symlink to its tree: %v", err)
+			}
+			if e, err := tree.FindEntry("demo/nodes/node-1"); err != nil || e.Mode != filemode.Dir {
+				t.Errorf("demo/nodes/node-1 in the commit: %v %v, want a directory", e, err)
+			}
+			if e, err := tree.FindEntry("demo/nodes/node-1/default.yaml"); err != nil || e.Mode != filemode.Regular {
+				t.Errorf("demo/nodes/node-1/default.yaml in the commit: %v %v, want a regular file", e, err)
+			}
 			if _, err := tree.File(".state.json"); err == nil {
 				t.Error("the commit holds the state")
 			}
 			// The same artifacts again: no new commit.
 			st := loop.Status()
-			if h, err := loop.Publish.publish(context.Background(), loop.Source, loop.Workdir.SetDir(st.Serial), st.Applied, st.Serial); err != nil || h != "" {
+			if h, err := loop.Publish.publish(context.Background(), loop.Source, loop.Workdir.SetFS(st.Serial), st.Applied, st.Serial); err != nil || h != "" {
 				t.Errorf("publishing the same set again: %q, %v", h, err)
 			}
 			// git itself reads the objects (tree order, encoding) when it is installed.

@@ -184,7 +184,7 @@ func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 		if !ok || !strings.HasSuffix(graph, ".yaml") {
 			continue
 		}
-		view, err := render.ExpandNode(os.DirFS(leader.w.SetDir(st.Serial)), cluster, node, strings.TrimSuffix(graph, ".yaml"))
+		view, err := render.ExpandNode(leader.w.SetFS(st.Serial), cluster, node, strings.TrimSuffix(graph, ".yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ package reconcile
 //	<workdir>/artifacts/<serial>/      an applied set (the render layout) + .state.json
 //	<workdir>/artifacts/current        symlink → <serial>
 //	<workdir>/objects/<sha[:2]>/<sha>  each distinct file of the sets, once
+//	<workdir>/trees/<id>/              each distinct node directory of the sets, once
 //
 // The state and the artifacts it describes must switch together: with two files
 // renamed one after the other, a crash between the renames would leave a state
@@ -27,6 +28,8 @@ package reconcile
 // linked again and rewritten when it differs or is missing, and is removed once
 // no set links it (st_nlink 1), after the commit. Where hard links fail (EXDEV,
 // EPERM, ENOTSUP) the sets are full copies, as before, and Warn says so once.
+// A set's node directories are symlinks to shared trees (store_trees.go), and
+// sets are read through SetFS, which follows those links and no other.
 
 import (
 	"bytes"
@@ -137,8 +140,24 @@ type Workdir struct {
 	// errors (hard links unsupported: the sets are full copies), once each.
 	Warn func(msg string)
 
-	noLinks  atomic.Bool
-	warnOnce sync.Once
+	noLinks    atomic.Bool
+	noSymlinks atomic.Bool
+	warnMu     sync.Mutex
+	warned     map[string]bool
+}
+
+// warn tells Warn msg, once per Workdir.
+func (w *Workdir) warn(msg string) {
+	w.warnMu.Lock()
+	defer w.warnMu.Unlock()
+	if w.Warn == nil || w.warned[msg] {
+		return
+	}
+	if w.warned == nil {
+		w.warned = map[string]bool{}
+	}
+	w.warned[msg] = true
+	w.Warn(msg)
 }
 
 // Open returns the work directory dir (created by the first lock).
@@ -471,35 +490,60 @@ func (w *Workdir) linkState() error {
 	return nil
 }
 
-// writeSet writes the files (links to their objects) and the state into dir
-// and syncs them all, the objects' directories first.
+// writeSet writes the files (links to their objects; node directories as
+// links to their trees) and the state into dir and syncs them all, the
+// objects' and trees' directories first.
 func (w *Workdir) writeSet(dir string, st *State, write func(put func(name string, data []byte) error) error) error {
 	var mu sync.Mutex
 	dirs := map[string]bool{dir: true}
 	objs := &objectWriter{w: w, done: map[string]*objectOnce{}, dirs: map[string]bool{}}
+	// mkdir makes the set's directory name (slashed) and its parents, once.
+	mkdir := func(name string) error {
+		d := filepath.Join(dir, filepath.FromSlash(name))
+		mu.Lock()
+		made := dirs[d]
+		mu.Unlock()
+		if made {
+			return nil
+		}
+		if err := do("mkdir "+name, func() error { return os.MkdirAll(d, 0o755) }); err != nil {
+			return err
+		}
+		mu.Lock()
+		for ; d != dir && !dirs[d]; d = filepath.Dir(d) {
+			dirs[d] = true
+		}
+		mu.Unlock()
+		return nil
+	}
+	var nodes nodeDirs
 	put := func(name string, data []byte) error {
 		clean := path.Clean(name)
 		if name == "" || path.IsAbs(name) || clean != name || clean == ".." || strings.HasPrefix(clean, "../") || strings.HasPrefix(name, ".") {
 			return fmt.Errorf("artifact name %q is not a clean relative path", name)
 		}
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		parent := filepath.Dir(p)
-		mu.Lock()
-		made := dirs[parent]
-		mu.Unlock()
-		if !made {
-			if err := do("mkdir "+name, func() error { return os.MkdirAll(parent, 0o755) }); err != nil {
+		// The files of a node directory are linked as a tree once the set is
+		// whole (a node directory with a subdirectory stays a real one).
+		if nd, file, ok := nodeDirOf(name); ok && !w.noLinks.Load() {
+			sum, err := objs.object(data)
+			if err != nil {
 				return err
 			}
-			mu.Lock()
-			for d := parent; d != dir && !dirs[d]; d = filepath.Dir(d) {
-				dirs[d] = true
-			}
-			mu.Unlock()
+			nodes.add(nd, file, sum)
+			return nil
 		}
-		return objs.put(p, name, data)
+		if parts := strings.SplitN(name, "/", 4); len(parts) == 4 && parts[1] == "nodes" {
+			nodes.markDeep(strings.Join(parts[:3], "/"))
+		}
+		if err := mkdir(path.Dir(name)); err != nil {
+			return err
+		}
+		return objs.put(filepath.Join(dir, filepath.FromSlash(name)), name, data)
 	}
 	if err := write(put); err != nil {
+		return err
+	}
+	if err := objs.linkNodeDirs(dir, &nodes, mkdir); err != nil {
 		return err
 	}
 	data, err := json.MarshalIndent(st, "", "  ")
@@ -665,6 +709,7 @@ func (w *Workdir) prune(current int64) {
 			_ = do("remove "+strconv.FormatInt(n, 10), func() error { return os.RemoveAll(w.SetDir(n)) })
 		}
 	}
+	w.pruneTrees()
 	w.pruneObjects()
 }
 
@@ -716,6 +761,16 @@ func (o *objectWriter) put(p, name string, data []byte) error {
 	if o.w.noLinks.Load() {
 		return writeSynced(p, data)
 	}
+	sum, err := o.object(data)
+	if err != nil {
+		return err
+	}
+	return o.link(sum, p, name, data)
+}
+
+// object makes the object of data (checked, or written) once per publish, and
+// returns its sha256.
+func (o *objectWriter) object(data []byte) (string, error) {
 	h := sha256.Sum256(data)
 	sum := hex.EncodeToString(h[:])
 	o.mu.Lock()
@@ -726,10 +781,28 @@ func (o *objectWriter) put(p, name string, data []byte) error {
 	}
 	o.mu.Unlock()
 	once.once.Do(func() { once.err = o.ensure(sum, data) })
-	if once.err != nil {
-		return once.err
+	return sum, once.err
+}
+
+// linkObject makes the file p (name in the set) a link to object sum, or a
+// copy of it where links fail.
+func (o *objectWriter) linkObject(sum, p, name string) error {
+	if o.w.noLinks.Load() {
+		return copyObject(filepath.Join(o.w.objects(), sum[:2], sum), sum, p)
 	}
+	return o.link(sum, p, name, nil)
+}
+
+// link makes p a hard link to object sum; where links fail, a copy of data
+// (of the object when data is nil).
+func (o *objectWriter) link(sum, p, name string, data []byte) error {
 	obj := filepath.Join(o.w.objects(), sum[:2], sum)
+	copyIt := func() error {
+		if data == nil {
+			return copyObject(obj, sum, p)
+		}
+		return writeSynced(p, data)
+	}
 	err := do("link "+name, func() error { return os.Link(obj, p) })
 	switch {
 	case err == nil:
@@ -737,15 +810,11 @@ func (o *objectWriter) put(p, name string, data []byte) error {
 	case errors.Is(err, syscall.EXDEV) || errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOTSUP):
 		// The file system has no hard links (or refuses them): copies.
 		o.w.noLinks.Store(true)
-		o.w.warnOnce.Do(func() {
-			if o.w.Warn != nil {
-				o.w.Warn(fmt.Sprintf("hard links do not work in %s (%v): every applied set is a full copy", o.w.Dir, errors.Unwrap(err)))
-			}
-		})
-		return writeSynced(p, data)
+		o.w.warn(fmt.Sprintf("hard links do not work in %s (%v): every applied set is a full copy", o.w.Dir, errors.Unwrap(err)))
+		return copyIt()
 	case errors.Is(err, syscall.EMLINK):
 		// One content linked more times than the file system allows.
-		return writeSynced(p, data)
+		return copyIt()
 	}
 	return err
 }

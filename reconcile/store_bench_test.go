@@ -12,12 +12,13 @@ import (
 	"testing"
 )
 
-// benchSet is a set of n files of size bytes each (distinct contents), named
-// like a cluster's node files, with file changed varied by tag.
+// benchSet is a set of n files of size bytes each (distinct contents), laid
+// out as node files are (<cluster>/nodes/<node>/<graph>.yaml, one node
+// directory per file, in 4 clusters), with file changed varied by tag.
 func benchSet(n, size int, changed int, tag string) map[string][]byte {
 	files := make(map[string][]byte, n)
 	for i := range n {
-		name := fmt.Sprintf("clusters/c%d/nodes/node-%04d.yaml", i%4, i)
+		name := fmt.Sprintf("c%d/nodes/node-%04d/deployment.yaml", i%4, i)
 		line := fmt.Sprintf("node-%04d: task-%d requires sync stage %d\n", i, i, i%7)
 		if i == changed {
 			line = tag + line
@@ -59,12 +60,15 @@ func writtenBytes() int64 {
 	return -1
 }
 
-// inodeBlocks maps each inode under the roots (files and directories, the
-// way du counts them: a hard-linked file once) to the bytes of its blocks.
+// inodeBlocks maps each inode under the roots (files, directories and
+// symlinks, the way du counts them: a hard-linked file once) to the bytes of
+// its blocks. A symlink to a directory (a shared node directory) is followed:
+// what a set holds through it counts as the set's.
 func inodeBlocks(t testing.TB, roots ...string) map[uint64]int64 {
 	t.Helper()
 	out := map[uint64]int64{}
-	for _, root := range roots {
+	var walk func(root string)
+	walk = func(root string) {
 		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
@@ -75,11 +79,23 @@ func inodeBlocks(t testing.TB, roots ...string) map[uint64]int64 {
 			}
 			sys := fi.Sys().(*syscall.Stat_t)
 			out[sys.Ino] = sys.Blocks * 512
+			if fi.Mode()&fs.ModeSymlink != 0 {
+				if ti, err := os.Stat(p); err == nil && ti.IsDir() {
+					target, err := filepath.EvalSymlinks(p)
+					if err != nil {
+						return err
+					}
+					walk(target)
+				}
+			}
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+	for _, root := range roots {
+		walk(root)
 	}
 	return out
 }

@@ -65,10 +65,12 @@ func objectNames(t *testing.T, w *Workdir) []string {
 	return out
 }
 
-// TestStoreSharesUnchangedFiles publishes 400 files of 16 KiB, then the same
-// with one file changed: the second set links the unchanged files to the same
-// inodes as the first and adds one file's blocks (and its own directories),
-// under 5% of a full set, where it used to be a full copy.
+// TestStoreSharesUnchangedFiles publishes 400 node files of 16 KiB (one node
+// directory each), then the same with one file changed: the second set's node
+// directories are symlinks to the same trees as the first's, but the changed
+// one's, and a tree's files are links to their objects; the second set adds
+// one file's blocks and one tree's, under 5% of a full set, where it used to
+// be a full copy (and then a copy of every directory).
 func TestStoreSharesUnchangedFiles(t *testing.T) {
 	w, l := lockedWorkdir(t)
 	if err := publishBytes(w, l, 1, benchSet(400, 16<<10, -1, "")); err != nil {
@@ -78,7 +80,7 @@ func TestStoreSharesUnchangedFiles(t *testing.T) {
 	if err := publishBytes(w, l, 2, changed); err != nil {
 		t.Fatal(err)
 	}
-	var newFiles []string
+	var newFiles, newTrees []string
 	for name, data := range changed {
 		p := filepath.Join(w.SetDir(2), filepath.FromSlash(name))
 		got, err := os.ReadFile(p)
@@ -90,17 +92,35 @@ func TestStoreSharesUnchangedFiles(t *testing.T) {
 		if ino1 != ino2 {
 			newFiles = append(newFiles, name)
 		}
-		// The object, and the sets linking it.
-		if want := uint64(3); ino1 == ino2 && nlink != want {
-			t.Errorf("%s: %d links, want %d (the object and two sets)", name, nlink, want)
+		// The object and the tree: the sets link the tree.
+		if want := uint64(2); nlink != want {
+			t.Errorf("%s: %d links, want %d (the object and its tree)", name, nlink, want)
 		}
 		obj := filepath.Join(w.objects(), shaHex(data)[:2], shaHex(data))
 		if ino, _ := inode(t, obj); ino != ino2 {
 			t.Errorf("%s is not a link to its object %s", name, obj)
 		}
+		nd := filepath.Dir(p)
+		fi, err := os.Lstat(nd)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			t.Fatalf("set 2: the node directory of %s is not a symlink: %v %v", name, fi.Mode(), err)
+		}
+		target, _ := os.Readlink(nd)
+		if len(target) >= 60 || !strings.HasPrefix(target, "../../../../trees/") {
+			t.Errorf("set 2: %s links to %q, want ../../../../trees/<id> in less than 60 bytes (a fast symlink)", nd, target)
+		}
+		if fi.Sys().(*syscall.Stat_t).Blocks != 0 {
+			t.Errorf("set 2: the symlink %s takes %d blocks", nd, fi.Sys().(*syscall.Stat_t).Blocks)
+		}
+		if old, _ := os.Readlink(filepath.Join(w.SetDir(1), filepath.Dir(filepath.FromSlash(name)))); old != target {
+			newTrees = append(newTrees, filepath.ToSlash(filepath.Dir(name)))
+		}
 	}
-	if diff := cmp.Diff([]string{"clusters/c3/nodes/node-0007.yaml"}, newFiles); diff != "" {
+	if diff := cmp.Diff([]string{"c3/nodes/node-0007/deployment.yaml"}, newFiles); diff != "" {
 		t.Errorf("files of set 2 not shared with set 1 (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"c3/nodes/node-0007"}, newTrees); diff != "" {
+		t.Errorf("node directories of set 2 not shared with set 1 (-want +got):\n%s", diff)
 	}
 	full := sum(inodeBlocks(t, w.SetDir(1)))
 	added := newBlocks(t, w.SetDir(2), w.SetDir(1), w.objects())
@@ -108,8 +128,21 @@ func TestStoreSharesUnchangedFiles(t *testing.T) {
 	if added > full/20 {
 		t.Errorf("set 2 adds %d bytes of disk to set 1's %d: more than 5%%", added, full)
 	}
-	// What readers see is a tree of regular files, 0644.
-	fi, err := os.Lstat(filepath.Join(w.CurrentDir(), "clusters", "c0", "nodes", "node-0000.yaml"))
+	// The directories the set has of its own: its root, the clusters and
+	// their nodes directories; no node directory.
+	var ownDirs []string
+	_ = filepath.WalkDir(w.SetDir(2), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			rel, _ := filepath.Rel(w.SetDir(2), p)
+			ownDirs = append(ownDirs, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	if len(ownDirs) != 1+4+4 {
+		t.Errorf("set 2 has %d directories of its own, want 9: %q", len(ownDirs), ownDirs)
+	}
+	// What readers see through the links is regular files, 0644.
+	fi, err := os.Stat(filepath.Join(w.CurrentDir(), "c0", "nodes", "node-0000", "deployment.yaml"))
 	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o644 {
 		t.Errorf("a file of the current set: %v, %v", fi.Mode(), err)
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -371,7 +372,8 @@ func TestSetMode(t *testing.T) {
 
 // TestPublishFailedStep fails each step of Tidy and Publish in turn (TestHookStep
 // returning an error, as a full disk would), publishing serial 1, then 2, then 6
-// over 5 sets: an error before the switch leaves the previous state and is not an
+// over 5 sets, each with node directories (shared trees, one new each time):
+// an error before the switch leaves the previous state and is not an
 // *AppliedError; one after it is, and the new state is in place; the next
 // Publish works either way.
 func TestPublishFailedStep(t *testing.T) {
@@ -386,12 +388,15 @@ func TestPublishFailedStep(t *testing.T) {
 				t.Fatal(err)
 			}
 			for s := int64(1); s <= before; s++ {
-				if err := publish(t, w, l, s, map[string]string{"c/a.yaml": "a" + strconv.FormatInt(s, 10)}); err != nil {
+				if err := publish(t, w, l, s, map[string]string{"c/a.yaml": "a" + strconv.FormatInt(s, 10), "c/nodes/n/a.yaml": "n" + strconv.FormatInt(s, 10), "c/nodes/m/a.yaml": "m"}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			count, hit := 0, ""
+			var mu sync.Mutex // steps of node directories run in parallel
 			TestHookStep = func(step string) error {
+				mu.Lock()
+				defer mu.Unlock()
 				if count++; count == n {
 					hit = step
 					return boom
@@ -400,7 +405,7 @@ func TestPublishFailedStep(t *testing.T) {
 			}
 			err = w.Tidy(l)
 			if err == nil {
-				err = publish(t, w, l, before+1, map[string]string{"c/a.yaml": "new", "c/d/b.yaml": "b"})
+				err = publish(t, w, l, before+1, map[string]string{"c/a.yaml": "new", "c/d/b.yaml": "b", "c/nodes/n/a.yaml": "new", "c/nodes/m/a.yaml": "m"})
 			}
 			TestHookStep = nil
 			if hit == "" {

@@ -3,8 +3,10 @@ package cli
 import (
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -14,27 +16,46 @@ import (
 	"github.com/fuelsync/fuelsync/reconcile"
 )
 
-// setInodes maps each file and directory under root (relative, slashed) to its
-// inode and the bytes of its blocks.
-func setInodes(t *testing.T, root string) map[string][2]int64 {
+// setInodes maps each file, directory and symlink under root (relative,
+// slashed) to its inode and the bytes of its blocks. A symlink to a directory
+// (a node directory shared as a tree) is followed: its files are the set's;
+// the tree's own directory is listed under the link's name + "/".
+func setInodes(t testing.TB, root string) map[string][2]int64 {
 	t.Helper()
 	out := map[string][2]int64{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	var walk func(dir, prefix string)
+	walk = func(dir, prefix string) {
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			fi, err := os.Lstat(p)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(dir, p)
+			name := prefix + filepath.ToSlash(rel)
+			if rel == "." {
+				name = prefix
+			}
+			st := fi.Sys().(*syscall.Stat_t)
+			out[name] = [2]int64{int64(st.Ino), st.Blocks * 512}
+			if fi.Mode()&fs.ModeSymlink != 0 {
+				target, err := filepath.EvalSymlinks(p)
+				if err != nil {
+					return err
+				}
+				if ti, err := os.Stat(target); err == nil && ti.IsDir() {
+					walk(target, name+"/")
+				}
+			}
+			return nil
+		})
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		st := fi.Sys().(*syscall.Stat_t)
-		out[filepath.ToSlash(rel)] = [2]int64{int64(st.Ino), st.Blocks * 512}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
+	walk(root, "")
 	return out
 }
 
@@ -43,7 +64,9 @@ func setInodes(t *testing.T, root string) map[string][2]int64 {
 // are new inodes only where their content changed (its state, and the files of
 // that cluster the change touched); every other file is the same inode as in
 // the first set (a hard link to the same object), where it used to be a copy.
-// What a set adds beyond them is its own directories.
+// Every node directory is a symlink to a tree, the same as the first set's
+// where none of its files changed; the directories a set has of its own are
+// its root and each cluster's four (the cluster, tasks, graphs, nodes).
 func TestApplyStoreOneClusterChange(t *testing.T) {
 	repo, clusterFile, _, b := applyRepoSpec(t, repogen.Spec{Plugins: 2, Tasks: 60, Nodes: 60, Clusters: 20, Seed: 7})
 	wd := filepath.Join(t.TempDir(), "wd")
@@ -60,37 +83,80 @@ func TestApplyStoreOneClusterChange(t *testing.T) {
 	}
 	st2 := apply()
 	changed := []string{".state.json"}
+	changedDirs := map[string]bool{}
 	for name, sum := range st2.Artifacts {
 		if st1.Artifacts[name] != sum {
 			changed = append(changed, name)
+			changedDirs[path.Dir(name)] = true
 		}
 	}
 	slices.Sort(changed)
 	w := reconcile.Open(wd)
 	set1, set2 := setInodes(t, w.SetDir(1)), setInodes(t, w.SetDir(2))
 	inodes1 := map[int64]bool{}
-	var full, files, dirs int64
+	var full, files, trees, dirs int64
 	for _, v := range set1 {
 		inodes1[v[0]] = true
 		full += v[1]
 	}
-	var fresh []string
+	var fresh, ownDirs, newTrees []string
+	nodeDirs := 0
 	for name, v := range set2 {
-		if _, isFile := st2.Artifacts[name]; !isFile && name != ".state.json" {
-			dirs += v[1]
+		if _, isFile := st2.Artifacts[name]; isFile || name == ".state.json" {
+			if !inodes1[v[0]] {
+				fresh = append(fresh, name)
+				files += v[1]
+			}
 			continue
 		}
-		if !inodes1[v[0]] {
-			fresh = append(fresh, name)
-			files += v[1]
+		if nd, ok := strings.CutSuffix(name, "/"); ok { // a tree
+			if !inodes1[v[0]] {
+				newTrees = append(newTrees, nd)
+				trees += v[1]
+			}
+			continue
 		}
+		fi, err := os.Lstat(filepath.Join(w.SetDir(2), filepath.FromSlash(name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			nodeDirs++
+			if v[1] != 0 {
+				t.Errorf("the symlink %s takes %d bytes of blocks, want none (a fast symlink)", name, v[1])
+			}
+			continue
+		}
+		if strings.Count(name, "/") == 2 && strings.Split(name, "/")[1] == "nodes" {
+			t.Errorf("the node directory %s is a directory of the set's own, not a symlink to a tree", name)
+		}
+		ownDirs = append(ownDirs, name)
+		dirs += v[1]
 	}
 	slices.Sort(fresh)
 	if diff := cmp.Diff(changed, fresh); diff != "" {
 		t.Errorf("files of set 2 not shared with set 1 (-changed content +new inodes):\n%s", diff)
 	}
-	t.Logf("%d of %d files changed; a full set takes %d bytes on disk; the second adds %d in files (%.1f%%) and %d in its own directories",
-		len(changed), len(st2.Artifacts)+1, full, files, 100*float64(files)/float64(full), dirs)
+	// A tree is new exactly where a node directory's files changed.
+	var wantTrees []string
+	for d := range changedDirs {
+		if parts := strings.Split(d, "/"); len(parts) == 3 && parts[1] == "nodes" {
+			if _, err := os.Lstat(filepath.Join(w.SetDir(2), filepath.FromSlash(d))); err == nil {
+				wantTrees = append(wantTrees, d)
+			}
+		}
+	}
+	slices.Sort(wantTrees)
+	slices.Sort(newTrees)
+	if diff := cmp.Diff(wantTrees, newTrees); diff != "" {
+		t.Errorf("trees of set 2 not shared with set 1 (-node directories whose files changed +new trees):\n%s", diff)
+	}
+	if want := 1 + 4*len(st2.Clusters); len(ownDirs) != want {
+		t.Errorf("set 2 has %d directories of its own, want %d (its root, and each cluster's four): %q", len(ownDirs), want, ownDirs)
+	}
+	added := files + trees + dirs
+	t.Logf("%d of %d files changed in %d node directories of %d; a full set takes %d bytes on disk; the second adds %d (%.1f%%): %d in files, %d in %d trees, %d in its own %d directories",
+		len(changed), len(st2.Artifacts)+1, len(newTrees), nodeDirs, full, added, 100*float64(added)/float64(full), files, trees, len(newTrees), dirs, len(ownDirs))
 	if len(changed) > len(st2.Artifacts)/5 {
 		t.Errorf("%d of %d files changed: the fixture changes more than one cluster", len(changed), len(st2.Artifacts))
 	}

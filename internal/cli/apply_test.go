@@ -79,7 +79,7 @@ func checkWorkdir(t *testing.T, wd string) *reconcile.State {
 		return st
 	}
 	found := map[string]bool{}
-	cur := os.DirFS(w.CurrentDir())
+	cur := w.SetFS(st.Serial)
 	err = fs.WalkDir(cur, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || p == ".state.json" {
 			return err
@@ -451,9 +451,10 @@ func checkAfterKill(t *testing.T, what, repo, wd string, before int64, reapply b
 	}
 }
 
-// stepFixture is a small repository with two variants of its cluster, and work
-// directories to start applies from: template1 with one set, template5 with 5
-// (the next apply prunes one).
+// stepFixture is a small repository with two variants of its cluster (a, and
+// b without node-1), and work directories to start applies from: template1
+// with one set, template5 with 5 (the next apply prunes one), both made of
+// other variants (node-1 renamed), so that an apply of a builds trees.
 type stepFixture struct {
 	t                    *testing.T
 	repo, clusterFile    string
@@ -467,10 +468,19 @@ func newStepFixture(t *testing.T) *stepFixture {
 	f := &stepFixture{t: t, tmp: t.TempDir()}
 	f.repo, f.clusterFile, f.a, f.b = applyRepoSpec(t, repogen.Spec{Plugins: 1, Tasks: 20, Nodes: 3, Clusters: 1, Seed: 5})
 	f.template1, f.template5 = filepath.Join(f.tmp, "template-1"), filepath.Join(f.tmp, "template-5")
+	// The sets of template5 are c, b, d, b, d: the apply of a builds trees
+	// (its node-1 is in none of them), and pruning set 1 removes the trees
+	// only c links (its node-9).
+	renamed := func(n string) []byte {
+		return bytes.Replace(f.a, []byte("  node-1:\n    id: 1\n"), []byte("  node-"+n+":\n    id: "+n+"\n"), 1)
+	}
 	for i := range reconcile.Keep {
-		variant := f.a
-		if i%2 == 0 {
-			variant = f.b
+		variant := f.b
+		switch {
+		case i == 0:
+			variant = renamed("9")
+		case i%2 == 0:
+			variant = renamed("8")
 		}
 		if err := os.WriteFile(f.clusterFile, variant, 0o644); err != nil {
 			t.Fatal(err)
@@ -534,11 +544,11 @@ func (f *stepFixture) apply(template string, env []string, prefix ...string) (wd
 // crashAtEveryStep kills `fuelsync apply` with SIGKILL just before each
 // step that changes the work directory in turn (every mkdir, file creation,
 // fsync, rename, symlink, hard link and removal of tidying and publishing,
-// objects included, through FUELSYNC_TEST_CRASH_AT): in a first apply, a
-// second one, and one that publishes over 5 sets and prunes the oldest (and
-// the objects only it linked). Then, with strace, at the Nth fsync, renameat,
-// symlinkat, linkat and unlinkat system call of a thread for every N
-// until one apply runs through (strace counts per thread, so this is a sample,
+// objects and trees included, through FUELSYNC_TEST_CRASH_AT): in a first
+// apply, a second one, and one that publishes over 5 sets and prunes the
+// oldest (and the trees and objects only it linked). Then, with strace, at the
+// Nth fsync, renameat, symlinkat, linkat, unlinkat and mkdirat system call of a
+// thread for every N until one apply runs through (strace counts per thread, so this is a sample,
 // not every call; skipped without strace). After every kill the next plan
 // works and the state is one of the two sets, complete; every eighth time, the
 // next apply completes too. It returns the number of kills, and whether strace
@@ -546,6 +556,7 @@ func (f *stepFixture) apply(template string, env []string, prefix ...string) (wd
 func crashAtEveryStep(t *testing.T) (int, bool) {
 	f := newStepFixture(t)
 	kills := 0
+	seen := map[string]bool{}
 	for _, tc := range f.cases() {
 		steps := 0
 		kinds := map[string]bool{}
@@ -558,9 +569,10 @@ func crashAtEveryStep(t *testing.T) (int, bool) {
 				break
 			}
 			steps++
-			for _, kind := range []string{"create .tmp-", "rename object ", "link ", "remove object "} {
+			for _, kind := range []string{"create .tmp-", "rename object ", "link ", "remove object ", "mkdir tree ", "link tree ", "rename tree ", "symlink tree ", "remove tree "} {
 				if strings.Contains(out, "killed before "+kind) {
 					kinds[kind] = true
+					seen[kind] = true
 				}
 			}
 			checkAfterKill(t, fmt.Sprintf("%s, %s", tc.name, strings.TrimSpace(out)), f.repo, wd, tc.before, n%8 == 0)
@@ -569,10 +581,11 @@ func crashAtEveryStep(t *testing.T) (int, bool) {
 			t.Errorf("%s: only %d steps", tc.name, steps)
 		}
 		// The steps of the object store: writing an object, linking it into
-		// the set, and (pruning a set) removing the objects no set links.
-		want := []string{"create .tmp-", "rename object ", "link "}
+		// the set, linking a tree as a node directory, and (pruning a set)
+		// removing the trees and objects no set links.
+		want := []string{"create .tmp-", "rename object ", "link ", "symlink tree "}
 		if tc.before == reconcile.Keep {
-			want = append(want, "remove object ")
+			want = append(want, "remove tree ", "remove object ")
 		}
 		for _, kind := range want {
 			if !kinds[kind] {
@@ -581,6 +594,14 @@ func crashAtEveryStep(t *testing.T) (int, bool) {
 		}
 		t.Logf("%s: killed at each of %d steps", tc.name, steps)
 		kills += steps
+	}
+	// Building a tree (its directory, its links, its rename): node
+	// directories are linked in parallel, so the Nth step is not always the
+	// same; over the three applies each is hit.
+	for _, kind := range []string{"mkdir tree ", "link tree ", "rename tree "} {
+		if !seen[kind] {
+			t.Errorf("never killed before a step %q", kind+"…")
+		}
 	}
 	stepKills := kills
 
@@ -593,7 +614,7 @@ func crashAtEveryStep(t *testing.T) (int, bool) {
 		if tc.before == 1 {
 			continue
 		}
-		for _, sc := range []string{"fsync", "renameat", "symlinkat", "linkat", "unlinkat"} {
+		for _, sc := range []string{"fsync", "renameat", "symlinkat", "linkat", "unlinkat", "mkdirat"} {
 			n := 1
 			for ; n < 100; n++ {
 				prefix := []string{strace, "-f", "-qq", "-o", os.DevNull, "-e", "trace=" + sc,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,7 +86,7 @@ func TestPlanRendersChangedClustersOnly(t *testing.T) {
 	sameApplied(t, wd, full)
 	out := filepath.Join(t.TempDir(), "render")
 	run("render", "--out", out)
-	sameFiles(t, currentSet(t, wd), out)
+	sameFiles(t, currentSet(t, wd), os.DirFS(out))
 
 	// Nothing changed since: no render at all.
 	if _, n, _ := counted(func() string { return run("--workdir", wd, "plan") }); n != 0 {
@@ -162,20 +163,19 @@ func sameApplied(t *testing.T, a, b string) {
 
 // sameFiles checks that two artifact directories hold the same files (the
 // state's own file aside), byte for byte.
-func sameFiles(t *testing.T, a, b string) {
+func sameFiles(t *testing.T, a, b fs.FS) {
 	t.Helper()
-	read := func(root string) map[string][]byte {
+	read := func(root fs.FS) map[string][]byte {
 		files := map[string][]byte{}
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		err := fs.WalkDir(root, ".", func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err
 			}
-			rel, _ := filepath.Rel(root, p)
-			if strings.HasPrefix(filepath.Base(rel), ".") {
+			if strings.HasPrefix(path.Base(p), ".") {
 				return nil
 			}
-			data, err := os.ReadFile(p)
-			files[filepath.ToSlash(rel)] = data
+			data, err := fs.ReadFile(root, p)
+			files[p] = data
 			return err
 		})
 		if err != nil {
@@ -194,12 +194,13 @@ func sameFiles(t *testing.T, a, b string) {
 	}
 }
 
-// currentSet is the directory of the current applied set of wd.
-func currentSet(t *testing.T, wd string) string {
+// currentSet is the current applied set of wd.
+func currentSet(t *testing.T, wd string) fs.FS {
 	t.Helper()
-	dir, err := filepath.EvalSymlinks(reconcile.Open(wd).CurrentDir())
+	w := reconcile.Open(wd)
+	st, err := w.ReadState()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dir
+	return w.SetFS(st.Serial)
 }

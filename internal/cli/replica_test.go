@@ -78,18 +78,17 @@ func (r *serveReplica) status() (*reconcile.ReplicaStatus, error) {
 // exactly: every file of the manifest with its sha256, nothing else.
 func checkSet(t *testing.T, wd string, st *reconcile.State) {
 	t.Helper()
-	dir := (&reconcile.Workdir{Dir: wd}).SetDir(st.Serial)
+	w := &reconcile.Workdir{Dir: wd}
+	dir, set := w.SetDir(st.Serial), w.SetFS(st.Serial)
 	found := map[string]bool{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(set, ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		rel, _ := filepath.Rel(dir, p)
-		rel = filepath.ToSlash(rel)
 		if rel == ".state.json" {
 			return nil
 		}
-		data, err := os.ReadFile(p)
+		data, err := fs.ReadFile(set, rel)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,376 @@
+package reconcile
+
+// Shared node directories. A directory cannot be hard-linked, so the node
+// directories of the sets (<cluster>/nodes/<node>/, a node's graph files) are
+// shared as trees: <workdir>/trees/<id> is a real directory whose files are hard
+// links to their objects, and a set's node directory is a symlink to it,
+// ../../../../trees/<id> (50 bytes: short enough for ext4 to keep it in the
+// inode, so a shared node directory costs a set no block). <id> is the first
+// 32 hex digits (128 bits) of the sha256 of the directory's sorted entries
+// (name and sha256 of content, one a line). A tree is only reused after a
+// check that it holds exactly those entries (each the same inode as its
+// object, or the same bytes), so even a collision could not put wrong content
+// in a set: it would read as a damaged tree and be built again.
+//
+// A tree is built like an object: in a temporary directory under trees/,
+// fsynced, renamed into place (or exchanged with a damaged one, atomically),
+// trees/ fsynced, all before the set that links it is committed. After the
+// commit, pruning removes the trees no kept set links (it reads their
+// symlinks), and only then the objects no set or tree links.
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// treeIDLen is the length of a tree's name: 32 hex digits, 128 bits of sha256.
+const treeIDLen = 32
+
+// treeLinkPrefix is what a node directory's symlink holds before the tree's
+// id: from <workdir>/artifacts/<serial>/<cluster>/nodes/ up to <workdir>.
+const treeLinkPrefix = "../../../../trees/"
+
+// trees holds the shared node directories, by id.
+func (w *Workdir) trees() string { return filepath.Join(w.Dir, "trees") }
+
+// treeOfLink returns the tree id a node directory's symlink target names: ok
+// only for exactly ../../../../trees/<32 lowercase hex digits>.
+func treeOfLink(target string) (string, bool) {
+	id, ok := strings.CutPrefix(target, treeLinkPrefix)
+	if !ok || !isTreeID(id) {
+		return "", false
+	}
+	return id, true
+}
+
+func isTreeID(id string) bool {
+	if len(id) != treeIDLen {
+		return false
+	}
+	for _, c := range id {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// nodeDirOf splits an artifact name <cluster>/nodes/<node>/<file> into its
+// node directory and file name; ok is false for any other name.
+func nodeDirOf(name string) (dir, file string, ok bool) {
+	parts := strings.Split(name, "/")
+	if len(parts) != 4 || parts[1] != "nodes" {
+		return "", "", false
+	}
+	return strings.Join(parts[:3], "/"), parts[3], true
+}
+
+// treeEntry is a file of a node directory: its name and the sha256 of its
+// content (its object).
+type treeEntry struct{ name, sum string }
+
+// treeID is the id of a directory of entries (sorted by name).
+func treeID(entries []treeEntry) string {
+	h := sha256.New()
+	for _, e := range entries {
+		fmt.Fprintf(h, "%s %s\n", e.name, e.sum)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:treeIDLen]
+}
+
+// nodeDirs collects the files of a set's node directories as they are put
+// (from several goroutines): they are linked as trees once the set is whole.
+type nodeDirs struct {
+	mu    sync.Mutex
+	files map[string][]treeEntry // node directory → its files
+	// deep are node directories with a subdirectory: kept as real directories.
+	deep map[string]bool
+}
+
+func (n *nodeDirs) add(dir, file, sum string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.files == nil {
+		n.files = map[string][]treeEntry{}
+	}
+	n.files[dir] = append(n.files[dir], treeEntry{file, sum})
+}
+
+func (n *nodeDirs) markDeep(dir string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.deep == nil {
+		n.deep = map[string]bool{}
+	}
+	n.deep[dir] = true
+}
+
+// linkNodeDirs makes each node directory of the set in dir: a symlink to its
+// tree (checked, or built), or, where symlinks or hard links fail or the
+// directory has a subdirectory, a real directory of links to the objects (or
+// copies). mkdir makes a directory of the set (and records it to sync).
+func (o *objectWriter) linkNodeDirs(dir string, n *nodeDirs, mkdir func(name string) error) error {
+	nds := slices.Sorted(func(yield func(string) bool) {
+		for d := range n.files {
+			if !yield(d) {
+				return
+			}
+		}
+	})
+	var mu sync.Mutex
+	trees := map[string]*objectOnce{} // tree id → checked or built once
+	err := inParallel(len(nds), func(i int) error {
+		nd := nds[i]
+		entries := n.files[nd]
+		slices.SortFunc(entries, func(a, b treeEntry) int { return strings.Compare(a.name, b.name) })
+		if n.deep[nd] || o.w.noLinks.Load() || o.w.noSymlinks.Load() {
+			return o.realNodeDir(dir, nd, entries, mkdir)
+		}
+		id := treeID(entries)
+		mu.Lock()
+		once := trees[id]
+		if once == nil {
+			once = &objectOnce{}
+			trees[id] = once
+		}
+		mu.Unlock()
+		once.once.Do(func() { once.err = o.ensureTree(id, entries) })
+		var fallback *linkFallback
+		if errors.As(once.err, &fallback) {
+			return o.realNodeDir(dir, nd, entries, mkdir)
+		}
+		if once.err != nil {
+			return once.err
+		}
+		if err := mkdir(path.Dir(nd)); err != nil {
+			return err
+		}
+		p := filepath.Join(dir, filepath.FromSlash(nd))
+		err := do("symlink tree "+nd, func() error { return os.Symlink(treeLinkPrefix+id, p) })
+		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOTSUP) || errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOSYS) {
+			// No symlinks here: real node directories from now on.
+			o.w.noSymlinks.Store(true)
+			o.w.warn(fmt.Sprintf("symlinks do not work in %s (%v): node directories are not shared between applied sets", o.w.Dir, errors.Unwrap(err)))
+			return o.realNodeDir(dir, nd, entries, mkdir)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if len(trees) > 0 {
+		o.mu.Lock()
+		o.dirs[o.w.trees()] = true
+		o.mu.Unlock()
+	}
+	return nil
+}
+
+// realNodeDir makes node directory nd of the set in dir a directory of its own,
+// each file a link to its object (or a copy of it).
+func (o *objectWriter) realNodeDir(dir, nd string, entries []treeEntry, mkdir func(name string) error) error {
+	if err := mkdir(nd); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name := nd + "/" + e.name
+		if err := o.linkObject(e.sum, filepath.Join(dir, filepath.FromSlash(name)), name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// linkFallback says a tree could not be built with hard links: the node
+// directory is made a real one instead.
+type linkFallback struct{ err error }
+
+func (e *linkFallback) Error() string { return e.err.Error() }
+
+// ensureTree makes trees/<id> hold exactly entries: kept when it does, built
+// in a temporary directory and renamed into place (exchanged with what was
+// there) otherwise.
+func (o *objectWriter) ensureTree(id string, entries []treeEntry) error {
+	final := filepath.Join(o.w.trees(), id)
+	if o.treeHolds(final, entries) {
+		return nil
+	}
+	if _, err := os.Stat(o.w.trees()); err != nil {
+		if err := do("mkdir trees", func() error { return os.MkdirAll(o.w.trees(), 0o755) }); err != nil {
+			return err
+		}
+		o.mu.Lock()
+		o.dirs[o.w.Dir] = true
+		o.mu.Unlock()
+	}
+	tmp := filepath.Join(o.w.trees(), ".tmp-"+id+"-"+newLineage()[:8])
+	if err := do("mkdir tree "+id, func() error { return os.Mkdir(tmp, 0o755) }); err != nil {
+		return err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(tmp)
+		}
+	}()
+	for _, e := range entries {
+		obj := filepath.Join(o.w.objects(), e.sum[:2], e.sum)
+		p := filepath.Join(tmp, e.name)
+		err := do("link tree "+id+"/"+e.name, func() error { return os.Link(obj, p) })
+		switch {
+		case err == nil:
+		case errors.Is(err, syscall.EMLINK):
+			if err := copyObject(obj, e.sum, p); err != nil {
+				return err
+			}
+		case errors.Is(err, syscall.EXDEV) || errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOTSUP):
+			return &linkFallback{err}
+		default:
+			return err
+		}
+	}
+	if err := syncDir(tmp); err != nil {
+		return err
+	}
+	if _, err := os.Lstat(final); err == nil {
+		// A damaged tree (or something else) under the tree's name: the new
+		// tree takes its place at once, the old one is removed after.
+		err := do("exchange tree "+id, func() error {
+			return unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, final, unix.RENAME_EXCHANGE)
+		})
+		if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.ENOTSUP) {
+			// No exchange on this file system: remove, then rename.
+			err = do("remove tree "+id, func() error { return os.RemoveAll(final) })
+			if err == nil {
+				err = do("rename tree "+id, func() error { return os.Rename(tmp, final) })
+			}
+		}
+		if err != nil {
+			return err
+		}
+		ok = true
+		_ = do("remove tree "+filepath.Base(tmp), func() error { return os.RemoveAll(tmp) })
+		return nil
+	}
+	if err := do("rename tree "+id, func() error { return os.Rename(tmp, final) }); err != nil {
+		return err
+	}
+	ok = true
+	return nil
+}
+
+// treeHolds reports whether dir is a directory (not a symlink) holding exactly
+// entries, each a regular file that is its object's inode or holds the same
+// bytes.
+func (o *objectWriter) treeHolds(dir string, entries []treeEntry) bool {
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	got, err := os.ReadDir(dir)
+	if err != nil || len(got) != len(entries) {
+		return false
+	}
+	for i, e := range entries {
+		if got[i].Name() != e.name || !got[i].Type().IsRegular() {
+			return false
+		}
+		p := filepath.Join(dir, e.name)
+		fi, err := os.Lstat(p)
+		if err != nil || !fi.Mode().IsRegular() {
+			return false
+		}
+		oi, err := os.Stat(filepath.Join(o.w.objects(), e.sum[:2], e.sum))
+		if err == nil && os.SameFile(fi, oi) {
+			continue // the object, checked against its content in this publish
+		}
+		data, err := os.ReadFile(p)
+		if err != nil || digest(data) != e.sum {
+			return false
+		}
+	}
+	return true
+}
+
+// copyObject writes p as a copy of object obj, checked against sum.
+func copyObject(obj, sum, p string) error {
+	data, err := os.ReadFile(obj)
+	if err != nil {
+		return err
+	}
+	if digest(data) != sum {
+		return fmt.Errorf("the object %s does not hold its content", obj)
+	}
+	return writeSynced(p, data)
+}
+
+// treeRefs returns the trees the applied sets on disk link; ok is false when
+// a set could not be read whole (nothing is pruned then).
+func (w *Workdir) treeRefs() (map[string]bool, bool) {
+	refs := map[string]bool{}
+	for _, n := range w.sets() {
+		set := w.SetDir(n)
+		clusters, err := os.ReadDir(set)
+		if err != nil {
+			return nil, false
+		}
+		for _, c := range clusters {
+			if !c.IsDir() {
+				continue
+			}
+			nodes, err := os.ReadDir(filepath.Join(set, c.Name(), "nodes"))
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return nil, false
+			}
+			for _, nd := range nodes {
+				if nd.Type()&fs.ModeSymlink == 0 {
+					continue
+				}
+				target, err := os.Readlink(filepath.Join(set, c.Name(), "nodes", nd.Name()))
+				if err != nil {
+					return nil, false
+				}
+				if id, ok := treeOfLink(target); ok {
+					refs[id] = true
+				}
+			}
+		}
+	}
+	return refs, true
+}
+
+// pruneTrees removes the trees no applied set links, and the temporary trees
+// of crashed runs. Called after the commit, before pruneObjects (a removed
+// tree's files are links to objects).
+func (w *Workdir) pruneTrees() {
+	entries, err := os.ReadDir(w.trees())
+	if err != nil {
+		return
+	}
+	refs, ok := w.treeRefs()
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case strings.HasPrefix(name, ".tmp-"):
+		case ok && isTreeID(name) && !refs[name]:
+		default:
+			continue
+		}
+		_ = do("remove tree "+name, func() error { return os.RemoveAll(filepath.Join(w.trees(), name)) })
+	}
+}

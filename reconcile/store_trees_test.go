@@ -1,0 +1,430 @@
+package reconcile
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// treeOfNode is the tree id set n's node directory nd (slashed) links to.
+func treeOfNode(t *testing.T, w *Workdir, n int64, nd string) string {
+	t.Helper()
+	target, err := os.Readlink(filepath.Join(w.SetDir(n), filepath.FromSlash(nd)))
+	if err != nil {
+		t.Fatalf("set %d: %s is not a symlink: %v", n, nd, err)
+	}
+	id, ok := treeOfLink(target)
+	if !ok {
+		t.Fatalf("set %d: %s links to %q, not a tree", n, nd, target)
+	}
+	return id
+}
+
+// treeNames lists the entries of trees/ (temporary ones included).
+func treeNames(t *testing.T, w *Workdir) []string {
+	t.Helper()
+	entries, err := os.ReadDir(w.trees())
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// checkSet asserts that set n reads, through SetFS, exactly files.
+func checkSet(t *testing.T, w *Workdir, n int64, files map[string]string) {
+	t.Helper()
+	got := map[string]string{}
+	set := w.SetFS(n)
+	err := fs.WalkDir(set, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || p == ".state.json" {
+			return err
+		}
+		data, err := fs.ReadFile(set, p)
+		got[p] = string(data)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("set %d: %v", n, err)
+	}
+	if diff := cmp.Diff(files, got); diff != "" {
+		t.Errorf("set %d (-want +got):\n%s", n, diff)
+	}
+}
+
+// TestStoreTreeDamageRebuilt damages the tree two sets share (a file removed,
+// a file replaced by another with other bytes, a file added, a file changed in
+// place through its link, the tree replaced by a symlink to a copy of it
+// elsewhere): the next publish of the same node directory builds the tree
+// again, in place of the damaged one, and every set that links it reads right.
+// A tree whose file is a copy of its object (not a link) with the same bytes is
+// kept as it is.
+func TestStoreTreeDamageRebuilt(t *testing.T) {
+	files := map[string]string{"c/nodes/n1/a.yaml": "a\n", "c/nodes/n1/b.yaml": "b\n", "c/nodes/n2/a.yaml": "other\n", "c/cluster.yaml": "c\n"}
+	for _, tc := range []struct {
+		name    string
+		damage  func(tree string) error
+		rebuilt bool
+	}{
+		{"file removed", func(tree string) error { return os.Remove(filepath.Join(tree, "b.yaml")) }, true},
+		{"file replaced", func(tree string) error {
+			p := filepath.Join(tree, "a.yaml")
+			if err := os.Remove(p); err != nil {
+				return err
+			}
+			return os.WriteFile(p, []byte("evil\n"), 0o644)
+		}, true},
+		{"file added", func(tree string) error { return os.WriteFile(filepath.Join(tree, "c.yaml"), []byte("c\n"), 0o644) }, true},
+		{"changed in place", func(tree string) error { return os.WriteFile(filepath.Join(tree, "a.yaml"), []byte("A\n"), 0o644) }, true},
+		{"symlink to a copy", func(tree string) error {
+			copyDir := filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(tree))), "copy")
+			if err := os.CopyFS(copyDir, os.DirFS(tree)); err != nil {
+				return err
+			}
+			if err := os.RemoveAll(tree); err != nil {
+				return err
+			}
+			return os.Symlink(copyDir, tree)
+		}, true},
+		{"a copy with the same bytes", func(tree string) error {
+			p := filepath.Join(tree, "a.yaml")
+			if err := os.Remove(p); err != nil {
+				return err
+			}
+			return os.WriteFile(p, []byte("a\n"), 0o644)
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, l := lockedWorkdir(t)
+			if err := publish(t, w, l, 1, files); err != nil {
+				t.Fatal(err)
+			}
+			if err := publish(t, w, l, 2, files); err != nil {
+				t.Fatal(err)
+			}
+			id := treeOfNode(t, w, 1, "c/nodes/n1")
+			if treeOfNode(t, w, 2, "c/nodes/n1") != id {
+				t.Fatal("sets 1 and 2 do not share the tree of c/nodes/n1")
+			}
+			tree := filepath.Join(w.trees(), id)
+			if err := tc.damage(tree); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := inode(t, tree)
+			if err := publish(t, w, l, 3, files); err != nil {
+				t.Fatal(err)
+			}
+			if got := treeOfNode(t, w, 3, "c/nodes/n1"); got != id {
+				t.Errorf("set 3 links tree %s, want %s", got, id)
+			}
+			for n := int64(1); n <= 3; n++ {
+				checkSet(t, w, n, files)
+			}
+			fi, err := os.Lstat(tree)
+			if err != nil || !fi.IsDir() {
+				t.Fatalf("the tree is not a directory: %v %v", fi.Mode(), err)
+			}
+			if after, _ := inode(t, tree); (after != before) != tc.rebuilt {
+				t.Errorf("tree rebuilt: %v, want %v", after != before, tc.rebuilt)
+			}
+			for _, name := range []string{"a.yaml", "b.yaml"} {
+				if !tc.rebuilt {
+					break
+				}
+				data, _ := os.ReadFile(filepath.Join(tree, name))
+				obj := filepath.Join(w.objects(), shaHex(data)[:2], shaHex(data))
+				ino, _ := inode(t, filepath.Join(tree, name))
+				if objIno, _ := inode(t, obj); ino != objIno {
+					t.Errorf("the rebuilt tree's %s is not its object", name)
+				}
+			}
+			if diff := cmp.Diff(2, len(treeNames(t, w))); diff != "" {
+				t.Errorf("trees left (-want +got): %s %q", diff, treeNames(t, w))
+			}
+		})
+	}
+}
+
+// TestStorePruneTrees publishes Keep+3 sets, each changing one node directory
+// and sharing the others: after each publish, trees/ holds exactly the trees
+// the kept sets link; a tree planted by hand that no set links and a temporary
+// tree of a crashed run are removed, only after the commit point, and before
+// the objects only they linked.
+func TestStorePruneTrees(t *testing.T) {
+	w, l := lockedWorkdir(t)
+	defer func() { TestHookStep = nil }()
+	for n := int64(1); n <= Keep+3; n++ {
+		if n > 1 {
+			for _, name := range []string{strings.Repeat("ab", 16), ".tmp-" + strings.Repeat("cd", 16) + "-crashed"} {
+				if err := os.MkdirAll(filepath.Join(w.trees(), name), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(w.trees(), name, "x.yaml"), []byte("stray"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		files := map[string]string{
+			"c/nodes/shared/a.yaml": "shared",
+			"c/nodes/own/a.yaml":    fmt.Sprintf("own %d", n),
+			"d/nodes/shared/a.yaml": "d shared", "d/nodes/shared/b.yaml": "d b",
+		}
+		var steps []string
+		var mu sync.Mutex // steps of node directories run in parallel
+		TestHookStep = func(step string) error { mu.Lock(); steps = append(steps, step); mu.Unlock(); return nil }
+		err := publish(t, w, l, n, files)
+		TestHookStep = nil
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]bool{}
+		for _, s := range w.sets() {
+			for _, nd := range []string{"c/nodes/shared", "c/nodes/own", "d/nodes/shared"} {
+				want[treeOfNode(t, w, s, nd)] = true
+			}
+		}
+		if diff := cmp.Diff(slices.Sorted(func(yield func(string) bool) {
+			for id := range want {
+				if !yield(id) {
+					return
+				}
+			}
+		}), treeNames(t, w)); diff != "" {
+			t.Errorf("serial %d: trees (-linked by the kept sets +trees/):\n%s", n, diff)
+		}
+		if got := int64(len(want)); got != min(n, Keep)+2 {
+			t.Errorf("serial %d: %d trees, want %d (one own per kept set, two shared)", n, got, min(n, Keep)+2)
+		}
+		commit := slices.Index(steps, "rename current")
+		lastTree, firstObject := -1, len(steps)
+		for i, s := range steps {
+			if strings.HasPrefix(s, "remove tree ") {
+				if i < commit {
+					t.Errorf("serial %d: %s before the commit point", n, s)
+				}
+				lastTree = i
+			}
+			if strings.HasPrefix(s, "remove object ") {
+				firstObject = min(firstObject, i)
+			}
+		}
+		if lastTree > firstObject {
+			t.Errorf("serial %d: a tree removed after an object", n)
+		}
+		if n > 1 && lastTree < 0 {
+			t.Errorf("serial %d: no tree removed", n)
+		}
+		for s := range w.sets() {
+			checkSet(t, w, w.sets()[s], map[string]string{
+				"c/nodes/shared/a.yaml": "shared",
+				"c/nodes/own/a.yaml":    fmt.Sprintf("own %d", w.sets()[s]),
+				"d/nodes/shared/a.yaml": "d shared", "d/nodes/shared/b.yaml": "d b",
+			})
+		}
+	}
+	// The objects: the strays' content went with them; the kept sets' stay.
+	if diff := cmp.Diff(Keep+3, len(objectNames(t, w))); diff != "" {
+		t.Errorf("objects (-want +got): %s %q", diff, objectNames(t, w))
+	}
+}
+
+// TestStoreSymlinkFallback makes the first symlink of a node directory fail
+// with EPERM (as on a file system without symlinks): the node directories are
+// real directories of links to the objects, every set reads right, and Warn
+// says so once.
+func TestStoreSymlinkFallback(t *testing.T) {
+	defer func() { TestHookStep = nil }()
+	w, l := lockedWorkdir(t)
+	var warnings []string
+	w.Warn = func(msg string) { warnings = append(warnings, msg) }
+	TestHookStep = func(step string) error {
+		if strings.HasPrefix(step, "symlink tree ") {
+			return &os.LinkError{Op: "symlink", Old: "tree", New: step, Err: syscall.EPERM}
+		}
+		return nil
+	}
+	for n := int64(1); n <= 2; n++ {
+		files := map[string]string{"c/nodes/n1/a.yaml": "a", "c/nodes/n2/a.yaml": fmt.Sprintf("b%d", n)}
+		if err := publish(t, w, l, n, files); err != nil {
+			t.Fatal(err)
+		}
+		checkSet(t, w, n, files)
+		for _, nd := range []string{"n1", "n2"} {
+			fi, err := os.Lstat(filepath.Join(w.SetDir(n), "c", "nodes", nd))
+			if err != nil || !fi.IsDir() {
+				t.Errorf("set %d: c/nodes/%s is %v, want a directory", n, nd, fi.Mode())
+			}
+		}
+		p := filepath.Join(w.SetDir(n), "c", "nodes", "n1", "a.yaml")
+		obj := filepath.Join(w.objects(), shaHex([]byte("a"))[:2], shaHex([]byte("a")))
+		if ino, _ := inode(t, p); ino != func() uint64 { i, _ := inode(t, obj); return i }() {
+			t.Errorf("set %d: c/nodes/n1/a.yaml is not a link to its object", n)
+		}
+	}
+	TestHookStep = nil
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "symlinks do not work") {
+		t.Errorf("warnings: %q", warnings)
+	}
+	if trees := treeNames(t, w); len(trees) != 0 {
+		t.Errorf("trees no set links are left: %q", trees)
+	}
+}
+
+// TestSetFSFollowsOnlyTrees: SetFS reads a node directory linked to a tree as a
+// directory (ReadDir lists it as one, under the node's name), and refuses every
+// other symlink: a node directory linked elsewhere (to a copy of its tree in
+// the work directory, or by an absolute path to its own tree), a symlink at
+// another place of the set (even to a file of the same content), and a
+// symlink inside a tree.
+func TestSetFSFollowsOnlyTrees(t *testing.T) {
+	w, l := lockedWorkdir(t)
+	files := map[string]string{"c/nodes/n1/a.yaml": "a", "c/nodes/n2/a.yaml": "b", "c/cluster.yaml": "c"}
+	if err := publish(t, w, l, 1, files); err != nil {
+		t.Fatal(err)
+	}
+	set := w.SetFS(1)
+	ents, err := fs.ReadDir(set, "c/nodes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "n") {
+			t.Errorf("c/nodes lists %s as %v, want a directory named as the node", e.Name(), e.Type())
+		}
+		if fi, err := e.Info(); err != nil || fi.Name() != e.Name() {
+			t.Errorf("c/nodes/%s: info %v %v", e.Name(), fi, err)
+		}
+	}
+	if fi, err := fs.Stat(set, "c/nodes/n1"); err != nil || !fi.IsDir() || fi.Name() != "n1" {
+		t.Errorf("stat c/nodes/n1: %v %v", fi, err)
+	}
+	checkSet(t, w, 1, files)
+
+	refused := func(what, name string) {
+		t.Helper()
+		if data, err := fs.ReadFile(set, name); err == nil {
+			t.Errorf("%s: %s read %q through a symlink", what, name, data)
+		}
+	}
+	setDir := w.SetDir(1)
+	id := treeOfNode(t, w, 1, "c/nodes/n1")
+	tree := filepath.Join(w.trees(), id)
+	// A copy of the tree beside it, under a name that is not a tree's.
+	if err := os.CopyFS(filepath.Join(w.trees(), "copy"), os.DirFS(tree)); err != nil {
+		t.Fatal(err)
+	}
+	n1 := filepath.Join(setDir, "c", "nodes", "n1")
+	for _, target := range []string{"../../../../trees/copy", tree, "../../../../trees/" + id + "/", "../../../trees/" + id} {
+		if err := os.Remove(n1); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, n1); err != nil {
+			t.Fatal(err)
+		}
+		refused("node directory linked to "+target, "c/nodes/n1/a.yaml")
+		if ents, err := fs.ReadDir(set, "c/nodes"); err != nil || ents[0].IsDir() {
+			t.Errorf("node directory linked to %s: listed as a directory (%v)", target, err)
+		}
+	}
+	// A file of the set made a symlink to its own object: same bytes, refused.
+	obj := filepath.Join(w.objects(), shaHex([]byte("c"))[:2], shaHex([]byte("c")))
+	cluster := filepath.Join(setDir, "c", "cluster.yaml")
+	if err := os.Remove(cluster); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(obj, cluster); err != nil {
+		t.Fatal(err)
+	}
+	refused("a file linked to its object", "c/cluster.yaml")
+	// A file of a tree made a symlink.
+	n2tree := filepath.Join(w.trees(), treeOfNode(t, w, 1, "c/nodes/n2"))
+	if err := os.Remove(filepath.Join(n2tree, "a.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(w.objects(), shaHex([]byte("b"))[:2], shaHex([]byte("b"))), filepath.Join(n2tree, "a.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	refused("a file of a tree linked to its object", "c/nodes/n2/a.yaml")
+	// A directory of the set made a symlink to a directory of the set.
+	if err := os.Rename(filepath.Join(setDir, "c"), filepath.Join(setDir, "real")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", filepath.Join(setDir, "c")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.ReadDir(set, "c/nodes"); err == nil {
+		t.Error("a cluster directory linked to another directory of the set is read")
+	}
+}
+
+// TestStoreTreeRebuildFailedStep damages a tree two sets share, then fails each
+// step of the publish that rebuilds it in turn (as a full disk would): after
+// every failure the state is the previous one or the new one, the next
+// publish works, and then every kept set reads right. The exchange of the
+// damaged tree and the removal of the old one are among the steps failed.
+func TestStoreTreeRebuildFailedStep(t *testing.T) {
+	defer func() { TestHookStep = nil }()
+	// One node directory: its steps come in one order (node directories
+	// are linked in parallel).
+	files := map[string]string{"c/nodes/n1/a.yaml": "a\n", "c/nodes/n1/b.yaml": "b\n", "c/cluster.yaml": "other\n"}
+	boom := errors.New("no space left on device")
+	hit := map[string]bool{}
+	for n := 1; ; n++ {
+		w, l := lockedWorkdir(t)
+		for s := int64(1); s <= 2; s++ {
+			if err := publish(t, w, l, s, files); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Remove(filepath.Join(w.trees(), treeOfNode(t, w, 1, "c/nodes/n1"), "b.yaml")); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		count, step := 0, ""
+		TestHookStep = func(s string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if count++; count == n {
+				step = s
+				return boom
+			}
+			return nil
+		}
+		err := publish(t, w, l, 3, files)
+		TestHookStep = nil
+		if step == "" {
+			if err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		hit[strings.Join(strings.Fields(step)[:2], " ")] = true
+		st, rerr := w.ReadState()
+		if rerr != nil || (st.Serial != 2 && st.Serial != 3) {
+			t.Fatalf("step %d (%s): serial %v, %v", n, step, st, rerr)
+		}
+		if err := publish(t, w, l, st.Serial+1, files); err != nil {
+			t.Fatalf("step %d (%s): the next publish: %v", n, step, err)
+		}
+		for _, s := range w.sets() {
+			checkSet(t, w, s, files)
+		}
+	}
+	for _, s := range []string{"mkdir tree", "link tree", "exchange tree", "remove tree", "symlink tree"} {
+		if !hit[s] {
+			t.Errorf("no step %q failed; failed: %v", s, hit)
+		}
+	}
+}
