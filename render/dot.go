@@ -187,7 +187,7 @@ func (w *dotWriter) full(cluster string, limit int) bool {
 	}
 	for _, ng := range w.g.Nodes {
 		for _, pt := range ng.Tasks {
-			for _, e := range pt.Requires {
+			for e := range pt.Requires() {
 				b.WriteString("  ")
 				w.id(e.to, e.Task, e.Node)
 				b.WriteString(" -> ")
@@ -286,7 +286,8 @@ func dotShapeHash(ng *NodeGraph) uint64 {
 			v |= 1
 		}
 		mix(v)
-		for _, e := range pt.Requires {
+		// Held edges: a cluster node's tasks gather no fan-in.
+		for _, e := range pt.requires {
 			if sameNode(e, ng) && e.to != nil {
 				mix(uint32(e.to.idx) | 1<<31)
 			}
@@ -306,7 +307,7 @@ func sameDOTShape(a, b *NodeGraph) bool {
 		if pa.idx != pb.idx || pa.Type != pb.Type {
 			return false
 		}
-		ea, eb := pa.Requires, pb.Requires
+		ea, eb := pa.requires, pb.requires // a cluster node's tasks gather no fan-in
 		for {
 			for len(ea) > 0 && !sameNode(ea[0], a) {
 				ea = ea[1:]
@@ -526,7 +527,8 @@ func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, limit 
 			pos[pt.idx] = int32(i)
 		}
 		for _, pt := range first.Tasks {
-			for _, e := range pt.Requires {
+			// Held edges: a stage's fan-in joins other nodes.
+			for _, e := range pt.requires {
 				if !sameNode(e, first) {
 					continue
 				}
@@ -539,7 +541,7 @@ func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, limit 
 			srcs = srcs[:0]
 			for _, m := range grp.nodes {
 				mpt := m.byID[pos[pt.idx]]
-				for _, e := range mpt.Requires {
+				for e := range mpt.Requires() {
 					if sameNode(e, m) {
 						continue
 					}

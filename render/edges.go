@@ -174,51 +174,33 @@ func (gb *graphBuilder) edges() {
 			gb.instantiate(ng, res)
 		}
 	}
-	// Cross-node edges and the stages tasks are required_for. A task whose edges
-	// this adds to is marked (markDirty): the local edges are already in order. A
-	// stage is required_for by the tasks of many nodes: its list is sized first.
+	// Cross-node edges. A task whose edges this adds to is marked (markDirty): the
+	// local edges are already in order. The stages' fan-in is not held: each stage
+	// keeps the nodes it gathers from (buildFanIns; see fanIn).
 	gb.dirty = make([]uint64, (len(gb.placed)+63)/64)
-	stageIn := map[*PlacedTask]int{}
 	for _, ng := range gb.nodes {
 		for _, pt := range ng.byID {
 			gb.defEdges(pt.Def)
-			if ng == gb.sync {
-				continue
-			}
-			for _, se := range pt.Def.stages {
-				if gb.slot[int(ng.rank)*n+int(se.stage.idx)] == nil {
-					stageIn[se.stage]++
-				}
-			}
 		}
 	}
-	for stage, k := range stageIn {
-		stage.Requires = slices.Grow(stage.Requires, k)
-		gb.markDirty(stage)
-	}
+	gb.buildFanIns()
 	for _, ng := range gb.nodes {
 		for _, pt := range ng.byID {
 			if len(pt.Def.dynamic) > 0 {
 				pt.DynamicRequires = pt.Def.dynamic
 			}
 			gb.crossEdges(ng, pt)
-			if ng != gb.sync {
-				for _, se := range pt.Def.stages {
-					if gb.slot[int(ng.rank)*n+int(se.stage.idx)] == nil {
-						se.stage.Requires = append(se.stage.Requires, Edge{Task: pt.ID, Node: ng.Node, EdgeSource: se.src, to: pt})
-					}
-				}
-			}
 		}
 	}
 	// Sorted by node then task; the first edge of a pair wins.
 	for _, pt := range gb.placed {
-		if len(pt.Requires) < 2 || gb.dirty[pt.seq>>6]&(1<<(pt.seq&63)) == 0 {
+		if len(pt.requires) < 2 || gb.dirty[pt.seq>>6]&(1<<(pt.seq&63)) == 0 {
 			continue
 		}
-		slices.SortStableFunc(pt.Requires, func(a, b Edge) int { return cmp.Compare(edgeKey(a.to), edgeKey(b.to)) })
-		pt.Requires = slices.CompactFunc(pt.Requires, func(a, b Edge) bool { return a.to == b.to })
+		slices.SortStableFunc(pt.requires, func(a, b Edge) int { return cmp.Compare(edgeKey(a.to), edgeKey(b.to)) })
+		pt.requires = slices.CompactFunc(pt.requires, func(a, b Edge) bool { return a.to == b.to })
 	}
+	gb.settleFanIns()
 }
 
 // markDirty notes that pt's edges need sorting.
@@ -534,7 +516,7 @@ func (gb *graphBuilder) instantiate(ng *NodeGraph, res *sigEdges) {
 			to := gb.slot[int(target.rank)*n+int(idx)]
 			req[k] = Edge{Task: to.ID, Node: target.Node, EdgeSource: le.src, to: to}
 		}
-		pt.Requires = req
+		pt.requires = req
 	}
 }
 
@@ -657,10 +639,12 @@ func (gb *graphBuilder) crossEdges(ng *NodeGraph, pt *PlacedTask) {
 					continue
 				}
 				if ce.reverse {
-					x.Requires = append(x.Requires, Edge{Task: pt.ID, Node: ng.Node, EdgeSource: ce.src, to: pt})
+					x.requires = append(x.requires, Edge{Task: pt.ID, Node: ng.Node, EdgeSource: ce.src, to: pt})
 					gb.markDirty(x)
-				} else {
-					pt.Requires = append(pt.Requires, Edge{Task: x.ID, Node: x.node.Node, EdgeSource: ce.src, to: x})
+				} else if pt.fanIn == nil || !gb.gathers(pt, x) {
+					// A stage's fan-in edge to x came before this one (the sync node's
+					// edges are bound last) and wins: nothing to hold.
+					pt.requires = append(pt.requires, Edge{Task: x.ID, Node: x.node.Node, EdgeSource: ce.src, to: x})
 					gb.markDirty(pt)
 				}
 			}

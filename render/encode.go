@@ -256,9 +256,9 @@ func (e *nodeEncoder) task(pt *PlacedTask) error {
 	if !skipped && tb.parameters != nil {
 		put(tb.parameters)
 	}
-	if len(pt.Requires) > 0 {
+	if pt.NumRequires() > 0 {
 		b.WriteString("    requires:\n")
-		for _, ed := range pt.Requires {
+		for ed := range pt.Requires() {
 			task, node, ok := e.target(ed)
 			if !ok {
 				return errSlowPath
@@ -335,9 +335,9 @@ func nodeDocument(m *Model, g *Graph, ng *NodeGraph) map[string]any {
 				t["condition"] = c.Interface() // yaql, for the deployer
 			}
 		}
-		if len(pt.Requires) > 0 {
+		if pt.NumRequires() > 0 {
 			var req []any
-			for _, e := range pt.Requires {
+			for e := range pt.Requires() {
 				req = append(req, map[string]any{"task": e.Task, "node": e.Node})
 			}
 			t["requires"] = req

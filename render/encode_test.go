@@ -108,7 +108,7 @@ func TestEncoderFallback(t *testing.T) {
 // keep quotes and backslashes out today; DOT does not rely on it).
 func TestDOTQuoting(t *testing.T) {
 	a := &PlacedTask{ID: `a"b`, Type: "skipped"}
-	b := &PlacedTask{ID: "c", Type: "shell", Requires: []Edge{{Task: `a"b`, Node: `n\1`}}}
+	b := &PlacedTask{ID: "c", Type: "shell", requires: []Edge{{Task: `a"b`, Node: `n\1`}}}
 	g := &Graph{Type: "default", Nodes: []*NodeGraph{{Node: `n\1`, Tasks: []*PlacedTask{a, b}}}}
 	want := `digraph "x\"y/default" {
   rankdir=LR;

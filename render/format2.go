@@ -310,23 +310,25 @@ func (r *stageRule) implied(ed Edge) bool {
 }
 
 // storedRequires are the requirements of pt as its node file writes them: all of
-// them, but for a stage on the sync node those the catalogue implies.
+// them, but for a stage on the sync node those the catalogue implies. Those are
+// every edge its fanIn gathers, which the stage does not hold, and the held edges
+// to the same tasks: a filter of the held edges.
 func storedRequires(ng *NodeGraph, pt *PlacedTask) []Edge {
 	if ng.Node != SyncNode {
-		return pt.Requires
+		return pt.requires
 	}
 	rule := newStageRule(ng, pt)
 	implied := 0
-	for _, ed := range pt.Requires {
+	for _, ed := range pt.requires {
 		if rule.implied(ed) {
 			implied++
 		}
 	}
 	if implied == 0 {
-		return pt.Requires
+		return pt.requires
 	}
-	out := make([]Edge, 0, len(pt.Requires)-implied)
-	for _, ed := range pt.Requires {
+	out := make([]Edge, 0, len(pt.requires)-implied)
+	for _, ed := range pt.requires {
 		if !rule.implied(ed) {
 			out = append(out, ed)
 		}

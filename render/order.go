@@ -15,10 +15,10 @@ func (gb *graphBuilder) order() {
 	start := make([]int32, len(all)+1)
 	indeg := make([]int32, len(all))
 	for _, pt := range all {
-		for _, e := range pt.Requires {
+		for e := range pt.Requires() {
 			start[e.to.seq+1]++
 		}
-		indeg[pt.seq] = int32(len(pt.Requires))
+		indeg[pt.seq] = int32(pt.NumRequires())
 	}
 	for i := range all {
 		start[i+1] += start[i]
@@ -26,7 +26,7 @@ func (gb *graphBuilder) order() {
 	succ := make([]int32, start[len(all)])
 	fill := slices.Clone(start[:len(all)])
 	for _, pt := range all {
-		for _, e := range pt.Requires {
+		for e := range pt.Requires() {
 			succ[fill[e.to.seq]] = pt.seq
 			fill[e.to.seq]++
 		}
@@ -93,8 +93,20 @@ func (gb *graphBuilder) reportCycles(indeg []int32) {
 	}
 	var groups [][]*PlacedTask
 	ncomp := int32(0)
+	// A stage's edges as a slice, made once (a stage left unordered is rare).
+	var stageReq map[int32][]Edge
 	stronglyConnected(len(all), roots, func(v int32, i int) (int32, bool) {
-		req := all[v].Requires
+		req := all[v].requires
+		if all[v].fanIn != nil {
+			var ok bool
+			if req, ok = stageReq[v]; !ok {
+				if stageReq == nil {
+					stageReq = map[int32][]Edge{}
+				}
+				req = all[v].AllRequires()
+				stageReq[v] = req
+			}
+		}
 		if i >= len(req) {
 			return 0, false
 		}
@@ -168,7 +180,7 @@ func (gb *graphBuilder) reportCycle(members []*PlacedTask, comp []int32) {
 		pos[pt] = len(path)
 		path = append(path, pt)
 		var next *PlacedTask
-		for _, e := range pt.Requires {
+		for e := range pt.Requires() {
 			x := e.to
 			if comp[x.seq] != c {
 				continue
