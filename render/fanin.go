@@ -1,6 +1,10 @@
 package render
 
-import "iter"
+import (
+	"cmp"
+	"iter"
+	"slices"
+)
 
 // The fan-in of the sync node's stages.
 //
@@ -50,6 +54,31 @@ func (gb *graphBuilder) gathers(stage, t *PlacedTask) bool {
 		gb.slot[int(t.node.rank)*len(gb.ids)+int(stage.idx)] == nil && stageSource(stage, t) != nil
 }
 
+// gatheredBy calls f with each stage that gathers task t through its fan-in (and
+// holds no edge to t itself): the stages whose Requires yields a gathered edge to t.
+func (gb *graphBuilder) gatheredBy(t *PlacedTask, f func(stage *PlacedTask)) {
+	if t.node == gb.sync {
+		return
+	}
+	n := len(gb.ids)
+	row := gb.slot[int(t.node.rank)*n : int(t.node.rank+1)*n]
+	stages := t.Def.stages
+	for i, se := range stages {
+		stage := se.stage
+		if row[stage.idx] != nil || seenStage(stages[:i], stage) || stage.holds(t) {
+			continue
+		}
+		f(stage)
+	}
+}
+
+// holds reports whether pt holds an edge to t (its held edges are sorted).
+func (pt *PlacedTask) holds(t *PlacedTask) bool {
+	k := edgeKey(t)
+	_, ok := slices.BinarySearchFunc(pt.requires, k, func(e Edge, k int64) int { return cmp.Compare(edgeKey(e.to), k) })
+	return ok
+}
+
 // buildFanIns gives each stage of the sync node the nodes it gathers from and
 // counts its gathered edges (before the cross-dependencies are bound).
 func (gb *graphBuilder) buildFanIns() {
@@ -63,7 +92,7 @@ func (gb *graphBuilder) buildFanIns() {
 			stages := pt.Def.stages
 			for i, se := range stages {
 				stage := se.stage
-				if row[stage.idx] != nil || firstStage(stages[:i], stage) {
+				if row[stage.idx] != nil || seenStage(stages[:i], stage) {
 					continue
 				}
 				f := stage.fanIn
@@ -80,8 +109,8 @@ func (gb *graphBuilder) buildFanIns() {
 	}
 }
 
-// firstStage reports whether stage is among the entries before (so not the first).
-func firstStage(before []stageEdge, stage *PlacedTask) bool {
+// seenStage reports whether stage is among the entries before.
+func seenStage(before []stageEdge, stage *PlacedTask) bool {
 	for _, se := range before {
 		if se.stage == stage {
 			return true

@@ -236,3 +236,30 @@ func edgeStrings(edges []Edge) []string {
 	}
 	return out
 }
+
+// TestStageFanInOrder: a stage comes after every task it gathers and its other
+// requirements, each counted once: a task required_for the stage by two entries,
+// and a task whose cross-depended-by on the stage duplicates its required_for.
+// a_end is ready only once z_start is done, though the tasks it gathers (ids
+// before z_start) are done first.
+func TestStageFanInOrder(t *testing.T) {
+	tasks := `- {id: z_start, type: stage}
+- {id: a_end, type: stage, requires: [z_start]}
+- {id: b, type: shell, role: [compute], required_for: [a_end, '/a_e/']}
+- id: c
+  type: shell
+  role: [cinder]
+  required_for: [a_end]
+  cross-depended-by: [{name: a_end, role: null}]
+`
+	r, diags := renderFiles(t, graphFiles(semRelease, map[string]string{"default": tasks}, semCluster), nil)
+	noErrors(t, diags)
+	want := map[string][]string{
+		"node-4": {"b shell"},
+		"node-5": {"b shell", "c shell"},
+		"sync":   {"z_start stage", "a_end stage <- b@node-4 b@node-5 c@node-5 z_start@sync"},
+	}
+	if diff := cmp.Diff(want, nonEmpty(taskSets(r.Graph("default")))); diff != "" {
+		t.Errorf("tasks (-want +got):\n%s", diff)
+	}
+}

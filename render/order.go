@@ -11,11 +11,13 @@ import (
 // group of tasks that cannot be ordered.
 func (gb *graphBuilder) order() {
 	all := gb.placed
-	// Successors in compressed form: succ[start[i]:start[i+1]] follow task i.
+	// Successors in compressed form: succ[start[i]:start[i+1]] follow task i, by the
+	// edges the tasks hold. A stage's fan-in is not listed: a task done releases
+	// the stages that gather it (gatheredBy).
 	start := make([]int32, len(all)+1)
 	indeg := make([]int32, len(all))
 	for _, pt := range all {
-		for e := range pt.Requires() {
+		for _, e := range pt.requires {
 			start[e.to.seq+1]++
 		}
 		indeg[pt.seq] = int32(pt.NumRequires())
@@ -26,7 +28,7 @@ func (gb *graphBuilder) order() {
 	succ := make([]int32, start[len(all)])
 	fill := slices.Clone(start[:len(all)])
 	for _, pt := range all {
-		for e := range pt.Requires() {
+		for _, e := range pt.requires {
 			succ[fill[e.to.seq]] = pt.seq
 			fill[e.to.seq]++
 		}
@@ -57,6 +59,13 @@ func (gb *graphBuilder) order() {
 			if indeg[t]--; indeg[t] == 0 {
 				h.push(t)
 			}
+		}
+		if len(pt.Def.stages) > 0 {
+			gb.gatheredBy(pt, func(stage *PlacedTask) {
+				if indeg[stage.seq]--; indeg[stage.seq] == 0 {
+					h.push(stage.seq)
+				}
+			})
 		}
 	}
 	if done == len(all) {
