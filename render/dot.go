@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -521,6 +522,8 @@ func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, limit 
 	}
 	pos := make([]int32, len(g.ids)) // task idx → position in the first node's byID
 	var srcs []uint64                // group<<32 | idx of the other ends of a task's edges
+	var runs []srcRun                // srcs counted
+	var gathered map[uint64]int      // a stage's fan-in counted by group<<32 | idx
 	for _, grp := range gr.groups {
 		first := grp.nodes[0]
 		for i, pt := range first.byID {
@@ -539,9 +542,25 @@ func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, limit 
 				b.WriteString(";\n")
 			}
 			srcs = srcs[:0]
+			gathered = nil
 			for _, m := range grp.nodes {
 				mpt := m.byID[pos[pt.idx]]
-				for e := range mpt.Requires() {
+				edges := mpt.requires
+				if mpt.fanIn != nil {
+					// A stage's fan-in: one count per box and task, not one entry per
+					// node and task.
+					counts, ok := w.gathered(mpt, gr)
+					if !ok {
+						edges = mpt.AllRequires()
+					} else if gathered == nil {
+						gathered = counts
+					} else {
+						for src, n := range counts {
+							gathered[src] += n
+						}
+					}
+				}
+				for _, e := range edges {
 					if sameNode(e, m) {
 						continue
 					}
@@ -562,13 +581,32 @@ func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, limit 
 				}
 			}
 			slices.Sort(srcs)
+			runs = runs[:0]
 			for k := 0; k < len(srcs); {
 				n := 1
 				for k+n < len(srcs) && srcs[k+n] == srcs[k] {
 					n++
 				}
-				src := srcs[k]
+				runs = append(runs, srcRun{srcs[k], n})
 				k += n
+			}
+			if len(gathered) > 0 {
+				for src, n := range gathered {
+					runs = append(runs, srcRun{src, n})
+				}
+				slices.SortFunc(runs, func(a, b srcRun) int { return cmp.Compare(a.src, b.src) })
+				out := runs[:0]
+				for _, r := range runs {
+					if len(out) > 0 && out[len(out)-1].src == r.src {
+						out[len(out)-1].n += r.n
+						continue
+					}
+					out = append(out, r)
+				}
+				runs = out
+			}
+			for _, r := range runs {
+				src, n := r.src, r.n
 				b.WriteString("  ")
 				w.idOn(int32(uint32(src)), gr.groups[src>>32].nodes[0])
 				b.WriteString(" -> ")
@@ -588,6 +626,36 @@ func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, limit 
 	}
 	b.WriteString("}\n")
 	return !w.over(limit)
+}
+
+// srcRun is how many edges come from one task of one box (src is group<<32 | idx).
+type srcRun struct {
+	src uint64
+	n   int
+}
+
+// gathered counts the edges stage's fan-in gathers by box and task (group<<32 |
+// idx), but those it also holds (drawn from its held edges). It reports false when
+// a gathered task is not on a node of the grouping: the caller then draws every
+// edge one by one.
+func (w *dotWriter) gathered(stage *PlacedTask, gr *dotGrouping) (map[uint64]int, bool) {
+	counts := map[uint64]int{}
+	for _, ng := range stage.fanIn.nodes {
+		if int(ng.rank) >= len(gr.of) || gr.of[ng.rank] < 0 {
+			return nil, false
+		}
+		sg := uint64(gr.of[ng.rank]) << 32
+		for _, t := range ng.byID {
+			if stageSource(stage, t) == nil || stage.holds(t) {
+				continue
+			}
+			if !w.placed(t, t.ID) {
+				return nil, false
+			}
+			counts[sg|uint64(uint32(t.idx))]++
+		}
+	}
+	return counts, true
 }
 
 // note writes a graph that only says why it is not drawn.
