@@ -193,14 +193,50 @@ func (gb *graphBuilder) edges() {
 		}
 	}
 	// Sorted by node then task; the first edge of a pair wins.
+	var sorter edgeSorter
 	for _, pt := range gb.placed {
 		if len(pt.requires) < 2 || gb.dirty[pt.seq>>6]&(1<<(pt.seq&63)) == 0 {
 			continue
 		}
-		slices.SortStableFunc(pt.requires, func(a, b Edge) int { return cmp.Compare(edgeKey(a.to), edgeKey(b.to)) })
-		pt.requires = slices.CompactFunc(pt.requires, func(a, b Edge) bool { return a.to == b.to })
+		pt.requires = sorter.sortCompact(pt.requires, n, len(gb.nodes))
 	}
 	gb.settleFanIns()
+}
+
+// edgeSorter sorts edge lists by target (node rank, then task idx), stably, and
+// keeps the first edge of each target. Its buffers are reused across lists.
+type edgeSorter struct {
+	keys []uint64
+	tmp  []Edge
+}
+
+// sortCompact sorts and compacts edges in place; n is the number of task ids and
+// nodes the number of nodes. A list is sorted as one key per edge, target then
+// position (a plain sort of integers, stable by construction), unless the keys do
+// not fit in 64 bits.
+func (s *edgeSorter) sortCompact(edges []Edge, n, nodes int) []Edge {
+	if uint64(n)*uint64(nodes) >= 1<<32 || uint64(len(edges)) >= 1<<32 {
+		slices.SortStableFunc(edges, func(a, b Edge) int { return cmp.Compare(edgeKey(a.to), edgeKey(b.to)) })
+		return slices.CompactFunc(edges, func(a, b Edge) bool { return a.to == b.to })
+	}
+	s.keys = s.keys[:0]
+	sorted := true
+	for i, e := range edges {
+		k := (uint64(e.to.node.rank)*uint64(n)+uint64(e.to.idx))<<32 | uint64(i)
+		if i > 0 && k < s.keys[i-1] {
+			sorted = false
+		}
+		s.keys = append(s.keys, k)
+	}
+	if !sorted {
+		slices.Sort(s.keys)
+		s.tmp = append(s.tmp[:0], edges...)
+		for i, k := range s.keys {
+			edges[i] = s.tmp[uint32(k)]
+		}
+		clear(s.tmp) // no pointers kept alive from the buffer
+	}
+	return slices.CompactFunc(edges, func(a, b Edge) bool { return a.to == b.to })
 }
 
 // markDirty notes that pt's edges need sorting.

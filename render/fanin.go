@@ -34,6 +34,8 @@ type fanIn struct {
 	nodes []*NodeGraph
 	// count is the number of gathered edges not also held by the stage.
 	count int
+	// held is the number of gathered tasks the stage also holds an edge to.
+	held int
 }
 
 // stageSource returns the source of the edge from stage to t when t's definition
@@ -72,8 +74,12 @@ func (gb *graphBuilder) gatheredBy(t *PlacedTask, f func(stage *PlacedTask)) {
 	}
 }
 
-// holds reports whether pt holds an edge to t (its held edges are sorted).
+// holds reports whether stage pt, which gathers t, also holds an edge to it (its
+// held edges are sorted).
 func (pt *PlacedTask) holds(t *PlacedTask) bool {
+	if pt.fanIn.held == 0 {
+		return false
+	}
 	k := edgeKey(t)
 	_, ok := slices.BinarySearchFunc(pt.requires, k, func(e Edge, k int64) int { return cmp.Compare(edgeKey(e.to), k) })
 	return ok
@@ -129,6 +135,7 @@ func (gb *graphBuilder) settleFanIns() {
 		for _, e := range pt.requires {
 			if gb.gathers(pt, e.to) {
 				pt.fanIn.count--
+				pt.fanIn.held++
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"path"
 	"slices"
 	"testing"
@@ -261,5 +262,40 @@ func TestStageFanInOrder(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, nonEmpty(taskSets(r.Graph("default")))); diff != "" {
 		t.Errorf("tasks (-want +got):\n%s", diff)
+	}
+}
+
+// TestEdgeSorter: sortCompact orders edges by target node rank then task, keeps
+// the first edge of each target (by position), and agrees with a stable sort of
+// the edges, on its integer-key path and on its fallback.
+func TestEdgeSorter(t *testing.T) {
+	const ids, ranks = 7, 5
+	var targets []*PlacedTask
+	for r := range ranks {
+		ng := &NodeGraph{Node: fmt.Sprintf("n%d", r), rank: int32(r)}
+		for i := range ids {
+			targets = append(targets, &PlacedTask{ID: fmt.Sprintf("t%d", i), node: ng, idx: int32(i)})
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var s edgeSorter
+	for trial := range 300 {
+		edges := make([]Edge, rng.IntN(40))
+		for i := range edges {
+			to := targets[rng.IntN(len(targets))]
+			edges[i] = Edge{Task: to.ID, Node: to.node.Node, EdgeSource: &EdgeSource{Origin: fmt.Sprint(i)}, to: to}
+		}
+		if trial%3 == 0 {
+			slices.SortStableFunc(edges, func(a, b Edge) int { return int(edgeKey(a.to) - edgeKey(b.to)) })
+		}
+		want := slices.Clone(edges)
+		slices.SortStableFunc(want, func(a, b Edge) int { return int(edgeKey(a.to) - edgeKey(b.to)) })
+		want = slices.CompactFunc(want, func(a, b Edge) bool { return a.to == b.to })
+		for _, nodes := range []int{ranks, 1 << 31} { // the second takes the fallback
+			got := s.sortCompact(slices.Clone(edges), ids, nodes)
+			if diff := cmp.Diff(edgeStrings(want), edgeStrings(got)); diff != "" {
+				t.Fatalf("trial %d, %d nodes (-stable sort +sortCompact):\n%s", trial, nodes, diff)
+			}
+		}
 	}
 }
