@@ -30,7 +30,7 @@ import (
 type nameMatcher struct {
 	name    string
 	re      *regexp.Regexp
-	matches []int32 // for a regex: the idx of the graph's ids it matches
+	matches []int32 // the idx of the graph's ids it matches
 }
 
 // matcher returns the matcher of a dependency name, compiled once per graph.
@@ -40,7 +40,11 @@ func (gb *graphBuilder) matcher(name string) *nameMatcher {
 		return nm
 	}
 	nm = &nameMatcher{name: name}
-	if len(name) >= 2 && strings.HasPrefix(name, "/") && strings.HasSuffix(name, "/") {
+	if len(name) < 2 || !strings.HasPrefix(name, "/") || !strings.HasSuffix(name, "/") {
+		if i, ok := gb.index[name]; ok {
+			nm.matches = []int32{i}
+		}
+	} else {
 		re, err := regexp.Compile("^(?:" + name[1:len(name)-1] + ")")
 		if err != nil {
 			re = regexp.MustCompile(`\A\z.`)
@@ -56,15 +60,9 @@ func (gb *graphBuilder) matcher(name string) *nameMatcher {
 	return nm
 }
 
-// ids returns the idx of the graph's ids the name matches.
+// matching returns the idx of the graph's ids the name matches.
 func (gb *graphBuilder) matching(nm *nameMatcher) []int32 {
-	if nm.re != nil {
-		return nm.matches
-	}
-	if i, ok := gb.index[nm.name]; ok {
-		return []int32{i}
-	}
-	return nil
+	return nm.matches
 }
 
 // relation is the definition-level order of one graph.

@@ -33,17 +33,14 @@ func (gb *graphBuilder) order() {
 			fill[e.to.seq]++
 		}
 	}
-	less := func(a, b int32) bool {
-		x, y := all[a], all[b]
-		if x.idx != y.idx {
-			return x.idx < y.idx
-		}
-		return x.node.rank < y.node.rank
-	}
-	h := seqHeap{less: less}
+	// Ready tasks by id, then node: a heap of keys idx<<32 | rank, each the slot
+	// of its task.
+	n := len(gb.ids)
+	key := func(seq int32) uint64 { pt := all[seq]; return uint64(pt.idx)<<32 | uint64(pt.node.rank) }
+	var h keyHeap
 	for _, pt := range all {
 		if indeg[pt.seq] == 0 {
-			h.push(pt.seq)
+			h.push(key(pt.seq))
 		}
 	}
 	for _, ng := range gb.nodes {
@@ -51,19 +48,20 @@ func (gb *graphBuilder) order() {
 	}
 	done := 0
 	for len(h.items) > 0 {
-		s := h.pop()
+		k := h.pop()
+		pt := gb.slot[int(uint32(k))*n+int(k>>32)]
+		s := pt.seq
 		done++
-		pt := all[s]
 		pt.node.Tasks = append(pt.node.Tasks, pt)
 		for _, t := range succ[start[s]:start[s+1]] {
 			if indeg[t]--; indeg[t] == 0 {
-				h.push(t)
+				h.push(key(t))
 			}
 		}
 		if len(pt.Def.stages) > 0 {
 			gb.gatheredBy(pt, func(stage *PlacedTask) {
 				if indeg[stage.seq]--; indeg[stage.seq] == 0 {
-					h.push(stage.seq)
+					h.push(key(stage.seq))
 				}
 			})
 		}
@@ -215,18 +213,17 @@ func (gb *graphBuilder) reportCycle(members []*PlacedTask, comp []int32) {
 		"Each task must come after the one before it in this list, which cannot hold; remove one of the requires, required_for or cross-depends entries."))
 }
 
-// seqHeap is a binary heap of placed-task numbers.
-type seqHeap struct {
-	items []int32
-	less  func(a, b int32) bool
+// keyHeap is a binary min-heap of integer keys.
+type keyHeap struct {
+	items []uint64
 }
 
-func (h *seqHeap) push(k int32) {
+func (h *keyHeap) push(k uint64) {
 	h.items = append(h.items, k)
 	i := len(h.items) - 1
 	for i > 0 {
 		p := (i - 1) / 2
-		if !h.less(h.items[i], h.items[p]) {
+		if h.items[i] >= h.items[p] {
 			break
 		}
 		h.items[i], h.items[p] = h.items[p], h.items[i]
@@ -234,7 +231,7 @@ func (h *seqHeap) push(k int32) {
 	}
 }
 
-func (h *seqHeap) pop() int32 {
+func (h *keyHeap) pop() uint64 {
 	top := h.items[0]
 	last := len(h.items) - 1
 	h.items[0] = h.items[last]
@@ -242,10 +239,10 @@ func (h *seqHeap) pop() int32 {
 	i := 0
 	for {
 		l, r, small := 2*i+1, 2*i+2, i
-		if l < len(h.items) && h.less(h.items[l], h.items[small]) {
+		if l < len(h.items) && h.items[l] < h.items[small] {
 			small = l
 		}
-		if r < len(h.items) && h.less(h.items[r], h.items[small]) {
+		if r < len(h.items) && h.items[r] < h.items[small] {
 			small = r
 		}
 		if small == i {
