@@ -660,6 +660,29 @@ func (gb *graphBuilder) crossTargets(it *loader.Value) ([]int32, bool) {
 func (gb *graphBuilder) crossEdges(ng *NodeGraph, pt *PlacedTask) {
 	n := len(gb.ids)
 	self := []int32{ng.rank}
+	// pt's own (cross-depends) edges are counted first, so that its list grows
+	// once rather than doubling as it is filled.
+	grow := 0
+	for _, ce := range pt.Def.cross {
+		if ce.reverse {
+			continue
+		}
+		targets := ce.targets
+		if ce.self {
+			targets = self
+		}
+		for _, r := range targets {
+			row := gb.slot[int(r)*n : int(r+1)*n]
+			for _, xid := range gb.matching(ce.nm) {
+				if x := row[xid]; x != nil && x != pt {
+					grow++
+				}
+			}
+		}
+	}
+	if grow > 1 {
+		pt.requires = slices.Grow(pt.requires, grow)
+	}
 	for _, ce := range pt.Def.cross {
 		targets := ce.targets
 		if ce.self {
