@@ -523,7 +523,7 @@ func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, limit 
 	pos := make([]int32, len(g.ids)) // task idx → position in the first node's byID
 	var srcs []uint64                // group<<32 | idx of the other ends of a task's edges
 	var runs []srcRun                // srcs counted
-	var gathered map[uint64]int      // a stage's fan-in counted by group<<32 | idx
+	var gathered []srcRun            // a stage's fan-in counted by group<<32 | idx
 	for _, grp := range gr.groups {
 		first := grp.nodes[0]
 		for i, pt := range first.byID {
@@ -552,12 +552,8 @@ func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, limit 
 					counts, ok := w.gathered(mpt, gr)
 					if !ok {
 						edges = mpt.AllRequires()
-					} else if gathered == nil {
-						gathered = counts
 					} else {
-						for src, n := range counts {
-							gathered[src] += n
-						}
+						gathered = append(gathered, counts...)
 					}
 				}
 				for _, e := range edges {
@@ -591,9 +587,7 @@ func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, limit 
 				k += n
 			}
 			if len(gathered) > 0 {
-				for src, n := range gathered {
-					runs = append(runs, srcRun{src, n})
-				}
+				runs = append(runs, gathered...)
 				slices.SortFunc(runs, func(a, b srcRun) int { return cmp.Compare(a.src, b.src) })
 				out := runs[:0]
 				for _, r := range runs {
@@ -635,16 +629,25 @@ type srcRun struct {
 }
 
 // gathered counts the edges stage's fan-in gathers by box and task (group<<32 |
-// idx), but those it also holds (drawn from its held edges). It reports false when
-// a gathered task is not on a node of the grouping: the caller then draws every
-// edge one by one.
-func (w *dotWriter) gathered(stage *PlacedTask, gr *dotGrouping) (map[uint64]int, bool) {
-	counts := map[uint64]int{}
+// idx), but those it also holds (drawn from its held edges), in the order of
+// their keys. It reports false when a gathered task is not on a node of the
+// grouping: the caller then draws every edge one by one.
+func (w *dotWriter) gathered(stage *PlacedTask, gr *dotGrouping) ([]srcRun, bool) {
+	ids := len(w.g.ids)
+	// A counter per box and task when that is small (the usual few boxes), else a
+	// map.
+	var dense []int32
+	var sparse map[uint64]int
+	if len(gr.groups)*ids <= 1<<20 {
+		dense = make([]int32, len(gr.groups)*ids)
+	} else {
+		sparse = map[uint64]int{}
+	}
 	for _, ng := range stage.fanIn.nodes {
 		if int(ng.rank) >= len(gr.of) || gr.of[ng.rank] < 0 {
 			return nil, false
 		}
-		sg := uint64(gr.of[ng.rank]) << 32
+		sg := int(gr.of[ng.rank])
 		for _, t := range ng.byID {
 			if stageSource(stage, t) == nil || stage.holds(t) {
 				continue
@@ -652,10 +655,24 @@ func (w *dotWriter) gathered(stage *PlacedTask, gr *dotGrouping) (map[uint64]int
 			if !w.placed(t, t.ID) {
 				return nil, false
 			}
-			counts[sg|uint64(uint32(t.idx))]++
+			if dense != nil {
+				dense[sg*ids+int(t.idx)]++
+			} else {
+				sparse[uint64(sg)<<32|uint64(uint32(t.idx))]++
+			}
 		}
 	}
-	return counts, true
+	var runs []srcRun
+	for i, n := range dense {
+		if n > 0 {
+			runs = append(runs, srcRun{uint64(i/ids)<<32 | uint64(i%ids), int(n)})
+		}
+	}
+	for src, n := range sparse {
+		runs = append(runs, srcRun{src, n})
+	}
+	slices.SortFunc(runs, func(a, b srcRun) int { return cmp.Compare(a.src, b.src) })
+	return runs, true
 }
 
 // note writes a graph that only says why it is not drawn.
