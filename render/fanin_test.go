@@ -299,3 +299,36 @@ func TestEdgeSorter(t *testing.T) {
 		}
 	}
 }
+
+// TestRequiresDoesNotAllocate: iterating the edges of every task, a stage's
+// gathered ones included, allocates nothing.
+func TestRequiresDoesNotAllocate(t *testing.T) {
+	spec := repogen.Spec{Plugins: 2, Tasks: 100, Nodes: 20, Clusters: 1, Seed: 3, CrossDepends: 10, StageFanIn: true}
+	repo, ld := loader.Load(repogen.Generate(spec), loader.Options{})
+	rs := loadRender(t, repo, ld)
+	g := rs[0].Graph("default")
+	edges, gathered := 0, 0
+	allocs := testing.AllocsPerRun(5, func() {
+		edges = 0
+		for _, ng := range g.Nodes {
+			for _, pt := range ng.Tasks {
+				for e := range pt.Requires() {
+					if e.to != nil {
+						edges++
+					}
+				}
+			}
+		}
+	})
+	for _, pt := range g.Node(SyncNode).Tasks {
+		if pt.fanIn != nil {
+			gathered += pt.NumRequires() - len(pt.requires)
+		}
+	}
+	if allocs != 0 {
+		t.Errorf("%v allocations per pass over %d edges", allocs, edges)
+	}
+	if gathered == 0 {
+		t.Error("no stage gathers tasks; the test wants fan-in")
+	}
+}
