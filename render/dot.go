@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -187,7 +188,7 @@ func (w *dotWriter) full(cluster string, limit int) bool {
 	}
 	for _, ng := range w.g.Nodes {
 		for _, pt := range ng.Tasks {
-			for _, e := range pt.Requires {
+			for e := range pt.Requires() {
 				b.WriteString("  ")
 				w.id(e.to, e.Task, e.Node)
 				b.WriteString(" -> ")
@@ -286,7 +287,8 @@ func dotShapeHash(ng *NodeGraph) uint64 {
 			v |= 1
 		}
 		mix(v)
-		for _, e := range pt.Requires {
+		// Held edges: a cluster node's tasks gather no fan-in.
+		for _, e := range pt.requires {
 			if sameNode(e, ng) && e.to != nil {
 				mix(uint32(e.to.idx) | 1<<31)
 			}
@@ -306,7 +308,7 @@ func sameDOTShape(a, b *NodeGraph) bool {
 		if pa.idx != pb.idx || pa.Type != pb.Type {
 			return false
 		}
-		ea, eb := pa.Requires, pb.Requires
+		ea, eb := pa.requires, pb.requires // a cluster node's tasks gather no fan-in
 		for {
 			for len(ea) > 0 && !sameNode(ea[0], a) {
 				ea = ea[1:]
@@ -520,13 +522,16 @@ func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, limit 
 	}
 	pos := make([]int32, len(g.ids)) // task idx → position in the first node's byID
 	var srcs []uint64                // group<<32 | idx of the other ends of a task's edges
+	var runs []srcRun                // srcs counted
+	var gathered []srcRun            // a stage's fan-in counted by group<<32 | idx
 	for _, grp := range gr.groups {
 		first := grp.nodes[0]
 		for i, pt := range first.byID {
 			pos[pt.idx] = int32(i)
 		}
 		for _, pt := range first.Tasks {
-			for _, e := range pt.Requires {
+			// Held edges: a stage's fan-in joins other nodes.
+			for _, e := range pt.requires {
 				if !sameNode(e, first) {
 					continue
 				}
@@ -537,9 +542,21 @@ func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, limit 
 				b.WriteString(";\n")
 			}
 			srcs = srcs[:0]
+			gathered = nil
 			for _, m := range grp.nodes {
 				mpt := m.byID[pos[pt.idx]]
-				for _, e := range mpt.Requires {
+				edges := mpt.requires
+				if mpt.fanIn != nil {
+					// A stage's fan-in: one count per box and task, not one entry per
+					// node and task.
+					counts, ok := w.gathered(mpt, gr)
+					if !ok {
+						edges = mpt.AllRequires()
+					} else {
+						gathered = append(gathered, counts...)
+					}
+				}
+				for _, e := range edges {
 					if sameNode(e, m) {
 						continue
 					}
@@ -560,13 +577,30 @@ func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, limit 
 				}
 			}
 			slices.Sort(srcs)
+			runs = runs[:0]
 			for k := 0; k < len(srcs); {
 				n := 1
 				for k+n < len(srcs) && srcs[k+n] == srcs[k] {
 					n++
 				}
-				src := srcs[k]
+				runs = append(runs, srcRun{srcs[k], n})
 				k += n
+			}
+			if len(gathered) > 0 {
+				runs = append(runs, gathered...)
+				slices.SortFunc(runs, func(a, b srcRun) int { return cmp.Compare(a.src, b.src) })
+				out := runs[:0]
+				for _, r := range runs {
+					if len(out) > 0 && out[len(out)-1].src == r.src {
+						out[len(out)-1].n += r.n
+						continue
+					}
+					out = append(out, r)
+				}
+				runs = out
+			}
+			for _, r := range runs {
+				src, n := r.src, r.n
 				b.WriteString("  ")
 				w.idOn(int32(uint32(src)), gr.groups[src>>32].nodes[0])
 				b.WriteString(" -> ")
@@ -586,6 +620,59 @@ func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, limit 
 	}
 	b.WriteString("}\n")
 	return !w.over(limit)
+}
+
+// srcRun is how many edges come from one task of one box (src is group<<32 | idx).
+type srcRun struct {
+	src uint64
+	n   int
+}
+
+// gathered counts the edges stage's fan-in gathers by box and task (group<<32 |
+// idx), but those it also holds (drawn from its held edges), in the order of
+// their keys. It reports false when a gathered task is not on a node of the
+// grouping: the caller then draws every edge one by one.
+func (w *dotWriter) gathered(stage *PlacedTask, gr *dotGrouping) ([]srcRun, bool) {
+	ids := len(w.g.ids)
+	// A counter per box and task when that is small (the usual few boxes), else a
+	// map.
+	var dense []int32
+	var sparse map[uint64]int
+	if len(gr.groups)*ids <= 1<<20 {
+		dense = make([]int32, len(gr.groups)*ids)
+	} else {
+		sparse = map[uint64]int{}
+	}
+	for _, ng := range stage.fanIn.nodes {
+		if int(ng.rank) >= len(gr.of) || gr.of[ng.rank] < 0 {
+			return nil, false
+		}
+		sg := int(gr.of[ng.rank])
+		for _, t := range ng.byID {
+			if stageSource(stage, t) == nil || stage.holds(t) {
+				continue
+			}
+			if !w.placed(t, t.ID) {
+				return nil, false
+			}
+			if dense != nil {
+				dense[sg*ids+int(t.idx)]++
+			} else {
+				sparse[uint64(sg)<<32|uint64(uint32(t.idx))]++
+			}
+		}
+	}
+	var runs []srcRun
+	for i, n := range dense {
+		if n > 0 {
+			runs = append(runs, srcRun{uint64(i/ids)<<32 | uint64(i%ids), int(n)})
+		}
+	}
+	for src, n := range sparse {
+		runs = append(runs, srcRun{src, n})
+	}
+	slices.SortFunc(runs, func(a, b srcRun) int { return cmp.Compare(a.src, b.src) })
+	return runs, true
 }
 
 // note writes a graph that only says why it is not drawn.

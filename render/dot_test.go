@@ -267,7 +267,7 @@ func checkCondensed(t *testing.T, data []byte, cluster string, g *Graph) {
 			ids := make([]string, 0, len(ng.Tasks))
 			for _, pt := range ng.Tasks {
 				var local []string
-				for _, e := range pt.Requires {
+				for _, e := range pt.AllRequires() {
 					if e.Node == ng.Node {
 						local = append(local, e.Task)
 					}
@@ -379,7 +379,7 @@ func checkCondensed(t *testing.T, data []byte, cluster string, g *Graph) {
 		}
 		for _, ng := range members {
 			for _, pt := range ng.Tasks {
-				for _, e := range pt.Requires {
+				for _, e := range pt.AllRequires() {
 					if e.Node == ng.Node {
 						if ng == first {
 							want[at(e.Task, first)+" -> "+at(pt.ID, first)] = 0

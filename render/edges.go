@@ -30,7 +30,7 @@ import (
 type nameMatcher struct {
 	name    string
 	re      *regexp.Regexp
-	matches []int32 // for a regex: the idx of the graph's ids it matches
+	matches []int32 // the idx of the graph's ids it matches
 }
 
 // matcher returns the matcher of a dependency name, compiled once per graph.
@@ -40,7 +40,11 @@ func (gb *graphBuilder) matcher(name string) *nameMatcher {
 		return nm
 	}
 	nm = &nameMatcher{name: name}
-	if len(name) >= 2 && strings.HasPrefix(name, "/") && strings.HasSuffix(name, "/") {
+	if len(name) < 2 || !strings.HasPrefix(name, "/") || !strings.HasSuffix(name, "/") {
+		if i, ok := gb.index[name]; ok {
+			nm.matches = []int32{i}
+		}
+	} else {
 		re, err := regexp.Compile("^(?:" + name[1:len(name)-1] + ")")
 		if err != nil {
 			re = regexp.MustCompile(`\A\z.`)
@@ -56,15 +60,9 @@ func (gb *graphBuilder) matcher(name string) *nameMatcher {
 	return nm
 }
 
-// ids returns the idx of the graph's ids the name matches.
+// matching returns the idx of the graph's ids the name matches.
 func (gb *graphBuilder) matching(nm *nameMatcher) []int32 {
-	if nm.re != nil {
-		return nm.matches
-	}
-	if i, ok := gb.index[nm.name]; ok {
-		return []int32{i}
-	}
-	return nil
+	return nm.matches
 }
 
 // relation is the definition-level order of one graph.
@@ -174,51 +172,69 @@ func (gb *graphBuilder) edges() {
 			gb.instantiate(ng, res)
 		}
 	}
-	// Cross-node edges and the stages tasks are required_for. A task whose edges
-	// this adds to is marked (markDirty): the local edges are already in order. A
-	// stage is required_for by the tasks of many nodes: its list is sized first.
+	// Cross-node edges. A task whose edges this adds to is marked (markDirty): the
+	// local edges are already in order. The stages' fan-in is not held: each stage
+	// keeps the nodes it gathers from (buildFanIns; see fanIn).
 	gb.dirty = make([]uint64, (len(gb.placed)+63)/64)
-	stageIn := map[*PlacedTask]int{}
 	for _, ng := range gb.nodes {
 		for _, pt := range ng.byID {
 			gb.defEdges(pt.Def)
-			if ng == gb.sync {
-				continue
-			}
-			for _, se := range pt.Def.stages {
-				if gb.slot[int(ng.rank)*n+int(se.stage.idx)] == nil {
-					stageIn[se.stage]++
-				}
-			}
 		}
 	}
-	for stage, k := range stageIn {
-		stage.Requires = slices.Grow(stage.Requires, k)
-		gb.markDirty(stage)
-	}
+	gb.buildFanIns()
 	for _, ng := range gb.nodes {
 		for _, pt := range ng.byID {
 			if len(pt.Def.dynamic) > 0 {
 				pt.DynamicRequires = pt.Def.dynamic
 			}
 			gb.crossEdges(ng, pt)
-			if ng != gb.sync {
-				for _, se := range pt.Def.stages {
-					if gb.slot[int(ng.rank)*n+int(se.stage.idx)] == nil {
-						se.stage.Requires = append(se.stage.Requires, Edge{Task: pt.ID, Node: ng.Node, EdgeSource: se.src, to: pt})
-					}
-				}
-			}
 		}
 	}
 	// Sorted by node then task; the first edge of a pair wins.
+	var sorter edgeSorter
 	for _, pt := range gb.placed {
-		if len(pt.Requires) < 2 || gb.dirty[pt.seq>>6]&(1<<(pt.seq&63)) == 0 {
+		if len(pt.requires) < 2 || gb.dirty[pt.seq>>6]&(1<<(pt.seq&63)) == 0 {
 			continue
 		}
-		slices.SortStableFunc(pt.Requires, func(a, b Edge) int { return cmp.Compare(edgeKey(a.to), edgeKey(b.to)) })
-		pt.Requires = slices.CompactFunc(pt.Requires, func(a, b Edge) bool { return a.to == b.to })
+		pt.requires = sorter.sortCompact(pt.requires, n, len(gb.nodes))
 	}
+	gb.settleFanIns()
+}
+
+// edgeSorter sorts edge lists by target (node rank, then task idx), stably, and
+// keeps the first edge of each target. Its buffers are reused across lists.
+type edgeSorter struct {
+	keys []uint64
+	tmp  []Edge
+}
+
+// sortCompact sorts and compacts edges in place; n is the number of task ids and
+// nodes the number of nodes. A list is sorted as one key per edge, target then
+// position (a plain sort of integers, stable by construction), unless the keys do
+// not fit in 64 bits.
+func (s *edgeSorter) sortCompact(edges []Edge, n, nodes int) []Edge {
+	if uint64(n)*uint64(nodes) >= 1<<32 || uint64(len(edges)) >= 1<<32 {
+		slices.SortStableFunc(edges, func(a, b Edge) int { return cmp.Compare(edgeKey(a.to), edgeKey(b.to)) })
+		return slices.CompactFunc(edges, func(a, b Edge) bool { return a.to == b.to })
+	}
+	s.keys = s.keys[:0]
+	sorted := true
+	for i, e := range edges {
+		k := (uint64(e.to.node.rank)*uint64(n)+uint64(e.to.idx))<<32 | uint64(i)
+		if i > 0 && k < s.keys[i-1] {
+			sorted = false
+		}
+		s.keys = append(s.keys, k)
+	}
+	if !sorted {
+		slices.Sort(s.keys)
+		s.tmp = append(s.tmp[:0], edges...)
+		for i, k := range s.keys {
+			edges[i] = s.tmp[uint32(k)]
+		}
+		clear(s.tmp) // no pointers kept alive from the buffer
+	}
+	return slices.CompactFunc(edges, func(a, b Edge) bool { return a.to == b.to })
 }
 
 // markDirty notes that pt's edges need sorting.
@@ -534,7 +550,7 @@ func (gb *graphBuilder) instantiate(ng *NodeGraph, res *sigEdges) {
 			to := gb.slot[int(target.rank)*n+int(idx)]
 			req[k] = Edge{Task: to.ID, Node: target.Node, EdgeSource: le.src, to: to}
 		}
-		pt.Requires = req
+		pt.requires = req
 	}
 }
 
@@ -644,6 +660,29 @@ func (gb *graphBuilder) crossTargets(it *loader.Value) ([]int32, bool) {
 func (gb *graphBuilder) crossEdges(ng *NodeGraph, pt *PlacedTask) {
 	n := len(gb.ids)
 	self := []int32{ng.rank}
+	// pt's own (cross-depends) edges are counted first, so that its list grows
+	// once rather than doubling as it is filled.
+	grow := 0
+	for _, ce := range pt.Def.cross {
+		if ce.reverse {
+			continue
+		}
+		targets := ce.targets
+		if ce.self {
+			targets = self
+		}
+		for _, r := range targets {
+			row := gb.slot[int(r)*n : int(r+1)*n]
+			for _, xid := range gb.matching(ce.nm) {
+				if x := row[xid]; x != nil && x != pt {
+					grow++
+				}
+			}
+		}
+	}
+	if grow > 1 {
+		pt.requires = slices.Grow(pt.requires, grow)
+	}
 	for _, ce := range pt.Def.cross {
 		targets := ce.targets
 		if ce.self {
@@ -657,10 +696,12 @@ func (gb *graphBuilder) crossEdges(ng *NodeGraph, pt *PlacedTask) {
 					continue
 				}
 				if ce.reverse {
-					x.Requires = append(x.Requires, Edge{Task: pt.ID, Node: ng.Node, EdgeSource: ce.src, to: pt})
+					x.requires = append(x.requires, Edge{Task: pt.ID, Node: ng.Node, EdgeSource: ce.src, to: pt})
 					gb.markDirty(x)
-				} else {
-					pt.Requires = append(pt.Requires, Edge{Task: x.ID, Node: x.node.Node, EdgeSource: ce.src, to: x})
+				} else if pt.fanIn == nil || !gb.gathers(pt, x) {
+					// A stage's fan-in edge to x came before this one (the sync node's
+					// edges are bound last) and wins: nothing to hold.
+					pt.requires = append(pt.requires, Edge{Task: x.ID, Node: x.node.Node, EdgeSource: ce.src, to: x})
 					gb.markDirty(pt)
 				}
 			}

@@ -24,8 +24,9 @@ type nodeEncoder struct {
 	buf     bytes.Buffer
 	// The scalars of the graph encoded last by task position and node rank, so
 	// that an edge costs no map lookup.
-	graph        *Graph
-	taskQ, nodeQ []string
+	graph              *Graph
+	taskQ, nodeQ       []string
+	taskFlow, nodeFlow []bool // the scalars in taskQ, nodeQ are plain in a flow list
 }
 
 // defBlocks caches the YAML of task definitions' verbatim parts, keyed by the
@@ -256,9 +257,9 @@ func (e *nodeEncoder) task(pt *PlacedTask) error {
 	if !skipped && tb.parameters != nil {
 		put(tb.parameters)
 	}
-	if len(pt.Requires) > 0 {
+	if pt.NumRequires() > 0 {
 		b.WriteString("    requires:\n")
-		for _, ed := range pt.Requires {
+		for ed := range pt.Requires() {
 			task, node, ok := e.target(ed)
 			if !ok {
 				return errSlowPath
@@ -275,37 +276,50 @@ func (e *nodeEncoder) task(pt *PlacedTask) error {
 
 // target returns the scalars of an edge's task and node.
 func (e *nodeEncoder) target(ed Edge) (task, node string, ok bool) {
+	task, node, _, ok = e.targetFlow(ed)
+	return task, node, ok
+}
+
+// targetFlow is target, and whether both scalars are the strings themselves
+// without flow indicators (plain in a flow list too); for a task of the graph,
+// both are worked out once per task id and node.
+func (e *nodeEncoder) targetFlow(ed Edge) (task, node string, flow, ok bool) {
 	to := ed.to
 	if to == nil || to.node == nil || to.node.g == nil || int(to.idx) >= len(to.node.g.ids) || to.node.g.ids[to.idx] != ed.Task || to.node.Node != ed.Node {
 		task, ok = e.scalar(ed.Task)
 		if !ok {
-			return "", "", false
+			return "", "", false, false
 		}
 		node, ok = e.scalar(ed.Node)
-		return task, node, ok
+		return task, node, ok && plainFlow(task, ed.Task) && plainFlow(node, ed.Node), ok
 	}
 	if g := to.node.g; e.graph != g {
 		e.graph = g
 		e.taskQ = make([]string, len(g.ids))
+		e.taskFlow = make([]bool, len(g.ids))
 		e.nodeQ = e.nodeQ[:0]
+		e.nodeFlow = e.nodeFlow[:0]
 	}
 	if task = e.taskQ[to.idx]; task == "" {
 		if task, ok = e.scalar(ed.Task); !ok {
-			return "", "", false
+			return "", "", false, false
 		}
 		e.taskQ[to.idx] = task
+		e.taskFlow[to.idx] = plainFlow(task, ed.Task)
 	}
 	r := int(to.node.rank)
 	if r >= len(e.nodeQ) {
 		e.nodeQ = append(e.nodeQ, make([]string, r+1-len(e.nodeQ))...)
+		e.nodeFlow = append(e.nodeFlow, make([]bool, r+1-len(e.nodeFlow))...)
 	}
 	if node = e.nodeQ[r]; node == "" {
 		if node, ok = e.scalar(ed.Node); !ok {
-			return "", "", false
+			return "", "", false, false
 		}
 		e.nodeQ[r] = node
+		e.nodeFlow[r] = plainFlow(node, ed.Node)
 	}
-	return task, node, true
+	return task, node, e.taskFlow[to.idx] && e.nodeFlow[r], true
 }
 
 // nodeDocument is the node document as generic values, for yaml.v3: the encoder's
@@ -335,9 +349,9 @@ func nodeDocument(m *Model, g *Graph, ng *NodeGraph) map[string]any {
 				t["condition"] = c.Interface() // yaql, for the deployer
 			}
 		}
-		if len(pt.Requires) > 0 {
+		if pt.NumRequires() > 0 {
 			var req []any
-			for _, e := range pt.Requires {
+			for e := range pt.Requires() {
 				req = append(req, map[string]any{"task": e.Task, "node": e.Node})
 			}
 			t["requires"] = req

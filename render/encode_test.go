@@ -108,7 +108,7 @@ func TestEncoderFallback(t *testing.T) {
 // keep quotes and backslashes out today; DOT does not rely on it).
 func TestDOTQuoting(t *testing.T) {
 	a := &PlacedTask{ID: `a"b`, Type: "skipped"}
-	b := &PlacedTask{ID: "c", Type: "shell", Requires: []Edge{{Task: `a"b`, Node: `n\1`}}}
+	b := &PlacedTask{ID: "c", Type: "shell", requires: []Edge{{Task: `a"b`, Node: `n\1`}}}
 	g := &Graph{Type: "default", Nodes: []*NodeGraph{{Node: `n\1`, Tasks: []*PlacedTask{a, b}}}}
 	want := `digraph "x\"y/default" {
   rankdir=LR;
@@ -251,4 +251,36 @@ func awkwardFiles() map[string]string {
 		"node-1: {id: 1, roles: [controller], tags: {assign: ['corosync:1', 'mysql:2']}}", 1) +
 		"tags:\n  corosync: {has_primary: false}\n  mysql: {has_primary: false}\n"
 	return graphFiles(semRelease, map[string]string{"default": tasks}, cluster)
+}
+
+// TestTargetFlow: an edge's scalars are plain in a flow list only when they are
+// the strings themselves without flow indicators (the loader's name rules keep
+// those out today; the node file writer does not rely on it), the same on the
+// first call, which works them out, and on later ones, which reuse them.
+func TestTargetFlow(t *testing.T) {
+	g := &Graph{ids: []string{"a:b", "c", "yes"}}
+	plain := &NodeGraph{Node: "node-1", g: g, rank: 0}
+	odd := &NodeGraph{Node: "n#1", g: g, rank: 1}
+	task := func(ng *NodeGraph, idx int32) Edge {
+		return Edge{Task: g.ids[idx], Node: ng.Node, to: &PlacedTask{ID: g.ids[idx], node: ng, idx: idx}}
+	}
+	e := newNodeEncoder(&defBlocks{})
+	for round := range 2 {
+		for _, tc := range []struct {
+			ed   Edge
+			flow bool
+		}{
+			{task(plain, 1), true},
+			{task(plain, 0), false}, // ':' in the task id
+			{task(odd, 1), false},   // '#' in the node name
+			{task(plain, 2), false}, // quoted: 'yes'
+			{Edge{Task: "x", Node: "node-1"}, true},
+			{Edge{Task: "x,y", Node: "node-1"}, false},
+		} {
+			_, _, flow, ok := e.targetFlow(tc.ed)
+			if !ok || flow != tc.flow {
+				t.Errorf("round %d: targetFlow(%s@%s) = %v, %v; want %v, true", round, tc.ed.Task, tc.ed.Node, flow, ok, tc.flow)
+			}
+		}
+	}
 }

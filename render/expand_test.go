@@ -121,7 +121,7 @@ func TestExpandGenerated(t *testing.T) {
 			}
 			for _, pt := range sync.Tasks {
 				rule := newStageRule(sync, pt)
-				for _, ed := range pt.Requires {
+				for _, ed := range pt.AllRequires() {
 					if rule.implied(ed) {
 						implied++
 					}

@@ -100,7 +100,7 @@ func (r *Rendered) Explain(graph, node, task string) (*Explanation, error) {
 		if c := pt.Def.Task.Data.Get("condition"); c != nil && c.Kind == loader.KindString {
 			te.Condition, te.ConditionValue = c.Text, pt.Condition
 		}
-		for _, e := range pt.Requires {
+		for e := range pt.Requires() {
 			te.Requires = append(te.Requires, EdgeExplanation{Task: e.Task, Node: e.Node, Origin: e.Describe(), File: e.Range.Filename, Line: e.Range.Start.Line})
 		}
 		ex.Tasks = append(ex.Tasks, te)

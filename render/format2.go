@@ -252,6 +252,10 @@ func (e *nodeEncoder) flowPlain(s string) bool {
 // flowIndicators are the characters flowPlain refuses.
 const flowIndicators = ",?[]{}:#"
 
+// plainFlow reports whether scalar q of s is s itself, without flow indicators:
+// plain in a flow list too.
+func plainFlow(q, s string) bool { return q == s && !strings.ContainsAny(s, flowIndicators) }
+
 // requirement is how a node file writes an edge of a task on node: "task@node",
 // or the bare task id for a task of the same node (unless the id has an '@',
 // which would read as a node).
@@ -310,23 +314,25 @@ func (r *stageRule) implied(ed Edge) bool {
 }
 
 // storedRequires are the requirements of pt as its node file writes them: all of
-// them, but for a stage on the sync node those the catalogue implies.
+// them, but for a stage on the sync node those the catalogue implies. Those are
+// every edge its fanIn gathers, which the stage does not hold, and the held edges
+// to the same tasks: a filter of the held edges.
 func storedRequires(ng *NodeGraph, pt *PlacedTask) []Edge {
 	if ng.Node != SyncNode {
-		return pt.Requires
+		return pt.requires
 	}
 	rule := newStageRule(ng, pt)
 	implied := 0
-	for _, ed := range pt.Requires {
+	for _, ed := range pt.requires {
 		if rule.implied(ed) {
 			implied++
 		}
 	}
 	if implied == 0 {
-		return pt.Requires
+		return pt.requires
 	}
-	out := make([]Edge, 0, len(pt.Requires)-implied)
-	for _, ed := range pt.Requires {
+	out := make([]Edge, 0, len(pt.requires)-implied)
+	for _, ed := range pt.requires {
 		if !rule.implied(ed) {
 			out = append(out, ed)
 		}
@@ -411,8 +417,8 @@ func (e *nodeEncoder) writeNodeFile(m *Model, g *Graph, ng *NodeGraph) error {
 		for i, ed := range reqs {
 			// Plain in block context (the scalar is the string itself) and
 			// without flow indicators: plain in the flow list too.
-			task, node, ok := e.target(ed)
-			if !ok || task != ed.Task || node != ed.Node || strings.ContainsAny(task, flowIndicators) || strings.ContainsAny(node, flowIndicators) {
+			task, node, flow, ok := e.targetFlow(ed)
+			if !ok || !flow {
 				return errSlowPath
 			}
 			if i > 0 {

@@ -85,14 +85,15 @@ type PlacedTask struct {
 	Def  *TaskDef
 	// Condition is the value of a legacy string condition (nil when none).
 	Condition *bool
-	// Requires are the edges on this task as the dependent, sorted by node (cluster
-	// nodes by id, master, sync) then task id.
-	Requires []Edge
 	// DynamicRequires are yaql cross-dependencies, kept verbatim.
 	DynamicRequires []any
-	node            *NodeGraph
-	idx             int32 // the task id's position in the graph's sorted ids
-	seq             int32 // the task's position among every placed task of the graph
+	// requires are the edges the task holds (see Requires): all of them, but for a
+	// stage of the sync node the ones its fanIn gathers.
+	requires []Edge
+	fanIn    *fanIn // a stage of the sync node: the tasks of other nodes it gathers
+	node     *NodeGraph
+	idx      int32 // the task id's position in the graph's sorted ids
+	seq      int32 // the task's position among every placed task of the graph
 }
 
 // Node returns the name of the node the task is placed on.

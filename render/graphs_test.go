@@ -88,9 +88,9 @@ func taskLines(ng *NodeGraph) []string {
 	var out []string
 	for _, pt := range ng.Tasks {
 		s := pt.ID + " " + pt.Type
-		if len(pt.Requires) > 0 {
+		if pt.NumRequires() > 0 {
 			var req []string
-			for _, e := range pt.Requires {
+			for _, e := range pt.AllRequires() {
 				req = append(req, e.Task+"@"+e.Node)
 			}
 			sort.Strings(req)
@@ -215,7 +215,7 @@ func checkCycle(t *testing.T, g *Graph, d *hcl.Diagnostic) string {
 			t.Fatalf("%s is not placed", parts[i])
 		}
 		found := false
-		for _, e := range pt.Requires {
+		for _, e := range pt.AllRequires() {
 			found = found || (e.Task == pid && e.Node == pnode)
 		}
 		if !found {
@@ -851,7 +851,7 @@ func TestGraphEdgeOrigins(t *testing.T) {
 	ng := r.Graph("default").Node("node-4")
 	got := map[string][]string{}
 	for _, pt := range ng.Tasks {
-		for _, e := range pt.Requires {
+		for _, e := range pt.AllRequires() {
 			got[pt.ID] = append(got[pt.ID], e.Task+"@"+e.Node+" ("+e.Describe()+")")
 		}
 	}

@@ -11,14 +11,16 @@ import (
 // group of tasks that cannot be ordered.
 func (gb *graphBuilder) order() {
 	all := gb.placed
-	// Successors in compressed form: succ[start[i]:start[i+1]] follow task i.
+	// Successors in compressed form: succ[start[i]:start[i+1]] follow task i, by the
+	// edges the tasks hold. A stage's fan-in is not listed: a task done releases
+	// the stages that gather it (gatheredBy).
 	start := make([]int32, len(all)+1)
 	indeg := make([]int32, len(all))
 	for _, pt := range all {
-		for _, e := range pt.Requires {
+		for _, e := range pt.requires {
 			start[e.to.seq+1]++
 		}
-		indeg[pt.seq] = int32(len(pt.Requires))
+		indeg[pt.seq] = int32(pt.NumRequires())
 	}
 	for i := range all {
 		start[i+1] += start[i]
@@ -26,22 +28,19 @@ func (gb *graphBuilder) order() {
 	succ := make([]int32, start[len(all)])
 	fill := slices.Clone(start[:len(all)])
 	for _, pt := range all {
-		for _, e := range pt.Requires {
+		for _, e := range pt.requires {
 			succ[fill[e.to.seq]] = pt.seq
 			fill[e.to.seq]++
 		}
 	}
-	less := func(a, b int32) bool {
-		x, y := all[a], all[b]
-		if x.idx != y.idx {
-			return x.idx < y.idx
-		}
-		return x.node.rank < y.node.rank
-	}
-	h := seqHeap{less: less}
+	// Ready tasks by id, then node: a heap of keys idx<<32 | rank, each the slot
+	// of its task.
+	n := len(gb.ids)
+	key := func(seq int32) uint64 { pt := all[seq]; return uint64(pt.idx)<<32 | uint64(pt.node.rank) }
+	var h keyHeap
 	for _, pt := range all {
 		if indeg[pt.seq] == 0 {
-			h.push(pt.seq)
+			h.push(key(pt.seq))
 		}
 	}
 	for _, ng := range gb.nodes {
@@ -49,14 +48,22 @@ func (gb *graphBuilder) order() {
 	}
 	done := 0
 	for len(h.items) > 0 {
-		s := h.pop()
+		k := h.pop()
+		pt := gb.slot[int(uint32(k))*n+int(k>>32)]
+		s := pt.seq
 		done++
-		pt := all[s]
 		pt.node.Tasks = append(pt.node.Tasks, pt)
 		for _, t := range succ[start[s]:start[s+1]] {
 			if indeg[t]--; indeg[t] == 0 {
-				h.push(t)
+				h.push(key(t))
 			}
+		}
+		if len(pt.Def.stages) > 0 {
+			gb.gatheredBy(pt, func(stage *PlacedTask) {
+				if indeg[stage.seq]--; indeg[stage.seq] == 0 {
+					h.push(key(stage.seq))
+				}
+			})
 		}
 	}
 	if done == len(all) {
@@ -93,8 +100,20 @@ func (gb *graphBuilder) reportCycles(indeg []int32) {
 	}
 	var groups [][]*PlacedTask
 	ncomp := int32(0)
+	// A stage's edges as a slice, made once (a stage left unordered is rare).
+	var stageReq map[int32][]Edge
 	stronglyConnected(len(all), roots, func(v int32, i int) (int32, bool) {
-		req := all[v].Requires
+		req := all[v].requires
+		if all[v].fanIn != nil {
+			var ok bool
+			if req, ok = stageReq[v]; !ok {
+				if stageReq == nil {
+					stageReq = map[int32][]Edge{}
+				}
+				req = all[v].AllRequires()
+				stageReq[v] = req
+			}
+		}
 		if i >= len(req) {
 			return 0, false
 		}
@@ -168,7 +187,7 @@ func (gb *graphBuilder) reportCycle(members []*PlacedTask, comp []int32) {
 		pos[pt] = len(path)
 		path = append(path, pt)
 		var next *PlacedTask
-		for _, e := range pt.Requires {
+		for e := range pt.Requires() {
 			x := e.to
 			if comp[x.seq] != c {
 				continue
@@ -194,18 +213,17 @@ func (gb *graphBuilder) reportCycle(members []*PlacedTask, comp []int32) {
 		"Each task must come after the one before it in this list, which cannot hold; remove one of the requires, required_for or cross-depends entries."))
 }
 
-// seqHeap is a binary heap of placed-task numbers.
-type seqHeap struct {
-	items []int32
-	less  func(a, b int32) bool
+// keyHeap is a binary min-heap of integer keys.
+type keyHeap struct {
+	items []uint64
 }
 
-func (h *seqHeap) push(k int32) {
+func (h *keyHeap) push(k uint64) {
 	h.items = append(h.items, k)
 	i := len(h.items) - 1
 	for i > 0 {
 		p := (i - 1) / 2
-		if !h.less(h.items[i], h.items[p]) {
+		if h.items[i] >= h.items[p] {
 			break
 		}
 		h.items[i], h.items[p] = h.items[p], h.items[i]
@@ -213,7 +231,7 @@ func (h *seqHeap) push(k int32) {
 	}
 }
 
-func (h *seqHeap) pop() int32 {
+func (h *keyHeap) pop() uint64 {
 	top := h.items[0]
 	last := len(h.items) - 1
 	h.items[0] = h.items[last]
@@ -221,10 +239,10 @@ func (h *seqHeap) pop() int32 {
 	i := 0
 	for {
 		l, r, small := 2*i+1, 2*i+2, i
-		if l < len(h.items) && h.less(h.items[l], h.items[small]) {
+		if l < len(h.items) && h.items[l] < h.items[small] {
 			small = l
 		}
-		if r < len(h.items) && h.less(h.items[r], h.items[small]) {
+		if r < len(h.items) && h.items[r] < h.items[small] {
 			small = r
 		}
 		if small == i {

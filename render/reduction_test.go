@@ -105,7 +105,7 @@ func checkDerivedEdges(t *testing.T, r *Rendered, diags hcl.Diagnostics) (writte
 					refs[pt] = append(refs[pt], g.Node(k.node).Task(k.task))
 				}
 				seen := map[refKey]bool{}
-				for _, e := range pt.Requires {
+				for _, e := range pt.AllRequires() {
 					k := refKey{e.Task, e.Node}
 					if seen[k] {
 						t.Errorf("%s: %s@%s requires %s@%s twice", g.Type, pt.ID, ng.Node, e.Task, e.Node)
@@ -150,7 +150,7 @@ func checkDerivedEdges(t *testing.T, r *Rendered, diags hcl.Diagnostics) (writte
 				return a
 			}
 			a := map[*PlacedTask]bool{}
-			for _, e := range pt.Requires {
+			for _, e := range pt.AllRequires() {
 				a[e.to] = true
 				for x := range ancestors(e.to) {
 					a[x] = true

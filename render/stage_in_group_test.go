@@ -66,7 +66,7 @@ func TestStageInGroupStaysOnSync(t *testing.T) {
 			return false
 		}
 		seen[pt] = true
-		ok := slices.ContainsFunc(pt.Requires, func(e Edge) bool {
+		ok := slices.ContainsFunc(pt.AllRequires(), func(e Edge) bool {
 			n := g.Node(e.Node)
 			return n != nil && n.Task(e.Task) != nil && reaches(n.Task(e.Task), seen)
 		})

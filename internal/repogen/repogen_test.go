@@ -178,7 +178,7 @@ func TestHeavyRenders(t *testing.T) {
 		t.Fatal("no post_deployment_start on sync")
 	}
 	nodes := map[string]bool{}
-	for _, e := range stage.Requires {
+	for _, e := range stage.AllRequires() {
 		nodes[e.Node] = true
 	}
 	if len(nodes) < len(r.Model.Cluster.Nodes) {
