@@ -8,6 +8,8 @@ package cli
 //
 //	validate      fuelsync --rev A validate
 //	render        fuelsync --rev A render --out DIR
+//	render-tmpfs  the same, DIR on /dev/shm (skipped where that is not a writable
+//	              tmpfs): the command's own cost, without the disk's file system
 //	apply-cold    fuelsync --rev A apply, into an empty work directory
 //	plan-nochange fuelsync --rev A plan (the state is A's: nothing changes)
 //	plan-onenode  fuelsync --rev B plan (one node gains a tag)
@@ -23,7 +25,7 @@ package cli
 // apply of C added to it (disk-added-MB, and disk-added/workdir): with keep = 5,
 // nothing is pruned by then, so that is what one more applied set costs.
 //
-// Each iteration runs the seven in this order with a new work directory. For each,
+// Each iteration runs the steps in this order with a new work directory. For each,
 // the benchmark reports the median wall time over the iterations (<step>-ms), the
 // largest peak resident set of its process (<step>-rss-MB: the child's VmHWM,
 // from getrusage), and the median time over render's (<step>/render).
@@ -71,6 +73,7 @@ var commandSteps = []struct {
 }{
 	{"validate", []string{"--rev", "A", "validate"}, 0},
 	{"render", []string{"--rev", "A", "render", "--out", "OUT"}, 0},
+	{"render-tmpfs", []string{"--rev", "A", "render", "--out", "SHM"}, 0},
 	{"apply-cold", []string{"--rev", "A", "--workdir", "WORK", "--quiet", "apply", "--auto-approve"}, 0},
 	{"plan-nochange", []string{"--rev", "A", "--workdir", "WORK", "plan", "--detailed-exitcode"}, 0},
 	{"plan-onenode", []string{"--rev", "B", "--workdir", "WORK", "plan", "--detailed-exitcode"}, 2},
@@ -86,9 +89,13 @@ func benchCommands(b *testing.B, spec repogen.Spec) {
 	times := make([][]float64, len(commandSteps))
 	rss := make([]int64, len(commandSteps))
 	var workdirDisk, added []float64
+	shm := tmpfsDir(b)
 	for b.Loop() {
 		iter := b.TempDir()
 		for i, st := range commandSteps {
+			if st.name == "render-tmpfs" && shm == "" {
+				continue
+			}
 			args := []string{"--repo", repo, "--color", "never"}
 			for _, a := range st.args {
 				switch a {
@@ -102,6 +109,8 @@ func benchCommands(b *testing.B, spec repogen.Spec) {
 					a = filepath.Join(iter, "work")
 				case "OUT":
 					a = filepath.Join(iter, "rendered")
+				case "SHM":
+					a = filepath.Join(shm, "rendered")
 				}
 				args = append(args, a)
 			}
@@ -120,6 +129,11 @@ func benchCommands(b *testing.B, spec repogen.Spec) {
 			}
 		}
 		b.StopTimer()
+		if shm != "" {
+			if err := os.RemoveAll(filepath.Join(shm, "rendered")); err != nil {
+				b.Fatal(err)
+			}
+		}
 		if err := os.RemoveAll(iter); err != nil { // gigabytes of artifacts at 8,000 nodes
 			b.Fatal(err)
 		}
@@ -127,6 +141,9 @@ func benchCommands(b *testing.B, spec repogen.Spec) {
 	}
 	render := benchutil.Median(times[1])
 	for i, st := range commandSteps {
+		if len(times[i]) == 0 {
+			continue
+		}
 		med := benchutil.Median(times[i])
 		b.ReportMetric(med/1e6, st.name+"-ms")
 		b.ReportMetric(float64(rss[i])/(1<<20), st.name+"-rss-MB")
@@ -137,6 +154,22 @@ func benchCommands(b *testing.B, spec repogen.Spec) {
 	b.ReportMetric(benchutil.Median(workdirDisk)/1e6, "workdir-MB")
 	b.ReportMetric(benchutil.Median(added)/1e6, "disk-added-MB")
 	b.ReportMetric(benchutil.Median(added)/benchutil.Median(workdirDisk), "disk-added/workdir")
+}
+
+// tmpfsDir returns a new directory on /dev/shm, removed at the end of the
+// benchmark, or "" when /dev/shm is not a writable tmpfs.
+func tmpfsDir(b *testing.B) string {
+	var st syscall.Statfs_t
+	const tmpfsMagic = 0x01021994
+	if err := syscall.Statfs("/dev/shm", &st); err != nil || st.Type != tmpfsMagic {
+		return ""
+	}
+	dir, err := os.MkdirTemp("/dev/shm", "fuelsync-bench-")
+	if err != nil {
+		return ""
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }
 
 // diskUsage is the disk the tree under dir takes: the blocks of every inode in it
