@@ -128,21 +128,15 @@ func diffRevisions(g *globals, baseRev, headRev string, context int) (*diffResul
 		return nil, err
 	}
 	headRepo, headDiags := loader.Load(headSrc.fsys, loadOptions(cache))
-	headRs, err := renderSide(g, "head", baseSrc, headSrc, headRepo, headDiags, nil)
-	if err != nil {
-		return nil, err
-	}
 	baseRepo, baseDiags := loader.Load(baseSrc.fsys, loadOptions(cache))
 	affected := affectedClusters(baseRepo, headRepo)
-	baseRs, err := renderSide(g, "base", baseSrc, headSrc, baseRepo, baseDiags, affected)
+	headPart, err := renderSide(g, "head", baseSrc, headSrc, headRepo, headDiags, affected, true)
 	if err != nil {
 		return nil, err
 	}
-	var headPart []*render.Rendered
-	for _, r := range headRs {
-		if affected == nil || slices.Contains(affected, r.Model.Cluster.Name) {
-			headPart = append(headPart, r)
-		}
+	baseRs, err := renderSide(g, "base", baseSrc, headSrc, baseRepo, baseDiags, affected, false)
+	if err != nil {
+		return nil, err
 	}
 	baseSide, err := diff.RenderedSide(baseRs, baseSrc.revision, version, nil)
 	if err != nil {
@@ -189,12 +183,26 @@ func (e *invalidRevision) Error() string {
 
 // renderSide renders one side of the diff (only clusters when not nil; none when
 // empty), printing its diagnostics on stderr; errors make an *invalidRevision.
-func renderSide(g *globals, side string, baseSrc, headSrc *source, repo *loader.Repo, diags hcl.Diagnostics, clusters []string) ([]*render.Rendered, error) {
+// With validateRest, the other clusters are validated (render.Validate: the same
+// diagnostics, without building every node's graph), so that every diagnostic of
+// the side counts although only the clusters compared are rendered.
+func renderSide(g *globals, side string, baseSrc, headSrc *source, repo *loader.Repo, diags hcl.Diagnostics, clusters []string, validateRest bool) ([]*render.Rendered, error) {
 	var rendered []*render.Rendered
 	if clusters == nil || len(clusters) > 0 {
 		var more hcl.Diagnostics
 		rendered, more = render.Render(repo, render.Options{Clusters: clusters})
 		diags = append(diags, more...)
+	}
+	if validateRest && clusters != nil {
+		var rest []string
+		for _, c := range repo.Clusters {
+			if !slices.Contains(clusters, c.Name) {
+				rest = append(rest, c.Name)
+			}
+		}
+		if len(rest) > 0 {
+			diags = append(diags, render.Validate(repo, render.Options{Clusters: rest})...)
+		}
 	}
 	diags = loader.SortDiagnostics(diags)
 	src := headSrc
