@@ -3,9 +3,7 @@ package cli
 import (
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,12 +13,12 @@ import (
 
 // BenchmarkApplyStoreOneNode measures the disk a new applied set adds after a
 // one-node change on the heavy repository (repogen.Heavy, FUELSYNC_BENCH_NODES
-// nodes, 2,000 by default): A, then B, which assigns the tag cinder to the
-// last compute-only node of the first cluster (a change of that node alone),
-// each applied by the CLI into one work directory. It reports the disk of a
-// full set (the blocks of its inodes, through its node links, as du counts
-// them) and what the second set adds: the blocks of its inodes the first set
-// does not have.
+// nodes, 2,000 by default), in the repository of BenchmarkCommands: B, then C,
+// which assigns the tag cinder to the last compute-only node of the first
+// cluster as well (a change of that node alone), each applied by the CLI into
+// one work directory. It reports the disk of a full set (the blocks of its
+// inodes, through its node links, as du counts them) and what the second set
+// adds: the blocks of its inodes the first set does not have.
 func BenchmarkApplyStoreOneNode(b *testing.B) {
 	nodes := 2000
 	if s := os.Getenv("FUELSYNC_BENCH_NODES"); s != "" {
@@ -31,41 +29,12 @@ func BenchmarkApplyStoreOneNode(b *testing.B) {
 		nodes = n
 	}
 	repo := b.TempDir()
-	if err := repogen.WriteDir(repogen.Generate(repogen.Heavy(nodes)), repo); err != nil {
-		b.Fatal(err)
-	}
-	revA, err := gitCommit(repo, "generated")
-	if err != nil {
-		b.Fatal(err)
-	}
-	file := filepath.Join(repo, filepath.FromSlash(repogen.ClusterFile(1)))
-	src, err := os.ReadFile(file)
-	if err != nil {
-		b.Fatal(err)
-	}
-	re := regexp.MustCompile(`(?m)^  (node-\d+):\n    id: \d+\n    roles: \[compute\]\n`)
-	at, node := -1, ""
-	for _, m := range re.FindAllSubmatchIndex(src, -1) {
-		if !strings.HasPrefix(string(src[m[1]:]), "    tags:") {
-			node, at = string(src[m[2]:m[3]]), m[1]
-		}
-	}
-	if at < 0 {
-		b.Fatalf("%s has no compute-only node without tags", file)
-	}
-	edited := append(append(append([]byte{}, src[:at]...), "    tags: {assign: [cinder]}\n"...), src[at:]...)
-	if err := os.WriteFile(file, edited, 0o644); err != nil {
-		b.Fatal(err)
-	}
-	revB, err := gitCommit(repo, node+" cinder")
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, revB, revC, _, node := commandsRepo(b, repo, repogen.Heavy(nodes))
 	var full, added int64
 	var applyTime [2]time.Duration
 	for b.Loop() {
 		wd := filepath.Join(b.TempDir(), "wd")
-		for i, rev := range []string{revA.String(), revB.String()} {
+		for i, rev := range []string{revB, revC} {
 			t0 := time.Now()
 			if out, err := fuelsyncCmd("--repo", repo, "--rev", rev, "--workdir", wd, "-q", "apply", "--auto-approve").CombinedOutput(); err != nil {
 				b.Fatalf("apply %.12s: %v\n%s", rev, err, out)
@@ -92,7 +61,7 @@ func BenchmarkApplyStoreOneNode(b *testing.B) {
 		}
 		b.StartTimer()
 	}
-	b.Logf("%d nodes; B assigns cinder to %s; apply A (cold) %v, apply B %v", nodes, node, applyTime[0]/time.Duration(b.N), applyTime[1]/time.Duration(b.N))
+	b.Logf("%d nodes; C assigns cinder to %s; apply B (cold) %v, apply C %v", nodes, node, applyTime[0]/time.Duration(b.N), applyTime[1]/time.Duration(b.N))
 	b.ReportMetric(float64(full)/float64(b.N), "full-set-disk-B")
 	b.ReportMetric(float64(added)/float64(b.N), "new-disk-B/op")
 	b.ReportMetric(100*float64(added)/float64(full), "new-disk-%")
