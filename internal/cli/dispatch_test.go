@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -163,19 +162,7 @@ func TestDispatchToServer(t *testing.T) {
 		}
 		// The process started as fuelsync is the server (exec): a signal to
 		// its pid stops the daemon, which exits 0.
-		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("serve after SIGTERM: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("serve did not stop within 10 s of SIGTERM")
-		}
+		stopServe(t, cmd)
 	})
 }
 

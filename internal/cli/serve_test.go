@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -52,19 +53,7 @@ func TestServeProcess(t *testing.T) {
 	if code, page := get("/"); code != 200 || !strings.Contains(page, "<h3>demo</h3>") || !strings.Contains(page, "<td>node-6</td>") {
 		t.Errorf("status page: %d\n%s", code, page)
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("serve after SIGTERM: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not stop within 10 s of SIGTERM")
-	}
+	stopServe(t, cmd)
 }
 
 // TestWatchProcess runs `fuelsync watch` on a local repository with an hour's
@@ -183,19 +172,7 @@ func startServe(t *testing.T, args ...string) (base string, stop func() string) 
 		mu.Unlock()
 	}, func() { close(scanned) })
 	return base, func() string {
-		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("serve after SIGTERM: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("serve did not stop within 10 s of SIGTERM")
-		}
+		stopServe(t, cmd)
 		<-scanned
 		mu.Lock()
 		defer mu.Unlock()
@@ -450,4 +427,23 @@ func httpGet(url string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// stopServe sends SIGTERM to a running serve process and waits up to 10 s for
+// it to exit, which must be with status 0.
+func stopServe(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("serve after SIGTERM: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop within 10 s of SIGTERM")
+	}
 }
