@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	git "github.com/go-git/go-git/v5"
+
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
 )
@@ -153,17 +155,8 @@ func TestReusable(t *testing.T) {
 // its causes included — is the one made with a render of every cluster; so is
 // the plan that keeps the unchanged cluster's applied artifacts.
 func TestPlanAppliedRenderOfChangedClusters(t *testing.T) {
-	ctx := context.Background()
-	dir, repo := testRepo(t)
-	wd := Open(filepath.Join(t.TempDir(), "wd"))
-	loop := &Loop{Workdir: wd, Source: &LocalSource{Path: dir}, ToolVersion: "test"}
-	if o := loop.ReconcileOnce(ctx); o != Applied {
-		t.Fatalf("first reconcile: %s %q", o, loop.Status().Errors)
-	}
-	st, err := wd.ReadState()
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, repo, loop, st := appliedTestRepo(t)
+	wd := loop.Workdir
 	load := func(rev string) *loader.Repo {
 		t.Helper()
 		fsys, _, err := loader.OpenRevision(dir, rev)
@@ -225,16 +218,8 @@ func TestPlanAppliedRenderOfChangedClusters(t *testing.T) {
 // stays.
 func TestApplyKeptFileDamaged(t *testing.T) {
 	ctx := context.Background()
-	dir, repo := testRepo(t)
-	wd := Open(filepath.Join(t.TempDir(), "wd"))
-	loop := &Loop{Workdir: wd, Source: &LocalSource{Path: dir}, ToolVersion: "test"}
-	if o := loop.ReconcileOnce(ctx); o != Applied {
-		t.Fatalf("first reconcile: %s %q", o, loop.Status().Errors)
-	}
-	st, err := wd.ReadState()
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, repo, loop, st := appliedTestRepo(t)
+	wd := loop.Workdir
 	const file = "demo-hcl/cluster.yaml"
 	want, err := os.ReadFile(filepath.Join(wd.SetDir(1), file))
 	if err != nil {
@@ -282,4 +267,20 @@ func TestApplyKeptFileDamaged(t *testing.T) {
 	if st, err := wd.ReadState(); err != nil || st.Serial != 3 {
 		t.Fatalf("the state after the failed apply: %v %+v", err, st)
 	}
+}
+
+// appliedTestRepo is testRepo reconciled once by a loop into a new work
+// directory, with the state that apply recorded.
+func appliedTestRepo(t *testing.T) (string, *git.Repository, *Loop, *State) {
+	t.Helper()
+	dir, repo := testRepo(t)
+	loop := &Loop{Workdir: Open(filepath.Join(t.TempDir(), "wd")), Source: &LocalSource{Path: dir}, ToolVersion: "test"}
+	if o := loop.ReconcileOnce(context.Background()); o != Applied {
+		t.Fatalf("first reconcile: %s %q", o, loop.Status().Errors)
+	}
+	st, err := loop.Workdir.ReadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, repo, loop, st
 }
