@@ -246,29 +246,27 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 // readSecret reads the webhook secret of file, trimmed; an empty one is refused,
 // since it would let anyone sign deliveries.
 func readSecret(file string) ([]byte, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, &exitError{code: 1, msg: err.Error()}
-	}
-	secret := bytes.TrimSpace(data)
-	if len(secret) == 0 {
-		return nil, &exitError{code: 1, msg: fmt.Sprintf("the webhook secret file %s is empty: anyone could sign a delivery; write a secret into it (for example: openssl rand -hex 32 > %s)", file, file)}
-	}
-	return secret, nil
+	return readCredential(file, "the webhook secret file %[1]s is empty: anyone could sign a delivery; write a secret into it (for example: openssl rand -hex 32 > %[1]s)")
 }
 
 // readToken reads the read API's bearer token from file, trimmed; an empty one
 // is refused, since it would let anyone read.
 func readToken(file string) ([]byte, error) {
+	return readCredential(file, "the API token file %[1]s is empty: the read API would need no token; write a token into it (for example: openssl rand -hex 32 > %[1]s)")
+}
+
+// readCredential reads file, trimmed; empty, it is refused with the message
+// ifEmpty (a format whose argument is the file name).
+func readCredential(file, ifEmpty string) ([]byte, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, &exitError{code: 1, msg: err.Error()}
 	}
-	token := bytes.TrimSpace(data)
-	if len(token) == 0 {
-		return nil, &exitError{code: 1, msg: fmt.Sprintf("the API token file %s is empty: the read API would need no token; write a token into it (for example: openssl rand -hex 32 > %s)", file, file)}
+	v := bytes.TrimSpace(data)
+	if len(v) == 0 {
+		return nil, &exitError{code: 1, msg: fmt.Sprintf(ifEmpty, file)}
 	}
-	return token, nil
+	return v, nil
 }
 
 // checkPublish refuses --publish git onto the branch followed.
