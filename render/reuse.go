@@ -1,8 +1,6 @@
 package render
 
 import (
-	"slices"
-
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/fuelsync/fuelsync/loader"
@@ -27,19 +25,9 @@ func Manifest(digests map[string]string, revision, toolVersion string) ([]byte, 
 // status says of clusters whose artifacts are not rendered again. Clusters
 // whose model has errors are left out; the diagnostics say why.
 func Models(repo *loader.Repo, clusters []string, opts Options) ([]*Model, hcl.Diagnostics) {
-	b := newBuilder(repo)
-	b.state = opts.State
-	var out []*Model
-	var diags hcl.Diagnostics
-	for _, c := range repo.Clusters {
-		if !slices.Contains(clusters, c.Name) {
-			continue
-		}
-		m, d := b.build(c)
-		diags = append(diags, d...)
-		if m != nil && !d.HasErrors() {
-			out = append(out, m)
-		}
+	if len(clusters) == 0 {
+		return nil, nil
 	}
-	return out, loader.SortDiagnostics(diags)
+	b, models, _, diags := buildModels(repo, Options{Clusters: clusters, State: opts.State})
+	return models, loader.SortDiagnostics(append(b.data, diags...))
 }
