@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -346,8 +345,8 @@ func (w *Workdir) keptFile(applied fs.FS, name, sum string) ([]byte, error) {
 	}
 	// The object of sum, when sum is a sha256 (the state says it; it never becomes
 	// a path unless it is one).
-	if raw, herr := hex.DecodeString(sum); herr == nil && len(raw) == sha256.Size && sum == hex.EncodeToString(raw) {
-		if obj, oerr := os.ReadFile(filepath.Join(w.objects(), sum[:2], sum)); oerr == nil && digest(obj) == sum {
+	if isLowerHex(sum, 2*sha256.Size) {
+		if obj, oerr := os.ReadFile(w.objectPath(sum)); oerr == nil && digest(obj) == sum {
 			return obj, nil
 		}
 	}

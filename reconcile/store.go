@@ -168,6 +168,10 @@ func (w *Workdir) artifacts() string { return filepath.Join(w.Dir, "artifacts") 
 // objects holds the content of the sets' files, each once, by sha256.
 func (w *Workdir) objects() string { return filepath.Join(w.Dir, "objects") }
 
+// objectPath is the object of content whose sha256 is sum (hex; the caller
+// knows it is one).
+func (w *Workdir) objectPath(sum string) string { return filepath.Join(w.objects(), sum[:2], sum) }
+
 // CurrentDir is the current applied set.
 func (w *Workdir) CurrentDir() string { return filepath.Join(w.artifacts(), "current") }
 
@@ -788,7 +792,7 @@ func (o *objectWriter) object(data []byte) (string, error) {
 // copy of it where links fail.
 func (o *objectWriter) linkObject(sum, p, name string) error {
 	if o.w.noLinks.Load() {
-		return copyObject(filepath.Join(o.w.objects(), sum[:2], sum), sum, p)
+		return copyObject(o.w.objectPath(sum), sum, p)
 	}
 	return o.link(sum, p, name, nil)
 }
@@ -796,7 +800,7 @@ func (o *objectWriter) linkObject(sum, p, name string) error {
 // link makes p a hard link to object sum; where links fail, a copy of data
 // (of the object when data is nil).
 func (o *objectWriter) link(sum, p, name string, data []byte) error {
-	obj := filepath.Join(o.w.objects(), sum[:2], sum)
+	obj := o.w.objectPath(sum)
 	copyIt := func() error {
 		if data == nil {
 			return copyObject(obj, sum, p)

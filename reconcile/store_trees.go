@@ -55,11 +55,15 @@ func treeOfLink(target string) (string, bool) {
 	return id, true
 }
 
-func isTreeID(id string) bool {
-	if len(id) != treeIDLen {
+func isTreeID(id string) bool { return isLowerHex(id, treeIDLen) }
+
+// isLowerHex reports whether s is n lowercase hexadecimal digits (a digest
+// that may become a path).
+func isLowerHex(s string, n int) bool {
+	if len(s) != n {
 		return false
 	}
-	for _, c := range id {
+	for _, c := range s {
 		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
 			return false
 		}
@@ -226,7 +230,7 @@ func (o *objectWriter) ensureTree(id string, entries []treeEntry) error {
 		}
 	}()
 	for _, e := range entries {
-		obj := filepath.Join(o.w.objects(), e.sum[:2], e.sum)
+		obj := o.w.objectPath(e.sum)
 		p := filepath.Join(tmp, e.name)
 		err := do("link tree "+id+"/"+e.name, func() error { return os.Link(obj, p) })
 		switch {
@@ -292,7 +296,7 @@ func (o *objectWriter) treeHolds(dir string, entries []treeEntry) bool {
 		if err != nil || !fi.Mode().IsRegular() {
 			return false
 		}
-		oi, err := os.Stat(filepath.Join(o.w.objects(), e.sum[:2], e.sum))
+		oi, err := os.Stat(o.w.objectPath(e.sum))
 		if err == nil && os.SameFile(fi, oi) {
 			continue // the object, checked against its content in this publish
 		}
