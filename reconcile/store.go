@@ -500,25 +500,26 @@ func (w *Workdir) linkState() error {
 func (w *Workdir) writeSet(dir string, st *State, write func(put func(name string, data []byte) error) error) error {
 	var mu sync.Mutex
 	dirs := map[string]bool{dir: true}
-	objs := &objectWriter{w: w, done: map[string]*objectOnce{}, dirs: map[string]bool{}}
-	// mkdir makes the set's directory name (slashed) and its parents, once.
+	var made onceMap
+	objs := &objectWriter{w: w, dirs: map[string]bool{}}
+	// mkdir makes the set's directory name (slashed) and its parents, once
+	// per name: a step for each name, whatever order the files come in.
 	mkdir := func(name string) error {
-		d := filepath.Join(dir, filepath.FromSlash(name))
-		mu.Lock()
-		made := dirs[d]
-		mu.Unlock()
-		if made {
+		if name == "." {
 			return nil
 		}
-		if err := do("mkdir "+name, func() error { return os.MkdirAll(d, 0o755) }); err != nil {
-			return err
-		}
-		mu.Lock()
-		for ; d != dir && !dirs[d]; d = filepath.Dir(d) {
-			dirs[d] = true
-		}
-		mu.Unlock()
-		return nil
+		return made.do(name, func() error {
+			d := filepath.Join(dir, filepath.FromSlash(name))
+			if err := do("mkdir "+name, func() error { return os.MkdirAll(d, 0o755) }); err != nil {
+				return err
+			}
+			mu.Lock()
+			for ; d != dir && !dirs[d]; d = filepath.Dir(d) {
+				dirs[d] = true
+			}
+			mu.Unlock()
+			return nil
+		})
 	}
 	var nodes nodeDirs
 	put := func(name string, data []byte) error {
@@ -749,14 +750,49 @@ func (w *Workdir) pruneObjects() {
 type objectWriter struct {
 	w    *Workdir
 	mu   sync.Mutex
-	done map[string]*objectOnce
+	done onceMap // objects by sha256
+	// mkdirs are the object directories (by sha256 prefix) made or found
+	// once per publish: two objects with one prefix, written at once, would
+	// otherwise both make it (a step more or less from run to run).
+	mkdirs onceMap
+	trees  onceMap // the trees directory, made or found once
 	// dirs are the object directories with a new entry, to sync.
 	dirs map[string]bool
 }
 
-type objectOnce struct {
+// onceMap runs a function once per key, from any number of goroutines: the
+// calls for one key wait for the first and return its error. The steps of a
+// publish are thus the same from run to run (the kill tests count them).
+type onceMap struct {
+	mu sync.Mutex
+	m  map[string]*onceErr
+}
+
+type onceErr struct {
 	once sync.Once
 	err  error
+}
+
+func (m *onceMap) do(key string, f func() error) error {
+	m.mu.Lock()
+	if m.m == nil {
+		m.m = map[string]*onceErr{}
+	}
+	o := m.m[key]
+	if o == nil {
+		o = &onceErr{}
+		m.m[key] = o
+	}
+	m.mu.Unlock()
+	o.once.Do(func() { o.err = f() })
+	return o.err
+}
+
+// len is the number of keys.
+func (m *onceMap) len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.m)
 }
 
 // put makes the file p (name in the set) with data: a hard link to its object,
@@ -777,15 +813,7 @@ func (o *objectWriter) put(p, name string, data []byte) error {
 func (o *objectWriter) object(data []byte) (string, error) {
 	h := sha256.Sum256(data)
 	sum := hex.EncodeToString(h[:])
-	o.mu.Lock()
-	once := o.done[sum]
-	if once == nil {
-		once = &objectOnce{}
-		o.done[sum] = once
-	}
-	o.mu.Unlock()
-	once.once.Do(func() { once.err = o.ensure(sum, data) })
-	return sum, once.err
+	return sum, o.done.do(sum, func() error { return o.ensure(sum, data) })
 }
 
 // linkObject makes the file p (name in the set) a link to object sum, or a
@@ -831,14 +859,8 @@ func (o *objectWriter) ensure(sum string, data []byte) error {
 	if objectHolds(obj, data) {
 		return nil
 	}
-	if _, err := os.Stat(dir); err != nil {
-		if err := do("mkdir object "+sum[:2], func() error { return os.MkdirAll(dir, 0o755) }); err != nil {
-			return err
-		}
-		o.mu.Lock()
-		o.dirs[o.w.objects()] = true
-		o.dirs[o.w.Dir] = true
-		o.mu.Unlock()
+	if err := o.mkdir(sum[:2], dir); err != nil {
+		return err
 	}
 	tmp := filepath.Join(dir, ".tmp-"+sum+"-"+newLineage()[:8])
 	if err := writeSynced(tmp, data); err != nil {
@@ -853,6 +875,24 @@ func (o *objectWriter) ensure(sum string, data []byte) error {
 	o.dirs[dir] = true
 	o.mu.Unlock()
 	return nil
+}
+
+// mkdir makes the object directory dir (of sha256 prefix prefix) when it is
+// missing, once per publish.
+func (o *objectWriter) mkdir(prefix, dir string) error {
+	return o.mkdirs.do(prefix, func() error {
+		if _, err := os.Stat(dir); err == nil {
+			return nil
+		}
+		if err := do("mkdir object "+prefix, func() error { return os.MkdirAll(dir, 0o755) }); err != nil {
+			return err
+		}
+		o.mu.Lock()
+		o.dirs[o.w.objects()] = true
+		o.dirs[o.w.Dir] = true
+		o.mu.Unlock()
+		return nil
+	})
 }
 
 // objectHolds reports whether the file obj is a regular file holding data.

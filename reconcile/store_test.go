@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -438,5 +439,68 @@ func TestPublishFailedStep(t *testing.T) {
 		if failed < 10 || applied == 0 {
 			t.Errorf("serial %d: %d failures before the switch, %d after", before+1, failed, applied)
 		}
+	}
+}
+
+// TestPublishStepsSameEachRun publishes one set, its files put from several
+// goroutines, into new work directories again and again: the steps are the
+// same each time (in some order), as the kill tests that count them need.
+// Objects share directories by the first two hex digits of their sha256 and
+// node directories share their cluster's nodes/, so two goroutines often
+// need one directory at once; it is made in one step, not one per goroutine.
+func TestPublishStepsSameEachRun(t *testing.T) {
+	defer func() { TestHookStep = nil }()
+	files := map[string]string{}
+	for i := range 240 {
+		switch i % 3 {
+		case 0:
+			files[fmt.Sprintf("c%d/nodes/n%d/graph.yaml", i%4, i)] = fmt.Sprint("node ", i)
+		case 1:
+			files[fmt.Sprintf("c%d/tasks/t%d.yaml", i%4, i)] = fmt.Sprint("task ", i)
+		default:
+			files[fmt.Sprintf("c%d/f%d.yaml", i%4, i)] = fmt.Sprint("file ", i)
+		}
+	}
+	names := slices.Sorted(maps.Keys(files))
+	random := regexp.MustCompile(`(\.tmp-[0-9a-z]*)-[0-9a-f]+`)
+	var first []string
+	for run := range 6 {
+		w := Open(filepath.Join(t.TempDir(), "wd"))
+		l, err := w.Lock(context.Background(), "test", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var steps []string
+		TestHookStep = func(step string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			steps = append(steps, random.ReplaceAllString(step, "$1-*"))
+			return nil
+		}
+		st := emptyState()
+		st.Serial = 1
+		for name := range files {
+			st.Artifacts[name] = "x"
+		}
+		err = w.Publish(l, st, func(put func(string, []byte) error) error {
+			return inParallel(len(names), func(i int) error { return put(names[i], []byte(files[names[i]])) })
+		})
+		TestHookStep = nil
+		l.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(steps)
+		if run == 0 {
+			first = steps
+			continue
+		}
+		if diff := cmp.Diff(first, steps); diff != "" {
+			t.Fatalf("run %d took other steps than the first (-first +run %d):\n%s", run, run, diff)
+		}
+	}
+	if len(first) < len(files) {
+		t.Fatalf("%d steps for %d files", len(first), len(files))
 	}
 }

@@ -133,8 +133,7 @@ func (o *objectWriter) linkNodeDirs(dir string, n *nodeDirs, mkdir func(name str
 			}
 		}
 	})
-	var mu sync.Mutex
-	trees := map[string]*objectOnce{} // tree id → checked or built once
+	var trees onceMap // tree id → checked or built once
 	err := inParallel(len(nds), func(i int) error {
 		nd := nds[i]
 		entries := n.files[nd]
@@ -143,26 +142,19 @@ func (o *objectWriter) linkNodeDirs(dir string, n *nodeDirs, mkdir func(name str
 			return o.realNodeDir(dir, nd, entries, mkdir)
 		}
 		id := treeID(entries)
-		mu.Lock()
-		once := trees[id]
-		if once == nil {
-			once = &objectOnce{}
-			trees[id] = once
-		}
-		mu.Unlock()
-		once.once.Do(func() { once.err = o.ensureTree(id, entries) })
+		err := trees.do(id, func() error { return o.ensureTree(id, entries) })
 		var fallback *linkFallback
-		if errors.As(once.err, &fallback) {
+		if errors.As(err, &fallback) {
 			return o.realNodeDir(dir, nd, entries, mkdir)
 		}
-		if once.err != nil {
-			return once.err
+		if err != nil {
+			return err
 		}
 		if err := mkdir(path.Dir(nd)); err != nil {
 			return err
 		}
 		p := filepath.Join(dir, filepath.FromSlash(nd))
-		err := do("symlink tree "+nd, func() error { return os.Symlink(treeLinkPrefix+id, p) })
+		err = do("symlink tree "+nd, func() error { return os.Symlink(treeLinkPrefix+id, p) })
 		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOTSUP) || errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOSYS) {
 			// No symlinks here: real node directories from now on.
 			o.w.noSymlinks.Store(true)
@@ -174,7 +166,7 @@ func (o *objectWriter) linkNodeDirs(dir string, n *nodeDirs, mkdir func(name str
 	if err != nil {
 		return err
 	}
-	if len(trees) > 0 {
+	if trees.len() > 0 {
 		o.mu.Lock()
 		o.dirs[o.w.trees()] = true
 		o.mu.Unlock()
@@ -211,13 +203,20 @@ func (o *objectWriter) ensureTree(id string, entries []treeEntry) error {
 	if o.treeHolds(final, entries) {
 		return nil
 	}
-	if _, err := os.Stat(o.w.trees()); err != nil {
+	err := o.trees.do("", func() error {
+		if _, err := os.Stat(o.w.trees()); err == nil {
+			return nil
+		}
 		if err := do("mkdir trees", func() error { return os.MkdirAll(o.w.trees(), 0o755) }); err != nil {
 			return err
 		}
 		o.mu.Lock()
 		o.dirs[o.w.Dir] = true
 		o.mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	tmp := filepath.Join(o.w.trees(), ".tmp-"+id+"-"+newLineage()[:8])
 	if err := do("mkdir tree "+id, func() error { return os.Mkdir(tmp, 0o755) }); err != nil {
