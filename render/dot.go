@@ -190,7 +190,7 @@ func (w *dotWriter) full(cluster string, limit int) bool {
 		for _, pt := range ng.Tasks {
 			for e := range pt.Requires() {
 				b.WriteString("  ")
-				w.id(e.to, e.Task, e.Node)
+				w.id(e.to, e.Task(), e.Node())
 				b.WriteString(" -> ")
 				w.id(pt, pt.ID, ng.Node)
 				b.WriteString(";\n")
@@ -264,10 +264,7 @@ func (gr *dotGrouping) groupOf(pt *PlacedTask) int32 {
 
 // sameNode reports whether edge e of a task of ng joins two tasks of ng.
 func sameNode(e Edge, ng *NodeGraph) bool {
-	if e.to != nil {
-		return e.to.node == ng
-	}
-	return e.Node == ng.Node
+	return e.to.node == ng
 }
 
 // dotShapeHash hashes what sameDOTShape compares (FNV-1a).
@@ -322,11 +319,7 @@ func sameDOTShape(a, b *NodeGraph) bool {
 				}
 				break
 			}
-			if ea[0].to == nil || eb[0].to == nil {
-				if ea[0].Task != eb[0].Task {
-					return false
-				}
-			} else if ea[0].to.idx != eb[0].to.idx {
+			if ea[0].to.idx != eb[0].to.idx {
 				return false
 			}
 			ea, eb = ea[1:], eb[1:]
@@ -536,7 +529,7 @@ func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, limit 
 					continue
 				}
 				b.WriteString("  ")
-				w.id(e.to, e.Task, e.Node)
+				w.id(e.to, e.Task(), e.Node())
 				b.WriteString(" -> ")
 				w.idOn(pt.idx, first)
 				b.WriteString(";\n")
@@ -561,12 +554,12 @@ func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, limit 
 						continue
 					}
 					sg := gr.groupOf(e.to)
-					if sg < 0 || !w.placed(e.to, e.Task) {
+					if sg < 0 || !w.placed(e.to, e.Task()) {
 						// Not a task of this graph's nodes: drawn as it is, for the
 						// first node only.
 						if m == first {
 							b.WriteString("  ")
-							w.id(e.to, e.Task, e.Node)
+							w.id(e.to, e.Task(), e.Node())
 							b.WriteString(" -> ")
 							w.idOn(pt.idx, first)
 							b.WriteString(" [color=blue];\n")

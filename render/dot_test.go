@@ -268,8 +268,8 @@ func checkCondensed(t *testing.T, data []byte, cluster string, g *Graph) {
 			for _, pt := range ng.Tasks {
 				var local []string
 				for _, e := range pt.AllRequires() {
-					if e.Node == ng.Node {
-						local = append(local, e.Task)
+					if e.Node() == ng.Node {
+						local = append(local, e.Task())
 					}
 				}
 				slices.Sort(local)
@@ -380,13 +380,13 @@ func checkCondensed(t *testing.T, data []byte, cluster string, g *Graph) {
 		for _, ng := range members {
 			for _, pt := range ng.Tasks {
 				for _, e := range pt.AllRequires() {
-					if e.Node == ng.Node {
+					if e.Node() == ng.Node {
 						if ng == first {
-							want[at(e.Task, first)+" -> "+at(pt.ID, first)] = 0
+							want[at(e.Task(), first)+" -> "+at(pt.ID, first)] = 0
 						}
 						continue
 					}
-					want[e.Task+"@"+boxID[groupOf[e.Node]]+" -> "+at(pt.ID, first)+" (cross)"]++
+					want[e.Task()+"@"+boxID[groupOf[e.Node()]]+" -> "+at(pt.ID, first)+" (cross)"]++
 				}
 			}
 		}

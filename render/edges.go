@@ -548,7 +548,7 @@ func (gb *graphBuilder) instantiate(ng *NodeGraph, res *sigEdges) {
 				target = gb.sync
 			}
 			to := gb.slot[int(target.rank)*n+int(idx)]
-			req[k] = Edge{Task: to.ID, Node: target.Node, EdgeSource: le.src, to: to}
+			req[k] = Edge{EdgeSource: le.src, to: to}
 		}
 		pt.requires = req
 	}
@@ -696,12 +696,12 @@ func (gb *graphBuilder) crossEdges(ng *NodeGraph, pt *PlacedTask) {
 					continue
 				}
 				if ce.reverse {
-					x.requires = append(x.requires, Edge{Task: pt.ID, Node: ng.Node, EdgeSource: ce.src, to: pt})
+					x.requires = append(x.requires, Edge{EdgeSource: ce.src, to: pt})
 					gb.markDirty(x)
 				} else if pt.fanIn == nil || !gb.gathers(pt, x) {
 					// A stage's fan-in edge to x came before this one (the sync node's
 					// edges are bound last) and wins: nothing to hold.
-					pt.requires = append(pt.requires, Edge{Task: x.ID, Node: x.node.Node, EdgeSource: ce.src, to: x})
+					pt.requires = append(pt.requires, Edge{EdgeSource: ce.src, to: x})
 					gb.markDirty(pt)
 				}
 			}

@@ -285,13 +285,13 @@ func (e *nodeEncoder) target(ed Edge) (task, node string, ok bool) {
 // both are worked out once per task id and node.
 func (e *nodeEncoder) targetFlow(ed Edge) (task, node string, flow, ok bool) {
 	to := ed.to
-	if to == nil || to.node == nil || to.node.g == nil || int(to.idx) >= len(to.node.g.ids) || to.node.g.ids[to.idx] != ed.Task || to.node.Node != ed.Node {
-		task, ok = e.scalar(ed.Task)
+	if to.node.g == nil || int(to.idx) >= len(to.node.g.ids) || to.node.g.ids[to.idx] != to.ID {
+		task, ok = e.scalar(to.ID)
 		if !ok {
 			return "", "", false, false
 		}
-		node, ok = e.scalar(ed.Node)
-		return task, node, ok && plainFlow(task, ed.Task) && plainFlow(node, ed.Node), ok
+		node, ok = e.scalar(to.node.Node)
+		return task, node, ok && plainFlow(task, to.ID) && plainFlow(node, to.node.Node), ok
 	}
 	if g := to.node.g; e.graph != g {
 		e.graph = g
@@ -301,11 +301,11 @@ func (e *nodeEncoder) targetFlow(ed Edge) (task, node string, flow, ok bool) {
 		e.nodeFlow = e.nodeFlow[:0]
 	}
 	if task = e.taskQ[to.idx]; task == "" {
-		if task, ok = e.scalar(ed.Task); !ok {
+		if task, ok = e.scalar(ed.Task()); !ok {
 			return "", "", false, false
 		}
 		e.taskQ[to.idx] = task
-		e.taskFlow[to.idx] = plainFlow(task, ed.Task)
+		e.taskFlow[to.idx] = plainFlow(task, ed.Task())
 	}
 	r := int(to.node.rank)
 	if r >= len(e.nodeQ) {
@@ -313,11 +313,11 @@ func (e *nodeEncoder) targetFlow(ed Edge) (task, node string, flow, ok bool) {
 		e.nodeFlow = append(e.nodeFlow, make([]bool, r+1-len(e.nodeFlow))...)
 	}
 	if node = e.nodeQ[r]; node == "" {
-		if node, ok = e.scalar(ed.Node); !ok {
+		if node, ok = e.scalar(ed.Node()); !ok {
 			return "", "", false, false
 		}
 		e.nodeQ[r] = node
-		e.nodeFlow[r] = plainFlow(node, ed.Node)
+		e.nodeFlow[r] = plainFlow(node, ed.Node())
 	}
 	return task, node, e.taskFlow[to.idx] && e.nodeFlow[r], true
 }
@@ -352,7 +352,7 @@ func nodeDocument(m *Model, g *Graph, ng *NodeGraph) map[string]any {
 		if pt.NumRequires() > 0 {
 			var req []any
 			for e := range pt.Requires() {
-				req = append(req, map[string]any{"task": e.Task, "node": e.Node})
+				req = append(req, map[string]any{"task": e.Task(), "node": e.Node()})
 			}
 			t["requires"] = req
 		}

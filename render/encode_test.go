@@ -108,8 +108,9 @@ func TestEncoderFallback(t *testing.T) {
 // keep quotes and backslashes out today; DOT does not rely on it).
 func TestDOTQuoting(t *testing.T) {
 	a := &PlacedTask{ID: `a"b`, Type: "skipped"}
-	b := &PlacedTask{ID: "c", Type: "shell", requires: []Edge{{Task: `a"b`, Node: `n\1`}}}
+	b := &PlacedTask{ID: "c", Type: "shell", requires: []Edge{{to: a}}}
 	g := &Graph{Type: "default", Nodes: []*NodeGraph{{Node: `n\1`, Tasks: []*PlacedTask{a, b}}}}
+	a.node, b.node = g.Nodes[0], g.Nodes[0]
 	want := `digraph "x\"y/default" {
   rankdir=LR;
   node [shape=box, fontsize=10];
@@ -262,7 +263,7 @@ func TestTargetFlow(t *testing.T) {
 	plain := &NodeGraph{Node: "node-1", g: g, rank: 0}
 	odd := &NodeGraph{Node: "n#1", g: g, rank: 1}
 	task := func(ng *NodeGraph, idx int32) Edge {
-		return Edge{Task: g.ids[idx], Node: ng.Node, to: &PlacedTask{ID: g.ids[idx], node: ng, idx: idx}}
+		return Edge{to: &PlacedTask{ID: g.ids[idx], node: ng, idx: idx}}
 	}
 	e := newNodeEncoder(&defBlocks{})
 	for round := range 2 {
@@ -274,12 +275,13 @@ func TestTargetFlow(t *testing.T) {
 			{task(plain, 0), false}, // ':' in the task id
 			{task(odd, 1), false},   // '#' in the node name
 			{task(plain, 2), false}, // quoted: 'yes'
-			{Edge{Task: "x", Node: "node-1"}, true},
-			{Edge{Task: "x,y", Node: "node-1"}, false},
+			// Tasks of no graph (the ids worked out each time).
+			{Edge{to: &PlacedTask{ID: "x", node: &NodeGraph{Node: "node-1"}}}, true},
+			{Edge{to: &PlacedTask{ID: "x,y", node: &NodeGraph{Node: "node-1"}}}, false},
 		} {
 			_, _, flow, ok := e.targetFlow(tc.ed)
 			if !ok || flow != tc.flow {
-				t.Errorf("round %d: targetFlow(%s@%s) = %v, %v; want %v, true", round, tc.ed.Task, tc.ed.Node, flow, ok, tc.flow)
+				t.Errorf("round %d: targetFlow(%s@%s) = %v, %v; want %v, true", round, tc.ed.Task(), tc.ed.Node(), flow, ok, tc.flow)
 			}
 		}
 	}

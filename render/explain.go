@@ -101,7 +101,7 @@ func (r *Rendered) Explain(graph, node, task string) (*Explanation, error) {
 			te.Condition, te.ConditionValue = c.Text, pt.Condition
 		}
 		for e := range pt.Requires() {
-			te.Requires = append(te.Requires, EdgeExplanation{Task: e.Task, Node: e.Node, Origin: e.Describe(), File: e.Range.Filename, Line: e.Range.Start.Line})
+			te.Requires = append(te.Requires, EdgeExplanation{Task: e.Task(), Node: e.Node(), Origin: e.Describe(), File: e.Range.Filename, Line: e.Range.Start.Line})
 		}
 		ex.Tasks = append(ex.Tasks, te)
 	}

@@ -181,7 +181,7 @@ func (pt *PlacedTask) eachGathered(yield func(Edge) bool) {
 			if len(held) > 0 && held[0].to == t {
 				continue
 			}
-			if !yield(Edge{Task: t.ID, Node: ng.Node, EdgeSource: src, to: t}) {
+			if !yield(Edge{EdgeSource: src, to: t}) {
 				return
 			}
 		}

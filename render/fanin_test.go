@@ -22,7 +22,7 @@ import (
 func edgeLines(pt *PlacedTask) []string {
 	var out []string
 	for e := range pt.Requires() {
-		out = append(out, fmt.Sprintf("%s@%s (%s) line %d column %d", e.Task, e.Node, e.Describe(), e.Range.Start.Line, e.Range.Start.Column))
+		out = append(out, fmt.Sprintf("%s@%s (%s) line %d column %d", e.Task(), e.Node(), e.Describe(), e.Range.Start.Line, e.Range.Start.Column))
 	}
 	return out
 }
@@ -166,7 +166,7 @@ func TestStageFanInGenerated(t *testing.T) {
 				}
 				var ids []string
 				for _, e := range got {
-					ids = append(ids, e.Task+"@"+e.Node)
+					ids = append(ids, e.Task()+"@"+e.Node())
 				}
 				if diff := cmp.Diff(ids, written[pt.ID]); diff != "" {
 					t.Errorf("%s %s: the expanded sync file (-Requires +file):\n%s", g.Type, pt.ID, diff)
@@ -211,7 +211,7 @@ func referenceRequires(g *Graph, pt *PlacedTask) []Edge {
 		for _, x := range ng.byID {
 			for _, se := range x.Def.stages {
 				if se.stage == pt {
-					all = append(all, Edge{Task: x.ID, Node: ng.Node, EdgeSource: se.src, to: x})
+					all = append(all, Edge{EdgeSource: se.src, to: x})
 				}
 			}
 		}
@@ -233,7 +233,7 @@ func referenceRequires(g *Graph, pt *PlacedTask) []Edge {
 func edgeStrings(edges []Edge) []string {
 	out := make([]string, len(edges))
 	for i, e := range edges {
-		out[i] = fmt.Sprintf("%s@%s %s %s:%d:%d", e.Task, e.Node, e.Describe(), e.Range.Filename, e.Range.Start.Line, e.Range.Start.Column)
+		out[i] = fmt.Sprintf("%s@%s %s %s:%d:%d", e.Task(), e.Node(), e.Describe(), e.Range.Filename, e.Range.Start.Line, e.Range.Start.Column)
 	}
 	return out
 }
@@ -283,7 +283,7 @@ func TestEdgeSorter(t *testing.T) {
 		edges := make([]Edge, rng.IntN(40))
 		for i := range edges {
 			to := targets[rng.IntN(len(targets))]
-			edges[i] = Edge{Task: to.ID, Node: to.node.Node, EdgeSource: &EdgeSource{Origin: fmt.Sprint(i)}, to: to}
+			edges[i] = Edge{EdgeSource: &EdgeSource{Origin: fmt.Sprint(i)}, to: to}
 		}
 		if trial%3 == 0 {
 			slices.SortStableFunc(edges, func(a, b Edge) int { return int(edgeKey(a.to) - edgeKey(b.to)) })

@@ -260,10 +260,10 @@ func plainFlow(q, s string) bool { return q == s && !strings.ContainsAny(s, flow
 // or the bare task id for a task of the same node (unless the id has an '@',
 // which would read as a node).
 func requirement(ed Edge, node string) string {
-	if ed.Node == node && !strings.Contains(ed.Task, "@") {
-		return ed.Task
+	if ed.Node() == node && !strings.Contains(ed.Task(), "@") {
+		return ed.Task()
 	}
-	return ed.Task + "@" + ed.Node
+	return ed.Task() + "@" + ed.Node()
 }
 
 // SplitRequirement reads a requirement of a node file of node: "task@node" splits
@@ -299,7 +299,7 @@ func newStageRule(ng *NodeGraph, stage *PlacedTask) *stageRule {
 
 func (r *stageRule) implied(ed Edge) bool {
 	to := r.stage
-	if ed.Node == SyncNode || ed.to == nil || ed.to.node == nil || ed.to.node.Node != ed.Node || ed.to.ID != ed.Task {
+	if ed.Node() == SyncNode {
 		return false
 	}
 	if rank := int(ed.to.node.rank); rank >= len(r.has) || r.has[rank] {
@@ -425,7 +425,7 @@ func (e *nodeEncoder) writeNodeFile(m *Model, g *Graph, ng *NodeGraph) error {
 				b.WriteString(", ")
 			}
 			b.WriteString(task)
-			if ed.Node != ng.Node || strings.IndexByte(task, '@') >= 0 {
+			if ed.Node() != ng.Node || strings.IndexByte(task, '@') >= 0 {
 				b.WriteByte('@')
 				b.WriteString(node)
 			}

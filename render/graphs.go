@@ -108,13 +108,19 @@ type Via struct {
 	Tag      string `json:"tag,omitempty"`  // the node tag it matched
 }
 
-// Edge is a dependency: the dependent task requires Task on Node. Its source (the
-// entry it comes from) is shared by every node the same entry binds.
+// Edge is a dependency: the dependent task requires the task Task() on the
+// node Node(). Its source (the entry it comes from) is shared by every node
+// the same entry binds. Two words: a graph holds millions of edges.
 type Edge struct {
-	Task, Node string
 	*EdgeSource
 	to *PlacedTask
 }
+
+// Task is the id of the task the edge requires.
+func (e Edge) Task() string { return e.to.ID }
+
+// Node is the node of the task the edge requires.
+func (e Edge) Node() string { return e.to.node.Node }
 
 // EdgeSource says where an edge comes from.
 type EdgeSource struct {

@@ -91,7 +91,7 @@ func taskLines(ng *NodeGraph) []string {
 		if pt.NumRequires() > 0 {
 			var req []string
 			for _, e := range pt.AllRequires() {
-				req = append(req, e.Task+"@"+e.Node)
+				req = append(req, e.Task()+"@"+e.Node())
 			}
 			sort.Strings(req)
 			s += " <- " + strings.Join(req, " ")
@@ -216,7 +216,7 @@ func checkCycle(t *testing.T, g *Graph, d *hcl.Diagnostic) string {
 		}
 		found := false
 		for _, e := range pt.AllRequires() {
-			found = found || (e.Task == pid && e.Node == pnode)
+			found = found || (e.Task() == pid && e.Node() == pnode)
 		}
 		if !found {
 			t.Errorf("cycle %q: %s does not require %s", cycle, parts[i], parts[i-1])
@@ -852,7 +852,7 @@ func TestGraphEdgeOrigins(t *testing.T) {
 	got := map[string][]string{}
 	for _, pt := range ng.Tasks {
 		for _, e := range pt.AllRequires() {
-			got[pt.ID] = append(got[pt.ID], e.Task+"@"+e.Node+" ("+e.Describe()+")")
+			got[pt.ID] = append(got[pt.ID], e.Task()+"@"+e.Node()+" ("+e.Describe()+")")
 		}
 	}
 	want := map[string][]string{

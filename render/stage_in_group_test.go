@@ -67,8 +67,8 @@ func TestStageInGroupStaysOnSync(t *testing.T) {
 		}
 		seen[pt] = true
 		ok := slices.ContainsFunc(pt.AllRequires(), func(e Edge) bool {
-			n := g.Node(e.Node)
-			return n != nil && n.Task(e.Task) != nil && reaches(n.Task(e.Task), seen)
+			n := g.Node(e.Node())
+			return n != nil && n.Task(e.Task()) != nil && reaches(n.Task(e.Task()), seen)
 		})
 		after[pt] = ok
 		return ok

@@ -179,7 +179,7 @@ func TestHeavyRenders(t *testing.T) {
 	}
 	nodes := map[string]bool{}
 	for _, e := range stage.AllRequires() {
-		nodes[e.Node] = true
+		nodes[e.Node()] = true
 	}
 	if len(nodes) < len(r.Model.Cluster.Nodes) {
 		t.Errorf("post_deployment_start requires tasks of %d nodes of %d", len(nodes), len(r.Model.Cluster.Nodes))
