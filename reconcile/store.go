@@ -754,8 +754,8 @@ type objectWriter struct {
 	// mkdirs are the object directories (by sha256 prefix) made or found
 	// once per publish: two objects with one prefix, written at once, would
 	// otherwise both make it (a step more or less from run to run).
-	mkdirs onceMap
-	trees  onceMap // the trees directory, made or found once
+	mkdirs   onceMap
+	treesDir onceMap // the trees directory, made or found once
 	// dirs are the object directories with a new entry, to sync.
 	dirs map[string]bool
 }

@@ -203,7 +203,7 @@ func (o *objectWriter) ensureTree(id string, entries []treeEntry) error {
 	if o.treeHolds(final, entries) {
 		return nil
 	}
-	err := o.trees.do("", func() error {
+	err := o.treesDir.do("", func() error {
 		if _, err := os.Stat(o.w.trees()); err == nil {
 			return nil
 		}
