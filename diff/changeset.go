@@ -187,29 +187,36 @@ func Compute(old, new *Side) (*ChangeSet, error) {
 			cs.Clusters = append(cs.Clusters, cc)
 		}
 	}
-	for _, cc := range cs.Clusters {
+	cs.Summary = Summarize(cs.Clusters)
+	return cs, nil
+}
+
+// Summarize counts the changes of clusters (ChangeSet.Summary).
+func Summarize(clusters []*ClusterChange) Summary {
+	var s Summary
+	for _, cc := range clusters {
 		for _, nc := range cc.Nodes {
 			switch {
 			case nc.Pseudo:
 			case nc.Action == Create:
-				cs.Summary.Provision++
-				cs.Summary.Deploy++
+				s.Provision++
+				s.Deploy++
 			case nc.Action == Update:
-				cs.Summary.Deploy++
+				s.Deploy++
 			case nc.Action == Delete:
-				cs.Summary.Delete++
+				s.Delete++
 			}
 			for _, g := range nc.Graphs {
 				if g.Graph != "default" {
 					continue
 				}
-				cs.Summary.TasksAdded += len(g.Added)
-				cs.Summary.TasksRemoved += len(g.Removed)
-				cs.Summary.TasksChanged += len(g.Changed)
+				s.TasksAdded += len(g.Added)
+				s.TasksRemoved += len(g.Removed)
+				s.TasksChanged += len(g.Changed)
 			}
 		}
 	}
-	return cs, nil
+	return s
 }
 
 // sideView is one side of one cluster, decoded.

@@ -23,6 +23,7 @@ var knownClusterKeys = map[string]bool{
 	"cluster": true, "release": true, "mode": true, "plugins": true, "components": true, "settings": true,
 	"resolution": true, "tags": true, "roles": true, "instances": true, "nodes": true, "tasks_path": true,
 	"tasks": true, "environments": true, "requires": true, "resource_registry": true,
+	"sync": true, "suspend": true, "depends_on": true,
 }
 
 var knownNodeKeys = map[string]bool{"id": true, "roles": true, "tags": true}
@@ -150,12 +151,58 @@ func (l *loadCtx) clusterFromValue(file string, v *Value) (*Cluster, hcl.Diagnos
 	if r := v.Get("resource_registry"); !r.IsNull() && c.mapping(r, what+": resource_registry") {
 		cl.ResourceRegistry = r
 	}
+	clusterPolicy(c, v, cl, what)
 	for _, f := range v.Fields {
 		if !knownClusterKeys[f.Key] {
 			c.unknownKey(f, knownClusterKeys, what)
 		}
 	}
 	return cl, c.diags
+}
+
+// clusterPolicy reads the cluster's sync policy: sync, suspend and depends_on
+// (a list of cluster names, or of {cluster: NAME, healthy: BOOL}). The names are
+// checked against the other clusters, and for cycles, by checkClusterSet.
+func clusterPolicy(c *checker, v *Value, cl *Cluster, what string) {
+	if s, ok := c.str(v, "sync", what, false); ok {
+		if s != "auto" && s != "manual" {
+			c.add(withDetail(errorAt(v.Get("sync").Range, "%s: sync must be auto or manual, not %s", what, quoteShort(s)),
+				"sync: auto applies every valid commit; sync: manual plans it and waits for fuelsync approve --cluster."))
+		} else {
+			cl.Sync, cl.SyncRange = s, v.Get("sync").Range
+		}
+	}
+	cl.Suspend, cl.SuspendSet = c.boolean(v, "suspend", what)
+	d := v.Get("depends_on")
+	if d.IsNull() {
+		return
+	}
+	if d.Kind != KindList {
+		c.errf(d.Range, "%s: depends_on must be a list of cluster names, not a %s", what, d.Kind)
+		return
+	}
+	for _, it := range d.Items {
+		if s, ok := it.Str(); ok && it.IsScalar() {
+			cl.DependsOn = append(cl.DependsOn, Dependency{Cluster: s, Range: it.Range})
+			continue
+		}
+		if !it.IsMap() {
+			c.errf(it.Range, "%s: every item of depends_on must be a cluster name or {cluster: NAME, healthy: true}, not a %s", what, it.Kind)
+			continue
+		}
+		name, ok := c.str(it, "cluster", what+": depends_on", true)
+		if !ok {
+			continue
+		}
+		dep := Dependency{Cluster: name, Range: it.Get("cluster").Range}
+		dep.Healthy, _ = c.boolean(it, "healthy", what+": depends_on")
+		for _, f := range it.Fields {
+			if f.Key != "cluster" && f.Key != "healthy" {
+				c.unknownKey(f, map[string]bool{"cluster": true, "healthy": true}, what+": depends_on")
+			}
+		}
+		cl.DependsOn = append(cl.DependsOn, dep)
+	}
 }
 
 // settingLeaves lists the leaves of the settings tree with their dotted paths. A

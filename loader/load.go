@@ -225,6 +225,60 @@ func checkPluginSet(repo *Repo) hcl.Diagnostics {
 	return diags
 }
 
+// dependencyCycles reports each cycle of depends_on once, at the entry of the
+// cluster that comes first in file order that closes it.
+func dependencyCycles(repo *Repo) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	const (
+		unseen = iota
+		open
+		done
+	)
+	state := map[string]int{}
+	var stack []string
+	var visit func(c *Cluster)
+	visit = func(c *Cluster) {
+		state[c.Name] = open
+		stack = append(stack, c.Name)
+		for _, dep := range c.DependsOn {
+			next := repo.Cluster(dep.Cluster)
+			if next == nil || next == c {
+				continue
+			}
+			switch state[next.Name] {
+			case open:
+				i := slices.Index(stack, next.Name)
+				cycle := append(slices.Clone(stack[i:]), next.Name)
+				diags = append(diags, withDetail(errorAt(dep.Range, "cluster %s: depends_on makes a cycle: %s", c.Name, strings.Join(cycle, " -> ")),
+					"Clusters that wait for each other are never applied; remove one of these entries."))
+			case unseen:
+				visit(next)
+			}
+		}
+		stack = stack[:len(stack)-1]
+		state[c.Name] = done
+	}
+	for _, c := range repo.Clusters {
+		if state[c.Name] == unseen {
+			visit(c)
+		}
+	}
+	return diags
+}
+
+func clusterList(repo *Repo) string {
+	var names []string
+	for _, c := range repo.Clusters {
+		names = append(names, c.Name)
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
 // FindRelease returns the releases a cluster's `release:` matches: a version, a name,
 // or name@version.
 func (repo *Repo) FindRelease(ref string) []*Release {
@@ -264,7 +318,7 @@ func (repo *Repo) Cluster(name string) *Cluster {
 // checkClusterSet checks cluster references: unique cluster names, the release and
 // plugins they name.
 func checkClusterSet(repo *Repo) hcl.Diagnostics {
-	var diags hcl.Diagnostics
+	diags := dependencyCycles(repo)
 	names := map[string]*Cluster{}
 	for _, c := range repo.Clusters {
 		if prev, dup := names[c.Name]; dup {
@@ -280,6 +334,18 @@ func checkClusterSet(repo *Repo) hcl.Diagnostics {
 				"release: is a release version, a release name, or name@version."))
 		case len(rels) > 1:
 			diags = append(diags, errorAt(c.ReleaseRange, "cluster %s: release %q matches %d releases; write name@version: %s", c.Name, c.Release, len(rels), releaseList(repo)))
+		}
+		for _, dep := range c.DependsOn {
+			switch {
+			case dep.Cluster == c.Name:
+				diags = append(diags, errorAt(dep.Range, "cluster %s: depends_on names the cluster itself", c.Name))
+			case repo.Cluster(dep.Cluster) == nil:
+				diags = append(diags, withDetail(errorAt(dep.Range, "cluster %s: depends_on names unknown cluster %s; clusters in this repository: %s", c.Name, quoteShort(dep.Cluster), clusterList(repo)),
+					"depends_on lists clusters of this repository that must be synced at a revision before this one is applied at it."))
+			case dep.Healthy:
+				diags = append(diags, withDetail(errorAt(dep.Range, "cluster %s: depends_on with healthy: true is not supported by this version", c.Name),
+					"A cluster's health comes from its nodes' reports, which this version does not collect; write the cluster's name alone to wait for it to be synced."))
+			}
 		}
 		for _, pr := range c.Plugins {
 			p := repo.FindPlugin(pr.Name)
@@ -398,7 +464,16 @@ func (l *loadCtx) loadSettings() (Settings, hcl.Diagnostics) {
 		if fg, ok := c.strList(v, "feature_groups", name, false, false); ok {
 			s.FeatureGroups = fg
 		}
-		c.misspelled(v, map[string]bool{"workdir": true, "interval": true, "publish": true, "publish_branch": true, "allow_empty": true, "state": true, "feature_groups": true}, name)
+		if sync, ok := c.str(v, "sync", name, false); ok {
+			if sync != "auto" && sync != "manual" {
+				c.add(withDetail(errorAt(v.Get("sync").Range, "%s: sync must be auto or manual, not %s", name, quoteShort(sync)),
+					"sync: is every cluster's default sync policy; a cluster's own sync: overrides it."))
+			} else {
+				s.Sync = sync
+			}
+		}
+		s.Suspend, _ = c.boolean(v, "suspend", name)
+		c.misspelled(v, map[string]bool{"workdir": true, "interval": true, "publish": true, "publish_branch": true, "allow_empty": true, "state": true, "feature_groups": true, "sync": true, "suspend": true}, name)
 		return s, c.diags
 	}
 	return s, nil

@@ -42,7 +42,32 @@ type Settings struct {
 	State string
 	// FeatureGroups is the `version:feature_groups` model of the expression language.
 	FeatureGroups []string
-	Data          *Value
+	// Sync and Suspend are the clusters' defaults for their own sync: and
+	// suspend: ("" and false when not written: auto, not suspended).
+	Sync    string
+	Suspend bool
+	Data    *Value
+}
+
+// SyncPolicy is the sync policy of cluster c: its own sync:, else the
+// repository's default, else "auto".
+func (repo *Repo) SyncPolicy(c *Cluster) string {
+	switch {
+	case c.Sync != "":
+		return c.Sync
+	case repo.Settings.Sync != "":
+		return repo.Settings.Sync
+	}
+	return "auto"
+}
+
+// Suspended says whether cluster c is suspended: its own suspend:, else the
+// repository's default.
+func (repo *Repo) Suspended(c *Cluster) bool {
+	if c.SuspendSet {
+		return c.Suspend
+	}
+	return repo.Settings.Suspend
 }
 
 // Plugin is one plugin package.
@@ -191,6 +216,29 @@ type Cluster struct {
 	Environments     []Ref
 	Requires         *Value
 	ResourceRegistry *Value
+
+	// Sync is the cluster's sync policy as written ("auto" or "manual"; ""
+	// when not written: the repository's default, Repo.SyncPolicy), and
+	// SyncRange where.
+	Sync      string
+	SyncRange hcl.Range
+	// Suspend, when written (SuspendSet), stops the cluster's reconciles: its
+	// applied artifacts stay and are served; the repository's default applies
+	// when it is not written (Repo.Suspended).
+	Suspend    bool
+	SuspendSet bool
+	// DependsOn are the clusters that must be synced at a revision before this
+	// one is applied at it (staging before production).
+	DependsOn []Dependency
+}
+
+// Dependency is one entry of a cluster's depends_on.
+type Dependency struct {
+	Cluster string
+	// Healthy asks for the cluster to be healthy too (its nodes' reports), not
+	// only synced.
+	Healthy bool
+	Range   hcl.Range
 }
 
 // Setting is one value of a cluster's `settings:`.

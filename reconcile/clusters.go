@@ -22,7 +22,9 @@ func ClusterInputsKey(files, toolVersion string, cs *ClusterState) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "fuelsync cluster render inputs 1\nfiles %s\ntool %s\n", files, toolVersion)
 	if cs != nil {
-		b, _ := json.Marshal(cs) // map keys sorted: deterministic
+		// What the render reads of it (as the state wrote it before clusters
+		// had statuses: the same bytes, so older states' keys still match).
+		b, _ := json.Marshal(renderInputs{Nodes: cs.Nodes, Primary: cs.Primary}) // map keys sorted: deterministic
 		h.Write(b)
 	}
 	return hex.EncodeToString(h.Sum(nil))

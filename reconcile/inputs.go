@@ -22,8 +22,15 @@ func InputsKey(files, toolVersion string, st *State) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "fuelsync render inputs 1\nfiles %s\ntool %s\n", files, toolVersion)
 	if st != nil {
-		clusters, _ := json.Marshal(st.Clusters) // map keys sorted: deterministic
-		h.Write(clusters)
+		// What the render reads of each cluster's record (as states wrote it
+		// before clusters had statuses: the same bytes, so older states'
+		// keys still match); a cluster's status and history are not inputs.
+		clusters := make(map[string]renderInputs, len(st.Clusters))
+		for name, cs := range st.Clusters {
+			clusters[name] = renderInputs{Nodes: cs.Nodes, Primary: cs.Primary}
+		}
+		b, _ := json.Marshal(clusters) // map keys sorted: deterministic
+		h.Write(b)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -139,6 +139,13 @@ type Loop struct {
 	// revision planned last, whose model and clusters the loop holds; "" when
 	// unknown. Under mu.
 	planned string
+	// results are every cluster's result in the last run, under mu.
+	results []*ClusterResult
+	// again says a cluster waits for one the last run changed: the same
+	// revision is reconciled once more. Under mu.
+	again bool
+	// leading, when set, says whether this replica still leads (nil: it does).
+	leading func() error
 }
 
 // Model is the repository of the revision the loop loaded last (valid or not),
@@ -309,185 +316,135 @@ func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet,
 		return Failed, "", nil, []string{err.Error()}, nil
 	}
 	l.mu.Lock()
-	seen := rev.SHA != WorkingTree && l.status.Revision == rev.SHA && (l.status.Outcome == Applied || l.status.Outcome == NoChange ||
+	seen := rev.SHA != WorkingTree && l.status.Revision == rev.SHA && !l.again && (l.status.Outcome == Applied || l.status.Outcome == NoChange ||
 		l.status.Outcome == Invalid || l.status.Outcome == Planned || l.status.Outcome == Held)
+	l.again = false
 	l.mu.Unlock()
 	if seen {
 		return Skipped, rev.SHA, nil, nil, nil
 	}
-	// 2. A commit that changes no input of the applied set (a README edit) is
-	// reconciled without loading or rendering.
-	files, err := loader.InputFingerprint(rev.FS, loader.Options{})
+	// 2. The operation plan and apply run: validate, render what changed,
+	// plan, lock, apply (a commit that changes no input of the applied set
+	// is reconciled without loading or rendering).
+	req := Request{Revision: rev, Apply: !l.DryRun, Lock: "reconcile", LockTimeout: time.Minute}
+	res, err := l.operation().Run(ctx, req)
+	if err == nil && res.Repo == nil && !l.holdsModel(res.Plan.InputFiles) {
+		// Nothing to do, but the status wants the model of these inputs.
+		req.Full = true
+		res, err = l.operation().Run(ctx, req)
+	}
+	var cs *diff.ChangeSet
+	if res.Plan != nil {
+		cs = res.Plan.Changes
+	}
+	st := res.Next
+	if st == nil {
+		st = res.State
+	}
 	if err != nil {
-		files = "" // not fingerprinted: the normal path
+		return Failed, rev.SHA, cs, []string{err.Error()}, st
 	}
-	if files != "" {
-		if out, st, ok := l.unchanged(ctx, rev.SHA, files); ok {
-			return out, rev.SHA, UnchangedPlan(st, rev.SHA, l.ToolVersion, files).Changes, nil, st
-		}
+	l.record(res)
+	problems := resultProblems(res)
+	if res.Again {
+		// A cluster waits for one this run changed: once more, at once.
+		l.mu.Lock()
+		l.again = true
+		l.mu.Unlock()
+		l.Trigger()
 	}
-	// 3. Load and validate; a commit with errors is not applied.
-	if l.onLoad != nil {
-		l.onLoad()
-	}
-	repo, diags := loader.Load(rev.FS, loader.Options{})
-	l.mu.Lock()
-	l.model, l.modelRev, l.planned = repo, rev.SHA, ""
-	l.mu.Unlock()
-	st, err := l.Workdir.ReadState()
-	if err != nil {
-		return Failed, rev.SHA, nil, []string{err.Error()}, nil
-	}
-	// The clusters whose inputs are the applied state's keep their applied
-	// artifacts: only the others are rendered.
-	var kept []string
-	var cfiles map[string]string
-	if files != "" && !diags.HasErrors() {
-		kept, cfiles = Reuse(l.Workdir, st, rev.FS, repo, loader.Options{}, l.ToolVersion)
-	}
-	var rs []*render.Rendered
-	if list := RenderList(repo, kept); list == nil || len(list) > 0 {
-		var more hcl.Diagnostics
-		rs, more = render.Render(repo, render.Options{Clusters: list, State: st})
-		diags = append(diags, more...)
-		l.rendered(rs)
-	}
-	diags = loader.SortDiagnostics(diags)
-	if diags.HasErrors() {
-		return Invalid, rev.SHA, nil, diagLines(diags), st
-	}
-	// 4. Plan against the applied state, then apply under the lock.
-	lock, err := l.Workdir.Lock(ctx, "reconcile", time.Minute)
-	if err != nil {
-		return Failed, rev.SHA, nil, []string{err.Error()}, st
-	}
-	defer lock.Unlock()
-	if err := l.Workdir.Tidy(lock); err != nil {
-		return Failed, rev.SHA, nil, []string{err.Error()}, st
-	}
-	if st, err = l.Workdir.ReadState(); err != nil { // another apply may have run
-		return Failed, rev.SHA, nil, []string{err.Error()}, nil
-	}
-	if l.prepare != nil { // a replica: the applied set another leader made
-		if err := l.prepare(ctx, st); err != nil {
-			return Failed, rev.SHA, nil, []string{err.Error()}, st
-		}
-	}
-	if rev.SHA == WorkingTree && files != "" {
-		// A working tree edited while it was loaded: its fingerprint says
-		// nothing of what was rendered.
-		if again, err := loader.InputFingerprint(rev.FS, loader.Options{}); err != nil || again != files {
-			files, cfiles = "", nil
-		}
-	}
-	if len(kept) > 0 {
-		// Another apply may have run since the clusters to keep were chosen:
-		// those no longer the applied state's are rendered now.
-		var again []string
-		if files != "" {
-			again = st.Reusable(cfiles, l.ToolVersion)
-		}
-		var lost []string
-		for _, c := range kept {
-			if !slices.Contains(again, c) {
-				lost = append(lost, c)
-			}
-		}
-		if len(lost) > 0 {
-			more, d := render.Render(repo, render.Options{Clusters: lost, State: st})
-			if d.HasErrors() {
-				return Invalid, rev.SHA, nil, diagLines(d), st
-			}
-			l.rendered(more)
-			rs = append(rs, more...)
-			kept = slices.DeleteFunc(kept, func(c string) bool { return slices.Contains(lost, c) })
-		}
-	}
-	p, err := PlanWith(l.Workdir, st, PlanInput{Rendered: rs, Kept: kept, Revision: rev.SHA, ToolVersion: l.ToolVersion})
-	if err != nil {
-		return Failed, rev.SHA, nil, []string{err.Error()}, st
-	}
-	p.InputFiles, p.ClusterFiles = files, cfiles
-	models := make([]*render.Model, 0, len(rs)+len(kept))
-	for _, r := range rs {
-		models = append(models, r.Model)
-	}
-	if len(kept) > 0 {
-		// The status of the kept clusters: their models, without graphs.
-		more, _ := render.Models(repo, kept, render.Options{State: st})
-		models = append(models, more...)
-	}
-	l.mu.Lock()
-	l.clusters = clusterStatus(repo, models)
-	l.planned = files
-	l.mu.Unlock()
-	if !p.ChangesPresent && st.Serial > 0 {
-		return NoChange, rev.SHA, p.Changes, nil, st
-	}
-	// 5. Guard: a revision that empties a cluster, or the whole configuration,
-	// is held back unless allowed (a wrong branch, a bad merge, artifacts
-	// committed over the sources).
-	if why := emptying(st, rs, kept); why != "" && !l.AllowEmpty && !repo.Settings.AllowEmpty {
-		return Held, rev.SHA, p.Changes, []string{fmt.Sprintf("held back: revision %s %s; it is applied only with --allow-empty, or allow_empty: true in fuelsync.yaml", short(rev.SHA), why)}, st
-	}
-	if l.DryRun {
-		return Planned, rev.SHA, p.Changes, nil, st
-	}
-	next, err := Apply(l.Workdir, lock, st, p, rs)
-	if err != nil {
-		return Failed, rev.SHA, p.Changes, []string{err.Error()}, st
-	}
-	if l.Publish != nil {
-		h, err := l.Publish.publish(ctx, l.Source, l.Workdir.SetFS(next.Serial), rev.SHA, next.Serial)
+	if res.Outcome == Applied && l.Publish != nil {
+		h, err := l.Publish.publish(ctx, l.Source, l.Workdir.SetFS(res.Next.Serial), rev.SHA, res.Next.Serial)
 		if err != nil {
 			// The set is applied; the branch lags until the next change.
-			return Applied, rev.SHA, p.Changes, []string{"publishing to branch " + l.Publish.Branch + ": " + err.Error()}, next
+			return Applied, rev.SHA, cs, append(problems, "publishing to branch "+l.Publish.Branch+": "+err.Error()), st
 		}
 		if h != "" {
 			l.Log.Info("published", "branch", l.Publish.Branch, "commit", h, "revision", rev.SHA)
 		}
 	}
-	return Applied, rev.SHA, p.Changes, nil, next
+	return res.Outcome, rev.SHA, cs, problems, st
 }
 
-// unchanged reconciles a commit whose input fingerprint is files when the
-// applied state's artifacts are already its render (State.Unchanged) and the
-// loop holds the model and clusters of those inputs (it planned them last):
-// outcome unchanged, nothing loaded nor rendered. ok is false when the commit
-// takes the normal path.
-func (l *Loop) unchanged(ctx context.Context, rev, files string) (Outcome, *State, bool) {
+// operation is the reconcile operation of the loop: the one plan and apply
+// run, with the guard against emptied clusters.
+func (l *Loop) operation() *Operation {
+	op := &Operation{
+		Workdir:     l.Workdir,
+		ToolVersion: l.ToolVersion,
+		Guard:       true,
+		AllowEmpty:  l.AllowEmpty,
+		Prepare:     l.prepare,
+		Leading:     l.leading,
+		OnLoad:      l.onLoad,
+		OnRender:    l.onRender,
+	}
+	if rs, ok := l.Source.(RevisionSource); ok {
+		op.OpenRevision = func(rev string) (fs.FS, error) {
+			r, err := rs.At(context.Background(), rev)
+			return r.FS, err
+		}
+	}
+	return op
+}
+
+// holdsModel says whether the loop holds the model and clusters of the inputs
+// whose fingerprint is files (it loaded them last).
+func (l *Loop) holdsModel(files string) bool {
 	l.mu.Lock()
-	held := l.planned == files && l.model != nil
-	l.mu.Unlock()
-	if !held {
-		return "", nil, false
-	}
-	if st, err := l.Workdir.ReadState(); err != nil || !st.Unchanged(files, l.ToolVersion) {
-		return "", nil, false
-	}
-	// Under the lock, as a plan: another apply may have run, a replica may
-	// lack the applied set.
-	lock, err := l.Workdir.Lock(ctx, "reconcile", time.Minute)
-	if err != nil {
-		return "", nil, false
-	}
-	defer lock.Unlock()
-	if err := l.Workdir.Tidy(lock); err != nil {
-		return "", nil, false
-	}
-	st, err := l.Workdir.ReadState()
-	if err != nil || !st.Unchanged(files, l.ToolVersion) {
-		return "", nil, false
-	}
-	if l.prepare != nil {
-		if err := l.prepare(ctx, st); err != nil {
-			return "", nil, false
+	defer l.mu.Unlock()
+	return files != "" && l.planned == files && l.model != nil
+}
+
+// record keeps what the status shows of a run: every cluster's status, and
+// for a run that loaded the revision its model and the clusters' nodes.
+func (l *Loop) record(res *Result) {
+	var models []*render.Model
+	if res.Repo != nil {
+		for _, r := range res.Rendered {
+			models = append(models, r.Model)
+		}
+		var kept []string
+		for _, c := range res.Kept {
+			if res.Repo.Cluster(c) != nil {
+				kept = append(kept, c)
+			}
+		}
+		if len(kept) > 0 {
+			// The status of the kept clusters: their models, without graphs.
+			more, _ := render.Models(res.Repo, kept, render.Options{State: res.State})
+			models = append(models, more...)
 		}
 	}
 	l.mu.Lock()
-	l.modelRev = rev // the same inputs: the same model
-	l.mu.Unlock()
-	return NoChange, st, true
+	defer l.mu.Unlock()
+	l.results = res.Clusters
+	if res.Repo == nil {
+		l.modelRev = res.Revision // the same inputs: the same model
+		return
+	}
+	l.model, l.modelRev, l.planned = res.Repo, res.Revision, ""
+	if res.Plan != nil {
+		l.planned = res.Plan.InputFiles
+	}
+	l.clusters = clusterStatus(res.Repo, models)
+}
+
+// resultProblems are the problems of a run: the whole revision's, then those
+// of each cluster not synced, each once.
+func resultProblems(res *Result) []string {
+	out := slices.Clone(res.Problems)
+	for _, c := range res.Clusters {
+		if c.Status != StatusHeld && c.Status != StatusOutOfSync {
+			continue
+		}
+		for _, p := range c.Problems {
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 // emptying says how the rendered clusters rs empty the applied state st: every

@@ -39,6 +39,26 @@ type Plan struct {
 	// revision; apply records them in the state (State.ClusterInputs) when
 	// InputFiles is known.
 	ClusterFiles map[string]string `json:"cluster_files,omitempty"`
+	// Targets are the clusters the plan covers (plan --cluster); empty:
+	// every cluster. The others keep their artifacts and records.
+	Targets []string `json:"targets,omitempty"`
+	// Clusters are every cluster's record once the plan is applied: its
+	// status (held, awaiting approval, ...) and why. Empty in a plan made
+	// before clusters were units: every cluster synced.
+	Clusters []ClusterRecord `json:"clusters,omitempty"`
+	// StatusChanged says applying the plan changes a cluster's recorded
+	// status even where no artifact changes (a held cluster fixed): apply
+	// writes a new state for it.
+	StatusChanged bool `json:"status_changed,omitempty"`
+	// Again says a cluster waits for another that this plan changes: the
+	// same inputs may give another plan once it is applied, so the state
+	// applying it records no fingerprint of the whole inputs.
+	Again bool `json:"again,omitempty"`
+	// SetRevision, when set, is the revision of the set the plan applies
+	// (its manifest, the state's revision) when it is not Revision: a plan
+	// that changes statuses only keeps the applied set's files, manifest
+	// included.
+	SetRevision string `json:"set_revision,omitempty"`
 
 	// rendered is the render the plan was made from (not saved).
 	rendered []*render.Rendered
@@ -249,7 +269,7 @@ func Apply(w *Workdir, l *Lock, st *State, p *Plan, rs []*render.Rendered) (*Sta
 			seen <- name
 			return put(name, data)
 		}
-		err := render.Stream(rs, p.Revision, p.ToolVersion, func(name string, data []byte) error {
+		err := render.Stream(rs, p.setRevision(), p.ToolVersion, func(name string, data []byte) error {
 			if name == "manifest.json" && len(kept) > 0 {
 				return nil // the manifest of the rendered clusters alone: made below
 			}
@@ -279,6 +299,14 @@ func Apply(w *Workdir, l *Lock, st *State, p *Plan, rs []*render.Rendered) (*Sta
 		return nil, err
 	}
 	return next, nil
+}
+
+// setRevision is the revision of the set p applies.
+func (p *Plan) setRevision() string {
+	if p.SetRevision != "" {
+		return p.SetRevision
+	}
+	return p.Revision
 }
 
 // keptClusters lists the clusters of the plan's artifacts that rs does not
@@ -328,7 +356,7 @@ func putKept(w *Workdir, st *State, p *Plan, kept []string, check func(name stri
 	if err != nil {
 		return err
 	}
-	manifest, err := render.Manifest(p.Artifacts, p.Revision, p.ToolVersion)
+	manifest, err := render.Manifest(p.Artifacts, p.setRevision(), p.ToolVersion)
 	if err != nil {
 		return err
 	}
@@ -398,7 +426,7 @@ func nextState(st *State, p *Plan, rs []*render.Rendered, kept []string) *State 
 		FormatVersion: "1",
 		Lineage:       st.Lineage,
 		Serial:        st.Serial + 1,
-		Revision:      p.Revision,
+		Revision:      p.setRevision(),
 		ToolVersion:   p.ToolVersion,
 		Clusters:      map[string]*ClusterState{},
 		Artifacts:     p.Artifacts,
@@ -410,19 +438,33 @@ func nextState(st *State, p *Plan, rs []*render.Rendered, kept []string) *State 
 		if p.InputFiles == "" {
 			return
 		}
-		next.Inputs = InputsKey(p.InputFiles, p.ToolVersion, next)
-		for c, files := range p.ClusterFiles {
-			if cs := next.Clusters[c]; cs != nil && files != "" {
+		if !p.Again {
+			next.Inputs = InputsKey(p.InputFiles, p.ToolVersion, next)
+		}
+		for c, cs := range next.Clusters {
+			files := p.ClusterFiles[c]
+			rec := p.record(c)
+			switch {
+			case files != "" && (rec == nil || !rec.Untouched && rec.Status == StatusSynced):
+				// Its artifacts are now the render of these inputs.
 				if next.ClusterInputs == nil {
 					next.ClusterInputs = map[string]string{}
 				}
 				next.ClusterInputs[c] = ClusterInputsKey(files, p.ToolVersion, cs)
+			case rec != nil && st.ClusterInputs[c] != "":
+				// Held, waiting or not planned: its artifacts are still the
+				// render of the inputs it was applied with.
+				if next.ClusterInputs == nil {
+					next.ClusterInputs = map[string]string{}
+				}
+				next.ClusterInputs[c] = st.ClusterInputs[c]
 			}
 		}
 	}()
 	for _, c := range kept {
 		if cs := st.Clusters[c]; cs != nil {
-			next.Clusters[c] = cs
+			copied := *cs
+			next.Clusters[c] = &copied
 		}
 	}
 	for _, r := range rs {
@@ -433,7 +475,36 @@ func nextState(st *State, p *Plan, rs []*render.Rendered, kept []string) *State 
 				cs.Primary[tag] = name
 			}
 		}
-		next.Clusters[r.Model.Cluster.Name] = cs
+		name := r.Model.Cluster.Name
+		cs.Revision, cs.File = p.Revision, r.Model.Cluster.File
+		cs.Serial = next.Serial
+		if old := st.Clusters[name]; old != nil && old.Serial > 0 && ArtifactsDigest(st.Artifacts, name) == ArtifactsDigest(p.Artifacts, name) {
+			cs.Serial = old.Serial
+		}
+		next.Clusters[name] = cs
+	}
+	// The records the plan gives: statuses, problems, pending plans.
+	for _, rec := range p.Clusters {
+		cs := next.Clusters[rec.Name]
+		switch {
+		case rec.Untouched:
+			continue
+		case rec.Gone:
+			delete(next.Clusters, rec.Name)
+			continue
+		case cs == nil:
+			// Held (or suspended, or awaiting approval) and never applied:
+			// recorded, without nodes.
+			cs = &ClusterState{Nodes: map[string]NodeState{}, Primary: map[string]string{}}
+			next.Clusters[rec.Name] = cs
+		}
+		cs.Status, cs.Problems, cs.Pending = rec.Status, slices.Clone(rec.Problems), rec.Pending
+		if rec.Revision != "" {
+			cs.Revision = rec.Revision
+		}
+		if rec.File != "" {
+			cs.File = rec.File
+		}
 	}
 	return next
 }

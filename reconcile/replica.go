@@ -13,10 +13,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/hcl/v2"
 
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
@@ -338,14 +342,42 @@ func Materialise(ctx context.Context, w *Workdir, src Source, st *State, toolVer
 	if !ok {
 		return fmt.Errorf("the applied set of serial %d is not in %s, and this source cannot read revision %.12s to render it (a working tree is not shared between replicas)", st.Serial, w.Dir, st.Revision)
 	}
-	rev, err := rsrc.At(ctx, st.Revision)
-	if err != nil {
-		return fmt.Errorf("reading the applied revision %.12s of serial %d: %w", st.Revision, st.Serial, err)
+	// Each cluster's artifacts are the render of its own applied revision (a
+	// held cluster keeps an older one's).
+	byRev := map[string][]string{}
+	for name := range st.Artifacts {
+		c := clusterOf(name)
+		if c == "" {
+			continue
+		}
+		rev := st.Revision
+		if cs := st.Clusters[c]; cs != nil && cs.Revision != "" {
+			rev = cs.Revision
+		}
+		byRev[rev] = appendNew(byRev[rev], c)
 	}
-	repo, diags := loader.Load(rev.FS, loader.Options{})
-	rs, more := render.Render(repo, render.Options{State: st})
-	if diags = append(diags, more...); diags.HasErrors() {
-		return fmt.Errorf("rendering the applied revision %.12s of serial %d: %s", st.Revision, st.Serial, diagLines(loader.SortDiagnostics(diags))[0])
+	type part struct {
+		rev string
+		rs  []*render.Rendered
+	}
+	var parts []part
+	for _, revName := range slices.Sorted(maps.Keys(byRev)) {
+		clusters := byRev[revName]
+		rev, err := rsrc.At(ctx, revName)
+		if err != nil {
+			return fmt.Errorf("reading the applied revision %.12s of serial %d: %w", revName, st.Serial, err)
+		}
+		repo, diags := loader.Load(rev.FS, loader.Options{})
+		held := map[string]hcl.Diagnostics{}
+		newAttribution(repo, st).attribute(diags, held)
+		each := render.RenderEach(repo, render.Options{Clusters: clusters, State: st})
+		for _, c := range clusters {
+			d := append(held[c], each.Clusters[c]...)
+			if d.HasErrors() {
+				return fmt.Errorf("rendering cluster %s of the applied revision %.12s of serial %d: %s", c, revName, st.Serial, diagLines(loader.SortDiagnostics(d))[0])
+			}
+		}
+		parts = append(parts, part{revName, each.Rendered})
 	}
 	if err := os.MkdirAll(w.artifacts(), 0o755); err != nil {
 		return err
@@ -361,18 +393,35 @@ func Materialise(ctx context.Context, w *Workdir, src Source, st *State, toolVer
 	err = w.writeSet(tmp, st, func(put func(string, []byte) error) error {
 		var mu sync.Mutex
 		got := map[string]bool{}
-		err := render.Stream(rs, st.Revision, toolVersion, func(name string, data []byte) error {
+		check := func(rev, name string, data []byte) error {
 			sum := sha256.Sum256(data)
 			if want := st.Artifacts[name]; want != hex.EncodeToString(sum[:]) {
-				return &RenderMismatchError{Serial: st.Serial, Revision: st.Revision, File: name, Applied: st.ToolVersion, Replica: toolVersion}
+				return &RenderMismatchError{Serial: st.Serial, Revision: rev, File: name, Applied: st.ToolVersion, Replica: toolVersion}
 			}
 			mu.Lock()
 			got[name] = true
 			mu.Unlock()
 			return put(name, data)
-		})
-		if err != nil {
-			return err
+		}
+		for _, pt := range parts {
+			err := render.Stream(pt.rs, pt.rev, toolVersion, func(name string, data []byte) error {
+				if name == "manifest.json" {
+					return nil // the whole set's: made below
+				}
+				return check(pt.rev, name, data)
+			})
+			if err != nil {
+				return err
+			}
+		}
+		if _, ok := st.Artifacts["manifest.json"]; ok {
+			manifest, err := render.Manifest(st.Artifacts, st.Revision, toolVersion)
+			if err != nil {
+				return err
+			}
+			if err := check(st.Revision, "manifest.json", manifest); err != nil {
+				return err
+			}
 		}
 		for name := range st.Artifacts {
 			if !got[name] {

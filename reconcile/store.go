@@ -52,6 +52,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/fuelsync/fuelsync/diff"
 )
 
 // Keep is how many applied sets the work directory keeps.
@@ -89,6 +91,58 @@ type ClusterState struct {
 	Nodes map[string]NodeState `json:"nodes"`
 	// Primary maps each tag with a primary to the node holding it.
 	Primary map[string]string `json:"primary"`
+
+	// Revision is the source revision the cluster's applied artifacts are
+	// the render of, as of the last state written ("" in a state written
+	// before clusters were units: the state's Revision). A held cluster keeps
+	// the revision it was last applied at.
+	Revision string `json:"revision,omitempty"`
+	// Serial is the serial at which the cluster's artifacts last changed.
+	Serial int64 `json:"serial,omitempty"`
+	// Status is the cluster's status when the state was written: synced,
+	// held, suspended, awaiting_approval or out_of_sync ("" in an older
+	// state: synced).
+	Status string `json:"status,omitempty"`
+	// Problems say why the cluster is not synced (file:line:col: error:
+	// message, at most MaxProblems of them).
+	Problems []string `json:"problems,omitempty"`
+	// File is the cluster's spec file, so that an error in it holds the
+	// cluster even when the file no longer says which cluster it is.
+	File string `json:"file,omitempty"`
+	// Pending is the plan that waits for approval (sync: manual).
+	Pending *Pending `json:"pending,omitempty"`
+}
+
+// Pending is a cluster's plan awaiting approval: fuelsync approve applies the
+// render of Revision whose artifacts have the digest Digest, and nothing else.
+type Pending struct {
+	Revision string `json:"revision"`
+	// Digest is ArtifactsDigest of the cluster's planned artifacts.
+	Digest string `json:"digest"`
+	// Summary counts the plan's changes.
+	Summary diff.Summary `json:"summary"`
+	// Base is ArtifactsDigest of the cluster's applied artifacts the plan
+	// was made against: approve refuses it once they have changed.
+	Base string `json:"base"`
+}
+
+// renderInputs is what a render reads of a cluster's applied state: the
+// deployed nodes and primary tags (ClusterInputsKey, InputsKey).
+type renderInputs struct {
+	Nodes   map[string]NodeState `json:"nodes"`
+	Primary map[string]string    `json:"primary"`
+}
+
+// StatusOf is the cluster's recorded status ("synced" in a state written
+// before statuses were).
+func (cs *ClusterState) StatusOf() string {
+	if cs == nil {
+		return ""
+	}
+	if cs.Status == "" {
+		return StatusSynced
+	}
+	return cs.Status
 }
 
 // NodeState is a deployed node.

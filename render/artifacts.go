@@ -83,27 +83,36 @@ func render(repo *loader.Repo, opts Options, classes bool) ([]*Rendered, hcl.Dia
 // say why. The models share the builder's caches and are built one by one; their
 // graphs are independent and can be resolved in parallel.
 func buildModels(repo *loader.Repo, opts Options) (*builder, []*Model, []*capabilities.Registry, hcl.Diagnostics) {
+	b, models, registries, each := buildEach(repo, opts)
+	var diags hcl.Diagnostics
+	for _, c := range repo.Clusters {
+		diags = append(diags, each[c]...)
+	}
+	return b, models, registries, diags
+}
+
+// buildEach is buildModels with the diagnostics of each cluster apart.
+func buildEach(repo *loader.Repo, opts Options) (*builder, []*Model, []*capabilities.Registry, map[*loader.Cluster]hcl.Diagnostics) {
 	b := newBuilder(repo)
 	b.state = opts.State
 	b.checkData()
 	var models []*Model
 	var registries []*capabilities.Registry
-	var diags hcl.Diagnostics
+	each := map[*loader.Cluster]hcl.Diagnostics{}
 	for _, c := range repo.Clusters {
 		if len(opts.Clusters) > 0 && !slices.Contains(opts.Clusters, c.Name) {
 			continue
 		}
 		m, d := b.build(c)
-		diags = append(diags, d...)
 		reg, rd := resolveRegistry(repo, c)
-		diags = append(diags, rd...)
+		each[c] = append(d, rd...)
 		if m == nil || d.HasErrors() || rd.HasErrors() {
 			continue
 		}
 		models = append(models, m)
 		registries = append(registries, reg)
 	}
-	return b, models, registries, diags
+	return b, models, registries, each
 }
 
 // Files serialises rendered clusters into the stored artifact layout (format 2,

@@ -18,6 +18,16 @@ import (
 // of nodes (no graph is returned), and again onto every node only when that
 // reports a dependency cycle, so that the cycle reported is one of the nodes.
 func renderAll(models []*Model, classes bool) ([][]*Graph, hcl.Diagnostics) {
+	graphs, each := renderEach(models, classes)
+	var all hcl.Diagnostics
+	for _, d := range each {
+		all = append(all, d...)
+	}
+	return graphs, all
+}
+
+// renderEach is renderAll with the diagnostics of each model apart.
+func renderEach(models []*Model, classes bool) ([][]*Graph, []hcl.Diagnostics) {
 	type job struct {
 		model, graph int
 		typ          string
@@ -56,11 +66,11 @@ func renderAll(models []*Model, classes bool) ([][]*Graph, hcl.Diagnostics) {
 		}
 		diags[order[k]] = d
 	})
-	var all hcl.Diagnostics
-	for _, d := range diags {
-		all = append(all, d...)
+	each := make([]hcl.Diagnostics, len(models))
+	for k, d := range diags {
+		each[jobs[k].model] = append(each[jobs[k].model], d...)
 	}
-	return graphs, all
+	return graphs, each
 }
 
 // workers is the number of goroutines inParallel uses for n items.

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,6 +74,7 @@ func TestScripts(t *testing.T) {
 			"cp-r":           cmdCopyTree,
 			"exit-code":      cmdExitCode,
 			"git-head":       cmdGitHead,
+			"replace":        cmdReplace,
 		},
 	})
 }
@@ -183,6 +185,22 @@ func cmdGitCommit(ts *testscript.TestScript, neg bool, args []string) {
 	h, err := gitCommit(ts.MkAbs(fl.Arg(0)), *msg)
 	ts.Check(err)
 	ts.Logf("committed %s", h)
+}
+
+// cmdReplace: replace FILE OLD NEW replaces the one occurrence of OLD in FILE
+// with NEW (\n in either is a newline); it fails when OLD is not there once.
+func cmdReplace(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: replace FILE OLD NEW")
+	}
+	name := ts.MkAbs(args[0])
+	data, err := os.ReadFile(name)
+	ts.Check(err)
+	old, repl := strings.ReplaceAll(args[1], `\n`, "\n"), strings.ReplaceAll(args[2], `\n`, "\n")
+	if n := strings.Count(string(data), old); n != 1 {
+		ts.Fatalf("replace: %q occurs %d times in %s", old, n, args[0])
+	}
+	ts.Check(os.WriteFile(name, []byte(strings.Replace(string(data), old, repl, 1)), 0o644))
 }
 
 // cmdGitCloneBare: git-clone-bare SRC DST

@@ -1,0 +1,807 @@
+package reconcile
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/fuelsync/fuelsync/diff"
+	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/render"
+)
+
+// Operation is fuelsync's one reconcile operation, which plan, apply, approve,
+// watch and serve all run (as every Terraform command runs one backend
+// operation): read a revision, validate it, render the clusters it changes,
+// plan against the applied state, and, when asked, apply under the lock.
+//
+// The cluster is the unit. An error holds the clusters it concerns (an error
+// in a cluster's own spec, that cluster; in a release or a plugin, the
+// clusters that use it; in fuelsync.yaml, all of them) and every other cluster
+// is planned and applied: a held cluster keeps its applied artifacts and
+// state. Each cluster's policy is honoured: suspend: true leaves it alone,
+// sync: manual plans it and waits for approval, depends_on applies it only
+// once the clusters it names are synced at the revision.
+type Operation struct {
+	Workdir     *Workdir
+	ToolVersion string
+	// Load tunes the load of the revision (a cache shared with another load).
+	Load loader.Options
+	// Guard holds back a cluster the revision would leave without any node,
+	// and a revision that removes every cluster (watch and serve), unless
+	// AllowEmpty or the revision's allow_empty: true.
+	Guard      bool
+	AllowEmpty bool
+	// OpenRevision, when set, opens a commit of the repository followed: the
+	// applied revision of a changed cluster is rendered again so that the
+	// change set can say which tag or plugin took tasks away.
+	OpenRevision func(rev string) (fs.FS, error)
+	// Prepare, when set, runs under the lock with the applied state, before
+	// the plan (a replica makes the applied set another leader made).
+	Prepare func(ctx context.Context, st *State) error
+	// Leading, when set, is asked before every step that writes (tidying,
+	// publishing): an error (the leadership was lost) stops the operation
+	// there, before anything is written.
+	Leading func() error
+	// OnLoad and OnRender are told of each load and of the clusters each
+	// render renders (tests count them).
+	OnLoad   func()
+	OnRender func(clusters []string)
+	// OnRenderApplied is told the clusters of applied revisions rendered
+	// again (for causes).
+	OnRenderApplied func(clusters []string)
+}
+
+// Request is one run of an Operation.
+type Request struct {
+	// Revision is the revision reconciled: a commit, or the working tree.
+	Revision Revision
+	// Skip are paths of the revision that are not inputs (a work directory
+	// inside the working tree).
+	Skip []string
+	// Targets limits the operation to these clusters (--cluster): the others
+	// keep their applied artifacts and their status.
+	Targets []string
+	// Apply applies the plan, under the lock; without it the operation plans.
+	Apply bool
+	// Saved, when set, is a saved plan (plan --out) to apply exactly: the
+	// revision is rendered again and must give its artifacts. SavedName
+	// names it in messages.
+	Saved     *Plan
+	SavedName string
+	// Confirm, when set, is asked before applying a plan that changes
+	// something; false cancels the apply (ErrCancelled).
+	Confirm func(*Result) bool
+	// Lock names the operation in the lock's holder ("apply", "reconcile"),
+	// LockTimeout how long it waits for the lock.
+	Lock        string
+	LockTimeout time.Duration
+	// Full skips the shortcut of a revision whose inputs are those of the
+	// applied state (tests of the full path).
+	Full bool
+}
+
+// Result is what an operation did.
+type Result struct {
+	// Outcome is how it ended, in one word (see Outcome).
+	Outcome Outcome
+	// Revision is the revision reconciled.
+	Revision string
+	// Repo is the revision loaded (its sources give the diagnostics'
+	// snippets); nil when the inputs were those of the applied state and
+	// nothing was loaded.
+	Repo *loader.Repo
+	// Diagnostics are every problem of the load and the render, sorted.
+	Diagnostics hcl.Diagnostics
+	// Orphans are the errors that hold no cluster (a plugin no cluster uses).
+	Orphans hcl.Diagnostics
+	// State is the applied state the plan was made against; Next the state
+	// written, nil when nothing was applied.
+	State, Next *State
+	// Plan is the plan: what applying changes, and every cluster's status
+	// after it.
+	Plan *Plan
+	// Clusters are every cluster's result, sorted by name.
+	Clusters []*ClusterResult
+	// Rendered are the clusters rendered.
+	Rendered []*render.Rendered
+	// Kept are the clusters whose applied artifacts were kept, not rendered.
+	Kept []string
+	// Again says a cluster waits for another that this run changed: the next
+	// run (of the same revision) may apply it.
+	Again bool
+	// Problems are the problems of the whole revision: the guard's, when it
+	// removes every cluster's nodes, and the errors that hold no cluster.
+	Problems []string
+
+	// heldAll is the guard's reason to hold the whole revision.
+	heldAll string
+}
+
+// ClusterResult is one cluster's part of a Result.
+type ClusterResult struct {
+	Name string
+	// Status is the cluster's status after the operation: synced (applied,
+	// or nothing to apply), out_of_sync (changes planned, not applied),
+	// held, suspended or awaiting_approval.
+	Status string
+	// Diagnostics are the errors that hold it; Problems every reason it is
+	// not synced, as text (file:line:col: error: message).
+	Diagnostics hcl.Diagnostics
+	Problems    []string
+	// Changes are its planned changes (nil: none), applied or not.
+	Changes *diff.ClusterChange
+	// Applied says its changes were applied by this run.
+	Applied bool
+}
+
+// Held lists the clusters of r whose status is held, sorted.
+func (r *Result) Held() []string {
+	var out []string
+	for _, c := range r.Clusters {
+		if c.Status == StatusHeld {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// Cluster returns the result of cluster name, or nil.
+func (r *Result) Cluster(name string) *ClusterResult {
+	for _, c := range r.Clusters {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// ErrCancelled says Request.Confirm declined the apply; nothing was changed.
+var ErrCancelled = errors.New("apply cancelled; nothing was changed")
+
+// UnknownClusterError says a cluster asked for (--cluster) is not in the
+// revision nor in the applied state.
+type UnknownClusterError struct {
+	Name  string
+	Known []string
+}
+
+func (e *UnknownClusterError) Error() string {
+	known := "none"
+	if len(e.Known) > 0 {
+		known = strings.Join(e.Known, ", ")
+	}
+	return fmt.Sprintf("no cluster %q; clusters: %s", e.Name, known)
+}
+
+// PlanChangedError says a saved plan no longer matches what its revision
+// renders to with the applied state: the configuration or the tool changed.
+type PlanChangedError struct {
+	PlanFile string
+	Why      string
+}
+
+func (e *PlanChangedError) Error() string {
+	return fmt.Sprintf("the plan %s no longer matches its revision: %s; run plan again", e.PlanFile, e.Why)
+}
+
+// Run runs the operation once.
+func (o *Operation) Run(ctx context.Context, req Request) (*Result, error) {
+	w := o.Workdir
+	res := &Result{Revision: req.Revision.SHA}
+	// 1. The lock, for an apply (and a replica's preparation): the state read
+	// next is the one the apply replaces.
+	var lock *Lock
+	if req.Apply || o.Prepare != nil {
+		if err := o.leading(); err != nil {
+			return res, err
+		}
+		name := req.Lock
+		if name == "" {
+			name = "apply"
+		}
+		l, err := w.Lock(ctx, name, req.LockTimeout)
+		if err != nil {
+			return res, err
+		}
+		defer l.Unlock()
+		lock = l
+		if err := o.leading(); err != nil {
+			return res, err
+		}
+		if err := w.Tidy(lock); err != nil {
+			return res, err
+		}
+	}
+	// 2. The applied state.
+	st, err := w.ReadState()
+	if err != nil {
+		return res, err
+	}
+	res.State = st
+	if req.Saved != nil {
+		if err := req.Saved.CheckFresh(st, req.SavedName); err != nil {
+			return res, err
+		}
+		req.Targets = req.Saved.Targets
+	}
+	if o.Prepare != nil {
+		if err := o.Prepare(ctx, st); err != nil {
+			return res, err
+		}
+	}
+	// 3. A revision whose inputs are those of the applied state: nothing to
+	// do, nothing loaded.
+	files := inputFingerprint(req.Revision.FS, req.Skip)
+	if req.Saved == nil && len(req.Targets) == 0 && !req.Full && st.Unchanged(files, o.ToolVersion) && hasSet(w, st) {
+		res.Plan = UnchangedPlan(st, req.Revision.SHA, o.ToolVersion, files)
+		res.Outcome = NoChange
+		res.Clusters = recordedClusters(st)
+		return res, nil
+	}
+	// 4. Load, validate, render what changed, and plan.
+	if err := o.plan(res, req, st, files); err != nil {
+		return res, err
+	}
+	p := res.Plan
+	if req.Saved != nil {
+		if why := samePlan(req.Saved, p); why != "" {
+			return res, &PlanChangedError{PlanFile: req.SavedName, Why: why}
+		}
+	}
+	if res.heldAll != "" || !req.Apply || !p.ChangesPresent && !p.StatusChanged && st.Serial > 0 {
+		res.Outcome = outcomeOf(res, req.Apply, false)
+		return res, nil
+	}
+	// 5. Apply: asked first when asked to ask, then published and recorded
+	// in one switch.
+	if req.Confirm != nil && req.Saved == nil && !req.Confirm(res) {
+		return res, ErrCancelled
+	}
+	if err := o.leading(); err != nil {
+		return res, err
+	}
+	rendered := res.Rendered
+	if !p.ChangesPresent {
+		rendered = nil // statuses only: the applied files are kept
+	}
+	next, err := Apply(w, lock, st, p, rendered)
+	if err != nil {
+		return res, err
+	}
+	res.Next = next
+	for _, c := range res.Clusters {
+		if rec := p.record(c.Name); rec != nil && rec.Changed {
+			c.Applied = true
+			if c.Status == StatusOutOfSync {
+				c.Status = StatusSynced
+			}
+		}
+	}
+	res.Outcome = outcomeOf(res, true, p.ChangesPresent)
+	return res, nil
+}
+
+func (o *Operation) leading() error {
+	if o.Leading == nil {
+		return nil
+	}
+	return o.Leading()
+}
+
+// outcomeOf is the outcome of a run: applied when it applied changes;
+// otherwise planned (changes found, not applied), invalid (a cluster is held
+// by errors), held (by the guard) or unchanged. A run that applied only
+// statuses (a cluster held, or synced again without a change of its
+// artifacts) is not "applied": it is what the revision is, invalid or
+// unchanged.
+func outcomeOf(res *Result, apply, applied bool) Outcome {
+	switch {
+	case res.heldAll != "":
+		return Held
+	case applied:
+		return Applied
+	case res.Plan.ChangesPresent && !apply:
+		return Planned
+	}
+	guarded := false
+	for _, c := range res.Clusters {
+		if c.Status != StatusHeld {
+			continue
+		}
+		if len(c.Diagnostics) > 0 {
+			return Invalid
+		}
+		guarded = true
+	}
+	if guarded {
+		return Held
+	}
+	return NoChange
+}
+
+// disposition is what the operation does with a cluster.
+type disposition int
+
+const (
+	dispRender    disposition = iota // rendered and planned
+	dispReused                       // its inputs are the applied state's: kept as applied
+	dispHeld                         // errors, or it would lose every node: kept as applied
+	dispSuspended                    // suspend: true: kept as applied
+	dispUntouched                    // not a target: kept, its record too
+	dispGone                         // not in the revision: its nodes are deleted
+)
+
+// plan loads and renders the revision and plans it against st, cluster by
+// cluster: res gets the plan and every cluster's result.
+func (o *Operation) plan(res *Result, req Request, st *State, files string) error {
+	w := o.Workdir
+	rev := req.Revision
+	if o.OnLoad != nil {
+		o.OnLoad()
+	}
+	repo, diags := loader.Load(rev.FS, o.Load)
+	res.Repo = repo
+	attr := newAttribution(repo, st)
+	holds := map[string]hcl.Diagnostics{}
+	res.Orphans = attr.attribute(diags, holds)
+
+	// Every cluster: of the revision, of the applied state, and those a spec
+	// that no longer loads would define.
+	names := slices.Clone(attr.all)
+	for c := range holds {
+		names = appendNew(names, c)
+	}
+	slices.Sort(names)
+	for _, t := range req.Targets {
+		if !slices.Contains(names, t) {
+			return &UnknownClusterError{Name: t, Known: names}
+		}
+	}
+	targeted := func(c string) bool { return len(req.Targets) == 0 || slices.Contains(req.Targets, c) }
+
+	// The clusters whose inputs are those of the applied state keep their
+	// applied artifacts (and are synced).
+	var reusable []string
+	var cfiles map[string]string
+	if files != "" {
+		reusable, cfiles = Reuse(w, st, rev.FS, repo, o.Load, o.ToolVersion, req.Skip...)
+	}
+	disp := map[string]disposition{}
+	var list []string
+	for _, name := range names {
+		c := repo.Cluster(name)
+		switch {
+		case !targeted(name):
+			disp[name] = dispUntouched
+		case c != nil && repo.Suspended(c):
+			disp[name] = dispSuspended
+		case len(holds[name]) > 0:
+			disp[name] = dispHeld
+		case c == nil:
+			disp[name] = dispGone
+		case slices.Contains(reusable, name):
+			disp[name] = dispReused
+		default:
+			disp[name] = dispRender
+			list = append(list, name)
+		}
+	}
+	var each *render.Each
+	if len(list) > 0 {
+		each = render.RenderEach(repo, render.Options{Clusters: list, State: st})
+		if o.OnRender != nil {
+			o.OnRender(list)
+		}
+		diags = append(diags, each.Data...)
+		res.Orphans = append(res.Orphans, attr.attribute(each.Data, holds)...)
+		for name, d := range each.Clusters {
+			diags = append(diags, d...)
+			for _, e := range d {
+				if e.Severity == hcl.DiagError {
+					holds[name] = append(holds[name], e)
+				}
+			}
+		}
+	}
+	res.Diagnostics = loader.SortDiagnostics(diags)
+	var rendered []*render.Rendered
+	if each != nil {
+		for _, r := range each.Rendered {
+			if len(holds[r.Model.Cluster.Name]) == 0 {
+				rendered = append(rendered, r)
+			}
+		}
+	}
+	for name, d := range disp {
+		if (d == dispRender || d == dispReused) && len(holds[name]) > 0 {
+			disp[name] = dispHeld
+		}
+	}
+	// The guard: a cluster left without a node is held back, and so is every
+	// cluster when the revision leaves no node at all.
+	guarded := map[string]string{}
+	if o.Guard && !o.AllowEmpty && !repo.Settings.AllowEmpty {
+		var keptNames []string
+		for name, d := range disp {
+			if d != dispRender && d != dispGone {
+				keptNames = append(keptNames, name)
+			}
+		}
+		if why := emptying(st, rendered, keptNames); strings.HasPrefix(why, "removes every cluster") {
+			// The whole revision is held: planned (the status shows what it
+			// would do), never applied, nothing recorded.
+			res.heldAll = fmt.Sprintf("held back: revision %s %s; it is applied only with --allow-empty, or allow_empty: true in fuelsync.yaml", short(rev.SHA), why)
+		}
+		for _, r := range rendered {
+			name := r.Model.Cluster.Name
+			if cs := st.Clusters[name]; cs != nil && len(cs.Nodes) > 0 && len(r.Model.Cluster.Nodes) == 0 {
+				guarded[name] = fmt.Sprintf("held back: revision %s removes every node of cluster %s (%d applied); it is applied only with --allow-empty, or allow_empty: true in fuelsync.yaml",
+					short(rev.SHA), name, len(cs.Nodes))
+			}
+		}
+		for name := range guarded {
+			disp[name] = dispHeld
+		}
+		rendered = slices.DeleteFunc(rendered, func(r *render.Rendered) bool { return guarded[r.Model.Cluster.Name] != "" })
+	}
+	if rev.SHA == WorkingTree && files != "" && inputFingerprint(rev.FS, req.Skip) != files {
+		// A working tree edited while it was loaded: its fingerprint says
+		// nothing of what was rendered.
+		files, cfiles = "", nil
+	}
+
+	// The plan of every cluster rendered; the others keep their applied
+	// artifacts.
+	kept := func(exclude func(string) bool) []string {
+		var out []string
+		for _, name := range names {
+			if d := disp[name]; d != dispRender && d != dispGone && !exclude(name) {
+				out = append(out, name)
+			}
+		}
+		return out
+	}
+	in := PlanInput{Rendered: rendered, Kept: kept(func(string) bool { return false }), Revision: rev.SHA, ToolVersion: o.ToolVersion}
+	in.Applied = o.appliedRender(st)
+	p, err := PlanWith(w, st, in)
+	if err != nil {
+		return err
+	}
+	changes := map[string]*diff.ClusterChange{}
+	for _, cc := range p.Changes.Clusters {
+		changes[cc.Name] = cc
+	}
+	// Policy: a manual cluster's changes wait for approval; a cluster waits
+	// for the clusters it depends on to be synced at this revision (their
+	// applied artifacts already the revision's).
+	atHead := func(name string) bool {
+		switch disp[name] {
+		case dispReused:
+			return true
+		case dispRender:
+			return changes[name] == nil && guarded[name] == ""
+		}
+		return false
+	}
+	waiting := map[string][]string{}
+	awaiting := map[string]bool{}
+	for _, r := range rendered {
+		c := r.Model.Cluster
+		if changes[c.Name] == nil {
+			continue
+		}
+		if repo.SyncPolicy(c) == "manual" && len(req.Targets) == 0 {
+			awaiting[c.Name] = true
+			continue
+		}
+		for _, dep := range c.DependsOn {
+			if !atHead(dep.Cluster) {
+				waiting[c.Name] = append(waiting[c.Name], dep.Cluster)
+			}
+		}
+	}
+	deferred := func(name string) bool { return awaiting[name] || len(waiting[name]) > 0 }
+	full := p
+	if len(awaiting)+len(waiting) > 0 {
+		in.Rendered = slices.DeleteFunc(slices.Clone(rendered), func(r *render.Rendered) bool { return deferred(r.Model.Cluster.Name) })
+		in.Kept = kept(func(string) bool { return false })
+		for name := range awaiting {
+			in.Kept = append(in.Kept, name)
+		}
+		for name := range waiting {
+			in.Kept = appendNew(in.Kept, name)
+		}
+		slices.Sort(in.Kept)
+		if p, err = PlanWith(w, st, in); err != nil {
+			return err
+		}
+		res.Again = len(waiting) > 0
+	}
+	p.InputFiles, p.ClusterFiles, p.Again = files, cfiles, res.Again
+	p.Targets = slices.Clone(req.Targets)
+	res.Plan = p
+	res.Rendered = in.Rendered
+	res.Kept = in.Kept
+
+	// Every cluster's result, and its record in the state the plan writes.
+	for _, name := range names {
+		cr := &ClusterResult{Name: name, Changes: changes[name], Diagnostics: loader.SortDiagnostics(holds[name])}
+		rec := ClusterRecord{Name: name, Revision: rev.SHA}
+		if c := repo.Cluster(name); c != nil {
+			rec.File = c.File
+		}
+		switch disp[name] {
+		case dispRender:
+			switch {
+			case awaiting[name]:
+				cr.Status = StatusAwaitingApproval
+				rec.Pending = pendingOf(st, full, name, rev.SHA)
+			case len(waiting[name]) > 0:
+				cr.Status = StatusOutOfSync
+				for _, dep := range waiting[name] {
+					cr.Problems = append(cr.Problems, fmt.Sprintf("waiting for cluster %s to be synced at revision %s", dep, short(rev.SHA)))
+				}
+			case changes[name] != nil:
+				cr.Status = StatusOutOfSync // synced once applied
+				rec.Changed = true
+			default:
+				cr.Status = StatusSynced
+			}
+			rec.Status = cr.Status
+			if rec.Status == StatusOutOfSync && rec.Changed {
+				rec.Status = StatusSynced
+			}
+		case dispReused:
+			cr.Status, rec.Status = StatusSynced, StatusSynced
+		case dispHeld:
+			cr.Status, rec.Status = StatusHeld, StatusHeld
+			cr.Problems = problemLines(cr.Diagnostics, MaxProblems)
+			if g := guarded[name]; g != "" {
+				cr.Problems = append(cr.Problems, g)
+			}
+			rec.Revision = ""
+		case dispSuspended:
+			cr.Status, rec.Status = StatusSuspended, StatusSuspended
+			rec.Revision = ""
+		case dispUntouched:
+			cr.Status = st.Clusters[name].StatusOf()
+			if cr.Status == "" {
+				cr.Status = StatusOutOfSync
+			}
+			rec.Untouched = true
+		case dispGone:
+			cr.Status = StatusSynced // deleted once applied
+			rec.Gone = true
+			rec.Changed = changes[name] != nil
+		}
+		if rec.Status == StatusOutOfSync || rec.Status == StatusAwaitingApproval {
+			rec.Revision = "" // its applied artifacts stay those of its applied revision
+		}
+		rec.Problems = cr.Problems
+		res.Clusters = append(res.Clusters, cr)
+		p.Clusters = append(p.Clusters, rec)
+	}
+	p.StatusChanged = statusChanged(st, p)
+	if !p.ChangesPresent && st.Serial > 0 {
+		// No artifact changes: applying it (for the statuses) keeps the
+		// applied set's files as they are, its manifest and revision too.
+		p.Artifacts, p.SetRevision = st.Artifacts, st.Revision
+	}
+	if res.heldAll != "" {
+		res.Problems = append(res.Problems, res.heldAll)
+		for _, c := range res.Clusters {
+			if cs := st.Clusters[c.Name]; cs != nil && len(cs.Nodes) > 0 {
+				c.Status = StatusHeld
+			}
+		}
+	}
+	res.Problems = append(res.Problems, problemLines(res.Orphans, MaxProblems)...)
+	return nil
+}
+
+// ClusterRecord is a plan's word on one cluster: its status once the plan is
+// applied, and what its record in the state becomes.
+type ClusterRecord struct {
+	Name   string `json:"name"`
+	Status string `json:"status,omitempty"`
+	// Changed says the plan changes the cluster's artifacts.
+	Changed bool `json:"changed,omitempty"`
+	// Revision is the revision its artifacts are the render of once applied
+	// ("": the one it had).
+	Revision string   `json:"revision,omitempty"`
+	Problems []string `json:"problems,omitempty"`
+	File     string   `json:"file,omitempty"`
+	// Pending is the plan that waits for approval (sync: manual).
+	Pending *Pending `json:"pending,omitempty"`
+	// Untouched: not a target of the plan; its record stays as it is. Gone:
+	// not in the revision any more; its record is dropped.
+	Untouched bool `json:"untouched,omitempty"`
+	Gone      bool `json:"gone,omitempty"`
+}
+
+// record returns the plan's record of cluster name, or nil.
+func (p *Plan) record(name string) *ClusterRecord {
+	for i := range p.Clusters {
+		if p.Clusters[i].Name == name {
+			return &p.Clusters[i]
+		}
+	}
+	return nil
+}
+
+// statusChanged says whether applying p changes a cluster's recorded status
+// (or its problems, or its pending plan) even where no artifact changes.
+func statusChanged(st *State, p *Plan) bool {
+	for _, rec := range p.Clusters {
+		cs := st.Clusters[rec.Name]
+		switch {
+		case rec.Untouched:
+		case rec.Gone:
+			if cs != nil && len(cs.Nodes) == 0 {
+				return true // a held cluster never applied, now gone
+			}
+		case cs == nil:
+			if rec.Status != StatusSynced || !rec.Changed {
+				return true
+			}
+		case cs.StatusOf() != rec.Status, !slices.Equal(cs.Problems, rec.Problems), !samePending(cs.Pending, rec.Pending):
+			return true
+		}
+	}
+	return false
+}
+
+func samePending(a, b *Pending) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Revision == b.Revision && a.Digest == b.Digest && a.Base == b.Base
+}
+
+// pendingOf is the pending plan of cluster name in the plan p (made against
+// st) of revision rev.
+func pendingOf(st *State, p *Plan, name, rev string) *Pending {
+	pd := &Pending{Revision: rev, Digest: ArtifactsDigest(p.Artifacts, name), Base: ArtifactsDigest(st.Artifacts, name)}
+	for _, cc := range p.Changes.Clusters {
+		if cc.Name == name {
+			pd.Summary = diff.Summarize([]*diff.ClusterChange{cc})
+		}
+	}
+	return pd
+}
+
+// ArtifactsDigest is the digest of cluster's artifacts in digests (path →
+// sha256): a sha256 of their sorted paths and digests.
+func ArtifactsDigest(digests map[string]string, cluster string) string {
+	var names []string
+	for name := range digests {
+		if clusterOf(name) == cluster {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	h := sha256.New()
+	for _, name := range names {
+		fmt.Fprintf(h, "%s %s\n", digests[name], name)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// samePlan says how the plan p, made again from a saved plan's revision,
+// differs from the saved plan ("" when it does not).
+func samePlan(saved, p *Plan) string {
+	if !maps.Equal(saved.Artifacts, p.Artifacts) {
+		for name, sum := range saved.Artifacts {
+			if p.Artifacts[name] != sum {
+				return fmt.Sprintf("%s no longer renders as planned", name)
+			}
+		}
+		for name := range p.Artifacts {
+			if _, ok := saved.Artifacts[name]; !ok {
+				return fmt.Sprintf("%s is rendered, but was not planned", name)
+			}
+		}
+	}
+	if len(saved.Clusters) > 0 {
+		for _, rec := range p.Clusters {
+			was := saved.record(rec.Name)
+			if was == nil || was.Status != rec.Status {
+				return fmt.Sprintf("cluster %s would be %s, not %s as planned", rec.Name, rec.Status, statusOrNone(was))
+			}
+		}
+	}
+	return ""
+}
+
+func statusOrNone(rec *ClusterRecord) string {
+	if rec == nil {
+		return "absent"
+	}
+	return rec.Status
+}
+
+// recordedClusters are the clusters of st as recorded, for a run that loaded
+// nothing.
+func recordedClusters(st *State) []*ClusterResult {
+	var out []*ClusterResult
+	for _, name := range slices.Sorted(maps.Keys(st.Clusters)) {
+		cs := st.Clusters[name]
+		out = append(out, &ClusterResult{Name: name, Status: cs.StatusOf(), Problems: slices.Clone(cs.Problems)})
+	}
+	return out
+}
+
+// inputFingerprint is loader.InputFingerprint of fsys, "" when it cannot be
+// taken.
+func inputFingerprint(fsys fs.FS, skip []string) string {
+	files, err := loader.InputFingerprint(fsys, loader.Options{}, skip...)
+	if err != nil {
+		return ""
+	}
+	return files
+}
+
+// hasSet says whether the applied set of st is in the work directory.
+func hasSet(w *Workdir, st *State) bool {
+	_, err := os.Stat(w.SetDir(st.Serial))
+	return err == nil
+}
+
+var commitSHA = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{40}$`) })
+
+// appliedRender renders, for the clusters asked for, the revision their
+// applied artifacts are the render of, when it is a commit OpenRevision can
+// open: the change set then says which tag or plugin took tasks away. nil
+// without OpenRevision.
+func (o *Operation) appliedRender(st *State) func(clusters []string) []*render.Rendered {
+	if o.OpenRevision == nil {
+		return nil
+	}
+	return func(clusters []string) []*render.Rendered {
+		byRev := map[string][]string{}
+		for _, c := range clusters {
+			rev := st.Revision
+			if cs := st.Clusters[c]; cs != nil && cs.Revision != "" {
+				rev = cs.Revision
+			}
+			if commitSHA().MatchString(rev) {
+				byRev[rev] = append(byRev[rev], c)
+			}
+		}
+		var out []*render.Rendered
+		for _, rev := range slices.Sorted(maps.Keys(byRev)) {
+			fsys, err := o.OpenRevision(rev)
+			if err != nil {
+				continue
+			}
+			repo, diags := loader.Load(fsys, loader.Options{})
+			// The clusters asked for render on their own, whatever another
+			// cluster's errors.
+			held := map[string]hcl.Diagnostics{}
+			newAttribution(repo, nil).attribute(diags, held)
+			each := render.RenderEach(repo, render.Options{Clusters: byRev[rev], State: st})
+			for _, r := range each.Rendered {
+				if name := r.Model.Cluster.Name; len(held[name]) == 0 && !each.Clusters[name].HasErrors() {
+					out = append(out, r)
+				}
+			}
+			if o.OnRenderApplied != nil {
+				o.OnRenderApplied(byRev[rev])
+			}
+		}
+		return out
+	}
+}
