@@ -248,7 +248,7 @@ func dependencyCycles(repo *Repo) hcl.Diagnostics {
 			switch state[next.Name] {
 			case open:
 				i := slices.Index(stack, next.Name)
-				cycle := append(slices.Clone(stack[i:]), next.Name)
+				cycle := append([]string{c.Name}, stack[i:]...) // from c, back to c
 				diags = append(diags, withDetail(errorAt(dep.Range, "cluster %s: depends_on makes a cycle: %s", c.Name, strings.Join(cycle, " -> ")),
 					"Clusters that wait for each other are never applied; remove one of these entries."))
 			case unseen:

@@ -203,6 +203,13 @@ type ClusterSummary struct {
 	Cluster  string `json:"cluster"`
 	Serial   int64  `json:"serial"`
 	Revision string `json:"revision"`
+	// Status, AppliedRevision, HeadRevision, Problems and Pending are those
+	// of its status line (GET /api/v1/clusters).
+	Status          string   `json:"status"`
+	AppliedRevision string   `json:"applied_revision"`
+	HeadRevision    string   `json:"head_revision"`
+	Problems        []string `json:"problems"`
+	Pending         *Pending `json:"pending,omitempty"`
 	// Primary maps each tag with a primary to its node.
 	Primary map[string]string `json:"primary"`
 	Nodes   []NodeSummary     `json:"nodes"`
@@ -235,6 +242,11 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sum := ClusterSummary{Cluster: cluster, Serial: st.Serial, Revision: st.Revision, Primary: cs.Primary, Nodes: []NodeSummary{}}
+	for _, info := range s.Loop.Clusters(st) {
+		if info.Name == cluster {
+			sum.Status, sum.AppliedRevision, sum.HeadRevision, sum.Problems, sum.Pending = info.Status, info.AppliedRevision, info.HeadRevision, info.Problems, info.Pending
+		}
+	}
 	if sum.Primary == nil {
 		sum.Primary = map[string]string{}
 	}

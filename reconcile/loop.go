@@ -146,6 +146,11 @@ type Loop struct {
 	again bool
 	// leading, when set, says whether this replica still leads (nil: it does).
 	leading func() error
+	// lastApply is when each cluster's changes were last applied by this
+	// loop; approvals the clusters whose pending plan is approved (applied at
+	// the next reconcile). Under mu.
+	lastApply map[string]time.Time
+	approvals []string
 }
 
 // Model is the repository of the revision the loop loaded last (valid or not),
@@ -315,15 +320,17 @@ func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet,
 	if err != nil {
 		return Failed, "", nil, []string{err.Error()}, nil
 	}
+	// 2. Approved plans (sync: manual) first, exactly as planned.
+	approved, napproved := l.approve(ctx)
 	l.mu.Lock()
-	seen := rev.SHA != WorkingTree && l.status.Revision == rev.SHA && !l.again && (l.status.Outcome == Applied || l.status.Outcome == NoChange ||
+	seen := rev.SHA != WorkingTree && l.status.Revision == rev.SHA && !l.again && napproved == 0 && (l.status.Outcome == Applied || l.status.Outcome == NoChange ||
 		l.status.Outcome == Invalid || l.status.Outcome == Planned || l.status.Outcome == Held)
 	l.again = false
 	l.mu.Unlock()
 	if seen {
 		return Skipped, rev.SHA, nil, nil, nil
 	}
-	// 2. The operation plan and apply run: validate, render what changed,
+	// 3. The operation plan and apply run: validate, render what changed,
 	// plan, lock, apply (a commit that changes no input of the applied set
 	// is reconciled without loading or rendering).
 	req := Request{Revision: rev, Apply: !l.DryRun, Lock: "reconcile", LockTimeout: time.Minute}
@@ -345,7 +352,8 @@ func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet,
 		return Failed, rev.SHA, cs, []string{err.Error()}, st
 	}
 	l.record(res)
-	problems := resultProblems(res)
+	l.noteApplied(res)
+	problems := append(approved, resultProblems(res)...)
 	if res.Again {
 		// A cluster waits for one this run changed: once more, at once.
 		l.mu.Lock()
@@ -430,13 +438,105 @@ func (l *Loop) record(res *Result) {
 	l.clusters = clusterStatus(res.Repo, models)
 }
 
+// Clusters are every cluster's status line, from the applied state st and the
+// last reconcile.
+func (l *Loop) Clusters(st *State) []ClusterInfo {
+	l.mu.Lock()
+	live, head := l.results, l.status.Revision
+	l.mu.Unlock()
+	return ClusterInfos(st, live, head)
+}
+
+// LastApplied is when each cluster's changes were last applied by this loop
+// (since it started).
+func (l *Loop) LastApplied() map[string]time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]time.Time, len(l.lastApply))
+	for c, t := range l.lastApply {
+		out[c] = t
+	}
+	return out
+}
+
+// Approve asks the loop to apply the pending plan of cluster (sync: manual)
+// at its next reconcile, which it triggers.
+func (l *Loop) Approve(cluster string) {
+	l.init()
+	l.mu.Lock()
+	l.approvals = appendNew(l.approvals, cluster)
+	l.mu.Unlock()
+	l.Trigger()
+}
+
+// approve applies the approved pending plans, one cluster at a time; the
+// problems of those that cannot be applied are returned (and the approval
+// dropped: approve again once planned again).
+func (l *Loop) approve(ctx context.Context) (problems []string, applied int) {
+	l.mu.Lock()
+	approvals := l.approvals
+	l.approvals = nil
+	l.mu.Unlock()
+	for _, name := range approvals {
+		st, err := l.Workdir.ReadState()
+		if err != nil {
+			problems = append(problems, "approving cluster "+name+": "+err.Error())
+			continue
+		}
+		cs := st.Clusters[name]
+		if cs == nil || cs.Pending == nil {
+			problems = append(problems, "approving cluster "+name+": it has no plan awaiting approval")
+			continue
+		}
+		rs, ok := l.Source.(RevisionSource)
+		if !ok {
+			problems = append(problems, "approving cluster "+name+": this source cannot read revision "+short(cs.Pending.Revision))
+			continue
+		}
+		rev, err := rs.At(ctx, cs.Pending.Revision)
+		if err != nil {
+			problems = append(problems, "approving cluster "+name+": "+err.Error())
+			continue
+		}
+		res, err := l.operation().Run(ctx, Request{Revision: rev, Targets: []string{name}, Apply: true, Approve: cs.Pending, Lock: "approve", LockTimeout: time.Minute})
+		if err != nil {
+			problems = append(problems, Redact(err.Error()))
+			continue
+		}
+		l.noteApplied(res)
+		applied++
+		if res.Next != nil {
+			if l.OnState != nil {
+				l.OnState(res.Next)
+			}
+			l.Log.Info("approved", "cluster", name, "revision", cs.Pending.Revision, "serial", res.Next.Serial)
+		}
+	}
+	return problems, applied
+}
+
+// noteApplied records when the clusters res applied were applied.
+func (l *Loop) noteApplied(res *Result) {
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range res.Clusters {
+		if c.Applied {
+			if l.lastApply == nil {
+				l.lastApply = map[string]time.Time{}
+			}
+			l.lastApply[c.Name] = now
+		}
+	}
+}
+
 // resultProblems are the problems of a run: the whole revision's, then those
-// of each cluster not synced, each once.
+// of each cluster held, each once.
 func resultProblems(res *Result) []string {
 	out := slices.Clone(res.Problems)
 	for _, c := range res.Clusters {
-		if c.Status != StatusHeld && c.Status != StatusOutOfSync {
-			continue
+		if c.Status != StatusHeld {
+			continue // a cluster waiting for another is not a problem: its status says so
 		}
 		for _, p := range c.Problems {
 			if !slices.Contains(out, p) {

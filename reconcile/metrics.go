@@ -25,7 +25,15 @@ type Gauges struct {
 	Serial func() float64
 	// Waiting is the number of artifact API requests waiting for a change.
 	Waiting func() float64
+	// Clusters are every cluster's status line, and LastApplied when each
+	// cluster's changes were last applied (by this process).
+	Clusters    func() []ClusterInfo
+	LastApplied func() map[string]time.Time
 }
+
+// ClusterStatuses are the statuses a cluster can have, in the order the
+// metrics give them.
+var ClusterStatuses = []string{StatusSynced, StatusOutOfSync, StatusHeld, StatusSuspended, StatusAwaitingApproval}
 
 var (
 	metricsMu  sync.Mutex

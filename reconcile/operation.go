@@ -91,6 +91,11 @@ type Request struct {
 	// Full skips the shortcut of a revision whose inputs are those of the
 	// applied state (tests of the full path).
 	Full bool
+	// Approve, when set, applies the pending plan of the one target
+	// (fuelsync approve): Revision must be its revision, and the plan made
+	// again must give the pending plan's artifacts, against the applied
+	// artifacts it was made against.
+	Approve *Pending
 }
 
 // Result is what an operation did.
@@ -261,6 +266,11 @@ func (o *Operation) Run(ctx context.Context, req Request) (*Result, error) {
 			return res, &PlanChangedError{PlanFile: req.SavedName, Why: why}
 		}
 	}
+	if req.Approve != nil {
+		if err := checkApproval(res, req); err != nil {
+			return res, err
+		}
+	}
 	if res.heldAll != "" || !req.Apply || !p.ChangesPresent && !p.StatusChanged && st.Serial > 0 {
 		res.Outcome = outcomeOf(res, req.Apply, false)
 		return res, nil
@@ -316,8 +326,11 @@ func outcomeOf(res *Result, apply, applied bool) Outcome {
 	case res.Plan.ChangesPresent && !apply:
 		return Planned
 	}
-	guarded := false
+	guarded, deferred := false, false
 	for _, c := range res.Clusters {
+		if c.Status == StatusAwaitingApproval || c.Status == StatusOutOfSync && c.Changes != nil {
+			deferred = true
+		}
 		if c.Status != StatusHeld {
 			continue
 		}
@@ -326,8 +339,11 @@ func outcomeOf(res *Result, apply, applied bool) Outcome {
 		}
 		guarded = true
 	}
-	if guarded {
+	switch {
+	case guarded:
 		return Held
+	case deferred:
+		return Planned // changes wait: for approval, or for other clusters
 	}
 	return NoChange
 }
@@ -503,14 +519,13 @@ func (o *Operation) plan(res *Result, req Request, st *State, files string) erro
 		if changes[c.Name] == nil {
 			continue
 		}
-		if repo.SyncPolicy(c) == "manual" && len(req.Targets) == 0 {
-			awaiting[c.Name] = true
-			continue
-		}
 		for _, dep := range c.DependsOn {
 			if !atHead(dep.Cluster) {
 				waiting[c.Name] = append(waiting[c.Name], dep.Cluster)
 			}
+		}
+		if len(waiting[c.Name]) == 0 && repo.SyncPolicy(c) == "manual" && len(req.Targets) == 0 {
+			awaiting[c.Name] = true
 		}
 	}
 	deferred := func(name string) bool { return awaiting[name] || len(waiting[name]) > 0 }
@@ -609,6 +624,41 @@ func (o *Operation) plan(res *Result, req Request, st *State, files string) erro
 		}
 	}
 	res.Problems = append(res.Problems, problemLines(res.Orphans, MaxProblems)...)
+	return nil
+}
+
+// ApprovalError says a pending plan cannot be applied as approved.
+type ApprovalError struct {
+	Cluster string
+	Why     string
+}
+
+func (e *ApprovalError) Error() string {
+	return fmt.Sprintf("cannot approve the plan of cluster %s: %s; nothing was changed", e.Cluster, e.Why)
+}
+
+// checkApproval checks that the plan res made for the approval of req is the
+// pending plan: made against the same applied artifacts, rendering the same.
+func checkApproval(res *Result, req Request) error {
+	name := req.Targets[0]
+	pd := req.Approve
+	if base := ArtifactsDigest(res.State.Artifacts, name); base != pd.Base {
+		return &ApprovalError{Cluster: name, Why: "its applied artifacts changed since the plan was made (another apply); the next reconcile plans it again"}
+	}
+	c := res.Cluster(name)
+	switch {
+	case c == nil:
+		return &ApprovalError{Cluster: name, Why: "the cluster is not in revision " + short(pd.Revision)}
+	case c.Status == StatusHeld:
+		return &ApprovalError{Cluster: name, Why: "it is held: " + strings.Join(c.Problems, "; ")}
+	case c.Status == StatusSuspended:
+		return &ApprovalError{Cluster: name, Why: "it is suspended (suspend: true)"}
+	case len(c.Problems) > 0:
+		return &ApprovalError{Cluster: name, Why: strings.Join(c.Problems, "; ")}
+	}
+	if got := ArtifactsDigest(res.Plan.Artifacts, name); got != pd.Digest {
+		return &ApprovalError{Cluster: name, Why: fmt.Sprintf("revision %s no longer renders to the plan awaiting approval (another tool version?)", short(pd.Revision))}
+	}
 	return nil
 }
 

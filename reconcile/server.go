@@ -102,6 +102,14 @@ func NewServer(loop *Loop, secret []byte) *Server {
 	s.metrics = newMetrics(Gauges{
 		Serial:  func() float64 { return float64(loop.Status().Serial) },
 		Waiting: func() float64 { return float64(len(s.waiters)) },
+		Clusters: func() []ClusterInfo {
+			st, err := s.applied()
+			if err != nil {
+				return nil
+			}
+			return loop.Clusters(st)
+		},
+		LastApplied: loop.LastApplied,
 	})
 	loop.OnReconcile = s.metrics.Reconciled
 	loop.OnState = s.observe
@@ -173,7 +181,9 @@ func (s *Server) Handler() http.Handler {
 			s.components(w, r)
 		}
 	})
+	mux.HandleFunc("GET /api/v1/clusters", s.clusters)
 	mux.HandleFunc("GET /api/v1/clusters/{cluster}", s.cluster)
+	mux.HandleFunc("POST /api/v1/clusters/{cluster}/approve", s.approve)
 	mux.HandleFunc("GET /api/v1/clusters/{cluster}/nodes/{node}/graphs/{graph}", s.graph)
 	mux.HandleFunc("/{$}", s.page)
 	return mux
@@ -392,7 +402,7 @@ func (s *Server) duplicate(id string) bool {
 var pageTemplate = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>fuelsync</title>
-<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}.error{color:#b00}pre{background:#f6f6f6;padding:.6em}</style>
+<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}.error{color:#b00}.status-held{color:#b00}.status-synced{color:#070}pre{background:#f6f6f6;padding:.6em}</style>
 </head><body>
 <h1>fuelsync</h1>
 <p>Newest commit: <code>{{.Revision}}</code>. Applied: <code>{{.Applied}}</code> (serial {{.Serial}}).
@@ -401,6 +411,9 @@ var pageTemplate = sync.OnceValue(func() *template.Template {
 {{if .Errors}}<h2 class="error">Errors</h2><ul class="error">{{range .Errors}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
 {{if .Changes}}<h2>Last change set</h2><pre>{{.Changes.Text .NoColors}}</pre>{{end}}
 <h2>Clusters</h2>
+{{if .Infos}}<table><tr><th>cluster</th><th>status</th><th>applied</th><th>head</th><th>nodes</th><th>problems</th></tr>
+{{range .Infos}}<tr><td>{{.Name}}</td><td class="status-{{.Status}}">{{.Status}}</td><td><code>{{printf "%.12s" .AppliedRevision}}</code></td><td><code>{{printf "%.12s" .HeadRevision}}</code></td><td>{{.Nodes}}</td><td class="error">{{range .Problems}}<code>{{.}}</code><br>{{end}}</td></tr>
+{{end}}</table>{{end}}
 {{range .Clusters}}<h3>{{.Name}}</h3>
 <table><tr><th>node</th><th>id</th><th>roles</th><th>tags</th></tr>
 {{range .Nodes}}<tr><td>{{.Name}}</td><td>{{.ID}}</td><td>{{range $i, $r := .Roles}}{{if $i}}, {{end}}{{$r}}{{end}}</td><td>{{range $i, $t := .Tags}}{{if $i}}, {{end}}{{$t}}{{end}}</td></tr>
@@ -456,9 +469,14 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	if s.Replica != nil {
 		st.Replica = s.Replica.Status(r.Context())
 	}
+	var infos []ClusterInfo
+	if applied, err := s.applied(); err == nil {
+		infos = s.Loop.Clusters(applied)
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	_ = pageTemplate().Execute(w, struct {
 		Status
+		Infos    []ClusterInfo
 		NoColors diff.Colors
-	}{st, diff.Colors{}})
+	}{st, infos, diff.Colors{}})
 }

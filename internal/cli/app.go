@@ -180,6 +180,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			explainCommand(stdout, stderr),
 			planCommand(stdout, stderr),
 			applyCommand(stdout, stderr),
+			approveCommand(stdout, stderr),
+			statusCommand(stdout, stderr),
 			diffCommand(stdout, stderr),
 			pluginCommand(stdout, stderr),
 			tagsCommand(stdout, stderr),

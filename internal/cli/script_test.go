@@ -75,6 +75,10 @@ func TestScripts(t *testing.T) {
 			"exit-code":      cmdExitCode,
 			"git-head":       cmdGitHead,
 			"replace":        cmdReplace,
+			"free-port":      cmdFreePort,
+			"head-sha":       cmdHeadSHA,
+			"http-wait":      cmdHTTPWait,
+			"http-post":      cmdHTTPPost,
 		},
 	})
 }

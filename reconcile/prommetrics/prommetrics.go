@@ -45,8 +45,48 @@ func New(g reconcile.Gauges) reconcile.Metrics {
 	waiting := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "fuelsync_api_waiting", Help: "Artifact API requests waiting for a change (long-polls).",
 	}, g.Waiting)
-	m.registry.MustRegister(m.reconciles, m.duration, m.deliveries, serial, waiting)
+	m.registry.MustRegister(m.reconciles, m.duration, m.deliveries, serial, waiting, clusterCollector{g})
 	return m
+}
+
+var (
+	clusterStatusDesc = prometheus.NewDesc("fuelsync_cluster_status",
+		"Each cluster's status: 1 for the status it has, 0 for the others.", []string{"cluster", "status"}, nil)
+	clusterApplyDesc = prometheus.NewDesc("fuelsync_cluster_last_apply_timestamp_seconds",
+		"When the cluster's changes were last applied by this process (Unix seconds).", []string{"cluster"}, nil)
+	clusterNodesDesc = prometheus.NewDesc("fuelsync_cluster_nodes",
+		"The cluster's deployed nodes.", []string{"cluster"}, nil)
+)
+
+// clusterCollector reads the clusters' statuses at each scrape.
+type clusterCollector struct{ g reconcile.Gauges }
+
+func (c clusterCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- clusterStatusDesc
+	ch <- clusterApplyDesc
+	ch <- clusterNodesDesc
+}
+
+func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.g.Clusters == nil {
+		return
+	}
+	for _, info := range c.g.Clusters() {
+		for _, status := range reconcile.ClusterStatuses {
+			v := 0.0
+			if info.Status == status {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(clusterStatusDesc, prometheus.GaugeValue, v, info.Name, status)
+		}
+		ch <- prometheus.MustNewConstMetric(clusterNodesDesc, prometheus.GaugeValue, float64(info.Nodes), info.Name)
+	}
+	if c.g.LastApplied == nil {
+		return
+	}
+	for cluster, t := range c.g.LastApplied() {
+		ch <- prometheus.MustNewConstMetric(clusterApplyDesc, prometheus.GaugeValue, float64(t.UnixNano())/1e9, cluster)
+	}
 }
 
 // Reconciled implements reconcile.Metrics.

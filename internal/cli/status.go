@@ -1,0 +1,289 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/reconcile"
+)
+
+// serverFlags are the flags of the commands that may talk to a running serve
+// instead of the state: its URL and the API token.
+func serverFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "server", Usage: "ask the running fuelsync serve at `URL` (http://127.0.0.1:8080) instead of reading the state"},
+		&cli.StringFlag{Name: "api-token-file", Usage: "the bearer token of serve's API, in `FILE` (with --server)"},
+	}
+}
+
+func statusCommand(stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:         "status",
+		Usage:        "show every cluster's status: synced, out_of_sync, held, suspended or awaiting_approval",
+		ArgsUsage:    " ",
+		OnUsageError: usageError,
+		Description: "One line per cluster, as flux get kustomizations or argocd app list: its status, the\n" +
+			"revision its applied artifacts are the render of, the head revision, its deployed nodes and\n" +
+			"what holds it. It reads the applied state (the work directory, or --state etcd://...) and\n" +
+			"compares it with the repository's HEAD (--rev REV for another revision), or asks a running\n" +
+			"serve with --server URL.",
+		Flags: append(serverFlags(), formatFlag()),
+		Action: func(c *cli.Context) error {
+			g, err := readGlobals(c, stdout, stderr)
+			if err != nil {
+				return err
+			}
+			if c.NArg() > 0 {
+				return &exitError{code: 1, msg: fmt.Sprintf("status takes no arguments (got %q)", c.Args().First())}
+			}
+			if g.format != "text" && g.format != "json" {
+				return &exitError{code: 1, msg: fmt.Sprintf("status prints text or json, not %q", g.format)}
+			}
+			var infos []reconcile.ClusterInfo
+			if url := c.String("server"); url != "" {
+				if infos, err = serverClusters(c, url); err != nil {
+					return err
+				}
+			} else {
+				useWorkdirSetting(c, g)
+				w, err := openWorkdir(c, g)
+				if err != nil {
+					return err
+				}
+				defer w.Close()
+				st, err := w.ReadState()
+				if err != nil {
+					return &exitError{code: 1, msg: err.Error()}
+				}
+				live, head := headStatuses(g, st)
+				infos = reconcile.ClusterInfos(st, live, head)
+			}
+			if g.format == "json" {
+				return writeJSON(stdout, map[string]any{"format_version": formatVersion, "clusters": infos})
+			}
+			writeStatusTable(stdout, infos)
+			return nil
+		},
+	}
+}
+
+// headStatuses compares the state with the revision of the repository (its
+// HEAD when it is a git repository and --rev is not given): the clusters its
+// inputs change are out_of_sync. nil and "" when the repository cannot be
+// read (the state alone is shown then).
+func headStatuses(g *globals, st *reconcile.State) ([]*reconcile.ClusterResult, string) {
+	if g.rev == "" {
+		if _, _, err := loader.OpenRevision(g.repo, "HEAD"); err == nil {
+			g.rev = "HEAD"
+		}
+	}
+	src, err := openSource(g)
+	if err != nil {
+		return nil, ""
+	}
+	repo, _ := loader.Load(src.fsys, loadOptions(nil))
+	return reconcile.HeadStatuses(st, src.fsys, repo, loadOptions(nil), version, inputSkip(g, src)...), src.revision
+}
+
+// writeStatusTable prints one line per cluster.
+func writeStatusTable(w io.Writer, infos []reconcile.ClusterInfo) {
+	if len(infos) == 0 {
+		fmt.Fprintln(w, "No clusters.")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLUSTER\tSTATUS\tAPPLIED\tHEAD\tNODES\tPROBLEMS")
+	for _, c := range infos {
+		problem := ""
+		if len(c.Problems) > 0 {
+			problem = c.Problems[0]
+			if len(c.Problems) > 1 {
+				problem += fmt.Sprintf(" (and %d more)", len(c.Problems)-1)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", c.Name, c.Status, shortRev(c.AppliedRevision), shortRev(c.HeadRevision), c.Nodes, problem)
+	}
+	tw.Flush()
+}
+
+func shortRev(rev string) string {
+	switch {
+	case rev == "":
+		return "-"
+	case len(rev) > 12:
+		return rev[:12]
+	}
+	return rev
+}
+
+// apiClient is an HTTP client for serve's API at url (without a trailing /),
+// with the bearer token of --api-token-file when given.
+type apiClient struct {
+	url, token string
+	http       *http.Client
+}
+
+func newAPIClient(c *cli.Context, url string) (*apiClient, error) {
+	a := &apiClient{url: strings.TrimRight(url, "/"), http: &http.Client{Timeout: 30 * time.Second}}
+	if f := c.String("api-token-file"); f != "" {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, &exitError{code: 1, msg: "--api-token-file: " + err.Error()}
+		}
+		a.token = strings.TrimSpace(string(data))
+	}
+	return a, nil
+}
+
+// do sends a request and decodes a JSON answer into out (nil: none); an answer
+// other than 2xx is an error with its (bounded) body.
+func (a *apiClient) do(c *cli.Context, method, path string, body []byte, out any) error {
+	req, err := http.NewRequestWithContext(c.Context, method, a.url+path, bytes.NewReader(body))
+	if err != nil {
+		return &exitError{code: 1, msg: err.Error()}
+	}
+	if a.token != "" {
+		req.Header.Set("Authorization", "Bearer "+a.token)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := a.http.Do(req)
+	if err != nil {
+		return &exitError{code: 1, msg: reconcile.Redact(err.Error())}
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return &exitError{code: 1, msg: err.Error()}
+	}
+	if resp.StatusCode/100 != 2 {
+		return &exitError{code: 1, msg: fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(data[:min(len(data), 4096)])))}
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return &exitError{code: 1, msg: fmt.Sprintf("%s %s: not the answer of fuelsync serve: %v", method, path, err)}
+		}
+	}
+	return nil
+}
+
+// serverClusters asks serve at url for its clusters.
+func serverClusters(c *cli.Context, url string) ([]reconcile.ClusterInfo, error) {
+	a, err := newAPIClient(c, url)
+	if err != nil {
+		return nil, err
+	}
+	var infos []reconcile.ClusterInfo
+	if err := a.do(c, http.MethodGet, "/api/v1/clusters", nil, &infos); err != nil {
+		return nil, err
+	}
+	return infos, nil
+}
+
+func approveCommand(stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:         "approve",
+		Usage:        "apply the plan of a sync: manual cluster that awaits approval, exactly as planned",
+		ArgsUsage:    " ",
+		OnUsageError: usageError,
+		Description: "A cluster with sync: manual is planned on every commit and waits (awaiting_approval)\n" +
+			"with its plan; approve applies exactly that plan: the revision it was made of, rendered\n" +
+			"again, must give the planned artifacts, and the cluster's applied artifacts must be those\n" +
+			"it was made against. It works on the state (the work directory, or --state etcd://...),\n" +
+			"or asks a running serve with --server URL (with the API token). fuelsync status shows the\n" +
+			"clusters awaiting approval.",
+		Flags: append(serverFlags(),
+			&cli.StringFlag{Name: "cluster", Required: true, Usage: "the cluster `C` whose plan to apply"},
+			&cli.DurationFlag{Name: "lock-timeout", Usage: "wait up to `DURATION` for the lock (default: fail at once)"},
+			formatFlag()),
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return &exitError{code: 1, msg: fmt.Sprintf("approve takes no arguments (got %q)", c.Args().First())}
+			}
+			name := c.String("cluster")
+			if url := c.String("server"); url != "" {
+				g, err := readGlobals(c, stdout, stderr)
+				if err != nil {
+					return err
+				}
+				a, err := newAPIClient(c, url)
+				if err != nil {
+					return err
+				}
+				var answer map[string]any
+				if err := a.do(c, http.MethodPost, "/api/v1/clusters/"+name+"/approve", nil, &answer); err != nil {
+					return err
+				}
+				if g.format == "json" {
+					return writeJSON(stdout, answer)
+				}
+				if !g.quiet {
+					fmt.Fprintf(stdout, "Approved: serve applies the plan of cluster %s at its next reconcile.\n", name)
+				}
+				return nil
+			}
+			env, err := openOpEnv(c, stdout, stderr)
+			if err != nil {
+				return err
+			}
+			defer env.close()
+			return env.approve(name, c.Duration("lock-timeout"))
+		},
+	}
+}
+
+// approve applies the pending plan of cluster name, read from the state.
+func (e *opEnv) approve(name string, lockTimeout time.Duration) error {
+	w, err := e.workdir()
+	if err != nil {
+		return err
+	}
+	st, err := w.ReadState()
+	if err != nil {
+		return &exitError{code: 1, msg: err.Error()}
+	}
+	cs := st.Clusters[name]
+	switch {
+	case cs == nil:
+		return &exitError{code: 1, msg: fmt.Sprintf("no cluster %q in the applied state (%s)", name, w.StateName())}
+	case cs.Pending == nil:
+		return &exitError{code: 1, msg: fmt.Sprintf("cluster %s has no plan awaiting approval (its status is %s)", name, cs.StatusOf())}
+	}
+	pg := *e.g
+	pg.rev = cs.Pending.Revision
+	if pg.rev == reconcile.WorkingTree {
+		pg.rev = ""
+	}
+	src, err := openSource(&pg)
+	if err != nil {
+		return err
+	}
+	req := e.request(src, opArgs{targets: []string{name}, lockTimeout: lockTimeout})
+	req.Apply, req.Approve, req.Lock = true, cs.Pending, "approve"
+	res, err := e.operation(src).Run(e.c.Context, req)
+	if err != nil {
+		var ae *reconcile.ApprovalError
+		if errors.As(err, &ae) {
+			return &exitError{code: 1, msg: err.Error()}
+		}
+		return e.opError(res, src, err)
+	}
+	v := newPlanView(e.g)
+	v.diagnostics(res, src)
+	if !e.g.quiet && e.g.format == "text" {
+		if err := v.plan(res); err != nil {
+			return err
+		}
+	}
+	return v.applied(res, w)
+}

@@ -1,0 +1,71 @@
+package reconcile
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+// clusters is GET /api/v1/clusters: every cluster's status line (as fuelsync
+// status prints them), from the applied state and the last reconcile.
+func (s *Server) clusters(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(w, r) {
+		return
+	}
+	st, err := s.applied()
+	if err != nil {
+		http.Error(w, "reading the applied state: "+Redact(err.Error()), http.StatusInternalServerError)
+		return
+	}
+	writeJSONBody(w, http.StatusOK, s.Loop.Clusters(st))
+}
+
+// approve is POST /api/v1/clusters/<cluster>/approve (fuelsync approve
+// --server): the cluster's pending plan is applied at the next reconcile. It
+// needs the API token: without --api-token-file nobody may approve over the
+// network.
+func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
+	if len(s.APIToken) == 0 {
+		http.Error(w, "approving over the API needs serve --api-token-file (the bearer token); or run fuelsync approve against the state", http.StatusForbidden)
+		return
+	}
+	if !s.authorized(w, r) {
+		return
+	}
+	cluster := r.PathValue("cluster")
+	if !checkNames(w, "cluster", cluster) {
+		return
+	}
+	if s.Replica != nil && s.Replica.Role() != RoleLeader {
+		leader, _ := s.Replica.Leader(r.Context())
+		http.Error(w, fmt.Sprintf("this replica follows; the leader is %q: approve there, or with fuelsync approve against the state", leader), http.StatusServiceUnavailable)
+		return
+	}
+	st, err := s.applied()
+	if err != nil {
+		http.Error(w, "reading the applied state: "+Redact(err.Error()), http.StatusInternalServerError)
+		return
+	}
+	cs := st.Clusters[cluster]
+	switch {
+	case cs == nil:
+		clusterNotFound(w, st, cluster)
+		return
+	case cs.Pending == nil:
+		http.Error(w, fmt.Sprintf("cluster %s has no plan awaiting approval (its status is %s)", cluster, cs.StatusOf()), http.StatusConflict)
+		return
+	}
+	s.Loop.Approve(cluster)
+	writeJSONBody(w, http.StatusAccepted, map[string]any{"cluster": cluster, "revision": cs.Pending.Revision, "summary": cs.Pending.Summary, "approved": true})
+}
+
+func writeJSONBody(w http.ResponseWriter, code int, v any) {
+	body, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	w.Write(append(body, '\n'))
+}
