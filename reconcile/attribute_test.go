@@ -2,8 +2,10 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -58,19 +60,27 @@ func TestOperationHoldsWhatAnErrorConcerns(t *testing.T) {
 	}{
 		{name: "nothing broken"},
 		{name: "a plugin one cluster enables", held: []string{"lab"},
-			edit: func(t *testing.T, f fstest.MapFS) { replaceIn(t, f, "plugins/sdn/deployment_tasks.yaml", "type: puppet", "type: nosuch") }},
+			edit: func(t *testing.T, f fstest.MapFS) {
+				replaceIn(t, f, "plugins/sdn/deployment_tasks.yaml", "type: puppet", "type: nosuch")
+			}},
 		{name: "a release", held: []string{"demo", "demo-hcl", "lab"},
-			edit: func(t *testing.T, f fstest.MapFS) { replaceIn(t, f, "plugins/quickstart/graphs/deployment.yaml", "type: puppet", "type: nosuch") }},
+			edit: func(t *testing.T, f fstest.MapFS) {
+				replaceIn(t, f, "plugins/quickstart/graphs/deployment.yaml", "type: puppet", "type: nosuch")
+			}},
 		{name: "the other release", held: []string{"next"},
 			edit: func(t *testing.T, f fstest.MapFS) {
 				replaceIn(t, f, "plugins/quickstart2/graphs/deployment.yaml", "type: puppet", "type: nosuch")
 			}},
 		{name: "fuelsync.yaml", held: []string{"demo", "demo-hcl", "lab", "next"},
-			edit: func(t *testing.T, f fstest.MapFS) { f["fuelsync.yaml"] = &fstest.MapFile{Data: []byte("interval: often\n")} }},
+			edit: func(t *testing.T, f fstest.MapFS) {
+				f["fuelsync.yaml"] = &fstest.MapFile{Data: []byte("interval: often\n")}
+			}},
 		{name: "a spec that does not parse", held: []string{"demo"},
 			edit: func(t *testing.T, f fstest.MapFS) { replaceIn(t, f, "clusters/demo.yaml", "nodes:", "nodes: [") }},
 		{name: "a spec's unknown role", held: []string{"demo-hcl"},
-			edit: func(t *testing.T, f fstest.MapFS) { replaceIn(t, f, "clusters/demo-hcl.hcl", `roles = ["compute", "storage"]`, `roles = ["computee", "storage"]`) }},
+			edit: func(t *testing.T, f fstest.MapFS) {
+				replaceIn(t, f, "clusters/demo-hcl.hcl", `roles = ["compute", "storage"]`, `roles = ["computee", "storage"]`)
+			}},
 		{name: "a plugin no cluster uses", orphs: 1,
 			edit: func(t *testing.T, f fstest.MapFS) {
 				for name, file := range maps.Clone(f) {
@@ -157,4 +167,43 @@ func replaceIn(t *testing.T, f fstest.MapFS, name, old, new string) {
 		t.Fatalf("%s has no %q", name, old)
 	}
 	f[name] = &fstest.MapFile{Data: []byte(strings.Replace(data, old, new, 1))}
+}
+
+// TestOperationStopsWhenNotLeading: an operation whose Leading says the
+// leadership is lost writes nothing: not the lock's tidying, not a set, not a
+// state (a replica paused past its lease).
+func TestOperationStopsWhenNotLeading(t *testing.T) {
+	ctx := context.Background()
+	w := Open(filepath.Join(t.TempDir(), "wd"))
+	repo := unitsRepo(t)
+	calls := 0
+	op := &Operation{Workdir: w, ToolVersion: "test", Leading: func() error {
+		calls++
+		if calls > 2 {
+			return ErrNotLeader
+		}
+		return nil
+	}}
+	// The first two checks pass (before the lock, before tidying): the third,
+	// before publishing, stops it.
+	_, err := op.Run(ctx, Request{Revision: Revision{SHA: WorkingTree, FS: repo}, Apply: true})
+	if !errors.Is(err, ErrNotLeader) || calls != 3 {
+		t.Fatalf("apply with the leadership lost before publishing: %v after %d checks", err, calls)
+	}
+	st, err := w.ReadState()
+	if err != nil || st.Serial != 0 {
+		t.Fatalf("the state after a refused apply: %v %+v", err, st)
+	}
+	if sets := w.sets(); len(sets) != 0 {
+		t.Errorf("sets written: %v", sets)
+	}
+	// Lost before the lock: nothing at all, not even the lock file.
+	w2 := Open(filepath.Join(t.TempDir(), "wd2"))
+	op = &Operation{Workdir: w2, ToolVersion: "test", Leading: func() error { return ErrNotLeader }}
+	if _, err := op.Run(ctx, Request{Revision: Revision{SHA: WorkingTree, FS: repo}, Apply: true}); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("apply with the leadership lost: %v", err)
+	}
+	if _, err := os.Stat(w2.Dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the work directory was made: %v", err)
+	}
 }

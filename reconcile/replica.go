@@ -152,7 +152,12 @@ func (r *Replica) Run(ctx context.Context) error {
 		// another leader applied it.
 		r.materialise(lctx)
 		r.Loop.resetSeen()
+		// Before each step that writes, the operation asks whether this
+		// replica still leads: one paused past its lease (SIGSTOP, a long GC
+		// pause) finds out before it writes, not a reconcile later.
+		r.Loop.leading = func() error { return r.stillLeads(lead, id) }
 		r.Loop.Run(lctx)
+		r.Loop.leading = nil
 		cancel()
 		if ctx.Err() != nil {
 			rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -163,6 +168,31 @@ func (r *Replica) Run(ctx context.Context) error {
 		r.Loop.Log.Warn("replica: the leadership was lost (its lease expired: etcd out of reach?); following", "replica", id)
 	}
 	r.setRole(RoleFollower)
+	return nil
+}
+
+// ErrNotLeader says a replica lost its leadership: it writes nothing more.
+var ErrNotLeader = errors.New("this replica no longer leads")
+
+// stillLeads says whether the leadership lead, won as id, still holds: its
+// lease not known to be lost, and etcd naming id the leader now.
+func (r *Replica) stillLeads(lead Leadership, id string) error {
+	select {
+	case <-lead.Done():
+		return fmt.Errorf("%w: its lease expired", ErrNotLeader)
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	leader, err := r.Etcd.Leader(ctx)
+	switch {
+	case errors.Is(err, ErrNoLeader):
+		return fmt.Errorf("%w: no replica leads (its lease expired)", ErrNotLeader)
+	case err != nil:
+		return fmt.Errorf("%w: the election cannot be read: %s", ErrNotLeader, Redact(err.Error()))
+	case leader != id:
+		return fmt.Errorf("%w: %s leads now", ErrNotLeader, leader)
+	}
 	return nil
 }
 
