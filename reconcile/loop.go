@@ -351,6 +351,9 @@ func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet,
 	if err != nil {
 		return Failed, rev.SHA, cs, []string{err.Error()}, st
 	}
+	for _, w := range res.Warnings {
+		l.Log.Warn("reconcile warning", "revision", rev.SHA, "warning", w)
+	}
 	l.record(res)
 	l.noteApplied(res)
 	problems := append(approved, resultProblems(res)...)

@@ -131,6 +131,10 @@ type Result struct {
 	// removes every cluster's nodes, and the errors that hold no cluster.
 	Problems []string
 
+	// Warnings are things worth a user's attention that did not stop it
+	// (applied files found changed in place, and repaired).
+	Warnings []string
+
 	// heldAll is the guard's reason to hold the whole revision.
 	heldAll string
 }
@@ -288,6 +292,21 @@ func (o *Operation) Run(ctx context.Context, req Request) (*Result, error) {
 		rendered = nil // statuses only: the applied files are kept
 	}
 	next, err := Apply(w, lock, st, p, rendered)
+	var damaged *DamagedFilesError
+	if errors.As(err, &damaged) {
+		// Applied files changed in place, their objects too: the clusters
+		// are rendered again from their applied revision, and the apply
+		// writes them anew (never wedged on them).
+		more, rerr := o.renderApplied(st, res, damaged.Clusters)
+		if rerr != nil {
+			return res, fmt.Errorf("%w; rendering them again failed: %v", err, rerr)
+		}
+		for i, c := range damaged.Clusters {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the applied files of cluster %s were changed in place (%v); they are rendered again from revision %s and written anew",
+				c, damaged.Errs[i], short(appliedRevision(st, c))))
+		}
+		next, err = Apply(w, lock, st, p, append(slices.Clone(rendered), more...))
+	}
 	if err != nil {
 		return res, err
 	}
@@ -811,6 +830,42 @@ func hasSet(w *Workdir, st *State) bool {
 }
 
 var commitSHA = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{40}$`) })
+
+// appliedRevision is the revision cluster c's applied artifacts are the
+// render of.
+func appliedRevision(st *State, c string) string {
+	if cs := st.Clusters[c]; cs != nil && cs.Revision != "" {
+		return cs.Revision
+	}
+	return st.Revision
+}
+
+// renderApplied renders clusters at the revision each was applied at, with
+// the applied state: the revision of res when it is that one (its inputs are
+// those it was applied with), else a commit OpenRevision opens.
+func (o *Operation) renderApplied(st *State, res *Result, clusters []string) ([]*render.Rendered, error) {
+	var out []*render.Rendered
+	for _, c := range clusters {
+		rev := appliedRevision(st, c)
+		repo := res.Repo
+		if rev != res.Revision || repo == nil {
+			if o.OpenRevision == nil || !commitSHA().MatchString(rev) {
+				return nil, fmt.Errorf("cluster %s was applied at revision %s, which cannot be read again", c, short(rev))
+			}
+			fsys, err := o.OpenRevision(rev)
+			if err != nil {
+				return nil, fmt.Errorf("reading revision %s of cluster %s: %w", short(rev), c, err)
+			}
+			repo, _ = loader.Load(fsys, loader.Options{})
+		}
+		each := render.RenderEach(repo, render.Options{Clusters: []string{c}, State: st})
+		if d := each.Clusters[c]; d.HasErrors() || len(each.Rendered) != 1 {
+			return nil, fmt.Errorf("cluster %s does not render at revision %s", c, short(rev))
+		}
+		out = append(out, each.Rendered[0])
+	}
+	return out, nil
+}
 
 // appliedRender renders, for the clusters asked for, the revision their
 // applied artifacts are the render of, when it is a commit OpenRevision can

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/fuelsync/fuelsync/diff"
 	"github.com/fuelsync/fuelsync/render"
@@ -342,6 +344,8 @@ func putKept(w *Workdir, st *State, p *Plan, kept []string, check func(name stri
 		}
 	}
 	slices.Sort(names)
+	var mu sync.Mutex
+	damaged := map[string]error{}
 	err := inParallel(len(names), func(i int) error {
 		name := names[i]
 		if st.Artifacts[name] != p.Artifacts[name] {
@@ -349,18 +353,50 @@ func putKept(w *Workdir, st *State, p *Plan, kept []string, check func(name stri
 		}
 		data, err := w.keptFile(applied, name, st.Artifacts[name])
 		if err != nil {
-			return err
+			// Every cluster whose files cannot be kept, for the caller to
+			// render again.
+			mu.Lock()
+			if damaged[clusterOf(name)] == nil {
+				damaged[clusterOf(name)] = err
+			}
+			mu.Unlock()
+			return nil
 		}
 		return check(name, data)
 	})
 	if err != nil {
 		return err
 	}
+	if len(damaged) > 0 {
+		e := &DamagedFilesError{}
+		for _, c := range slices.Sorted(maps.Keys(damaged)) {
+			e.Clusters = append(e.Clusters, c)
+			e.Errs = append(e.Errs, damaged[c])
+		}
+		return e
+	}
 	manifest, err := render.Manifest(p.Artifacts, p.setRevision(), p.ToolVersion)
 	if err != nil {
 		return err
 	}
 	return check("manifest.json", manifest)
+}
+
+// DamagedFilesError says the applied files of some clusters to keep are no
+// longer what the state says (changed in place) and no object holds them: the
+// clusters must be rendered again (Operation does, from their applied
+// revision) rather than kept.
+type DamagedFilesError struct {
+	Clusters []string
+	Errs     []error // the first problem of each cluster
+}
+
+func (e *DamagedFilesError) Error() string {
+	var parts []string
+	for i, c := range e.Clusters {
+		parts = append(parts, fmt.Sprintf("cluster %s: %v", c, e.Errs[i]))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // keptFile reads the applied file name, whose digest is sum: from the applied

@@ -185,6 +185,11 @@ func (e *opEnv) apply(args opArgs) error {
 		}
 	}
 	res, err := op.Run(e.c.Context, req)
+	if res != nil {
+		for _, w := range res.Warnings {
+			warnf(e.stderr, e.g, "%s", w)
+		}
+	}
 	if err != nil {
 		if errors.Is(err, reconcile.ErrCancelled) {
 			return &exitError{code: 1, msg: "apply cancelled; nothing was changed"}
