@@ -66,6 +66,12 @@ type builder struct {
 	registries map[*loader.Release]*components.Registry
 	data       hcl.Diagnostics
 	state      AppliedState
+	// attrRules are the parsed restrictions of attributes, by restrictions list;
+	// regexes the compiled attribute regexes, by source; regexReported the regex
+	// sources already reported as not compiling.
+	attrRules     map[*loader.Value][]*Restriction
+	regexes       map[string]*compiledRegex
+	regexReported map[*loader.Value]bool
 }
 
 func newBuilder(repo *loader.Repo) *builder {
@@ -74,6 +80,10 @@ func newBuilder(repo *loader.Repo) *builder {
 		exprs:      map[*loader.Value]*expr.Expr{},
 		roleRules:  map[*loader.Role]*roleRules{},
 		registries: map[*loader.Release]*components.Registry{},
+
+		attrRules:     map[*loader.Value][]*Restriction{},
+		regexes:       map[string]*compiledRegex{},
+		regexReported: map[*loader.Value]bool{},
 	}
 }
 
