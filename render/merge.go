@@ -72,6 +72,8 @@ type builder struct {
 	attrRules     map[*loader.Value][]*Restriction
 	regexes       map[string]*compiledRegex
 	regexReported map[*loader.Value]bool
+	// pluginSets are the plugins' graphs with nailgun's task defaults.
+	pluginSets map[*loader.Plugin]*pluginTaskSet
 }
 
 func newBuilder(repo *loader.Repo) *builder {
@@ -84,6 +86,7 @@ func newBuilder(repo *loader.Repo) *builder {
 		attrRules:     map[*loader.Value][]*Restriction{},
 		regexes:       map[string]*compiledRegex{},
 		regexReported: map[*loader.Value]bool{},
+		pluginSets:    map[*loader.Plugin]*pluginTaskSet{},
 	}
 }
 
@@ -177,6 +180,11 @@ func (b *builder) build(c *loader.Cluster) (*Model, hcl.Diagnostics) {
 	diags = append(diags, b.listedPlugins(m)...)
 	// The component selection; chosen components enable their plugins.
 	diags = append(diags, b.selectComponents(m)...)
+	// The enabled plugins' tasks, with the defaults nailgun adds to them.
+	for _, ep := range m.Plugins {
+		set := b.pluginTasks(ep.Plugin)
+		ep.Graphs, ep.defaults = set.graphs, set.defaults
+	}
 	// Roles and tags, volumes and network roles: release ← plugins ← cluster.
 	diags = append(diags, b.mergeRoles(m)...)
 	diags = append(diags, b.mergeTags(m)...)

@@ -584,3 +584,24 @@ func mitakaClusterText(t *testing.T) string {
 	}
 	return string(data)
 }
+
+// TestMitakaPluginTaskCwd: the real plugins' tasks run from their directory, as
+// nailgun's serializer hands them to the agents: detach-database's relative
+// puppet_manifest "database_hiera_override.pp" resolves under
+// /etc/fuel/plugins/detach-database-1.1/ (package_version 4.0.0, version 1.1.0);
+// the release's tasks get no cwd.
+func TestMitakaPluginTaskCwd(t *testing.T) {
+	rs, diags := Render(loadMitaka(t, ""), Options{Clusters: []string{"mitaka"}})
+	if diags.HasErrors() || len(rs) != 1 {
+		t.Fatalf("the example does not render:\n%s", diagText(diags))
+	}
+	doc := nodeArtifact(t, rs[0], "node-4", "default")
+	params, _ := artifactTask(t, doc, "database-hiera-override")["parameters"].(map[string]any)
+	if params["cwd"] != "/etc/fuel/plugins/detach-database-1.1/" || params["puppet_manifest"] != "database_hiera_override.pp" {
+		t.Errorf("database-hiera-override parameters = %v, want the manifest as written and cwd /etc/fuel/plugins/detach-database-1.1/", params)
+	}
+	params, _ = artifactTask(t, doc, "hiera")["parameters"].(map[string]any)
+	if _, ok := params["cwd"]; ok {
+		t.Errorf("the release's hiera has a cwd: %v", params)
+	}
+}

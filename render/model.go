@@ -58,6 +58,10 @@ type EnabledPlugin struct {
 	Cause loader.Ref
 	// Component names the chosen component that enabled the plugin ("" when listed).
 	Component string
+	// Graphs are the plugin's graphs with the defaults nailgun adds to a plugin's
+	// tasks (parameters.cwd, a group's fault_tolerance from the role of its id).
+	Graphs   []*loader.Graph
+	defaults map[*loader.Task][]TaskDefault
 }
 
 // Role is a node role of the merged model.
