@@ -96,14 +96,14 @@ func (sc *settingsCheck) origin(path []string, v *loader.Value) (hcl.Range, stri
 			return r, "The value is set by the bind of a chosen component."
 		}
 	}
-	if len(path) >= 1 {
-		if ep := sc.m.Plugin(path[0]); ep != nil {
-			return ep.Cause.Range, fmt.Sprintf("The value is plugin %s's default (%s); set it under settings: to change it.", ep.Plugin.Name, at(v.Range))
-		}
-	}
 	where := ""
 	if v != nil {
 		where = " (" + at(v.Range) + ")"
+	}
+	if len(path) >= 1 {
+		if ep := sc.m.Plugin(path[0]); ep != nil {
+			return ep.Cause.Range, fmt.Sprintf("The value is plugin %s's default%s; set it under settings: to change it.", ep.Plugin.Name, where)
+		}
 	}
 	return c.ReleaseRange, fmt.Sprintf("The value is the release's default%s; set it under settings: to change it.", where)
 }

@@ -346,3 +346,15 @@ func TestSettingsRegexBounded(t *testing.T) {
 		diagAt{file: rel, lineOf: "broken:", token: "'('", summary: `attribute common.broken: regex "(" does not compile: missing closing ) in ` + "`(`"},
 	)
 }
+
+// TestSettingsAbsentValue: a text attribute of an enabled plugin without a value at
+// all is null to nailgun (data.get('value')): reported at the plugins: entry.
+func TestSettingsAbsentValue(t *testing.T) {
+	const cl = "clusters/prod.yaml"
+	files := applyEdits(t, settingsFiles(), []edit{
+		{cl, "plugins: []", "plugins: [cache]"},
+		{"plugins/cache/environment_config.yaml", `  size: {value: "64", type: text, label: Size}`, `  size: {type: text, label: Size}`},
+	})
+	_, _, diags := checkRepo(t, mapFS(files))
+	expectDiags(t, files, diags, diagAt{file: cl, lineOf: "plugins:", token: "cache", summary: "cluster prod: settings: cache.size: Null value is forbidden for 'Size'"})
+}

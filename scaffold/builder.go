@@ -71,6 +71,17 @@ func builderChecks(p *loader.Plugin) hcl.Diagnostics {
 		}
 	}
 	diags = append(diags, builderAttributeChecks(p)...)
+	// schemas/v2.py releases: os is ubuntu or centos, mode items ha or multinode.
+	for _, cp := range p.Compatible {
+		if cp.OS != "" && cp.OS != "ubuntu" && cp.OS != "centos" {
+			diags = append(diags, errorAt(cp.Range, "releases: os %q is not one of ['ubuntu', 'centos']", cp.OS))
+		}
+		for _, m := range cp.Mode {
+			if m != "ha" && m != "multinode" {
+				diags = append(diags, errorAt(cp.Range, "releases: mode %q is not one of ['ha', 'multinode']", m))
+			}
+		}
+	}
 	return diags
 }
 

@@ -90,6 +90,11 @@ func TestBuilderChecks(t *testing.T) {
 			},
 		},
 		{
+			name: "release records", file: "metadata.yaml", src: "",
+			want: []string{"error metadata.yaml:22:5: releases: mode \"ha_compact\" is not one of ['ha', 'multinode']",
+				"error metadata.yaml:22:5: releases: os \"Ubuntu\" is not one of ['ubuntu', 'centos']"},
+		},
+		{
 			name: "attribute fields", file: "environment_config.yaml",
 			src: "attributes:\n  metadata: {label: Acme}\n  a: {value: x, type: text, label: A}\n  b: {value: x, type: text, label: B, weight: '1'}\n",
 			want: []string{
@@ -103,7 +108,11 @@ func TestBuilderChecks(t *testing.T) {
 			for k, v := range base {
 				files[k] = v
 			}
-			if tc.file != "" {
+			switch {
+			case tc.file == "metadata.yaml":
+				meta := strings.Replace(string(files["metadata.yaml"]), "os: ubuntu", "os: Ubuntu", 1)
+				files[tc.file] = []byte(strings.Replace(meta, "mode: [ha, multinode]", "mode: [ha_compact]", 1))
+			case tc.file != "":
 				files[tc.file] = []byte(tc.src)
 			}
 			if tc.pv == "3.0.0" {
