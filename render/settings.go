@@ -224,7 +224,9 @@ func describeTyped(v *loader.Value) string {
 func (sc *settingsCheck) walk(v *loader.Value, path []string) {
 	if v.IsList() {
 		for i, it := range v.Items {
-			sc.walk(it, append(path[:len(path):len(path)], "["+strconv.Itoa(i)+"]"))
+			if it.IsMap() || it.IsList() {
+				sc.walk(it, append(path[:len(path):len(path)], "["+strconv.Itoa(i)+"]"))
+			}
 		}
 		return
 	}
@@ -253,11 +255,10 @@ func (sc *settingsCheck) walk(v *loader.Value, path []string) {
 		label = v.Get("label").String()
 		restrictions = v.Get("restrictions")
 	}
-	if label == "" {
-		label = strings.Join(path, ".")
+	if label == "" && (truthy(value) || value.IsNull()) {
+		label = strings.Join(path, ".") // for messages only
 	}
-	what := "attribute " + strings.Join(path, ".")
-	rules := sc.b.attrRestrictions(restrictions, what)
+	rules := sc.b.attrRestrictions(restrictions, path)
 	// Hidden attributes are skipped, and so is a disabled group with all it holds.
 	if len(sc.held(rules, "hide", path)) > 0 {
 		return
@@ -301,8 +302,8 @@ func (sc *settingsCheck) walk(v *loader.Value, path []string) {
 		sc.checkRegex(path, v)
 	}
 	for _, f := range v.Fields {
-		if f.Key == "metadata" {
-			continue
+		if f.Key == "metadata" || (!f.Value.IsMap() && !f.Value.IsList()) {
+			continue // a scalar holds nothing to check
 		}
 		sc.walk(f.Value, append(path[:len(path):len(path)], f.Key))
 	}
@@ -331,13 +332,14 @@ func (sc *settingsCheck) held(rules []*Restriction, action string, path []string
 }
 
 // attrRestrictions parses a `restrictions` list once per builder.
-func (b *builder) attrRestrictions(list *loader.Value, what string) []*Restriction {
+func (b *builder) attrRestrictions(list *loader.Value, path []string) []*Restriction {
 	if !list.IsList() {
 		return nil
 	}
 	if rs, ok := b.attrRules[list]; ok {
 		return rs
 	}
+	what := "attribute " + strings.Join(path, ".")
 	var rs []*Restriction
 	for _, it := range list.Items {
 		if r := b.restriction(it, what+": restriction"); r != nil {
