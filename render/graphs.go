@@ -180,7 +180,7 @@ func (m *Model) graphTypes() []string {
 		set[g.Type] = true
 	}
 	for _, p := range m.Plugins {
-		for _, g := range p.Graphs {
+		for _, g := range p.Plugin.Graphs {
 			set[g.Type] = true
 		}
 	}
@@ -226,9 +226,9 @@ func (m *Model) mergeTasks(typ string) (map[string][]*TaskDef, []string) {
 		layer(m.Cluster.Tasks, "cluster", nil, nil)
 	}
 	for _, ep := range m.Plugins {
-		for _, g := range ep.Graphs {
+		for _, g := range ep.Graphs() {
 			if g.Type == typ {
-				layer(g.Tasks, "plugin "+ep.Plugin.Name, ep.Plugin, ep.defaults)
+				layer(g.Tasks, "plugin "+ep.Plugin.Name, ep.Plugin, ep.taskDefaults())
 			}
 		}
 	}

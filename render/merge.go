@@ -182,8 +182,7 @@ func (b *builder) build(c *loader.Cluster) (*Model, hcl.Diagnostics) {
 	diags = append(diags, b.selectComponents(m)...)
 	// The enabled plugins' tasks, with the defaults nailgun adds to them.
 	for _, ep := range m.Plugins {
-		set := b.pluginTasks(ep.Plugin)
-		ep.Graphs, ep.defaults = set.graphs, set.defaults
+		ep.tasks = b.pluginTasks(ep.Plugin)
 	}
 	// Roles and tags, volumes and network roles: release ← plugins ← cluster.
 	diags = append(diags, b.mergeRoles(m)...)

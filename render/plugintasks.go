@@ -68,29 +68,51 @@ type TaskDefault struct {
 	Range  hcl.Range
 }
 
-// pluginTaskSet is a plugin's graphs with nailgun's defaults in its tasks.
+// pluginTaskSet is a plugin's graphs with nailgun's defaults in its tasks, made on
+// first use (validate never needs them) and shared by every cluster of a builder.
 type pluginTaskSet struct {
+	p   *loader.Plugin
+	cwd string // "" when nailgun could not name the plugin's directory
+	// versionRange is where the plugin's version is written.
+	versionRange hcl.Range
+
+	once     sync.Once
 	graphs   []*loader.Graph
 	defaults map[*loader.Task][]TaskDefault
 }
 
-// pluginTasks returns p's graphs with nailgun's defaults added (once per plugin).
+// pluginTasks returns the task set of p (one per plugin and builder). A version
+// nailgun cannot read is reported here, once.
 func (b *builder) pluginTasks(p *loader.Plugin) *pluginTaskSet {
 	if s, ok := b.pluginSets[p]; ok {
 		return s
 	}
-	s := &pluginTaskSet{defaults: map[*loader.Task][]TaskDefault{}}
+	s := &pluginTaskSet{p: p, versionRange: p.NameRange}
 	b.pluginSets[p] = s
-	versionRange := p.NameRange
 	if v := p.Metadata.Get("version"); v != nil {
-		versionRange = v.Range
+		s.versionRange = v.Range
 	}
 	pathName, err := PluginPathName(p.Name, p.Version, p.PackageVersion)
-	if err != nil && len(p.Graphs) > 0 {
-		b.dataDiag(withDetail(errorAt(versionRange, "plugin %s: %v", p.Name, err),
+	switch {
+	case err == nil:
+		s.cwd = fmt.Sprintf(PluginScriptsDir, pathName)
+	case len(p.Graphs) > 0:
+		b.dataDiag(withDetail(errorAt(s.versionRange, "plugin %s: %v", p.Name, err),
 			"Nailgun puts a plugin of package_version 2.0.0 or later in /etc/fuel/plugins/<name>-<major.minor>/, and cannot install one whose version it cannot read."))
 	}
-	cwd := fmt.Sprintf(PluginScriptsDir, pathName)
+	return s
+}
+
+// get returns the plugin's graphs with the defaults added, and the defaults of each
+// task that got some. Safe for concurrent use.
+func (s *pluginTaskSet) get() ([]*loader.Graph, map[*loader.Task][]TaskDefault) {
+	s.once.Do(s.fill)
+	return s.graphs, s.defaults
+}
+
+func (s *pluginTaskSet) fill() {
+	p := s.p
+	s.defaults = map[*loader.Task][]TaskDefault{}
 	roles := map[string]*loader.Role{}
 	for _, r := range p.Roles {
 		roles[r.Name] = r
@@ -101,9 +123,9 @@ func (b *builder) pluginTasks(p *loader.Plugin) *pluginTaskSet {
 		for i, t := range g.Tasks {
 			data := t.Data
 			var defs []TaskDefault
-			if params := data.Get("parameters"); err == nil && params.IsMap() && len(params.Fields) > 0 && !params.Has("cwd") {
-				data = data.With("parameters", data.Field("parameters").KeyRange, params.With("cwd", params.Range, loader.NewString(cwd, params.Range)))
-				defs = append(defs, TaskDefault{Key: "parameters.cwd", Value: cwd, Range: versionRange,
+			if params := data.Get("parameters"); s.cwd != "" && params.IsMap() && len(params.Fields) > 0 && !params.Has("cwd") {
+				data = data.With("parameters", data.Field("parameters").KeyRange, params.With("cwd", params.Range, loader.NewString(s.cwd, params.Range)))
+				defs = append(defs, TaskDefault{Key: "parameters.cwd", Value: s.cwd, Range: s.versionRange,
 					Reason: fmt.Sprintf("nailgun's working directory for the tasks of plugin %s (%s, package_version %s)", p.Name, pathRule(p.PackageVersion), p.PackageVersion)})
 			}
 			if t.Type == "group" && !data.Has("fault_tolerance") {
@@ -125,7 +147,6 @@ func (b *builder) pluginTasks(p *loader.Plugin) *pluginTaskSet {
 		}
 		s.graphs = append(s.graphs, &ng)
 	}
-	return s
 }
 
 func pathRule(packageVersion string) string {
