@@ -43,7 +43,15 @@ func (b *builder) mergeAttributes(m *Model) hcl.Diagnostics {
 		"net_segment_type": "vlan",
 		"status":           "new",
 	}
-	// Binds of the chosen components: settings:a.b.c or cluster:x.
+	// Binds of the chosen components: settings:a.b.c or cluster:x. bound remembers
+	// which components: entry set each attribute, for the settings checks.
+	bindRef := map[hcl.Range]hcl.Range{}
+	for _, ref := range c.Components {
+		for _, bd := range m.Registry.Binds([]string{ref.Name}) {
+			bindRef[bd.Range] = ref.Range
+		}
+	}
+	bound := map[string]hcl.Range{}
 	for _, bd := range m.Registry.Binds(m.Selected) {
 		val := bd.Value
 		if val == nil {
@@ -52,7 +60,11 @@ func (b *builder) mergeAttributes(m *Model) hcl.Diagnostics {
 		model, path, _ := strings.Cut(bd.Path, ":")
 		switch model {
 		case "settings":
-			attrs = loader.DeepMerge(attrs, nested(strings.Split(path, "."), val, bd.Range))
+			parts := strings.Split(path, ".")
+			attrs = loader.DeepMerge(attrs, nested(parts, val, bd.Range))
+			if len(parts) >= 2 {
+				bound[parts[0]+"."+parts[1]] = bindRef[bd.Range]
+			}
 		case "cluster":
 			clusterModel[path] = val.Interface()
 		default:
@@ -99,6 +111,8 @@ func (b *builder) mergeAttributes(m *Model) hcl.Diagnostics {
 		},
 		"node_attributes": nodeAttrs,
 	}
+	// The settings as nailgun checks them when they are saved.
+	diags = append(diags, b.checkSettings(m, pluginGroup, bound)...)
 	return diags
 }
 
@@ -138,17 +152,18 @@ func (b *builder) checkSetting(m *Model, attrs *loader.Value, pluginGroup map[st
 			"The value is kept, but nothing uses it until the plugin is enabled (plugins:)."))
 	}
 	if len(s.Path) == 3 && s.Path[2] == "value" {
-		diags = append(diags, checkSettingType(name, dotted, attr, s.Value)...)
+		diags = append(diags, checkSettingChoice(name, dotted, attr, s.Value)...)
 	}
 	return diags
 }
 
-func checkSettingType(cluster, dotted string, attr, v *loader.Value) hcl.Diagnostics {
+// checkSettingChoice checks that a select or radio setting is one of the
+// attribute's values (the type of every value is checked with the settings).
+func checkSettingChoice(cluster, dotted string, attr, v *loader.Value) hcl.Diagnostics {
+	if v.Kind != loader.KindString {
+		return nil // not a string: a type error (checkSettings)
+	}
 	switch attr.Get("type").String() {
-	case "checkbox":
-		if v.Kind != loader.KindBool {
-			return hcl.Diagnostics{errorAt(v.Range, "cluster %s: settings: %s is a checkbox: its value is true or false, not %s", cluster, dotted, describe(v))}
-		}
 	case "select", "radio":
 		var allowed []string
 		for _, it := range items(attr.Get("values")) {

@@ -171,7 +171,7 @@ func TestStoredInlineDefinition(t *testing.T) {
 	noErrors(t, diags)
 	fsys := checkExpand(t, []*Rendered{r})
 	cat := string(fsys["prod/tasks/default.yaml"].Data)
-	if !strings.Contains(cat, "  l2:\n    parameters:\n      cmd: p1.sh\n    type: shell\n") {
+	if !strings.Contains(cat, "  l2:\n    parameters:\n      cmd: p1.sh\n      cwd: /etc/fuel/plugins/p1-1.0/\n    type: shell\n") {
 		t.Errorf("the catalogue's l2 is not p1's:\n%s", cat)
 	}
 	for node, inline := range map[string]bool{"node-1": false, "node-4": true, "node-5": true} {
@@ -193,7 +193,7 @@ func TestStoredInlineDefinition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(expanded), "  - id: l2\n    parameters:\n      puppet_manifest: p2.pp\n") {
+	if !strings.Contains(string(expanded), "  - id: l2\n    parameters:\n      cwd: /etc/fuel/plugins/p2-1.0/\n      puppet_manifest: p2.pp\n") {
 		t.Errorf("node-4's expanded l2 is not p2's:\n%s", expanded)
 	}
 }

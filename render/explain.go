@@ -32,9 +32,22 @@ type TaskExplanation struct {
 	// Via lists what put the task on the node.
 	Via []Via `json:"via"`
 	// Condition is a legacy condition and its value (skipped when false).
-	Condition      string            `json:"condition,omitempty"`
-	ConditionValue *bool             `json:"condition_value,omitempty"`
-	Requires       []EdgeExplanation `json:"requires,omitempty"`
+	Condition      string `json:"condition,omitempty"`
+	ConditionValue *bool  `json:"condition_value,omitempty"`
+	// Defaults are the values nailgun adds to a plugin's task (parameters.cwd), with
+	// where each comes from.
+	Defaults []DefaultExplanation `json:"defaults,omitempty"`
+	Requires []EdgeExplanation    `json:"requires,omitempty"`
+}
+
+// DefaultExplanation is a value the task's definition does not write, added as
+// nailgun adds it.
+type DefaultExplanation struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+	From  string `json:"from"`
+	File  string `json:"file,omitempty"`
+	Line  int    `json:"line,omitempty"`
 }
 
 // Where is a definition's layer and position.
@@ -96,6 +109,9 @@ func (r *Rendered) Explain(graph, node, task string) (*Explanation, error) {
 		te := TaskExplanation{ID: pt.ID, Type: pt.Type, Position: i + 1, Definition: where(pt.Def), Via: pt.Via()}
 		for _, o := range pt.Def.Overrode {
 			te.Overrode = append(te.Overrode, where(o))
+		}
+		for _, d := range pt.Def.Defaults {
+			te.Defaults = append(te.Defaults, DefaultExplanation{Key: d.Key, Value: d.Value, From: d.Reason, File: d.Range.Filename, Line: d.Range.Start.Line})
 		}
 		if c := pt.Def.Task.Data.Get("condition"); c != nil && c.Kind == loader.KindString {
 			te.Condition, te.ConditionValue = c.Text, pt.Condition

@@ -150,6 +150,8 @@ type TaskDef struct {
 	Plugin *loader.Plugin
 	// Overrode are the lower layers' definitions of the same id.
 	Overrode []*TaskDef
+	// Defaults are the values nailgun added to a plugin's task (Task holds them).
+	Defaults []TaskDefault
 
 	// What a graph builder works out once per definition, whatever the number of
 	// nodes it lands on.
@@ -198,14 +200,14 @@ func (m *Model) graphTypes() []string {
 func (m *Model) mergeTasks(typ string) (map[string][]*TaskDef, []string) {
 	defs := map[string][]*TaskDef{}
 	var order []string
-	layer := func(tasks []*loader.Task, name string, p *loader.Plugin) {
+	layer := func(tasks []*loader.Task, name string, p *loader.Plugin, defaults map[*loader.Task][]TaskDefault) {
 		seen := map[string]bool{}
 		for _, t := range tasks {
 			if t.ID == "" || seen[t.ID] {
 				continue
 			}
 			seen[t.ID] = true
-			d := &TaskDef{Task: t, Layer: name, Plugin: p}
+			d := &TaskDef{Task: t, Layer: name, Plugin: p, Defaults: defaults[t]}
 			prev := defs[t.ID]
 			switch {
 			case len(prev) == 0:
@@ -221,18 +223,18 @@ func (m *Model) mergeTasks(typ string) (map[string][]*TaskDef, []string) {
 		}
 	}
 	if typ == "default" {
-		layer(m.Cluster.Tasks, "cluster", nil)
+		layer(m.Cluster.Tasks, "cluster", nil, nil)
 	}
 	for _, ep := range m.Plugins {
-		for _, g := range ep.Plugin.Graphs {
+		for _, g := range ep.Graphs() {
 			if g.Type == typ {
-				layer(g.Tasks, "plugin "+ep.Plugin.Name, ep.Plugin)
+				layer(g.Tasks, "plugin "+ep.Plugin.Name, ep.Plugin, ep.taskDefaults())
 			}
 		}
 	}
 	for _, g := range m.Release.Graphs {
 		if g.Type == typ {
-			layer(g.Tasks, "release", nil)
+			layer(g.Tasks, "release", nil, nil)
 		}
 	}
 	return defs, order

@@ -66,6 +66,14 @@ type builder struct {
 	registries map[*loader.Release]*components.Registry
 	data       hcl.Diagnostics
 	state      AppliedState
+	// attrRules are the parsed restrictions of attributes, by restrictions list;
+	// regexes the compiled attribute regexes, by source; regexReported the regex
+	// sources already reported as not compiling.
+	attrRules     map[*loader.Value][]*Restriction
+	regexes       map[string]*compiledRegex
+	regexReported map[*loader.Value]bool
+	// pluginSets are the plugins' graphs with nailgun's task defaults.
+	pluginSets map[*loader.Plugin]*pluginTaskSet
 }
 
 func newBuilder(repo *loader.Repo) *builder {
@@ -74,6 +82,11 @@ func newBuilder(repo *loader.Repo) *builder {
 		exprs:      map[*loader.Value]*expr.Expr{},
 		roleRules:  map[*loader.Role]*roleRules{},
 		registries: map[*loader.Release]*components.Registry{},
+
+		attrRules:     map[*loader.Value][]*Restriction{},
+		regexes:       map[string]*compiledRegex{},
+		regexReported: map[*loader.Value]bool{},
+		pluginSets:    map[*loader.Plugin]*pluginTaskSet{},
 	}
 }
 
@@ -167,6 +180,10 @@ func (b *builder) build(c *loader.Cluster) (*Model, hcl.Diagnostics) {
 	diags = append(diags, b.listedPlugins(m)...)
 	// The component selection; chosen components enable their plugins.
 	diags = append(diags, b.selectComponents(m)...)
+	// The enabled plugins' tasks, with the defaults nailgun adds to them.
+	for _, ep := range m.Plugins {
+		ep.tasks = b.pluginTasks(ep.Plugin)
+	}
 	// Roles and tags, volumes and network roles: release ← plugins ← cluster.
 	diags = append(diags, b.mergeRoles(m)...)
 	diags = append(diags, b.mergeTags(m)...)

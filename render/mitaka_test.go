@@ -212,9 +212,13 @@ func TestMitakaDVSRequiresVCenter(t *testing.T) {
 		models, diags := checkMitaka(t, cluster[mitakaCluster])
 		// hypervisor:vmware binds settings:common.use_vcenter.value, which lifts the
 		// hide restriction of the release's cinder-vmware role: its recommended
-		// limit (1) now applies. That warning is all.
+		// limit (1) now applies. And the plugin's vmware_dvs_net_maps, empty by
+		// default, fails its regex: nailgun refuses the settings until it is set (the
+		// error is at the component that enabled the plugin).
 		expectDiags(t, cluster, diags, diagAt{file: mitakaCluster, lineOf: "nodes:", token: "nodes", warning: true,
-			summary: "Role 'cinder-vmware': 1 node is recommended, 0 assigned."})
+			summary: "Role 'cinder-vmware': 1 node is recommended, 0 assigned."},
+			diagAt{file: mitakaCluster, lineOf: dvs, token: dvs,
+				summary: "cluster mitaka: settings: fuel-plugin-vmware-dvs.vmware_dvs_net_maps: Empty name of dvSwitch"})
 		m := models["mitaka"]
 		checkEnabledByDVS(t, m, cluster[mitakaCluster])
 		if got := evalIn(t, m, "settings:common.use_vcenter.value"); got != true {
@@ -372,6 +376,11 @@ func TestMitakaContrailRoles(t *testing.T) {
 		return edit{cl, last, last + line + "\n"}
 	}
 	torAgents := edit{cl, "contrail.enable_tor_agents.value: false", "contrail.enable_tor_agents.value: true"}
+	// With ToR agents on, contrail's tor_agents_configurations is no longer hidden,
+	// and its default '' fails its regex '.': nailgun refuses these settings. The
+	// value is the plugin's default, so the error is at the plugins: entry.
+	torConfig := diagAt{file: cl, lineOf: "plugins: [contrail]", token: "contrail",
+		summary: "cluster mitaka: settings: contrail.tor_agents_configurations: Provide information for ToR agents"}
 	// The recommended warnings of a contrail role with one node, at its node.
 	recommended := func(role, node string) diagAt {
 		return diagAt{file: cl, lineOf: node, token: role, warning: true,
@@ -428,7 +437,7 @@ func TestMitakaContrailRoles(t *testing.T) {
 		{
 			name:  "contrail-tsn with ToR agents on",
 			edits: []edit{torAgents, addNode("  node-8: {id: 8, roles: [contrail-tsn]}")},
-			want: []diagAt{rcController, rcAnalytics, rcAnalyticsDB,
+			want: []diagAt{rcController, rcAnalytics, rcAnalyticsDB, torConfig,
 				{file: cl, lineOf: "node-8", token: "contrail-tsn", warning: true, summary: "Role 'contrail-tsn': 2 nodes are recommended, 1 assigned."}},
 		},
 		{
@@ -436,7 +445,7 @@ func TestMitakaContrailRoles(t *testing.T) {
 			// limits apply (the other side of the rule above).
 			name:  "no contrail-tsn with ToR agents on",
 			edits: []edit{torAgents},
-			want: []diagAt{rcController, rcAnalytics, rcAnalyticsDB,
+			want: []diagAt{rcController, rcAnalytics, rcAnalyticsDB, torConfig,
 				{file: cl, lineOf: "nodes:", token: "nodes", summary: "Role 'contrail-tsn' needs at least 1 node, 0 assigned."},
 				{file: cl, lineOf: "nodes:", token: "nodes", warning: true, summary: "Role 'contrail-tsn': 2 nodes are recommended, 0 assigned."}},
 		},
@@ -534,5 +543,65 @@ func TestMitakaContrailWithVMwareDVS(t *testing.T) {
 				t.Errorf("task overlaps (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestMitakaSettings: the real release's and a real plugin's attributes, checked as
+// nailgun checks saved settings. murano-cfapi needs murano; neutron_l3_ha is
+// refused with neutron_dvr on (its restriction names DVR; DVR's own, about L2
+// population with tunnels, does not hold with VLAN); an
+// admin user named like a service fails the fixture's look-ahead regex; and
+// lma_collector's elasticsearch_address, disabled while the mode is local, is
+// checked once the mode is remote: its empty default fails at the plugins: entry.
+func TestMitakaSettings(t *testing.T) {
+	const cl = mitakaCluster
+	cluster := strings.Replace(mitakaClusterText(t), "  lma_collector.environment_label.value: mitaka-example\n",
+		"  lma_collector.environment_label.value: mitaka-example\n"+
+			"  additional_components.murano-cfapi.value: true\n"+
+			"  neutron_advanced_configuration.neutron_l3_ha.value: true\n"+
+			"  neutron_advanced_configuration.neutron_dvr.value: true\n"+
+			"  access.user.value: nova\n"+
+			"  lma_collector.elasticsearch_mode.value: remote\n", 1)
+	_, diags := checkMitaka(t, cluster)
+	files := map[string]string{cl: cluster}
+	expectDiags(t, files, diags,
+		diagAt{file: cl, lineOf: "murano-cfapi", token: "true",
+			summary: "cluster mitaka: settings: additional_components.murano-cfapi: Validation failed for attribute 'Install Murano service broker for Cloud Foundry': Murano should be enabled"},
+		diagAt{file: cl, lineOf: "neutron_l3_ha", token: "true",
+			summary: "cluster mitaka: settings: neutron_advanced_configuration.neutron_l3_ha: Validation failed for attribute 'Neutron L3 HA': Neutron DVR must be disabled in order to use Neutron L3 HA"},
+		diagAt{file: cl, lineOf: "access.user", token: "nova", summary: "cluster mitaka: settings: access.user: Invalid username"},
+		diagAt{file: cl, lineOf: "- lma_collector", token: "lma_collector",
+			summary: "cluster mitaka: settings: lma_collector.elasticsearch_address: Invalid address or name"},
+	)
+}
+
+// mitakaClusterText is the example's cluster spec mitaka.
+func mitakaClusterText(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(mitakaExample, mitakaCluster))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// TestMitakaPluginTaskCwd: the real plugins' tasks run from their directory, as
+// nailgun's serializer hands them to the agents: detach-database's relative
+// puppet_manifest "database_hiera_override.pp" resolves under
+// /etc/fuel/plugins/detach-database-1.1/ (package_version 4.0.0, version 1.1.0);
+// the release's tasks get no cwd.
+func TestMitakaPluginTaskCwd(t *testing.T) {
+	rs, diags := Render(loadMitaka(t, ""), Options{Clusters: []string{"mitaka"}})
+	if diags.HasErrors() || len(rs) != 1 {
+		t.Fatalf("the example does not render:\n%s", diagText(diags))
+	}
+	doc := nodeArtifact(t, rs[0], "node-4", "default")
+	params, _ := artifactTask(t, doc, "database-hiera-override")["parameters"].(map[string]any)
+	if params["cwd"] != "/etc/fuel/plugins/detach-database-1.1/" || params["puppet_manifest"] != "database_hiera_override.pp" {
+		t.Errorf("database-hiera-override parameters = %v, want the manifest as written and cwd /etc/fuel/plugins/detach-database-1.1/", params)
+	}
+	params, _ = artifactTask(t, doc, "hiera")["parameters"].(map[string]any)
+	if _, ok := params["cwd"]; ok {
+		t.Errorf("the release's hiera has a cwd: %v", params)
 	}
 }

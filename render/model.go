@@ -58,6 +58,26 @@ type EnabledPlugin struct {
 	Cause loader.Ref
 	// Component names the chosen component that enabled the plugin ("" when listed).
 	Component string
+	tasks     *pluginTaskSet
+}
+
+// Graphs returns the plugin's graphs with the defaults nailgun adds to a plugin's
+// tasks (parameters.cwd, a group's fault_tolerance from the role of its id).
+func (ep *EnabledPlugin) Graphs() []*loader.Graph {
+	if ep.tasks == nil {
+		return ep.Plugin.Graphs
+	}
+	g, _ := ep.tasks.get()
+	return g
+}
+
+// taskDefaults returns the defaults added to each of the plugin's tasks.
+func (ep *EnabledPlugin) taskDefaults() map[*loader.Task][]TaskDefault {
+	if ep.tasks == nil {
+		return nil
+	}
+	_, d := ep.tasks.get()
+	return d
 }
 
 // Role is a node role of the merged model.

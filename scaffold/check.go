@@ -12,8 +12,9 @@ import (
 
 // Check loads one plugin package (its files by path relative to the package) on
 // its own, as plugins/<name> of an otherwise empty repository, and runs every check
-// of validate on it. The diagnostics, sorted, and the sources for their snippets
-// name files relative to the package.
+// of validate on it, and fuel-plugin-builder's checks that validate leaves out
+// (builder.go). The diagnostics, sorted, and the sources for their snippets name
+// files relative to the package.
 func Check(name string, files map[string][]byte) (hcl.Diagnostics, map[string]*hcl.File) {
 	prefix := "plugins/" + name + "/"
 	fsys := fstest.MapFS{}
@@ -23,6 +24,9 @@ func Check(name string, files map[string][]byte) (hcl.Diagnostics, map[string]*h
 	repo, diags := loader.Load(fsys, loader.Options{})
 	_, more := render.Check(repo)
 	diags = append(diags, more...)
+	for _, p := range repo.Plugins {
+		diags = append(diags, builderChecks(p)...)
+	}
 	var out hcl.Diagnostics
 	for _, d := range diags {
 		nd := *d

@@ -74,6 +74,7 @@ task {{hq (print .Name "-example")}} {
   type         = "puppet"
   version      = "2.1.0"
   tags         = [{{hq .Name}}]
+  roles        = [{{hq .Name}}] # nailgun selects by tags first; fuel-plugin-builder knows no tags
   requires     = ["deploy_start"]
   required_for = ["deploy_end"]
   parameters = {

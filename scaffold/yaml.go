@@ -187,6 +187,8 @@ volumes_roles_mapping:
   type: puppet
   version: 2.1.0
   tags: [{{q .Name}}]
+  # nailgun selects by tags first; roles is for fuel-plugin-builder, which knows no tags.
+  roles: [{{q .Name}}]
   requires: [deploy_start]
   required_for: [deploy_end]
   parameters:

@@ -156,8 +156,9 @@ func pluginCheckCommand(stdout, stderr io.Writer) *cli.Command {
 		ArgsUsage:    "DIR",
 		OnUsageError: usageError,
 		Description: "Loads the package in DIR as the only plugin of a repository and runs every check of\n" +
-			"validate on it (fuel-plugin-builder's --check, but reporting all problems, each with its\n" +
-			"file and line).",
+			"validate on it, and fuel-plugin-builder's checks that validate leaves out (the builder's\n" +
+			"--check, but reporting all problems, each with its file and line; its warnings, such as a\n" +
+			"task without roles/groups/role, are warnings and leave the exit status 0).",
 		Action: func(c *cli.Context) error {
 			g, err := readGlobals(c, stdout, stderr)
 			if err != nil {

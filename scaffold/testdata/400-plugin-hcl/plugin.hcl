@@ -124,6 +124,7 @@ task "acme-400-plugin-example" {
   type         = "puppet"
   version      = "2.1.0"
   tags         = ["acme-400-plugin"]
+  roles        = ["acme-400-plugin"] # nailgun selects by tags first; fuel-plugin-builder knows no tags
   requires     = ["deploy_start"]
   required_for = ["deploy_end"]
   parameters = {

@@ -122,6 +122,7 @@ task "acme-500-plugin-example" {
   type         = "puppet"
   version      = "2.1.0"
   tags         = ["acme-500-plugin"]
+  roles        = ["acme-500-plugin"] # nailgun selects by tags first; fuel-plugin-builder knows no tags
   requires     = ["deploy_start"]
   required_for = ["deploy_end"]
   parameters = {

@@ -141,6 +141,7 @@ release "acme-500-release-1.0" {
       type         = "puppet"
       version      = "2.1.0"
       tags         = ["acme-500-release"]
+      roles        = ["acme-500-release"] # nailgun selects by tags first; fuel-plugin-builder knows no tags
       requires     = ["deploy_start"]
       required_for = ["deploy_end"]
       parameters = {

@@ -132,6 +132,7 @@ task "acme-600-plugin-example" {
   type         = "puppet"
   version      = "2.1.0"
   tags         = ["acme-600-plugin"]
+  roles        = ["acme-600-plugin"] # nailgun selects by tags first; fuel-plugin-builder knows no tags
   requires     = ["deploy_start"]
   required_for = ["deploy_end"]
   parameters = {
