@@ -333,7 +333,8 @@ func LoadSettings(fsys fs.FS) (Settings, hcl.Diagnostics) {
 
 // checkServeSettings checks the values of the settings that stand for flags:
 // interval a positive duration, publish "git", workdir and publish_branch not
-// empty. A bad one is an error at its value, and left out of s.
+// empty, publish_branch a branch name (CheckBranchName). A bad one is an error
+// at its value, and left out of s.
 func checkServeSettings(c *checker, v *Value, s *Settings, name string) {
 	bad := func(key string, field *string, why, detail string) {
 		c.diags = append(c.diags, withDetail(errorAt(v.Get(key).Range, "%s: %s %s", name, key, why), detail))
@@ -360,6 +361,12 @@ func checkServeSettings(c *checker, v *Value, s *Settings, name string) {
 		}
 		if str, ok := v.Get(key).Str(); ok && strings.TrimSpace(str) == "" {
 			bad(key, field, "is empty", "Leave it out for the default.")
+		}
+	}
+	if s.PublishBranch != "" {
+		if err := CheckBranchName(s.PublishBranch); err != nil {
+			bad("publish_branch", &s.PublishBranch, err.Error(),
+				"A branch name is checked as git check-ref-format --branch checks it, and HEAD is refused: main.lock, for one, is git's lock file of main.")
 		}
 	}
 }

@@ -61,6 +61,9 @@ type RemoteSource struct {
 // Called with mu held.
 func (s *RemoteSource) branch(ctx context.Context) (string, error) {
 	if s.Branch != "" && s.Branch != "HEAD" {
+		if err := loader.CheckBranchName(s.Branch); err != nil {
+			return "", err
+		}
 		return branchName(s.Branch), nil
 	}
 	if s.resolved != "" {
@@ -81,7 +84,12 @@ func (s *RemoteSource) branch(ctx context.Context) (string, error) {
 	if head == nil {
 		return "", fmt.Errorf("%s has no HEAD: name the branch to follow with --branch", RedactURL(s.URL))
 	}
+	// The remote names the branch: it is checked as a name from the
+	// repository is.
 	if head.Type() == plumbing.SymbolicReference && head.Target().IsBranch() {
+		if err := loader.CheckBranchName(head.Target().Short()); err != nil {
+			return "", fmt.Errorf("the HEAD of %s names a branch fuelsync does not follow: %w; name the branch with --branch", RedactURL(s.URL), err)
+		}
 		s.resolved = head.Target().Short()
 		return s.resolved, nil
 	}
@@ -94,6 +102,9 @@ func (s *RemoteSource) branch(ctx context.Context) (string, error) {
 	}
 	if len(at) != 1 {
 		return "", fmt.Errorf("the branch HEAD names in %s is unknown: name the branch to follow with --branch", RedactURL(s.URL))
+	}
+	if err := loader.CheckBranchName(at[0]); err != nil {
+		return "", fmt.Errorf("the HEAD of %s is a branch fuelsync does not follow: %w; name the branch with --branch", RedactURL(s.URL), err)
 	}
 	s.resolved = at[0]
 	return s.resolved, nil
