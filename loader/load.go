@@ -333,8 +333,9 @@ func LoadSettings(fsys fs.FS) (Settings, hcl.Diagnostics) {
 
 // checkServeSettings checks the values of the settings that stand for flags:
 // interval a positive duration, publish "git", workdir and publish_branch not
-// empty, publish_branch a branch name (CheckBranchName). A bad one is an error
-// at its value, and left out of s.
+// empty, workdir inside the repository (CheckWorkdirSetting), publish_branch a
+// branch name (CheckBranchName). A bad one is an error at its value, and left
+// out of s.
 func checkServeSettings(c *checker, v *Value, s *Settings, name string) {
 	bad := func(key string, field *string, why, detail string) {
 		c.diags = append(c.diags, withDetail(errorAt(v.Get(key).Range, "%s: %s %s", name, key, why), detail))
@@ -361,6 +362,12 @@ func checkServeSettings(c *checker, v *Value, s *Settings, name string) {
 		}
 		if str, ok := v.Get(key).Str(); ok && strings.TrimSpace(str) == "" {
 			bad(key, field, "is empty", "Leave it out for the default.")
+		}
+	}
+	if s.Workdir != "" {
+		if err := CheckWorkdirSetting(s.Workdir); err != nil {
+			bad("workdir", &s.Workdir, fmt.Sprintf("%q %v", s.Workdir, err),
+				"workdir is relative to the repository and stays inside it, outside .git.")
 		}
 	}
 	if s.PublishBranch != "" {

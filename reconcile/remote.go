@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -122,6 +123,9 @@ func (s *RemoteSource) Latest(ctx context.Context) (Revision, error) {
 	ref := plumbing.NewBranchReferenceName(branch)
 	repo, err := git.PlainOpen(s.CacheDir)
 	if errors.Is(err, git.ErrRepositoryNotExists) {
+		// Only a directory made here (or found empty) is removed again.
+		entries, statErr := os.ReadDir(s.CacheDir)
+		made := errors.Is(statErr, fs.ErrNotExist) || statErr == nil && len(entries) == 0
 		if err := os.MkdirAll(s.CacheDir, 0o755); err != nil {
 			return Revision{}, err
 		}
@@ -129,7 +133,9 @@ func (s *RemoteSource) Latest(ctx context.Context) (Revision, error) {
 			URL: s.URL, ReferenceName: ref, SingleBranch: true, Auth: s.Auth, Tags: git.NoTags,
 		})
 		if err != nil {
-			os.RemoveAll(s.CacheDir) // a half-made clone would poison the next try
+			if made {
+				os.RemoveAll(s.CacheDir) // a half-made clone would poison the next try
+			}
 			return Revision{}, fmt.Errorf("cloning %s: %s", RedactURL(s.URL), Redact(err.Error()))
 		}
 	} else if err != nil {

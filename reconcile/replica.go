@@ -328,6 +328,9 @@ func Materialise(ctx context.Context, w *Workdir, src Source, st *State, toolVer
 	if st.Serial == 0 {
 		return nil
 	}
+	if err := w.claim(); err != nil {
+		return err
+	}
 	if _, err := os.Stat(w.SetDir(st.Serial)); err == nil {
 		if w.currentSerial() != st.Serial {
 			return w.relink(st.Serial)

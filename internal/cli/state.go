@@ -16,6 +16,9 @@ import (
 // says: etcd (with the --etcd-* flags), or the work directory itself. The
 // caller closes it.
 func openWorkdir(c *cli.Context, g *globals) (*reconcile.Workdir, error) {
+	if g.workdirErr != nil {
+		return nil, g.workdirErr
+	}
 	w := reconcile.Open(g.workdir)
 	w.Warn = func(msg string) { warnf(c.App.ErrWriter, g, "%s", msg) }
 	if g.state == "" {
