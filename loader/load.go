@@ -351,7 +351,12 @@ func checkServeSettings(c *checker, v *Value, s *Settings, name string) {
 		bad("publish", &s.Publish, fmt.Sprintf("%q is not a way to publish", s.Publish),
 			"publish: git commits every applied set to publish_branch; leave it out to publish nothing.")
 	}
-	if s.State != "" && !strings.HasPrefix(s.State, "etcd://") {
+	switch {
+	case strings.Contains(s.State, "@"):
+		// Not repeated: it may hold a password.
+		bad("state", &s.State, "has an @ in it: credentials (user:password@host) do not go into the state URL",
+			"Credentials go in the file --etcd-auth-file names (one line, USER:PASSWORD), never in the repository or a URL.")
+	case s.State != "" && !strings.HasPrefix(s.State, "etcd://"):
 		bad("state", &s.State, fmt.Sprintf("%q is not an etcd:// address", s.State),
 			"state: etcd://host1:2379,host2:2379/prefix keeps the state on etcd; leave it out to keep it in the work directory.")
 	}

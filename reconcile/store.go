@@ -329,6 +329,9 @@ func serialList(sets []int64) string {
 }
 
 func parseState(name string, data []byte) (*State, error) {
+	if len(data) > MaxStateSize {
+		return nil, fmt.Errorf("%s is %d bytes, over the %d a state may be", name, len(data), MaxStateSize)
+	}
 	st := emptyState()
 	if err := json.Unmarshal(data, st); err != nil {
 		return nil, fmt.Errorf("%s does not parse: %w", name, err)

@@ -136,13 +136,17 @@ func stateCommand(stdout, stderr io.Writer) *cli.Command {
 					}
 					return withState(c, stdout, stderr, func(g *globals, w *reconcile.Workdir) error {
 						name := c.Args().First()
-						var data []byte
-						var err error
-						if name == "-" {
-							data, err = io.ReadAll(stdin)
-						} else {
-							data, err = os.ReadFile(name)
+						var in io.Reader = stdin
+						if name != "-" {
+							f, err := os.Open(name)
+							if err != nil {
+								return &exitError{code: 1, msg: err.Error()}
+							}
+							defer f.Close()
+							in = f
 						}
+						// At most one byte over the bound: ParseState refuses it.
+						data, err := io.ReadAll(io.LimitReader(in, reconcile.MaxStateSize+1))
 						if err != nil {
 							return &exitError{code: 1, msg: err.Error()}
 						}
