@@ -399,7 +399,9 @@ func LoadSettings(fsys fs.FS) (Settings, hcl.Diagnostics) {
 
 // checkServeSettings checks the values of the settings that stand for flags:
 // interval a positive duration, publish "git", workdir and publish_branch not
-// empty. A bad one is an error at its value, and left out of s.
+// empty, workdir inside the repository (CheckWorkdirSetting), publish_branch a
+// branch name (CheckBranchName). A bad one is an error at its value, and left
+// out of s.
 func checkServeSettings(c *checker, v *Value, s *Settings, name string) {
 	bad := func(key string, field *string, why, detail string) {
 		c.diags = append(c.diags, withDetail(errorAt(v.Get(key).Range, "%s: %s %s", name, key, why), detail))
@@ -415,7 +417,12 @@ func checkServeSettings(c *checker, v *Value, s *Settings, name string) {
 		bad("publish", &s.Publish, fmt.Sprintf("%q is not a way to publish", s.Publish),
 			"publish: git commits every applied set to publish_branch; leave it out to publish nothing.")
 	}
-	if s.State != "" && !strings.HasPrefix(s.State, "etcd://") {
+	switch {
+	case strings.Contains(s.State, "@"):
+		// Not repeated: it may hold a password.
+		bad("state", &s.State, "has an @ in it: credentials (user:password@host) do not go into the state URL",
+			"Credentials go in the file --etcd-auth-file names (one line, USER:PASSWORD), never in the repository or a URL.")
+	case s.State != "" && !strings.HasPrefix(s.State, "etcd://"):
 		bad("state", &s.State, fmt.Sprintf("%q is not an etcd:// address", s.State),
 			"state: etcd://host1:2379,host2:2379/prefix keeps the state on etcd; leave it out to keep it in the work directory.")
 	}
@@ -426,6 +433,18 @@ func checkServeSettings(c *checker, v *Value, s *Settings, name string) {
 		}
 		if str, ok := v.Get(key).Str(); ok && strings.TrimSpace(str) == "" {
 			bad(key, field, "is empty", "Leave it out for the default.")
+		}
+	}
+	if s.Workdir != "" {
+		if err := CheckWorkdirSetting(s.Workdir); err != nil {
+			bad("workdir", &s.Workdir, fmt.Sprintf("%q %v", s.Workdir, err),
+				"workdir is relative to the repository and stays inside it, outside .git.")
+		}
+	}
+	if s.PublishBranch != "" {
+		if err := CheckBranchName(s.PublishBranch); err != nil {
+			bad("publish_branch", &s.PublishBranch, err.Error(),
+				"A branch name is checked as git check-ref-format --branch checks it, and HEAD is refused: main.lock, for one, is git's lock file of main.")
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // DefaultLockTTL is the lease TTL of the lock: how long a dead holder's lock
@@ -40,9 +41,29 @@ type EtcdConfig struct {
 	Timeout time.Duration
 }
 
+// EtcdNamespace is the reserved final segment under which a prefix keeps its
+// keys: <prefix>/.fuelsync/state, …/serial, …/parts/<sha256>, …/lock/,
+// …/holders/, …/leader/, …/trigger. A prefix may not contain it, so no
+// prefix's keys are inside another's: etcd://…/fs/n/parts and etcd://…/fs/n
+// share nothing, and a prefix ending in lock or leader reaches no other
+// prefix's lock or election. (Before it, the keys were <prefix>/state and so on:
+// see etcdstate's migration.)
+const EtcdNamespace = ".fuelsync"
+
+// MaxEtcdPrefix is the longest key prefix accepted, in bytes.
+const MaxEtcdPrefix = 512
+
 // ParseStateURL parses etcd://host1:2379,host2:2379/prefix. The prefix is the
-// path ("/" alone is refused: a state needs a prefix of its own).
+// path ("/" alone is refused: a state needs a prefix of its own). Refused too:
+// credentials in the URL (user:password@host; they go in --etcd-auth-file, and
+// the URL is printed in messages and the status, so a URL with an @ anywhere
+// is refused without being printed), and a prefix with an empty, "." or ".."
+// segment, the reserved segment EtcdNamespace, a control character or space,
+// or longer than MaxEtcdPrefix.
 func ParseStateURL(s string) (*EtcdConfig, error) {
+	if strings.Contains(s, "@") {
+		return nil, errors.New("the state URL has an @ in it: credentials (user:password@host) do not go into the URL, which fuelsync prints in messages and the status; put them in --etcd-auth-file (one line, USER:PASSWORD). (An @ is not allowed in the key prefix either.) The URL is not repeated here")
+	}
 	rest, ok := strings.CutPrefix(s, "etcd://")
 	if !ok {
 		return nil, fmt.Errorf("the state %q is not etcd://host:port[,host:port...]/prefix", s)
@@ -51,6 +72,9 @@ func ParseStateURL(s string) (*EtcdConfig, error) {
 	prefix = "/" + strings.Trim(prefix, "/")
 	if prefix == "/" {
 		return nil, fmt.Errorf("the state %q has no key prefix: add one, as in etcd://%s/fuelsync", s, hosts)
+	}
+	if err := checkEtcdPrefix(prefix); err != nil {
+		return nil, fmt.Errorf("the state %q: its key prefix %q %v", s, prefix, err)
 	}
 	var eps []string
 	for _, h := range strings.Split(hosts, ",") {
@@ -66,6 +90,30 @@ func ParseStateURL(s string) (*EtcdConfig, error) {
 		return nil, fmt.Errorf("the state %q names no etcd endpoint", s)
 	}
 	return &EtcdConfig{Endpoints: eps, Prefix: prefix}, nil
+}
+
+// checkEtcdPrefix says why a key prefix ("/a/b", trimmed) is refused: nil when
+// it is not.
+func checkEtcdPrefix(prefix string) error {
+	if len(prefix) > MaxEtcdPrefix {
+		return fmt.Errorf("is longer than %d bytes", MaxEtcdPrefix)
+	}
+	for _, c := range prefix {
+		if c <= ' ' || c == 0x7f || c == utf8.RuneError {
+			return errors.New("has a space, a control character or a byte that is not UTF-8")
+		}
+	}
+	for _, seg := range strings.Split(prefix[1:], "/") {
+		switch seg {
+		case "":
+			return errors.New("has an empty segment (//)")
+		case ".", "..":
+			return fmt.Errorf("has a %q segment (etcd keys are not paths: it would be a different prefix from the one it looks like)", seg)
+		case EtcdNamespace:
+			return fmt.Errorf("has the segment %s, which is reserved: every prefix keeps its keys under <prefix>/%s/, where no other prefix can reach them", EtcdNamespace, EtcdNamespace)
+		}
+	}
+	return nil
 }
 
 // URL is the etcd:// form of the config.

@@ -76,6 +76,10 @@ func (w *Workdir) Lock(ctx context.Context, op string, timeout time.Duration) (*
 }
 
 func (w *Workdir) flock(ctx context.Context, op string, timeout time.Duration) (*Lock, error) {
+	// Not even the lock file goes into a directory that is not fuelsync's.
+	if err := w.checkOwnable(); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(w.Dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -116,7 +120,14 @@ func (w *Workdir) flock(ctx context.Context, op string, timeout time.Duration) (
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt(append(data, '\n'), 0)
 	}
-	return &Lock{w: w, f: f}, nil
+	l := &Lock{w: w, f: f}
+	// Under the lock: the marker is found, or written into a new, empty or
+	// older work directory (checked again: it may have changed meanwhile).
+	if err := w.claim(); err != nil {
+		l.Unlock()
+		return nil, err
+	}
+	return l, nil
 }
 
 func readHolder(name string) LockInfo {

@@ -16,6 +16,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+
+	"github.com/fuelsync/fuelsync/loader"
 )
 
 // Publisher commits each applied set to a branch of the followed repository (the
@@ -30,7 +32,13 @@ type Publisher struct {
 // repository without a cluster and delete every node. A remote source whose
 // branch is its remote's HEAD is asked for that HEAD; when the remote cannot be
 // reached the check is left to publishing, which refuses the same branch.
+// A publish branch that is not a branch name git accepts (main.lock, HEAD, a
+// name with a space) is refused first: committing to it would wedge the
+// repository (loader.CheckBranchName).
 func (p *Publisher) Check(ctx context.Context, src Source) error {
+	if err := loader.CheckBranchName(p.Branch); err != nil {
+		return err
+	}
 	followed, err := followedBranch(ctx, src)
 	if err != nil || followed == "" {
 		return nil
@@ -119,6 +127,9 @@ func (s *RemoteSource) target() (*git.Repository, func(context.Context, plumbing
 // publish commits the set (an applied set, SetFS) to the branch; it returns the
 // new commit, or "" when the branch already holds these artifacts.
 func (p *Publisher) publish(ctx context.Context, src Source, set fs.FS, revision string, serial int64) (string, error) {
+	if err := loader.CheckBranchName(p.Branch); err != nil {
+		return "", err
+	}
 	t, ok := src.(publishTarget)
 	if !ok {
 		return "", errors.New("this source cannot take a published branch")

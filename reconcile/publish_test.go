@@ -90,3 +90,69 @@ func TestPublishBranch(t *testing.T) {
 		})
 	}
 }
+
+// TestPublishBranchNamesRefused: a publish branch git would not take as a
+// branch name is refused before anything is written. main.lock used to be
+// committed as .git/refs/heads/main.lock, git's lock file of main, after which
+// every update of main failed ("File exists"); ' main' wrote a ref git calls
+// broken, HEAD made every git command warn that HEAD is ambiguous.
+func TestPublishBranchNamesRefused(t *testing.T) {
+	dir, _ := testRepo(t)
+	src := &LocalSource{Path: dir}
+	for _, name := range []string{"master.lock", " main", "HEAD", "a..b", "x/", "@{", "a\x01b", "refs/heads/HEAD"} {
+		p := &Publisher{Branch: name}
+		if err := p.Check(context.Background(), src); err == nil || !strings.Contains(err.Error(), "is not a branch name") {
+			t.Errorf("Check(%q) = %v, want it refused", name, err)
+		}
+		loop := &Loop{Workdir: Open(filepath.Join(t.TempDir(), "wd")), Source: src, ToolVersion: "test", Publish: p}
+		loop.ReconcileOnce(context.Background())
+		if errs := loop.Status().Errors; len(errs) == 0 || !strings.Contains(strings.Join(errs, "\n"), "is not a branch name") {
+			t.Errorf("publishing to %q: errors %q, want the name refused", name, errs)
+		}
+	}
+	refs, err := os.ReadDir(filepath.Join(dir, ".git", "refs", "heads"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range refs {
+		names = append(names, r.Name())
+	}
+	if strings.Join(names, " ") != "master" {
+		t.Errorf(".git/refs/heads holds %q, want only master", names)
+	}
+	if gitBin, err := exec.LookPath("git"); err == nil {
+		if out, err := exec.Command(gitBin, "-C", dir, "fsck", "--no-dangling").CombinedOutput(); err != nil {
+			t.Errorf("git fsck: %v\n%s", err, out)
+		}
+	}
+}
+
+// TestRemoteHeadBranchChecked: the branch a remote's HEAD names is checked as
+// a branch name from the repository is.
+func TestRemoteHeadBranchChecked(t *testing.T) {
+	InstallFileTransport()
+	_, work := testRepo(t)
+	remote := filepath.Join(t.TempDir(), "remote.git")
+	r, err := git.PlainInit(remote, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := work.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{"file://" + remote}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := work.Push(&git.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{"refs/heads/master:refs/heads/x.lock"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, "refs/heads/x.lock")); err != nil {
+		t.Fatal(err)
+	}
+	src := &RemoteSource{URL: "file://" + remote, CacheDir: filepath.Join(t.TempDir(), "cache")}
+	if _, err := src.Latest(context.Background()); err == nil || !strings.Contains(err.Error(), `"x.lock" is not a branch name`) {
+		t.Errorf("following a remote whose HEAD is x.lock: %v", err)
+	}
+	src = &RemoteSource{URL: "file://" + remote, Branch: "HEAD.lock", CacheDir: filepath.Join(t.TempDir(), "cache")}
+	if _, err := src.Latest(context.Background()); err == nil || !strings.Contains(err.Error(), "is not a branch name") {
+		t.Errorf("following --branch HEAD.lock: %v", err)
+	}
+}

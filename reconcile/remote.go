@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -61,6 +62,9 @@ type RemoteSource struct {
 // Called with mu held.
 func (s *RemoteSource) branch(ctx context.Context) (string, error) {
 	if s.Branch != "" && s.Branch != "HEAD" {
+		if err := loader.CheckBranchName(s.Branch); err != nil {
+			return "", err
+		}
 		return branchName(s.Branch), nil
 	}
 	if s.resolved != "" {
@@ -81,7 +85,12 @@ func (s *RemoteSource) branch(ctx context.Context) (string, error) {
 	if head == nil {
 		return "", fmt.Errorf("%s has no HEAD: name the branch to follow with --branch", RedactURL(s.URL))
 	}
+	// The remote names the branch: it is checked as a name from the
+	// repository is.
 	if head.Type() == plumbing.SymbolicReference && head.Target().IsBranch() {
+		if err := loader.CheckBranchName(head.Target().Short()); err != nil {
+			return "", fmt.Errorf("the HEAD of %s names a branch fuelsync does not follow: %w; name the branch with --branch", RedactURL(s.URL), err)
+		}
 		s.resolved = head.Target().Short()
 		return s.resolved, nil
 	}
@@ -94,6 +103,9 @@ func (s *RemoteSource) branch(ctx context.Context) (string, error) {
 	}
 	if len(at) != 1 {
 		return "", fmt.Errorf("the branch HEAD names in %s is unknown: name the branch to follow with --branch", RedactURL(s.URL))
+	}
+	if err := loader.CheckBranchName(at[0]); err != nil {
+		return "", fmt.Errorf("the HEAD of %s is a branch fuelsync does not follow: %w; name the branch with --branch", RedactURL(s.URL), err)
 	}
 	s.resolved = at[0]
 	return s.resolved, nil
@@ -111,6 +123,9 @@ func (s *RemoteSource) Latest(ctx context.Context) (Revision, error) {
 	ref := plumbing.NewBranchReferenceName(branch)
 	repo, err := git.PlainOpen(s.CacheDir)
 	if errors.Is(err, git.ErrRepositoryNotExists) {
+		// Only a directory made here (or found empty) is removed again.
+		entries, statErr := os.ReadDir(s.CacheDir)
+		made := errors.Is(statErr, fs.ErrNotExist) || statErr == nil && len(entries) == 0
 		if err := os.MkdirAll(s.CacheDir, 0o755); err != nil {
 			return Revision{}, err
 		}
@@ -118,7 +133,9 @@ func (s *RemoteSource) Latest(ctx context.Context) (Revision, error) {
 			URL: s.URL, ReferenceName: ref, SingleBranch: true, Auth: s.Auth, Tags: git.NoTags,
 		})
 		if err != nil {
-			os.RemoveAll(s.CacheDir) // a half-made clone would poison the next try
+			if made {
+				os.RemoveAll(s.CacheDir) // a half-made clone would poison the next try
+			}
 			return Revision{}, fmt.Errorf("cloning %s: %s", RedactURL(s.URL), Redact(err.Error()))
 		}
 	} else if err != nil {

@@ -116,3 +116,33 @@ func TestRemoteSourceWorkingTreeRepo(t *testing.T) {
 		t.Fatalf("after a commit: %s, applied %s %q", o, loop.Status().Applied, loop.Status().Errors)
 	}
 }
+
+// TestRemoteCacheKeptWhenNotMade: a failed clone removes the cache directory
+// only when the clone made it (or found it empty): a directory that held
+// something already is not the clone's to remove.
+func TestRemoteCacheKeptWhenNotMade(t *testing.T) {
+	InstallFileTransport()
+	missing := "file://" + filepath.Join(t.TempDir(), "no-such.git")
+	cache := filepath.Join(t.TempDir(), "cache")
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cache, "mine"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := &RemoteSource{URL: missing, Branch: "main", CacheDir: cache}
+	if _, err := src.Latest(context.Background()); err == nil {
+		t.Fatal("cloning a missing repository succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(cache, "mine")); err != nil {
+		t.Errorf("a failed clone removed the directory it found: %v", err)
+	}
+	made := filepath.Join(t.TempDir(), "cache")
+	src = &RemoteSource{URL: missing, Branch: "main", CacheDir: made}
+	if _, err := src.Latest(context.Background()); err == nil {
+		t.Fatal("cloning a missing repository succeeded")
+	}
+	if _, err := os.Stat(made); err == nil {
+		t.Errorf("a failed clone left the directory it made")
+	}
+}

@@ -49,6 +49,13 @@ type Replica struct {
 	// problem why it does not hold the applied state's (nil when it does).
 	serving int64
 	problem error
+
+	// model is the repository of the applied revision modelRev, loaded for
+	// the read API while this replica follows (Model); modelMu makes one
+	// load at a time.
+	modelMu  sync.Mutex
+	model    *loader.Repo
+	modelRev string
 }
 
 // DefaultReplicaID is host:pid.
@@ -239,6 +246,33 @@ func (r *Replica) Serving() (int64, error) {
 	return r.serving, r.problem
 }
 
+// Model is the repository of the applied revision this replica serves, and
+// that revision, for the read API of a follower (the component registry):
+// the loop, which loads revisions, runs only on the leader. It is loaded from
+// the source once per applied revision; nil and "" while nothing is applied.
+func (r *Replica) Model(ctx context.Context) (*loader.Repo, string, error) {
+	rev := r.Loop.Status().Applied
+	if rev == "" {
+		return nil, "", nil
+	}
+	r.modelMu.Lock()
+	defer r.modelMu.Unlock()
+	if r.model != nil && r.modelRev == rev {
+		return r.model, rev, nil
+	}
+	rsrc, ok := r.Loop.Source.(RevisionSource)
+	if !ok {
+		return nil, "", fmt.Errorf("this source cannot read the applied revision %.12s (a working tree is not shared between replicas)", rev)
+	}
+	at, err := rsrc.At(ctx, rev)
+	if err != nil {
+		return nil, "", fmt.Errorf("reading the applied revision %.12s: %w", rev, err)
+	}
+	repo, _ := loader.Load(at.FS, loader.Options{})
+	r.model, r.modelRev = repo, rev
+	return repo, rev, nil
+}
+
 // serveRequests triggers the loop on every reconcile request a follower
 // writes (a webhook it received), until ctx ends.
 func (r *Replica) serveRequests(ctx context.Context) {
@@ -361,6 +395,9 @@ func (e *RenderMismatchError) Error() string {
 func Materialise(ctx context.Context, w *Workdir, src Source, st *State, toolVersion string) error {
 	if st.Serial == 0 {
 		return nil
+	}
+	if err := w.claim(); err != nil {
+		return err
 	}
 	if _, err := os.Stat(w.SetDir(st.Serial)); err == nil {
 		if w.currentSerial() != st.Serial {

@@ -484,3 +484,42 @@ func TestEtcdReplicasQuorumLost(t *testing.T) {
 		}
 	}
 }
+
+// TestEtcdFollowerAnswersReadEndpoints is issue 27's reproducer: a follower
+// that /readyz called ready answered the components API 503 ("no revision
+// loaded yet": only the leader's loop loads revisions). Once ready, a follower
+// answers every read endpoint as the leader does: the component registry of
+// the applied revision, the clusters, the graphs, the status and the page.
+func TestEtcdFollowerAnswersReadEndpoints(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	dir, _ := testRepo(t)
+	a := startReplica(t, c, dir, "replica-a", nil)
+	b := startReplica(t, c, dir, "replica-b", nil)
+	waitLong(t, 10*time.Second, "serial 1 applied by a leader", func() bool { return a.count(Applied)+b.count(Applied) == 1 })
+	leader, follower := a, b
+	if b.rep.Role() == RoleLeader {
+		leader, follower = b, a
+	}
+	waitLong(t, 10*time.Second, "the follower ready", func() bool { code, _ := follower.get(t, "/readyz"); return code == 200 })
+	for _, path := range []string{
+		"/api/v1/releases/quickstart-1.0/components",
+		"/api/v1/clusters/demo",
+		"/api/v1/clusters/demo/nodes/node-1/graphs/default",
+		"/api/v1/status",
+		"/",
+	} {
+		code, body := follower.get(t, path)
+		if code != 200 {
+			t.Errorf("GET %s on the ready follower: %d %s", path, code, body)
+			continue
+		}
+		if strings.HasPrefix(path, "/api/v1/releases/") || strings.HasPrefix(path, "/api/v1/clusters/") {
+			if lcode, lbody := leader.get(t, path); lcode != 200 || lbody != body {
+				t.Errorf("GET %s: the follower answers differently from the leader (%d):\n%s\n---\n%s", path, lcode, body, lbody)
+			}
+		}
+	}
+	if code, body := follower.get(t, "/api/v1/releases/nosuch/components"); code != 404 {
+		t.Errorf("an unknown release on the follower: %d %s", code, body)
+	}
+}

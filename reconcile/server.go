@@ -425,10 +425,19 @@ var pageTemplate = sync.OnceValue(func() *template.Template {
 
 // components is the component-registry API of the design: the release's
 // components and those of the plugins compatible with it, from the revision the
-// loop loaded last. Nothing is fetched or loaded per request: the JSON of each
-// release is made once per loaded revision.
+// loop loaded last (on a follower, the applied revision it serves). Nothing is
+// fetched or loaded per request: the JSON of each release is made once per
+// loaded revision.
 func (s *Server) components(w http.ResponseWriter, r *http.Request) {
 	repo, rev := s.Loop.Model()
+	if s.Replica != nil && s.Replica.Role() != RoleLeader {
+		// A follower's loop loads nothing: the applied revision it serves.
+		var err error
+		if repo, rev, err = s.Replica.Model(r.Context()); err != nil {
+			http.Error(w, "the applied revision does not load here: "+Redact(err.Error()), http.StatusServiceUnavailable)
+			return
+		}
+	}
 	if repo == nil {
 		http.Error(w, "no revision loaded yet", http.StatusServiceUnavailable)
 		return

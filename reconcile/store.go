@@ -196,8 +196,12 @@ type Workdir struct {
 
 	noLinks    atomic.Bool
 	noSymlinks atomic.Bool
-	warnMu     sync.Mutex
-	warned     map[string]bool
+	// claimed is set once the directory is known to be fuelsync's (its
+	// marker found or written, store_owner.go): nothing is written into or
+	// removed from it before.
+	claimed atomic.Bool
+	warnMu  sync.Mutex
+	warned  map[string]bool
 }
 
 // warn tells Warn msg, once per Workdir.
@@ -256,12 +260,19 @@ func (e *DamagedError) Error() string {
 // ReadState returns the applied state: the state inside the set that
 // artifacts/current names (state.json is a link to it, for people); an empty
 // state when nothing was applied. A *DamagedError when the two disagree or the
-// current link is lost beside applied sets (a fresh state with Reinit).
+// current link is lost beside applied sets (a fresh state with Reinit). A
+// *NotWorkdirError when the directory is not fuelsync's (see claim).
 func (w *Workdir) ReadState() (*State, error) {
 	if w.Backend != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), backendTimeout)
 		defer cancel()
 		return w.Backend.ReadState(ctx)
+	}
+	// A directory that is not fuelsync's is no state, not an empty one.
+	if !w.claimed.Load() {
+		if err := w.checkOwnable(); err != nil {
+			return nil, err
+		}
 	}
 	st, err := w.readState()
 	var damaged *DamagedError
@@ -372,6 +383,9 @@ func serialList(sets []int64) string {
 }
 
 func parseState(name string, data []byte) (*State, error) {
+	if len(data) > MaxStateSize {
+		return nil, fmt.Errorf("%s is %d bytes, over the %d a state may be", name, len(data), MaxStateSize)
+	}
 	st := emptyState()
 	if err := json.Unmarshal(data, st); err != nil {
 		return nil, fmt.Errorf("%s does not parse: %w", name, err)
@@ -444,6 +458,9 @@ func (w *Workdir) Publish(l *Lock, st *State, write func(put func(name string, d
 func (w *Workdir) publish(l *Lock, st *State, push bool, write func(put func(name string, data []byte) error) error) error {
 	if l == nil || l.w != w {
 		return errors.New("publishing needs the work directory's lock")
+	}
+	if err := w.claim(); err != nil {
+		return err
 	}
 	cur, err := w.ReadState()
 	if err != nil {
@@ -706,6 +723,9 @@ func (w *Workdir) Tidy(l *Lock) error {
 	if l == nil || l.w != w {
 		return errors.New("tidying needs the work directory's lock")
 	}
+	if err := w.claim(); err != nil {
+		return err
+	}
 	st, err := w.ReadState()
 	if err != nil {
 		return err
@@ -740,13 +760,24 @@ func (w *Workdir) sets() []int64 {
 
 // clean removes what crashed runs left: temporary sets and links, and sets newer
 // than the current one (written, never switched to). The set artifacts/current
-// names is never removed.
+// names is never removed, nor any name fuelsync does not make, nor anything in
+// a directory that is not a claimed work directory.
 func (w *Workdir) clean(current int64) {
+	if !w.claimed.Load() {
+		return
+	}
 	for _, dir := range []string{w.artifacts(), w.Dir} {
 		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), ".tmp-") || strings.HasPrefix(e.Name(), ".link-") {
-				_ = do("remove "+e.Name(), func() error { return os.RemoveAll(filepath.Join(dir, e.Name())) })
+			name := e.Name()
+			var ours bool
+			if dir == w.Dir {
+				ours = isTempName(name, ".link-state.json-", 8, false)
+			} else {
+				ours = isSetTempName(name) || isTempName(name, ".link-current-", 8, false)
+			}
+			if ours {
+				_ = do("remove "+name, func() error { return os.RemoveAll(filepath.Join(dir, name)) })
 			}
 		}
 	}
@@ -761,6 +792,9 @@ func (w *Workdir) clean(current int64) {
 // prune keeps the Keep newest sets, and always the current one and the one
 // artifacts/current names; then it removes the objects no set links any more.
 func (w *Workdir) prune(current int64) {
+	if !w.claimed.Load() {
+		return
+	}
 	linked := w.currentSerial()
 	sets := w.sets()
 	for i, n := range sets {
@@ -774,18 +808,29 @@ func (w *Workdir) prune(current int64) {
 
 // pruneObjects removes the objects no applied set links (their only link is
 // the store's own) and the temporary objects of crashed runs. Sets of a crashed
-// run are removed before (clean), so what they linked goes too.
+// run are removed before (clean), so what they linked goes too. Only names of
+// the store's layout are removed (objects/<2 hex>/<the sha256 they begin>,
+// objects/<2 hex>/.tmp-<sha256>-<8 hex>): a file of another name was not made
+// by fuelsync, whatever its link count (a git object in .git/objects/ab/ has
+// 38 digits).
 func (w *Workdir) pruneObjects() {
+	if !w.claimed.Load() {
+		return
+	}
 	fans, _ := os.ReadDir(w.objects())
 	for _, fan := range fans {
-		if !fan.IsDir() {
+		if !fan.IsDir() || !isLowerHex(fan.Name(), 2) {
 			continue
 		}
 		dir := filepath.Join(w.objects(), fan.Name())
 		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
 			p := filepath.Join(dir, e.Name())
-			if !strings.HasPrefix(e.Name(), ".tmp-") {
+			switch {
+			case isObjectTempName(fan.Name(), e.Name()):
+			case !isObjectName(fan.Name(), e.Name()):
+				continue
+			default:
 				fi, err := os.Lstat(p)
 				if err != nil || !fi.Mode().IsRegular() {
 					continue

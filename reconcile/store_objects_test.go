@@ -175,7 +175,7 @@ func TestStorePruneObjects(t *testing.T) {
 			if err := os.MkdirAll(strayDir, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			for _, name := range []string{shaHex(stray), ".tmp-" + shaHex(stray) + "-crashed"} {
+			for _, name := range []string{shaHex(stray), ".tmp-" + shaHex(stray) + "-c0ffee00"} {
 				if err := os.WriteFile(filepath.Join(strayDir, name), stray, 0o644); err != nil {
 					t.Fatal(err)
 				}

@@ -338,7 +338,7 @@ func TestCrashLeftoversAccepted(t *testing.T) {
 	})
 	t.Run("a set written, current not switched", func(t *testing.T) {
 		w, l := damagedWorkdir(t)
-		if err := os.Symlink("2", filepath.Join(w.artifacts(), ".link-current-x")); err != nil {
+		if err := os.Symlink("2", filepath.Join(w.artifacts(), ".link-current-0badc0de")); err != nil {
 			t.Fatal(err)
 		}
 		os.Remove(w.CurrentDir())

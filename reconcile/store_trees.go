@@ -358,9 +358,13 @@ func (w *Workdir) treeRefs() (map[string]bool, bool) {
 }
 
 // pruneTrees removes the trees no applied set links, and the temporary trees
-// of crashed runs. Called after the commit, before pruneObjects (a removed
-// tree's files are links to objects).
+// of crashed runs (trees/<32 hex> and trees/.tmp-<32 hex>-<8 hex>, no other
+// name). Called after the commit, before pruneObjects (a removed tree's files
+// are links to objects).
 func (w *Workdir) pruneTrees() {
+	if !w.claimed.Load() {
+		return
+	}
 	entries, err := os.ReadDir(w.trees())
 	if err != nil {
 		return
@@ -369,7 +373,7 @@ func (w *Workdir) pruneTrees() {
 	for _, e := range entries {
 		name := e.Name()
 		switch {
-		case strings.HasPrefix(name, ".tmp-"):
+		case isTempName(name, ".tmp-", treeIDLen, true):
 		case ok && isTreeID(name) && !refs[name]:
 		default:
 			continue

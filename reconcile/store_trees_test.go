@@ -167,7 +167,7 @@ func TestStorePruneTrees(t *testing.T) {
 	defer func() { TestHookStep = nil }()
 	for n := int64(1); n <= Keep+3; n++ {
 		if n > 1 {
-			for _, name := range []string{strings.Repeat("ab", 16), ".tmp-" + strings.Repeat("cd", 16) + "-crashed"} {
+			for _, name := range []string{strings.Repeat("ab", 16), ".tmp-" + strings.Repeat("cd", 16) + "-c0ffee00"} {
 				if err := os.MkdirAll(filepath.Join(w.trees(), name), 0o755); err != nil {
 					t.Fatal(err)
 				}

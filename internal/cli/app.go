@@ -53,6 +53,9 @@ type globals struct {
 	repo    string
 	rev     string
 	workdir string
+	// workdirErr says why the repository's workdir setting is refused
+	// (useWorkdirSetting); openWorkdir returns it.
+	workdirErr error
 	// state is --state (or the state setting): etcd://..., or empty for the
 	// work directory.
 	state  string

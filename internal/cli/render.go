@@ -17,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/reconcile"
 	"github.com/fuelsync/fuelsync/render"
 )
 
@@ -32,8 +33,9 @@ func renderCommand(stdout, stderr io.Writer) *cli.Command {
 			"requirements) and <cluster>/graphs/<graph>.dot. With --expanded, each node file holds its\n" +
 			"tasks' definitions inline instead, and there is no tasks/ directory. The directory is\n" +
 			"replaced as a whole (written aside, then renamed), and only when there is no error.\n" +
-			"DIR must be new, empty or a previous render (it has fuelsync's manifest.json), and\n" +
-			"not the repository or a directory inside it other than its rendered/.",
+			"DIR must be new, empty or a previous render (it has fuelsync's manifest.json and is not\n" +
+			"an applied set), and not the repository or a directory inside it other than its rendered/,\n" +
+			"nor a work directory, a directory inside one, or one that holds one.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Value: "rendered", Usage: "write the artifacts to `DIR`"},
 			&cli.StringSliceFlag{Name: "cluster", Usage: "render only cluster `C` (repeatable)"},
@@ -143,8 +145,10 @@ type renderSummary struct {
 
 // checkRenderOut refuses an output directory render must not replace: one inside
 // the repository's source tree (other than its rendered/ directory), one that holds
-// the repository, and an existing directory that is neither empty nor a previous
-// render (it has no fuelsync manifest.json). It changes nothing.
+// the repository, a work directory or one inside it (an applied set), one that
+// holds a work directory, and an existing directory that is neither empty nor a
+// previous render (it has no fuelsync manifest.json, or it is an applied set).
+// It changes nothing.
 func checkRenderOut(out, repoDir string) error {
 	outReal, err := realPath(out)
 	if err != nil {
@@ -163,6 +167,20 @@ func checkRenderOut(out, repoDir string) error {
 	if within(repoReal, outReal) && outReal != filepath.Join(repoReal, "rendered") {
 		return fmt.Errorf("refusing to render into %s: it is inside the repository's source tree (%s); the only output allowed there is its rendered/ directory; choose --out outside the repository", out, repoDir)
 	}
+	// A work directory's applied sets are apply's: a render over one of them
+	// would leave a state that no longer describes its set.
+	for d := outReal; ; d = filepath.Dir(d) {
+		if reconcile.LooksLikeWorkdir(d) {
+			what := "inside the work directory " + d
+			if d == outReal {
+				what = "a work directory"
+			}
+			return fmt.Errorf("refusing to render into %s: it is %s, whose applied sets belong to apply; choose --out outside every work directory (to copy an applied set, cp -rL %s)", out, what, filepath.Join(d, "artifacts", "current"))
+		}
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
 	fi, err := os.Lstat(out)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -177,14 +195,24 @@ func checkRenderOut(out, repoDir string) error {
 	if err != nil {
 		return fmt.Errorf("--out %s: %v", out, err)
 	}
+	for _, e := range entries {
+		if e.IsDir() && reconcile.LooksLikeWorkdir(filepath.Join(out, e.Name())) {
+			return fmt.Errorf("refusing to render into %s: it holds the work directory %s, and rendering replaces the whole directory; choose another --out", out, filepath.Join(out, e.Name()))
+		}
+	}
 	if len(entries) == 0 || isPreviousRender(out) {
 		return nil
 	}
 	return fmt.Errorf("refusing to render into %s: it is not empty and is not a previous render (it has no fuelsync manifest.json), and rendering replaces the whole directory; choose a new or empty directory", out)
 }
 
-// isPreviousRender reports whether dir holds the manifest.json a render writes.
+// isPreviousRender reports whether dir holds the manifest.json a render writes,
+// and is not an applied set (which has the same manifest, and its state in
+// .state.json).
 func isPreviousRender(dir string) bool {
+	if _, err := os.Lstat(filepath.Join(dir, ".state.json")); err == nil {
+		return false
+	}
 	f, err := os.Open(filepath.Join(dir, "manifest.json"))
 	if err != nil {
 		return false

@@ -42,3 +42,46 @@ func TestWriteTreeAtomicRefusesNonLocalNames(t *testing.T) {
 		})
 	}
 }
+
+// TestRenderOutRefusesWorkdir: render --out refuses a work directory, anything
+// inside one (an applied set held the manifest.json of a render, so it passed
+// for a previous render and was replaced: plan then called the state damaged),
+// and a directory that holds one; an applied set copied elsewhere is no
+// previous render either. The work directory is untouched, and plan still
+// reads it.
+func TestRenderOutRefusesWorkdir(t *testing.T) {
+	repo := quickstartRepo(t)
+	wd := filepath.Join(t.TempDir(), "var", "wd")
+	var stdout, stderr strings.Builder
+	if code := run([]string{"fuelsync", "--repo", repo, "--workdir", wd, "apply", "--auto-approve", "-q"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("apply: exit %d\n%s", code, stderr.String())
+	}
+	copied := filepath.Join(t.TempDir(), "copied-set")
+	if err := os.CopyFS(copied, os.DirFS(filepath.Join(wd, "artifacts", "1"))); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, filepath.Dir(wd))
+	for _, tc := range []struct{ out, want string }{
+		{filepath.Join(wd, "artifacts", "1"), "is inside the work directory " + wd},
+		{filepath.Join(wd, "artifacts", "current"), "is inside the work directory " + wd},
+		{filepath.Join(wd, "artifacts"), "is inside the work directory " + wd},
+		{filepath.Join(wd, "trees"), "is inside the work directory " + wd},
+		{filepath.Join(wd, "new"), "is inside the work directory " + wd},
+		{wd, "is a work directory"},
+		{filepath.Dir(wd), "it holds the work directory " + wd},
+		{copied, "is not a previous render"},
+	} {
+		stdout.Reset()
+		stderr.Reset()
+		code := run([]string{"fuelsync", "--repo", repo, "render", "--out", tc.out}, &stdout, &stderr)
+		if code != 1 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("render --out %s: exit %d, stderr:\n%s\nwant exit 1 and %q", tc.out, code, stderr.String(), tc.want)
+		}
+	}
+	unchangedFiles(t, "the work directory", before, snapshot(t, filepath.Dir(wd)))
+	stdout.Reset()
+	stderr.Reset()
+	if code := run([]string{"fuelsync", "--repo", repo, "--workdir", wd, "plan", "--detailed-exitcode"}, &stdout, &stderr); code != 0 {
+		t.Errorf("plan after the refusals: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+}

@@ -243,7 +243,7 @@ func TestEtcdReplicasLeaderKilledMidApply(t *testing.T) {
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var serials []int64
-	for wr := range client.Watch(wctx, cfg.Prefix+"/serial", clientv3.WithRev(1)) {
+	for wr := range client.Watch(wctx, cfg.Prefix+"/"+reconcile.EtcdNamespace+"/serial", clientv3.WithRev(1)) {
 		for _, ev := range wr.Events {
 			n, _ := strconv.ParseInt(string(ev.Kv.Value), 10, 64)
 			serials = append(serials, n)

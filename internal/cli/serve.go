@@ -22,6 +22,7 @@ import (
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/urfave/cli/v2"
 
+	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/reconcile"
 )
 
@@ -43,6 +44,9 @@ func watchFlags() []cli.Flag {
 func newLoop(g *globals, c *cli.Context) (*reconcile.Loop, error) {
 	settings, err := loopSettingsFor(c, g) // flags over fuelsync.yaml
 	if err != nil {
+		return nil, err
+	}
+	if err := checkBranchFlags(c, settings); err != nil {
 		return nil, err
 	}
 	var src reconcile.Source
@@ -267,6 +271,27 @@ func readCredential(file, ifEmpty string) ([]byte, error) {
 		return nil, &exitError{code: 1, msg: fmt.Sprintf(ifEmpty, file)}
 	}
 	return v, nil
+}
+
+// checkBranchFlags refuses a --branch or publish branch (--publish-branch, or
+// publish_branch in fuelsync.yaml) that git would not take as a branch name,
+// and HEAD (loader.CheckBranchName), before anything starts.
+func checkBranchFlags(c *cli.Context, settings loopSettings) error {
+	if b := c.String("branch"); b != "" {
+		if err := loader.CheckBranchName(b); err != nil {
+			msg := "--branch: " + err.Error()
+			if strings.TrimPrefix(b, "refs/heads/") == "HEAD" {
+				msg += "; leave --branch out to follow HEAD"
+			}
+			return &exitError{code: 1, msg: msg}
+		}
+	}
+	if settings.Publish != "" {
+		if err := loader.CheckBranchName(settings.PublishBranch); err != nil {
+			return &exitError{code: 1, msg: "--publish-branch: " + err.Error()}
+		}
+	}
+	return nil
 }
 
 // checkPublish refuses --publish git onto the branch followed.

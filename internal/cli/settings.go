@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -32,22 +33,70 @@ func repoSettings(g *globals) (loader.Settings, *source, hcl.Diagnostics) {
 
 // useWorkdirSetting sets g.workdir from the repository's workdir setting unless
 // --workdir is given. A relative workdir is relative to the repository
-// directory (--repo), as the file that sets it is.
+// directory (--repo), as the file that sets it is. A workdir setting that is
+// refused (repoWorkdir) is kept in g.workdirErr, which openWorkdir returns.
 func useWorkdirSetting(c *cli.Context, g *globals) {
 	s, _, _ := repoSettings(g)
-	setWorkdir(c, g, s)
+	g.workdirErr = setWorkdir(c, g, s)
 }
 
-func setWorkdir(c *cli.Context, g *globals, s loader.Settings) {
+func setWorkdir(c *cli.Context, g *globals, s loader.Settings) error {
 	if s.State != "" && globalSet(c, "state") == nil {
 		g.state = s.State
 	}
-	if s.Workdir != "" && globalSet(c, "workdir") == nil {
-		g.workdir = s.Workdir
-		if !filepath.IsAbs(s.Workdir) {
-			g.workdir = filepath.Join(g.repo, s.Workdir)
+	if globalSet(c, "workdir") != nil {
+		return nil
+	}
+	raw, _ := s.Data.Get("workdir").Str() // as written, also when the loader refused it
+	if raw == "" {
+		return nil
+	}
+	dir, err := repoWorkdir(g.repo, raw)
+	if err != nil {
+		file := s.File
+		if file == "" {
+			file = "fuelsync.yaml"
+		}
+		return &exitError{code: 1, msg: fmt.Sprintf("%s: workdir %q %v; nothing was changed (give the work directory with --workdir instead)",
+			filepath.Join(g.repo, file), raw, err)}
+	}
+	g.workdir = dir
+	return nil
+}
+
+// repoWorkdir is the work directory a repository's workdir setting names,
+// relative to the repository directory repo; an error when the setting may
+// not name it. A repository is untrusted input and fuelsync removes files in
+// its work directory, so the setting must be a relative path inside the
+// repository's working tree (loader.CheckWorkdirSetting), and what it names on
+// disk, symlinks resolved, must be too, outside every .git; a bare
+// repository, which has no working tree, takes no workdir setting.
+func repoWorkdir(repo, setting string) (string, error) {
+	if err := loader.CheckWorkdirSetting(setting); err != nil {
+		return "", err
+	}
+	if isBareRepo(repo) {
+		return "", errors.New("is a path in a bare repository, which has no working tree: it would be inside the repository's git directory")
+	}
+	dir := filepath.Join(repo, setting)
+	repoReal, err := realPath(repo)
+	if err != nil {
+		return "", err
+	}
+	dirReal, err := realPath(dir)
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(repoReal, dirReal)
+	if err != nil || rel == "." || !filepath.IsLocal(rel) {
+		return "", fmt.Errorf("is %s on disk (symlinks followed), which is not inside the repository's working tree", dirReal)
+	}
+	for _, comp := range strings.Split(rel, string(filepath.Separator)) {
+		if strings.EqualFold(comp, ".git") {
+			return "", fmt.Errorf("is %s on disk (symlinks followed), inside a .git directory", dirReal)
 		}
 	}
+	return dir, nil
 }
 
 // loopSettings are the settings of watch and serve: their flags when given,
@@ -79,7 +128,9 @@ func loopSettingsFor(c *cli.Context, g *globals) (loopSettings, error) {
 		}
 		return loopSettings{}, &exitError{code: 1, msg: "the repository's settings do not read:\n" + strings.Join(lines, "\n")}
 	}
-	setWorkdir(c, g, s)
+	if err := setWorkdir(c, g, s); err != nil {
+		return loopSettings{}, err
+	}
 	ls := loopSettings{Interval: c.Duration("interval"), Publish: c.String("publish"), PublishBranch: c.String("publish-branch")}
 	if s.Interval != "" && !c.IsSet("interval") {
 		ls.Interval, _ = time.ParseDuration(s.Interval) // checked by the loader

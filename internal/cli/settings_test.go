@@ -112,3 +112,63 @@ func TestLoopSettingsFromFile(t *testing.T) {
 		t.Errorf("a bad interval: %v, want %q", err, want)
 	}
 }
+
+// TestBranchNamesChecked: watch and serve refuse, before they start, a --branch
+// or a publish branch (--publish-branch, or publish_branch in fuelsync.yaml, at
+// its line) that git would not take as a branch name, and HEAD.
+func TestBranchNamesChecked(t *testing.T) {
+	repo := t.TempDir()
+	if err := os.Mkdir(filepath.Join(repo, "clusters"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(content string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(repo, "fuelsync.yaml"), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loop := func(args ...string) error {
+		t.Helper()
+		app := newApp(io.Discard, io.Discard)
+		app.Commands = []*cli.Command{{
+			Name:  "probe",
+			Flags: watchFlags(),
+			Action: func(c *cli.Context) error {
+				g, err := readGlobals(c, io.Discard, io.Discard)
+				if err != nil {
+					return err
+				}
+				l, err := newLoop(g, c)
+				if l != nil {
+					l.Workdir.Close()
+				}
+				return err
+			},
+		}}
+		return app.Run(append([]string{"fuelsync", "--repo", repo, "--workdir", filepath.Join(t.TempDir(), "wd"), "probe"}, args...))
+	}
+	write("")
+	if err := loop("--publish", "git", "--publish-branch", "out", "--branch", "main"); err != nil {
+		t.Fatalf("good names: %v", err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--publish", "git", "--publish-branch", "main.lock"}, `--publish-branch: "main.lock" is not a branch name: its component "main.lock" ends with .lock`},
+		{[]string{"--publish", "git", "--publish-branch", " main"}, `--publish-branch: " main" is not a branch name: it contains " "`},
+		{[]string{"--publish", "git", "--publish-branch", "HEAD"}, `--publish-branch: "HEAD" is not a branch name: HEAD names the checked-out commit`},
+		{[]string{"--branch", "HEAD"}, `--branch: "HEAD" is not a branch name: HEAD names the checked-out commit in git, not a branch; leave --branch out to follow HEAD`},
+		{[]string{"--branch", "a..b"}, `--branch: "a..b" is not a branch name: it contains ..`},
+		{[]string{"--branch", "x/"}, `--branch: "x/" is not a branch name: it ends with /`},
+	} {
+		if err := loop(tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	write("publish: git\npublish_branch: main.lock\n")
+	want := repo + `/fuelsync.yaml:2:17: fuelsync.yaml: publish_branch "main.lock" is not a branch name: its component "main.lock" ends with .lock`
+	if err := loop(); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("publish_branch main.lock in the file: %v, want %q", err, want)
+	}
+}

@@ -16,6 +16,9 @@ import (
 // says: etcd (with the --etcd-* flags), or the work directory itself. The
 // caller closes it.
 func openWorkdir(c *cli.Context, g *globals) (*reconcile.Workdir, error) {
+	if g.workdirErr != nil {
+		return nil, g.workdirErr
+	}
 	w := reconcile.Open(g.workdir)
 	w.Warn = func(msg string) { warnf(c.App.ErrWriter, g, "%s", msg) }
 	if g.state == "" {
@@ -133,13 +136,17 @@ func stateCommand(stdout, stderr io.Writer) *cli.Command {
 					}
 					return withState(c, stdout, stderr, func(g *globals, w *reconcile.Workdir) error {
 						name := c.Args().First()
-						var data []byte
-						var err error
-						if name == "-" {
-							data, err = io.ReadAll(stdin)
-						} else {
-							data, err = os.ReadFile(name)
+						var in io.Reader = stdin
+						if name != "-" {
+							f, err := os.Open(name)
+							if err != nil {
+								return &exitError{code: 1, msg: err.Error()}
+							}
+							defer f.Close()
+							in = f
 						}
+						// At most one byte over the bound: ParseState refuses it.
+						data, err := io.ReadAll(io.LimitReader(in, reconcile.MaxStateSize+1))
 						if err != nil {
 							return &exitError{code: 1, msg: err.Error()}
 						}

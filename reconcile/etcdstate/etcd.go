@@ -1,15 +1,23 @@
 package etcdstate
 
-// The state on etcd, under a prefix (keys are <prefix>/...):
+// The state on etcd, under a prefix, in its namespace <prefix>/.fuelsync/
+// (reconcile.EtcdNamespace; no prefix may contain that segment, so no prefix
+// reaches another's keys):
 //
-//	<prefix>/state              the state's header (JSON): lineage, serial, revision,
-//	                            tool version, and the keys of its parts
-//	<prefix>/serial             the serial, in decimal: what a commit compares
-//	<prefix>/parts/<sha256>     the state document (JSON, gzip), cut in parts of
-//	                            at most 256 KiB, named by their digest
-//	<prefix>/lock/<lease>       the writers' lock (concurrency.Mutex)
-//	<prefix>/holders/<lease>    who waits for or holds the lock (JSON), on the
-//	                            same lease
+//	<ns>/state              the state's header (JSON): lineage, serial, revision,
+//	                        tool version, sizes, and the keys of its parts
+//	<ns>/serial             the serial, in decimal: what a commit compares
+//	<ns>/parts/<sha256>     the state document (JSON, gzip), cut in parts of
+//	                        at most 256 KiB, named by their digest
+//	<ns>/lock/<lease>       the writers' lock (concurrency.Mutex)
+//	<ns>/holders/<lease>    who waits for or holds the lock (JSON), on the
+//	                        same lease
+//	<ns>/leader/<lease>     the replicas' election (elect.go)
+//	<ns>/trigger            reconcile requests to the leader (replica.go)
+//
+// A fuelsync before the namespace kept these keys at <prefix>/state and so on;
+// its state is read there while the namespace holds none, and the first writer
+// moves it (migrate).
 //
 // A commit writes the new parts first (each its own request, so no request
 // nears etcd's 1.5 MiB limit), then one transaction puts the header and the
@@ -117,7 +125,15 @@ func (e *Etcd) String() string { return e.cfg.URL() }
 // Close implements Backend.
 func (e *Etcd) Close() error { return e.client.Close() }
 
-func (e *Etcd) key(k string) string { return e.cfg.Prefix + "/" + k }
+// key is k in the prefix's namespace: <prefix>/.fuelsync/k
+// (reconcile.EtcdNamespace, which no prefix may contain, so no other prefix
+// reaches these keys).
+func (e *Etcd) key(k string) string {
+	return e.cfg.Prefix + "/" + reconcile.EtcdNamespace + "/" + k
+}
+
+// oldKey is k where a fuelsync before the namespace kept it: <prefix>/k.
+func (e *Etcd) oldKey(k string) string { return e.cfg.Prefix + "/" + k }
 
 func (e *Etcd) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
 	if ctx == nil {
@@ -164,18 +180,33 @@ func transient(err error) bool {
 		strings.Contains(msg, "Unavailable") || strings.Contains(msg, "leader changed") || strings.Contains(msg, "no leader")
 }
 
-// etcdHeader is the value of <prefix>/state.
+// etcdHeader is the value of <prefix>/.fuelsync/state.
 type etcdHeader struct {
-	FormatVersion string   `json:"format_version"`
-	Lineage       string   `json:"lineage"`
-	Serial        int64    `json:"serial"`
-	Revision      string   `json:"revision"`
-	ToolVersion   string   `json:"tool_version"`
-	Encoding      string   `json:"encoding"`
-	Size          int      `json:"size"`
-	SHA256        string   `json:"sha256"`
-	Parts         []string `json:"parts"`
+	FormatVersion string `json:"format_version"`
+	Lineage       string `json:"lineage"`
+	Serial        int64  `json:"serial"`
+	Revision      string `json:"revision"`
+	ToolVersion   string `json:"tool_version"`
+	Encoding      string `json:"encoding"`
+	// Size and SHA256 are the gzipped document's, PlainSize the document's
+	// (0 in a header written before it was recorded).
+	Size      int      `json:"size"`
+	PlainSize int64    `json:"plain_size,omitempty"`
+	SHA256    string   `json:"sha256"`
+	Parts     []string `json:"parts"`
+	// MovedTo is set in the tombstone a migration leaves at the old
+	// layout's header (format_version "moved").
+	MovedTo string `json:"moved_to,omitempty"`
 }
+
+// maxHeaderSize bounds a header: its fields are bounded (state push checks
+// them), its parts named by digest.
+const maxHeaderSize = 64 << 10
+
+// movedVersion is the format_version of the tombstone left at the old
+// layout's header: an older fuelsync reading it stops ("format_version
+// \"moved\"; this fuelsync reads 1").
+const movedVersion = "moved"
 
 // ReadState implements Backend.
 func (e *Etcd) ReadState(ctx context.Context) (*reconcile.State, error) {
@@ -195,24 +226,116 @@ func (e *Etcd) ReadState(ctx context.Context) (*reconcile.State, error) {
 
 var errPartGone = errors.New("a part of the state is gone")
 
+// readState reads the state in the prefix's namespace; when there is none,
+// the state an older fuelsync kept at <prefix>/state (read only: the next
+// writer moves it, migrate).
 func (e *Etcd) readState(ctx context.Context) (*reconcile.State, error) {
 	resp, err := e.client.Get(ctx, e.key("state"))
 	if err != nil {
 		return nil, e.wrap("reading the state from", err)
 	}
 	if len(resp.Kvs) == 0 {
-		return reconcile.EmptyState(), nil
+		st, _, err := e.readOldState(ctx)
+		return st, err
 	}
+	h, err := e.decodeHeader(resp.Kvs[0].Value, e.key("state"), e.key("parts/"))
+	if err != nil {
+		return nil, err
+	}
+	return e.readDocument(ctx, h, resp.Header.Revision)
+}
+
+// oldState is what readOldState found at the old layout's keys.
+type oldState struct {
+	header                    etcdHeader
+	stateModRev, serialModRev int64
+	hasSerial                 bool
+}
+
+// readOldState reads the state an older fuelsync kept at <prefix>/state,
+// <prefix>/serial and <prefix>/parts/ (before EtcdNamespace); an empty state
+// when there is none. A tombstone there (a migration happened) with nothing
+// in the namespace is an error.
+func (e *Etcd) readOldState(ctx context.Context) (*reconcile.State, *oldState, error) {
+	resp, err := e.client.Get(ctx, e.oldKey("state"))
+	if err != nil {
+		return nil, nil, e.wrap("reading the state from", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return reconcile.EmptyState(), nil, nil
+	}
+	var probe etcdHeader
+	if json.Unmarshal(resp.Kvs[0].Value, &probe) == nil && probe.FormatVersion == movedVersion {
+		return nil, nil, fmt.Errorf("the state in %s was moved from %s to %s by a fuelsync that keeps it there, and nothing is there now: restore it with fuelsync state push", e, e.oldKey("state"), e.key("state"))
+	}
+	h, err := e.decodeHeader(resp.Kvs[0].Value, e.oldKey("state"), e.oldKey("parts/"))
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := e.readDocument(ctx, h, resp.Header.Revision)
+	if err != nil {
+		return nil, nil, err
+	}
+	old := &oldState{header: h, stateModRev: resp.Kvs[0].ModRevision}
+	sr, err := e.client.Get(ctx, e.oldKey("serial"), clientv3.WithRev(resp.Header.Revision))
+	if err != nil {
+		return nil, nil, e.wrap("reading the state from", err)
+	}
+	if len(sr.Kvs) > 0 {
+		old.serialModRev, old.hasSerial = sr.Kvs[0].ModRevision, true
+	}
+	return st, old, nil
+}
+
+// decodeHeader parses and checks the header at key name: its format, its
+// sizes within reconcile.MaxStateSize, and its parts, each a key under
+// partsPrefix named by a sha256, as many as its size needs.
+func (e *Etcd) decodeHeader(value []byte, name, partsPrefix string) (etcdHeader, error) {
 	var h etcdHeader
-	if err := json.Unmarshal(resp.Kvs[0].Value, &h); err != nil {
-		return nil, fmt.Errorf("the state header %s in %s does not parse: %w", e.key("state"), e, err)
+	if len(value) > maxHeaderSize {
+		return h, fmt.Errorf("the state header %s in %s is %d bytes, over the %d a header may be", name, e, len(value), maxHeaderSize)
+	}
+	if err := json.Unmarshal(value, &h); err != nil {
+		return h, fmt.Errorf("the state header %s in %s does not parse: %w", name, e, err)
 	}
 	if h.FormatVersion != "1" || h.Encoding != "gzip" {
-		return nil, fmt.Errorf("the state %s in %s has format_version %q, encoding %q; this fuelsync reads 1, gzip", e.key("state"), e, h.FormatVersion, h.Encoding)
+		return h, fmt.Errorf("the state %s in %s has format_version %q, encoding %q; this fuelsync reads 1, gzip", name, e, h.FormatVersion, h.Encoding)
 	}
-	var packed []byte
+	if h.Size < 0 || h.Size > reconcile.MaxStateSize || h.PlainSize < 0 || h.PlainSize > reconcile.MaxStateSize {
+		return h, fmt.Errorf("the state %s in %s says it is %d bytes gzipped, %d bytes whole: over the %d bytes a state may be", name, e, h.Size, h.PlainSize, reconcile.MaxStateSize)
+	}
+	if want := (h.Size + EtcdPartSize - 1) / EtcdPartSize; len(h.Parts) != want {
+		return h, fmt.Errorf("the state %s in %s names %d parts for %d bytes (%d expected)", name, e, len(h.Parts), h.Size, want)
+	}
 	for _, k := range h.Parts {
-		pr, err := e.client.Get(ctx, k, clientv3.WithRev(resp.Header.Revision))
+		if sum, ok := strings.CutPrefix(k, partsPrefix); !ok || !isSHA256(sum) {
+			return h, fmt.Errorf("the state %s in %s names the part %q, which is not a key %s<sha256>", name, e, k, partsPrefix)
+		}
+	}
+	return h, nil
+}
+
+func isSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// readDocument reads the parts h names at revision rev, checks them against
+// the header, and expands them: at most h.PlainSize bytes (what the header
+// promises; reconcile.MaxStateSize for a header that does not say), so a
+// small part that expands to gigabytes (a gzip bomb) is refused after
+// reading no more than the promise.
+func (e *Etcd) readDocument(ctx context.Context, h etcdHeader, rev int64) (*reconcile.State, error) {
+	packed := make([]byte, 0, h.Size)
+	for _, k := range h.Parts {
+		pr, err := e.client.Get(ctx, k, clientv3.WithRev(rev))
 		if err != nil {
 			if strings.Contains(err.Error(), "compacted") {
 				return nil, errPartGone
@@ -221,6 +344,9 @@ func (e *Etcd) readState(ctx context.Context) (*reconcile.State, error) {
 		}
 		if len(pr.Kvs) == 0 {
 			return nil, fmt.Errorf("the state in %s (serial %d) names part %s, which is missing", e, h.Serial, k)
+		}
+		if len(packed)+len(pr.Kvs[0].Value) > h.Size {
+			return nil, fmt.Errorf("the state in %s (serial %d) does not match its digest", e, h.Serial)
 		}
 		packed = append(packed, pr.Kvs[0].Value...)
 	}
@@ -232,9 +358,19 @@ func (e *Etcd) readState(ctx context.Context) (*reconcile.State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the state in %s (serial %d): %w", e, h.Serial, err)
 	}
-	data, err := io.ReadAll(zr)
+	limit := h.PlainSize
+	if limit == 0 {
+		limit = reconcile.MaxStateSize
+	}
+	data, err := io.ReadAll(io.LimitReader(zr, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("the state in %s (serial %d): %w", e, h.Serial, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("the state in %s (serial %d) expands beyond %d bytes, which its header promises (or the most a state may be): refused, read no further", e, h.Serial, limit)
+	}
+	if h.PlainSize > 0 && int64(len(data)) != h.PlainSize {
+		return nil, fmt.Errorf("the state in %s (serial %d) expands to %d bytes, where its header says %d", e, h.Serial, len(data), h.PlainSize)
 	}
 	st, err := reconcile.ParseState(e.key("state"), data)
 	if err != nil {
@@ -246,12 +382,15 @@ func (e *Etcd) readState(ctx context.Context) (*reconcile.State, error) {
 	return st, nil
 }
 
-// Pack returns the state's header and parts as they are stored (for tests and
-// size reports).
+// packState returns the state's header and parts as they are stored (the
+// header's Parts are left for the caller to name).
 func packState(st *reconcile.State) (etcdHeader, [][]byte, error) {
 	data, err := json.Marshal(st)
 	if err != nil {
 		return etcdHeader{}, nil, err
+	}
+	if len(data) > reconcile.MaxStateSize {
+		return etcdHeader{}, nil, fmt.Errorf("the state is %d bytes, over the %d a state may be", len(data), reconcile.MaxStateSize)
 	}
 	var buf bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
@@ -262,7 +401,7 @@ func packState(st *reconcile.State) (etcdHeader, [][]byte, error) {
 	packed := buf.Bytes()
 	sum := sha256.Sum256(packed)
 	h := etcdHeader{FormatVersion: "1", Lineage: st.Lineage, Serial: st.Serial, Revision: st.Revision, ToolVersion: st.ToolVersion,
-		Encoding: "gzip", Size: len(packed), SHA256: hex.EncodeToString(sum[:])}
+		Encoding: "gzip", Size: len(packed), PlainSize: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}
 	var parts [][]byte
 	for len(packed) > 0 {
 		n := min(len(packed), EtcdPartSize)
@@ -270,6 +409,61 @@ func packState(st *reconcile.State) (etcdHeader, [][]byte, error) {
 		packed = packed[n:]
 	}
 	return h, parts, nil
+}
+
+// putParts names the parts in h (keys under the namespace, by digest), checks
+// the header's size, and writes the parts, each its own request. On a
+// failure it removes the parts it wrote that the stored header does not
+// name: a refused state leaves nothing behind.
+func (e *Etcd) putParts(ctx context.Context, h *etcdHeader, parts [][]byte) ([]byte, error) {
+	h.Parts = nil
+	for _, p := range parts {
+		sum := sha256.Sum256(p)
+		h.Parts = append(h.Parts, e.key("parts/"+hex.EncodeToString(sum[:])))
+	}
+	header, err := json.Marshal(h)
+	if err != nil {
+		return nil, err
+	}
+	if len(header) > maxHeaderSize {
+		return nil, fmt.Errorf("the state's header would be %d bytes, over the %d a header may be (its revision, lineage or tool version is too long); nothing was written", len(header), maxHeaderSize)
+	}
+	for i, p := range parts {
+		k := h.Parts[i]
+		if err := e.retry(ctx, func(ctx context.Context) error {
+			_, err := e.client.Put(ctx, k, string(p))
+			return err
+		}); err != nil {
+			e.dropParts(ctx, h.Parts[:i+1])
+			return nil, e.wrap("writing the state to", err)
+		}
+	}
+	return header, nil
+}
+
+// dropParts removes the parts of written that the stored header does not
+// name, after a commit that did not happen (refused, or never sent). Best
+// effort: what is left is removed by the next commit's gcParts.
+func (e *Etcd) dropParts(ctx context.Context, written []string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.Timeout)
+	defer cancel()
+	resp, err := e.client.Get(ctx, e.key("state"))
+	if err != nil {
+		return
+	}
+	var keep []string
+	if len(resp.Kvs) > 0 {
+		var h etcdHeader
+		if json.Unmarshal(resp.Kvs[0].Value, &h) != nil {
+			return
+		}
+		keep = h.Parts
+	}
+	for _, k := range written {
+		if !containsString(keep, k) {
+			_, _ = e.client.Delete(ctx, k)
+		}
+	}
 }
 
 // Commit implements Backend.
@@ -281,22 +475,17 @@ func (e *Etcd) Commit(ctx context.Context, prev int64, next *reconcile.State) er
 		return err
 	}
 	// 1. The parts, each its own request.
+	header, err := e.putParts(ctx, &h, parts)
+	if err != nil {
+		return err
+	}
 	cmps := []clientv3.Cmp{}
 	if prev == 0 {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(e.key("serial")), "=", 0))
 	} else {
 		cmps = append(cmps, clientv3.Compare(clientv3.Value(e.key("serial")), "=", strconv.FormatInt(prev, 10)))
 	}
-	for _, p := range parts {
-		sum := sha256.Sum256(p)
-		k := e.key("parts/" + hex.EncodeToString(sum[:]))
-		h.Parts = append(h.Parts, k)
-		if err := e.retry(ctx, func(ctx context.Context) error {
-			_, err := e.client.Put(ctx, k, string(p))
-			return err
-		}); err != nil {
-			return e.wrap("writing the state to", err)
-		}
+	for _, k := range h.Parts {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(k), ">", 0))
 	}
 	e.mu.Lock()
@@ -304,16 +493,18 @@ func (e *Etcd) Commit(ctx context.Context, prev int64, next *reconcile.State) er
 		cmps = append(cmps, e.held.IsOwner())
 	}
 	e.mu.Unlock()
-	header, _ := json.Marshal(h)
 	// 2. The commit point: header and serial, if nothing moved.
 	resp, err := e.client.Txn(ctx).If(cmps...).Then(
 		clientv3.OpPut(e.key("state"), string(header)),
 		clientv3.OpPut(e.key("serial"), strconv.FormatInt(next.Serial, 10)),
 	).Commit()
 	if err != nil {
+		// No answer: it may have committed. The parts stay (the next
+		// commit's gcParts removes them if it did not).
 		return e.wrap("committing the state to", err)
 	}
 	if !resp.Succeeded {
+		e.dropParts(ctx, h.Parts)
 		now, rerr := e.readState(ctx)
 		if rerr != nil {
 			return fmt.Errorf("the state in %s moved while serial %d was being applied (read at serial %d); nothing was applied: %w", e, next.Serial, prev, rerr)
@@ -325,6 +516,75 @@ func (e *Etcd) Commit(ctx context.Context, prev int64, next *reconcile.State) er
 	}
 	// 3. Parts no header names any more.
 	e.gcParts(ctx, h.Parts)
+	return nil
+}
+
+// migrate moves a state an older fuelsync kept at <prefix>/state (and
+// <prefix>/serial, <prefix>/parts/) into the prefix's namespace, once, by the
+// first writer that holds the lock: the parts are written in the namespace,
+// then one transaction puts the namespace's header and serial, and replaces
+// the old header with a tombstone and the old serial with "moved", if
+// neither old key changed, the namespace holds no state yet, and the lock is
+// still held. An older fuelsync then stops at the tombstone ("format_version
+// \"moved\"") instead of writing a state this one would not read. The old
+// parts are removed after. Nothing to do when the namespace holds a state or
+// there is no old one.
+func (e *Etcd) migrate(ctx context.Context) error {
+	ctx, cancel := e.ctx(ctx)
+	defer cancel()
+	resp, err := e.client.Get(ctx, e.key("serial"), clientv3.WithCountOnly())
+	if err != nil {
+		return e.wrap("reading the state from", err)
+	}
+	if resp.Count > 0 {
+		return nil
+	}
+	st, old, err := e.readOldState(ctx)
+	if err != nil || old == nil {
+		return err
+	}
+	h, parts, err := packState(st)
+	if err != nil {
+		return err
+	}
+	header, err := e.putParts(ctx, &h, parts)
+	if err != nil {
+		return err
+	}
+	tomb, _ := json.Marshal(etcdHeader{FormatVersion: movedVersion, Lineage: st.Lineage, Serial: st.Serial, MovedTo: e.key("")})
+	cmps := []clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(e.key("serial")), "=", 0),
+		clientv3.Compare(clientv3.ModRevision(e.oldKey("state")), "=", old.stateModRev),
+	}
+	if old.hasSerial {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(e.oldKey("serial")), "=", old.serialModRev))
+	} else {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(e.oldKey("serial")), "=", 0))
+	}
+	for _, k := range h.Parts {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(k), ">", 0))
+	}
+	e.mu.Lock()
+	if e.held != nil {
+		cmps = append(cmps, e.held.IsOwner())
+	}
+	e.mu.Unlock()
+	tr, err := e.client.Txn(ctx).If(cmps...).Then(
+		clientv3.OpPut(e.key("state"), string(header)),
+		clientv3.OpPut(e.key("serial"), strconv.FormatInt(st.Serial, 10)),
+		clientv3.OpPut(e.oldKey("state"), string(tomb)),
+		clientv3.OpPut(e.oldKey("serial"), movedVersion),
+	).Commit()
+	if err != nil {
+		return e.wrap("moving the state of an older fuelsync into "+e.key("")+" on", err)
+	}
+	if !tr.Succeeded {
+		e.dropParts(ctx, h.Parts)
+		return fmt.Errorf("moving the state of an older fuelsync from %s into %s on %s: the state changed meanwhile (is an older fuelsync still writing it?); nothing was moved; retry", e.oldKey("state"), e.key(""), e)
+	}
+	for _, k := range old.header.Parts {
+		_, _ = e.client.Delete(ctx, k)
+	}
 	return nil
 }
 
@@ -350,8 +610,9 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
-// Lock implements Backend: a concurrency.Mutex on <prefix>/lock, on a lease of
-// LockTTL kept alive while this process lives.
+// Lock implements Backend: a concurrency.Mutex on <prefix>/.fuelsync/lock, on
+// a lease of LockTTL kept alive while this process lives. Once held, a state an
+// older fuelsync kept outside the namespace is moved into it (migrate).
 func (e *Etcd) Lock(ctx context.Context, op string, timeout time.Duration) (func() error, error) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -404,7 +665,7 @@ func (e *Etcd) Lock(ctx context.Context, op string, timeout time.Duration) (func
 	e.mu.Lock()
 	e.held = m
 	e.mu.Unlock()
-	return func() error {
+	unlock := func() error {
 		e.mu.Lock()
 		if e.held == m {
 			e.held = nil
@@ -417,7 +678,14 @@ func (e *Etcd) Lock(ctx context.Context, op string, timeout time.Duration) (func
 			err = cerr
 		}
 		return err
-	}, nil
+	}
+	// A state an older fuelsync left outside the namespace moves in now,
+	// under the lock.
+	if err := e.migrate(ctx); err != nil {
+		_ = unlock()
+		return nil, err
+	}
+	return unlock, nil
 }
 
 // Holder returns who holds the lock (a zero reconcile.LockInfo when nobody does).

@@ -155,7 +155,7 @@ func TestEtcdStateParts(t *testing.T) {
 	if err := e.Commit(context.Background(), 1, st); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := e.(*Etcd).client.Get(context.Background(), "/parts/parts/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	resp, err := e.(*Etcd).client.Get(context.Background(), "/parts/.fuelsync/parts/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil || resp.Count != 1 {
 		t.Errorf("parts left after the second commit: %v, %v; want 1", resp.Count, err)
 	}

@@ -1,0 +1,159 @@
+package reconcile
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"path"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/fuelsync/fuelsync/loader"
+)
+
+// The bounds of a state document. The state of the 2,000-node generated
+// repository (repogen.Heavy, 4,029 artifacts) is 505 KB of JSON; MaxStateSize
+// is over a hundred times that. A state from outside (state push, the state on
+// etcd) is held to them before it is stored or expanded.
+const (
+	// MaxStateSize is the largest state document read or written, in bytes
+	// (JSON; on etcd, also what its gzipped parts may expand to).
+	MaxStateSize = 64 << 20
+	// MaxStateField is the longest lineage, revision, tool version, input
+	// fingerprint, role or tag name in a state, in bytes.
+	MaxStateField = 256
+	// MaxStateClusters, MaxStateNodes (all clusters together) and
+	// MaxStateArtifacts bound the counts of a state.
+	MaxStateClusters  = 10_000
+	MaxStateNodes     = 1_000_000
+	MaxStateArtifacts = 1_000_000
+	// maxStateList bounds a node's roles and a cluster's primary tags.
+	maxStateList = 1_000
+	// maxArtifactPath is the longest artifact path, in bytes.
+	maxArtifactPath = 1024
+)
+
+// CheckState reports why st is not a state fuelsync stores when it comes from
+// outside (state push): nil when it is one. Its serial must leave room for a
+// later one (1 to 2^63-2), its fields and counts stay within the bounds above,
+// its cluster and node names are names the repository could have given
+// (loader.IsName), its artifacts clean relative paths with sha256 digests.
+// Checked whole before anything is written, so a state that is refused
+// changes nothing.
+func CheckState(st *State) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("the state is refused: "+format+"; nothing was changed", args...)
+	}
+	if st.Serial <= 0 {
+		return bad("its serial %d is not positive", st.Serial)
+	}
+	if st.Serial == math.MaxInt64 {
+		return bad("its serial %d is the largest there is: no apply could follow it", st.Serial)
+	}
+	for _, f := range []struct{ name, v string }{
+		{"lineage", st.Lineage}, {"revision", st.Revision}, {"tool_version", st.ToolVersion}, {"inputs", st.Inputs},
+	} {
+		if err := checkField(f.v); err != nil {
+			return bad("its %s %v", f.name, err)
+		}
+	}
+	if st.Lineage == "" {
+		return bad("it has no lineage")
+	}
+	if len(st.Clusters) > MaxStateClusters {
+		return bad("it has %d clusters, over %d", len(st.Clusters), MaxStateClusters)
+	}
+	nodes := 0
+	for name, cs := range st.Clusters {
+		if !loader.IsName(name) {
+			return bad("its cluster name %q is not a name a repository can give", name)
+		}
+		if cs == nil {
+			return bad("its cluster %s is null", name)
+		}
+		nodes += len(cs.Nodes)
+		if nodes > MaxStateNodes {
+			return bad("it has more than %d nodes", MaxStateNodes)
+		}
+		for node, ns := range cs.Nodes {
+			if !loader.IsName(node) {
+				return bad("its node name %q (cluster %s) is not a name a repository can give", node, name)
+			}
+			if len(ns.Roles) > maxStateList {
+				return bad("node %s of cluster %s has %d roles, over %d", node, name, len(ns.Roles), maxStateList)
+			}
+			for _, r := range ns.Roles {
+				if err := checkField(r); err != nil || r == "" {
+					return bad("a role of node %s (cluster %s) %v", node, name, orEmpty(err))
+				}
+			}
+		}
+		if len(cs.Primary) > maxStateList {
+			return bad("cluster %s has %d primary tags, over %d", name, len(cs.Primary), maxStateList)
+		}
+		for tag, node := range cs.Primary {
+			if err := checkField(tag); err != nil || tag == "" {
+				return bad("a primary tag of cluster %s %v", name, orEmpty(err))
+			}
+			if !loader.IsName(node) {
+				return bad("the primary %s of cluster %s is %q, not a node name", tag, name, node)
+			}
+		}
+	}
+	if len(st.ClusterInputs) > MaxStateClusters {
+		return bad("it has %d cluster_inputs, over %d", len(st.ClusterInputs), MaxStateClusters)
+	}
+	for name, fp := range st.ClusterInputs {
+		if !loader.IsName(name) {
+			return bad("its cluster_inputs name %q is not a cluster name", name)
+		}
+		if err := checkField(fp); err != nil {
+			return bad("the cluster_inputs of %s %v", name, err)
+		}
+	}
+	if len(st.Artifacts) > MaxStateArtifacts {
+		return bad("it names %d artifacts, over %d", len(st.Artifacts), MaxStateArtifacts)
+	}
+	for name, sum := range st.Artifacts {
+		if !isArtifactPath(name) {
+			return bad("its artifact %q is not a clean relative path of at most %d bytes", name, maxArtifactPath)
+		}
+		if !isLowerHex(sum, 64) {
+			return bad("the digest of its artifact %s is not a sha256 (64 lowercase hex digits)", name)
+		}
+	}
+	return nil
+}
+
+func orEmpty(err error) error {
+	if err == nil {
+		return errors.New("is empty")
+	}
+	return err
+}
+
+// checkField says why a string field of a state is refused: longer than
+// MaxStateField, not UTF-8, or with a control character.
+func checkField(s string) error {
+	if len(s) > MaxStateField {
+		return fmt.Errorf("is %d bytes long, over %d", len(s), MaxStateField)
+	}
+	if !utf8.ValidString(s) {
+		return errors.New("is not UTF-8")
+	}
+	for _, c := range s {
+		if c < 0x20 || c == 0x7f {
+			return errors.New("has a control character")
+		}
+	}
+	return nil
+}
+
+// isArtifactPath reports whether name may name an applied file: a clean
+// relative path, not hidden at its top, at most maxArtifactPath bytes (what a
+// set's put accepts).
+func isArtifactPath(name string) bool {
+	return name != "" && len(name) <= maxArtifactPath && utf8.ValidString(name) && !path.IsAbs(name) &&
+		path.Clean(name) == name && name != ".." && !strings.HasPrefix(name, "../") && !strings.HasPrefix(name, ".") &&
+		!strings.ContainsAny(name, "\x00\\")
+}

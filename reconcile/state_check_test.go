@@ -1,0 +1,82 @@
+package reconcile
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+// TestCheckState: what state push accepts from outside, and what it refuses,
+// each with its reason.
+func TestCheckState(t *testing.T) {
+	good := func() *State {
+		st := emptyState()
+		st.Lineage, st.Serial, st.Revision, st.ToolVersion = "0123456789abcdef0123456789abcdef", 3, "0123456789abcdef0123456789abcdef01234567", "v1.2.3"
+		st.Clusters["demo"] = &ClusterState{Nodes: map[string]NodeState{"node-1": {ID: 1, Roles: []string{"controller"}}}, Primary: map[string]string{"controller": "node-1", "database:1": "node-1"}}
+		st.Artifacts["demo/nodes/node-1/default.yaml"] = strings.Repeat("ab", 32)
+		st.Artifacts["manifest.json"] = strings.Repeat("cd", 32)
+		st.ClusterInputs = map[string]string{"demo": "fp"}
+		return st
+	}
+	if err := CheckState(good()); err != nil {
+		t.Fatalf("a good state: %v", err)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*State)
+		want   string
+	}{
+		{"serial 2^63-1", func(st *State) { st.Serial = math.MaxInt64 }, "no apply could follow it"},
+		{"serial 0", func(st *State) { st.Serial = 0 }, "is not positive"},
+		{"a 30 MB revision", func(st *State) { st.Revision = strings.Repeat("r", 30<<20) }, "its revision is 31457280 bytes long, over 256"},
+		{"a long lineage", func(st *State) { st.Lineage = strings.Repeat("l", 257) }, "its lineage is 257 bytes long"},
+		{"no lineage", func(st *State) { st.Lineage = "" }, "it has no lineage"},
+		{"a control character", func(st *State) { st.ToolVersion = "v1\x1b[2J" }, "its tool_version has a control character"},
+		{"not UTF-8", func(st *State) { st.Revision = "\xff" }, "its revision is not UTF-8"},
+		{"a cluster name", func(st *State) { st.Clusters["../x"] = &ClusterState{} }, `its cluster name "../x"`},
+		{"a null cluster", func(st *State) { st.Clusters["x"] = nil }, "its cluster x is null"},
+		{"a node name", func(st *State) { st.Clusters["demo"].Nodes["Node 1"] = NodeState{} }, `its node name "Node 1"`},
+		{"too many roles", func(st *State) {
+			st.Clusters["demo"].Nodes["node-1"] = NodeState{Roles: make([]string, 1001)}
+		}, "has 1001 roles, over 1000"},
+		{"an empty role", func(st *State) { st.Clusters["demo"].Nodes["node-1"] = NodeState{Roles: []string{""}} }, "is empty"},
+		{"a primary that is no node", func(st *State) { st.Clusters["demo"].Primary["x"] = "../n" }, `the primary x of cluster demo is "../n"`},
+		{"an artifact out of the set", func(st *State) { st.Artifacts["../etc/passwd"] = strings.Repeat("ab", 32) }, `its artifact "../etc/passwd"`},
+		{"an absolute artifact", func(st *State) { st.Artifacts["/etc/passwd"] = strings.Repeat("ab", 32) }, `its artifact "/etc/passwd"`},
+		{"the state as an artifact", func(st *State) { st.Artifacts[".state.json"] = strings.Repeat("ab", 32) }, `its artifact ".state.json"`},
+		{"a long artifact path", func(st *State) { st.Artifacts[strings.Repeat("a", 1025)] = strings.Repeat("ab", 32) }, "of at most 1024 bytes"},
+		{"a digest", func(st *State) { st.Artifacts["manifest.json"] = "x" }, "is not a sha256"},
+		{"a cluster_inputs name", func(st *State) { st.ClusterInputs["A B"] = "x" }, `its cluster_inputs name "A B"`},
+	} {
+		st := good()
+		tc.change(st)
+		err := CheckState(st)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "nothing was changed") {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestParseStateURLCredentials: credentials in the state URL are refused, and
+// the message repeats none of the URL (the password was printed in the State:
+// line, the credentials silently unused).
+func TestParseStateURLCredentials(t *testing.T) {
+	for _, u := range []string{
+		"etcd://alice:hunter2@127.0.0.1:2379/fuelsync",
+		"etcd://alice@127.0.0.1:2379/fuelsync",
+		"etcd://alice:hun/ter2@127.0.0.1:2379/fuelsync",
+		"etcd://alice:hunter2@h1:2379,h2:2379/fuelsync",
+		"etcd://127.0.0.1:2379/fs@x",
+	} {
+		_, err := ParseStateURL(u)
+		if err == nil || !strings.Contains(err.Error(), "--etcd-auth-file") {
+			t.Errorf("ParseStateURL(%q) = %v, want credentials refused", u, err)
+			continue
+		}
+		for _, secret := range []string{"hunter2", "hun/ter2", "alice", "ter2"} {
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("ParseStateURL(%q): the message repeats %q: %v", u, secret, err)
+			}
+		}
+	}
+}
