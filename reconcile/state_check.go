@@ -88,6 +88,34 @@ func CheckState(st *State) error {
 				}
 			}
 		}
+		switch cs.Status {
+		case "", StatusSynced, StatusOutOfSync, StatusHeld, StatusSuspended, StatusAwaitingApproval:
+		default:
+			return bad("cluster %s has status %q, not one of %s", name, cs.Status, strings.Join(ClusterStatuses, ", "))
+		}
+		for what, v := range map[string]string{"revision": cs.Revision, "file": cs.File} {
+			if err := checkField(v); err != nil {
+				return bad("the %s of cluster %s %v", what, name, err)
+			}
+		}
+		if cs.Serial < 0 || cs.Serial > st.Serial {
+			return bad("cluster %s changed at serial %d, not one of the state's (1 to %d)", name, cs.Serial, st.Serial)
+		}
+		if len(cs.Problems) > MaxProblems+1 {
+			return bad("cluster %s has %d problems, over %d", name, len(cs.Problems), MaxProblems+1)
+		}
+		for _, p := range cs.Problems {
+			if len(p) > maxProblemLen {
+				return bad("a problem of cluster %s is %d bytes long, over %d", name, len(p), maxProblemLen)
+			}
+		}
+		if pd := cs.Pending; pd != nil {
+			for what, v := range map[string]string{"revision": pd.Revision, "digest": pd.Digest, "base": pd.Base} {
+				if err := checkField(v); err != nil {
+					return bad("the pending plan's %s of cluster %s %v", what, name, err)
+				}
+			}
+		}
 		if len(cs.Primary) > maxStateList {
 			return bad("cluster %s has %d primary tags, over %d", name, len(cs.Primary), maxStateList)
 		}
@@ -124,6 +152,10 @@ func CheckState(st *State) error {
 	}
 	return nil
 }
+
+// maxProblemLen bounds one problem line of a cluster (file:line:col: error:
+// message; messages quote names cut to 200 bytes).
+const maxProblemLen = 4096
 
 func orEmpty(err error) error {
 	if err == nil {

@@ -47,6 +47,12 @@ func TestCheckState(t *testing.T) {
 		{"a long artifact path", func(st *State) { st.Artifacts[strings.Repeat("a", 1025)] = strings.Repeat("ab", 32) }, "of at most 1024 bytes"},
 		{"a digest", func(st *State) { st.Artifacts["manifest.json"] = "x" }, "is not a sha256"},
 		{"a cluster_inputs name", func(st *State) { st.ClusterInputs["A B"] = "x" }, `its cluster_inputs name "A B"`},
+		{"a status", func(st *State) { st.Clusters["demo"].Status = "broken" }, `cluster demo has status "broken"`},
+		{"a cluster's revision", func(st *State) { st.Clusters["demo"].Revision = strings.Repeat("r", 300) }, "the revision of cluster demo is 300 bytes long"},
+		{"a cluster's serial", func(st *State) { st.Clusters["demo"].Serial = 4 }, "cluster demo changed at serial 4"},
+		{"too many problems", func(st *State) { st.Clusters["demo"].Problems = make([]string, 30) }, "cluster demo has 30 problems"},
+		{"a long problem", func(st *State) { st.Clusters["demo"].Problems = []string{strings.Repeat("p", 5000)} }, "a problem of cluster demo is 5000 bytes long"},
+		{"a pending plan", func(st *State) { st.Clusters["demo"].Pending = &Pending{Revision: "r", Digest: "d\x00", Base: "b"} }, "the pending plan's digest of cluster demo has a control character"},
 	} {
 		st := good()
 		tc.change(st)
