@@ -233,6 +233,11 @@ func (r *Replica) materialise(ctx context.Context) {
 	}
 	r.Loop.mu.Lock()
 	r.Loop.status.Applied, r.Loop.status.Serial = st.Revision, st.Serial
+	if r.Role() != RoleLeader {
+		// A follower fetches nothing: the newest revision it knows is the
+		// leader's last applied one.
+		r.Loop.status.Revision = st.Revision
+	}
 	r.Loop.mu.Unlock()
 	r.Loop.OnState(st)
 }

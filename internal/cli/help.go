@@ -110,6 +110,26 @@ var helpTable = map[string]commandHelp{
 		},
 		exit: "0 planned, 1 error; with --detailed-exitcode 0 no changes, 1 error, 2 changes",
 	},
+	"approve": {
+		globals: append([]string{"repo", "workdir", "format", "color", "quiet"}, stateGlobals...),
+		examples: []string{
+			"# a cluster with sync: manual awaits approval after a plan or apply:",
+			"fuelsync status",
+			"fuelsync approve --cluster prod",
+			"# or through a running serve (its --api-token-file):",
+			"fuelsync approve --cluster prod --server http://127.0.0.1:8080 --api-token-file token",
+		},
+		exit: "0 applied (or accepted by serve), 1 error (nothing awaits approval, the plan no longer renders as approved, or the cluster's applied artifacts moved; nothing was changed)",
+	},
+	"status": {
+		globals: append([]string{"repo", "rev", "workdir", "format", "color", "quiet"}, stateGlobals...),
+		examples: []string{
+			"fuelsync status",
+			"fuelsync status --format json",
+			"fuelsync status --server http://127.0.0.1:8080 --api-token-file token",
+		},
+		exit: "0 printed (whatever the clusters' statuses), 1 error (the state or serve could not be read)",
+	},
 	"apply": {
 		globals: append([]string{"repo", "rev", "workdir", "format", "color", "quiet"}, stateGlobals...),
 		examples: []string{
