@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fuelsync/fuelsync/internal/testenv"
 )
 
 // TestSoakArtifactAgents: simulated node agents long-poll their node's graph on
@@ -58,7 +60,7 @@ func TestSoakArtifactAgents(t *testing.T) {
 	}
 	if room := int(lim.Cur) - 600; room < agents { // the revalidators, the server's own, the test's files
 		if room < 10 {
-			t.Skipf("RLIMIT_NOFILE is %d: too low for agents", lim.Cur)
+			testenv.Unavailable(t, "RLIMIT_NOFILE is %d: too low for agents", lim.Cur)
 		}
 		t.Logf("RLIMIT_NOFILE is %d (hard limit %d): %d agents instead of %d", lim.Cur, lim.Max, room, agents)
 		agents = room

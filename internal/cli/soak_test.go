@@ -25,6 +25,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/internal/mapfs"
 	"github.com/fuelsync/fuelsync/internal/repogen"
+	"github.com/fuelsync/fuelsync/internal/testenv"
 	"github.com/fuelsync/fuelsync/reconcile"
 )
 
@@ -74,10 +75,7 @@ func startSoakServer(t *testing.T, nofile int) *soakServer {
 		s.cmd = fuelsyncCmd(args...)
 	}
 	if nofile > 0 { // a file descriptor limit the server cannot raise
-		prlimit, err := exec.LookPath("prlimit")
-		if err != nil {
-			t.Skip("no prlimit to limit the server's file descriptors")
-		}
+		prlimit := testenv.Tool(t, "prlimit", "to limit the server's file descriptors: apt-get install util-linux")
 		s.cmd = exec.Command(prlimit, append([]string{fmt.Sprintf("--nofile=%d:%d", nofile, nofile), s.cmd.Path}, s.cmd.Args[1:]...)...)
 		s.cmd.Env = append(os.Environ(), "FUELSYNC_RUN_MAIN=1")
 	}
