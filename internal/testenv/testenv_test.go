@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"flag"
 	"fmt"
 	"strings"
 	"testing"
@@ -37,5 +38,26 @@ func TestMissingTool(t *testing.T) {
 	r := &recorder{TB: t}
 	if p := Tool(r, "sh", "a shell"); p == "" || r.ended != "" {
 		t.Errorf("sh: %q, ended %q", p, r.ended)
+	}
+}
+
+// ShortMinimize sets -fuzzminimizetime when the command line does not.
+func TestShortMinimize(t *testing.T) {
+	fl := flag.Lookup("test.fuzzminimizetime")
+	given := false
+	flag.Visit(func(v *flag.Flag) { given = given || v == fl })
+	if given {
+		t.Skip("-fuzzminimizetime is on the command line")
+	}
+	if fl.Value.String() != "1m0s" {
+		t.Fatalf("the default is %s", fl.Value)
+	}
+	ShortMinimize(t, "50x")
+	if fl.Value.String() != "50x" {
+		t.Errorf("after ShortMinimize(50x): %s", fl.Value)
+	}
+	ShortMinimize(t, "1s") // now set, as if on the command line: left as it is
+	if fl.Value.String() != "50x" {
+		t.Errorf("a value already set was changed: %s", fl.Value)
 	}
 }
