@@ -161,6 +161,15 @@ monitor: {name: Monitoring, description: Metrics., has_primary: false, weight: 1
 		t.Fatalf("validate of the hostile role: exit %d\n%s%s", code, stdout, stderr)
 	}
 	checkSafeLines(t, "validate of the hostile role", stdout+stderr)
+
+	// capabilities find prints the paths of the templates it finds.
+	tht := t.TempDir()
+	revWriteFile(t, tht, hostileName, "heat_template_version: pike\ncapabilities:\n  deployment: puppet\n  resource_type: OS::TripleO::Services::X\nresources: {}\n")
+	code, stdout, stderr = revRun(t, "capabilities", "find", "-r", "-c", "deployment=puppet", tht)
+	if code != 0 || !strings.Contains(stdout, hostileEscaped) {
+		t.Errorf("capabilities find: exit %d\n%s%s", code, stdout, stderr)
+	}
+	checkSafeLines(t, "capabilities find", stdout+stderr)
 	code, stdout, stderr = revRun(t, append(base, "diff", "--base", "HEAD~1")...)
 	if code != 2 {
 		t.Fatalf("diff to the hostile role: exit %d, want 2\n%s%s", code, stdout, stderr)
