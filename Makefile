@@ -112,14 +112,16 @@ demo: build
 	@$(BIN) capabilities summary --format text -f examples/tripleo-capabilities/tht/puppet/services/rabbitmq.yaml \
 	  -f examples/tripleo-capabilities/tht/docker/services/rabbitmq.yaml -f examples/tripleo-capabilities/tht/docker/services/pacemaker/rabbitmq.yaml
 
-# Coverage-guided fuzzing of every parser, FUZZTIME each.
+# Coverage-guided fuzzing of every parser, FUZZTIME each. FuzzClusterHCL and
+# FuzzCheck set their own, shorter minimization (testenv.ShortMinimize): with
+# 10 s for each new input they ran a few inputs a second.
 fuzz:
 	$(GO) test ./loader -run '^$$' -fuzz '^FuzzDecodeYAML$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
-	$(GO) test ./loader -run '^$$' -fuzz '^FuzzClusterHCL$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
+	$(GO) test ./loader -run '^$$' -fuzz '^FuzzClusterHCL$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./loader -run '^$$' -fuzz '^FuzzPathLoader$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./loader -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./expr -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
-	$(GO) test ./render -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
+	$(GO) test ./render -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./render -run '^$$' -fuzz '^FuzzParseNodeFile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzFile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzTruncateMiddle$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
@@ -131,6 +133,7 @@ fuzz:
 	$(GO) test ./reconcile -run '^$$' -fuzz '^FuzzParseStateURL$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./capabilities -run '^$$' -fuzz '^FuzzParseTemplate$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./capabilities -run '^$$' -fuzz '^FuzzParseEnvironment$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
+	$(GO) test ./internal/safetext -run '^$$' -fuzz '^FuzzLine$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 
 # Benchmarks, including the large generated repository. Quote medians:
 #   make bench BENCHCOUNT=10 | tee bench.txt

@@ -3,6 +3,8 @@ package diff
 import (
 	"fmt"
 	"strings"
+
+	"github.com/fuelsync/fuelsync/internal/safetext"
 )
 
 // Colors are the ANSI sequences of the text output; the zero value prints none.
@@ -40,7 +42,9 @@ func (s Summary) Line() string {
 
 // Text is the change set for a terminal: per cluster, each group of nodes with
 // the same change, its action, its causes with the tasks each brought or took
-// away, and the changes no cause accounts for; then the summary line.
+// away, and the changes no cause accounts for; then the summary line. Names
+// from the repository are escaped (safetext.Line): none can break a line or
+// send the terminal an escape sequence.
 func (cs *ChangeSet) Text(c Colors) string {
 	var b strings.Builder
 	if cs.Empty() {
@@ -48,21 +52,21 @@ func (cs *ChangeSet) Text(c Colors) string {
 		return b.String()
 	}
 	for _, cc := range cs.Clusters {
-		fmt.Fprintf(&b, "%s cluster %s\n", c.symbol(cc.Action), c.paint(c.Bold, cc.Name))
+		fmt.Fprintf(&b, "%s cluster %s\n", c.symbol(cc.Action), c.paint(c.Bold, esc(cc.Name)))
 		for _, p := range cc.PluginsEnabled {
-			fmt.Fprintf(&b, "    plugin %s enabled\n", p)
+			fmt.Fprintf(&b, "    plugin %s enabled\n", esc(p))
 		}
 		for _, p := range cc.PluginsDisabled {
-			fmt.Fprintf(&b, "    plugin %s disabled\n", p)
+			fmt.Fprintf(&b, "    plugin %s disabled\n", esc(p))
 		}
 		for _, r := range cc.Registry {
-			fmt.Fprintf(&b, "    registry %s\n", r)
+			fmt.Fprintf(&b, "    registry %s\n", esc(r))
 		}
 		for _, g := range cc.Groups {
 			writeGroup(&b, c, g)
 		}
 		if len(cc.Groups)+len(cc.PluginsEnabled)+len(cc.PluginsDisabled)+len(cc.Registry) == 0 {
-			fmt.Fprintf(&b, "    no node changes; changed: %s\n", strings.Join(cc.Files, ", "))
+			fmt.Fprintf(&b, "    no node changes; changed: %s\n", esc(strings.Join(cc.Files, ", ")))
 		}
 		b.WriteByte('\n')
 	}
@@ -96,21 +100,21 @@ func (nc *NodeChange) ActionText() string {
 
 func writeGroup(b *strings.Builder, c Colors, g *Group) {
 	nc := g.Change
-	fmt.Fprintf(b, "  %s %s: %s\n", c.symbol(nc.Action), g.Title(), nc.ActionText())
+	fmt.Fprintf(b, "  %s %s: %s\n", c.symbol(nc.Action), esc(g.Title()), nc.ActionText())
 	accounted := map[string]bool{}
 	for _, cause := range nc.Causes {
-		fmt.Fprintf(b, "      %s", cause.Text())
+		fmt.Fprintf(b, "      %s", esc(cause.Text()))
 		var items []string
 		for _, id := range cause.Added {
-			items = append(items, c.paint(c.Add, "+ "+id))
+			items = append(items, c.paint(c.Add, "+ "+esc(id)))
 			accounted["+"+id] = true
 		}
 		for _, id := range cause.Removed {
-			items = append(items, c.paint(c.Delete, "- "+id))
+			items = append(items, c.paint(c.Delete, "- "+esc(id)))
 			accounted["-"+id] = true
 		}
 		for _, id := range cause.Changed {
-			items = append(items, c.paint(c.Change, "~ "+id))
+			items = append(items, c.paint(c.Change, "~ "+esc(id)))
 			accounted["~"+id] = true
 		}
 		if len(items) > 0 {
@@ -125,7 +129,7 @@ func writeGroup(b *strings.Builder, c Colors, g *Group) {
 			for _, gc := range nc.Graphs {
 				if gc.Graph == run {
 					n := len(gc.Added) + len(gc.Removed)
-					fmt.Fprintf(b, "      %s graph: %d %s\n", gc.Graph, n, plural(n, "task", "tasks"))
+					fmt.Fprintf(b, "      %s graph: %d %s\n", esc(gc.Graph), n, plural(n, "task", "tasks"))
 				}
 			}
 		}
@@ -135,24 +139,27 @@ func writeGroup(b *strings.Builder, c Colors, g *Group) {
 		var items []string
 		for _, id := range gc.Added {
 			if !accounted["+"+taskRef(gc.Graph, id)] {
-				items = append(items, c.paint(c.Add, "+ "+id))
+				items = append(items, c.paint(c.Add, "+ "+esc(id)))
 			}
 		}
 		for _, id := range gc.Removed {
 			if !accounted["-"+taskRef(gc.Graph, id)] {
-				items = append(items, c.paint(c.Delete, "- "+id))
+				items = append(items, c.paint(c.Delete, "- "+esc(id)))
 			}
 		}
 		for _, tc := range gc.Changed {
 			if !accounted["~"+taskRef(gc.Graph, tc.ID)] {
-				items = append(items, c.paint(c.Change, "~ "+tc.ID)+" ("+strings.Join(tc.Fields, ", ")+")")
+				items = append(items, c.paint(c.Change, "~ "+esc(tc.ID))+" ("+esc(strings.Join(tc.Fields, ", "))+")")
 			}
 		}
 		if len(items) > 0 {
-			fmt.Fprintf(b, "      %s graph: %s\n", gc.Graph, strings.Join(items, ", "))
+			fmt.Fprintf(b, "      %s graph: %s\n", esc(gc.Graph), strings.Join(items, ", "))
 		}
 	}
 }
+
+// esc escapes a name from the repository for one line of text.
+func esc(s string) string { return safetext.Line(s) }
 
 func plural(n int, one, many string) string {
 	if n == 1 {

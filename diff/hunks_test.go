@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/fuelsync/fuelsync/internal/testenv"
 )
 
 func TestFile(t *testing.T) {
@@ -113,7 +115,7 @@ func randomText(rnd *rand.Rand) string {
 // TestFileApplies: applying the diff of random texts to the old one gives the new
 // one; with GNU diff installed, the added and removed counts match diff -u's.
 func TestFileApplies(t *testing.T) {
-	gnu, _ := exec.LookPath("diff")
+	gnu, _ := testenv.Have(t, "diff", "GNU diffutils: apt-get install diffutils")
 	dir := t.TempDir()
 	for seed := range 300 {
 		rnd := rand.New(rand.NewPCG(uint64(seed), 1))

@@ -19,6 +19,7 @@ import (
 	"github.com/sergi/go-diff/diffmatchpatch"
 
 	"github.com/fuelsync/fuelsync/internal/golden"
+	"github.com/fuelsync/fuelsync/internal/testenv"
 )
 
 // numbered returns the lines "1\n" to "n\n".
@@ -301,7 +302,7 @@ func TestUnifiedApplies(t *testing.T) {
 	}
 
 	var gnu []gnuResult
-	if _, err := exec.LookPath(diffCommand); err == nil {
+	if _, ok := testenv.Have(t, diffCommand, "GNU diffutils: apt-get install diffutils"); ok {
 		pairs := make([][3]string, len(cases))
 		for i, tc := range cases {
 			pairs[i] = [3]string{tc.old, tc.new, strconv.Itoa(tc.context)}
@@ -608,7 +609,7 @@ type gnuResult struct {
 // GNU diff is not installed.
 func gnuHunks(t *testing.T, old, new string, context int) ([]string, bool) {
 	t.Helper()
-	if _, err := exec.LookPath(diffCommand); err != nil {
+	if _, ok := testenv.Have(t, diffCommand, "GNU diffutils: apt-get install diffutils"); !ok {
 		return nil, false
 	}
 	return runGNUDiff(t, [][3]string{{old, new, strconv.Itoa(context)}})[0].hunks, true

@@ -60,6 +60,10 @@ func Load(fsys fs.FS, opts Options) (*Repo, hcl.Diagnostics) {
 	diags = append(diags, d...)
 	files, d := l.clusterFiles()
 	diags = append(diags, d...)
+	if d := r.admit(len(dirs)+len(files), "the repository holds "+count(len(files), "cluster spec")+" and "+count(len(dirs), "plugin directory"), fileRange("clusters")); d != nil {
+		diags = append(diags, d)
+		dirs, files = nil, nil
+	}
 	plugins := make([]*Plugin, len(dirs))
 	clusters := make([]*Cluster, len(files))
 	jdiags := make([]hcl.Diagnostics, len(dirs)+len(files))
@@ -89,6 +93,17 @@ func Load(fsys fs.FS, opts Options) (*Repo, hcl.Diagnostics) {
 	diags = append(diags, checkClusterSet(repo)...)
 	repo.owned = ownedSpecs(repo, r)
 	return repo, SortDiagnostics(diags)
+}
+
+// count is "1 cluster spec", "2 cluster specs", "2 plugin directories".
+func count(n int, one string) string {
+	switch {
+	case n == 1:
+		return "1 " + one
+	case strings.HasSuffix(one, "y"):
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(one, "y"))
+	}
+	return fmt.Sprintf("%d %ss", n, one)
 }
 
 // parallel runs f(0..n-1) on up to GOMAXPROCS goroutines.

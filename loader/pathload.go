@@ -2,6 +2,7 @@ package loader
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"path"
 	"slices"
@@ -186,6 +187,9 @@ func (pl *pathLoader) load(m *Value, f Field, file string, stack []string) (*Val
 	if len(files) == 0 {
 		return nil, "", hcl.Diagnostics{withDetail(errorAt(at, "%s: no .yaml, .yml or .json file matches %s", f.Key, p),
 			"The glob is relative to the directory of "+file+"; ** matches any number of directories.")}
+	}
+	if d := pl.r.admit(len(files), fmt.Sprintf("%s: %s matches %d files", f.Key, p, len(files)), at); d != nil {
+		return nil, "", hcl.Diagnostics{d}
 	}
 	// doublestar returns matches in directory-walk order; the spec wants sorted paths.
 	slices.Sort(files)

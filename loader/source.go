@@ -23,6 +23,14 @@ const DefaultMaxFileSize = 64 << 20
 // Real repositories are far smaller (Fuel's own data is under 2 MiB).
 const DefaultMaxTotalSize = 16 << 20
 
+// FileCost is what every file a load reads counts against the total budget on
+// top of its bytes. An empty file costs the load about 2.5 KiB (its entry in
+// the sources, its decoded document, its cluster or plugin and the diagnostics
+// that say it is empty); without a cost of its own, 400,000 empty cluster specs
+// passed a budget of bytes and took 1 GB. At 1 KiB a file, the default budget
+// reads at most 16,384 files; Fuel's own data is 81 files of 7.5 KiB on average.
+const FileCost = 1 << 10
+
 // Sources keeps the bytes of every file a load read, so that diagnostics can show the
 // source line (hcl.NewDiagnosticTextWriter takes this map).
 type Sources struct {
@@ -100,20 +108,40 @@ func newRepoFS(fsys fs.FS, maxSize int64) *repoFS {
 		decodes: map[string]int{}, realOf: map[string]string{}}
 }
 
-// charge counts size bytes against the total budget; it returns a diagnostic
-// when they do not fit.
-func (r *repoFS) charge(name string, size int64, at hcl.Range) *hcl.Diagnostic {
-	total := r.total.Add(size)
+// charge counts cost against the total budget for the file name of size
+// bytes; it returns a diagnostic when it does not fit.
+func (r *repoFS) charge(name string, size, cost int64, at hcl.Range) *hcl.Diagnostic {
+	total := r.total.Add(cost)
 	if total <= r.maxTotal {
 		return nil
 	}
-	r.total.Add(-size)
+	r.total.Add(-cost)
 	if r.spent.Swap(true) {
 		return errorAt(at, "file %s is not read: the loading budget of %s is spent", name, formatSize(r.maxTotal))
 	}
 	return withDetail(errorAt(at, "file %s (%s) does not fit in the loading budget: the repository's files add up to more than %s", name, formatSize(size), formatSize(r.maxTotal)),
-		"Loading bounds the bytes it reads, in each file and in all, so that a repository cannot exhaust the memory of the machine reading it. "+
-			"If the repository really is this large, raise the budget (fuelsync: FUELSYNC_MAX_REPO_SIZE, and FUELSYNC_MAX_FILE_SIZE for one file).")
+		budgetDetail)
+}
+
+const budgetDetail = "Loading bounds the bytes it reads, in each file and in all (each file counting 1 KiB besides its bytes), " +
+	"so that a repository cannot exhaust the memory of the machine reading it. " +
+	"If the repository really is this large, raise the budget (fuelsync: FUELSYNC_MAX_REPO_SIZE, and FUELSYNC_MAX_FILE_SIZE for one file)."
+
+// admit checks, before the n files of one listing are read (the cluster specs
+// and plugin directories of the repository, the files a glob matches), that
+// they fit in what is left of the budget at FileCost each, their bytes not
+// counted yet. A listing of hundreds of thousands of files fails at once, with
+// one diagnostic at `at` that begins with what, instead of file by file; none
+// of its files is read.
+func (r *repoFS) admit(n int, what string, at hcl.Range) *hcl.Diagnostic {
+	need := int64(n) * FileCost
+	left := r.maxTotal - r.total.Load()
+	if need <= left {
+		return nil
+	}
+	r.spent.Store(true)
+	return withDetail(errorAt(at, "%s: at %s each before their bytes, they need %s of the loading budget of %s (%s left)",
+		what, formatSize(FileCost), formatSize(need), formatSize(r.maxTotal), formatSize(max(left, 0))), budgetDetail+" None of them is read.")
 }
 
 // formatSize writes a byte count for humans: whole MiB, KiB or bytes.
@@ -289,7 +317,7 @@ func (r *repoFS) readFile(name string, at hcl.Range) ([]byte, *hcl.Diagnostic) {
 	if fi.Size() > r.maxSize {
 		return nil, errorAt(at, "file %s is %d bytes, over the %s limit", name, fi.Size(), formatSize(r.maxSize))
 	}
-	if d := r.charge(name, fi.Size(), at); d != nil {
+	if d := r.charge(name, fi.Size(), fi.Size()+FileCost, at); d != nil {
 		return nil, d
 	}
 	r.mu.Lock()
@@ -303,7 +331,7 @@ func (r *repoFS) readFile(name string, at hcl.Range) ([]byte, *hcl.Diagnostic) {
 		return nil, errorAt(at, "file %s is over the %s limit", name, formatSize(r.maxSize))
 	}
 	if extra := int64(len(src)) - fi.Size(); extra > 0 { // it grew since the stat
-		if d := r.charge(name, extra, at); d != nil {
+		if d := r.charge(name, extra, extra, at); d != nil {
 			return nil, d
 		}
 	}

@@ -31,9 +31,9 @@ const (
 	StatusAwaitingApproval = "awaiting_approval"
 )
 
-// MaxProblems is how many problems the state, the status and the logs keep per
-// cluster; the rest are counted ("and N more").
-const MaxProblems = 20
+// MaxClusterProblems is how many problems the state keeps per cluster (and
+// the status shows); the rest are counted ("and N more errors").
+const MaxClusterProblems = 20
 
 // attribution says which clusters each error of a load (or of release and
 // plugin data) concerns: an error in a cluster's own spec holds that cluster;

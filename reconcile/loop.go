@@ -73,6 +73,7 @@ type Status struct {
 	Outcome       Outcome         `json:"outcome"`
 	Changes       *diff.ChangeSet `json:"changes,omitempty"`
 	Errors        []string        `json:"errors"`
+	ErrorsOmitted int             `json:"errors_omitted,omitempty"` // past the first MaxProblems
 	// Ready is set by the first successful reconcile.
 	Ready    bool            `json:"ready"`
 	Clusters []ClusterStatus `json:"clusters"`
@@ -249,7 +250,8 @@ func (l *Loop) ReconcileOnce(ctx context.Context) Outcome {
 		l.status.Revision = rev
 	}
 	if outcome != Skipped {
-		l.status.LastReconcile, l.status.Outcome, l.status.Errors = start, outcome, errs
+		l.status.LastReconcile, l.status.Outcome = start, outcome
+		l.status.Errors, l.status.ErrorsOmitted = capProblems(errs)
 		if cs != nil || outcome == NoChange {
 			l.status.Changes = cs
 		}
@@ -309,8 +311,12 @@ func (l *Loop) logOutcome(outcome Outcome, rev string, d time.Duration, cs *diff
 			l.Log.Info("cluster changed", "revision", rev, "cluster", cc.Name, "nodes_added", added, "nodes_changed", changed, "nodes_removed", removed)
 		}
 	}
-	for _, e := range errs {
+	shown, more := capProblems(errs)
+	for _, e := range shown {
 		l.Log.Error("reconcile problem", "revision", rev, "problem", e)
+	}
+	if more > 0 {
+		l.Log.Error("reconcile problems omitted", "revision", rev, "omitted", more, "problem", moreProblems(more))
 	}
 }
 

@@ -602,7 +602,7 @@ func (o *Operation) plan(res *Result, req Request, st *State, files string) erro
 			cr.Status, rec.Status = StatusSynced, StatusSynced
 		case dispHeld:
 			cr.Status, rec.Status = StatusHeld, StatusHeld
-			cr.Problems = problemLines(cr.Diagnostics, MaxProblems)
+			cr.Problems = problemLines(cr.Diagnostics, MaxClusterProblems)
 			if g := guarded[name]; g != "" {
 				cr.Problems = append(cr.Problems, g)
 			}
@@ -642,7 +642,7 @@ func (o *Operation) plan(res *Result, req Request, st *State, files string) erro
 			}
 		}
 	}
-	res.Problems = append(res.Problems, problemLines(res.Orphans, MaxProblems)...)
+	res.Problems = append(res.Problems, problemLines(res.Orphans, MaxClusterProblems)...)
 	return nil
 }
 

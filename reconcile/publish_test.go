@@ -12,6 +12,8 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+
+	"github.com/fuelsync/fuelsync/internal/testenv"
 )
 
 // TestPublishBranch: every applied set becomes a commit of the branch rendered (the
@@ -82,7 +84,7 @@ func TestPublishBranch(t *testing.T) {
 				t.Errorf("publishing the same set again: %q, %v", h, err)
 			}
 			// git itself reads the objects (tree order, encoding) when it is installed.
-			if gitBin, err := exec.LookPath("git"); err == nil && tc.name == "local" {
+			if gitBin, ok := testenv.Have(t, "git", "apt-get install git"); ok && tc.name == "local" {
 				if out, err := exec.Command(gitBin, "-C", dir, "fsck", "--no-dangling").CombinedOutput(); err != nil {
 					t.Errorf("git fsck: %v\n%s", err, out)
 				}

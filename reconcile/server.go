@@ -408,7 +408,7 @@ var pageTemplate = sync.OnceValue(func() *template.Template {
 <p>Newest commit: <code>{{.Revision}}</code>. Applied: <code>{{.Applied}}</code> (serial {{.Serial}}).
 {{if not .LastReconcile.IsZero}}Last reconcile: {{.LastReconcile.Format "2006-01-02 15:04:05 MST"}}, {{.Outcome}}.{{end}}</p>
 {{with .Replica}}<p>Replica <code>{{.ID}}</code>: {{.Role}}{{if .Leader}}; leader <code>{{.Leader}}</code>{{else}}; no leader elected{{end}}; serving serial {{.Serving}}.{{if .Problem}} <span class="error">{{.Problem}}</span>{{end}}</p>{{end}}
-{{if .Errors}}<h2 class="error">Errors</h2><ul class="error">{{range .Errors}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
+{{if .Errors}}<h2 class="error">Errors</h2><ul class="error">{{range .Errors}}<li><code>{{.}}</code></li>{{end}}{{with .MoreErrors}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{if .Changes}}<h2>Last change set</h2><pre>{{.Changes.Text .NoColors}}</pre>{{end}}
 <h2>Clusters</h2>
 {{if .Infos}}<table><tr><th>cluster</th><th>status</th><th>applied</th><th>head</th><th>nodes</th><th>problems</th></tr>
@@ -485,7 +485,8 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	_ = pageTemplate().Execute(w, struct {
 		Status
-		Infos    []ClusterInfo
-		NoColors diff.Colors
-	}{st, infos, diff.Colors{}})
+		Infos      []ClusterInfo
+		NoColors   diff.Colors
+		MoreErrors string
+	}{st, infos, diff.Colors{}, moreProblems(st.ErrorsOmitted)})
 }

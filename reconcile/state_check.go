@@ -101,8 +101,8 @@ func CheckState(st *State) error {
 		if cs.Serial < 0 || cs.Serial > st.Serial {
 			return bad("cluster %s changed at serial %d, not one of the state's (1 to %d)", name, cs.Serial, st.Serial)
 		}
-		if len(cs.Problems) > MaxProblems+1 {
-			return bad("cluster %s has %d problems, over %d", name, len(cs.Problems), MaxProblems+1)
+		if len(cs.Problems) > MaxClusterProblems+1 {
+			return bad("cluster %s has %d problems, over %d", name, len(cs.Problems), MaxClusterProblems+1)
 		}
 		for _, p := range cs.Problems {
 			if len(p) > maxProblemLen {

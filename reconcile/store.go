@@ -104,7 +104,7 @@ type ClusterState struct {
 	// state: synced).
 	Status string `json:"status,omitempty"`
 	// Problems say why the cluster is not synced (file:line:col: error:
-	// message, at most MaxProblems of them).
+	// message, at most MaxClusterProblems of them).
 	Problems []string `json:"problems,omitempty"`
 	// File is the cluster's spec file, so that an error in it holds the
 	// cluster even when the file no longer says which cluster it is.

@@ -18,6 +18,7 @@ import (
 	gocmp "github.com/google/go-cmp/cmp"
 
 	"github.com/fuelsync/fuelsync/internal/repogen"
+	"github.com/fuelsync/fuelsync/internal/testenv"
 	"github.com/fuelsync/fuelsync/loader"
 )
 
@@ -427,8 +428,8 @@ func checkCondensed(t *testing.T, data []byte, cluster string, g *Graph) {
 // graphvizValid lays data out with dot -Tsvg when dot is installed.
 func graphvizValid(t *testing.T, data []byte) {
 	t.Helper()
-	dot, err := exec.LookPath("dot")
-	if err != nil {
+	dot, ok := testenv.Have(t, "dot", "Graphviz: apt-get install graphviz")
+	if !ok {
 		t.Log("dot is not installed: the DOT file is not checked with Graphviz")
 		return
 	}

@@ -23,6 +23,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fuelsync/fuelsync/internal/golden"
+	"github.com/fuelsync/fuelsync/internal/testenv"
 	"github.com/fuelsync/fuelsync/loader"
 )
 
@@ -1580,8 +1581,8 @@ func TestMitakaGraphs(t *testing.T) {
 	}
 
 	files := artifacts(t, r)
-	dot, err := exec.LookPath("dot")
-	if err != nil {
+	dot, ok := testenv.Have(t, "dot", "Graphviz: apt-get install graphviz")
+	if !ok {
 		t.Log("dot is not installed: the DOT files are not checked with Graphviz")
 		return
 	}
@@ -1656,7 +1657,7 @@ func TestDOT(t *testing.T) {
 	if diff := cmp.Diff(want, string(files["prod/graphs/default.dot"])); diff != "" {
 		t.Errorf("default.dot (-want +got):\n%s", diff)
 	}
-	if dot, err := exec.LookPath("dot"); err == nil {
+	if dot, ok := testenv.Have(t, "dot", "Graphviz: apt-get install graphviz"); ok {
 		path := filepath.Join(t.TempDir(), "default.dot")
 		if err := os.WriteFile(path, files["prod/graphs/default.dot"], 0o644); err != nil {
 			t.Fatal(err)

@@ -11,6 +11,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
+
+	"github.com/fuelsync/fuelsync/internal/safetext"
 )
 
 // The build's version and commit: the mains' (set at build time with -ldflags
@@ -258,12 +260,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
-			fmt.Fprintf(stderr, "fuelsync: %s\n", ee.msg)
+			fmt.Fprintf(stderr, "fuelsync: %s\n", safetext.Lines(ee.msg))
 		}
 		return ee.code
 	}
 	msg := err.Error()
-	fmt.Fprintf(stderr, "fuelsync: %s\n", strings.TrimSpace(msg))
+	fmt.Fprintf(stderr, "fuelsync: %s\n", safetext.Lines(strings.TrimSpace(msg)))
 	return 1
 }
 

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fuelsync/fuelsync/internal/repogen"
+	"github.com/fuelsync/fuelsync/internal/testenv"
 	"github.com/fuelsync/fuelsync/reconcile"
 )
 
@@ -279,19 +280,19 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	t.Helper()
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {
-		t.Skipf("no pseudo-terminal: %v", err)
+		testenv.Unavailable(t, "no pseudo-terminal: %v", err)
 	}
 	t.Cleanup(func() { master.Close() })
 	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Skipf("unlocking the pseudo-terminal: %v", err)
+		testenv.Unavailable(t, "unlocking the pseudo-terminal: %v", err)
 	}
 	n, err := unix.IoctlGetInt(int(master.Fd()), unix.TIOCGPTN)
 	if err != nil {
-		t.Skipf("naming the pseudo-terminal: %v", err)
+		testenv.Unavailable(t, "naming the pseudo-terminal: %v", err)
 	}
 	slave, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {
-		t.Skipf("opening the pseudo-terminal: %v", err)
+		testenv.Unavailable(t, "opening the pseudo-terminal: %v", err)
 	}
 	t.Cleanup(func() { slave.Close() })
 	return master, slave
@@ -605,8 +606,8 @@ func crashAtEveryStep(t *testing.T) (int, bool) {
 	}
 	stepKills := kills
 
-	strace, err := exec.LookPath("strace")
-	if err != nil {
+	strace, ok := testenv.Have(t, "strace", "apt-get install strace")
+	if !ok {
 		t.Logf("%d kills; strace is not installed: the kills at system calls are skipped (apt-get install strace)", kills)
 		return kills, false
 	}
@@ -614,6 +615,9 @@ func crashAtEveryStep(t *testing.T) (int, bool) {
 	// kernel.yama.ptrace_scope), and an old strace has no inject: try the
 	// flags below on a command that makes no fsync call.
 	if out, err := exec.Command(strace, "-f", "-qq", "-o", os.DevNull, "-e", "trace=fsync", "-e", "inject=fsync:signal=SIGKILL:when=1", "true").CombinedOutput(); err != nil {
+		if testenv.InCI() {
+			t.Fatalf("%d kills; strace does not run here (%v: %s), and CI=true: the kills at system calls must run", kills, err, bytes.TrimSpace(out))
+		}
 		t.Logf("%d kills; strace does not run here (%v: %s): the kills at system calls are skipped", kills, err, bytes.TrimSpace(out))
 		return kills, false
 	}

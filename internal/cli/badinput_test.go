@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/fuelsync/fuelsync/internal/testenv"
 	"github.com/fuelsync/fuelsync/loader"
 )
 
@@ -193,7 +194,7 @@ func badInputCases() []badInputCase {
 	symlink := func(target func(root string) string, link string) func(t *testing.T, root, repo string) {
 		return func(t *testing.T, root, repo string) {
 			if err := os.Symlink(target(root), filepath.Join(repo, link)); err != nil {
-				t.Skipf("symlinks unsupported: %v", err)
+				testenv.Unavailable(t, "symlinks unsupported: %v", err)
 			}
 		}
 	}

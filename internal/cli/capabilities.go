@@ -17,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/fuelsync/fuelsync/capabilities"
+	"github.com/fuelsync/fuelsync/internal/safetext"
 	"github.com/fuelsync/fuelsync/loader"
 )
 
@@ -214,7 +215,7 @@ func capFindCommand(stdout, stderr io.Writer) *cli.Command {
 				}
 			} else {
 				for _, t := range found {
-					fmt.Fprintln(stdout, t.Path)
+					fmt.Fprintln(stdout, safetext.Line(t.Path))
 				}
 			}
 			if len(found) == 0 {
@@ -307,7 +308,7 @@ func capSummaryCommand(stdout, stderr io.Writer) *cli.Command {
 			slices.Sort(keys)
 			if format == "text" {
 				for _, k := range keys {
-					fmt.Fprintf(stdout, "%s: %s\n", k, strings.Join(sum[k], ", "))
+					fmt.Fprintf(stdout, "%s: %s\n", safetext.Line(k), safetext.Line(strings.Join(sum[k], ", ")))
 				}
 				return nil
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/urfave/cli/v2"
 
+	"github.com/fuelsync/fuelsync/internal/safetext"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/render/components"
@@ -212,12 +213,12 @@ func writeComponentsText(w io.Writer, rel *loader.Release, cl *loader.Cluster, r
 		}
 	}
 	fmt.Fprintf(w, "Release %s (%s): %s, %d from the release and %d from plugins\n",
-		rel.Version, rel.Name, plural(len(all), "component"), len(all)-fromPlugins, fromPlugins)
+		safetext.Line(rel.Version), safetext.Line(rel.Name), plural(len(all), "component"), len(all)-fromPlugins, fromPlugins)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if cl == nil {
 		fmt.Fprintln(tw, "NAME\tFROM\tREQUIRES\tINCOMPATIBLE")
 		for _, c := range all {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, from(c), dash(requiresText(c)), dash(relationNames(c.Incompatible)))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", safetext.Line(c.Name), safetext.Line(from(c)), safetext.Line(dash(requiresText(c))), safetext.Line(dash(relationNames(c.Incompatible))))
 		}
 		tw.Flush()
 		return
@@ -226,7 +227,7 @@ func writeComponentsText(w io.Writer, rel *loader.Release, cl *loader.Cluster, r
 	for _, s := range states {
 		counts[s.State]++
 	}
-	fmt.Fprintf(w, "Cluster %s: %d selected, %d available, %d disabled\n", cl.Name,
+	fmt.Fprintf(w, "Cluster %s: %d selected, %d available, %d disabled\n", safetext.Line(cl.Name),
 		counts[components.StateSelected], counts[components.StateAvailable], counts[components.StateDisabled])
 	fmt.Fprintln(tw, "STATE\tNAME\tFROM\tCOMPATIBLE\tREASON")
 	for i, c := range all {
@@ -235,7 +236,7 @@ func writeComponentsText(w io.Writer, rel *loader.Release, cl *loader.Cluster, r
 		if s.Compatible {
 			ok = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.State, c.Name, from(c), dash(ok), dash(s.Reason))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.State, safetext.Line(c.Name), safetext.Line(from(c)), dash(ok), safetext.Line(dash(s.Reason)))
 	}
 	tw.Flush()
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"testing"
+
+	"github.com/fuelsync/fuelsync/internal/testenv"
 )
 
 // TestMakeDemo runs `make demo` (this test binary as bin/fuelsync, its scratch
@@ -13,9 +15,7 @@ import (
 // apply step prints what it applied.
 func TestMakeDemo(t *testing.T) {
 	for _, tool := range []string{"make", "sed", "mktemp"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("make demo needs %s: %v", tool, err)
-		}
+		testenv.Tool(t, tool, "make demo needs it: apt-get install make sed coreutils")
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "fuelsync")

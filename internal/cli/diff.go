@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/fuelsync/fuelsync/diff"
+	"github.com/fuelsync/fuelsync/internal/safetext"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
 )
@@ -239,9 +241,9 @@ func (e *invalidRevision) markdown(limit int) string {
 		}
 		where := ""
 		if s := d.Subject; s != nil {
-			where = fmt.Sprintf("`%s%s:%d:%d`: ", e.prefix, s.Filename, s.Start.Line, s.Start.Column)
+			where = mdCode(fmt.Sprintf("%s%s:%d:%d", e.prefix, s.Filename, s.Start.Line, s.Start.Column)) + ": "
 		}
-		fmt.Fprintf(&b, "- %s%s\n", where, mdCell(d.Summary))
+		fmt.Fprintf(&b, "- %s%s\n", where, mdCode(d.Summary))
 	}
 	b.WriteByte('\n')
 	var text strings.Builder
@@ -250,7 +252,7 @@ func (e *invalidRevision) markdown(limit int) string {
 	if len(top) > limit/2 {
 		top = diff.TruncateMiddle(top, limit/2)
 	}
-	return top + fitBlocks([]string{details("Diagnostics", diff.Fence("text", text.String()))}, limit-len(top))
+	return top + fitBlocks([]string{details("Diagnostics", mdFence("text", text.String()))}, limit-len(top))
 }
 
 // affectedClusters lists the clusters whose artifacts a change from base to head
@@ -290,13 +292,21 @@ func affectedClusters(base, head *loader.Repo) []string {
 	return out
 }
 
+// text is the diff for a terminal: the change set, then each file's unified
+// diff, every line of it escaped (safetext.Line: an artifact holds the
+// repository's values).
 func (r *diffResult) text(c diff.Colors) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "fuelsync diff %s → %s\n\n", r.base, r.head)
+	fmt.Fprintf(&b, "fuelsync diff %s → %s\n\n", safetext.Line(r.base), safetext.Line(r.head))
 	b.WriteString(r.changes.Text(c))
 	for _, f := range r.files {
 		b.WriteByte('\n')
 		for _, line := range strings.SplitAfter(f.Text, "\n") {
+			if body, nl := strings.CutSuffix(line, "\n"); nl {
+				line = safetext.Line(body) + "\n"
+			} else {
+				line = safetext.Line(line)
+			}
 			switch {
 			case strings.HasPrefix(line, "+++"), strings.HasPrefix(line, "---"):
 				b.WriteString(paintLine(c.Bold, c.Reset, line))
@@ -381,9 +391,9 @@ func (r *diffResult) markdown(limit int) string {
 	}
 	head.WriteByte('\n')
 
-	blocks := []string{details("Change set", diff.Fence("diff", r.changes.Text(diff.Colors{})))}
+	blocks := []string{details("Change set", mdFence("diff", r.changes.Text(diff.Colors{})))}
 	for _, f := range r.files {
-		blocks = append(blocks, details(fmt.Sprintf("<code>%s</code> (+%d −%d)", f.Name, f.Added, f.Removed), diff.Fence("diff", f.Text)))
+		blocks = append(blocks, details(fmt.Sprintf("<code>%s</code> (+%d −%d)", html.EscapeString(safetext.Line(f.Name)), f.Added, f.Removed), mdFence("diff", f.Text)))
 	}
 	top := head.String()
 	if len(top) > limit/2 { // a table of thousands of node groups
@@ -396,8 +406,42 @@ func details(summary, body string) string {
 	return "<details><summary>" + summary + "</summary>\n\n" + body + "\n</details>\n\n"
 }
 
+// mdCell is repository text in a cell of a Markdown table: a code span
+// (mdCode) in which a "|" cannot end the cell.
 func mdCell(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+	return strings.ReplaceAll(mdCode(s), "|", `\|`)
+}
+
+// mdCode is repository text (a name, a message quoting names) in a Markdown
+// code span: nothing in it renders as a link, an image, HTML or emphasis. The
+// span is fenced with more backticks than any run in the text, and its control
+// characters and newlines are escaped (safetext.Line).
+func mdCode(s string) string {
+	s = safetext.Line(s)
+	if s == "" {
+		return ""
+	}
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	// A space on each side keeps a backtick at either end out of the fence;
+	// CommonMark strips one space from each side when both are there.
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") || (strings.HasPrefix(s, " ") && strings.HasSuffix(s, " ")) {
+		s = " " + s + " "
+	}
+	return fence + s + fence
+}
+
+// mdFence is text in a fenced code block (diff.Fence), each line escaped.
+func mdFence(lang, body string) string {
+	return diff.Fence(lang, safetext.Lines(body))
 }
 
 // fitBlocks joins blocks within budget characters: a block over a third of the

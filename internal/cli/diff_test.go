@@ -88,7 +88,7 @@ func TestMarkdownLimit(t *testing.T) {
 	if !strings.HasPrefix(md, "### fuelsync diff `aaaaaaaaaaaa` → `bbbbbbbbbbbb`\n\n**Plan: 300 nodes to deploy") {
 		t.Errorf("the summary does not come first:\n%.300s", md)
 	}
-	if !strings.Contains(md, "| prod | node-299 (compute) | ~ deploy |") {
+	if !strings.Contains(md, "| `prod` | `node-299 (compute)` | ~ deploy |") {
 		t.Error("the table lost its last row")
 	}
 	if !regexp.MustCompile(`> \*\*\d+ more sections \(\d+ characters\) cut here\*\*`).MatchString(md) {

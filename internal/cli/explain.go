@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/fuelsync/fuelsync/internal/safetext"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
 )
@@ -66,7 +67,7 @@ func explainCommand(stdout, stderr io.Writer) *cli.Command {
 					return writeJSON(stdout, map[string]any{"format_version": formatVersion, "task": t, "reasons": lines})
 				}
 				for _, l := range lines {
-					fmt.Fprintln(stdout, l)
+					fmt.Fprintln(stdout, safetext.Line(l))
 				}
 				return nil
 			}
@@ -86,27 +87,30 @@ func explainCommand(stdout, stderr io.Writer) *cli.Command {
 	}
 }
 
+// writeExplanation prints an explanation for a person. Every name, file name
+// and value in it comes from the repository and is escaped (safetext.Line).
 func writeExplanation(w io.Writer, ex *render.Explanation, prefix string) {
-	fmt.Fprintf(w, "cluster %s, node %s, graph %s: %s\n", ex.Cluster, ex.Node, ex.Graph, plural(len(ex.Tasks), "task"))
-	fmt.Fprintf(w, "roles: %s\ntags: %s\n", dashJoin(ex.Roles), dashJoin(ex.Tags))
+	esc := safetext.Line
+	fmt.Fprintf(w, "cluster %s, node %s, graph %s: %s\n", esc(ex.Cluster), esc(ex.Node), esc(ex.Graph), plural(len(ex.Tasks), "task"))
+	fmt.Fprintf(w, "roles: %s\ntags: %s\n", esc(dashJoin(ex.Roles)), esc(dashJoin(ex.Tags)))
 	for _, t := range ex.Tasks {
-		fmt.Fprintf(w, "\n%d. %s (%s)\n", t.Position, t.ID, t.Type)
-		fmt.Fprintf(w, "   defined by the %s at %s%s:%d\n", t.Definition.Layer, prefix, t.Definition.File, t.Definition.Line)
+		fmt.Fprintf(w, "\n%d. %s (%s)\n", t.Position, esc(t.ID), esc(t.Type))
+		fmt.Fprintf(w, "   defined by the %s at %s:%d\n", esc(t.Definition.Layer), esc(prefix+t.Definition.File), t.Definition.Line)
 		for _, o := range t.Overrode {
-			fmt.Fprintf(w, "   overrides the %s's definition at %s%s:%d\n", o.Layer, prefix, o.File, o.Line)
+			fmt.Fprintf(w, "   overrides the %s's definition at %s:%d\n", esc(o.Layer), esc(prefix+o.File), o.Line)
 		}
 		for _, v := range t.Via {
 			switch v.Selector {
 			case "group":
-				fmt.Fprintf(w, "   placed by group %s\n", v.Item)
+				fmt.Fprintf(w, "   placed by group %s\n", esc(v.Item))
 			case "stage":
 				fmt.Fprintf(w, "   a stage: runs on the sync node\n")
 			default:
 				if v.Item == "*" && v.Tag == "*" {
-					fmt.Fprintf(w, "   selected by %s: \"*\" (every node)\n", v.Selector)
+					fmt.Fprintf(w, "   selected by %s: \"*\" (every node)\n", esc(v.Selector))
 					continue
 				}
-				fmt.Fprintf(w, "   selected by %s entry %q, matching tag %s\n", v.Selector, v.Item, v.Tag)
+				fmt.Fprintf(w, "   selected by %s entry %q, matching tag %s\n", esc(v.Selector), v.Item, esc(v.Tag))
 			}
 		}
 		if t.Condition != "" {
@@ -114,14 +118,14 @@ func writeExplanation(w io.Writer, ex *render.Explanation, prefix string) {
 			if t.ConditionValue != nil {
 				val = fmt.Sprint(*t.ConditionValue)
 			}
-			fmt.Fprintf(w, "   condition %q = %s\n", t.Condition, val)
+			fmt.Fprintf(w, "   condition %q = %s\n", t.Condition, esc(val))
 		}
 		for _, e := range t.Requires {
 			from := ""
 			if e.File != "" {
-				from = fmt.Sprintf(" (%s%s:%d)", prefix, e.File, e.Line)
+				from = fmt.Sprintf(" (%s:%d)", esc(prefix+e.File), e.Line)
 			}
-			fmt.Fprintf(w, "   requires %s@%s: %s%s\n", e.Task, e.Node, e.Origin, from)
+			fmt.Fprintf(w, "   requires %s@%s: %s%s\n", esc(e.Task), esc(e.Node), esc(e.Origin), from)
 		}
 	}
 }

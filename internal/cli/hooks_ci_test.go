@@ -20,6 +20,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/internal/mapfs"
 	"github.com/fuelsync/fuelsync/internal/repogen"
+	"github.com/fuelsync/fuelsync/internal/testenv"
 	"github.com/fuelsync/fuelsync/reconcile"
 )
 
@@ -68,9 +69,7 @@ func unassignRabbitmq(t *testing.T, dir string) {
 // TestPostReceiveHook runs examples/hooks/post-receive as git would after a push:
 // serve (without polling) reconciles the pushed commit because of it.
 func TestPostReceiveHook(t *testing.T) {
-	if _, err := exec.LookPath("sh"); err != nil {
-		t.Skip("no sh")
-	}
+	testenv.Tool(t, "sh", "a POSIX shell")
 	dir := quickstartRepo(t)
 	loop := &reconcile.Loop{Workdir: reconcile.Open(filepath.Join(t.TempDir(), "wd")), Source: &reconcile.LocalSource{Path: dir}, ToolVersion: "test"}
 	srv := reconcile.NewServer(loop, []byte("s3cret"))
@@ -119,9 +118,7 @@ func waitUntil(t *testing.T, cond func() bool) {
 // workflow's run steps, the GitLab job's script) in a repository whose HEAD
 // changes one node's tags against origin/main, as the CI systems would.
 func TestCIExamples(t *testing.T) {
-	if _, err := exec.LookPath("sh"); err != nil {
-		t.Skip("no sh")
-	}
+	testenv.Tool(t, "sh", "a POSIX shell")
 	dir := quickstartRepo(t)
 	r, err := git.PlainOpen(dir)
 	if err != nil {

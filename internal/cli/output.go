@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/fuelsync/fuelsync/internal/safetext"
 )
 
 // formatVersion is the version of every JSON document fuelsync prints.
@@ -49,18 +51,20 @@ func writeDiagnosticsText(w io.Writer, diags hcl.Diagnostics, files map[string]*
 			}
 			sev = c + ansiBold + sev + ansiReset
 		}
+		// The summary, the file name and the detail may quote the repository:
+		// each is escaped (safetext), so that none can print a line of its own.
 		if d.Subject == nil {
-			fmt.Fprintf(w, "%s: %s\n", sev, d.Summary)
+			fmt.Fprintf(w, "%s: %s\n", sev, safetext.Line(d.Summary))
 		} else {
 			s := d.Subject
-			fmt.Fprintf(w, "%s%s:%d:%d: %s: %s\n", prefix, s.Filename, s.Start.Line, s.Start.Column, sev, d.Summary)
+			fmt.Fprintf(w, "%s:%d:%d: %s: %s\n", safetext.Line(prefix+s.Filename), s.Start.Line, s.Start.Column, sev, safetext.Line(d.Summary))
 			if f, ok := files[s.Filename]; ok {
 				writeSnippet(w, f.Bytes, *s)
 			}
 		}
 		if d.Detail != "" {
 			for _, line := range strings.Split(d.Detail, "\n") {
-				fmt.Fprintf(w, "  %s\n", line)
+				fmt.Fprintf(w, "  %s\n", safetext.Line(line))
 			}
 		}
 	}
@@ -104,9 +108,17 @@ func writeSnippet(w io.Writer, src []byte, r hcl.Range) {
 		line = shown
 	}
 	line = strings.ReplaceAll(line, "\t", " ")
+	// The line is printed escaped (safetext), the marker under the escaped
+	// text of the range.
+	n := utf8.RuneCountInString(line)
+	start, end := min(max(col-1, 0), n), min(max(col-1, 0)+width, n)
+	before := safetext.Line(runeSlice(line, 0, start))
+	marked := safetext.Line(runeSlice(line, start, end))
+	pad := utf8.RuneCountInString(before) + max(col-1-n, 0)
+	carets := utf8.RuneCountInString(marked) + width - (end - start)
 	num := fmt.Sprint(r.Start.Line)
-	fmt.Fprintf(w, "  %s | %s\n", num, line)
-	fmt.Fprintf(w, "  %s | %s%s\n", strings.Repeat(" ", len(num)), strings.Repeat(" ", max(col-1, 0)), strings.Repeat("^", width))
+	fmt.Fprintf(w, "  %s | %s%s%s\n", num, before, marked, safetext.Line(runeSlice(line, end, n)))
+	fmt.Fprintf(w, "  %s | %s%s\n", strings.Repeat(" ", len(num)), strings.Repeat(" ", pad), strings.Repeat("^", max(carets, 1)))
 }
 
 // runeSlice returns the runes [from, to) of s.
@@ -209,12 +221,13 @@ func writeDiagnosticsGitHub(w io.Writer, diags hcl.Diagnostics, prefix string) {
 		if d.Detail != "" {
 			msg += "\n" + d.Detail
 		}
+		msg = ghData.Replace(safetext.Lines(msg))
 		if s := d.Subject; s != nil {
 			fmt.Fprintf(w, "::%s file=%s,line=%d,col=%d,endLine=%d,endColumn=%d,title=fuelsync::%s\n",
-				severityName(d.Severity), ghProperty.Replace(prefix+s.Filename), s.Start.Line, s.Start.Column,
-				s.End.Line, s.End.Column, ghData.Replace(msg))
+				severityName(d.Severity), ghProperty.Replace(safetext.Line(prefix+s.Filename)), s.Start.Line, s.Start.Column,
+				s.End.Line, s.End.Column, msg)
 		} else {
-			fmt.Fprintf(w, "::%s title=fuelsync::%s\n", severityName(d.Severity), ghData.Replace(msg))
+			fmt.Fprintf(w, "::%s title=fuelsync::%s\n", severityName(d.Severity), msg)
 		}
 	}
 }

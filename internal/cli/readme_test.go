@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/fuelsync/fuelsync/internal/testenv"
 )
 
 // quickStartStep is one command block of the README's quick start and the output
@@ -78,9 +80,7 @@ func matchOutput(want, got string) bool {
 // binary is the build.
 func TestREADMEQuickStart(t *testing.T) {
 	for _, tool := range []string{"bash", "git"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("the quick start needs %s: %v", tool, err)
-		}
+		testenv.Tool(t, tool, "the quick start needs it: apt-get install "+tool)
 	}
 	steps := readmeQuickStart(t)
 	if len(steps) < 9 {

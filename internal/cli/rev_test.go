@@ -3,12 +3,13 @@ package cli
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	git "github.com/go-git/go-git/v5"
+
+	"github.com/fuelsync/fuelsync/internal/testenv"
 )
 
 // revRepoFiles is a small valid repository: a release plugin and a cluster on it.
@@ -146,9 +147,7 @@ func TestValidateRevision(t *testing.T) {
 	})
 	t.Run("bare clone", func(t *testing.T) {
 		// go-git clones a local path by running git-upload-pack.
-		if _, err := exec.LookPath("git"); err != nil {
-			t.Skip("go-git's clone of a local path needs the git binary:", err)
-		}
+		testenv.Tool(t, "git", "go-git's clone of a local path runs git-upload-pack: apt-get install git")
 		bare := filepath.Join(t.TempDir(), "repo.git")
 		if _, err := git.PlainClone(bare, true, &git.CloneOptions{URL: dir}); err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/fuelsync/fuelsync/internal/safetext"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
 )
@@ -104,9 +105,9 @@ func rolesListCommand(stdout, stderr io.Writer) *cli.Command {
 			}
 			for _, r := range out.Roles {
 				if out.Release != "" {
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Name, r.Owner, dashJoin(r.Tags))
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", safetext.Line(r.Name), safetext.Line(r.Owner), safetext.Line(dashJoin(r.Tags)))
 				} else {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Owner, dashJoin(r.Tags), dashJoin(r.Nodes))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", safetext.Line(r.Name), safetext.Line(r.Owner), safetext.Line(dashJoin(r.Tags)), safetext.Line(dashJoin(r.Nodes)))
 				}
 			}
 			return tw.Flush()

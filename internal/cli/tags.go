@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/fuelsync/fuelsync/internal/safetext"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
 )
@@ -114,7 +115,7 @@ func tagsListCommand(stdout, stderr io.Writer) *cli.Command {
 			if out.Node != "" {
 				fmt.Fprintln(tw, "TAG\tFROM")
 				for _, nt := range out.NodeTags {
-					fmt.Fprintf(tw, "%s\t%s\n", nt.Tag, strings.Join(nt.Sources, ", "))
+					fmt.Fprintf(tw, "%s\t%s\n", safetext.Line(nt.Tag), safetext.Line(strings.Join(nt.Sources, ", ")))
 				}
 				return tw.Flush()
 			}
@@ -140,9 +141,9 @@ func tagsListCommand(stdout, stderr io.Writer) *cli.Command {
 					primary = "yes"
 				}
 				if out.Release != "" {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Owner, primary, kind)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", safetext.Line(t.Name), safetext.Line(t.Owner), primary, kind)
 				} else {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, t.Owner, primary, kind, strings.Join(nodes, ", "))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safetext.Line(t.Name), safetext.Line(t.Owner), primary, kind, safetext.Line(strings.Join(nodes, ", ")))
 				}
 			}
 			return tw.Flush()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/fuelsync/fuelsync/internal/safetext"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
 )
@@ -59,7 +60,7 @@ func validateCommand(stdout, stderr io.Writer) *cli.Command {
 				}
 				shown.writeDiagnostics(stderr, diags, repo.Sources.Files(), src.prefix)
 				if !g.quiet || failed {
-					fmt.Fprintln(stdout, validateSummary(src.label, repo, nerr, nwarn, failed))
+					fmt.Fprintln(stdout, safetext.Line(validateSummary(src.label, repo, nerr, nwarn, failed)))
 				}
 			}
 			if failed {

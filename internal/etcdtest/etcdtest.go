@@ -2,7 +2,8 @@
 // etcd-server package) for tests: one member or a cluster on loopback ports the
 // test picks, with data directories in t.TempDir(), stopped when the test ends.
 // A test skips, saying so, when the etcd binary is missing (and fails instead
-// when FUELSYNC_REQUIRE_ETCD is set, as make test-etcd does).
+// when CI=true, see testenv, or FUELSYNC_REQUIRE_ETCD is set, as make test-etcd
+// does).
 package etcdtest
 
 import (
@@ -18,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fuelsync/fuelsync/internal/testenv"
 )
 
 // Member is one etcd server.
@@ -50,7 +53,7 @@ func Binary(t testing.TB) string {
 		t.Fatal("etcd is not installed, and FUELSYNC_REQUIRE_ETCD is set (make test-etcd): apt-get install etcd-server")
 	}
 	if err != nil {
-		t.Skip("etcd is not installed (Debian: apt-get install etcd-server; or set FUELSYNC_ETCD to its path): skipping the test that needs a real etcd")
+		testenv.Unavailable(t, "etcd is not installed (Debian: apt-get install etcd-server; or set FUELSYNC_ETCD to its path): skipping the test that needs a real etcd")
 	}
 	return p
 }

@@ -1,0 +1,53 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/render"
+)
+
+// Apply checks that the plan is fresh itself, under the lock the caller holds,
+// whoever calls it (apply's own check comes before it loads anything): a plan
+// made against serial 0, applied once, is stale at serial 1, and applying it
+// again fails and changes nothing.
+func TestApplyRefusesAStalePlan(t *testing.T) {
+	w := Open(filepath.Join(t.TempDir(), "wd"))
+	repo, diags := loader.Load(os.DirFS("../examples/quickstart"), loader.Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	rs, diags := render.Render(repo, render.Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	l, err := w.Lock(context.Background(), "test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock()
+	st, err := w.ReadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := MakePlan(w, st, rs, nil, "working-tree", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := Apply(w, l, st, p, rs)
+	if err != nil || next.Serial != 1 {
+		t.Fatalf("the first apply: %v", err)
+	}
+	_, err = Apply(w, l, next, p, rs)
+	var stale *StaleError
+	if !errors.As(err, &stale) || err.Error() != "the plan plan is stale: it was made against state serial 0, but the state is now at serial 1 (applied revision working-tree); run plan again" {
+		t.Errorf("the stale plan applied again: %v", err)
+	}
+	if st, err := w.ReadState(); err != nil || st.Serial != 1 {
+		t.Errorf("after the refusal: serial %d, %v", st.Serial, err)
+	}
+}

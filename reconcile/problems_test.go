@@ -1,0 +1,113 @@
+package reconcile
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A commit with more problems than MaxProblems: the log, the status and the
+// status page show the first MaxProblems and count the rest. 60,000 empty
+// cluster specs logged 60,000 lines for one reconcile and made a status
+// document of 5.3 MB; 250 here.
+func TestProblemsCapped(t *testing.T) {
+	dir, repo := testRepo(t)
+	const n = 250
+	for i := range n {
+		if err := os.WriteFile(filepath.Join(dir, "clusters", fmt.Sprintf("empty-%03d.yaml", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(t, repo, "250 empty cluster specs")
+	var logged bytes.Buffer
+	loop := &Loop{Workdir: Open(filepath.Join(t.TempDir(), "wd")), Source: &LocalSource{Path: dir}, ToolVersion: "test",
+		Log: slog.New(slog.NewJSONHandler(&logged, nil))}
+	if o := loop.ReconcileOnce(context.Background()); o != Invalid {
+		t.Fatalf("reconcile: %s, want %s", o, Invalid)
+	}
+	more := fmt.Sprintf("and %d more problems (%d in all)", n-MaxProblems, n)
+
+	// The log: one line a problem up to MaxProblems, then one with the count.
+	var problems, omitted int
+	for _, line := range strings.Split(strings.TrimSpace(logged.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		switch rec["msg"] {
+		case "reconcile":
+			if rec["errors"] != float64(n) {
+				t.Errorf("the reconcile line counts %v errors, want %d", rec["errors"], n)
+			}
+		case "reconcile problem":
+			problems++
+		case "reconcile problems omitted":
+			omitted++
+			if rec["omitted"] != float64(n-MaxProblems) || rec["problem"] != more {
+				t.Errorf("the omitted line: %s", line)
+			}
+		}
+	}
+	if problems != MaxProblems || omitted != 1 {
+		t.Errorf("logged %d problem lines and %d omitted lines, want %d and 1", problems, omitted, MaxProblems)
+	}
+
+	// The status, in Go and over HTTP, and the status page.
+	st := loop.Status()
+	if len(st.Errors) != MaxProblems || st.ErrorsOmitted != n-MaxProblems || !strings.Contains(st.Errors[0], "clusters/empty-000.yaml") {
+		t.Errorf("status: %d errors (the first %q), %d omitted; want %d and %d", len(st.Errors), st.Errors[0], st.ErrorsOmitted, MaxProblems, n-MaxProblems)
+	}
+	srv := NewServer(loop, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv.Handler()}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+	get := func(path string) string {
+		resp, err := http.Get("http://" + ln.Addr().String() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	var doc struct {
+		Errors        []string `json:"errors"`
+		ErrorsOmitted int      `json:"errors_omitted"`
+	}
+	if err := json.Unmarshal([]byte(get("/api/v1/status")), &doc); err != nil || len(doc.Errors) != MaxProblems || doc.ErrorsOmitted != n-MaxProblems {
+		t.Errorf("/api/v1/status: %v, %d errors, %d omitted", err, len(doc.Errors), doc.ErrorsOmitted)
+	}
+	page := get("/")
+	if c := strings.Count(page, "<li><code>"); c != MaxProblems || !strings.Contains(page, "<li>"+more+"</li>") {
+		t.Errorf("the status page lists %d problems (want %d) and says %q: %t", c, MaxProblems, more, strings.Contains(page, more))
+	}
+}
+
+func TestCapProblems(t *testing.T) {
+	for _, n := range []int{0, 1, MaxProblems, MaxProblems + 1, 3 * MaxProblems} {
+		problems := make([]string, n)
+		for i := range problems {
+			problems[i] = fmt.Sprint(i)
+		}
+		shown, more := capProblems(problems)
+		if len(shown) != min(n, MaxProblems) || more != n-len(shown) || (n > 0 && shown[0] != "0") {
+			t.Errorf("%d problems: %d shown, %d more", n, len(shown), more)
+		}
+		if want := map[bool]string{true: "", false: fmt.Sprintf("and %d more problem", more)}[more == 0]; !strings.HasPrefix(moreProblems(more), want) || (more == 0) != (moreProblems(more) == "") {
+			t.Errorf("%d more: %q", more, moreProblems(more))
+		}
+	}
+}
