@@ -17,6 +17,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/render"
 )
 
@@ -34,7 +35,7 @@ type apiServer struct {
 
 func startAPI(t *testing.T, setup func(*Server, *Limits)) *apiServer {
 	t.Helper()
-	dir, repo := testRepo(t)
+	dir, repo := gittest.Quickstart(t)
 	wd := filepath.Join(t.TempDir(), "wd")
 	loop := &Loop{Workdir: Open(wd), Source: &LocalSource{Path: dir}, ToolVersion: "test"}
 	srv := NewServer(loop, []byte("s3cret"))
@@ -280,15 +281,15 @@ func TestArtifactAPIWaitWakesOnChange(t *testing.T) {
 
 	changed := a.longPoll(t, node2Graph, etag2, "60s") // cut to 3 s
 	unchanged := a.longPoll(t, other, etagOther, "2s")
-	waitFor(t, "two waiting", func() bool { return len(a.srv.waiters) == 2 })
+	gittest.WaitFor(t, "two waiting", func() bool { return len(a.srv.waiters) == 2 })
 	select {
 	case r := <-changed:
 		t.Fatalf("answered before any change: %d %q", r.code, r.body)
 	case <-time.After(300 * time.Millisecond):
 	}
 	// A change of cluster demo's node-2 only; demo-hcl is another cluster.
-	editFile(t, filepath.Join(a.dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
-	commit(t, a.repo, "node-2 without rabbitmq")
+	gittest.EditFile(t, filepath.Join(a.dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
+	gittest.Commit(t, a.repo, "node-2 without rabbitmq")
 	applied := time.Now()
 	a.reconcile(t, Applied)
 	r := <-changed
@@ -329,7 +330,7 @@ func TestArtifactAPIWaitOutlivesServeTimeouts(t *testing.T) {
 	a.reconcile(t, Applied)
 	etag := a.get(t, node2Graph, nil).h.Get("ETag")
 	w1, w2 := a.longPoll(t, node2Graph, etag, "3s"), a.longPoll(t, node2Graph, etag, "3s")
-	waitFor(t, "two waiting", func() bool { return len(a.srv.waiters) == 2 })
+	gittest.WaitFor(t, "two waiting", func() bool { return len(a.srv.waiters) == 2 })
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := client.Get(a.base + "/healthz")
 	if err != nil {
@@ -350,7 +351,7 @@ func TestArtifactAPIWaitersCapped(t *testing.T) {
 	a.reconcile(t, Applied)
 	etag := a.get(t, node2Graph, nil).h.Get("ETag")
 	w1, w2 := a.longPoll(t, node2Graph, etag, "2s"), a.longPoll(t, node2Graph, etag, "2s")
-	waitFor(t, "two waiting", func() bool { return len(a.srv.waiters) == 2 })
+	gittest.WaitFor(t, "two waiting", func() bool { return len(a.srv.waiters) == 2 })
 	r := <-a.longPoll(t, node2Graph, etag, "2s")
 	if r.code != 503 || r.h.Get("Retry-After") == "" || r.took > time.Second || !strings.Contains(r.body, "too many waiting requests (2)") {
 		t.Errorf("a third wait with a cap of 2: %d %q Retry-After %q after %v", r.code, r.body, r.h.Get("Retry-After"), r.took)
@@ -406,10 +407,10 @@ func TestArtifactAPIWaitWakesOnDefinitionChange(t *testing.T) {
 	before, _ := a.loop.Workdir.ReadState()
 	etag := a.get(t, node2Graph, nil).h.Get("ETag")
 	changed := a.longPoll(t, node2Graph, etag, "5s")
-	waitFor(t, "one waiting", func() bool { return len(a.srv.waiters) == 1 })
-	editFile(t, filepath.Join(a.dir, "plugins", "quickstart", "graphs", "deployment.yaml"),
+	gittest.WaitFor(t, "one waiting", func() bool { return len(a.srv.waiters) == 1 })
+	gittest.EditFile(t, filepath.Join(a.dir, "plugins", "quickstart", "graphs", "deployment.yaml"),
 		"globals/globals.pp\n    puppet_modules: /etc/puppet/modules\n    timeout: 120", "globals/globals.pp\n    puppet_modules: /etc/puppet/modules\n    timeout: 240")
-	commit(t, a.repo, "globals: a longer timeout")
+	gittest.Commit(t, a.repo, "globals: a longer timeout")
 	a.reconcile(t, Applied)
 	after, _ := a.loop.Workdir.ReadState()
 	const nodeFile, catalogue = "demo/nodes/node-2/default.yaml", "demo/tasks/default.yaml"

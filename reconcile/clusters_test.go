@@ -15,6 +15,7 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 
+	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
 )
@@ -25,7 +26,7 @@ import (
 // work directory that rendered everything.
 func TestLoopRendersChangedClusterOnly(t *testing.T) {
 	ctx := context.Background()
-	dir, repo := testRepo(t)
+	dir, repo := gittest.Quickstart(t)
 	wd := Open(filepath.Join(t.TempDir(), "wd"))
 	var renders [][]string
 	loop := &Loop{Workdir: wd, Source: &LocalSource{Path: dir}, ToolVersion: "test", onRender: func(c []string) { renders = append(renders, c) }}
@@ -34,8 +35,8 @@ func TestLoopRendersChangedClusterOnly(t *testing.T) {
 	}
 	before := loop.Status().Clusters
 
-	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "node-4: {id: 4, roles: [compute]}", "node-4: {id: 4, roles: [compute]}\n  node-7: {id: 7, roles: [compute]}")
-	commit(t, repo, "a new node")
+	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "node-4: {id: 4, roles: [compute]}", "node-4: {id: 4, roles: [compute]}\n  node-7: {id: 7, roles: [compute]}")
+	gittest.Commit(t, repo, "a new node")
 	renders = nil
 	if o := loop.ReconcileOnce(ctx); o != Applied || len(renders) != 1 || !slices.Equal(renders[0], []string{"demo"}) {
 		t.Fatalf("a new node in demo: %s, renders %v (want demo only) %q", o, renders, loop.Status().Errors)
@@ -182,8 +183,8 @@ func TestPlanAppliedRenderOfChangedClusters(t *testing.T) {
 		return r
 	}
 	oldRepo := load(st.Revision)
-	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "roles: [compute, storage]", "roles: [compute]")
-	rev := commit(t, repo, "node-5 is no longer a storage node")
+	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "roles: [compute, storage]", "roles: [compute]")
+	rev := gittest.Commit(t, repo, "node-5 is no longer a storage node")
 	newRepo := load(rev)
 
 	rs, diags := render.Render(newRepo, render.Options{State: st})
@@ -249,9 +250,9 @@ func TestApplyKeptFileDamaged(t *testing.T) {
 	node := 7
 	newNode := func() {
 		t.Helper()
-		editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "node-4: {id: 4, roles: [compute]}",
+		gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "node-4: {id: 4, roles: [compute]}",
 			fmt.Sprintf("node-4: {id: 4, roles: [compute]}\n  node-%d: {id: %d, roles: [compute]}", node, node))
-		commit(t, repo, "a new node")
+		gittest.Commit(t, repo, "a new node")
 		node++
 	}
 
@@ -290,7 +291,7 @@ func TestApplyKeptFileDamaged(t *testing.T) {
 // directory, with the state that apply recorded.
 func appliedTestRepo(t *testing.T) (string, *git.Repository, *Loop, *State) {
 	t.Helper()
-	dir, repo := testRepo(t)
+	dir, repo := gittest.Quickstart(t)
 	loop := &Loop{Workdir: Open(filepath.Join(t.TempDir(), "wd")), Source: &LocalSource{Path: dir}, ToolVersion: "test"}
 	if o := loop.ReconcileOnce(context.Background()); o != Applied {
 		t.Fatalf("first reconcile: %s %q", o, loop.Status().Errors)

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
 )
@@ -34,7 +35,7 @@ func (s *countingSource) Latest(ctx context.Context) (Revision, error) {
 // GET), so it answers while the source is unreachable; a newly reconciled
 // revision replaces the cached answers.
 func TestComponentsFromLoadedRevision(t *testing.T) {
-	dir, repo := testRepo(t)
+	dir, repo := gittest.Quickstart(t)
 	src := &countingSource{Source: &LocalSource{Path: dir}}
 	loop := &Loop{Workdir: Open(filepath.Join(t.TempDir(), "wd")), Source: src, ToolVersion: "test"}
 	h := NewServer(loop, []byte("s")).Handler()
@@ -70,8 +71,8 @@ func TestComponentsFromLoadedRevision(t *testing.T) {
 	}
 	// A new revision: its model answers.
 	src.down.Store(false)
-	editFile(t, filepath.Join(dir, "plugins", "monitoring", "components.yaml"), "additional_service:monitoring", "additional_service:observability")
-	commit(t, repo, "component renamed")
+	gittest.EditFile(t, filepath.Join(dir, "plugins", "monitoring", "components.yaml"), "additional_service:monitoring", "additional_service:observability")
+	gittest.Commit(t, repo, "component renamed")
 	if o := loop.ReconcileOnce(context.Background()); o == Failed {
 		t.Fatalf("reconcile: %s %q", o, loop.Status().Errors)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
+	"github.com/fuelsync/fuelsync/internal/gittest"
 )
 
 // etcdWorkdir is a new work directory whose state is on the etcd of c, under
@@ -391,14 +392,14 @@ func TestEtcdQuorumLostAndRegained(t *testing.T) {
 // after.
 func TestEtcdLoopReconciles(t *testing.T) {
 	c := etcdtest.Start(t, 1)
-	dir, r := testRepo(t)
+	dir, r := gittest.Quickstart(t)
 	w := etcdWorkdir(t, c, "loop", 5*time.Second, 5*time.Second)
 	loop := &Loop{Workdir: w, Source: &LocalSource{Path: dir}, ToolVersion: "test"}
 	if got := loop.ReconcileOnce(context.Background()); got != Applied {
 		t.Fatalf("first reconcile: %s %v", got, loop.Status().Errors)
 	}
-	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
-	sha := commit(t, r, "unassign rabbitmq")
+	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
+	sha := gittest.Commit(t, r, "unassign rabbitmq")
 	if got := loop.ReconcileOnce(context.Background()); got != Applied {
 		t.Fatalf("reconcile of the new commit: %s %v", got, loop.Status().Errors)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
 )
@@ -23,7 +24,7 @@ import (
 // sources.
 func TestPublishOntoFollowedBranchRefused(t *testing.T) {
 	InstallFileTransport()
-	dir, work := testRepo(t) // its branch is master
+	dir, work := gittest.Quickstart(t) // its branch is master
 	remote := filepath.Join(t.TempDir(), "remote.git")
 	if _, err := git.PlainInit(remote, true); err != nil {
 		t.Fatal(err)
@@ -84,7 +85,7 @@ func TestLoopHoldsEmptyingRevision(t *testing.T) {
 	ctx := context.Background()
 	for _, allow := range []string{"", "flag", "fuelsync.yaml"} {
 		t.Run("allow="+allow, func(t *testing.T) {
-			dir, repo := testRepo(t)
+			dir, repo := gittest.Quickstart(t)
 			wd := filepath.Join(t.TempDir(), "wd")
 			loop := &Loop{Workdir: Open(wd), Source: &LocalSource{Path: dir}, ToolVersion: "test", AllowEmpty: allow == "flag"}
 			if o := loop.ReconcileOnce(ctx); o != Applied {
@@ -99,7 +100,7 @@ func TestLoopHoldsEmptyingRevision(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			emptied := commit(t, repo, "no cluster")
+			emptied := gittest.Commit(t, repo, "no cluster")
 			o := loop.ReconcileOnce(ctx)
 			st := loop.Status()
 			if allow != "" {
@@ -132,7 +133,7 @@ func TestLoopHoldsEmptyingRevision(t *testing.T) {
 			if err := wt.Checkout(&git.CheckoutOptions{Branch: plumbing.Master, Keep: true}); err != nil {
 				t.Fatal(err)
 			}
-			commit(t, repo, "clusters back")
+			gittest.Commit(t, repo, "clusters back")
 			if o := loop.ReconcileOnce(ctx); o != NoChange {
 				t.Errorf("the sources restored: %s %q", o, loop.Status().Errors)
 			}

@@ -12,6 +12,7 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 
+	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/internal/repogen"
 )
 
@@ -132,7 +133,7 @@ func benchCommit(b *testing.B, repo *git.Repository) {
 	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
 		b.Fatal(err)
 	}
-	s := sig
+	s := gittest.Sig
 	if _, err := wt.Commit("bench", &git.CommitOptions{Author: &s, Committer: &s}); err != nil {
 		b.Fatal(err)
 	}

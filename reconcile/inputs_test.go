@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/fuelsync/fuelsync/internal/gittest"
 )
 
 // TestLoopNoInputChangeSkipsRender: a commit that changes no input of the
@@ -14,7 +16,7 @@ import (
 // applied as usual; the state's input fingerprint survives the apply.
 func TestLoopNoInputChangeSkipsRender(t *testing.T) {
 	ctx := context.Background()
-	dir, repo := testRepo(t)
+	dir, repo := gittest.Quickstart(t)
 	wd := Open(filepath.Join(t.TempDir(), "wd"))
 	loads := 0
 	loop := &Loop{Workdir: wd, Source: &LocalSource{Path: dir}, ToolVersion: "test", onLoad: func() { loads++ }}
@@ -28,8 +30,8 @@ func TestLoopNoInputChangeSkipsRender(t *testing.T) {
 	first := st.Inputs
 
 	// A README edit: unchanged, nothing loaded.
-	editFile(t, filepath.Join(dir, "README.md"), "#", "# Edited:")
-	readme := commit(t, repo, "readme")
+	gittest.EditFile(t, filepath.Join(dir, "README.md"), "#", "# Edited:")
+	readme := gittest.Commit(t, repo, "readme")
 	if o := loop.ReconcileOnce(ctx); o != NoChange || loads != 1 {
 		t.Fatalf("a README commit: %s after %d loads (want unchanged, 1 load) %q", o, loads, loop.Status().Errors)
 	}
@@ -49,21 +51,21 @@ func TestLoopNoInputChangeSkipsRender(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "NOTES.txt"), []byte("notes\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	commit(t, repo, "notes")
+	gittest.Commit(t, repo, "notes")
 	if o := loop.ReconcileOnce(ctx); o != NoChange || loads != 2 {
 		t.Fatalf("a new file: %s after %d loads (want unchanged, 2 loads)", o, loads)
 	}
 
 	// An input changed: loaded, rendered and applied; the new state has the
 	// fingerprint of the new inputs.
-	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "roles:", "roles: # edited\n   ")
-	commit(t, repo, "cluster comment")
+	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "roles:", "roles: # edited\n   ")
+	gittest.Commit(t, repo, "cluster comment")
 	o := loop.ReconcileOnce(ctx)
 	if loads != 3 || (o != NoChange && o != Applied) {
 		t.Fatalf("an input commit: %s after %d loads (want 3) %q", o, loads, loop.Status().Errors)
 	}
-	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "node-4: {id: 4, roles: [compute]}", "node-4: {id: 4, roles: [compute]}\n  node-7: {id: 7, roles: [compute]}")
-	commit(t, repo, "a new node")
+	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "node-4: {id: 4, roles: [compute]}", "node-4: {id: 4, roles: [compute]}\n  node-7: {id: 7, roles: [compute]}")
+	gittest.Commit(t, repo, "a new node")
 	if o := loop.ReconcileOnce(ctx); o != Applied || loads != 4 {
 		t.Fatalf("a new node: %s after %d loads (want applied, 4) %q", o, loads, loop.Status().Errors)
 	}
@@ -71,8 +73,8 @@ func TestLoopNoInputChangeSkipsRender(t *testing.T) {
 	if err != nil || st.Inputs == "" || st.Inputs == first || st.Serial != 2 {
 		t.Fatalf("the state after the second apply: %v serial %d inputs %q (first %q)", err, st.Serial, st.Inputs, first)
 	}
-	editFile(t, filepath.Join(dir, "README.md"), "# Edited:", "# Edited again:")
-	commit(t, repo, "readme again")
+	gittest.EditFile(t, filepath.Join(dir, "README.md"), "# Edited:", "# Edited again:")
+	gittest.Commit(t, repo, "readme again")
 	if o := loop.ReconcileOnce(ctx); o != NoChange || loads != 4 {
 		t.Fatalf("a README commit after the second apply: %s after %d loads (want unchanged, 4)", o, loads)
 	}
@@ -82,7 +84,7 @@ func TestLoopNoInputChangeSkipsRender(t *testing.T) {
 // (no inputs) takes the normal path: every commit is loaded and rendered.
 func TestLoopOldStateWithoutFingerprint(t *testing.T) {
 	ctx := context.Background()
-	dir, repo := testRepo(t)
+	dir, repo := gittest.Quickstart(t)
 	wd := Open(filepath.Join(t.TempDir(), "wd"))
 	loads := 0
 	loop := &Loop{Workdir: wd, Source: &LocalSource{Path: dir}, ToolVersion: "test", onLoad: func() { loads++ }}
@@ -110,8 +112,8 @@ func TestLoopOldStateWithoutFingerprint(t *testing.T) {
 	if st, err := wd.ReadState(); err != nil || st.Inputs != "" {
 		t.Fatalf("the old state: %v %+v", err, st)
 	}
-	editFile(t, filepath.Join(dir, "README.md"), "#", "# Edited:")
-	commit(t, repo, "readme")
+	gittest.EditFile(t, filepath.Join(dir, "README.md"), "#", "# Edited:")
+	gittest.Commit(t, repo, "readme")
 	if o := loop.ReconcileOnce(ctx); o != NoChange || loads != 2 {
 		t.Fatalf("a README commit over an old state: %s after %d loads (want unchanged, 2)", o, loads)
 	}

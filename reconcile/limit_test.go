@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/fuelsync/fuelsync/internal/gittest"
 )
 
 // serveLimited serves a Server (its loop never run) on loopback with lim, and
@@ -145,7 +147,7 @@ func TestSlowClientsTimedOut(t *testing.T) {
 		pending = append(pending, c)
 		time.Sleep(10 * time.Millisecond)
 	}
-	waitFor(t, "4 connections open", func() bool { return cl.count() == 4 })
+	gittest.WaitFor(t, "4 connections open", func() bool { return cl.count() == 4 })
 	start := time.Now()
 	c, r := rawRequest(t, addr, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
 	c.SetReadDeadline(time.Now().Add(time.Second))
@@ -239,7 +241,7 @@ func TestCloseWhileFull(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(limited) }()
 	busy, _ := rawRequest(t, ln.Addr().String(), "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-	waitFor(t, "the first request being served", func() bool { return limited.(*connLimiter).count() == 1 })
+	gittest.WaitFor(t, "the first request being served", func() bool { return limited.(*connLimiter).count() == 1 })
 	rawRequest(t, ln.Addr().String(), "GET / HTTP/1.1\r\nHost: x\r\n\r\n") // waits for room
 	time.Sleep(50 * time.Millisecond)
 	if err := limited.Close(); err != nil {

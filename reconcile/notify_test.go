@@ -8,13 +8,15 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/fuelsync/fuelsync/internal/gittest"
 )
 
 // TestWatchWorktree: with --worktree, an edit of a cluster file — written in
 // place, or the way editors save (a temporary file renamed over it) — triggers
 // exactly one reconcile, which applies it.
 func TestWatchWorktree(t *testing.T) {
-	dir, _ := testRepo(t)
+	dir, _ := gittest.Quickstart(t)
 	wd := filepath.Join(t.TempDir(), "wd")
 	loop := &Loop{Workdir: Open(wd), Source: &WorktreeSource{Path: dir}, ToolVersion: "test"}
 	var reconciles atomic.Int64
@@ -24,7 +26,7 @@ func TestWatchWorktree(t *testing.T) {
 	go loop.Run(ctx)
 	skip := func(p string) bool { return filepath.Base(p) == ".git" || strings.HasPrefix(p, wd) }
 	go WatchTree(ctx, dir, skip, 150*time.Millisecond, loop.Trigger)
-	waitFor(t, "the first reconcile", func() bool { return loop.Status().Ready })
+	gittest.WaitFor(t, "the first reconcile", func() bool { return loop.Status().Ready })
 	time.Sleep(300 * time.Millisecond) // the watcher is set up
 
 	file := filepath.Join(dir, "clusters", "demo.yaml")
@@ -51,7 +53,7 @@ func TestWatchWorktree(t *testing.T) {
 		if err := save([]byte(strings.Replace(string(data), old, new, 1))); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the edit applied", func() bool { return loop.Status().Serial == serial+1 })
+		gittest.WaitFor(t, "the edit applied", func() bool { return loop.Status().Serial == serial+1 })
 		time.Sleep(500 * time.Millisecond) // a second reconcile would come by now
 		if n := reconciles.Load() - before; n != 1 {
 			t.Errorf("save %d: %d reconciles, want 1", i, n)

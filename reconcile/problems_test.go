@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fuelsync/fuelsync/internal/gittest"
 )
 
 // A commit with more problems than MaxProblems: the log, the status and the
@@ -20,14 +22,14 @@ import (
 // cluster specs logged 60,000 lines for one reconcile and made a status
 // document of 5.3 MB; 250 here.
 func TestProblemsCapped(t *testing.T) {
-	dir, repo := testRepo(t)
+	dir, repo := gittest.Quickstart(t)
 	const n = 250
 	for i := range n {
 		if err := os.WriteFile(filepath.Join(dir, "clusters", fmt.Sprintf("empty-%03d.yaml", i)), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	commit(t, repo, "250 empty cluster specs")
+	gittest.Commit(t, repo, "250 empty cluster specs")
 	var logged bytes.Buffer
 	loop := &Loop{Workdir: Open(filepath.Join(t.TempDir(), "wd")), Source: &LocalSource{Path: dir}, ToolVersion: "test",
 		Log: slog.New(slog.NewJSONHandler(&logged, nil))}

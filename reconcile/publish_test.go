@@ -13,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
+	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/internal/testenv"
 )
 
@@ -21,7 +22,7 @@ import (
 // naming the source revision; a remote repository gets the branch pushed.
 func TestPublishBranch(t *testing.T) {
 	InstallFileTransport()
-	dir, work := testRepo(t)
+	dir, work := gittest.Quickstart(t)
 	remote := filepath.Join(t.TempDir(), "remote.git")
 	if _, err := git.PlainInit(remote, true); err != nil {
 		t.Fatal(err)
@@ -99,7 +100,7 @@ func TestPublishBranch(t *testing.T) {
 // every update of main failed ("File exists"); ' main' wrote a ref git calls
 // broken, HEAD made every git command warn that HEAD is ambiguous.
 func TestPublishBranchNamesRefused(t *testing.T) {
-	dir, _ := testRepo(t)
+	dir, _ := gittest.Quickstart(t)
 	src := &LocalSource{Path: dir}
 	for _, name := range []string{"master.lock", " main", "HEAD", "a..b", "x/", "@{", "a\x01b", "refs/heads/HEAD"} {
 		p := &Publisher{Branch: name}
@@ -134,7 +135,7 @@ func TestPublishBranchNamesRefused(t *testing.T) {
 // a branch name from the repository is.
 func TestRemoteHeadBranchChecked(t *testing.T) {
 	InstallFileTransport()
-	_, work := testRepo(t)
+	_, work := gittest.Quickstart(t)
 	remote := filepath.Join(t.TempDir(), "remote.git")
 	r, err := git.PlainInit(remote, true)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
+
+	"github.com/fuelsync/fuelsync/internal/gittest"
 )
 
 // push pushes the working repository's master branch to origin as main.
@@ -29,7 +31,7 @@ func push(t *testing.T, r *git.Repository, force bool) {
 // the loop survives (errors, backoff) and catches up once it is back.
 func TestRemoteSource(t *testing.T) {
 	InstallFileTransport()
-	dir, work := testRepo(t)
+	dir, work := gittest.Quickstart(t)
 	remote := filepath.Join(t.TempDir(), "remote.git")
 	if _, err := git.PlainInit(remote, true); err != nil {
 		t.Fatal(err)
@@ -46,8 +48,8 @@ func TestRemoteSource(t *testing.T) {
 	}
 
 	// A pushed commit.
-	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
-	second := commit(t, work, "node-2 without rabbitmq")
+	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
+	second := gittest.Commit(t, work, "node-2 without rabbitmq")
 	push(t, work, false)
 	if o := loop.ReconcileOnce(context.Background()); o != Applied || loop.Status().Applied != second {
 		t.Fatalf("after a push: %s, applied %s", o, loop.Status().Applied)
@@ -58,8 +60,8 @@ func TestRemoteSource(t *testing.T) {
 	if err := wt.Reset(&git.ResetOptions{Commit: head.Hash(), Mode: git.HardReset}); err != nil {
 		t.Fatal(err)
 	}
-	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "node-4: {id: 4, roles: [compute]}", "node-4: {id: 4, roles: [compute, storage]}")
-	rewritten := commit(t, work, "node-4 also storage")
+	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "node-4: {id: 4, roles: [compute]}", "node-4: {id: 4, roles: [compute, storage]}")
+	rewritten := gittest.Commit(t, work, "node-4 also storage")
 	push(t, work, true)
 	if o := loop.ReconcileOnce(context.Background()); o != Applied || loop.Status().Applied != rewritten {
 		t.Fatalf("after a force-push: %s, applied %s", o, loop.Status().Applied)
@@ -82,8 +84,8 @@ func TestRemoteSource(t *testing.T) {
 	if err := os.Rename(remote+".away", remote); err != nil {
 		t.Fatal(err)
 	}
-	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "node-3: {id: 3, roles: [controller]}", "node-3: {id: 3, roles: [controller], tags: {assign: [backup]}}")
-	latest := commit(t, work, "back")
+	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "node-3: {id: 3, roles: [controller]}", "node-3: {id: 3, roles: [controller], tags: {assign: [backup]}}")
+	latest := gittest.Commit(t, work, "back")
 	push(t, work, false)
 	deadline := time.Now().Add(10 * time.Second)
 	for loop.Status().Applied != latest {
@@ -99,7 +101,7 @@ func TestRemoteSource(t *testing.T) {
 // is given (go-git's file transport read the working tree's root as the .git
 // directory and found no branch, and the branch defaulted to main).
 func TestRemoteSourceWorkingTreeRepo(t *testing.T) {
-	dir, work := testRepo(t) // on master
+	dir, work := gittest.Quickstart(t) // on master
 	wd := filepath.Join(t.TempDir(), "wd")
 	src := &RemoteSource{URL: "file://" + dir, CacheDir: filepath.Join(wd, "cache")}
 	loop := &Loop{Workdir: Open(wd), Source: src, ToolVersion: "test"}
@@ -110,8 +112,8 @@ func TestRemoteSourceWorkingTreeRepo(t *testing.T) {
 	if b, err := src.branch(context.Background()); err != nil || b != "master" {
 		t.Errorf("the branch followed: %q %v, want master", b, err)
 	}
-	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
-	second := commit(t, work, "node-2 without rabbitmq")
+	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
+	second := gittest.Commit(t, work, "node-2 without rabbitmq")
 	if o := loop.ReconcileOnce(context.Background()); o != Applied || loop.Status().Applied != second {
 		t.Fatalf("after a commit: %s, applied %s %q", o, loop.Status().Applied, loop.Status().Errors)
 	}

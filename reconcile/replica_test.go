@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
+	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/render"
 )
 
@@ -135,7 +136,7 @@ func waitLong(t *testing.T, d time.Duration, what string, cond func() bool) {
 // over within the lease TTL and reconciles the next commit.
 func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 	c := etcdtest.Start(t, 1)
-	dir, repo := testRepo(t)
+	dir, repo := gittest.Quickstart(t)
 	secret := []byte("s3cret")
 	a := startReplica(t, c, dir, "replica-a", secret)
 	b := startReplica(t, c, dir, "replica-b", secret)
@@ -152,7 +153,7 @@ func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 	if n := follower.reconciles(); n != 0 {
 		t.Errorf("the follower %s reconciled %d times", follower.id, n)
 	}
-	waitFor(t, "the follower's status at serial 1", func() bool { return follower.loop.Status().Serial == 1 })
+	gittest.WaitFor(t, "the follower's status at serial 1", func() bool { return follower.loop.Status().Serial == 1 })
 	for _, r := range reps {
 		st := r.status(t)
 		want := RoleFollower
@@ -169,7 +170,7 @@ func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 	if code, body := leader.get(t, "/readyz"); code != 200 {
 		t.Errorf("the leader's /readyz: %d %s", code, body)
 	}
-	waitFor(t, "the follower ready", func() bool { code, _ := follower.get(t, "/readyz"); return code == 200 })
+	gittest.WaitFor(t, "the follower ready", func() bool { code, _ := follower.get(t, "/readyz"); return code == 200 })
 	// The follower serves the applied graphs, rendered itself and checked
 	// against the state's manifest: the same bytes as the leader's (the
 	// expanded view of its applied set).
@@ -209,8 +210,8 @@ func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 	}
 
 	// A commit, and its webhook sent to the follower: the leader applies it.
-	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
-	second := commit(t, repo, "unassign rabbitmq")
+	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
+	second := gittest.Commit(t, repo, "unassign rabbitmq")
 	body := []byte(`{"ref":"refs/heads/master","after":"` + second + `"}`)
 	req, _ := http.NewRequest(http.MethodPost, follower.base+"/hooks/generic", bytes.NewReader(body))
 	for k, v := range genericHeaders(secret, time.Now(), body) {
@@ -224,11 +225,11 @@ func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("webhook to the follower: %d", resp.StatusCode)
 	}
-	waitFor(t, "the leader applied the commit of the follower's webhook", func() bool { return leader.loop.Status().Applied == second })
+	gittest.WaitFor(t, "the leader applied the commit of the follower's webhook", func() bool { return leader.loop.Status().Applied == second })
 	if n := follower.reconciles(); n != 0 || leader.count(Applied) != 2 {
 		t.Errorf("after the webhook: the follower reconciled %d times, the leader applied %d times; want 0 and 2", n, leader.count(Applied))
 	}
-	waitFor(t, "the follower's status at serial 2", func() bool { return follower.loop.Status().Serial == 2 })
+	gittest.WaitFor(t, "the follower's status at serial 2", func() bool { return follower.loop.Status().Serial == 2 })
 
 	// The leader is gone without resigning (its etcd client closed: no more
 	// keep-alives): the follower leads within the lease TTL.
@@ -246,16 +247,16 @@ func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 	if d := time.Duration(took.Load()); d > 2*time.Second+3*time.Second {
 		t.Errorf("failover took %s; want within the lease TTL (2s) and a few seconds", d)
 	}
-	waitFor(t, "the new leader's first reconcile", func() bool { return follower.reconciles() == 1 })
+	gittest.WaitFor(t, "the new leader's first reconcile", func() bool { return follower.reconciles() == 1 })
 	if st := follower.loop.Status(); st.Outcome != NoChange {
 		t.Fatalf("the new leader's first reconcile: %s %v", st.Outcome, st.Errors)
 	}
-	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "unassign: [rabbitmq]", "unassign: []")
-	third := commit(t, repo, "rabbitmq back")
+	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "unassign: [rabbitmq]", "unassign: []")
+	third := gittest.Commit(t, repo, "rabbitmq back")
 	if err := follower.rep.Trigger(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the new leader applied serial 3", func() bool { st := follower.loop.Status(); return st.Applied == third && st.Serial == 3 })
+	gittest.WaitFor(t, "the new leader applied serial 3", func() bool { st := follower.loop.Status(); return st.Applied == third && st.Serial == 3 })
 	if st := follower.status(t); st.Replica.Leader != follower.id || st.Replica.Role != RoleLeader {
 		t.Errorf("the new leader's status: %+v", *st.Replica)
 	}
@@ -267,11 +268,11 @@ func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 // no graph of that state.
 func TestEtcdReplicaOtherToolVersionServesNothing(t *testing.T) {
 	c := etcdtest.Start(t, 1)
-	dir, _ := testRepo(t)
+	dir, _ := gittest.Quickstart(t)
 	a := startReplica(t, c, dir, "replica-a", nil)
 	waitLong(t, 10*time.Second, "serial 1 applied", func() bool { return a.count(Applied) == 1 })
 	b := startReplicaVersion(t, c, dir, "replica-b", nil, "other")
-	waitFor(t, "the follower's problem", func() bool { _, p := b.rep.Serving(); return p != nil })
+	gittest.WaitFor(t, "the follower's problem", func() bool { _, p := b.rep.Serving(); return p != nil })
 	code, body := b.get(t, "/readyz")
 	if code != 503 || !strings.Contains(body, "renders") || !strings.Contains(body, "fuelsync other") || !strings.Contains(body, "fuelsync test") {
 		t.Errorf("/readyz of the follower of another version: %d %s", code, body)
@@ -367,7 +368,7 @@ func (p *cutProxy) setCut(cut bool) {
 // serves the new serial.
 func TestEtcdReplicaLeaderPartitioned(t *testing.T) {
 	c := etcdtest.Start(t, 1)
-	dir, repo := testRepo(t)
+	dir, repo := gittest.Quickstart(t)
 	proxy := newCutProxy(t, c.Endpoints()[0])
 	cfg, err := ParseStateURL("etcd://" + proxy.ln.Addr().String() + "/replicas")
 	if err != nil {
@@ -397,12 +398,12 @@ func TestEtcdReplicaLeaderPartitioned(t *testing.T) {
 	waitLong(t, 10*time.Second, "replica-a steps down", func() bool { return a.rep.Role() == RoleFollower })
 	t.Logf("replica-a stepped down %s after the cut", time.Since(cut).Round(time.Millisecond))
 
-	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
-	second := commit(t, repo, "unassign rabbitmq")
+	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
+	second := gittest.Commit(t, repo, "unassign rabbitmq")
 	if err := b.rep.Trigger(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "replica-b applied serial 2", func() bool { st := b.loop.Status(); return st.Applied == second && st.Serial == 2 })
+	gittest.WaitFor(t, "replica-b applied serial 2", func() bool { st := b.loop.Status(); return st.Applied == second && st.Serial == 2 })
 	if n := a.count(Applied); n != 1 {
 		t.Errorf("the partitioned replica applied %d times; want only serial 1", n)
 	}
@@ -422,7 +423,7 @@ func TestEtcdReplicaLeaderPartitioned(t *testing.T) {
 // a leader applies the commit made meanwhile and both are ready again.
 func TestEtcdReplicasQuorumLost(t *testing.T) {
 	c := etcdtest.Start(t, 3)
-	dir, repo := testRepo(t)
+	dir, repo := gittest.Quickstart(t)
 	a := startReplica(t, c, dir, "replica-a", nil)
 	b := startReplica(t, c, dir, "replica-b", nil)
 	reps := []*testReplica{a, b}
@@ -441,8 +442,8 @@ func TestEtcdReplicasQuorumLost(t *testing.T) {
 		})
 	}
 	t.Logf("both replicas not ready %s after the quorum was lost", time.Since(lost).Round(time.Millisecond))
-	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
-	second := commit(t, repo, "unassign rabbitmq")
+	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
+	second := gittest.Commit(t, repo, "unassign rabbitmq")
 	for _, r := range reps {
 		r.loop.Trigger()
 	}
@@ -492,7 +493,7 @@ func TestEtcdReplicasQuorumLost(t *testing.T) {
 // the applied revision, the clusters, the graphs, the status and the page.
 func TestEtcdFollowerAnswersReadEndpoints(t *testing.T) {
 	c := etcdtest.Start(t, 1)
-	dir, _ := testRepo(t)
+	dir, _ := gittest.Quickstart(t)
 	a := startReplica(t, c, dir, "replica-a", nil)
 	b := startReplica(t, c, dir, "replica-b", nil)
 	waitLong(t, 10*time.Second, "serial 1 applied by a leader", func() bool { return a.count(Applied)+b.count(Applied) == 1 })

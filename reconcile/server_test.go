@@ -23,68 +23,12 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/fuelsync/fuelsync/internal/mapfs"
+	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/internal/testenv"
 )
-
-var sig = object.Signature{Name: "test", Email: "test@fuelsync.invalid", When: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)}
-
-// testRepo is a git repository holding examples/quickstart.
-func testRepo(t *testing.T) (string, *git.Repository) {
-	t.Helper()
-	dir := t.TempDir()
-	files, err := mapfs.Read("../examples/quickstart")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, f := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r, err := git.PlainInit(dir, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	commit(t, r, "quickstart")
-	return dir, r
-}
-
-func commit(t *testing.T, r *git.Repository, msg string) string {
-	t.Helper()
-	wt, err := r.Worktree()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
-		t.Fatal(err)
-	}
-	s := sig
-	h, err := wt.Commit(msg, &git.CommitOptions{Author: &s, Committer: &s, AllowEmptyCommits: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h.String()
-}
-
-func editFile(t *testing.T, path, old, new string) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil || !bytes.Contains(data, []byte(old)) {
-		t.Fatalf("%s has no %q (%v)", path, old, err)
-	}
-	if err := os.WriteFile(path, bytes.Replace(data, []byte(old), []byte(new), 1), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func sign(secret, body []byte) string {
 	mac := hmac.New(sha256.New, secret)
@@ -98,18 +42,6 @@ func genericHeaders(secret []byte, t time.Time, body []byte) map[string]string {
 	return map[string]string{"X-Fuelsync-Timestamp": stamp, "X-Fuelsync-Signature": SignGeneric(secret, stamp, body)}
 }
 
-// waitFor polls cond every 20ms for up to 5 seconds.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 5 s: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestServe runs the loop and the server on loopback against a real remote (a bare
 // repository on disk, updated by pushes):
 // the first commit is applied; a pushed commit with a signed GitHub webhook is
@@ -118,7 +50,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // and its error shows in the status with file and line; /metrics parses.
 func TestServe(t *testing.T) {
 	InstallFileTransport()
-	dir, repo := testRepo(t)
+	dir, repo := gittest.Quickstart(t)
 	// The remote: a bare repository on disk, updated by pushes.
 	remote := filepath.Join(t.TempDir(), "remote.git")
 	if _, err := git.PlainInit(remote, true); err != nil {
@@ -168,20 +100,20 @@ func TestServe(t *testing.T) {
 
 	head, _ := repo.Head()
 	first := head.Hash().String()
-	waitFor(t, "the first commit applied", func() bool { st := loop.Status(); return st.Applied == first && st.Ready })
+	gittest.WaitFor(t, "the first commit applied", func() bool { st := loop.Status(); return st.Applied == first && st.Ready })
 	if code, _ := get("/readyz"); code != 200 {
 		t.Errorf("/readyz: %d", code)
 	}
 
 	// A push, then a signed GitHub delivery.
-	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
-	second := commit(t, repo, "node-2 without rabbitmq")
+	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
+	second := gittest.Commit(t, repo, "node-2 without rabbitmq")
 	push(t, repo, false)
 	body := []byte(`{"ref":"refs/heads/master","after":"` + second + `"}`)
 	if code := hook("github", body, map[string]string{"X-Hub-Signature-256": sign(secret, body), "X-GitHub-Delivery": "d-1"}); code != 202 {
 		t.Fatalf("signed delivery: %d", code)
 	}
-	waitFor(t, "the pushed commit applied", func() bool { return loop.Status().Applied == second })
+	gittest.WaitFor(t, "the pushed commit applied", func() bool { return loop.Status().Applied == second })
 	var status Status
 	_, js := get("/api/v1/status")
 	if err := json.Unmarshal([]byte(js), &status); err != nil || status.Applied != second || status.Changes == nil || status.Changes.Summary.TasksRemoved != 1 {
@@ -213,12 +145,12 @@ func TestServe(t *testing.T) {
 	}
 
 	// A commit that does not validate: not applied, its error in the status.
-	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "release: quickstart-1.0", "release: quickstart-9.9")
-	third := commit(t, repo, "unknown release")
+	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "release: quickstart-1.0", "release: quickstart-9.9")
+	third := gittest.Commit(t, repo, "unknown release")
 	push(t, repo, false)
 	currentBefore, _ := os.ReadFile(filepath.Join(wd, "artifacts", "current", "manifest.json"))
 	hook("generic", body, genericHeaders(secret, time.Now(), body))
-	waitFor(t, "the invalid commit seen", func() bool { st := loop.Status(); return st.Revision == third && st.Outcome == Invalid })
+	gittest.WaitFor(t, "the invalid commit seen", func() bool { st := loop.Status(); return st.Revision == third && st.Outcome == Invalid })
 	st := loop.Status()
 	if st.Applied != second || len(st.Errors) == 0 || !strings.HasPrefix(st.Errors[0], "clusters/demo.yaml:5:10: error: ") {
 		t.Errorf("status after an invalid commit: applied %s, errors %q", st.Applied, st.Errors)
@@ -282,7 +214,7 @@ func TestWebhookLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("1,000 deliveries")
 	}
-	dir, repo := testRepo(t)
+	dir, repo := gittest.Quickstart(t)
 	secret := []byte("s3cret")
 	loop := &Loop{Workdir: Open(filepath.Join(t.TempDir(), "wd")), Source: &LocalSource{Path: dir}, ToolVersion: "test"}
 	var reconciles, full atomic.Int64
@@ -305,10 +237,10 @@ func TestWebhookLoad(t *testing.T) {
 	done := make(chan struct{})
 	go func() { loop.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done; hs.Close() })
-	waitFor(t, "ready", func() bool { return loop.Status().Ready })
+	gittest.WaitFor(t, "ready", func() bool { return loop.Status().Ready })
 	// A push just before the burst: the burst must apply it once.
-	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
-	pushed := commit(t, repo, "node-2 without rabbitmq")
+	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
+	pushed := gittest.Commit(t, repo, "node-2 without rabbitmq")
 	before, fullBefore := reconciles.Load(), full.Load()
 
 	body := []byte(`{"ref":"refs/heads/master"}`)
@@ -375,7 +307,7 @@ func TestWebhookLoad(t *testing.T) {
 	}(); code != 200 {
 		t.Errorf("/healthz after the load: %d", code)
 	}
-	waitFor(t, "the pushed commit applied", func() bool { return loop.Status().Applied == pushed })
+	gittest.WaitFor(t, "the pushed commit applied", func() bool { return loop.Status().Applied == pushed })
 	time.Sleep(100 * time.Millisecond) // the last triggered reconcile
 	wakeups, applied := reconciles.Load()-before, full.Load()-fullBefore
 	t.Logf("%d deliveries (%d valid, %d bad signatures, %d over 1 MiB) in %v: %d loop wakeups, %d full reconcile(s); the others found the commit reconciled",
@@ -399,7 +331,7 @@ func TestStatusPageBrowser(t *testing.T) {
 	if browser == "" {
 		testenv.Unavailable(t, "no chromium installed (apt-get install chromium)")
 	}
-	dir, repo := testRepo(t)
+	dir, repo := gittest.Quickstart(t)
 	loop := &Loop{Workdir: Open(filepath.Join(t.TempDir(), "wd")), Source: &LocalSource{Path: dir}, ToolVersion: "test"}
 	srv := NewServer(loop, []byte("s"))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -410,8 +342,8 @@ func TestStatusPageBrowser(t *testing.T) {
 	go hs.Serve(ln)
 	t.Cleanup(func() { hs.Close() })
 	loop.ReconcileOnce(context.Background())
-	editFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
-	commit(t, repo, "node-2 without rabbitmq")
+	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
+	gittest.Commit(t, repo, "node-2 without rabbitmq")
 	if o := loop.ReconcileOnce(context.Background()); o != Applied {
 		t.Fatalf("reconcile: %s", o)
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	git "github.com/go-git/go-git/v5"
+
+	"github.com/fuelsync/fuelsync/internal/gittest"
 )
 
 // tree lists every path under dir with its type and size.
@@ -59,7 +61,7 @@ func unchanged(t *testing.T, what string, before, after map[string]string) {
 // store's pruning removed its loose objects), a bare repository, a directory
 // of someone's files.
 func TestWorkdirForeignRefused(t *testing.T) {
-	dir, _ := testRepo(t) // loose objects in .git/objects
+	dir, _ := gittest.Quickstart(t) // loose objects in .git/objects
 	bare := filepath.Join(t.TempDir(), "bare.git")
 	if _, err := git.PlainInit(bare, true); err != nil {
 		t.Fatal(err)
