@@ -19,6 +19,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
 )
 
@@ -165,7 +166,7 @@ func (s *Server) appliedOr503(w http.ResponseWriter) (*State, bool) {
 		if serving, problem := s.Replica.Serving(); problem != nil || serving == 0 {
 			msg := "this replica has not rendered the applied set yet"
 			if problem != nil {
-				msg = "this replica does not serve the applied state: " + Redact(problem.Error())
+				msg = "this replica does not serve the applied state: " + redact.Text(problem.Error())
 			}
 			w.Header().Set("Retry-After", waitRetryAfter)
 			http.Error(w, msg, http.StatusServiceUnavailable)
@@ -174,7 +175,7 @@ func (s *Server) appliedOr503(w http.ResponseWriter) (*State, bool) {
 	}
 	st, err := s.applied()
 	if err != nil {
-		http.Error(w, "reading the applied state: "+Redact(err.Error()), http.StatusInternalServerError)
+		http.Error(w, "reading the applied state: "+redact.Text(err.Error()), http.StatusInternalServerError)
 		return nil, false
 	}
 	if st.Serial == 0 {
@@ -267,7 +268,7 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 			if rest, ok := strings.CutPrefix(file, prefix); ok && !strings.Contains(rest, "/") && strings.HasSuffix(rest, ".yaml") {
 				_, etag, err := s.artifact(st, file, viewOf(st, file), false)
 				if err != nil {
-					http.Error(w, Redact(err.Error()), http.StatusInternalServerError)
+					http.Error(w, redact.Text(err.Error()), http.StatusInternalServerError)
 					return
 				}
 				ns.Graphs[strings.TrimSuffix(rest, ".yaml")] = strings.Trim(etag, `"`)
@@ -329,7 +330,7 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) {
 				continue // the set was replaced and pruned meanwhile: read the new state
 			}
 			if err != nil {
-				http.Error(w, Redact(err.Error()), http.StatusInternalServerError)
+				http.Error(w, redact.Text(err.Error()), http.StatusInternalServerError)
 				return
 			}
 		}

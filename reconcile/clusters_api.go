@@ -3,6 +3,7 @@ package reconcile
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/fuelsync/fuelsync/internal/redact"
 	"net/http"
 )
 
@@ -14,7 +15,7 @@ func (s *Server) clusters(w http.ResponseWriter, r *http.Request) {
 	}
 	st, err := s.applied()
 	if err != nil {
-		http.Error(w, "reading the applied state: "+Redact(err.Error()), http.StatusInternalServerError)
+		http.Error(w, "reading the applied state: "+redact.Text(err.Error()), http.StatusInternalServerError)
 		return
 	}
 	writeJSONBody(w, http.StatusOK, s.Loop.Clusters(st))
@@ -43,7 +44,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
 	}
 	st, err := s.applied()
 	if err != nil {
-		http.Error(w, "reading the applied state: "+Redact(err.Error()), http.StatusInternalServerError)
+		http.Error(w, "reading the applied state: "+redact.Text(err.Error()), http.StatusInternalServerError)
 		return
 	}
 	cs := st.Clusters[cluster]

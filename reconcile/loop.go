@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/fuelsync/fuelsync/diff"
+	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
 )
@@ -243,7 +244,7 @@ func (l *Loop) ReconcileOnce(ctx context.Context) Outcome {
 	start := time.Now()
 	outcome, rev, cs, errs, st := l.reconcile(ctx)
 	for i, e := range errs {
-		errs[i] = Redact(e) // an error may quote the remote's URL
+		errs[i] = redact.Text(e) // an error may quote the remote's URL
 	}
 	l.mu.Lock()
 	if rev != "" {
@@ -509,7 +510,7 @@ func (l *Loop) approve(ctx context.Context) (problems []string, applied int) {
 		}
 		res, err := l.operation().Run(ctx, Request{Revision: rev, Targets: []string{name}, Apply: true, Approve: cs.Pending, Lock: "approve", LockTimeout: time.Minute})
 		if err != nil {
-			problems = append(problems, Redact(err.Error()))
+			problems = append(problems, redact.Text(err.Error()))
 			continue
 		}
 		l.noteApplied(res)

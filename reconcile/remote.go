@@ -21,6 +21,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
 
+	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
 )
 
@@ -74,7 +75,7 @@ func (s *RemoteSource) branch(ctx context.Context) (string, error) {
 	r := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{s.URL}})
 	refs, err := r.ListContext(ctx, &git.ListOptions{Auth: s.Auth})
 	if err != nil {
-		return "", fmt.Errorf("listing the branches of %s: %w", RedactURL(s.URL), err)
+		return "", fmt.Errorf("listing the branches of %s: %w", redact.URL(s.URL), err)
 	}
 	var head *plumbing.Reference
 	for _, ref := range refs {
@@ -83,13 +84,13 @@ func (s *RemoteSource) branch(ctx context.Context) (string, error) {
 		}
 	}
 	if head == nil {
-		return "", fmt.Errorf("%s has no HEAD: name the branch to follow with --branch", RedactURL(s.URL))
+		return "", fmt.Errorf("%s has no HEAD: name the branch to follow with --branch", redact.URL(s.URL))
 	}
 	// The remote names the branch: it is checked as a name from the
 	// repository is.
 	if head.Type() == plumbing.SymbolicReference && head.Target().IsBranch() {
 		if err := loader.CheckBranchName(head.Target().Short()); err != nil {
-			return "", fmt.Errorf("the HEAD of %s names a branch fuelsync does not follow: %w; name the branch with --branch", RedactURL(s.URL), err)
+			return "", fmt.Errorf("the HEAD of %s names a branch fuelsync does not follow: %w; name the branch with --branch", redact.URL(s.URL), err)
 		}
 		s.resolved = head.Target().Short()
 		return s.resolved, nil
@@ -102,10 +103,10 @@ func (s *RemoteSource) branch(ctx context.Context) (string, error) {
 		}
 	}
 	if len(at) != 1 {
-		return "", fmt.Errorf("the branch HEAD names in %s is unknown: name the branch to follow with --branch", RedactURL(s.URL))
+		return "", fmt.Errorf("the branch HEAD names in %s is unknown: name the branch to follow with --branch", redact.URL(s.URL))
 	}
 	if err := loader.CheckBranchName(at[0]); err != nil {
-		return "", fmt.Errorf("the HEAD of %s is a branch fuelsync does not follow: %w; name the branch with --branch", RedactURL(s.URL), err)
+		return "", fmt.Errorf("the HEAD of %s is a branch fuelsync does not follow: %w; name the branch with --branch", redact.URL(s.URL), err)
 	}
 	s.resolved = at[0]
 	return s.resolved, nil
@@ -118,7 +119,7 @@ func (s *RemoteSource) Latest(ctx context.Context) (Revision, error) {
 	defer s.mu.Unlock()
 	branch, err := s.branch(ctx)
 	if err != nil {
-		return Revision{}, errors.New(Redact(err.Error()))
+		return Revision{}, errors.New(redact.Text(err.Error()))
 	}
 	ref := plumbing.NewBranchReferenceName(branch)
 	repo, err := git.PlainOpen(s.CacheDir)
@@ -136,10 +137,10 @@ func (s *RemoteSource) Latest(ctx context.Context) (Revision, error) {
 			if made {
 				os.RemoveAll(s.CacheDir) // a half-made clone would poison the next try
 			}
-			return Revision{}, fmt.Errorf("cloning %s: %s", RedactURL(s.URL), Redact(err.Error()))
+			return Revision{}, fmt.Errorf("cloning %s: %s", redact.URL(s.URL), redact.Text(err.Error()))
 		}
 	} else if err != nil {
-		return Revision{}, fmt.Errorf("the cache of %s: %w", RedactURL(s.URL), err)
+		return Revision{}, fmt.Errorf("the cache of %s: %w", redact.URL(s.URL), err)
 	} else {
 		err = repo.FetchContext(ctx, &git.FetchOptions{
 			RemoteName: git.DefaultRemoteName,
@@ -147,12 +148,12 @@ func (s *RemoteSource) Latest(ctx context.Context) (Revision, error) {
 			Auth:       s.Auth, Force: true, Tags: git.NoTags,
 		})
 		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-			return Revision{}, fmt.Errorf("fetching %s: %s", RedactURL(s.URL), Redact(err.Error()))
+			return Revision{}, fmt.Errorf("fetching %s: %s", redact.URL(s.URL), redact.Text(err.Error()))
 		}
 	}
 	head, err := repo.Reference(ref, true)
 	if err != nil {
-		return Revision{}, fmt.Errorf("branch %s of %s: %w", branch, RedactURL(s.URL), err)
+		return Revision{}, fmt.Errorf("branch %s of %s: %w", branch, redact.URL(s.URL), err)
 	}
 	fsys, err := loader.RevisionFS(repo, head.Hash())
 	if err != nil {

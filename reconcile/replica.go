@@ -22,6 +22,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
 )
@@ -137,7 +138,7 @@ func (r *Replica) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				break
 			}
-			r.Loop.Log.Warn("replica: campaigning for the leadership failed; retrying", "replica", id, "error", Redact(err.Error()))
+			r.Loop.Log.Warn("replica: campaigning for the leadership failed; retrying", "replica", id, "error", redact.Text(err.Error()))
 			select {
 			case <-time.After(time.Second):
 			case <-ctx.Done():
@@ -196,7 +197,7 @@ func (r *Replica) stillLeads(lead Leadership, id string) error {
 	case errors.Is(err, ErrNoLeader):
 		return fmt.Errorf("%w: no replica leads (its lease expired)", ErrNotLeader)
 	case err != nil:
-		return fmt.Errorf("%w: the election cannot be read: %s", ErrNotLeader, Redact(err.Error()))
+		return fmt.Errorf("%w: the election cannot be read: %s", ErrNotLeader, redact.Text(err.Error()))
 	case leader != id:
 		return fmt.Errorf("%w: %s leads now", ErrNotLeader, leader)
 	}
@@ -227,7 +228,7 @@ func (r *Replica) materialise(ctx context.Context) {
 	r.mu.Unlock()
 	if err != nil {
 		if ctx.Err() == nil {
-			r.Loop.Log.Warn("replica: the applied set is not served", "replica", r.id(), "error", Redact(err.Error()))
+			r.Loop.Log.Warn("replica: the applied set is not served", "replica", r.id(), "error", redact.Text(err.Error()))
 		}
 		return
 	}
@@ -336,12 +337,12 @@ func (r *Replica) Status(ctx context.Context) *ReplicaStatus {
 	leader, err := r.Leader(ctx)
 	rs := &ReplicaStatus{ID: r.id(), Role: r.Role(), Leader: leader}
 	if err != nil {
-		rs.Error = Redact(err.Error())
+		rs.Error = redact.Text(err.Error())
 	}
 	var problem error
 	rs.Serving, problem = r.Serving()
 	if problem != nil {
-		rs.Problem = Redact(problem.Error())
+		rs.Problem = redact.Text(problem.Error())
 	}
 	return rs
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fuelsync/fuelsync/diff"
+	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
 )
@@ -130,7 +131,7 @@ func (s *Server) Handler() http.Handler {
 			// state: it neither reconciles nor sees new commits.
 			switch leader, err := s.Replica.Leader(r.Context()); {
 			case err != nil:
-				http.Error(w, "not ready: the state on etcd is out of reach: "+Redact(err.Error()), http.StatusServiceUnavailable)
+				http.Error(w, "not ready: the state on etcd is out of reach: "+redact.Text(err.Error()), http.StatusServiceUnavailable)
 				return
 			case leader == "":
 				http.Error(w, "not ready: no replica leads", http.StatusServiceUnavailable)
@@ -140,7 +141,7 @@ func (s *Server) Handler() http.Handler {
 		if s.Replica != nil && s.Replica.Role() != RoleLeader {
 			switch serving, problem := s.Replica.Serving(); {
 			case problem != nil:
-				http.Error(w, "not ready: a follower that does not serve the applied state: "+Redact(problem.Error()), http.StatusServiceUnavailable)
+				http.Error(w, "not ready: a follower that does not serve the applied state: "+redact.Text(problem.Error()), http.StatusServiceUnavailable)
 			case serving == 0:
 				http.Error(w, "not ready: a follower that has not rendered the applied set yet (or nothing is applied)", http.StatusServiceUnavailable)
 			default:
@@ -148,7 +149,7 @@ func (s *Server) Handler() http.Handler {
 				committed, err := s.Replica.Etcd.CommittedSerial(ctx)
 				cancel()
 				if err != nil {
-					http.Error(w, "not ready: the state on etcd is out of reach: "+Redact(err.Error()), http.StatusServiceUnavailable)
+					http.Error(w, "not ready: the state on etcd is out of reach: "+redact.Text(err.Error()), http.StatusServiceUnavailable)
 					return
 				}
 				if serving < committed {
@@ -306,7 +307,7 @@ func (s *Server) hook(provider string, w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.Replica.Trigger(); err != nil {
 		// The leader polls every interval: the change is late, not lost.
-		io.WriteString(w, "accepted, but the leader could not be asked to reconcile now: "+Redact(err.Error())+"\n")
+		io.WriteString(w, "accepted, but the leader could not be asked to reconcile now: "+redact.Text(err.Error())+"\n")
 		return
 	}
 	io.WriteString(w, "accepted: reconciling ("+s.Replica.Role()+")\n")
@@ -434,7 +435,7 @@ func (s *Server) components(w http.ResponseWriter, r *http.Request) {
 		// A follower's loop loads nothing: the applied revision it serves.
 		var err error
 		if repo, rev, err = s.Replica.Model(r.Context()); err != nil {
-			http.Error(w, "the applied revision does not load here: "+Redact(err.Error()), http.StatusServiceUnavailable)
+			http.Error(w, "the applied revision does not load here: "+redact.Text(err.Error()), http.StatusServiceUnavailable)
 			return
 		}
 	}

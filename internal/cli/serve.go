@@ -22,6 +22,7 @@ import (
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/urfave/cli/v2"
 
+	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/reconcile"
 )
@@ -316,7 +317,7 @@ func logFollowing(g *globals, c *cli.Context, loop *reconcile.Loop) {
 	case branch == "":
 		branch = "HEAD"
 	}
-	attrs := []any{"repo", reconcile.RedactURL(g.repo), "branch", branch, "interval", loop.Interval.String(), "workdir", g.workdir, "dry_run", loop.DryRun}
+	attrs := []any{"repo", redact.URL(g.repo), "branch", branch, "interval", loop.Interval.String(), "workdir", g.workdir, "dry_run", loop.DryRun}
 	if loop.Publish != nil {
 		attrs = append(attrs, "publish_branch", loop.Publish.Branch)
 	}
@@ -345,7 +346,7 @@ func gitAuth(url, sshKey string) (transport.AuthMethod, error) {
 	}
 	auth, err := gitssh.NewSSHAgentAuth("git")
 	if err != nil {
-		return nil, fmt.Errorf("%s: no --ssh-key and no SSH agent: %v", reconcile.RedactURL(url), err)
+		return nil, fmt.Errorf("%s: no --ssh-key and no SSH agent: %v", redact.URL(url), err)
 	}
 	return auth, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/reconcile"
 )
@@ -159,7 +160,7 @@ func (a *apiClient) do(c *cli.Context, method, path string, body []byte, out any
 	req.Header.Set("Accept", "application/json")
 	resp, err := a.http.Do(req)
 	if err != nil {
-		return &exitError{code: 1, msg: reconcile.Redact(err.Error())}
+		return &exitError{code: 1, msg: redact.Text(err.Error())}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))

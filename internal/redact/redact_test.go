@@ -1,4 +1,4 @@
-package reconcile
+package redact
 
 import "testing"
 
@@ -18,7 +18,7 @@ func TestRedactURL(t *testing.T) {
 		"http://user:TOK%zzEN@host/":       "http://xxxxx@host/",
 		"http://a:TOKEN@host/x":            "http://a:xxxxx@host/x",
 	} {
-		if got := RedactURL(in); got != want {
+		if got := URL(in); got != want {
 			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
 		}
 	}
@@ -27,7 +27,7 @@ func TestRedactURL(t *testing.T) {
 		"fetch https://TOKEN@h/r.git (twice: https://TOKEN@h/r.git)":                             "fetch https://xxxxx@h/r.git (twice: https://xxxxx@h/r.git)",
 		"no URL here, user@host only": "no URL here, user@host only",
 	} {
-		if got := Redact(in); got != want {
+		if got := Text(in); got != want {
 			t.Errorf("Redact(%q) =\n%q, want\n%q", in, got, want)
 		}
 	}
