@@ -8,6 +8,10 @@ LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # (and the markdown parser they initialise at every start), which fuelsync
 # does not use: fuelsync version and shell completion start faster.
 TAGS      := urfave_cli_no_docs
+# fuelsync_testhooks builds the test hooks in (the kill tests' FUELSYNC_TEST_CRASH_AT
+# and FUELSYNC_TEST_FAIL_AT, state.TestHookStep, the render counters): the tests
+# run with it, a released binary (build) never has it.
+TESTTAGS  := fuelsync_testhooks
 BIN       := bin/fuelsync
 # fuelsync-server: fuelsync plus serve's Prometheus metrics and the state on etcd;
 # fuelsync runs it for serve and the state on etcd, found beside itself.
@@ -25,18 +29,20 @@ build:
 	$(GO) build -tags "$(TAGS)" -ldflags "$(LDFLAGS)" -o $(SERVER_BIN) ./cmd/fuelsync-server
 
 # The test command CI runs: formatting and vet first, then every test (fuzz seed
-# corpora included).
+# corpora included), with the test hooks built in.
 test: fmtcheck vet
-	$(GO) test -count=1 $(PKGS)
+	$(GO) test -count=1 -tags "$(TESTTAGS)" $(PKGS)
 
 # Only the tests that run a real etcd (Debian: apt-get install etcd-server);
 # make test runs them too, but skips them when etcd is missing: here that fails.
 # Here the replicas' leader is killed 20 times (5 in make test).
 test-etcd:
-	FUELSYNC_REQUIRE_ETCD=1 FUELSYNC_REPLICA_KILLS=20 $(GO) test -count=1 -run 'Etcd' ./reconcile/... ./internal/cli
+	FUELSYNC_REQUIRE_ETCD=1 FUELSYNC_REPLICA_KILLS=20 $(GO) test -count=1 -tags "$(TESTTAGS)" -run 'Etcd' ./state/... ./reconcile/... ./internal/cli
 
+# Both builds: without the test hooks (as released) and with them (as tested).
 vet:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags "$(TESTTAGS)" $(PKGS)
 
 fmtcheck:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
@@ -130,7 +136,7 @@ fuzz:
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzFence$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzScanNodeV2$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./reconcile -run '^$$' -fuzz '^FuzzParsePush$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
-	$(GO) test ./reconcile -run '^$$' -fuzz '^FuzzParseStateURL$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
+	$(GO) test ./state -run '^$$' -fuzz '^FuzzParseStateURL$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./capabilities -run '^$$' -fuzz '^FuzzParseTemplate$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./capabilities -run '^$$' -fuzz '^FuzzParseEnvironment$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./internal/safetext -run '^$$' -fuzz '^FuzzLine$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
@@ -178,7 +184,7 @@ soak:
 
 # Rewrite golden files and testscript expectations.
 golden:
-	FUELSYNC_UPDATE=1 $(GO) test -count=1 $(PKGS)
+	FUELSYNC_UPDATE=1 $(GO) test -count=1 -tags "$(TESTTAGS)" $(PKGS)
 
 ci: test
 

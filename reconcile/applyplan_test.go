@@ -5,10 +5,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // Apply checks that the plan is fresh itself, under the lock the caller holds,
@@ -16,7 +18,7 @@ import (
 // made against serial 0, applied once, is stale at serial 1, and applying it
 // again fails and changes nothing.
 func TestApplyRefusesAStalePlan(t *testing.T) {
-	w := Open(filepath.Join(t.TempDir(), "wd"))
+	w := state.Open(filepath.Join(t.TempDir(), "wd"))
 	repo, diags := loader.Load(os.DirFS("../examples/quickstart"), loader.Options{})
 	if diags.HasErrors() {
 		t.Fatal(diags)
@@ -49,5 +51,20 @@ func TestApplyRefusesAStalePlan(t *testing.T) {
 	}
 	if st, err := w.ReadState(); err != nil || st.Serial != 1 {
 		t.Errorf("after the refusal: serial %d, %v", st.Serial, err)
+	}
+}
+
+func TestStalePlan(t *testing.T) {
+	p := &Plan{Lineage: "l1", Serial: 3}
+	if err := p.CheckFresh(&state.State{Lineage: "l1", Serial: 3}, "x.plan"); err != nil {
+		t.Errorf("fresh plan: %v", err)
+	}
+	err := p.CheckFresh(&state.State{Lineage: "l1", Serial: 4, Revision: "0123456789abcdef"}, "x.plan")
+	want := "the plan x.plan is stale: it was made against state serial 3, but the state is now at serial 4 (applied revision 0123456789ab); run plan again"
+	if err == nil || err.Error() != want {
+		t.Errorf("stale plan:\n got %v\nwant %s", err, want)
+	}
+	if err := p.CheckFresh(&state.State{Lineage: "l2", Serial: 3}, "x.plan"); err == nil || !strings.Contains(err.Error(), "lineage l1") {
+		t.Errorf("another lineage: %v", err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // The artifact API: what nodes' agents read.
@@ -50,7 +51,7 @@ const (
 // each artifact.
 type artifactIndex struct {
 	mu      sync.Mutex
-	st      *State                   // nil until the first state is seen
+	st      *state.State             // nil until the first state is seen
 	changed map[string]chan struct{} // artifact path → closed when its digest changes
 
 	cacheMu    sync.Mutex
@@ -66,7 +67,7 @@ type variant struct {
 // observe records st as the applied state and wakes the waiters of every
 // graph whose view (viewDigest) differs from the previous state's. Called by the loop
 // after each reconcile (Loop.OnState), and by a request that finds current moved.
-func (s *Server) observe(st *State) {
+func (s *Server) observe(st *state.State) {
 	ix := &s.index
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -85,12 +86,12 @@ func (s *Server) observe(st *State) {
 
 // applied returns the applied state, reloading it when the work directory's
 // current set is not the one known (an apply by another process).
-func (s *Server) applied() (*State, error) {
+func (s *Server) applied() (*state.State, error) {
 	ix := &s.index
 	ix.mu.Lock()
 	st := ix.st
 	ix.mu.Unlock()
-	if st != nil && st.Serial == s.Loop.Workdir.currentSerial() {
+	if st != nil && st.Serial == s.Loop.Workdir.CurrentSerial() {
 		return st, nil
 	}
 	st, err := s.Loop.Workdir.ReadState()
@@ -160,7 +161,7 @@ func checkNames(w http.ResponseWriter, names ...string) bool {
 
 // appliedOr503 is the applied state, or false after answering 503 (nothing
 // applied yet) or 500 (the work directory cannot be read).
-func (s *Server) appliedOr503(w http.ResponseWriter) (*State, bool) {
+func (s *Server) appliedOr503(w http.ResponseWriter) (*state.State, bool) {
 	// A follower replica serves only a set it rendered and checked itself.
 	if s.Replica != nil && s.Replica.Role() != RoleLeader {
 		if serving, problem := s.Replica.Serving(); problem != nil || serving == 0 {
@@ -187,7 +188,7 @@ func (s *Server) appliedOr503(w http.ResponseWriter) (*State, bool) {
 }
 
 // clusterNotFound answers 404 naming the applied clusters.
-func clusterNotFound(w http.ResponseWriter, st *State, cluster string) {
+func clusterNotFound(w http.ResponseWriter, st *state.State, cluster string) {
 	names := slices.Sorted(func(yield func(string) bool) {
 		for n := range st.Clusters {
 			if !yield(n) {
@@ -206,11 +207,11 @@ type ClusterSummary struct {
 	Revision string `json:"revision"`
 	// Status, AppliedRevision, HeadRevision, Problems and Pending are those
 	// of its status line (GET /api/v1/clusters).
-	Status          string   `json:"status"`
-	AppliedRevision string   `json:"applied_revision"`
-	HeadRevision    string   `json:"head_revision"`
-	Problems        []string `json:"problems"`
-	Pending         *Pending `json:"pending,omitempty"`
+	Status          string         `json:"status"`
+	AppliedRevision string         `json:"applied_revision"`
+	HeadRevision    string         `json:"head_revision"`
+	Problems        []string       `json:"problems"`
+	Pending         *state.Pending `json:"pending,omitempty"`
 	// Primary maps each tag with a primary to its node.
 	Primary map[string]string `json:"primary"`
 	Nodes   []NodeSummary     `json:"nodes"`
@@ -396,7 +397,7 @@ func (s *Server) waitFor(w http.ResponseWriter, r *http.Request, name, sum strin
 // sum, or its JSON rendering. Both are cached by sum (content-addressed, so an
 // entry stays right across applies): when an apply wakes thousands of agents of
 // a few graphs, each file is read and hashed once.
-func (s *Server) artifact(st *State, name, sum string, asJSON bool) ([]byte, string, error) {
+func (s *Server) artifact(st *state.State, name, sum string, asJSON bool) ([]byte, string, error) {
 	key := "yaml:" + sum
 	if asJSON {
 		key = "json:" + sum
@@ -437,7 +438,7 @@ func (s *Server) artifact(st *State, name, sum string, asJSON bool) ([]byte, str
 }
 
 // graphNotFound answers 404 saying which of cluster, node and graph is unknown.
-func (s *Server) graphNotFound(w http.ResponseWriter, st *State, cluster, node, graph string) {
+func (s *Server) graphNotFound(w http.ResponseWriter, st *state.State, cluster, node, graph string) {
 	cs := st.Clusters[cluster]
 	if cs == nil {
 		clusterNotFound(w, st, cluster)

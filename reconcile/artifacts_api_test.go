@@ -19,6 +19,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // apiServer is a loop and its server, on 127.0.0.1 behind serve's limits,
@@ -37,7 +38,7 @@ func startAPI(t *testing.T, setup func(*Server, *Limits)) *apiServer {
 	t.Helper()
 	dir, repo := gittest.Quickstart(t)
 	wd := filepath.Join(t.TempDir(), "wd")
-	loop := &Loop{Workdir: Open(wd), Source: &LocalSource{Path: dir}, ToolVersion: "test"}
+	loop := &Loop{Workdir: state.Open(wd), Source: &LocalSource{Path: dir}, ToolVersion: "test"}
 	srv := NewServer(loop, []byte("s3cret"))
 	lim := DefaultLimits
 	if setup != nil {
@@ -95,7 +96,7 @@ const node2Graph = "/api/v1/clusters/demo/nodes/node-2/graphs/default"
 // set, as render computes it.
 func expandedApplied(t *testing.T, a *apiServer, cluster, node, graph string) []byte {
 	t.Helper()
-	data, err := render.ExpandNode(a.loop.Workdir.SetFS(a.loop.Workdir.currentSerial()), cluster, node, graph)
+	data, err := render.ExpandNode(a.loop.Workdir.SetFS(a.loop.Workdir.CurrentSerial()), cluster, node, graph)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // The artifact API serves a node's graph as its expanded view (every task's
@@ -87,7 +88,7 @@ func (v verifiedFS) ReadFile(name string) ([]byte, error) {
 }
 
 // viewOf is viewDigest of st's artifacts ("" when there is no such file).
-func viewOf(st *State, name string) string {
+func viewOf(st *state.State, name string) string {
 	d, _ := viewDigest(st.Artifacts, name)
 	return d
 }

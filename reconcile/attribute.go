@@ -10,30 +10,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/state"
 )
-
-// Cluster statuses: in the state (ClusterState.Status), the plan, fuelsync
-// status and the API.
-const (
-	// StatusSynced: the cluster's applied artifacts are the render of the
-	// revision reconciled.
-	StatusSynced = "synced"
-	// StatusOutOfSync: the revision changes the cluster and it is not applied
-	// yet (a plan, a dry run, or a cluster that waits for its depends_on).
-	StatusOutOfSync = "out_of_sync"
-	// StatusHeld: the cluster's inputs have errors (or it would lose every
-	// node): it keeps its last applied artifacts.
-	StatusHeld = "held"
-	// StatusSuspended: suspend: true; not reconciled, its artifacts kept.
-	StatusSuspended = "suspended"
-	// StatusAwaitingApproval: sync: manual and the revision changes it: its
-	// plan waits for fuelsync approve.
-	StatusAwaitingApproval = "awaiting_approval"
-)
-
-// MaxClusterProblems is how many problems the state keeps per cluster (and
-// the status shows); the rest are counted ("and N more errors").
-const MaxClusterProblems = 20
 
 // attribution says which clusters each error of a load (or of release and
 // plugin data) concerns: an error in a cluster's own spec holds that cluster;
@@ -41,7 +19,7 @@ const MaxClusterProblems = 20
 // clusters that use it. See attribute.
 type attribution struct {
 	repo *loader.Repo
-	st   *State
+	st   *state.State
 	// all are the clusters an error of a shared input of every cluster holds.
 	all []string
 	// byFile maps a cluster spec file to its clusters (several when a name is
@@ -55,7 +33,7 @@ type attribution struct {
 	byPlugin map[string][]string
 }
 
-func newAttribution(repo *loader.Repo, st *State) *attribution {
+func newAttribution(repo *loader.Repo, st *state.State) *attribution {
 	a := &attribution{repo: repo, st: st, byFile: map[string][]string{}, byDir: map[string]string{}, byPlugin: map[string][]string{}}
 	names := map[string]bool{}
 	for _, c := range repo.Clusters {

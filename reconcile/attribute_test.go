@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/fuelsync/fuelsync/internal/mapfs"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // unitsRepo is the quickstart with two more clusters: lab, on the quickstart
@@ -98,7 +99,7 @@ func TestOperationHoldsWhatAnErrorConcerns(t *testing.T) {
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := Open(filepath.Join(t.TempDir(), "wd"))
+			w := state.Open(filepath.Join(t.TempDir(), "wd"))
 			op := &Operation{Workdir: w, ToolVersion: "test"}
 			first, err := op.Run(ctx, Request{Revision: Revision{SHA: WorkingTree, FS: base}, Apply: true})
 			if err != nil || first.Next == nil || len(first.Held()) > 0 {
@@ -139,9 +140,9 @@ func TestOperationHoldsWhatAnErrorConcerns(t *testing.T) {
 				if cs == nil || len(cs.Nodes) != 6 {
 					t.Fatalf("cluster %s in the state: %+v", c, cs)
 				}
-				wantStatus, wantRoles := StatusSynced, 2
+				wantStatus, wantRoles := state.StatusSynced, 2
 				if held {
-					wantStatus, wantRoles = StatusHeld, 1
+					wantStatus, wantRoles = state.StatusHeld, 1
 				}
 				if cs.Status != wantStatus || len(cs.Nodes["node-4"].Roles) != wantRoles {
 					t.Errorf("cluster %s: status %s, node-4's roles %v", c, cs.Status, cs.Nodes["node-4"].Roles)
@@ -174,7 +175,7 @@ func replaceIn(t *testing.T, f fstest.MapFS, name, old, new string) {
 // state (a replica paused past its lease).
 func TestOperationStopsWhenNotLeading(t *testing.T) {
 	ctx := context.Background()
-	w := Open(filepath.Join(t.TempDir(), "wd"))
+	w := state.Open(filepath.Join(t.TempDir(), "wd"))
 	repo := unitsRepo(t)
 	calls := 0
 	op := &Operation{Workdir: w, ToolVersion: "test", Leading: func() error {
@@ -194,11 +195,11 @@ func TestOperationStopsWhenNotLeading(t *testing.T) {
 	if err != nil || st.Serial != 0 {
 		t.Fatalf("the state after a refused apply: %v %+v", err, st)
 	}
-	if sets := w.sets(); len(sets) != 0 {
+	if sets, _ := os.ReadDir(filepath.Join(w.Dir, "artifacts")); len(sets) != 0 {
 		t.Errorf("sets written: %v", sets)
 	}
 	// Lost before the lock: nothing at all, not even the lock file.
-	w2 := Open(filepath.Join(t.TempDir(), "wd2"))
+	w2 := state.Open(filepath.Join(t.TempDir(), "wd2"))
 	op = &Operation{Workdir: w2, ToolVersion: "test", Leading: func() error { return ErrNotLeader }}
 	if _, err := op.Run(ctx, Request{Revision: Revision{SHA: WorkingTree, FS: repo}, Apply: true}); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("apply with the leadership lost: %v", err)

@@ -3,8 +3,9 @@ package reconcile
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/fuelsync/fuelsync/internal/redact"
 	"net/http"
+
+	"github.com/fuelsync/fuelsync/internal/redact"
 )
 
 // clusters is GET /api/v1/clusters: every cluster's status line (as fuelsync

@@ -18,6 +18,7 @@ import (
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // TestLoopRendersChangedClusterOnly: a commit changing one cluster's spec is
@@ -27,7 +28,7 @@ import (
 func TestLoopRendersChangedClusterOnly(t *testing.T) {
 	ctx := context.Background()
 	dir, repo := gittest.Quickstart(t)
-	wd := Open(filepath.Join(t.TempDir(), "wd"))
+	wd := state.Open(filepath.Join(t.TempDir(), "wd"))
 	var renders [][]string
 	loop := &Loop{Workdir: wd, Source: &LocalSource{Path: dir}, ToolVersion: "test", onRender: func(c []string) { renders = append(renders, c) }}
 	if o := loop.ReconcileOnce(ctx); o != Applied || len(renders) != 1 || len(renders[0]) != 2 {
@@ -54,7 +55,7 @@ func TestLoopRendersChangedClusterOnly(t *testing.T) {
 	}
 
 	// A work directory that renders everything: the same artifacts and state.
-	full := Open(filepath.Join(t.TempDir(), "full"))
+	full := state.Open(filepath.Join(t.TempDir(), "full"))
 	renders = nil
 	other := &Loop{Workdir: full, Source: &LocalSource{Path: dir}, ToolVersion: "test", onRender: func(c []string) { renders = append(renders, c) }}
 	if o := other.ReconcileOnce(ctx); o != Applied || len(renders) != 1 || len(renders[0]) != 2 {
@@ -97,8 +98,8 @@ func TestLoopRendersChangedClusterOnly(t *testing.T) {
 
 // clusterRecords are the records of st's clusters but their serials (the
 // history of the work directory).
-func clusterRecords(st *State) map[string]ClusterState {
-	out := map[string]ClusterState{}
+func clusterRecords(st *state.State) map[string]state.ClusterState {
+	out := map[string]state.ClusterState{}
 	for name, cs := range st.Clusters {
 		c := *cs
 		c.Serial = 0
@@ -127,10 +128,10 @@ func setFiles(t *testing.T, set fs.FS) map[string][]byte {
 // TestReusable: a cluster is reusable only with the same fingerprint, tool
 // version and applied nodes and primaries, when its artifacts were applied.
 func TestReusable(t *testing.T) {
-	cs := &ClusterState{Nodes: map[string]NodeState{"n1": {ID: 1}}, Primary: map[string]string{"controller": "n1"}}
-	st := &State{Serial: 1, Clusters: map[string]*ClusterState{"a": cs, "b": cs},
+	cs := &state.ClusterState{Nodes: map[string]state.NodeState{"n1": {ID: 1}}, Primary: map[string]string{"controller": "n1"}}
+	st := &state.State{Serial: 1, Clusters: map[string]*state.ClusterState{"a": cs, "b": cs},
 		Artifacts:     map[string]string{"a/cluster.yaml": "x", "b/cluster.yaml": "y"},
-		ClusterInputs: map[string]string{"a": ClusterInputsKey("fa", "v1", cs), "b": ClusterInputsKey("fb", "v1", cs)}}
+		ClusterInputs: map[string]string{"a": state.ClusterInputsKey("fa", "v1", cs), "b": state.ClusterInputsKey("fb", "v1", cs)}}
 	for _, tc := range []struct {
 		name  string
 		files map[string]string
@@ -147,7 +148,7 @@ func TestReusable(t *testing.T) {
 		}
 	}
 	moved := *st
-	moved.Clusters = map[string]*ClusterState{"a": {Nodes: cs.Nodes, Primary: map[string]string{"controller": "n2"}}, "b": cs}
+	moved.Clusters = map[string]*state.ClusterState{"a": {Nodes: cs.Nodes, Primary: map[string]string{"controller": "n2"}}, "b": cs}
 	if got := moved.Reusable(map[string]string{"a": "fa", "b": "fb"}, "v1"); !slices.Equal(got, []string{"b"}) {
 		t.Errorf("another primary in a: %v", got)
 	}
@@ -289,10 +290,10 @@ func TestApplyKeptFileDamaged(t *testing.T) {
 
 // appliedTestRepo is testRepo reconciled once by a loop into a new work
 // directory, with the state that apply recorded.
-func appliedTestRepo(t *testing.T) (string, *git.Repository, *Loop, *State) {
+func appliedTestRepo(t *testing.T) (string, *git.Repository, *Loop, *state.State) {
 	t.Helper()
 	dir, repo := gittest.Quickstart(t)
-	loop := &Loop{Workdir: Open(filepath.Join(t.TempDir(), "wd")), Source: &LocalSource{Path: dir}, ToolVersion: "test"}
+	loop := &Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &LocalSource{Path: dir}, ToolVersion: "test"}
 	if o := loop.ReconcileOnce(context.Background()); o != Applied {
 		t.Fatalf("first reconcile: %s %q", o, loop.Status().Errors)
 	}

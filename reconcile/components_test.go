@@ -12,6 +12,7 @@ import (
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // countingSource counts the fetches of a source.
@@ -37,7 +38,7 @@ func (s *countingSource) Latest(ctx context.Context) (Revision, error) {
 func TestComponentsFromLoadedRevision(t *testing.T) {
 	dir, repo := gittest.Quickstart(t)
 	src := &countingSource{Source: &LocalSource{Path: dir}}
-	loop := &Loop{Workdir: Open(filepath.Join(t.TempDir(), "wd")), Source: src, ToolVersion: "test"}
+	loop := &Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: src, ToolVersion: "test"}
 	h := NewServer(loop, []byte("s")).Handler()
 	get := func(path string) (int, string) {
 		w := httptest.NewRecorder()
@@ -88,7 +89,7 @@ func TestComponentsFromLoadedRevision(t *testing.T) {
 // the fetch left out).
 func BenchmarkComponentsAPI(b *testing.B) {
 	src := &WorktreeSource{Path: "../examples/fuel-mitaka"}
-	loop := &Loop{Workdir: Open(filepath.Join(b.TempDir(), "wd")), Source: src, ToolVersion: "test"}
+	loop := &Loop{Workdir: state.Open(filepath.Join(b.TempDir(), "wd")), Source: src, ToolVersion: "test"}
 	if o := loop.ReconcileOnce(context.Background()); o != Applied {
 		b.Fatalf("reconcile: %s %q", o, loop.Status().Errors)
 	}

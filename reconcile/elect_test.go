@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // One candidate leads at a time; when the leader stops reaching etcd (its
@@ -15,10 +16,10 @@ import (
 func TestEtcdElection(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	const ttl = 2 * time.Second
-	a := etcdWorkdir(t, c, "elect", ttl, 5*time.Second).Backend.(Coordinator)
-	b := etcdWorkdir(t, c, "elect", ttl, 5*time.Second).Backend.(Coordinator)
+	a := etcdWorkdir(t, c, "elect", ttl, 5*time.Second).Backend.(state.Coordinator)
+	b := etcdWorkdir(t, c, "elect", ttl, 5*time.Second).Backend.(state.Coordinator)
 	ctx := context.Background()
-	if _, err := b.Leader(ctx); !errors.Is(err, ErrNoLeader) {
+	if _, err := b.Leader(ctx); !errors.Is(err, state.ErrNoLeader) {
 		t.Fatalf("leader before any campaign: %v", err)
 	}
 	if _, err := a.Campaign(ctx, "replica-a"); err != nil {
@@ -27,7 +28,7 @@ func TestEtcdElection(t *testing.T) {
 	if id, err := b.Leader(ctx); err != nil || id != "replica-a" {
 		t.Fatalf("leader: %q, %v; want replica-a", id, err)
 	}
-	won := make(chan Leadership, 1)
+	won := make(chan state.Leadership, 1)
 	go func() {
 		l, err := b.Campaign(ctx, "replica-b")
 		if err != nil {
@@ -42,7 +43,7 @@ func TestEtcdElection(t *testing.T) {
 	}
 	a.Close() // the leader is gone
 	gone := time.Now()
-	var lb Leadership
+	var lb state.Leadership
 	select {
 	case lb = <-won:
 		t.Logf("replica-b leads %s after replica-a was gone (lease TTL %s)", time.Since(gone).Round(time.Millisecond), ttl)
@@ -55,7 +56,7 @@ func TestEtcdElection(t *testing.T) {
 	if err := lb.Resign(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Leader(ctx); !errors.Is(err, ErrNoLeader) {
+	if _, err := b.Leader(ctx); !errors.Is(err, state.ErrNoLeader) {
 		t.Fatalf("leader after the resignation: %v", err)
 	}
 }
@@ -63,7 +64,7 @@ func TestEtcdElection(t *testing.T) {
 // WatchSerial sends the serial now and after each commit.
 func TestEtcdWatchSerial(t *testing.T) {
 	c := etcdtest.Start(t, 1)
-	e := etcdWorkdir(t, c, "watch", 5*time.Second, 5*time.Second).Backend.(Coordinator)
+	e := etcdWorkdir(t, c, "watch", 5*time.Second, 5*time.Second).Backend.(state.Coordinator)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch := e.WatchSerial(ctx)
@@ -81,7 +82,7 @@ func TestEtcdWatchSerial(t *testing.T) {
 		t.Fatalf("first serial %d; want 0", n)
 	}
 	for serial := int64(1); serial <= 3; serial++ {
-		st := emptyState()
+		st := state.Empty()
 		st.Lineage, st.Serial = "w", serial
 		if err := e.Commit(ctx, serial-1, st); err != nil {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // TestPublishOntoFollowedBranchRefused: a publish branch equal to the branch
@@ -64,7 +65,7 @@ func TestPublishOntoFollowedBranchRefused(t *testing.T) {
 
 	// Unchecked: the loop applies, then refuses to publish; master keeps its commit.
 	head, _ := work.Head()
-	loop := &Loop{Workdir: Open(filepath.Join(t.TempDir(), "wd")), Source: &LocalSource{Path: dir}, ToolVersion: "test", Publish: &Publisher{Branch: "master"}}
+	loop := &Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &LocalSource{Path: dir}, ToolVersion: "test", Publish: &Publisher{Branch: "master"}}
 	if o := loop.ReconcileOnce(ctx); o != Applied {
 		t.Fatalf("reconcile: %s", o)
 	}
@@ -87,7 +88,7 @@ func TestLoopHoldsEmptyingRevision(t *testing.T) {
 		t.Run("allow="+allow, func(t *testing.T) {
 			dir, repo := gittest.Quickstart(t)
 			wd := filepath.Join(t.TempDir(), "wd")
-			loop := &Loop{Workdir: Open(wd), Source: &LocalSource{Path: dir}, ToolVersion: "test", AllowEmpty: allow == "flag"}
+			loop := &Loop{Workdir: state.Open(wd), Source: &LocalSource{Path: dir}, ToolVersion: "test", AllowEmpty: allow == "flag"}
 			if o := loop.ReconcileOnce(ctx); o != Applied {
 				t.Fatalf("first reconcile: %s", o)
 			}
@@ -107,7 +108,7 @@ func TestLoopHoldsEmptyingRevision(t *testing.T) {
 				if o != Applied || st.Applied != emptied || len(st.Errors) > 0 {
 					t.Fatalf("allowed: %s, applied %s, errors %q", o, st.Applied, st.Errors)
 				}
-				if cs, err := Open(wd).ReadState(); err != nil || len(cs.Clusters) != 0 {
+				if cs, err := state.Open(wd).ReadState(); err != nil || len(cs.Clusters) != 0 {
 					t.Errorf("the state after an allowed empty revision: %v %+v", err, cs)
 				}
 				return
@@ -119,7 +120,7 @@ func TestLoopHoldsEmptyingRevision(t *testing.T) {
 			if len(st.Errors) != 1 || st.Errors[0] != want || st.Changes == nil || st.Changes.Summary.Delete != 12 {
 				t.Errorf("status errors %q (want %q), changes %+v", st.Errors, want, st.Changes)
 			}
-			if cs, err := Open(wd).ReadState(); err != nil || cs.Serial != before.Serial || len(cs.Clusters) != 2 {
+			if cs, err := state.Open(wd).ReadState(); err != nil || cs.Serial != before.Serial || len(cs.Clusters) != 2 {
 				t.Errorf("the state changed: %v %+v", err, cs)
 			}
 			if o := loop.ReconcileOnce(ctx); o != Skipped {
@@ -143,12 +144,12 @@ func TestLoopHoldsEmptyingRevision(t *testing.T) {
 
 // TestEmptying: which changes of the applied nodes hold a revision back.
 func TestEmptying(t *testing.T) {
-	state := func(clusters map[string]int) *State {
-		st := &State{Clusters: map[string]*ClusterState{}}
+	state := func(clusters map[string]int) *state.State {
+		st := &state.State{Clusters: map[string]*state.ClusterState{}}
 		for name, n := range clusters {
-			cs := &ClusterState{Nodes: map[string]NodeState{}}
+			cs := &state.ClusterState{Nodes: map[string]state.NodeState{}}
 			for i := range n {
-				cs.Nodes[string(rune('a'+i))] = NodeState{ID: i}
+				cs.Nodes[string(rune('a'+i))] = state.NodeState{ID: i}
 			}
 			st.Clusters[name] = cs
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fuelsync/fuelsync/internal/gittest"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // TestLoopNoInputChangeSkipsRender: a commit that changes no input of the
@@ -17,7 +18,7 @@ import (
 func TestLoopNoInputChangeSkipsRender(t *testing.T) {
 	ctx := context.Background()
 	dir, repo := gittest.Quickstart(t)
-	wd := Open(filepath.Join(t.TempDir(), "wd"))
+	wd := state.Open(filepath.Join(t.TempDir(), "wd"))
 	loads := 0
 	loop := &Loop{Workdir: wd, Source: &LocalSource{Path: dir}, ToolVersion: "test", onLoad: func() { loads++ }}
 	if o := loop.ReconcileOnce(ctx); o != Applied || loads != 1 {
@@ -85,7 +86,7 @@ func TestLoopNoInputChangeSkipsRender(t *testing.T) {
 func TestLoopOldStateWithoutFingerprint(t *testing.T) {
 	ctx := context.Background()
 	dir, repo := gittest.Quickstart(t)
-	wd := Open(filepath.Join(t.TempDir(), "wd"))
+	wd := state.Open(filepath.Join(t.TempDir(), "wd"))
 	loads := 0
 	loop := &Loop{Workdir: wd, Source: &LocalSource{Path: dir}, ToolVersion: "test", onLoad: func() { loads++ }}
 	if o := loop.ReconcileOnce(ctx); o != Applied {
@@ -122,8 +123,8 @@ func TestLoopOldStateWithoutFingerprint(t *testing.T) {
 // TestUnchangedNeedsSameState: the fingerprint folds in what the render reads
 // of the applied state, and the tool version.
 func TestUnchangedNeedsSameState(t *testing.T) {
-	st := &State{Serial: 1, Clusters: map[string]*ClusterState{"c": {Nodes: map[string]NodeState{"n1": {ID: 1}}, Primary: map[string]string{"controller": "n1"}}}}
-	st.Inputs = InputsKey("files", "v1", st)
+	st := &state.State{Serial: 1, Clusters: map[string]*state.ClusterState{"c": {Nodes: map[string]state.NodeState{"n1": {ID: 1}}, Primary: map[string]string{"controller": "n1"}}}}
+	st.Inputs = state.InputsKey("files", "v1", st)
 	if !st.Unchanged("files", "v1") {
 		t.Fatal("the same inputs are not unchanged")
 	}
@@ -137,11 +138,11 @@ func TestUnchangedNeedsSameState(t *testing.T) {
 		}
 	}
 	moved := *st
-	moved.Clusters = map[string]*ClusterState{"c": {Nodes: map[string]NodeState{"n1": {ID: 1}}, Primary: map[string]string{"controller": "n2"}}}
+	moved.Clusters = map[string]*state.ClusterState{"c": {Nodes: map[string]state.NodeState{"n1": {ID: 1}}, Primary: map[string]string{"controller": "n2"}}}
 	if moved.Unchanged("files", "v1") {
 		t.Error("another primary: unchanged")
 	}
-	var empty State
+	var empty state.State
 	if empty.Unchanged("files", "v1") {
 		t.Error("nothing applied: unchanged")
 	}

@@ -4,6 +4,6 @@ package reconcile_test
 // reconcile from their inits; linking them here makes the tests of package
 // reconcile run with both, as fuelsync-server does (OpenEtcd, /metrics).
 import (
-	_ "github.com/fuelsync/fuelsync/reconcile/etcdstate"
 	_ "github.com/fuelsync/fuelsync/reconcile/prommetrics"
+	_ "github.com/fuelsync/fuelsync/state/etcdstate"
 )

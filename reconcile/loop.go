@@ -17,6 +17,7 @@ import (
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // Revision is one commit of the followed branch.
@@ -101,7 +102,7 @@ type NodeStatus struct {
 // Trigger and every Interval. Triggers that arrive while a reconcile runs are
 // coalesced into one more reconcile of the newest commit.
 type Loop struct {
-	Workdir     *Workdir
+	Workdir     *state.Workdir
 	Source      Source
 	DryRun      bool
 	Interval    time.Duration
@@ -119,11 +120,11 @@ type Loop struct {
 	// state, with that state: after an apply, the new state, once its set is
 	// committed (current switched). The artifact API wakes its waiting agents
 	// from it.
-	OnState func(*State)
+	OnState func(*state.State)
 
 	// prepare, when set, runs under the lock before the plan, with the
 	// applied state (a replica makes the applied set it lacks).
-	prepare func(context.Context, *State) error
+	prepare func(context.Context, *state.State) error
 	// onLoad, when set, is called before each load of a revision (tests count
 	// the reconciles that load and render).
 	onLoad func()
@@ -321,7 +322,7 @@ func (l *Loop) logOutcome(outcome Outcome, rev string, d time.Duration, cs *diff
 	}
 }
 
-func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet, []string, *State) {
+func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet, []string, *state.State) {
 	// 1. Fetch: the newest commit.
 	rev, err := l.Source.Latest(ctx)
 	if err != nil {
@@ -450,7 +451,7 @@ func (l *Loop) record(res *Result) {
 
 // Clusters are every cluster's status line, from the applied state st and the
 // last reconcile.
-func (l *Loop) Clusters(st *State) []ClusterInfo {
+func (l *Loop) Clusters(st *state.State) []ClusterInfo {
 	l.mu.Lock()
 	live, head := l.results, l.status.Revision
 	l.mu.Unlock()
@@ -545,7 +546,7 @@ func (l *Loop) noteApplied(res *Result) {
 func resultProblems(res *Result) []string {
 	out := slices.Clone(res.Problems)
 	for _, c := range res.Clusters {
-		if c.Status != StatusHeld {
+		if c.Status != state.StatusHeld {
 			continue // a cluster waiting for another is not a problem: its status says so
 		}
 		for _, p := range c.Problems {
@@ -561,7 +562,7 @@ func resultProblems(res *Result) []string {
 // cluster gone, or clusters left without a node; "" when they do not. A cluster
 // removed while others remain is not emptying (deleting a cluster's file is how
 // a cluster is retired).
-func emptying(st *State, rs []*render.Rendered, kept []string) string {
+func emptying(st *state.State, rs []*render.Rendered, kept []string) string {
 	var applied []string
 	for name, cs := range st.Clusters {
 		if len(cs.Nodes) > 0 {

@@ -31,10 +31,6 @@ type Gauges struct {
 	LastApplied func() map[string]time.Time
 }
 
-// ClusterStatuses are the statuses a cluster can have, in the order the
-// metrics give them.
-var ClusterStatuses = []string{StatusSynced, StatusOutOfSync, StatusHeld, StatusSuspended, StatusAwaitingApproval}
-
 var (
 	metricsMu  sync.Mutex
 	metricsNew func(Gauges) Metrics

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fuelsync/fuelsync/internal/gittest"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // TestWatchWorktree: with --worktree, an edit of a cluster file — written in
@@ -18,7 +19,7 @@ import (
 func TestWatchWorktree(t *testing.T) {
 	dir, _ := gittest.Quickstart(t)
 	wd := filepath.Join(t.TempDir(), "wd")
-	loop := &Loop{Workdir: Open(wd), Source: &WorktreeSource{Path: dir}, ToolVersion: "test"}
+	loop := &Loop{Workdir: state.Open(wd), Source: &WorktreeSource{Path: dir}, ToolVersion: "test"}
 	var reconciles atomic.Int64
 	loop.OnReconcile = func(Outcome, time.Duration) { reconciles.Add(1) }
 	ctx, cancel := context.WithCancel(context.Background())

@@ -20,6 +20,7 @@ import (
 	"github.com/fuelsync/fuelsync/diff"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // Operation is fuelsync's one reconcile operation, which plan, apply, approve,
@@ -35,7 +36,7 @@ import (
 // sync: manual plans it and waits for approval, depends_on applies it only
 // once the clusters it names are synced at the revision.
 type Operation struct {
-	Workdir     *Workdir
+	Workdir     *state.Workdir
 	ToolVersion string
 	// Load tunes the load of the revision (a cache shared with another load).
 	Load loader.Options
@@ -50,7 +51,7 @@ type Operation struct {
 	OpenRevision func(rev string) (fs.FS, error)
 	// Prepare, when set, runs under the lock with the applied state, before
 	// the plan (a replica makes the applied set another leader made).
-	Prepare func(ctx context.Context, st *State) error
+	Prepare func(ctx context.Context, st *state.State) error
 	// Leading, when set, is asked before every step that writes (tidying,
 	// publishing): an error (the leadership was lost) stops the operation
 	// there, before anything is written.
@@ -95,7 +96,7 @@ type Request struct {
 	// (fuelsync approve): Revision must be its revision, and the plan made
 	// again must give the pending plan's artifacts, against the applied
 	// artifacts it was made against.
-	Approve *Pending
+	Approve *state.Pending
 }
 
 // Result is what an operation did.
@@ -114,7 +115,7 @@ type Result struct {
 	Orphans hcl.Diagnostics
 	// State is the applied state the plan was made against; Next the state
 	// written, nil when nothing was applied.
-	State, Next *State
+	State, Next *state.State
 	// Plan is the plan: what applying changes, and every cluster's status
 	// after it.
 	Plan *Plan
@@ -160,7 +161,7 @@ type ClusterResult struct {
 func (r *Result) Held() []string {
 	var out []string
 	for _, c := range r.Clusters {
-		if c.Status == StatusHeld {
+		if c.Status == state.StatusHeld {
 			out = append(out, c.Name)
 		}
 	}
@@ -212,7 +213,7 @@ func (o *Operation) Run(ctx context.Context, req Request) (*Result, error) {
 	res := &Result{Revision: req.Revision.SHA}
 	// 1. The lock, for an apply (and a replica's preparation): the state read
 	// next is the one the apply replaces.
-	var lock *Lock
+	var lock *state.Lock
 	if req.Apply || o.Prepare != nil {
 		if err := o.leading(); err != nil {
 			return res, err
@@ -314,8 +315,8 @@ func (o *Operation) Run(ctx context.Context, req Request) (*Result, error) {
 	for _, c := range res.Clusters {
 		if rec := p.record(c.Name); rec != nil && rec.Changed {
 			c.Applied = true
-			if c.Status == StatusOutOfSync {
-				c.Status = StatusSynced
+			if c.Status == state.StatusOutOfSync {
+				c.Status = state.StatusSynced
 			}
 		}
 	}
@@ -347,10 +348,10 @@ func outcomeOf(res *Result, apply, applied bool) Outcome {
 	}
 	guarded, deferred := false, false
 	for _, c := range res.Clusters {
-		if c.Status == StatusAwaitingApproval || c.Status == StatusOutOfSync && c.Changes != nil {
+		if c.Status == state.StatusAwaitingApproval || c.Status == state.StatusOutOfSync && c.Changes != nil {
 			deferred = true
 		}
-		if c.Status != StatusHeld {
+		if c.Status != state.StatusHeld {
 			continue
 		}
 		if len(c.Diagnostics) > 0 {
@@ -381,7 +382,7 @@ const (
 
 // plan loads and renders the revision and plans it against st, cluster by
 // cluster: res gets the plan and every cluster's result.
-func (o *Operation) plan(res *Result, req Request, st *State, files string) error {
+func (o *Operation) plan(res *Result, req Request, st *state.State, files string) error {
 	w := o.Workdir
 	rev := req.Revision
 	if o.OnLoad != nil {
@@ -581,47 +582,47 @@ func (o *Operation) plan(res *Result, req Request, st *State, files string) erro
 		case dispRender:
 			switch {
 			case awaiting[name]:
-				cr.Status = StatusAwaitingApproval
+				cr.Status = state.StatusAwaitingApproval
 				rec.Pending = pendingOf(st, full, name, rev.SHA)
 			case len(waiting[name]) > 0:
-				cr.Status = StatusOutOfSync
+				cr.Status = state.StatusOutOfSync
 				for _, dep := range waiting[name] {
 					cr.Problems = append(cr.Problems, fmt.Sprintf("waiting for cluster %s to be synced at revision %s", dep, short(rev.SHA)))
 				}
 			case changes[name] != nil:
-				cr.Status = StatusOutOfSync // synced once applied
+				cr.Status = state.StatusOutOfSync // synced once applied
 				rec.Changed = true
 			default:
-				cr.Status = StatusSynced
+				cr.Status = state.StatusSynced
 			}
 			rec.Status = cr.Status
-			if rec.Status == StatusOutOfSync && rec.Changed {
-				rec.Status = StatusSynced
+			if rec.Status == state.StatusOutOfSync && rec.Changed {
+				rec.Status = state.StatusSynced
 			}
 		case dispReused:
-			cr.Status, rec.Status = StatusSynced, StatusSynced
+			cr.Status, rec.Status = state.StatusSynced, state.StatusSynced
 		case dispHeld:
-			cr.Status, rec.Status = StatusHeld, StatusHeld
-			cr.Problems = problemLines(cr.Diagnostics, MaxClusterProblems)
+			cr.Status, rec.Status = state.StatusHeld, state.StatusHeld
+			cr.Problems = problemLines(cr.Diagnostics, state.MaxClusterProblems)
 			if g := guarded[name]; g != "" {
 				cr.Problems = append(cr.Problems, g)
 			}
 			rec.Revision = ""
 		case dispSuspended:
-			cr.Status, rec.Status = StatusSuspended, StatusSuspended
+			cr.Status, rec.Status = state.StatusSuspended, state.StatusSuspended
 			rec.Revision = ""
 		case dispUntouched:
 			cr.Status = st.Clusters[name].StatusOf()
 			if cr.Status == "" {
-				cr.Status = StatusOutOfSync
+				cr.Status = state.StatusOutOfSync
 			}
 			rec.Untouched = true
 		case dispGone:
-			cr.Status = StatusSynced // deleted once applied
+			cr.Status = state.StatusSynced // deleted once applied
 			rec.Gone = true
 			rec.Changed = changes[name] != nil
 		}
-		if rec.Status == StatusOutOfSync || rec.Status == StatusAwaitingApproval {
+		if rec.Status == state.StatusOutOfSync || rec.Status == state.StatusAwaitingApproval {
 			rec.Revision = "" // its applied artifacts stay those of its applied revision
 		}
 		rec.Problems = cr.Problems
@@ -638,11 +639,11 @@ func (o *Operation) plan(res *Result, req Request, st *State, files string) erro
 		res.Problems = append(res.Problems, res.heldAll)
 		for _, c := range res.Clusters {
 			if cs := st.Clusters[c.Name]; cs != nil && len(cs.Nodes) > 0 {
-				c.Status = StatusHeld
+				c.Status = state.StatusHeld
 			}
 		}
 	}
-	res.Problems = append(res.Problems, problemLines(res.Orphans, MaxClusterProblems)...)
+	res.Problems = append(res.Problems, problemLines(res.Orphans, state.MaxClusterProblems)...)
 	return nil
 }
 
@@ -668,9 +669,9 @@ func checkApproval(res *Result, req Request) error {
 	switch {
 	case c == nil:
 		return &ApprovalError{Cluster: name, Why: "the cluster is not in revision " + short(pd.Revision)}
-	case c.Status == StatusHeld:
+	case c.Status == state.StatusHeld:
 		return &ApprovalError{Cluster: name, Why: "it is held: " + strings.Join(c.Problems, "; ")}
-	case c.Status == StatusSuspended:
+	case c.Status == state.StatusSuspended:
 		return &ApprovalError{Cluster: name, Why: "it is suspended (suspend: true)"}
 	case len(c.Problems) > 0:
 		return &ApprovalError{Cluster: name, Why: strings.Join(c.Problems, "; ")}
@@ -694,7 +695,7 @@ type ClusterRecord struct {
 	Problems []string `json:"problems,omitempty"`
 	File     string   `json:"file,omitempty"`
 	// Pending is the plan that waits for approval (sync: manual).
-	Pending *Pending `json:"pending,omitempty"`
+	Pending *state.Pending `json:"pending,omitempty"`
 	// Untouched: not a target of the plan; its record stays as it is. Gone:
 	// not in the revision any more; its record is dropped.
 	Untouched bool `json:"untouched,omitempty"`
@@ -713,7 +714,7 @@ func (p *Plan) record(name string) *ClusterRecord {
 
 // statusChanged says whether applying p changes a cluster's recorded status
 // (or its problems, or its pending plan) even where no artifact changes.
-func statusChanged(st *State, p *Plan) bool {
+func statusChanged(st *state.State, p *Plan) bool {
 	for _, rec := range p.Clusters {
 		cs := st.Clusters[rec.Name]
 		switch {
@@ -723,7 +724,7 @@ func statusChanged(st *State, p *Plan) bool {
 				return true // a held cluster never applied, now gone
 			}
 		case cs == nil:
-			if rec.Status != StatusSynced || !rec.Changed {
+			if rec.Status != state.StatusSynced || !rec.Changed {
 				return true
 			}
 		case cs.StatusOf() != rec.Status, !slices.Equal(cs.Problems, rec.Problems), !samePending(cs.Pending, rec.Pending):
@@ -733,7 +734,7 @@ func statusChanged(st *State, p *Plan) bool {
 	return false
 }
 
-func samePending(a, b *Pending) bool {
+func samePending(a, b *state.Pending) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
@@ -742,8 +743,8 @@ func samePending(a, b *Pending) bool {
 
 // pendingOf is the pending plan of cluster name in the plan p (made against
 // st) of revision rev.
-func pendingOf(st *State, p *Plan, name, rev string) *Pending {
-	pd := &Pending{Revision: rev, Digest: ArtifactsDigest(p.Artifacts, name), Base: ArtifactsDigest(st.Artifacts, name)}
+func pendingOf(st *state.State, p *Plan, name, rev string) *state.Pending {
+	pd := &state.Pending{Revision: rev, Digest: ArtifactsDigest(p.Artifacts, name), Base: ArtifactsDigest(st.Artifacts, name)}
 	for _, cc := range p.Changes.Clusters {
 		if cc.Name == name {
 			pd.Summary = diff.Summarize([]*diff.ClusterChange{cc})
@@ -757,7 +758,7 @@ func pendingOf(st *State, p *Plan, name, rev string) *Pending {
 func ArtifactsDigest(digests map[string]string, cluster string) string {
 	var names []string
 	for name := range digests {
-		if clusterOf(name) == cluster {
+		if state.ClusterOf(name) == cluster {
 			names = append(names, name)
 		}
 	}
@@ -804,7 +805,7 @@ func statusOrNone(rec *ClusterRecord) string {
 
 // recordedClusters are the clusters of st as recorded, for a run that loaded
 // nothing.
-func recordedClusters(st *State) []*ClusterResult {
+func recordedClusters(st *state.State) []*ClusterResult {
 	var out []*ClusterResult
 	for _, name := range slices.Sorted(maps.Keys(st.Clusters)) {
 		cs := st.Clusters[name]
@@ -824,7 +825,7 @@ func inputFingerprint(fsys fs.FS, skip []string) string {
 }
 
 // hasSet says whether the applied set of st is in the work directory.
-func hasSet(w *Workdir, st *State) bool {
+func hasSet(w *state.Workdir, st *state.State) bool {
 	_, err := os.Stat(w.SetDir(st.Serial))
 	return err == nil
 }
@@ -833,7 +834,7 @@ var commitSHA = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile
 
 // appliedRevision is the revision cluster c's applied artifacts are the
 // render of.
-func appliedRevision(st *State, c string) string {
+func appliedRevision(st *state.State, c string) string {
 	if cs := st.Clusters[c]; cs != nil && cs.Revision != "" {
 		return cs.Revision
 	}
@@ -843,7 +844,7 @@ func appliedRevision(st *State, c string) string {
 // renderApplied renders clusters at the revision each was applied at, with
 // the applied state: the revision of res when it is that one (its inputs are
 // those it was applied with), else a commit OpenRevision opens.
-func (o *Operation) renderApplied(st *State, res *Result, clusters []string) ([]*render.Rendered, error) {
+func (o *Operation) renderApplied(st *state.State, res *Result, clusters []string) ([]*render.Rendered, error) {
 	var out []*render.Rendered
 	for _, c := range clusters {
 		rev := appliedRevision(st, c)
@@ -871,7 +872,7 @@ func (o *Operation) renderApplied(st *State, res *Result, clusters []string) ([]
 // applied artifacts are the render of, when it is a commit OpenRevision can
 // open: the change set then says which tag or plugin took tasks away. nil
 // without OpenRevision.
-func (o *Operation) appliedRender(st *State) func(clusters []string) []*render.Rendered {
+func (o *Operation) appliedRender(st *state.State) func(clusters []string) []*render.Rendered {
 	if o.OpenRevision == nil {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/diff"
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // PlanFormatVersion is the format_version of plan files.
@@ -69,7 +70,7 @@ type Plan struct {
 // MakePlan compares the applied state st (its artifacts in the work directory)
 // with rs, the render of revision. old, when not nil, is a render of the applied
 // revision: it lets the change set say which tag or plugin took tasks away.
-func MakePlan(w *Workdir, st *State, rs []*render.Rendered, old []*render.Rendered, revision, toolVersion string) (*Plan, error) {
+func MakePlan(w *state.Workdir, st *state.State, rs []*render.Rendered, old []*render.Rendered, revision, toolVersion string) (*Plan, error) {
 	in := PlanInput{Rendered: rs, Revision: revision, ToolVersion: toolVersion}
 	if old != nil {
 		in.Applied = func([]string) []*render.Rendered { return old }
@@ -94,7 +95,7 @@ type PlanInput struct {
 
 // PlanWith compares the applied state st (its artifacts in the work
 // directory) with in: a render of in.Revision, and the clusters it keeps.
-func PlanWith(w *Workdir, st *State, in PlanInput) (*Plan, error) {
+func PlanWith(w *state.Workdir, st *state.State, in PlanInput) (*Plan, error) {
 	newSide, err := diff.RenderedSide(in.Rendered, in.Revision, in.ToolVersion, st.Artifacts)
 	if err != nil {
 		return nil, err
@@ -139,11 +140,11 @@ func PlanWith(w *Workdir, st *State, in PlanInput) (*Plan, error) {
 // keepApplied adds to side, the render of the clusters not kept, the applied
 // artifacts of the kept clusters (read from the applied set when asked) and
 // the manifest of the whole set.
-func keepApplied(side *diff.Side, st *State, applied fs.FS, in PlanInput) error {
+func keepApplied(side *diff.Side, st *state.State, applied fs.FS, in PlanInput) error {
 	delete(side.Digests, "manifest.json")
 	kept := map[string]bool{}
 	for name, sum := range st.Artifacts {
-		if c := clusterOf(name); c != "" && slices.Contains(in.Kept, c) {
+		if c := state.ClusterOf(name); c != "" && slices.Contains(in.Kept, c) {
 			if _, dup := side.Digests[name]; dup {
 				return fmt.Errorf("cluster %s is both kept and rendered", c)
 			}
@@ -176,12 +177,12 @@ func changedClusters(old, new map[string]string) []string {
 	set := map[string]bool{}
 	for name, sum := range new {
 		if old[name] != sum {
-			set[clusterOf(name)] = true
+			set[state.ClusterOf(name)] = true
 		}
 	}
 	for name := range old {
 		if _, ok := new[name]; !ok {
-			set[clusterOf(name)] = true
+			set[state.ClusterOf(name)] = true
 		}
 	}
 	delete(set, "")
@@ -199,7 +200,7 @@ func (p *Plan) Save(path string) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(path, append(data, '\n'))
+	return state.WriteFileAtomic(path, append(data, '\n'))
 }
 
 // ReadPlan reads a plan file.
@@ -220,7 +221,7 @@ func ReadPlan(path string) (*Plan, error) {
 
 // StaleError says a saved plan was made against another state.
 type StaleError struct {
-	Plan, State *State
+	Plan, State *state.State
 	PlanFile    string
 }
 
@@ -234,9 +235,9 @@ func (e *StaleError) Error() string {
 }
 
 // CheckFresh returns a *StaleError when the state moved since the plan.
-func (p *Plan) CheckFresh(st *State, planFile string) error {
+func (p *Plan) CheckFresh(st *state.State, planFile string) error {
 	if p.Lineage != st.Lineage || p.Serial != st.Serial {
-		return &StaleError{Plan: &State{Lineage: p.Lineage, Serial: p.Serial}, State: st, PlanFile: planFile}
+		return &StaleError{Plan: &state.State{Lineage: p.Lineage, Serial: p.Serial}, State: st, PlanFile: planFile}
 	}
 	return nil
 }
@@ -247,7 +248,7 @@ func (p *Plan) CheckFresh(st *State, planFile string) error {
 // stops the apply before anything is switched. The clusters of the plan that rs
 // does not render are kept (PlanInput.Kept): their files are taken from the
 // applied set of st, and must be the plan's too. The caller holds the lock.
-func Apply(w *Workdir, l *Lock, st *State, p *Plan, rs []*render.Rendered) (*State, error) {
+func Apply(w *state.Workdir, l *state.Lock, st *state.State, p *Plan, rs []*render.Rendered) (*state.State, error) {
 	if err := p.CheckFresh(st, "plan"); err != nil {
 		return nil, err
 	}
@@ -320,7 +321,7 @@ func keptClusters(p *Plan, rs []*render.Rendered) []string {
 	}
 	set := map[string]bool{}
 	for name := range p.Artifacts {
-		if c := clusterOf(name); c != "" && !rendered[c] {
+		if c := state.ClusterOf(name); c != "" && !rendered[c] {
 			set[c] = true
 		}
 	}
@@ -335,29 +336,28 @@ func keptClusters(p *Plan, rs []*render.Rendered) []string {
 // putKept puts the applied files of the kept clusters, read from the applied
 // set of st (each must be the state's and the plan's), then the manifest of
 // the whole set.
-func putKept(w *Workdir, st *State, p *Plan, kept []string, check func(name string, data []byte) error) error {
-	applied := w.SetFS(st.Serial)
+func putKept(w *state.Workdir, st *state.State, p *Plan, kept []string, check func(name string, data []byte) error) error {
 	var names []string
 	for name := range p.Artifacts {
-		if slices.Contains(kept, clusterOf(name)) {
+		if slices.Contains(kept, state.ClusterOf(name)) {
 			names = append(names, name)
 		}
 	}
 	slices.Sort(names)
 	var mu sync.Mutex
 	damaged := map[string]error{}
-	err := inParallel(len(names), func(i int) error {
-		name := names[i]
+	err := w.ReadApplied(st, names, func(name string) error {
 		if st.Artifacts[name] != p.Artifacts[name] {
 			return fmt.Errorf("%s differs from the plan: the configuration changed since the plan was made; run plan again", name)
 		}
-		data, err := w.keptFile(applied, name, st.Artifacts[name])
+		return nil
+	}, func(name string, data []byte, err error) error {
 		if err != nil {
 			// Every cluster whose files cannot be kept, for the caller to
 			// render again.
 			mu.Lock()
-			if damaged[clusterOf(name)] == nil {
-				damaged[clusterOf(name)] = err
+			if damaged[state.ClusterOf(name)] == nil {
+				damaged[state.ClusterOf(name)] = err
 			}
 			mu.Unlock()
 			return nil
@@ -399,94 +399,39 @@ func (e *DamagedFilesError) Error() string {
 	return strings.Join(parts, "; ")
 }
 
-// keptFile reads the applied file name, whose digest is sum: from the applied
-// set, or from the object store when the set's file no longer holds it
-// (changed in place).
-func (w *Workdir) keptFile(applied fs.FS, name, sum string) ([]byte, error) {
-	data, err := fs.ReadFile(applied, name)
-	if err == nil && digest(data) == sum {
-		return data, nil
-	}
-	// The object of sum, when sum is a sha256 (the state says it; it never becomes
-	// a path unless it is one).
-	if isLowerHex(sum, 2*sha256.Size) {
-		if obj, oerr := os.ReadFile(w.objectPath(sum)); oerr == nil && digest(obj) == sum {
-			return obj, nil
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("keeping the applied %s: %w", name, err)
-	}
-	return nil, fmt.Errorf("keeping the applied %s: neither the applied set nor the object store holds what the state says any more (changed in place)", name)
-}
-
-func digest(data []byte) string {
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])
-}
-
-// inParallel runs f(0..n-1) on a few goroutines; the first error is returned.
-func inParallel(n int, f func(i int) error) error {
-	workers := min(4, n)
-	next := make(chan int)
-	errs := make(chan error, workers)
-	for range workers {
-		go func() {
-			var first error
-			for i := range next {
-				if first == nil {
-					first = f(i)
-				}
-			}
-			errs <- first
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	var err error
-	for range workers {
-		if e := <-errs; e != nil && err == nil {
-			err = e
-		}
-	}
-	return err
-}
-
 // nextState is the state after applying p: the next serial, the plan's revision
 // and digests, every rendered node as deployed with its roles, the primary tags;
 // a kept cluster's as st has it.
-func nextState(st *State, p *Plan, rs []*render.Rendered, kept []string) *State {
-	next := &State{
+func nextState(st *state.State, p *Plan, rs []*render.Rendered, kept []string) *state.State {
+	next := &state.State{
 		FormatVersion: "1",
 		Lineage:       st.Lineage,
 		Serial:        st.Serial + 1,
 		Revision:      p.setRevision(),
 		ToolVersion:   p.ToolVersion,
-		Clusters:      map[string]*ClusterState{},
+		Clusters:      map[string]*state.ClusterState{},
 		Artifacts:     p.Artifacts,
 	}
 	if next.Lineage == "" {
-		next.Lineage = newLineage()
+		next.Lineage = state.NewLineage()
 	}
 	defer func() {
 		if p.InputFiles == "" {
 			return
 		}
 		if !p.Again {
-			next.Inputs = InputsKey(p.InputFiles, p.ToolVersion, next)
+			next.Inputs = state.InputsKey(p.InputFiles, p.ToolVersion, next)
 		}
 		for c, cs := range next.Clusters {
 			files := p.ClusterFiles[c]
 			rec := p.record(c)
 			switch {
-			case files != "" && (rec == nil || !rec.Untouched && rec.Status == StatusSynced):
+			case files != "" && (rec == nil || !rec.Untouched && rec.Status == state.StatusSynced):
 				// Its artifacts are now the render of these inputs.
 				if next.ClusterInputs == nil {
 					next.ClusterInputs = map[string]string{}
 				}
-				next.ClusterInputs[c] = ClusterInputsKey(files, p.ToolVersion, cs)
+				next.ClusterInputs[c] = state.ClusterInputsKey(files, p.ToolVersion, cs)
 			case rec != nil && st.ClusterInputs[c] != "":
 				// Held, waiting or not planned: its artifacts are still the
 				// render of the inputs it was applied with.
@@ -504,9 +449,9 @@ func nextState(st *State, p *Plan, rs []*render.Rendered, kept []string) *State 
 		}
 	}
 	for _, r := range rs {
-		cs := &ClusterState{Nodes: map[string]NodeState{}, Primary: map[string]string{}}
+		cs := &state.ClusterState{Nodes: map[string]state.NodeState{}, Primary: map[string]string{}}
 		for name, nt := range r.Model.NodeTags {
-			cs.Nodes[name] = NodeState{ID: nt.Node.ID, Roles: slices.Clone(nt.Roles)}
+			cs.Nodes[name] = state.NodeState{ID: nt.Node.ID, Roles: slices.Clone(nt.Roles)}
 			for _, tag := range nt.Primary {
 				cs.Primary[tag] = name
 			}
@@ -531,7 +476,7 @@ func nextState(st *State, p *Plan, rs []*render.Rendered, kept []string) *State 
 		case cs == nil:
 			// Held (or suspended, or awaiting approval) and never applied:
 			// recorded, without nodes.
-			cs = &ClusterState{Nodes: map[string]NodeState{}, Primary: map[string]string{}}
+			cs = &state.ClusterState{Nodes: map[string]state.NodeState{}, Primary: map[string]string{}}
 			next.Clusters[rec.Name] = cs
 		}
 		cs.Status, cs.Problems, cs.Pending = rec.Status, slices.Clone(rec.Problems), rec.Pending
@@ -545,16 +490,18 @@ func nextState(st *State, p *Plan, rs []*render.Rendered, kept []string) *State 
 	return next
 }
 
-// Only returns the state limited to the artifacts of clusters (plan --cluster).
-func (st *State) Only(clusters []string) *State {
-	out := *st
-	out.Artifacts = map[string]string{}
-	for name, sum := range st.Artifacts {
-		for _, c := range clusters {
-			if strings.HasPrefix(name, c+"/") {
-				out.Artifacts[name] = sum
-			}
-		}
+// UnchangedPlan is the plan of a revision whose inputs are those of the
+// applied state st (st.Unchanged): no changes, made without rendering. It
+// cannot be applied (there is nothing to apply) nor saved for apply.
+func UnchangedPlan(st *state.State, revision, toolVersion, files string) *Plan {
+	return &Plan{
+		FormatVersion: PlanFormatVersion,
+		Lineage:       st.Lineage,
+		Serial:        st.Serial,
+		Revision:      revision,
+		ToolVersion:   toolVersion,
+		Artifacts:     st.Artifacts,
+		Changes:       &diff.ChangeSet{},
+		InputFiles:    files,
 	}
-	return &out
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/fuelsync/fuelsync/internal/gittest"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // A commit with more problems than MaxProblems: the log, the status and the
@@ -31,7 +32,7 @@ func TestProblemsCapped(t *testing.T) {
 	}
 	gittest.Commit(t, repo, "250 empty cluster specs")
 	var logged bytes.Buffer
-	loop := &Loop{Workdir: Open(filepath.Join(t.TempDir(), "wd")), Source: &LocalSource{Path: dir}, ToolVersion: "test",
+	loop := &Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &LocalSource{Path: dir}, ToolVersion: "test",
 		Log: slog.New(slog.NewJSONHandler(&logged, nil))}
 	if o := loop.ReconcileOnce(context.Background()); o != Invalid {
 		t.Fatalf("reconcile: %s, want %s", o, Invalid)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/internal/testenv"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // TestPublishBranch: every applied set becomes a commit of the branch rendered (the
@@ -43,7 +44,7 @@ func TestPublishBranch(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wd := filepath.Join(t.TempDir(), "wd")
-			loop := &Loop{Workdir: Open(wd), Source: tc.src(wd), ToolVersion: "test", Publish: &Publisher{Branch: "rendered-" + tc.name}}
+			loop := &Loop{Workdir: state.Open(wd), Source: tc.src(wd), ToolVersion: "test", Publish: &Publisher{Branch: "rendered-" + tc.name}}
 			if o := loop.ReconcileOnce(context.Background()); o != Applied || len(loop.Status().Errors) > 0 {
 				t.Fatalf("reconcile: %s %q", o, loop.Status().Errors)
 			}
@@ -107,7 +108,7 @@ func TestPublishBranchNamesRefused(t *testing.T) {
 		if err := p.Check(context.Background(), src); err == nil || !strings.Contains(err.Error(), "is not a branch name") {
 			t.Errorf("Check(%q) = %v, want it refused", name, err)
 		}
-		loop := &Loop{Workdir: Open(filepath.Join(t.TempDir(), "wd")), Source: src, ToolVersion: "test", Publish: p}
+		loop := &Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: src, ToolVersion: "test", Publish: p}
 		loop.ReconcileOnce(context.Background())
 		if errs := loop.Status().Errors; len(errs) == 0 || !strings.Contains(strings.Join(errs, "\n"), "is not a branch name") {
 			t.Errorf("publishing to %q: errors %q, want the name refused", name, errs)

@@ -11,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/config"
 
 	"github.com/fuelsync/fuelsync/internal/gittest"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // push pushes the working repository's master branch to origin as main.
@@ -41,7 +42,7 @@ func TestRemoteSource(t *testing.T) {
 	}
 	push(t, work, false)
 	wd := filepath.Join(t.TempDir(), "wd")
-	loop := &Loop{Workdir: Open(wd), Source: &RemoteSource{URL: "file://" + remote, Branch: "main", CacheDir: filepath.Join(wd, "cache")}, ToolVersion: "test"}
+	loop := &Loop{Workdir: state.Open(wd), Source: &RemoteSource{URL: "file://" + remote, Branch: "main", CacheDir: filepath.Join(wd, "cache")}, ToolVersion: "test"}
 	head, _ := work.Head()
 	if o := loop.ReconcileOnce(context.Background()); o != Applied || loop.Status().Applied != head.Hash().String() {
 		t.Fatalf("first reconcile: %s %+v", o, loop.Status())
@@ -104,7 +105,7 @@ func TestRemoteSourceWorkingTreeRepo(t *testing.T) {
 	dir, work := gittest.Quickstart(t) // on master
 	wd := filepath.Join(t.TempDir(), "wd")
 	src := &RemoteSource{URL: "file://" + dir, CacheDir: filepath.Join(wd, "cache")}
-	loop := &Loop{Workdir: Open(wd), Source: src, ToolVersion: "test"}
+	loop := &Loop{Workdir: state.Open(wd), Source: src, ToolVersion: "test"}
 	head, _ := work.Head()
 	if o := loop.ReconcileOnce(context.Background()); o != Applied || loop.Status().Applied != head.Hash().String() {
 		t.Fatalf("first reconcile: %s %q", o, loop.Status().Errors)

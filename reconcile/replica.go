@@ -16,7 +16,6 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -25,6 +24,7 @@ import (
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // Roles of a replica, in its status.
@@ -37,7 +37,7 @@ const (
 // Coordinator, the etcd backend): it reconciles only while it leads.
 type Replica struct {
 	Loop *Loop
-	Etcd Coordinator
+	Etcd state.Coordinator
 	// ID names this replica (the leader's identity in every replica's
 	// status); DefaultReplicaID when empty.
 	ID string
@@ -104,7 +104,7 @@ func (r *Replica) Run(ctx context.Context) error {
 	id := r.id()
 	// A leader makes the applied set it lacks (another leader applied it)
 	// before each plan.
-	r.Loop.prepare = func(ctx context.Context, st *State) error {
+	r.Loop.prepare = func(ctx context.Context, st *state.State) error {
 		err := Materialise(ctx, r.Loop.Workdir, r.Loop.Source, st, r.Loop.ToolVersion)
 		r.mu.Lock()
 		r.problem = err
@@ -116,8 +116,8 @@ func (r *Replica) Run(ctx context.Context) error {
 	}
 	// The leader's own applies are served as they commit.
 	onState := r.Loop.OnState
-	r.Loop.OnState = func(st *State) {
-		if r.Loop.Workdir.currentSerial() == st.Serial {
+	r.Loop.OnState = func(st *state.State) {
+		if r.Loop.Workdir.CurrentSerial() == st.Serial {
 			r.mu.Lock()
 			r.serving, r.problem = st.Serial, nil
 			r.mu.Unlock()
@@ -184,7 +184,7 @@ var ErrNotLeader = errors.New("this replica no longer leads")
 
 // stillLeads says whether the leadership lead, won as id, still holds: its
 // lease not known to be lost, and etcd naming id the leader now.
-func (r *Replica) stillLeads(lead Leadership, id string) error {
+func (r *Replica) stillLeads(lead state.Leadership, id string) error {
 	select {
 	case <-lead.Done():
 		return fmt.Errorf("%w: its lease expired", ErrNotLeader)
@@ -194,7 +194,7 @@ func (r *Replica) stillLeads(lead Leadership, id string) error {
 	defer cancel()
 	leader, err := r.Etcd.Leader(ctx)
 	switch {
-	case errors.Is(err, ErrNoLeader):
+	case errors.Is(err, state.ErrNoLeader):
 		return fmt.Errorf("%w: no replica leads (its lease expired)", ErrNotLeader)
 	case err != nil:
 		return fmt.Errorf("%w: the election cannot be read: %s", ErrNotLeader, redact.Text(err.Error()))
@@ -303,7 +303,7 @@ func (r *Replica) Leader(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	id, err := r.Etcd.Leader(ctx)
-	if errors.Is(err, ErrNoLeader) {
+	if errors.Is(err, state.ErrNoLeader) {
 		return "", nil
 	}
 	r.mu.Lock()
@@ -398,18 +398,12 @@ func (e *RenderMismatchError) Error() string {
 // Rendering is deterministic, so git and the state are the whole truth: no
 // artifact is copied between replicas. A *RenderMismatchError when this
 // tool version renders differently; nothing is kept then.
-func Materialise(ctx context.Context, w *Workdir, src Source, st *State, toolVersion string) error {
+func Materialise(ctx context.Context, w *state.Workdir, src Source, st *state.State, toolVersion string) error {
 	if st.Serial == 0 {
 		return nil
 	}
-	if err := w.claim(); err != nil {
+	if linked, err := w.LinkSet(st.Serial); err != nil || linked {
 		return err
-	}
-	if _, err := os.Stat(w.SetDir(st.Serial)); err == nil {
-		if w.currentSerial() != st.Serial {
-			return w.relink(st.Serial)
-		}
-		return nil
 	}
 	rsrc, ok := src.(RevisionSource)
 	if !ok {
@@ -419,7 +413,7 @@ func Materialise(ctx context.Context, w *Workdir, src Source, st *State, toolVer
 	// held cluster keeps an older one's).
 	byRev := map[string][]string{}
 	for name := range st.Artifacts {
-		c := clusterOf(name)
+		c := state.ClusterOf(name)
 		if c == "" {
 			continue
 		}
@@ -452,18 +446,7 @@ func Materialise(ctx context.Context, w *Workdir, src Source, st *State, toolVer
 		}
 		parts = append(parts, part{revName, each.Rendered})
 	}
-	if err := os.MkdirAll(w.artifacts(), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp(w.artifacts(), ".tmp-"+strconv.FormatInt(st.Serial, 10)+"-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp) // after the rename, nothing is left there
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return err
-	}
-	err = w.writeSet(tmp, st, func(put func(string, []byte) error) error {
+	return w.WriteSet(st, func(put func(string, []byte) error) error {
 		var mu sync.Mutex
 		got := map[string]bool{}
 		check := func(rev, name string, data []byte) error {
@@ -503,18 +486,4 @@ func Materialise(ctx context.Context, w *Workdir, src Source, st *State, toolVer
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, w.SetDir(st.Serial)); err != nil {
-		return err
-	}
-	if err := syncDir(w.artifacts()); err != nil {
-		return err
-	}
-	if err := w.relink(st.Serial); err != nil {
-		return err
-	}
-	w.prune(st.Serial) // the Keep newest sets, as an apply keeps
-	return nil
 }

@@ -20,13 +20,14 @@ import (
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // testReplica is one serve replica in process: a loop, its server on
 // 127.0.0.1, and the count of its reconciles by outcome.
 type testReplica struct {
 	id     string
-	w      *Workdir
+	w      *state.Workdir
 	loop   *Loop
 	rep    *Replica
 	base   string
@@ -46,7 +47,7 @@ func startReplicaVersion(t *testing.T, c *etcdtest.Cluster, dir, id string, secr
 	return startReplicaOn(t, etcdWorkdir(t, c, "replicas", 2*time.Second, 5*time.Second), dir, id, secret, version)
 }
 
-func startReplicaOn(t *testing.T, w *Workdir, dir, id string, secret []byte, version string) *testReplica {
+func startReplicaOn(t *testing.T, w *state.Workdir, dir, id string, secret []byte, version string) *testReplica {
 	t.Helper()
 	loop := &Loop{Workdir: w, Source: &LocalSource{Path: dir}, ToolVersion: version, Interval: time.Hour}
 	srv := NewServer(loop, secret)
@@ -58,7 +59,7 @@ func startReplicaOn(t *testing.T, w *Workdir, dir, id string, secret []byte, ver
 		tr.outcomes[o]++
 		tr.mu.Unlock()
 	}
-	tr.rep = &Replica{Loop: loop, Etcd: w.Backend.(Coordinator), ID: id}
+	tr.rep = &Replica{Loop: loop, Etcd: w.Backend.(state.Coordinator), ID: id}
 	srv.Replica = tr.rep
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -234,7 +235,7 @@ func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 	// The leader is gone without resigning (its etcd client closed: no more
 	// keep-alives): the follower leads within the lease TTL.
 	gone := time.Now()
-	leader.w.Backend.(Coordinator).Close()
+	leader.w.Backend.(state.Coordinator).Close()
 	var took atomic.Int64
 	waitLong(t, 10*time.Second, "the follower leads", func() bool {
 		if follower.rep.Role() == RoleLeader {
@@ -370,17 +371,17 @@ func TestEtcdReplicaLeaderPartitioned(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	dir, repo := gittest.Quickstart(t)
 	proxy := newCutProxy(t, c.Endpoints()[0])
-	cfg, err := ParseStateURL("etcd://" + proxy.ln.Addr().String() + "/replicas")
+	cfg, err := state.ParseURL("etcd://" + proxy.ln.Addr().String() + "/replicas")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.LockTTL, cfg.Timeout = 2*time.Second, 2*time.Second
-	e, err := OpenEtcd(*cfg)
+	e, err := state.OpenEtcd(*cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	a := startReplicaOn(t, &Workdir{Dir: filepath.Join(t.TempDir(), "wd"), Backend: e}, dir, "replica-a", nil, "test")
+	a := startReplicaOn(t, &state.Workdir{Dir: filepath.Join(t.TempDir(), "wd"), Backend: e}, dir, "replica-a", nil, "test")
 	waitLong(t, 10*time.Second, "serial 1 applied by replica-a", func() bool { return a.count(Applied) == 1 })
 	b := startReplica(t, c, dir, "replica-b", nil)
 	waitLong(t, 10*time.Second, "replica-b serves serial 1", func() bool { n, _ := b.rep.Serving(); return n == 1 })
@@ -452,7 +453,7 @@ func TestEtcdReplicasQuorumLost(t *testing.T) {
 		t.Errorf("%d applies without a quorum; want none after serial 1", n-1)
 	}
 	for _, r := range reps {
-		if n := r.w.currentSerial(); n > 1 {
+		if n := r.w.CurrentSerial(); n > 1 {
 			t.Errorf("%s switched to set %d without a quorum", r.id, n)
 		}
 	}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/internal/testenv"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 func sign(secret, body []byte) string {
@@ -62,7 +63,7 @@ func TestServe(t *testing.T) {
 	push(t, repo, false)
 	secret := []byte("s3cret")
 	wd := filepath.Join(t.TempDir(), "wd")
-	loop := &Loop{Workdir: Open(wd), Source: &RemoteSource{URL: "file://" + remote, Branch: "main", CacheDir: filepath.Join(wd, "cache")}, ToolVersion: "test", Interval: time.Hour}
+	loop := &Loop{Workdir: state.Open(wd), Source: &RemoteSource{URL: "file://" + remote, Branch: "main", CacheDir: filepath.Join(wd, "cache")}, ToolVersion: "test", Interval: time.Hour}
 	srv := NewServer(loop, secret)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -216,7 +217,7 @@ func TestWebhookLoad(t *testing.T) {
 	}
 	dir, repo := gittest.Quickstart(t)
 	secret := []byte("s3cret")
-	loop := &Loop{Workdir: Open(filepath.Join(t.TempDir(), "wd")), Source: &LocalSource{Path: dir}, ToolVersion: "test"}
+	loop := &Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &LocalSource{Path: dir}, ToolVersion: "test"}
 	var reconciles, full atomic.Int64
 	srv := NewServer(loop, secret)
 	onReconcile := loop.OnReconcile
@@ -332,7 +333,7 @@ func TestStatusPageBrowser(t *testing.T) {
 		testenv.Unavailable(t, "no chromium installed (apt-get install chromium)")
 	}
 	dir, repo := gittest.Quickstart(t)
-	loop := &Loop{Workdir: Open(filepath.Join(t.TempDir(), "wd")), Source: &LocalSource{Path: dir}, ToolVersion: "test"}
+	loop := &Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &LocalSource{Path: dir}, ToolVersion: "test"}
 	srv := NewServer(loop, []byte("s"))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

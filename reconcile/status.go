@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // ClusterInfo is one cluster's line of fuelsync status and GET
@@ -26,13 +27,13 @@ type ClusterInfo struct {
 	// Problems say why it is not synced.
 	Problems []string `json:"problems"`
 	// Pending is the plan awaiting approval (sync: manual).
-	Pending *Pending `json:"pending,omitempty"`
+	Pending *state.Pending `json:"pending,omitempty"`
 }
 
 // ClusterInfos are the clusters of the applied state st, with the statuses
 // and problems of live (the last reconcile's results, nil when unknown), at
 // head (the newest revision reconciled, "" when unknown), sorted by name.
-func ClusterInfos(st *State, live []*ClusterResult, head string) []ClusterInfo {
+func ClusterInfos(st *state.State, live []*ClusterResult, head string) []ClusterInfo {
 	byName := map[string]*ClusterResult{}
 	for _, c := range live {
 		byName[c.Name] = c
@@ -60,7 +61,7 @@ func ClusterInfos(st *State, live []*ClusterResult, head string) []ClusterInfo {
 			info.Problems = append([]string{}, c.Problems...)
 		}
 		if info.Status == "" {
-			info.Status = StatusOutOfSync
+			info.Status = state.StatusOutOfSync
 		}
 		out = append(out, info)
 	}
@@ -73,7 +74,7 @@ func ClusterInfos(st *State, live []*ClusterResult, head string) []ClusterInfo {
 // longer those it was applied with is out_of_sync, and so is a cluster of the
 // revision that is not applied yet or a cluster applied that the revision no
 // longer has. For fuelsync status without a running serve.
-func HeadStatuses(st *State, fsys fs.FS, repo *loader.Repo, opts loader.Options, toolVersion string, skip ...string) []*ClusterResult {
+func HeadStatuses(st *state.State, fsys fs.FS, repo *loader.Repo, opts loader.Options, toolVersion string, skip ...string) []*ClusterResult {
 	files, err := loader.ClusterFingerprints(fsys, opts, repo, skip...)
 	if err != nil {
 		files = nil
@@ -90,9 +91,9 @@ func HeadStatuses(st *State, fsys fs.FS, repo *loader.Repo, opts loader.Options,
 		r := &ClusterResult{Name: c.Name, Status: cs.StatusOf()}
 		switch {
 		case cs == nil:
-			r.Status, r.Problems = StatusOutOfSync, []string{"not applied yet"}
-		case r.Status == StatusSynced && !slices.Contains(reusable, c.Name):
-			r.Status, r.Problems = StatusOutOfSync, []string{"the revision changes its inputs"}
+			r.Status, r.Problems = state.StatusOutOfSync, []string{"not applied yet"}
+		case r.Status == state.StatusSynced && !slices.Contains(reusable, c.Name):
+			r.Status, r.Problems = state.StatusOutOfSync, []string{"the revision changes its inputs"}
 		default:
 			r.Problems = slices.Clone(cs.Problems)
 		}
@@ -100,7 +101,7 @@ func HeadStatuses(st *State, fsys fs.FS, repo *loader.Repo, opts loader.Options,
 	}
 	for name := range st.Clusters {
 		if !seen[name] {
-			out = append(out, &ClusterResult{Name: name, Status: StatusOutOfSync, Problems: []string{"removed by the revision"}})
+			out = append(out, &ClusterResult{Name: name, Status: state.StatusOutOfSync, Problems: []string{"removed by the revision"}})
 		}
 	}
 	return out

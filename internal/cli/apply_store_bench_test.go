@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/fuelsync/fuelsync/internal/repogen"
-	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // BenchmarkApplyStoreOneNode measures the disk a new applied set adds after a
@@ -42,7 +42,7 @@ func BenchmarkApplyStoreOneNode(b *testing.B) {
 			applyTime[i] += time.Since(t0)
 		}
 		b.StopTimer()
-		w := reconcile.Open(wd)
+		w := state.Open(wd)
 		set1 := map[int64]int64{}
 		for _, v := range setInodes(b, w.SetDir(1)) {
 			set1[v[0]] = v[1]

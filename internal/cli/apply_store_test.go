@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/fuelsync/fuelsync/internal/repogen"
-	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // setInodes maps each file, directory and symlink under root (relative,
@@ -70,7 +70,7 @@ func setInodes(t testing.TB, root string) map[string][2]int64 {
 func TestApplyStoreOneClusterChange(t *testing.T) {
 	repo, clusterFile, _, b := applyRepoSpec(t, repogen.Spec{Plugins: 2, Tasks: 60, Nodes: 60, Clusters: 20, Seed: 7})
 	wd := filepath.Join(t.TempDir(), "wd")
-	apply := func() *reconcile.State {
+	apply := func() *state.State {
 		t.Helper()
 		if out, err := fuelsyncCmd("--repo", repo, "--workdir", wd, "-q", "apply", "--auto-approve").CombinedOutput(); err != nil {
 			t.Fatalf("apply: %v\n%s", err, out)
@@ -91,7 +91,7 @@ func TestApplyStoreOneClusterChange(t *testing.T) {
 		}
 	}
 	slices.Sort(changed)
-	w := reconcile.Open(wd)
+	w := state.Open(wd)
 	set1, set2 := setInodes(t, w.SetDir(1)), setInodes(t, w.SetDir(2))
 	inodes1 := map[int64]bool{}
 	var full, files, trees, dirs int64

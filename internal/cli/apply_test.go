@@ -20,7 +20,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/internal/repogen"
 	"github.com/fuelsync/fuelsync/internal/testenv"
-	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // applyRepo writes a generated repository (two clusters, 40 nodes each: a few
@@ -69,9 +69,9 @@ func fuelsyncCmd(args ...string) *exec.Cmd {
 
 // checkWorkdir asserts the invariant of the work directory: the state parses, and
 // the current set holds exactly the files the state lists, with their digests.
-func checkWorkdir(t *testing.T, wd string) *reconcile.State {
+func checkWorkdir(t *testing.T, wd string) *state.State {
 	t.Helper()
-	w := reconcile.Open(wd)
+	w := state.Open(wd)
 	st, err := w.ReadState()
 	if err != nil {
 		t.Fatalf("the state does not read: %v", err)
@@ -117,6 +117,7 @@ func checkWorkdir(t *testing.T, wd string) *reconcile.State {
 // kill the state parses, the current set is complete and matches it (the old set
 // or the new one, never a mix), and the next plan works.
 func TestApplyCrashSafety(t *testing.T) {
+	requireTestHooks(t)
 	if testing.Short() {
 		t.Skip("kills over 200 applies")
 	}
@@ -209,8 +210,8 @@ func crashAtRandomMoments(t *testing.T) int {
 	if leftovers, _ := filepath.Glob(filepath.Join(wd, "artifacts", ".tmp-*")); len(leftovers) > 0 {
 		t.Errorf("temporary sets left after a complete apply: %v", leftovers)
 	}
-	if sets, _ := filepath.Glob(filepath.Join(wd, "artifacts", "[0-9]*")); len(sets) > reconcile.Keep {
-		t.Errorf("%d sets kept, want at most %d", len(sets), reconcile.Keep)
+	if sets, _ := filepath.Glob(filepath.Join(wd, "artifacts", "[0-9]*")); len(sets) > state.Keep {
+		t.Errorf("%d sets kept, want at most %d", len(sets), state.Keep)
 	}
 	return killed
 }
@@ -310,7 +311,7 @@ func TestApplyAsksForConfirmation(t *testing.T) {
 	wd := filepath.Join(t.TempDir(), "wd")
 	applied := func() int64 {
 		t.Helper()
-		st, err := reconcile.Open(wd).ReadState()
+		st, err := state.Open(wd).ReadState()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -475,7 +476,7 @@ func newStepFixture(t *testing.T) *stepFixture {
 	renamed := func(n string) []byte {
 		return bytes.Replace(f.a, []byte("  node-1:\n    id: 1\n"), []byte("  node-"+n+":\n    id: "+n+"\n"), 1)
 	}
-	for i := range reconcile.Keep {
+	for i := range state.Keep {
 		variant := f.b
 		switch {
 		case i == 0:
@@ -493,7 +494,7 @@ func newStepFixture(t *testing.T) *stepFixture {
 			copyWorkdir(t, f.template5, f.template1)
 		}
 	}
-	if st := checkWorkdir(t, f.template5); st.Serial != reconcile.Keep {
+	if st := checkWorkdir(t, f.template5); st.Serial != state.Keep {
 		t.Fatalf("template serial %d", st.Serial)
 	}
 	return f
@@ -511,7 +512,7 @@ func (f *stepFixture) cases() []struct {
 	}{
 		{"first apply", "", 0},
 		{"second apply", f.template1, 1},
-		{"apply over 5 sets", f.template5, reconcile.Keep},
+		{"apply over 5 sets", f.template5, state.Keep},
 	}
 }
 
@@ -585,7 +586,7 @@ func crashAtEveryStep(t *testing.T) (int, bool) {
 		// the set, linking a tree as a node directory, and (pruning a set)
 		// removing the trees and objects no set links.
 		want := []string{"create .tmp-", "rename object ", "link ", "symlink tree "}
-		if tc.before == reconcile.Keep {
+		if tc.before == state.Keep {
 			want = append(want, "remove tree ", "remove object ")
 		}
 		for _, kind := range want {
@@ -657,6 +658,7 @@ func crashAtEveryStep(t *testing.T) (int, bool) {
 // switch (linking state.json); the next plan works either way. (Every step of
 // every kind of publish is failed in-process by reconcile's TestPublishFailedStep.)
 func TestApplyFailedStepReportsState(t *testing.T) {
+	requireTestHooks(t)
 	if testing.Short() {
 		t.Skip("fails some 50 applies")
 	}

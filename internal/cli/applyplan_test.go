@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // TestApplyPlanFileChecks: every check `apply PLANFILE` makes refuses the plan
@@ -174,7 +174,7 @@ func TestApplyPlanFileChecks(t *testing.T) {
 // state's serial, lineage and revision, and the set artifacts/current names.
 func workdirSnapshot(t *testing.T, wd string) string {
 	t.Helper()
-	st, err := reconcile.Open(wd).ReadState()
+	st, err := state.Open(wd).ReadState()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,9 +17,9 @@ import (
 
 	"github.com/fuelsync/fuelsync/diff"
 	"github.com/fuelsync/fuelsync/loader"
-	"github.com/fuelsync/fuelsync/reconcile"
 	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/specedit"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // nodeEditFlags are the flags of tags assign|unassign and roles assign|unassign.
@@ -165,7 +165,7 @@ func finishEdit(g *globals, c *cli.Context, src *source, repo *loader.Repo, file
 	if g.quiet {
 		out = io.Discard // -q: only problems
 	}
-	if err := reconcile.WriteFileAtomic(path, data); err != nil {
+	if err := state.WriteFileAtomic(path, data); err != nil {
 		return &exitError{code: 1, msg: err.Error()}
 	}
 	fmt.Fprintf(out, "edited %s: %s\n\n", path, summary)

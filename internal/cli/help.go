@@ -9,7 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/fuelsync/fuelsync/loader"
-	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // The global flags are defined on the application (fuelsync --repo R validate) and
@@ -44,7 +44,7 @@ func globalFlag(name string) cli.Flag {
 	case "etcd-auth-file":
 		return &cli.StringFlag{Name: "etcd-auth-file", Usage: "authenticate to etcd with USER:PASSWORD read from `FILE`"}
 	case "etcd-lock-ttl":
-		return &cli.DurationFlag{Name: "etcd-lock-ttl", Value: reconcile.DefaultLockTTL, Usage: "lease TTL of the lock in etcd: how long a dead holder's lock outlives it"}
+		return &cli.DurationFlag{Name: "etcd-lock-ttl", Value: state.DefaultLockTTL, Usage: "lease TTL of the lock in etcd: how long a dead holder's lock outlives it"}
 	}
 	return nil // not a global flag: globalNames lists them
 }

@@ -6,13 +6,13 @@ import (
 	"io"
 	"io/fs"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // opEnv is what every command that runs the reconcile operation (plan, apply,
@@ -22,14 +22,9 @@ import (
 type opEnv struct {
 	c              *cli.Context
 	g              *globals
-	w              *reconcile.Workdir
+	w              *state.Workdir
 	stdout, stderr io.Writer
 }
-
-// renders counts the loads and renders of configurations (tests check that a
-// plan with nothing changed renders nothing); renderedClusters the clusters
-// they rendered, appliedClusters those of applied revisions rendered again.
-var renders, renderedClusters, appliedClusters atomic.Int64
 
 // opArgs are the arguments of plan, apply and approve, checked.
 type opArgs struct {
@@ -56,7 +51,7 @@ func openOpEnv(c *cli.Context, stdout, stderr io.Writer) (*opEnv, error) {
 }
 
 // workdir opens the work directory, once.
-func (e *opEnv) workdir() (*reconcile.Workdir, error) {
+func (e *opEnv) workdir() (*state.Workdir, error) {
 	if e.w != nil {
 		return e.w, nil
 	}
@@ -77,7 +72,7 @@ func (e *opEnv) close() {
 
 // operation is the reconcile operation on the work directory for src.
 func (e *opEnv) operation(src *source) *reconcile.Operation {
-	return &reconcile.Operation{
+	op := &reconcile.Operation{
 		Workdir:     e.w,
 		ToolVersion: version,
 		Load:        loadOptions(src.cache),
@@ -85,10 +80,9 @@ func (e *opEnv) operation(src *source) *reconcile.Operation {
 			fsys, _, err := loader.OpenRevision(e.g.repo, rev)
 			return fsys, err
 		},
-		OnLoad:          func() { renders.Add(1) },
-		OnRender:        func(clusters []string) { renderedClusters.Add(int64(len(clusters))) },
-		OnRenderApplied: func(clusters []string) { appliedClusters.Add(int64(len(clusters))) },
 	}
+	countRenders(op)
+	return op
 }
 
 // request is the operation's request for src.
@@ -218,8 +212,8 @@ func (e *opEnv) apply(args opArgs) error {
 // outcome requires: nothing changed, or applied but unfinished.
 func (e *opEnv) opError(res *reconcile.Result, src *source, err error) error {
 	var stale *reconcile.StaleError
-	var applied *reconcile.AppliedError
-	var damaged *reconcile.DamagedError
+	var applied *state.AppliedError
+	var damaged *state.DamagedError
 	var unknown *reconcile.UnknownClusterError
 	var changed *reconcile.PlanChangedError
 	switch {

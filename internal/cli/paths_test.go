@@ -12,6 +12,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // revisionSource is a reconcile.Source that yields one given commit.
@@ -69,7 +70,7 @@ func TestCLIAndDaemonSameOperation(t *testing.T) {
 
 	cliWD, loopWD := filepath.Join(t.TempDir(), "cli"), filepath.Join(t.TempDir(), "loop")
 	src := &revisionSource{path: dir}
-	loop := &reconcile.Loop{Workdir: reconcile.Open(loopWD), Source: src, ToolVersion: version}
+	loop := &reconcile.Loop{Workdir: state.Open(loopWD), Source: src, ToolVersion: version}
 	for i, rev := range revs {
 		code, _, stderr := fuelsyncRun(t, "--repo", dir, "--rev", rev, "--workdir", cliWD, "apply", "--auto-approve")
 		if want := 0; rev == revs[2] {
@@ -83,7 +84,7 @@ func TestCLIAndDaemonSameOperation(t *testing.T) {
 		if o := loop.ReconcileOnce(context.Background()); o == reconcile.Failed {
 			t.Fatalf("revision %d by the loop: %s %q", i, o, loop.Status().Errors)
 		}
-		a, b := reconcile.Open(cliWD), reconcile.Open(loopWD)
+		a, b := state.Open(cliWD), state.Open(loopWD)
 		sa, err := a.ReadState()
 		if err != nil {
 			t.Fatal(err)

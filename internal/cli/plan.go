@@ -6,10 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync/atomic"
-	"syscall"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -121,32 +118,6 @@ func confirm(w io.Writer, question string) bool {
 	fmt.Fprint(w, question)
 	answer, _ := bufio.NewReader(stdin).ReadString('\n')
 	return strings.TrimSpace(answer) == "yes"
-}
-
-// crashHookFromEnv makes apply kill itself with SIGKILL just before the Nth
-// step that changes the work directory (every mkdir, file creation, fsync,
-// rename, symlink and removal of tidying and publishing) when
-// FUELSYNC_TEST_CRASH_AT=N, or fail that step with ENOSPC when
-// FUELSYNC_TEST_FAIL_AT=N: the crash-safety tests do so at each step in turn.
-func crashHookFromEnv(stderr io.Writer) {
-	crash, _ := strconv.ParseInt(os.Getenv("FUELSYNC_TEST_CRASH_AT"), 10, 64)
-	fail, _ := strconv.ParseInt(os.Getenv("FUELSYNC_TEST_FAIL_AT"), 10, 64)
-	if crash <= 0 && fail <= 0 {
-		return
-	}
-	var count atomic.Int64
-	reconcile.TestHookStep = func(step string) error {
-		switch count.Add(1) {
-		case crash:
-			fmt.Fprintf(stderr, "fuelsync: FUELSYNC_TEST_CRASH_AT=%d: killed before %s\n", crash, step)
-			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			select {}
-		case fail:
-			fmt.Fprintf(stderr, "fuelsync: FUELSYNC_TEST_FAIL_AT=%d: failing %s\n", fail, step)
-			return fmt.Errorf("%s: %w", step, syscall.ENOSPC)
-		}
-		return nil
-	}
 }
 
 // reinitFlag is --reinit of plan and apply.

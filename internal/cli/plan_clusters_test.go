@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // TestPlanRendersChangedClustersOnly: after an apply, a commit changing one
@@ -20,6 +20,7 @@ import (
 // state and every file apply writes, through a saved plan too. A change to a
 // shared input (the release) renders every cluster.
 func TestPlanRendersChangedClustersOnly(t *testing.T) {
+	requireTestHooks(t)
 	dir := quickstartRepo(t)
 	wd := filepath.Join(t.TempDir(), "wd")
 	run := func(args ...string) string {
@@ -37,7 +38,7 @@ func TestPlanRendersChangedClustersOnly(t *testing.T) {
 		return out, renderedClusters.Load() - r0, appliedClusters.Load() - a0
 	}
 	run("--workdir", wd, "-q", "apply", "--auto-approve")
-	st, err := reconcile.Open(wd).ReadState()
+	st, err := state.Open(wd).ReadState()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,9 +127,9 @@ func TestPlanRendersChangedClustersOnly(t *testing.T) {
 
 // writeState replaces the state of the work directory wd (its current set's
 // .state.json) with st.
-func writeState(t *testing.T, wd string, st *reconcile.State) {
+func writeState(t *testing.T, wd string, st *state.State) {
 	t.Helper()
-	name := filepath.Join(reconcile.Open(wd).SetDir(st.Serial), ".state.json")
+	name := filepath.Join(state.Open(wd).SetDir(st.Serial), ".state.json")
 	if err := os.Remove(name); err != nil {
 		t.Fatal(err)
 	}
@@ -145,11 +146,11 @@ func writeState(t *testing.T, wd string, st *reconcile.State) {
 // same current artifacts.
 func sameApplied(t *testing.T, a, b string) {
 	t.Helper()
-	sa, err := reconcile.Open(a).ReadState()
+	sa, err := state.Open(a).ReadState()
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := reconcile.Open(b).ReadState()
+	sb, err := state.Open(b).ReadState()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +198,7 @@ func sameFiles(t *testing.T, a, b fs.FS) {
 // currentSet is the current applied set of wd.
 func currentSet(t *testing.T, wd string) fs.FS {
 	t.Helper()
-	w := reconcile.Open(wd)
+	w := state.Open(wd)
 	st, err := w.ReadState()
 	if err != nil {
 		t.Fatal(err)

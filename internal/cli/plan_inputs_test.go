@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/fuelsync/fuelsync/internal/mapfs"
-	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // TestPlanNoInputChangeRendersNothing: after an apply, a plan of a commit that
@@ -17,6 +17,7 @@ import (
 // usual; a state without an input fingerprint (an older version's) takes the
 // normal path.
 func TestPlanNoInputChangeRendersNothing(t *testing.T) {
+	requireTestHooks(t)
 	dir := quickstartRepo(t)
 	files, err := mapfs.Read("../../examples/quickstart")
 	if err != nil {
@@ -35,7 +36,7 @@ func TestPlanNoInputChangeRendersNothing(t *testing.T) {
 	if code, stdout, stderr := fuelsyncRun(t, "--repo", dir, "--rev", "HEAD", "--workdir", wd, "-q", "apply", "--auto-approve"); code != 0 {
 		t.Fatalf("apply: exit %d\n%s%s", code, stdout, stderr)
 	}
-	st, err := reconcile.Open(wd).ReadState()
+	st, err := state.Open(wd).ReadState()
 	if err != nil || st.Inputs == "" {
 		t.Fatalf("the applied state has no input fingerprint: %v", err)
 	}
@@ -80,7 +81,7 @@ func TestPlanNoInputChangeRendersNothing(t *testing.T) {
 	// A state without a fingerprint, as an older version wrote it.
 	old := *st
 	old.Inputs, old.ClusterInputs = "", nil
-	name := filepath.Join(reconcile.Open(wd).SetDir(st.Serial), ".state.json")
+	name := filepath.Join(state.Open(wd).SetDir(st.Serial), ".state.json")
 	if err := os.Remove(name); err != nil {
 		t.Fatal(err)
 	}
@@ -100,6 +101,7 @@ func TestPlanNoInputChangeRendersNothing(t *testing.T) {
 // work directory (.fuelsync, inside the working tree), an apply does not change
 // the inputs of the next plan: the work directory is not an input.
 func TestPlanWorkdirInsideWorkingTree(t *testing.T) {
+	requireTestHooks(t)
 	dir := quickstartRepo(t)
 	wd := filepath.Join(dir, ".fuelsync")
 	if code, stdout, stderr := fuelsyncRun(t, "--repo", dir, "--workdir", wd, "-q", "apply", "--auto-approve"); code != 0 {

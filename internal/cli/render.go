@@ -17,8 +17,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/fuelsync/fuelsync/loader"
-	"github.com/fuelsync/fuelsync/reconcile"
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 func renderCommand(stdout, stderr io.Writer) *cli.Command {
@@ -170,7 +170,7 @@ func checkRenderOut(out, repoDir string) error {
 	// A work directory's applied sets are apply's: a render over one of them
 	// would leave a state that no longer describes its set.
 	for d := outReal; ; d = filepath.Dir(d) {
-		if reconcile.LooksLikeWorkdir(d) {
+		if state.LooksLikeWorkdir(d) {
 			what := "inside the work directory " + d
 			if d == outReal {
 				what = "a work directory"
@@ -196,7 +196,7 @@ func checkRenderOut(out, repoDir string) error {
 		return fmt.Errorf("--out %s: %v", out, err)
 	}
 	for _, e := range entries {
-		if e.IsDir() && reconcile.LooksLikeWorkdir(filepath.Join(out, e.Name())) {
+		if e.IsDir() && state.LooksLikeWorkdir(filepath.Join(out, e.Name())) {
 			return fmt.Errorf("refusing to render into %s: it holds the work directory %s, and rendering replaces the whole directory; choose another --out", out, filepath.Join(out, e.Name()))
 		}
 	}

@@ -23,7 +23,8 @@ import (
 
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
 	"github.com/fuelsync/fuelsync/reconcile"
-	"github.com/fuelsync/fuelsync/reconcile/etcdstate"
+	"github.com/fuelsync/fuelsync/state"
+	"github.com/fuelsync/fuelsync/state/etcdstate"
 )
 
 // serveReplica is one `fuelsync serve` process of a replica set.
@@ -76,9 +77,9 @@ func (r *serveReplica) status() (*reconcile.ReplicaStatus, error) {
 
 // checkSet asserts that the work directory wd holds the applied set of st
 // exactly: every file of the manifest with its sha256, nothing else.
-func checkSet(t *testing.T, wd string, st *reconcile.State) {
+func checkSet(t *testing.T, wd string, st *state.State) {
 	t.Helper()
-	w := &reconcile.Workdir{Dir: wd}
+	w := &state.Workdir{Dir: wd}
 	dir, set := w.SetDir(st.Serial), w.SetFS(st.Serial)
 	found := map[string]bool{}
 	err := fs.WalkDir(set, ".", func(rel string, d fs.DirEntry, err error) error {
@@ -127,7 +128,7 @@ func TestEtcdReplicasLeaderKilledMidApply(t *testing.T) {
 	if _, err := gitCommit(dir, "generated"); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := reconcile.ParseStateURL(url)
+	cfg, err := state.ParseURL(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestEtcdReplicasLeaderKilledMidApply(t *testing.T) {
 			r.kill()
 		}
 	})
-	waitState := func(what string, cond func(*reconcile.State) bool) *reconcile.State {
+	waitState := func(what string, cond func(*state.State) bool) *state.State {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
 		for {
@@ -165,7 +166,7 @@ func TestEtcdReplicasLeaderKilledMidApply(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	st := waitState("serial 1 applied", func(st *reconcile.State) bool { return st.Serial == 1 })
+	st := waitState("serial 1 applied", func(st *state.State) bool { return st.Serial == 1 })
 
 	var failovers []time.Duration
 	for round := 1; round <= rounds; round++ {
@@ -206,7 +207,7 @@ func TestEtcdReplicasLeaderKilledMidApply(t *testing.T) {
 		}
 		leader.start(t) // back, as a follower
 		prev := st.Serial
-		st = waitState(fmt.Sprintf("round %d: commit %s applied", round, h), func(st *reconcile.State) bool { return st.Revision == h.String() })
+		st = waitState(fmt.Sprintf("round %d: commit %s applied", round, h), func(st *state.State) bool { return st.Revision == h.String() })
 		applied := time.Since(killed)
 		if st.Serial != prev+1 {
 			t.Fatalf("round %d: serial %d after serial %d; want %d", round, st.Serial, prev, prev+1)
@@ -243,7 +244,7 @@ func TestEtcdReplicasLeaderKilledMidApply(t *testing.T) {
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var serials []int64
-	for wr := range client.Watch(wctx, cfg.Prefix+"/"+reconcile.EtcdNamespace+"/serial", clientv3.WithRev(1)) {
+	for wr := range client.Watch(wctx, cfg.Prefix+"/"+state.EtcdNamespace+"/serial", clientv3.WithRev(1)) {
 		for _, ev := range wr.Events {
 			n, _ := strconv.ParseInt(string(ev.Kv.Value), 10, 64)
 			serials = append(serials, n)
@@ -261,7 +262,7 @@ func TestEtcdReplicasLeaderKilledMidApply(t *testing.T) {
 	}
 	// Every replica keeps at most the Keep newest sets (and the current one),
 	// whether it applied them or rendered them as a follower.
-	if rounds > reconcile.Keep {
+	if rounds > state.Keep {
 		for _, r := range replicas {
 			entries, _ := os.ReadDir(filepath.Join(r.wd, "artifacts"))
 			sets := 0
@@ -270,8 +271,8 @@ func TestEtcdReplicasLeaderKilledMidApply(t *testing.T) {
 					sets++
 				}
 			}
-			if sets == 0 || sets > reconcile.Keep+1 {
-				t.Errorf("%s keeps %d applied sets; want 1 to %d", r.id, sets, reconcile.Keep+1)
+			if sets == 0 || sets > state.Keep+1 {
+				t.Errorf("%s keeps %d applied sets; want 1 to %d", r.id, sets, state.Keep+1)
 			}
 		}
 	}

@@ -20,8 +20,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/fuelsync/fuelsync/reconcile/etcdstate"
 	"github.com/fuelsync/fuelsync/reconcile/prommetrics"
+	"github.com/fuelsync/fuelsync/state/etcdstate"
 )
 
 // The tests run the whole CLI, as fuelsync-server links it: the etcd backend

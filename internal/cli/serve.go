@@ -25,6 +25,7 @@ import (
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 func watchFlags() []cli.Flag {
@@ -199,7 +200,7 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			if c.Int("max-waiting") < 0 {
 				return &exitError{code: 1, msg: "--max-waiting must not be negative"}
 			}
-			if _, ok := loop.Workdir.Backend.(reconcile.Coordinator); !ok && c.String("replica-id") != "" {
+			if _, ok := loop.Workdir.Backend.(state.Coordinator); !ok && c.String("replica-id") != "" {
 				return &exitError{code: 1, msg: "--replica-id needs the state on etcd (--state etcd://…): replicas share their state there"}
 			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
@@ -216,7 +217,7 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			// With the state on etcd, serve is one of any number of replicas:
 			// the elected leader reconciles, the others follow.
 			run := loop.Run
-			if e, ok := loop.Workdir.Backend.(reconcile.Coordinator); ok {
+			if e, ok := loop.Workdir.Backend.(state.Coordinator); ok {
 				srv.Replica = &reconcile.Replica{Loop: loop, Etcd: e, ID: c.String("replica-id")}
 				run = srv.Replica.Run
 			}

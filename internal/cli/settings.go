@@ -11,7 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/fuelsync/fuelsync/loader"
-	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // repoSettings reads the settings file (fuelsync.yaml|hcl) of the repository
@@ -106,7 +106,7 @@ type loopSettings struct {
 	Publish       string
 	PublishBranch string
 	// Workdir is the work directory, with its state backend (--state).
-	Workdir *reconcile.Workdir
+	Workdir *state.Workdir
 }
 
 // loopSettingsFor reads the settings of watch and serve (and the work directory

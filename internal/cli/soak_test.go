@@ -27,6 +27,7 @@ import (
 	"github.com/fuelsync/fuelsync/internal/repogen"
 	"github.com/fuelsync/fuelsync/internal/testenv"
 	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // The soak tests attack `fuelsync serve` on loopback and report figures (the
@@ -328,7 +329,7 @@ func TestSoakIdleConnections(t *testing.T) {
 	applied := "not applied within 30 s"
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if st, err := reconcile.Open(s.wd).ReadState(); err == nil && st.Revision == h.String() {
+		if st, err := state.Open(s.wd).ReadState(); err == nil && st.Revision == h.String() {
 			applied = "applied"
 			break
 		}

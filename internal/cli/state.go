@@ -9,17 +9,17 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // openWorkdir opens the work directory g.workdir with the state where g.state
 // says: etcd (with the --etcd-* flags), or the work directory itself. The
 // caller closes it.
-func openWorkdir(c *cli.Context, g *globals) (*reconcile.Workdir, error) {
+func openWorkdir(c *cli.Context, g *globals) (*state.Workdir, error) {
 	if g.workdirErr != nil {
 		return nil, g.workdirErr
 	}
-	w := reconcile.Open(g.workdir)
+	w := state.Open(g.workdir)
 	w.Warn = func(msg string) { warnf(c.App.ErrWriter, g, "%s", msg) }
 	if g.state == "" {
 		return w, nil
@@ -27,7 +27,7 @@ func openWorkdir(c *cli.Context, g *globals) (*reconcile.Workdir, error) {
 	if c.Bool("reinit") {
 		return nil, &exitError{code: 1, msg: "--reinit starts the work directory's own state over; with --state the state is on etcd, where it cannot be damaged that way: fix or push it there (fuelsync state push); nothing was changed"}
 	}
-	cfg, err := reconcile.ParseStateURL(g.state)
+	cfg, err := state.ParseURL(g.state)
 	if err != nil {
 		return nil, &exitError{code: 1, msg: "--state: " + err.Error()}
 	}
@@ -47,10 +47,10 @@ func openWorkdir(c *cli.Context, g *globals) (*reconcile.Workdir, error) {
 		}
 		cfg.User, cfg.Password = user, password
 	}
-	if !reconcile.HasBackend("etcd") {
+	if !state.HasBackend("etcd") {
 		return nil, dispatch(c, "the state on etcd")
 	}
-	e, err := reconcile.OpenEtcd(*cfg)
+	e, err := state.OpenEtcd(*cfg)
 	if err != nil {
 		return nil, &exitError{code: 1, msg: err.Error()}
 	}
@@ -80,13 +80,13 @@ func stateCommand(stdout, stderr io.Writer) *cli.Command {
 				OnUsageError: usageError,
 				Flags:        []cli.Flag{formatFlag()},
 				Action: func(c *cli.Context) error {
-					return withState(c, stdout, stderr, func(g *globals, w *reconcile.Workdir) error {
+					return withState(c, stdout, stderr, func(g *globals, w *state.Workdir) error {
 						st, err := w.ReadState()
 						if err != nil {
 							return &exitError{code: 1, msg: err.Error()}
 						}
-						var holder reconcile.LockInfo
-						if e, ok := w.Backend.(reconcile.Coordinator); ok {
+						var holder state.LockInfo
+						if e, ok := w.Backend.(state.Coordinator); ok {
 							holder = e.Holder(c.Context)
 						}
 						if g.format == "json" {
@@ -107,7 +107,7 @@ func stateCommand(stdout, stderr io.Writer) *cli.Command {
 				ArgsUsage:    " ",
 				OnUsageError: usageError,
 				Action: func(c *cli.Context) error {
-					return withState(c, stdout, stderr, func(g *globals, w *reconcile.Workdir) error {
+					return withState(c, stdout, stderr, func(g *globals, w *state.Workdir) error {
 						st, err := w.ReadState()
 						if err != nil {
 							return &exitError{code: 1, msg: err.Error()}
@@ -134,7 +134,7 @@ func stateCommand(stdout, stderr io.Writer) *cli.Command {
 					if c.NArg() != 1 {
 						return &exitError{code: 1, msg: "state push takes one argument: the state file (- for stdin)"}
 					}
-					return withState(c, stdout, stderr, func(g *globals, w *reconcile.Workdir) error {
+					return withState(c, stdout, stderr, func(g *globals, w *state.Workdir) error {
 						name := c.Args().First()
 						var in io.Reader = stdin
 						if name != "-" {
@@ -145,12 +145,12 @@ func stateCommand(stdout, stderr io.Writer) *cli.Command {
 							defer f.Close()
 							in = f
 						}
-						// At most one byte over the bound: ParseState refuses it.
-						data, err := io.ReadAll(io.LimitReader(in, reconcile.MaxStateSize+1))
+						// At most one byte over the bound: state.Parse refuses it.
+						data, err := io.ReadAll(io.LimitReader(in, state.MaxSize+1))
 						if err != nil {
 							return &exitError{code: 1, msg: err.Error()}
 						}
-						st, err := reconcile.ParseState(name, data)
+						st, err := state.Parse(name, data)
 						if err != nil {
 							return &exitError{code: 1, msg: err.Error()}
 						}
@@ -159,7 +159,7 @@ func stateCommand(stdout, stderr io.Writer) *cli.Command {
 							return &exitError{code: 1, msg: err.Error()}
 						}
 						defer lock.Unlock()
-						changed, err := reconcile.PushState(w, lock, st)
+						changed, err := state.Push(w, lock, st)
 						if err != nil {
 							return &exitError{code: 1, msg: err.Error()}
 						}
@@ -180,7 +180,7 @@ func stateCommand(stdout, stderr io.Writer) *cli.Command {
 
 // withState runs f with the globals and the work directory (settings read,
 // backend opened, closed after).
-func withState(c *cli.Context, stdout, stderr io.Writer, f func(*globals, *reconcile.Workdir) error) error {
+func withState(c *cli.Context, stdout, stderr io.Writer, f func(*globals, *state.Workdir) error) error {
 	g, err := readGlobals(c, stdout, stderr)
 	if err != nil {
 		return err
@@ -197,14 +197,14 @@ func withState(c *cli.Context, stdout, stderr io.Writer, f func(*globals, *recon
 	return f(g, w)
 }
 
-func holderOrNil(h reconcile.LockInfo) any {
+func holderOrNil(h state.LockInfo) any {
 	if h.PID == 0 {
 		return nil
 	}
 	return h
 }
 
-func showState(out io.Writer, w *reconcile.Workdir, st *reconcile.State, holder reconcile.LockInfo) {
+func showState(out io.Writer, w *state.Workdir, st *state.State, holder state.LockInfo) {
 	fmt.Fprintf(out, "State:        %s\n", w.StateName())
 	if st.Serial == 0 {
 		fmt.Fprintln(out, "Nothing applied yet.")

@@ -17,6 +17,7 @@ import (
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // serverFlags are the flags of the commands that may talk to a running serve
@@ -83,7 +84,7 @@ func statusCommand(stdout, stderr io.Writer) *cli.Command {
 // HEAD when it is a git repository and --rev is not given): the clusters its
 // inputs change are out_of_sync. nil and "" when the repository cannot be
 // read (the state alone is shown then).
-func headStatuses(g *globals, st *reconcile.State) ([]*reconcile.ClusterResult, string) {
+func headStatuses(g *globals, st *state.State) ([]*reconcile.ClusterResult, string) {
 	if g.rev == "" {
 		if _, _, err := loader.OpenRevision(g.repo, "HEAD"); err == nil {
 			g.rev = "HEAD"

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/diff"
 	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // planView shows the results of the reconcile operation (plan, apply,
@@ -15,7 +16,7 @@ import (
 type planView interface {
 	diagnostics(res *reconcile.Result, src *source)
 	plan(res *reconcile.Result) error
-	applied(res *reconcile.Result, w *reconcile.Workdir) error
+	applied(res *reconcile.Result, w *state.Workdir) error
 }
 
 func newPlanView(g *globals) planView {
@@ -72,23 +73,23 @@ func writeClusterStatuses(w io.Writer, g *globals, res *reconcile.Result) {
 			was = cs.StatusOf()
 		}
 		switch c.Status {
-		case reconcile.StatusHeld:
+		case state.StatusHeld:
 			fmt.Fprintf(&b, "Held: cluster %s keeps its applied artifacts (%s):\n", c.Name, plural(max(1, len(c.Diagnostics)), "error"))
 			for _, p := range c.Problems {
 				fmt.Fprintf(&b, "  %s\n", p)
 			}
-		case reconcile.StatusAwaitingApproval:
+		case state.StatusAwaitingApproval:
 			fmt.Fprintf(&b, "Awaiting approval (sync: manual): cluster %s; apply it with: %s\n", c.Name, commandLine(g, "approve", "--cluster", c.Name))
 			writeDeferred(&b, colors, c)
-		case reconcile.StatusSuspended:
+		case state.StatusSuspended:
 			fmt.Fprintf(&b, "Suspended: cluster %s is not reconciled (suspend: true); its applied artifacts stay\n", c.Name)
-		case reconcile.StatusOutOfSync:
+		case state.StatusOutOfSync:
 			if len(c.Problems) > 0 { // waiting for its dependencies
 				fmt.Fprintf(&b, "Waiting: cluster %s: %s\n", c.Name, strings.Join(c.Problems, "; "))
 				writeDeferred(&b, colors, c)
 			}
-		case reconcile.StatusSynced:
-			if was != "" && was != reconcile.StatusSynced && c.Changes == nil {
+		case state.StatusSynced:
+			if was != "" && was != state.StatusSynced && c.Changes == nil {
 				fmt.Fprintf(&b, "Synced: cluster %s was %s; its applied artifacts are the revision's render\n", c.Name, was)
 			}
 		}
@@ -114,7 +115,7 @@ func writeDeferred(b *strings.Builder, colors diff.Colors, c *reconcile.ClusterR
 	}
 }
 
-func (v *planTextView) applied(res *reconcile.Result, w *reconcile.Workdir) error {
+func (v *planTextView) applied(res *reconcile.Result, w *state.Workdir) error {
 	g := v.g
 	if g.format != "text" || g.quiet {
 		return nil
@@ -186,7 +187,7 @@ func (v *planJSONView) plan(res *reconcile.Result) error {
 	return nil // apply prints one document, with what it applied
 }
 
-func (v *planJSONView) applied(res *reconcile.Result, w *reconcile.Workdir) error {
+func (v *planJSONView) applied(res *reconcile.Result, w *state.Workdir) error {
 	if v.doc == nil {
 		if err := v.plan(res); err != nil {
 			return err

@@ -19,7 +19,7 @@ func TestRedactURL(t *testing.T) {
 		"http://a:TOKEN@host/x":            "http://a:xxxxx@host/x",
 	} {
 		if got := URL(in); got != want {
-			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+			t.Errorf("URL(%q) = %q, want %q", in, got, want)
 		}
 	}
 	for in, want := range map[string]string{

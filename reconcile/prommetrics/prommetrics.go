@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 func init() { reconcile.RegisterMetrics(New) }
@@ -72,7 +73,7 @@ func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for _, info := range c.g.Clusters() {
-		for _, status := range reconcile.ClusterStatuses {
+		for _, status := range state.Statuses {
 			v := 0.0
 			if info.Status == status {
 				v = 1

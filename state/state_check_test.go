@@ -1,4 +1,4 @@
-package reconcile
+package state
 
 import (
 	"math"
@@ -10,7 +10,7 @@ import (
 // each with its reason.
 func TestCheckState(t *testing.T) {
 	good := func() *State {
-		st := emptyState()
+		st := Empty()
 		st.Lineage, st.Serial, st.Revision, st.ToolVersion = "0123456789abcdef0123456789abcdef", 3, "0123456789abcdef0123456789abcdef01234567", "v1.2.3"
 		st.Clusters["demo"] = &ClusterState{Nodes: map[string]NodeState{"node-1": {ID: 1, Roles: []string{"controller"}}}, Primary: map[string]string{"controller": "node-1", "database:1": "node-1"}}
 		st.Artifacts["demo/nodes/node-1/default.yaml"] = strings.Repeat("ab", 32)
@@ -18,7 +18,7 @@ func TestCheckState(t *testing.T) {
 		st.ClusterInputs = map[string]string{"demo": "fp"}
 		return st
 	}
-	if err := CheckState(good()); err != nil {
+	if err := Check(good()); err != nil {
 		t.Fatalf("a good state: %v", err)
 	}
 	for _, tc := range []struct {
@@ -56,7 +56,7 @@ func TestCheckState(t *testing.T) {
 	} {
 		st := good()
 		tc.change(st)
-		err := CheckState(st)
+		err := Check(st)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "nothing was changed") {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
@@ -74,14 +74,14 @@ func TestParseStateURLCredentials(t *testing.T) {
 		"etcd://alice:hunter2@h1:2379,h2:2379/fuelsync",
 		"etcd://127.0.0.1:2379/fs@x",
 	} {
-		_, err := ParseStateURL(u)
+		_, err := ParseURL(u)
 		if err == nil || !strings.Contains(err.Error(), "--etcd-auth-file") {
-			t.Errorf("ParseStateURL(%q) = %v, want credentials refused", u, err)
+			t.Errorf("ParseURL(%q) = %v, want credentials refused", u, err)
 			continue
 		}
 		for _, secret := range []string{"hunter2", "hun/ter2", "alice", "ter2"} {
 			if strings.Contains(err.Error(), secret) {
-				t.Errorf("ParseStateURL(%q): the message repeats %q: %v", u, secret, err)
+				t.Errorf("ParseURL(%q): the message repeats %q: %v", u, secret, err)
 			}
 		}
 	}

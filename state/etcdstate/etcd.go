@@ -1,7 +1,7 @@
 package etcdstate
 
 // The state on etcd, under a prefix, in its namespace <prefix>/.fuelsync/
-// (reconcile.EtcdNamespace; no prefix may contain that segment, so no prefix
+// (state.EtcdNamespace; no prefix may contain that segment, so no prefix
 // reaches another's keys):
 //
 //	<ns>/state              the state's header (JSON): lineage, serial, revision,
@@ -47,7 +47,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
 
-	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // EtcdPartSize is the largest part of a state document stored in one key.
@@ -55,7 +55,7 @@ const EtcdPartSize = 256 << 10
 
 // Etcd is the state on etcd (a Backend).
 type Etcd struct {
-	cfg    reconcile.EtcdConfig
+	cfg    state.EtcdConfig
 	client *clientv3.Client
 
 	mu sync.Mutex
@@ -65,9 +65,9 @@ type Etcd struct {
 
 // Open connects to the etcd of cfg (lazily: a cluster without quorum fails the
 // first request, after cfg.Timeout).
-func Open(cfg reconcile.EtcdConfig) (*Etcd, error) {
+func Open(cfg state.EtcdConfig) (*Etcd, error) {
 	if cfg.LockTTL == 0 {
-		cfg.LockTTL = reconcile.DefaultLockTTL
+		cfg.LockTTL = state.DefaultLockTTL
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second
@@ -126,10 +126,10 @@ func (e *Etcd) String() string { return e.cfg.URL() }
 func (e *Etcd) Close() error { return e.client.Close() }
 
 // key is k in the prefix's namespace: <prefix>/.fuelsync/k
-// (reconcile.EtcdNamespace, which no prefix may contain, so no other prefix
+// (state.EtcdNamespace, which no prefix may contain, so no other prefix
 // reaches these keys).
 func (e *Etcd) key(k string) string {
-	return e.cfg.Prefix + "/" + reconcile.EtcdNamespace + "/" + k
+	return e.cfg.Prefix + "/" + state.EtcdNamespace + "/" + k
 }
 
 // oldKey is k where a fuelsync before the namespace kept it: <prefix>/k.
@@ -209,9 +209,9 @@ const maxHeaderSize = 64 << 10
 const movedVersion = "moved"
 
 // ReadState implements Backend.
-func (e *Etcd) ReadState(ctx context.Context) (*reconcile.State, error) {
+func (e *Etcd) ReadState(ctx context.Context) (*state.State, error) {
 	for attempt := 0; ; attempt++ {
-		var st *reconcile.State
+		var st *state.State
 		err := e.retry(ctx, func(ctx context.Context) (err error) {
 			st, err = e.readState(ctx)
 			return err
@@ -229,7 +229,7 @@ var errPartGone = errors.New("a part of the state is gone")
 // readState reads the state in the prefix's namespace; when there is none,
 // the state an older fuelsync kept at <prefix>/state (read only: the next
 // writer moves it, migrate).
-func (e *Etcd) readState(ctx context.Context) (*reconcile.State, error) {
+func (e *Etcd) readState(ctx context.Context) (*state.State, error) {
 	resp, err := e.client.Get(ctx, e.key("state"))
 	if err != nil {
 		return nil, e.wrap("reading the state from", err)
@@ -256,13 +256,13 @@ type oldState struct {
 // <prefix>/serial and <prefix>/parts/ (before EtcdNamespace); an empty state
 // when there is none. A tombstone there (a migration happened) with nothing
 // in the namespace is an error.
-func (e *Etcd) readOldState(ctx context.Context) (*reconcile.State, *oldState, error) {
+func (e *Etcd) readOldState(ctx context.Context) (*state.State, *oldState, error) {
 	resp, err := e.client.Get(ctx, e.oldKey("state"))
 	if err != nil {
 		return nil, nil, e.wrap("reading the state from", err)
 	}
 	if len(resp.Kvs) == 0 {
-		return reconcile.EmptyState(), nil, nil
+		return state.Empty(), nil, nil
 	}
 	var probe etcdHeader
 	if json.Unmarshal(resp.Kvs[0].Value, &probe) == nil && probe.FormatVersion == movedVersion {
@@ -288,7 +288,7 @@ func (e *Etcd) readOldState(ctx context.Context) (*reconcile.State, *oldState, e
 }
 
 // decodeHeader parses and checks the header at key name: its format, its
-// sizes within reconcile.MaxStateSize, and its parts, each a key under
+// sizes within state.MaxSize, and its parts, each a key under
 // partsPrefix named by a sha256, as many as its size needs.
 func (e *Etcd) decodeHeader(value []byte, name, partsPrefix string) (etcdHeader, error) {
 	var h etcdHeader
@@ -301,8 +301,8 @@ func (e *Etcd) decodeHeader(value []byte, name, partsPrefix string) (etcdHeader,
 	if h.FormatVersion != "1" || h.Encoding != "gzip" {
 		return h, fmt.Errorf("the state %s in %s has format_version %q, encoding %q; this fuelsync reads 1, gzip", name, e, h.FormatVersion, h.Encoding)
 	}
-	if h.Size < 0 || h.Size > reconcile.MaxStateSize || h.PlainSize < 0 || h.PlainSize > reconcile.MaxStateSize {
-		return h, fmt.Errorf("the state %s in %s says it is %d bytes gzipped, %d bytes whole: over the %d bytes a state may be", name, e, h.Size, h.PlainSize, reconcile.MaxStateSize)
+	if h.Size < 0 || h.Size > state.MaxSize || h.PlainSize < 0 || h.PlainSize > state.MaxSize {
+		return h, fmt.Errorf("the state %s in %s says it is %d bytes gzipped, %d bytes whole: over the %d bytes a state may be", name, e, h.Size, h.PlainSize, state.MaxSize)
 	}
 	if want := (h.Size + EtcdPartSize - 1) / EtcdPartSize; len(h.Parts) != want {
 		return h, fmt.Errorf("the state %s in %s names %d parts for %d bytes (%d expected)", name, e, len(h.Parts), h.Size, want)
@@ -329,10 +329,10 @@ func isSHA256(s string) bool {
 
 // readDocument reads the parts h names at revision rev, checks them against
 // the header, and expands them: at most h.PlainSize bytes (what the header
-// promises; reconcile.MaxStateSize for a header that does not say), so a
+// promises; state.MaxSize for a header that does not say), so a
 // small part that expands to gigabytes (a gzip bomb) is refused after
 // reading no more than the promise.
-func (e *Etcd) readDocument(ctx context.Context, h etcdHeader, rev int64) (*reconcile.State, error) {
+func (e *Etcd) readDocument(ctx context.Context, h etcdHeader, rev int64) (*state.State, error) {
 	packed := make([]byte, 0, h.Size)
 	for _, k := range h.Parts {
 		pr, err := e.client.Get(ctx, k, clientv3.WithRev(rev))
@@ -360,7 +360,7 @@ func (e *Etcd) readDocument(ctx context.Context, h etcdHeader, rev int64) (*reco
 	}
 	limit := h.PlainSize
 	if limit == 0 {
-		limit = reconcile.MaxStateSize
+		limit = state.MaxSize
 	}
 	data, err := io.ReadAll(io.LimitReader(zr, limit+1))
 	if err != nil {
@@ -372,7 +372,7 @@ func (e *Etcd) readDocument(ctx context.Context, h etcdHeader, rev int64) (*reco
 	if h.PlainSize > 0 && int64(len(data)) != h.PlainSize {
 		return nil, fmt.Errorf("the state in %s (serial %d) expands to %d bytes, where its header says %d", e, h.Serial, len(data), h.PlainSize)
 	}
-	st, err := reconcile.ParseState(e.key("state"), data)
+	st, err := state.Parse(e.key("state"), data)
 	if err != nil {
 		return nil, err
 	}
@@ -384,13 +384,13 @@ func (e *Etcd) readDocument(ctx context.Context, h etcdHeader, rev int64) (*reco
 
 // packState returns the state's header and parts as they are stored (the
 // header's Parts are left for the caller to name).
-func packState(st *reconcile.State) (etcdHeader, [][]byte, error) {
+func packState(st *state.State) (etcdHeader, [][]byte, error) {
 	data, err := json.Marshal(st)
 	if err != nil {
 		return etcdHeader{}, nil, err
 	}
-	if len(data) > reconcile.MaxStateSize {
-		return etcdHeader{}, nil, fmt.Errorf("the state is %d bytes, over the %d a state may be", len(data), reconcile.MaxStateSize)
+	if len(data) > state.MaxSize {
+		return etcdHeader{}, nil, fmt.Errorf("the state is %d bytes, over the %d a state may be", len(data), state.MaxSize)
 	}
 	var buf bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
@@ -467,7 +467,7 @@ func (e *Etcd) dropParts(ctx context.Context, written []string) {
 }
 
 // Commit implements Backend.
-func (e *Etcd) Commit(ctx context.Context, prev int64, next *reconcile.State) error {
+func (e *Etcd) Commit(ctx context.Context, prev int64, next *state.State) error {
 	ctx, cancel := e.ctx(ctx)
 	defer cancel()
 	h, parts, err := packState(next)
@@ -512,7 +512,7 @@ func (e *Etcd) Commit(ctx context.Context, prev int64, next *reconcile.State) er
 		if now.Serial == prev {
 			return fmt.Errorf("the lock on %s was lost while serial %d was being applied (its lease expired: was etcd unreachable for %s?); nothing was applied", e, next.Serial, e.cfg.LockTTL)
 		}
-		return &reconcile.StaleStateError{Backend: e.String(), Read: prev, Now: now, Applying: next.Serial}
+		return &state.StaleStateError{Backend: e.String(), Read: prev, Now: now, Applying: next.Serial}
 	}
 	// 3. Parts no header names any more.
 	e.gcParts(ctx, h.Parts)
@@ -631,7 +631,7 @@ func (e *Etcd) Lock(ctx context.Context, op string, timeout time.Duration) (func
 	if err != nil {
 		return nil, e.wrap("taking the lock on", err)
 	}
-	info := reconcile.HolderInfo(op)
+	info := state.HolderInfo(op)
 	data, _ := json.Marshal(info)
 	leaseHex := strconv.FormatInt(int64(session.Lease()), 16)
 	err = e.retry(ctx, func(ctx context.Context) error {
@@ -658,7 +658,7 @@ func (e *Etcd) Lock(ctx context.Context, op string, timeout time.Duration) (func
 	if err != nil {
 		session.Close()
 		if errors.Is(err, concurrency.ErrLocked) {
-			return nil, &reconcile.LockedError{Path: e.key("lock"), What: "the state " + e.String(), Holder: e.Holder(ctx)}
+			return nil, &state.LockedError{Path: e.key("lock"), What: "the state " + e.String(), Holder: e.Holder(ctx)}
 		}
 		return nil, e.wrap("taking the lock on", err)
 	}
@@ -688,11 +688,11 @@ func (e *Etcd) Lock(ctx context.Context, op string, timeout time.Duration) (func
 	return unlock, nil
 }
 
-// Holder returns who holds the lock (a zero reconcile.LockInfo when nobody does).
-func (e *Etcd) Holder(ctx context.Context) reconcile.LockInfo {
+// Holder returns who holds the lock (a zero state.LockInfo when nobody does).
+func (e *Etcd) Holder(ctx context.Context) state.LockInfo {
 	ctx, cancel := e.ctx(ctx)
 	defer cancel()
-	var info reconcile.LockInfo
+	var info state.LockInfo
 	resp, err := e.client.Get(ctx, e.key("lock/"), clientv3.WithFirstCreate()...)
 	if err != nil || len(resp.Kvs) == 0 {
 		return info

@@ -1,4 +1,4 @@
-package reconcile
+package state
 
 import (
 	"context"
@@ -29,7 +29,7 @@ func benchSet(n, size int, changed int, tag string) map[string][]byte {
 }
 
 func publishBytes(w *Workdir, l *Lock, serial int64, files map[string][]byte) error {
-	st := emptyState()
+	st := Empty()
 	st.Serial = serial
 	for name := range files {
 		st.Artifacts[name] = "x"

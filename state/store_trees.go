@@ -1,4 +1,4 @@
-package reconcile
+package state
 
 // Shared node directories. A directory cannot be hard-linked, so the node
 // directories of the sets (<cluster>/nodes/<node>/, a node's graph files) are
@@ -218,7 +218,7 @@ func (o *objectWriter) ensureTree(id string, entries []treeEntry) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(o.w.trees(), ".tmp-"+id+"-"+newLineage()[:8])
+	tmp := filepath.Join(o.w.trees(), ".tmp-"+id+"-"+NewLineage()[:8])
 	if err := do("mkdir tree "+id, func() error { return os.Mkdir(tmp, 0o755) }); err != nil {
 		return err
 	}
@@ -380,4 +380,33 @@ func (w *Workdir) pruneTrees() {
 		}
 		_ = do("remove tree "+name, func() error { return os.RemoveAll(filepath.Join(w.trees(), name)) })
 	}
+}
+
+// inParallel runs f(0..n-1) on a few goroutines; the first error is returned.
+func inParallel(n int, f func(i int) error) error {
+	workers := min(4, n)
+	next := make(chan int)
+	errs := make(chan error, workers)
+	for range workers {
+		go func() {
+			var first error
+			for i := range next {
+				if first == nil {
+					first = f(i)
+				}
+			}
+			errs <- first
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	var err error
+	for range workers {
+		if e := <-errs; e != nil && err == nil {
+			err = e
+		}
+	}
+	return err
 }

@@ -12,10 +12,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
-	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/state"
 )
 
-// leadership is a won election (a reconcile.Leadership): it lasts while the
+// leadership is a won election (a state.Leadership): it lasts while the
 // lease lives (this process alive and reaching etcd); Done is closed when it
 // is lost.
 type leadership struct {
@@ -39,7 +39,7 @@ func (l *leadership) Resign(ctx context.Context) error {
 // Campaign waits until this process, named id (shown as the leader's
 // identity), leads the replicas of the state, or ctx ends. A leader that dies
 // loses the election when its lease expires (LockTTL).
-func (e *Etcd) Campaign(ctx context.Context, id string) (reconcile.Leadership, error) {
+func (e *Etcd) Campaign(ctx context.Context, id string) (state.Leadership, error) {
 	var lease *clientv3.LeaseGrantResponse
 	err := e.retry(ctx, func(ctx context.Context) (err error) {
 		lease, err = e.client.Grant(ctx, int64(e.cfg.LockTTL/time.Second))
@@ -84,7 +84,7 @@ func (e *Etcd) Campaign(ctx context.Context, id string) (reconcile.Leadership, e
 	return &leadership{session: session, election: el}, nil
 }
 
-// Leader returns the identity of the current leader (reconcile.ErrNoLeader
+// Leader returns the identity of the current leader (state.ErrNoLeader
 // when none).
 func (e *Etcd) Leader(ctx context.Context) (string, error) {
 	ctx, cancel := e.ctx(ctx)
@@ -94,7 +94,7 @@ func (e *Etcd) Leader(ctx context.Context) (string, error) {
 		return "", e.wrap("reading the leader from", err)
 	}
 	if len(resp.Kvs) == 0 {
-		return "", reconcile.ErrNoLeader
+		return "", state.ErrNoLeader
 	}
 	return string(resp.Kvs[0].Value), nil
 }

@@ -1,15 +1,11 @@
-package reconcile
+package state
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -157,131 +153,6 @@ func TestStoreTreeDamageRebuilt(t *testing.T) {
 	}
 }
 
-// TestStorePruneTrees publishes Keep+3 sets, each changing one node directory
-// and sharing the others: after each publish, trees/ holds exactly the trees
-// the kept sets link; a tree planted by hand that no set links and a temporary
-// tree of a crashed run are removed, only after the commit point, and before
-// the objects only they linked.
-func TestStorePruneTrees(t *testing.T) {
-	w, l := lockedWorkdir(t)
-	defer func() { TestHookStep = nil }()
-	for n := int64(1); n <= Keep+3; n++ {
-		if n > 1 {
-			for _, name := range []string{strings.Repeat("ab", 16), ".tmp-" + strings.Repeat("cd", 16) + "-c0ffee00"} {
-				if err := os.MkdirAll(filepath.Join(w.trees(), name), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(w.trees(), name, "x.yaml"), []byte("stray"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		files := map[string]string{
-			"c/nodes/shared/a.yaml": "shared",
-			"c/nodes/own/a.yaml":    fmt.Sprintf("own %d", n),
-			"d/nodes/shared/a.yaml": "d shared", "d/nodes/shared/b.yaml": "d b",
-		}
-		var steps []string
-		var mu sync.Mutex // steps of node directories run in parallel
-		TestHookStep = func(step string) error { mu.Lock(); steps = append(steps, step); mu.Unlock(); return nil }
-		err := publish(t, w, l, n, files)
-		TestHookStep = nil
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := map[string]bool{}
-		for _, s := range w.sets() {
-			for _, nd := range []string{"c/nodes/shared", "c/nodes/own", "d/nodes/shared"} {
-				want[treeOfNode(t, w, s, nd)] = true
-			}
-		}
-		if diff := cmp.Diff(slices.Sorted(func(yield func(string) bool) {
-			for id := range want {
-				if !yield(id) {
-					return
-				}
-			}
-		}), treeNames(t, w)); diff != "" {
-			t.Errorf("serial %d: trees (-linked by the kept sets +trees/):\n%s", n, diff)
-		}
-		if got := int64(len(want)); got != min(n, Keep)+2 {
-			t.Errorf("serial %d: %d trees, want %d (one own per kept set, two shared)", n, got, min(n, Keep)+2)
-		}
-		commit := slices.Index(steps, "rename current")
-		lastTree, firstObject := -1, len(steps)
-		for i, s := range steps {
-			if strings.HasPrefix(s, "remove tree ") {
-				if i < commit {
-					t.Errorf("serial %d: %s before the commit point", n, s)
-				}
-				lastTree = i
-			}
-			if strings.HasPrefix(s, "remove object ") {
-				firstObject = min(firstObject, i)
-			}
-		}
-		if lastTree > firstObject {
-			t.Errorf("serial %d: a tree removed after an object", n)
-		}
-		if n > 1 && lastTree < 0 {
-			t.Errorf("serial %d: no tree removed", n)
-		}
-		for s := range w.sets() {
-			checkSet(t, w, w.sets()[s], map[string]string{
-				"c/nodes/shared/a.yaml": "shared",
-				"c/nodes/own/a.yaml":    fmt.Sprintf("own %d", w.sets()[s]),
-				"d/nodes/shared/a.yaml": "d shared", "d/nodes/shared/b.yaml": "d b",
-			})
-		}
-	}
-	// The objects: the strays' content went with them; the kept sets' stay.
-	if diff := cmp.Diff(Keep+3, len(objectNames(t, w))); diff != "" {
-		t.Errorf("objects (-want +got): %s %q", diff, objectNames(t, w))
-	}
-}
-
-// TestStoreSymlinkFallback makes the first symlink of a node directory fail
-// with EPERM (as on a file system without symlinks): the node directories are
-// real directories of links to the objects, every set reads right, and Warn
-// says so once.
-func TestStoreSymlinkFallback(t *testing.T) {
-	defer func() { TestHookStep = nil }()
-	w, l := lockedWorkdir(t)
-	var warnings []string
-	w.Warn = func(msg string) { warnings = append(warnings, msg) }
-	TestHookStep = func(step string) error {
-		if strings.HasPrefix(step, "symlink tree ") {
-			return &os.LinkError{Op: "symlink", Old: "tree", New: step, Err: syscall.EPERM}
-		}
-		return nil
-	}
-	for n := int64(1); n <= 2; n++ {
-		files := map[string]string{"c/nodes/n1/a.yaml": "a", "c/nodes/n2/a.yaml": fmt.Sprintf("b%d", n)}
-		if err := publish(t, w, l, n, files); err != nil {
-			t.Fatal(err)
-		}
-		checkSet(t, w, n, files)
-		for _, nd := range []string{"n1", "n2"} {
-			fi, err := os.Lstat(filepath.Join(w.SetDir(n), "c", "nodes", nd))
-			if err != nil || !fi.IsDir() {
-				t.Errorf("set %d: c/nodes/%s is %v, want a directory", n, nd, fi.Mode())
-			}
-		}
-		p := filepath.Join(w.SetDir(n), "c", "nodes", "n1", "a.yaml")
-		obj := filepath.Join(w.objects(), shaHex([]byte("a"))[:2], shaHex([]byte("a")))
-		if ino, _ := inode(t, p); ino != func() uint64 { i, _ := inode(t, obj); return i }() {
-			t.Errorf("set %d: c/nodes/n1/a.yaml is not a link to its object", n)
-		}
-	}
-	TestHookStep = nil
-	if len(warnings) != 1 || !strings.Contains(warnings[0], "symlinks do not work") {
-		t.Errorf("warnings: %q", warnings)
-	}
-	if trees := treeNames(t, w); len(trees) != 0 {
-		t.Errorf("trees no set links are left: %q", trees)
-	}
-}
-
 // TestSetFSFollowsOnlyTrees: SetFS reads a node directory linked to a tree as a
 // directory (ReadDir lists it as one, under the node's name), and refuses every
 // other symlink: a node directory linked elsewhere (to a copy of its tree in
@@ -366,65 +237,5 @@ func TestSetFSFollowsOnlyTrees(t *testing.T) {
 	}
 	if _, err := fs.ReadDir(set, "c/nodes"); err == nil {
 		t.Error("a cluster directory linked to another directory of the set is read")
-	}
-}
-
-// TestStoreTreeRebuildFailedStep damages a tree two sets share, then fails each
-// step of the publish that rebuilds it in turn (as a full disk would): after
-// every failure the state is the previous one or the new one, the next
-// publish works, and then every kept set reads right. The exchange of the
-// damaged tree and the removal of the old one are among the steps failed.
-func TestStoreTreeRebuildFailedStep(t *testing.T) {
-	defer func() { TestHookStep = nil }()
-	// One node directory: its steps come in one order (node directories
-	// are linked in parallel).
-	files := map[string]string{"c/nodes/n1/a.yaml": "a\n", "c/nodes/n1/b.yaml": "b\n", "c/cluster.yaml": "other\n"}
-	boom := errors.New("no space left on device")
-	hit := map[string]bool{}
-	for n := 1; ; n++ {
-		w, l := lockedWorkdir(t)
-		for s := int64(1); s <= 2; s++ {
-			if err := publish(t, w, l, s, files); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := os.Remove(filepath.Join(w.trees(), treeOfNode(t, w, 1, "c/nodes/n1"), "b.yaml")); err != nil {
-			t.Fatal(err)
-		}
-		var mu sync.Mutex
-		count, step := 0, ""
-		TestHookStep = func(s string) error {
-			mu.Lock()
-			defer mu.Unlock()
-			if count++; count == n {
-				step = s
-				return boom
-			}
-			return nil
-		}
-		err := publish(t, w, l, 3, files)
-		TestHookStep = nil
-		if step == "" {
-			if err != nil {
-				t.Fatal(err)
-			}
-			break
-		}
-		hit[strings.Join(strings.Fields(step)[:2], " ")] = true
-		st, rerr := w.ReadState()
-		if rerr != nil || (st.Serial != 2 && st.Serial != 3) {
-			t.Fatalf("step %d (%s): serial %v, %v", n, step, st, rerr)
-		}
-		if err := publish(t, w, l, st.Serial+1, files); err != nil {
-			t.Fatalf("step %d (%s): the next publish: %v", n, step, err)
-		}
-		for _, s := range w.sets() {
-			checkSet(t, w, s, files)
-		}
-	}
-	for _, s := range []string{"mkdir tree", "link tree", "exchange tree", "remove tree", "symlink tree"} {
-		if !hit[s] {
-			t.Errorf("no step %q failed; failed: %v", s, hit)
-		}
 	}
 }

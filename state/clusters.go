@@ -1,16 +1,12 @@
-package reconcile
+package state
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io/fs"
-	"os"
 	"slices"
 	"strings"
-
-	"github.com/fuelsync/fuelsync/loader"
 )
 
 // ClusterInputsKey is the input fingerprint of one cluster's render: the
@@ -53,46 +49,52 @@ func (st *State) Reusable(files map[string]string, toolVersion string) []string 
 	return out
 }
 
-// Reuse decides which clusters of repo, loaded from fsys with opts (skip as
-// for loader.InputFingerprint), keep their applied artifacts instead of being
-// rendered: those whose inputs are the applied state's (State.Reusable), when
-// the applied set is in the work directory. It returns them, and the
-// clusters' fingerprints for the plan to record (nil when the tree cannot be
-// fingerprinted). A caller renders every cluster of repo but kept.
-func Reuse(w *Workdir, st *State, fsys fs.FS, repo *loader.Repo, opts loader.Options, toolVersion string, skip ...string) (kept []string, files map[string]string) {
-	files, err := loader.ClusterFingerprints(fsys, opts, repo, skip...)
-	if err != nil {
-		return nil, nil
-	}
-	kept = st.Reusable(files, toolVersion)
-	if len(kept) > 0 {
-		if _, err := os.Stat(w.SetDir(st.Serial)); err != nil {
-			kept = nil
-		}
-	}
-	return kept, files
-}
-
-// RenderList is the list of clusters of repo to render when kept are not:
-// nil (every cluster) when kept is empty.
-func RenderList(repo *loader.Repo, kept []string) []string {
-	if len(kept) == 0 {
-		return nil
-	}
-	out := []string{}
-	for _, c := range repo.Clusters {
-		if !slices.Contains(kept, c.Name) {
-			out = append(out, c.Name)
-		}
-	}
-	return out
-}
-
-// clusterOf is the cluster an artifact path belongs to ("" for manifest.json).
-func clusterOf(name string) string {
+// ClusterOf is the cluster an artifact path belongs to ("" for manifest.json).
+func ClusterOf(name string) string {
 	c, _, ok := strings.Cut(name, "/")
 	if !ok {
 		return ""
 	}
 	return c
+}
+
+// Cluster statuses: in the state (ClusterState.Status), the plan, fuelsync
+// status and the API.
+const (
+	// StatusSynced: the cluster's applied artifacts are the render of the
+	// revision reconciled.
+	StatusSynced = "synced"
+	// StatusOutOfSync: the revision changes the cluster and it is not applied
+	// yet (a plan, a dry run, or a cluster that waits for its depends_on).
+	StatusOutOfSync = "out_of_sync"
+	// StatusHeld: the cluster's inputs have errors (or it would lose every
+	// node): it keeps its last applied artifacts.
+	StatusHeld = "held"
+	// StatusSuspended: suspend: true; not reconciled, its artifacts kept.
+	StatusSuspended = "suspended"
+	// StatusAwaitingApproval: sync: manual and the revision changes it: its
+	// plan waits for fuelsync approve.
+	StatusAwaitingApproval = "awaiting_approval"
+)
+
+// MaxClusterProblems is how many problems the state keeps per cluster (and
+// the status shows); the rest are counted ("and N more errors").
+const MaxClusterProblems = 20
+
+// Statuses are the statuses a cluster can have, in the order the metrics
+// give them.
+var Statuses = []string{StatusSynced, StatusOutOfSync, StatusHeld, StatusSuspended, StatusAwaitingApproval}
+
+// Only returns the state limited to the artifacts of clusters (plan --cluster).
+func (st *State) Only(clusters []string) *State {
+	out := *st
+	out.Artifacts = map[string]string{}
+	for name, sum := range st.Artifacts {
+		for _, c := range clusters {
+			if strings.HasPrefix(name, c+"/") {
+				out.Artifacts[name] = sum
+			}
+		}
+	}
+	return &out
 }

@@ -20,13 +20,14 @@ import (
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/reconcile"
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // etcdWorkdir is a new work directory whose state is on the etcd of c, under
 // prefix.
-func etcdWorkdir(t *testing.T, c *etcdtest.Cluster, prefix string, ttl, timeout time.Duration) *reconcile.Workdir {
+func etcdWorkdir(t *testing.T, c *etcdtest.Cluster, prefix string, ttl, timeout time.Duration) *state.Workdir {
 	t.Helper()
-	cfg, err := reconcile.ParseStateURL(c.URL(prefix))
+	cfg, err := state.ParseURL(c.URL(prefix))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,11 +37,11 @@ func etcdWorkdir(t *testing.T, c *etcdtest.Cluster, prefix string, ttl, timeout 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	return &reconcile.Workdir{Dir: filepath.Join(t.TempDir(), "wd"), Backend: e}
+	return &state.Workdir{Dir: filepath.Join(t.TempDir(), "wd"), Backend: e}
 }
 
 // publishNext publishes the next serial (one file) and returns it.
-func publishNext(t *testing.T, w *reconcile.Workdir) (int64, error) {
+func publishNext(t *testing.T, w *state.Workdir) (int64, error) {
 	t.Helper()
 	l, err := w.Lock(context.Background(), "test", 10*time.Second)
 	if err != nil {
@@ -51,7 +52,7 @@ func publishNext(t *testing.T, w *reconcile.Workdir) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	st := reconcile.EmptyState()
+	st := state.Empty()
 	st.Lineage, st.Serial, st.Revision = cur.Lineage, cur.Serial+1, "r"+strconv.FormatInt(cur.Serial+1, 10)
 	st.Artifacts["c/a.yaml"] = "x"
 	return st.Serial, w.Publish(l, st, func(put func(string, []byte) error) error {
@@ -129,7 +130,7 @@ func TestEtcdLargeState(t *testing.T) {
 func TestEtcdStateParts(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	e := etcdWorkdir(t, c, "parts", 5*time.Second, 20*time.Second).Backend
-	st := reconcile.EmptyState()
+	st := state.Empty()
 	st.Lineage, st.Serial = "l", 1
 	for i := 0; i < 40000; i++ { // sha256 digests do not compress: ~2.5 MiB of JSON
 		sum := sha256.Sum256([]byte(strconv.Itoa(i)))
@@ -179,7 +180,7 @@ func TestEtcdCommitNeedsTheLock(t *testing.T) {
 	if _, err := e.client.Delete(context.Background(), e.held.Key()); err != nil {
 		t.Fatal(err)
 	}
-	st := reconcile.EmptyState()
+	st := state.Empty()
 	st.Serial = 2
 	err = w.Publish(l, st, func(put func(string, []byte) error) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "lock on "+e.String()+" was lost") {

@@ -1,4 +1,4 @@
-package reconcile
+package state
 
 import (
 	"slices"
@@ -21,14 +21,14 @@ func FuzzParseStateURL(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		c, err := ParseStateURL(s)
+		c, err := ParseURL(s)
 		if err != nil {
 			return
 		}
 		if len(c.Endpoints) == 0 || c.Prefix == "/" || c.Prefix == "" || c.Prefix[0] != '/' {
 			t.Fatalf("%q parsed to %+v", s, c)
 		}
-		again, err := ParseStateURL(c.URL())
+		again, err := ParseURL(c.URL())
 		if err != nil || !slices.Equal(again.Endpoints, c.Endpoints) || again.Prefix != c.Prefix {
 			t.Fatalf("%q: its URL %q parses to %+v, %v", s, c.URL(), again, err)
 		}

@@ -1,4 +1,4 @@
-package reconcile
+package state
 
 // The work directory:
 //
@@ -117,11 +117,11 @@ type ClusterState struct {
 // render of Revision whose artifacts have the digest Digest, and nothing else.
 type Pending struct {
 	Revision string `json:"revision"`
-	// Digest is ArtifactsDigest of the cluster's planned artifacts.
+	// Digest is operation.ArtifactsDigest of the cluster's planned artifacts.
 	Digest string `json:"digest"`
 	// Summary counts the plan's changes.
 	Summary diff.Summary `json:"summary"`
-	// Base is ArtifactsDigest of the cluster's applied artifacts the plan
+	// Base is operation.ArtifactsDigest of the cluster's applied artifacts the plan
 	// was made against: approve refuses it once they have changed.
 	Base string `json:"base"`
 }
@@ -169,11 +169,15 @@ func (st *State) Deployed(cluster, node string) bool {
 	return ok
 }
 
-func emptyState() *State {
+// Empty is the state of a work directory where nothing is applied, and what a
+// Backend returns when it stores none (serial 0, no lineage).
+func Empty() *State {
 	return &State{FormatVersion: "1", Clusters: map[string]*ClusterState{}, Artifacts: map[string]string{}}
 }
 
-func newLineage() string {
+// NewLineage makes a lineage for a state's first apply: 16 random bytes, in
+// hex.
+func NewLineage() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
@@ -277,7 +281,7 @@ func (w *Workdir) ReadState() (*State, error) {
 	st, err := w.readState()
 	var damaged *DamagedError
 	if errors.As(err, &damaged) && w.Reinit {
-		fresh := emptyState()
+		fresh := Empty()
 		if sets := w.sets(); len(sets) > 0 {
 			fresh.Serial = sets[len(sets)-1]
 		}
@@ -310,7 +314,7 @@ func (w *Workdir) readState() (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := parseState(setState, data)
+	st, err := Parse(setState, data)
 	if err != nil {
 		return nil, err
 	}
@@ -335,7 +339,7 @@ func (w *Workdir) readState() (*State, error) {
 			Remedy: fmt.Sprintf("Remove %s (the next apply links it again).", statePath)}
 	}
 	what := "does not parse"
-	if o, err := parseState(statePath, other); err == nil {
+	if o, err := Parse(statePath, other); err == nil {
 		what = fmt.Sprintf("says serial %d, lineage %s", o.Serial, o.Lineage)
 	}
 	return nil, &DamagedError{Dir: w.Dir,
@@ -352,7 +356,7 @@ func (w *Workdir) noCurrent(statePath string) (*State, error) {
 	sets := w.sets()
 	_, serr := os.Lstat(statePath)
 	if serr != nil && (len(sets) == 0 || len(sets) == 1 && sets[0] == 1) {
-		return emptyState(), nil
+		return Empty(), nil
 	}
 	problem := fmt.Sprintf("%s is missing", w.CurrentDir())
 	if len(sets) > 0 {
@@ -382,11 +386,13 @@ func serialList(sets []int64) string {
 	return strings.Join(parts, ", ")
 }
 
-func parseState(name string, data []byte) (*State, error) {
-	if len(data) > MaxStateSize {
-		return nil, fmt.Errorf("%s is %d bytes, over the %d a state may be", name, len(data), MaxStateSize)
+// Parse parses a state document (state.json, or the output of state pull);
+// name is for messages. A document over MaxSize is refused.
+func Parse(name string, data []byte) (*State, error) {
+	if len(data) > MaxSize {
+		return nil, fmt.Errorf("%s is %d bytes, over the %d a state may be", name, len(data), MaxSize)
 	}
-	st := emptyState()
+	st := Empty()
 	if err := json.Unmarshal(data, st); err != nil {
 		return nil, fmt.Errorf("%s does not parse: %w", name, err)
 	}
@@ -396,8 +402,8 @@ func parseState(name string, data []byte) (*State, error) {
 	return st, nil
 }
 
-// currentSerial is the serial of the set artifacts/current names, 0 for none.
-func (w *Workdir) currentSerial() int64 {
+// CurrentSerial is the serial of the set artifacts/current names, 0 for none.
+func (w *Workdir) CurrentSerial() int64 {
 	target, err := os.Readlink(w.CurrentDir())
 	if err != nil {
 		return 0
@@ -418,19 +424,6 @@ func (e *AppliedError) Error() string {
 }
 
 func (e *AppliedError) Unwrap() error { return e.Err }
-
-// TestHookStep, when not nil, is called before each step of Publish and Tidy
-// that changes the disk (every mkdir, file creation, fsync, rename, symlink and
-// removal), with a name for it; an error it returns is that step's error. Tests
-// set it to kill the process, or fail the step, at each step in turn.
-var TestHookStep func(step string) error
-
-func step(name string) error {
-	if TestHookStep != nil {
-		return TestHookStep(name)
-	}
-	return nil
-}
 
 // do runs f as the step name.
 func do(name string, f func() error) error {
@@ -470,7 +463,7 @@ func (w *Workdir) publish(l *Lock, st *State, push bool, write func(put func(nam
 		return fmt.Errorf("publishing serial %d over serial %d: serials must follow each other", st.Serial, cur.Serial)
 	}
 	if st.Lineage == "" {
-		st.Lineage = newLineage()
+		st.Lineage = NewLineage()
 	}
 	if err := do("mkdir artifacts", func() error { return os.MkdirAll(w.artifacts(), 0o755) }); err != nil {
 		return err
@@ -530,7 +523,7 @@ func (w *Workdir) publish(l *Lock, st *State, push bool, write func(put func(nam
 		return nil
 	}
 	// The commit point: current → the new set.
-	linkTmp := filepath.Join(w.artifacts(), ".link-current-"+newLineage()[:8])
+	linkTmp := filepath.Join(w.artifacts(), ".link-current-"+NewLineage()[:8])
 	if err := do("symlink current", func() error { return os.Symlink(strconv.FormatInt(st.Serial, 10), linkTmp) }); err != nil {
 		return err
 	}
@@ -543,6 +536,55 @@ func (w *Workdir) publish(l *Lock, st *State, push bool, write func(put func(nam
 	}
 	if err := w.linkState(); err != nil {
 		return &AppliedError{Serial: st.Serial, Err: err}
+	}
+	w.prune(st.Serial)
+	return nil
+}
+
+// LinkSet makes current name the applied set of serial n when the work
+// directory has it (a state a Backend committed), and reports whether it has
+// it. The work directory is claimed first (store_owner.go).
+func (w *Workdir) LinkSet(n int64) (bool, error) {
+	if err := w.claim(); err != nil {
+		return false, err
+	}
+	if _, err := os.Stat(w.SetDir(n)); err != nil {
+		return false, nil
+	}
+	if w.CurrentSerial() != n {
+		return true, w.relink(n)
+	}
+	return true, nil
+}
+
+// WriteSet writes the applied set of st, a state a Backend committed (another
+// replica applied it), as Publish writes one: write is called once, its put
+// as Publish's; the set is synced, renamed to its serial, and current names
+// it. There is no commit point of its own (the state is the Backend's). The
+// Keep newest sets are kept, as an apply keeps them.
+func (w *Workdir) WriteSet(st *State, write func(put func(name string, data []byte) error) error) error {
+	if err := os.MkdirAll(w.artifacts(), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(w.artifacts(), ".tmp-"+strconv.FormatInt(st.Serial, 10)+"-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp) // after the rename, nothing is left there
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	if err := w.writeSet(tmp, st, write); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, w.SetDir(st.Serial)); err != nil {
+		return err
+	}
+	if err := syncDir(w.artifacts()); err != nil {
+		return err
+	}
+	if err := w.relink(st.Serial); err != nil {
+		return err
 	}
 	w.prune(st.Serial)
 	return nil
@@ -685,7 +727,7 @@ func replaceSymlink(dir, name, target string) error {
 	if cur, err := os.Readlink(filepath.Join(dir, name)); err == nil && cur == target {
 		return nil
 	}
-	tmp := filepath.Join(dir, ".link-"+name+"-"+newLineage()[:8])
+	tmp := filepath.Join(dir, ".link-"+name+"-"+NewLineage()[:8])
 	if err := do("symlink "+name, func() error { return os.Symlink(target, tmp) }); err != nil {
 		return err
 	}
@@ -704,7 +746,7 @@ func WriteFileAtomic(name string, data []byte) error {
 	if fi, err := os.Stat(name); err == nil {
 		mode = fi.Mode().Perm()
 	}
-	tmp := filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+".tmp-"+newLineage()[:8])
+	tmp := filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+".tmp-"+NewLineage()[:8])
 	if err := writeSyncedMode(tmp, data, mode); err != nil {
 		return err
 	}
@@ -734,12 +776,12 @@ func (w *Workdir) Tidy(l *Lock) error {
 	w.prune(st.Serial)
 	if w.Backend != nil {
 		// A crash between the backend's commit and the switch of current.
-		if _, err := os.Stat(w.SetDir(st.Serial)); err == nil && w.currentSerial() != st.Serial {
+		if _, err := os.Stat(w.SetDir(st.Serial)); err == nil && w.CurrentSerial() != st.Serial {
 			return w.relink(st.Serial)
 		}
 		return nil
 	}
-	if _, err := w.readState(); err == nil && w.currentSerial() > 0 {
+	if _, err := w.readState(); err == nil && w.CurrentSerial() > 0 {
 		return w.linkState()
 	}
 	return nil
@@ -781,7 +823,7 @@ func (w *Workdir) clean(current int64) {
 			}
 		}
 	}
-	linked := w.currentSerial()
+	linked := w.CurrentSerial()
 	for _, n := range w.sets() {
 		if n > current && n != linked {
 			_ = do("remove "+strconv.FormatInt(n, 10), func() error { return os.RemoveAll(w.SetDir(n)) })
@@ -795,7 +837,7 @@ func (w *Workdir) prune(current int64) {
 	if !w.claimed.Load() {
 		return
 	}
-	linked := w.currentSerial()
+	linked := w.CurrentSerial()
 	sets := w.sets()
 	for i, n := range sets {
 		if i < len(sets)-Keep && n != current && n != linked {
@@ -961,7 +1003,7 @@ func (o *objectWriter) ensure(sum string, data []byte) error {
 	if err := o.mkdir(sum[:2], dir); err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, ".tmp-"+sum+"-"+newLineage()[:8])
+	tmp := filepath.Join(dir, ".tmp-"+sum+"-"+NewLineage()[:8])
 	if err := writeSynced(tmp, data); err != nil {
 		os.Remove(tmp)
 		return err
@@ -1007,4 +1049,47 @@ func objectHolds(obj string, data []byte) bool {
 	}
 	got, err := io.ReadAll(io.LimitReader(f, int64(len(data))+1))
 	return err == nil && bytes.Equal(got, data)
+}
+
+// ReadApplied reads the files names of the applied set of st, on a few
+// goroutines, each as st records it (keptFile: from the object store when the
+// set's file was changed in place), and hands each to use with the error of
+// its read; before each read, check may refuse the file. The first error check
+// or use returns is returned.
+func (w *Workdir) ReadApplied(st *State, names []string, check func(name string) error, use func(name string, data []byte, err error) error) error {
+	applied := w.SetFS(st.Serial)
+	return inParallel(len(names), func(i int) error {
+		name := names[i]
+		if err := check(name); err != nil {
+			return err
+		}
+		data, err := w.keptFile(applied, name, st.Artifacts[name])
+		return use(name, data, err)
+	})
+}
+
+// keptFile reads the applied file name, whose digest is sum: from the applied
+// set, or from the object store when the set's file no longer holds it
+// (changed in place).
+func (w *Workdir) keptFile(applied fs.FS, name, sum string) ([]byte, error) {
+	data, err := fs.ReadFile(applied, name)
+	if err == nil && digest(data) == sum {
+		return data, nil
+	}
+	// The object of sum, when sum is a sha256 (the state says it; it never becomes
+	// a path unless it is one).
+	if isLowerHex(sum, 2*sha256.Size) {
+		if obj, oerr := os.ReadFile(w.objectPath(sum)); oerr == nil && digest(obj) == sum {
+			return obj, nil
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("keeping the applied %s: %w", name, err)
+	}
+	return nil, fmt.Errorf("keeping the applied %s: neither the applied set nor the object store holds what the state says any more (changed in place)", name)
+}
+
+func digest(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }

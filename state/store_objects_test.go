@@ -1,13 +1,11 @@
-package reconcile
+package state
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -148,68 +146,6 @@ func TestStoreSharesUnchangedFiles(t *testing.T) {
 	}
 }
 
-// TestStorePruneObjects publishes Keep+3 sets sharing one file and each with a
-// file of its own: after each publish, the objects are exactly the contents of
-// the kept sets; an object planted by hand that no set links and the temporary
-// object of a crashed run are removed too, and only after the commit point.
-func TestStorePruneObjects(t *testing.T) {
-	w, l := lockedWorkdir(t)
-	kept := func() []string {
-		want := map[string]bool{}
-		for _, n := range w.sets() {
-			_ = filepath.WalkDir(w.SetDir(n), func(p string, d fs.DirEntry, err error) error {
-				if err == nil && !d.IsDir() && d.Name() != ".state.json" {
-					data, _ := os.ReadFile(p)
-					want[shaHex(data)] = true
-				}
-				return err
-			})
-		}
-		return slices.Sorted(maps.Keys(want))
-	}
-	defer func() { TestHookStep = nil }()
-	for n := int64(1); n <= Keep+3; n++ {
-		stray := []byte(fmt.Sprintf("stray %d", n))
-		strayDir := filepath.Join(w.objects(), shaHex(stray)[:2])
-		if n > 1 {
-			if err := os.MkdirAll(strayDir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			for _, name := range []string{shaHex(stray), ".tmp-" + shaHex(stray) + "-c0ffee00"} {
-				if err := os.WriteFile(filepath.Join(strayDir, name), stray, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		var steps []string
-		TestHookStep = func(step string) error { steps = append(steps, step); return nil }
-		err := publish(t, w, l, n, map[string]string{"c/shared.yaml": "shared", "c/own.yaml": fmt.Sprintf("own %d", n)})
-		TestHookStep = nil
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(kept(), objectNames(t, w)); diff != "" {
-			t.Errorf("serial %d: objects (-the kept sets' contents +the store):\n%s", n, diff)
-		}
-		if len(w.sets()) > Keep {
-			t.Errorf("serial %d: %d sets", n, len(w.sets()))
-		}
-		commit := slices.Index(steps, "rename current")
-		for i, s := range steps {
-			if strings.HasPrefix(s, "remove object ") && i < commit {
-				t.Errorf("serial %d: %s before the commit point (step %d of %d)", n, s, i, commit)
-			}
-		}
-		removed := slices.DeleteFunc(slices.Clone(steps), func(s string) bool { return !strings.HasPrefix(s, "remove object ") })
-		if want := map[bool]int{true: 2, false: 0}[n > 1] + map[bool]int{true: 1, false: 0}[n > Keep]; len(removed) != want {
-			t.Errorf("serial %d: removed %q, want %d objects (the strays, and the own file of the pruned set)", n, removed, want)
-		}
-	}
-	if diff := cmp.Diff(1+Keep, len(objectNames(t, w))); diff != "" {
-		t.Errorf("objects of 5 sets sharing one file: (-want +got):\n%s", diff)
-	}
-}
-
 // TestStoreRewritesDamagedObject damages the object of a file in three ways
 // (rewritten in place through a set's link with other bytes of the same size,
 // truncated, removed): the next publish of that content writes the object again
@@ -250,48 +186,6 @@ func TestStoreRewritesDamagedObject(t *testing.T) {
 			}
 			if got, err := os.ReadFile(obj); err != nil || string(got) != content {
 				t.Errorf("object = %q, %v", got, err)
-			}
-		})
-	}
-}
-
-// TestStoreLinkFallback makes the first hard link fail with EPERM (as on a file
-// system without them) or EXDEV: the sets are written as full copies, with the
-// right contents, and Warn says so once.
-func TestStoreLinkFallback(t *testing.T) {
-	defer func() { TestHookStep = nil }()
-	for _, errno := range []syscall.Errno{syscall.EPERM, syscall.EXDEV} {
-		t.Run(errno.Error(), func(t *testing.T) {
-			w, l := lockedWorkdir(t)
-			var warnings []string
-			w.Warn = func(msg string) { warnings = append(warnings, msg) }
-			TestHookStep = func(step string) error {
-				if strings.HasPrefix(step, "link ") {
-					return &os.LinkError{Op: "link", Old: "object", New: step, Err: errno}
-				}
-				return nil
-			}
-			for n := int64(1); n <= 2; n++ {
-				files := map[string]string{"c/a.yaml": "a", "c/b.yaml": fmt.Sprintf("b%d", n)}
-				if err := publish(t, w, l, n, files); err != nil {
-					t.Fatal(err)
-				}
-				for name, want := range files {
-					p := filepath.Join(w.SetDir(n), filepath.FromSlash(name))
-					if got, err := os.ReadFile(p); err != nil || string(got) != want {
-						t.Errorf("set %d: %s = %q, %v", n, name, got, err)
-					}
-					if _, nlink := inode(t, p); nlink != 1 {
-						t.Errorf("set %d: %s has %d links, want a copy", n, name, nlink)
-					}
-				}
-			}
-			TestHookStep = nil
-			if len(warnings) != 1 || !strings.Contains(warnings[0], "full copy") || !strings.Contains(warnings[0], errno.Error()) {
-				t.Errorf("warnings: %q", warnings)
-			}
-			if objs := objectNames(t, w); len(objs) != 0 {
-				t.Errorf("objects nothing links are left: %v", objs)
 			}
 		})
 	}

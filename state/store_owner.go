@@ -1,4 +1,4 @@
-package reconcile
+package state
 
 // Whose directory it is. fuelsync removes files in its work directory (sets
 // beyond the newest Keep, leftovers of crashed runs, objects and trees no set

@@ -1,17 +1,14 @@
-package reconcile
+package state
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -19,7 +16,7 @@ import (
 
 func publish(t *testing.T, w *Workdir, l *Lock, serial int64, files map[string]string) error {
 	t.Helper()
-	st := emptyState()
+	st := Empty()
 	st.Serial = serial
 	st.Revision = "rev-" + strconv.FormatInt(serial, 10)
 	for name := range files {
@@ -82,7 +79,7 @@ func TestPublish(t *testing.T) {
 		}
 	}
 	boom := errors.New("boom")
-	st9 := emptyState()
+	st9 := Empty()
 	st9.Serial = 9
 	err = w.Publish(l, st9, func(put func(string, []byte) error) error {
 		_ = put("c/half.yaml", []byte("x"))
@@ -138,25 +135,10 @@ func TestAppliedState(t *testing.T) {
 	if _, ok := none.Primary("c", "controller"); ok || none.Deployed("c", "n") {
 		t.Error("a nil state knows something")
 	}
-	st := emptyState()
+	st := Empty()
 	st.Clusters["c"] = &ClusterState{Nodes: map[string]NodeState{"node-2": {ID: 2}}, Primary: map[string]string{"controller": "node-2"}}
 	if n, ok := st.Primary("c", "controller"); !ok || n != "node-2" || !st.Deployed("c", "node-2") || st.Deployed("c", "node-1") {
 		t.Errorf("state lookups: %q %v", n, ok)
-	}
-}
-
-func TestStalePlan(t *testing.T) {
-	p := &Plan{Lineage: "l1", Serial: 3}
-	if err := p.CheckFresh(&State{Lineage: "l1", Serial: 3}, "x.plan"); err != nil {
-		t.Errorf("fresh plan: %v", err)
-	}
-	err := p.CheckFresh(&State{Lineage: "l1", Serial: 4, Revision: "0123456789abcdef"}, "x.plan")
-	want := "the plan x.plan is stale: it was made against state serial 3, but the state is now at serial 4 (applied revision 0123456789ab); run plan again"
-	if err == nil || err.Error() != want {
-		t.Errorf("stale plan:\n got %v\nwant %s", err, want)
-	}
-	if err := p.CheckFresh(&State{Lineage: "l2", Serial: 3}, "x.plan"); err == nil || !strings.Contains(err.Error(), "lineage l1") {
-		t.Errorf("another lineage: %v", err)
 	}
 }
 
@@ -300,7 +282,7 @@ func readSetState(t *testing.T, w *Workdir, n int64) *State {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := parseState("set", data)
+	st, err := Parse("set", data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,139 +350,5 @@ func TestSetMode(t *testing.T) {
 		if fi.Mode().Perm() != 0o755 {
 			t.Errorf("%s has mode %v, want 0755", dir, fi.Mode().Perm())
 		}
-	}
-}
-
-// TestPublishFailedStep fails each step of Tidy and Publish in turn (TestHookStep
-// returning an error, as a full disk would), publishing serial 1, then 2, then 6
-// over 5 sets, each with node directories (shared trees, one new each time):
-// an error before the switch leaves the previous state and is not an
-// *AppliedError; one after it is, and the new state is in place; the next
-// Publish works either way.
-func TestPublishFailedStep(t *testing.T) {
-	defer func() { TestHookStep = nil }()
-	boom := errors.New("no space left on device")
-	for _, before := range []int64{0, 1, Keep} {
-		failed, applied := 0, 0
-		for n := 1; ; n++ {
-			w := Open(filepath.Join(t.TempDir(), "wd"))
-			l, err := w.Lock(context.Background(), "test", 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for s := int64(1); s <= before; s++ {
-				if err := publish(t, w, l, s, map[string]string{"c/a.yaml": "a" + strconv.FormatInt(s, 10), "c/nodes/n/a.yaml": "n" + strconv.FormatInt(s, 10), "c/nodes/m/a.yaml": "m"}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			count, hit := 0, ""
-			var mu sync.Mutex // steps of node directories run in parallel
-			TestHookStep = func(step string) error {
-				mu.Lock()
-				defer mu.Unlock()
-				if count++; count == n {
-					hit = step
-					return boom
-				}
-				return nil
-			}
-			err = w.Tidy(l)
-			if err == nil {
-				err = publish(t, w, l, before+1, map[string]string{"c/a.yaml": "new", "c/d/b.yaml": "b", "c/nodes/n/a.yaml": "new", "c/nodes/m/a.yaml": "m"})
-			}
-			TestHookStep = nil
-			if hit == "" {
-				l.Unlock()
-				break
-			}
-			what := fmt.Sprintf("serial %d, step %d (%s)", before+1, n, hit)
-			st, rerr := w.ReadState()
-			if rerr != nil {
-				t.Fatalf("%s: the state does not read: %v", what, rerr)
-			}
-			var ae *AppliedError
-			switch {
-			case err == nil && strings.HasPrefix(hit, "remove "):
-				// Removing leftovers and old sets is best effort.
-			case err == nil:
-				t.Errorf("%s: no error", what)
-			case st.Serial == before && !errors.As(err, &ae) && errors.Is(err, boom):
-				failed++
-			case st.Serial == before+1 && errors.As(err, &ae) && ae.Serial == before+1 && errors.Is(err, boom):
-				applied++
-			default:
-				t.Errorf("%s: serial %d after the error %v", what, st.Serial, err)
-			}
-			if err := publish(t, w, l, st.Serial+1, map[string]string{"c/a.yaml": "next"}); err != nil {
-				t.Errorf("%s: the next publish: %v", what, err)
-			}
-			l.Unlock()
-		}
-		if failed < 10 || applied == 0 {
-			t.Errorf("serial %d: %d failures before the switch, %d after", before+1, failed, applied)
-		}
-	}
-}
-
-// TestPublishStepsSameEachRun publishes one set, its files put from several
-// goroutines, into new work directories again and again: the steps are the
-// same each time (in some order), as the kill tests that count them need.
-// Objects share directories by the first two hex digits of their sha256 and
-// node directories share their cluster's nodes/, so two goroutines often
-// need one directory at once; it is made in one step, not one per goroutine.
-func TestPublishStepsSameEachRun(t *testing.T) {
-	defer func() { TestHookStep = nil }()
-	files := map[string]string{}
-	for i := range 240 {
-		switch i % 3 {
-		case 0:
-			files[fmt.Sprintf("c%d/nodes/n%d/graph.yaml", i%4, i)] = fmt.Sprint("node ", i)
-		case 1:
-			files[fmt.Sprintf("c%d/tasks/t%d.yaml", i%4, i)] = fmt.Sprint("task ", i)
-		default:
-			files[fmt.Sprintf("c%d/f%d.yaml", i%4, i)] = fmt.Sprint("file ", i)
-		}
-	}
-	names := slices.Sorted(maps.Keys(files))
-	random := regexp.MustCompile(`(\.tmp-[0-9a-z]*)-[0-9a-f]+`)
-	var first []string
-	for run := range 6 {
-		w := Open(filepath.Join(t.TempDir(), "wd"))
-		l, err := w.Lock(context.Background(), "test", 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var mu sync.Mutex
-		var steps []string
-		TestHookStep = func(step string) error {
-			mu.Lock()
-			defer mu.Unlock()
-			steps = append(steps, random.ReplaceAllString(step, "$1-*"))
-			return nil
-		}
-		st := emptyState()
-		st.Serial = 1
-		for name := range files {
-			st.Artifacts[name] = "x"
-		}
-		err = w.Publish(l, st, func(put func(string, []byte) error) error {
-			return inParallel(len(names), func(i int) error { return put(names[i], []byte(files[names[i]])) })
-		})
-		TestHookStep = nil
-		l.Unlock()
-		if err != nil {
-			t.Fatal(err)
-		}
-		slices.Sort(steps)
-		if run == 0 {
-			first = steps
-			continue
-		}
-		if diff := cmp.Diff(first, steps); diff != "" {
-			t.Fatalf("run %d took other steps than the first (-first +run %d):\n%s", run, run, diff)
-		}
-	}
-	if len(first) < len(files) {
-		t.Fatalf("%d steps for %d files", len(first), len(files))
 	}
 }

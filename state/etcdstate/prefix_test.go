@@ -19,13 +19,13 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
-	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // etcdAt opens the state of c under prefix.
 func etcdAt(t *testing.T, c *etcdtest.Cluster, prefix string) *Etcd {
 	t.Helper()
-	cfg, err := reconcile.ParseStateURL(c.URL(prefix))
+	cfg, err := state.ParseURL(c.URL(prefix))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,8 +39,8 @@ func etcdAt(t *testing.T, c *etcdtest.Cluster, prefix string) *Etcd {
 }
 
 // stateOf is a state with n artifacts, of lineage and serial.
-func stateOf(lineage string, serial int64, n int) *reconcile.State {
-	st := reconcile.EmptyState()
+func stateOf(lineage string, serial int64, n int) *state.State {
+	st := state.Empty()
 	st.Lineage, st.Serial, st.Revision = lineage, serial, "rev-"+strconv.FormatInt(serial, 10)
 	for i := 0; i < n; i++ {
 		sum := sha256.Sum256([]byte(lineage + strconv.Itoa(i)))
@@ -50,7 +50,7 @@ func stateOf(lineage string, serial int64, n int) *reconcile.State {
 }
 
 // commitNext takes e's lock and commits the next serial of lineage.
-func commitNext(t *testing.T, e *Etcd, lineage string) *reconcile.State {
+func commitNext(t *testing.T, e *Etcd, lineage string) *state.State {
 	t.Helper()
 	unlock, err := e.Lock(context.Background(), "test", 0)
 	if err != nil {
@@ -104,7 +104,7 @@ func TestEtcdPrefixesIsolated(t *testing.T) {
 	// A prefix ending in leader: its keys are no leader of the other.
 	leader := etcdAt(t, c, "fs/n/leader")
 	commitNext(t, leader, "leader")
-	if id, err := base.Leader(ctx); !errors.Is(err, reconcile.ErrNoLeader) {
+	if id, err := base.Leader(ctx); !errors.Is(err, state.ErrNoLeader) {
 		t.Errorf("fs/n's leader with no campaign: %q, %v; want no leader", id, err)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -116,7 +116,7 @@ func TestEtcdPrefixesIsolated(t *testing.T) {
 	if id, err := base.Leader(ctx); err != nil || id != "replica-a" {
 		t.Errorf("fs/n's leader: %q, %v", id, err)
 	}
-	if _, err := leader.Leader(ctx); !errors.Is(err, reconcile.ErrNoLeader) {
+	if _, err := leader.Leader(ctx); !errors.Is(err, state.ErrNoLeader) {
 		t.Errorf("fs/n/leader's leader: %v; want none (fs/n's election is not its)", err)
 	}
 	lead.Resign(ctx)
@@ -134,22 +134,22 @@ func TestEtcdPrefixesRefused(t *testing.T) {
 		{"etcd://h:2379/fs/../n", `has a ".." segment`},
 		{"etcd://h:2379/fs n", "has a space"},
 		{"etcd://h:2379/fs\x01n", "has a space, a control character"},
-		{"etcd://h:2379/" + strings.Repeat("a", reconcile.MaxEtcdPrefix), "is longer than"},
+		{"etcd://h:2379/" + strings.Repeat("a", state.MaxEtcdPrefix), "is longer than"},
 	} {
-		if _, err := reconcile.ParseStateURL(tc.url); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("ParseStateURL(%q) = %v, want %q", tc.url, err, tc.want)
+		if _, err := state.ParseURL(tc.url); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("state.ParseURL(%q) = %v, want %q", tc.url, err, tc.want)
 		}
 	}
 	for _, ok := range []string{"etcd://h:2379/fs/n", "etcd://h:2379/fs/n/lock", "etcd://h:2379/fuelsync", "etcd://h:2379/a.fuelsync/b", "etcd://h:2379/fs/n/"} {
-		if _, err := reconcile.ParseStateURL(ok); err != nil {
-			t.Errorf("ParseStateURL(%q): %v", ok, err)
+		if _, err := state.ParseURL(ok); err != nil {
+			t.Errorf("state.ParseURL(%q): %v", ok, err)
 		}
 	}
 }
 
 // oldLayout writes st as a fuelsync before the namespace did, at
 // <prefix>/state, <prefix>/serial and <prefix>/parts/.
-func oldLayout(t *testing.T, e *Etcd, st *reconcile.State) {
+func oldLayout(t *testing.T, e *Etcd, st *state.State) {
 	t.Helper()
 	h, parts, err := packState(st)
 	if err != nil {
@@ -224,7 +224,7 @@ func TestEtcdOldLayoutMoved(t *testing.T) {
 // TestEtcdGzipBomb is issue 27's reproducer: a part that expands far beyond
 // its size was read whole (1.2 MB to 1.2 GB: 2.9 GB RSS in state show, and
 // every replica reads the state). Decompression stops at the size the header
-// promises, and at reconcile.MaxStateSize for a header that promises none.
+// promises, and at state.MaxSize for a header that promises none.
 func TestEtcdGzipBomb(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	ctx := context.Background()
@@ -244,7 +244,7 @@ func TestEtcdGzipBomb(t *testing.T) {
 		want   string
 	}{
 		{"a header that promises 4 KiB", 4096, 16 << 20, "expands beyond 4096 bytes"},
-		{"a header that promises nothing", 0, 3 * reconcile.MaxStateSize, "expands beyond 67108864 bytes"},
+		{"a header that promises nothing", 0, 3 * state.MaxSize, "expands beyond 67108864 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := etcdAt(t, c, "bomb-"+strconv.FormatInt(tc.plain, 10))
@@ -301,14 +301,14 @@ func TestEtcdPushBounded(t *testing.T) {
 		}
 		return n
 	}
-	push := func(st *reconcile.State) error {
+	push := func(st *state.State) error {
 		t.Helper()
 		l, err := w.Lock(ctx, "state push", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer l.Unlock()
-		_, err = reconcile.PushState(w, l, st)
+		_, err = state.Push(w, l, st)
 		return err
 	}
 	big := stateOf("lin", 1, 20000)

@@ -1,4 +1,4 @@
-package reconcile
+package state
 
 import (
 	"bytes"
@@ -70,24 +70,24 @@ func (e *LineageError) Error() string {
 		e.Pushed.Lineage, e.Pushed.Serial, e.Dest, e.Stored.Lineage, e.Stored.Serial)
 }
 
-// PushState stores st (from state pull, or another backend) as the state of w, as
+// Push stores st (from state pull, or another backend) as the state of w, as
 // Terraform's state push does: refused over a different lineage, or when st is
 // older than the stored state; nothing to do when it is the stored state. Into
 // the work directory's own state, the applied set of st's serial must be in the
 // work directory with the artifacts st names (a state and its artifacts switch
 // together there); on a Backend, the artifacts stay where they are. A state
-// outside CheckState's bounds is refused first. Either way the push is whole
+// outside Check's bounds is refused first. Either way the push is whole
 // or nothing: a set is switched to with its state, a Backend's commit puts
 // the header last and removes the parts it wrote when it does not happen. The
 // caller holds lock l. It returns whether anything changed.
-func PushState(w *Workdir, l *Lock, st *State) (bool, error) {
+func Push(w *Workdir, l *Lock, st *State) (bool, error) {
 	if l == nil || l.w != w {
 		return false, errors.New("pushing a state needs the lock")
 	}
 	if st.Lineage == "" || st.Serial <= 0 {
 		return false, errors.New("refusing to push a state that has no lineage or serial (nothing applied)")
 	}
-	if err := CheckState(st); err != nil {
+	if err := Check(st); err != nil {
 		return false, err
 	}
 	cur, err := w.ReadState()
@@ -148,10 +148,6 @@ func PushState(w *Workdir, l *Lock, st *State) (bool, error) {
 	})
 	return err == nil, err
 }
-
-// ParseState parses a state document (state.json, or the output of state
-// pull); name is for messages. A document over MaxStateSize is refused.
-func ParseState(name string, data []byte) (*State, error) { return parseState(name, data) }
 
 // Close closes the work directory's Backend, if any.
 func (w *Workdir) Close() error {

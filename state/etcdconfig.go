@@ -1,8 +1,8 @@
-package reconcile
+package state
 
 // The state on etcd, as far as the core knows it: where it is (EtcdConfig,
 // from an etcd:// URL) and what a replica needs of it (Coordinator). The etcd
-// client itself lives in reconcile/etcdstate, which registers itself with
+// client itself lives in state/etcdstate, which registers itself with
 // RegisterBackend: a program that does not link it (the fuelsync CLI, which
 // starts faster without etcd's client, gRPC and protobuf) reports
 // ErrBackendNotLinked, and the CLI hands the command to fuelsync-server.
@@ -53,14 +53,14 @@ const EtcdNamespace = ".fuelsync"
 // MaxEtcdPrefix is the longest key prefix accepted, in bytes.
 const MaxEtcdPrefix = 512
 
-// ParseStateURL parses etcd://host1:2379,host2:2379/prefix. The prefix is the
+// ParseURL parses etcd://host1:2379,host2:2379/prefix. The prefix is the
 // path ("/" alone is refused: a state needs a prefix of its own). Refused too:
 // credentials in the URL (user:password@host; they go in --etcd-auth-file, and
 // the URL is printed in messages and the status, so a URL with an @ anywhere
 // is refused without being printed), and a prefix with an empty, "." or ".."
 // segment, the reserved segment EtcdNamespace, a control character or space,
 // or longer than MaxEtcdPrefix.
-func ParseStateURL(s string) (*EtcdConfig, error) {
+func ParseURL(s string) (*EtcdConfig, error) {
 	if strings.Contains(s, "@") {
 		return nil, errors.New("the state URL has an @ in it: credentials (user:password@host) do not go into the URL, which fuelsync prints in messages and the status; put them in --etcd-auth-file (one line, USER:PASSWORD). (An @ is not allowed in the key prefix either.) The URL is not repeated here")
 	}
@@ -204,7 +204,3 @@ func HolderInfo(op string) LockInfo {
 	info.Host, _ = os.Hostname()
 	return info
 }
-
-// EmptyState is the state a backend returns when it stores none (serial 0, no
-// lineage).
-func EmptyState() *State { return emptyState() }

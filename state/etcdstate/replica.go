@@ -1,6 +1,6 @@
 package etcdstate
 
-// What a replica (reconcile.Replica) needs of the state on etcd besides the
+// What a replica (controller.Replica) needs of the state on etcd besides the
 // election (elect.go): the committed serial and the reconcile requests a
 // follower hands to the leader through <prefix>/trigger.
 

@@ -1,12 +1,10 @@
-package reconcile
+package state
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-
-	"github.com/fuelsync/fuelsync/diff"
 )
 
 // InputsKey is the input fingerprint of a render: the fingerprint of the files
@@ -43,20 +41,4 @@ func InputsKey(files, toolVersion string, st *State) string {
 func (st *State) Unchanged(files, toolVersion string) bool {
 	return st != nil && st.Serial > 0 && st.Inputs != "" && files != "" &&
 		st.Inputs == InputsKey(files, toolVersion, st)
-}
-
-// UnchangedPlan is the plan of a revision whose inputs are those of the
-// applied state st (st.Unchanged): no changes, made without rendering. It
-// cannot be applied (there is nothing to apply) nor saved for apply.
-func UnchangedPlan(st *State, revision, toolVersion, files string) *Plan {
-	return &Plan{
-		FormatVersion: PlanFormatVersion,
-		Lineage:       st.Lineage,
-		Serial:        st.Serial,
-		Revision:      revision,
-		ToolVersion:   toolVersion,
-		Artifacts:     st.Artifacts,
-		Changes:       &diff.ChangeSet{},
-		InputFiles:    files,
-	}
 }

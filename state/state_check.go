@@ -1,4 +1,4 @@
-package reconcile
+package state
 
 import (
 	"errors"
@@ -12,35 +12,35 @@ import (
 )
 
 // The bounds of a state document. The state of the 2,000-node generated
-// repository (repogen.Heavy, 4,029 artifacts) is 505 KB of JSON; MaxStateSize
+// repository (repogen.Heavy, 4,029 artifacts) is 505 KB of JSON; MaxSize
 // is over a hundred times that. A state from outside (state push, the state on
 // etcd) is held to them before it is stored or expanded.
 const (
-	// MaxStateSize is the largest state document read or written, in bytes
+	// MaxSize is the largest state document read or written, in bytes
 	// (JSON; on etcd, also what its gzipped parts may expand to).
-	MaxStateSize = 64 << 20
-	// MaxStateField is the longest lineage, revision, tool version, input
+	MaxSize = 64 << 20
+	// MaxField is the longest lineage, revision, tool version, input
 	// fingerprint, role or tag name in a state, in bytes.
-	MaxStateField = 256
-	// MaxStateClusters, MaxStateNodes (all clusters together) and
-	// MaxStateArtifacts bound the counts of a state.
-	MaxStateClusters  = 10_000
-	MaxStateNodes     = 1_000_000
-	MaxStateArtifacts = 1_000_000
+	MaxField = 256
+	// MaxClusters, MaxNodes (all clusters together) and
+	// MaxArtifacts bound the counts of a state.
+	MaxClusters  = 10_000
+	MaxNodes     = 1_000_000
+	MaxArtifacts = 1_000_000
 	// maxStateList bounds a node's roles and a cluster's primary tags.
 	maxStateList = 1_000
 	// maxArtifactPath is the longest artifact path, in bytes.
 	maxArtifactPath = 1024
 )
 
-// CheckState reports why st is not a state fuelsync stores when it comes from
+// Check reports why st is not a state fuelsync stores when it comes from
 // outside (state push): nil when it is one. Its serial must leave room for a
 // later one (1 to 2^63-2), its fields and counts stay within the bounds above,
 // its cluster and node names are names the repository could have given
 // (loader.IsName), its artifacts clean relative paths with sha256 digests.
 // Checked whole before anything is written, so a state that is refused
 // changes nothing.
-func CheckState(st *State) error {
+func Check(st *State) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("the state is refused: "+format+"; nothing was changed", args...)
 	}
@@ -60,8 +60,8 @@ func CheckState(st *State) error {
 	if st.Lineage == "" {
 		return bad("it has no lineage")
 	}
-	if len(st.Clusters) > MaxStateClusters {
-		return bad("it has %d clusters, over %d", len(st.Clusters), MaxStateClusters)
+	if len(st.Clusters) > MaxClusters {
+		return bad("it has %d clusters, over %d", len(st.Clusters), MaxClusters)
 	}
 	nodes := 0
 	for name, cs := range st.Clusters {
@@ -72,8 +72,8 @@ func CheckState(st *State) error {
 			return bad("its cluster %s is null", name)
 		}
 		nodes += len(cs.Nodes)
-		if nodes > MaxStateNodes {
-			return bad("it has more than %d nodes", MaxStateNodes)
+		if nodes > MaxNodes {
+			return bad("it has more than %d nodes", MaxNodes)
 		}
 		for node, ns := range cs.Nodes {
 			if !loader.IsName(node) {
@@ -91,7 +91,7 @@ func CheckState(st *State) error {
 		switch cs.Status {
 		case "", StatusSynced, StatusOutOfSync, StatusHeld, StatusSuspended, StatusAwaitingApproval:
 		default:
-			return bad("cluster %s has status %q, not one of %s", name, cs.Status, strings.Join(ClusterStatuses, ", "))
+			return bad("cluster %s has status %q, not one of %s", name, cs.Status, strings.Join(Statuses, ", "))
 		}
 		for what, v := range map[string]string{"revision": cs.Revision, "file": cs.File} {
 			if err := checkField(v); err != nil {
@@ -128,8 +128,8 @@ func CheckState(st *State) error {
 			}
 		}
 	}
-	if len(st.ClusterInputs) > MaxStateClusters {
-		return bad("it has %d cluster_inputs, over %d", len(st.ClusterInputs), MaxStateClusters)
+	if len(st.ClusterInputs) > MaxClusters {
+		return bad("it has %d cluster_inputs, over %d", len(st.ClusterInputs), MaxClusters)
 	}
 	for name, fp := range st.ClusterInputs {
 		if !loader.IsName(name) {
@@ -139,8 +139,8 @@ func CheckState(st *State) error {
 			return bad("the cluster_inputs of %s %v", name, err)
 		}
 	}
-	if len(st.Artifacts) > MaxStateArtifacts {
-		return bad("it names %d artifacts, over %d", len(st.Artifacts), MaxStateArtifacts)
+	if len(st.Artifacts) > MaxArtifacts {
+		return bad("it names %d artifacts, over %d", len(st.Artifacts), MaxArtifacts)
 	}
 	for name, sum := range st.Artifacts {
 		if !isArtifactPath(name) {
@@ -165,10 +165,10 @@ func orEmpty(err error) error {
 }
 
 // checkField says why a string field of a state is refused: longer than
-// MaxStateField, not UTF-8, or with a control character.
+// MaxField, not UTF-8, or with a control character.
 func checkField(s string) error {
-	if len(s) > MaxStateField {
-		return fmt.Errorf("is %d bytes long, over %d", len(s), MaxStateField)
+	if len(s) > MaxField {
+		return fmt.Errorf("is %d bytes long, over %d", len(s), MaxField)
 	}
 	if !utf8.ValidString(s) {
 		return errors.New("is not UTF-8")
