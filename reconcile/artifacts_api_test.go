@@ -19,6 +19,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -38,7 +39,7 @@ func startAPI(t *testing.T, setup func(*Server, *Limits)) *apiServer {
 	t.Helper()
 	dir, repo := gittest.Quickstart(t)
 	wd := filepath.Join(t.TempDir(), "wd")
-	loop := &Loop{Workdir: state.Open(wd), Source: &LocalSource{Path: dir}, ToolVersion: "test"}
+	loop := &Loop{Workdir: state.Open(wd), Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
 	srv := NewServer(loop, []byte("s3cret"))
 	lim := DefaultLimits
 	if setup != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/fuelsync/fuelsync/internal/mapfs"
+	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -101,7 +102,7 @@ func TestOperationHoldsWhatAnErrorConcerns(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := state.Open(filepath.Join(t.TempDir(), "wd"))
 			op := &Operation{Workdir: w, ToolVersion: "test"}
-			first, err := op.Run(ctx, Request{Revision: Revision{SHA: WorkingTree, FS: base}, Apply: true})
+			first, err := op.Run(ctx, Request{Revision: source.Revision{SHA: source.WorkingTree, FS: base}, Apply: true})
 			if err != nil || first.Next == nil || len(first.Held()) > 0 {
 				t.Fatalf("the first apply: %v, held %v %v", err, first.Held(), first.Diagnostics)
 			}
@@ -119,7 +120,7 @@ func TestOperationHoldsWhatAnErrorConcerns(t *testing.T) {
 			if tc.edit != nil {
 				tc.edit(t, f)
 			}
-			res, err := op.Run(ctx, Request{Revision: Revision{SHA: WorkingTree, FS: f}, Apply: true})
+			res, err := op.Run(ctx, Request{Revision: source.Revision{SHA: source.WorkingTree, FS: f}, Apply: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -187,7 +188,7 @@ func TestOperationStopsWhenNotLeading(t *testing.T) {
 	}}
 	// The first two checks pass (before the lock, before tidying): the third,
 	// before publishing, stops it.
-	_, err := op.Run(ctx, Request{Revision: Revision{SHA: WorkingTree, FS: repo}, Apply: true})
+	_, err := op.Run(ctx, Request{Revision: source.Revision{SHA: source.WorkingTree, FS: repo}, Apply: true})
 	if !errors.Is(err, ErrNotLeader) || calls != 3 {
 		t.Fatalf("apply with the leadership lost before publishing: %v after %d checks", err, calls)
 	}
@@ -201,7 +202,7 @@ func TestOperationStopsWhenNotLeading(t *testing.T) {
 	// Lost before the lock: nothing at all, not even the lock file.
 	w2 := state.Open(filepath.Join(t.TempDir(), "wd2"))
 	op = &Operation{Workdir: w2, ToolVersion: "test", Leading: func() error { return ErrNotLeader }}
-	if _, err := op.Run(ctx, Request{Revision: Revision{SHA: WorkingTree, FS: repo}, Apply: true}); !errors.Is(err, ErrNotLeader) {
+	if _, err := op.Run(ctx, Request{Revision: source.Revision{SHA: source.WorkingTree, FS: repo}, Apply: true}); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("apply with the leadership lost: %v", err)
 	}
 	if _, err := os.Stat(w2.Dir); !errors.Is(err, fs.ErrNotExist) {

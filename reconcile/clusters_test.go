@@ -18,6 +18,7 @@ import (
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -30,7 +31,7 @@ func TestLoopRendersChangedClusterOnly(t *testing.T) {
 	dir, repo := gittest.Quickstart(t)
 	wd := state.Open(filepath.Join(t.TempDir(), "wd"))
 	var renders [][]string
-	loop := &Loop{Workdir: wd, Source: &LocalSource{Path: dir}, ToolVersion: "test", onRender: func(c []string) { renders = append(renders, c) }}
+	loop := &Loop{Workdir: wd, Source: &source.LocalSource{Path: dir}, ToolVersion: "test", onRender: func(c []string) { renders = append(renders, c) }}
 	if o := loop.ReconcileOnce(ctx); o != Applied || len(renders) != 1 || len(renders[0]) != 2 {
 		t.Fatalf("first reconcile: %s, renders %v %q", o, renders, loop.Status().Errors)
 	}
@@ -57,7 +58,7 @@ func TestLoopRendersChangedClusterOnly(t *testing.T) {
 	// A work directory that renders everything: the same artifacts and state.
 	full := state.Open(filepath.Join(t.TempDir(), "full"))
 	renders = nil
-	other := &Loop{Workdir: full, Source: &LocalSource{Path: dir}, ToolVersion: "test", onRender: func(c []string) { renders = append(renders, c) }}
+	other := &Loop{Workdir: full, Source: &source.LocalSource{Path: dir}, ToolVersion: "test", onRender: func(c []string) { renders = append(renders, c) }}
 	if o := other.ReconcileOnce(ctx); o != Applied || len(renders) != 1 || len(renders[0]) != 2 {
 		t.Fatalf("full reconcile: %s, renders %v %q", o, renders, other.Status().Errors)
 	}
@@ -293,7 +294,7 @@ func TestApplyKeptFileDamaged(t *testing.T) {
 func appliedTestRepo(t *testing.T) (string, *git.Repository, *Loop, *state.State) {
 	t.Helper()
 	dir, repo := gittest.Quickstart(t)
-	loop := &Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &LocalSource{Path: dir}, ToolVersion: "test"}
+	loop := &Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
 	if o := loop.ReconcileOnce(context.Background()); o != Applied {
 		t.Fatalf("first reconcile: %s %q", o, loop.Status().Errors)
 	}

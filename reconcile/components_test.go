@@ -12,20 +12,21 @@ import (
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
 
 // countingSource counts the fetches of a source.
 type countingSource struct {
-	Source
+	source.Source
 	fetches atomic.Int64
 	down    atomic.Bool
 }
 
-func (s *countingSource) Latest(ctx context.Context) (Revision, error) {
+func (s *countingSource) Latest(ctx context.Context) (source.Revision, error) {
 	s.fetches.Add(1)
 	if s.down.Load() {
-		return Revision{}, context.DeadlineExceeded
+		return source.Revision{}, context.DeadlineExceeded
 	}
 	return s.Source.Latest(ctx)
 }
@@ -37,7 +38,7 @@ func (s *countingSource) Latest(ctx context.Context) (Revision, error) {
 // revision replaces the cached answers.
 func TestComponentsFromLoadedRevision(t *testing.T) {
 	dir, repo := gittest.Quickstart(t)
-	src := &countingSource{Source: &LocalSource{Path: dir}}
+	src := &countingSource{Source: &source.LocalSource{Path: dir}}
 	loop := &Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: src, ToolVersion: "test"}
 	h := NewServer(loop, []byte("s")).Handler()
 	get := func(path string) (int, string) {
@@ -88,7 +89,7 @@ func TestComponentsFromLoadedRevision(t *testing.T) {
 // handler did (load the repository and build the registry for each request,
 // the fetch left out).
 func BenchmarkComponentsAPI(b *testing.B) {
-	src := &WorktreeSource{Path: "../examples/fuel-mitaka"}
+	src := &source.WorktreeSource{Path: "../examples/fuel-mitaka"}
 	loop := &Loop{Workdir: state.Open(filepath.Join(b.TempDir(), "wd")), Source: src, ToolVersion: "test"}
 	if o := loop.ReconcileOnce(context.Background()); o != Applied {
 		b.Fatalf("reconcile: %s %q", o, loop.Status().Errors)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
 	"github.com/fuelsync/fuelsync/internal/gittest"
+	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -35,7 +36,7 @@ func TestEtcdLoopReconciles(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	dir, r := gittest.Quickstart(t)
 	w := etcdWorkdir(t, c, "loop", 5*time.Second, 5*time.Second)
-	loop := &Loop{Workdir: w, Source: &LocalSource{Path: dir}, ToolVersion: "test"}
+	loop := &Loop{Workdir: w, Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
 	if got := loop.ReconcileOnce(context.Background()); got != Applied {
 		t.Fatalf("first reconcile: %s %v", got, loop.Status().Errors)
 	}
@@ -52,7 +53,7 @@ func TestEtcdLoopReconciles(t *testing.T) {
 		t.Errorf("artifacts/current names set %d; want 2", n)
 	}
 	// A new loop (a restart) over the same etcd state and work directory.
-	again := &Loop{Workdir: w, Source: &LocalSource{Path: dir}, ToolVersion: "test"}
+	again := &Loop{Workdir: w, Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
 	if got := again.ReconcileOnce(context.Background()); got != NoChange {
 		t.Fatalf("reconcile after a restart: %s %v", got, again.Status().Errors)
 	}

@@ -4,78 +4,17 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
-
-// TestPublishOntoFollowedBranchRefused: a publish branch equal to the branch
-// followed is refused, named either way (master, refs/heads/master), for a local
-// repository following HEAD or a named branch, its working tree, and a remote
-// (asked for its HEAD when no branch is named); another branch is accepted. A
-// loop that was not checked refuses it when publishing: the branch keeps the
-// sources.
-func TestPublishOntoFollowedBranchRefused(t *testing.T) {
-	InstallFileTransport()
-	dir, work := gittest.Quickstart(t) // its branch is master
-	remote := filepath.Join(t.TempDir(), "remote.git")
-	if _, err := git.PlainInit(remote, true); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := work.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{"file://" + remote}}); err != nil {
-		t.Fatal(err)
-	}
-	push(t, work, false) // as main
-	bare, _ := git.PlainOpen(remote)
-	if err := bare.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, "refs/heads/main")); err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	for _, tc := range []struct {
-		name    string
-		src     Source
-		branch  string
-		refused bool
-	}{
-		{"local HEAD", &LocalSource{Path: dir}, "master", true},
-		{"local HEAD, full ref", &LocalSource{Path: dir}, "refs/heads/master", true},
-		{"local named branch", &LocalSource{Path: dir, Branch: "master"}, "master", true},
-		{"local, another branch", &LocalSource{Path: dir}, "rendered", false},
-		{"working tree", &WorktreeSource{Path: dir}, "master", true},
-		{"remote named branch", &RemoteSource{URL: "file://" + remote, Branch: "main", CacheDir: t.TempDir()}, "main", true},
-		{"remote HEAD", &RemoteSource{URL: "file://" + remote, CacheDir: t.TempDir()}, "main", true},
-		{"remote, another branch", &RemoteSource{URL: "file://" + remote, CacheDir: t.TempDir()}, "rendered", false},
-	} {
-		err := (&Publisher{Branch: tc.branch}).Check(ctx, tc.src)
-		if tc.refused && (err == nil || !strings.Contains(err.Error(), "is the branch followed")) {
-			t.Errorf("%s, publishing to %s: %v, want refused", tc.name, tc.branch, err)
-		}
-		if !tc.refused && err != nil {
-			t.Errorf("%s, publishing to %s: %v", tc.name, tc.branch, err)
-		}
-	}
-
-	// Unchecked: the loop applies, then refuses to publish; master keeps its commit.
-	head, _ := work.Head()
-	loop := &Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &LocalSource{Path: dir}, ToolVersion: "test", Publish: &Publisher{Branch: "master"}}
-	if o := loop.ReconcileOnce(ctx); o != Applied {
-		t.Fatalf("reconcile: %s", o)
-	}
-	if errs := loop.Status().Errors; len(errs) != 1 || !strings.Contains(errs[0], "is the branch followed") {
-		t.Errorf("status errors: %q", errs)
-	}
-	if after, _ := work.Head(); after.Hash() != head.Hash() {
-		t.Errorf("master moved from %s to %s", head.Hash(), after.Hash())
-	}
-}
 
 // TestLoopHoldsEmptyingRevision: a commit that removes every cluster (the
 // clusters directory deleted, as when artifacts are committed over the sources)
@@ -88,7 +27,7 @@ func TestLoopHoldsEmptyingRevision(t *testing.T) {
 		t.Run("allow="+allow, func(t *testing.T) {
 			dir, repo := gittest.Quickstart(t)
 			wd := filepath.Join(t.TempDir(), "wd")
-			loop := &Loop{Workdir: state.Open(wd), Source: &LocalSource{Path: dir}, ToolVersion: "test", AllowEmpty: allow == "flag"}
+			loop := &Loop{Workdir: state.Open(wd), Source: &source.LocalSource{Path: dir}, ToolVersion: "test", AllowEmpty: allow == "flag"}
 			if o := loop.ReconcileOnce(ctx); o != Applied {
 				t.Fatalf("first reconcile: %s", o)
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/internal/repogen"
+	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -54,7 +55,7 @@ func BenchmarkLoopCommit(b *testing.B) {
 	}
 	benchCommit(b, repo)
 	ctx := context.Background()
-	loop := &Loop{Workdir: state.Open(filepath.Join(b.TempDir(), "wd")), Source: &LocalSource{Path: dir}, ToolVersion: "bench"}
+	loop := &Loop{Workdir: state.Open(filepath.Join(b.TempDir(), "wd")), Source: &source.LocalSource{Path: dir}, ToolVersion: "bench"}
 	if o := loop.ReconcileOnce(ctx); o != Applied {
 		b.Fatalf("first reconcile: %s %q", o, loop.Status().Errors)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fuelsync/fuelsync/internal/gittest"
+	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -20,7 +21,7 @@ func TestLoopNoInputChangeSkipsRender(t *testing.T) {
 	dir, repo := gittest.Quickstart(t)
 	wd := state.Open(filepath.Join(t.TempDir(), "wd"))
 	loads := 0
-	loop := &Loop{Workdir: wd, Source: &LocalSource{Path: dir}, ToolVersion: "test", onLoad: func() { loads++ }}
+	loop := &Loop{Workdir: wd, Source: &source.LocalSource{Path: dir}, ToolVersion: "test", onLoad: func() { loads++ }}
 	if o := loop.ReconcileOnce(ctx); o != Applied || loads != 1 {
 		t.Fatalf("first reconcile: %s, %d loads %q", o, loads, loop.Status().Errors)
 	}
@@ -88,7 +89,7 @@ func TestLoopOldStateWithoutFingerprint(t *testing.T) {
 	dir, repo := gittest.Quickstart(t)
 	wd := state.Open(filepath.Join(t.TempDir(), "wd"))
 	loads := 0
-	loop := &Loop{Workdir: wd, Source: &LocalSource{Path: dir}, ToolVersion: "test", onLoad: func() { loads++ }}
+	loop := &Loop{Workdir: wd, Source: &source.LocalSource{Path: dir}, ToolVersion: "test", onLoad: func() { loads++ }}
 	if o := loop.ReconcileOnce(ctx); o != Applied {
 		t.Fatalf("first reconcile: %s %q", o, loop.Status().Errors)
 	}

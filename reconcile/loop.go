@@ -17,37 +17,9 @@ import (
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
-
-// Revision is one commit of the followed branch.
-type Revision struct {
-	SHA string
-	FS  fs.FS
-}
-
-// Source yields the newest commit of the branch a loop follows.
-type Source interface {
-	Latest(ctx context.Context) (Revision, error)
-}
-
-// LocalSource follows a branch of a repository on this machine.
-type LocalSource struct {
-	Path, Branch string
-}
-
-// Latest implements Source.
-func (s *LocalSource) Latest(context.Context) (Revision, error) {
-	ref := s.Branch
-	if ref == "" {
-		ref = "HEAD"
-	}
-	fsys, sha, err := loader.OpenRevision(s.Path, ref)
-	if err != nil {
-		return Revision{}, err
-	}
-	return Revision{SHA: sha, FS: fsys}, nil
-}
 
 // Outcome is how a reconcile ended: one word each, in the logs, the status and
 // the metrics.
@@ -103,13 +75,13 @@ type NodeStatus struct {
 // coalesced into one more reconcile of the newest commit.
 type Loop struct {
 	Workdir     *state.Workdir
-	Source      Source
+	Source      source.Source
 	DryRun      bool
 	Interval    time.Duration
 	ToolVersion string
 	Log         *slog.Logger
 	// Publish, when set, commits every applied set to a branch (--publish git).
-	Publish *Publisher
+	Publish *source.Publisher
 	// AllowEmpty applies a revision that removes every node of a cluster, or
 	// every cluster; without it (or allow_empty: true in the revision's
 	// fuelsync.yaml) such a revision is held back.
@@ -331,7 +303,7 @@ func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet,
 	// 2. Approved plans (sync: manual) first, exactly as planned.
 	approved, napproved := l.approve(ctx)
 	l.mu.Lock()
-	seen := rev.SHA != WorkingTree && l.status.Revision == rev.SHA && !l.again && napproved == 0 && (l.status.Outcome == Applied || l.status.Outcome == NoChange ||
+	seen := rev.SHA != source.WorkingTree && l.status.Revision == rev.SHA && !l.again && napproved == 0 && (l.status.Outcome == Applied || l.status.Outcome == NoChange ||
 		l.status.Outcome == Invalid || l.status.Outcome == Planned || l.status.Outcome == Held)
 	l.again = false
 	l.mu.Unlock()
@@ -373,7 +345,7 @@ func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet,
 		l.Trigger()
 	}
 	if res.Outcome == Applied && l.Publish != nil {
-		h, err := l.Publish.publish(ctx, l.Source, l.Workdir.SetFS(res.Next.Serial), rev.SHA, res.Next.Serial)
+		h, err := l.Publish.Commit(ctx, l.Source, l.Workdir.SetFS(res.Next.Serial), rev.SHA, res.Next.Serial)
 		if err != nil {
 			// The set is applied; the branch lags until the next change.
 			return Applied, rev.SHA, cs, append(problems, "publishing to branch "+l.Publish.Branch+": "+err.Error()), st
@@ -398,7 +370,7 @@ func (l *Loop) operation() *Operation {
 		OnLoad:      l.onLoad,
 		OnRender:    l.onRender,
 	}
-	if rs, ok := l.Source.(RevisionSource); ok {
+	if rs, ok := l.Source.(source.RevisionSource); ok {
 		op.OpenRevision = func(rev string) (fs.FS, error) {
 			r, err := rs.At(context.Background(), rev)
 			return r.FS, err
@@ -499,9 +471,9 @@ func (l *Loop) approve(ctx context.Context) (problems []string, applied int) {
 			problems = append(problems, "approving cluster "+name+": it has no plan awaiting approval")
 			continue
 		}
-		rs, ok := l.Source.(RevisionSource)
+		rs, ok := l.Source.(source.RevisionSource)
 		if !ok {
-			problems = append(problems, "approving cluster "+name+": this source cannot read revision "+short(cs.Pending.Revision))
+			problems = append(problems, "approving cluster "+name+": this source cannot read revision "+source.Short(cs.Pending.Revision))
 			continue
 		}
 		rev, err := rs.At(ctx, cs.Pending.Revision)

@@ -20,6 +20,7 @@ import (
 	"github.com/fuelsync/fuelsync/diff"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -68,7 +69,7 @@ type Operation struct {
 // Request is one run of an Operation.
 type Request struct {
 	// Revision is the revision reconciled: a commit, or the working tree.
-	Revision Revision
+	Revision source.Revision
 	// Skip are paths of the revision that are not inputs (a work directory
 	// inside the working tree).
 	Skip []string
@@ -304,7 +305,7 @@ func (o *Operation) Run(ctx context.Context, req Request) (*Result, error) {
 		}
 		for i, c := range damaged.Clusters {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("the applied files of cluster %s were changed in place (%v); they are rendered again from revision %s and written anew",
-				c, damaged.Errs[i], short(appliedRevision(st, c))))
+				c, damaged.Errs[i], source.Short(appliedRevision(st, c))))
 		}
 		next, err = Apply(w, lock, st, p, append(slices.Clone(rendered), more...))
 	}
@@ -479,13 +480,13 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 		if why := emptying(st, rendered, keptNames); strings.HasPrefix(why, "removes every cluster") {
 			// The whole revision is held: planned (the status shows what it
 			// would do), never applied, nothing recorded.
-			res.heldAll = fmt.Sprintf("held back: revision %s %s; it is applied only with --allow-empty, or allow_empty: true in fuelsync.yaml", short(rev.SHA), why)
+			res.heldAll = fmt.Sprintf("held back: revision %s %s; it is applied only with --allow-empty, or allow_empty: true in fuelsync.yaml", source.Short(rev.SHA), why)
 		}
 		for _, r := range rendered {
 			name := r.Model.Cluster.Name
 			if cs := st.Clusters[name]; cs != nil && len(cs.Nodes) > 0 && len(r.Model.Cluster.Nodes) == 0 {
 				guarded[name] = fmt.Sprintf("held back: revision %s removes every node of cluster %s (%d applied); it is applied only with --allow-empty, or allow_empty: true in fuelsync.yaml",
-					short(rev.SHA), name, len(cs.Nodes))
+					source.Short(rev.SHA), name, len(cs.Nodes))
 			}
 		}
 		for name := range guarded {
@@ -493,7 +494,7 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 		}
 		rendered = slices.DeleteFunc(rendered, func(r *render.Rendered) bool { return guarded[r.Model.Cluster.Name] != "" })
 	}
-	if rev.SHA == WorkingTree && files != "" && inputFingerprint(rev.FS, req.Skip) != files {
+	if rev.SHA == source.WorkingTree && files != "" && inputFingerprint(rev.FS, req.Skip) != files {
 		// A working tree edited while it was loaded: its fingerprint says
 		// nothing of what was rendered.
 		files, cfiles = "", nil
@@ -587,7 +588,7 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 			case len(waiting[name]) > 0:
 				cr.Status = state.StatusOutOfSync
 				for _, dep := range waiting[name] {
-					cr.Problems = append(cr.Problems, fmt.Sprintf("waiting for cluster %s to be synced at revision %s", dep, short(rev.SHA)))
+					cr.Problems = append(cr.Problems, fmt.Sprintf("waiting for cluster %s to be synced at revision %s", dep, source.Short(rev.SHA)))
 				}
 			case changes[name] != nil:
 				cr.Status = state.StatusOutOfSync // synced once applied
@@ -668,7 +669,7 @@ func checkApproval(res *Result, req Request) error {
 	c := res.Cluster(name)
 	switch {
 	case c == nil:
-		return &ApprovalError{Cluster: name, Why: "the cluster is not in revision " + short(pd.Revision)}
+		return &ApprovalError{Cluster: name, Why: "the cluster is not in revision " + source.Short(pd.Revision)}
 	case c.Status == state.StatusHeld:
 		return &ApprovalError{Cluster: name, Why: "it is held: " + strings.Join(c.Problems, "; ")}
 	case c.Status == state.StatusSuspended:
@@ -677,7 +678,7 @@ func checkApproval(res *Result, req Request) error {
 		return &ApprovalError{Cluster: name, Why: strings.Join(c.Problems, "; ")}
 	}
 	if got := ArtifactsDigest(res.Plan.Artifacts, name); got != pd.Digest {
-		return &ApprovalError{Cluster: name, Why: fmt.Sprintf("revision %s no longer renders to the plan awaiting approval (another tool version?)", short(pd.Revision))}
+		return &ApprovalError{Cluster: name, Why: fmt.Sprintf("revision %s no longer renders to the plan awaiting approval (another tool version?)", source.Short(pd.Revision))}
 	}
 	return nil
 }
@@ -851,17 +852,17 @@ func (o *Operation) renderApplied(st *state.State, res *Result, clusters []strin
 		repo := res.Repo
 		if rev != res.Revision || repo == nil {
 			if o.OpenRevision == nil || !commitSHA().MatchString(rev) {
-				return nil, fmt.Errorf("cluster %s was applied at revision %s, which cannot be read again", c, short(rev))
+				return nil, fmt.Errorf("cluster %s was applied at revision %s, which cannot be read again", c, source.Short(rev))
 			}
 			fsys, err := o.OpenRevision(rev)
 			if err != nil {
-				return nil, fmt.Errorf("reading revision %s of cluster %s: %w", short(rev), c, err)
+				return nil, fmt.Errorf("reading revision %s of cluster %s: %w", source.Short(rev), c, err)
 			}
 			repo, _ = loader.Load(fsys, loader.Options{})
 		}
 		each := render.RenderEach(repo, render.Options{Clusters: []string{c}, State: st})
 		if d := each.Clusters[c]; d.HasErrors() || len(each.Rendered) != 1 {
-			return nil, fmt.Errorf("cluster %s does not render at revision %s", c, short(rev))
+			return nil, fmt.Errorf("cluster %s does not render at revision %s", c, source.Short(rev))
 		}
 		out = append(out, each.Rendered[0])
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/fuelsync/fuelsync/internal/gittest"
+	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -32,7 +33,7 @@ func TestProblemsCapped(t *testing.T) {
 	}
 	gittest.Commit(t, repo, "250 empty cluster specs")
 	var logged bytes.Buffer
-	loop := &Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &LocalSource{Path: dir}, ToolVersion: "test",
+	loop := &Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &source.LocalSource{Path: dir}, ToolVersion: "test",
 		Log: slog.New(slog.NewJSONHandler(&logged, nil))}
 	// Each empty spec holds only its own cluster: demo and demo-hcl apply.
 	if o := loop.ReconcileOnce(context.Background()); o != Applied {

@@ -24,6 +24,7 @@ import (
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -266,7 +267,7 @@ func (r *Replica) Model(ctx context.Context) (*loader.Repo, string, error) {
 	if r.model != nil && r.modelRev == rev {
 		return r.model, rev, nil
 	}
-	rsrc, ok := r.Loop.Source.(RevisionSource)
+	rsrc, ok := r.Loop.Source.(source.RevisionSource)
 	if !ok {
 		return nil, "", fmt.Errorf("this source cannot read the applied revision %.12s (a working tree is not shared between replicas)", rev)
 	}
@@ -347,36 +348,6 @@ func (r *Replica) Status(ctx context.Context) *ReplicaStatus {
 	return rs
 }
 
-// RevisionSource is a Source that can also read a given commit (a replica
-// renders the applied revision, which may be older than the newest).
-type RevisionSource interface {
-	At(ctx context.Context, sha string) (Revision, error)
-}
-
-// At implements RevisionSource.
-func (s *LocalSource) At(_ context.Context, sha string) (Revision, error) {
-	fsys, got, err := loader.OpenRevision(s.Path, sha)
-	if err != nil {
-		return Revision{}, err
-	}
-	return Revision{SHA: got, FS: fsys}, nil
-}
-
-// At implements RevisionSource: from the cache, fetched first when the
-// commit is not in it yet.
-func (s *RemoteSource) At(ctx context.Context, sha string) (Revision, error) {
-	fsys, got, err := loader.OpenRevision(s.CacheDir, sha)
-	if err != nil {
-		if _, lerr := s.Latest(ctx); lerr != nil {
-			return Revision{}, lerr
-		}
-		if fsys, got, err = loader.OpenRevision(s.CacheDir, sha); err != nil {
-			return Revision{}, err
-		}
-	}
-	return Revision{SHA: got, FS: fsys}, nil
-}
-
 // RenderMismatchError says this replica's render of the applied revision
 // differs from the applied files (the state's manifest): another tool
 // version renders differently. The replica serves nothing of that state.
@@ -398,14 +369,14 @@ func (e *RenderMismatchError) Error() string {
 // Rendering is deterministic, so git and the state are the whole truth: no
 // artifact is copied between replicas. A *RenderMismatchError when this
 // tool version renders differently; nothing is kept then.
-func Materialise(ctx context.Context, w *state.Workdir, src Source, st *state.State, toolVersion string) error {
+func Materialise(ctx context.Context, w *state.Workdir, src source.Source, st *state.State, toolVersion string) error {
 	if st.Serial == 0 {
 		return nil
 	}
 	if linked, err := w.LinkSet(st.Serial); err != nil || linked {
 		return err
 	}
-	rsrc, ok := src.(RevisionSource)
+	rsrc, ok := src.(source.RevisionSource)
 	if !ok {
 		return fmt.Errorf("the applied set of serial %d is not in %s, and this source cannot read revision %.12s to render it (a working tree is not shared between replicas)", st.Serial, w.Dir, st.Revision)
 	}

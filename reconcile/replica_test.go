@@ -20,6 +20,7 @@ import (
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -49,7 +50,7 @@ func startReplicaVersion(t *testing.T, c *etcdtest.Cluster, dir, id string, secr
 
 func startReplicaOn(t *testing.T, w *state.Workdir, dir, id string, secret []byte, version string) *testReplica {
 	t.Helper()
-	loop := &Loop{Workdir: w, Source: &LocalSource{Path: dir}, ToolVersion: version, Interval: time.Hour}
+	loop := &Loop{Workdir: w, Source: &source.LocalSource{Path: dir}, ToolVersion: version, Interval: time.Hour}
 	srv := NewServer(loop, secret)
 	tr := &testReplica{id: id, w: w, loop: loop, outcomes: map[Outcome]int{}, done: make(chan struct{})}
 	count := loop.OnReconcile

@@ -28,6 +28,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/internal/testenv"
+	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -50,7 +51,7 @@ func genericHeaders(secret []byte, t time.Time, body []byte) map[string]string {
 // delivery is acknowledged once; a commit that does not validate is not applied
 // and its error shows in the status with file and line; /metrics parses.
 func TestServe(t *testing.T) {
-	InstallFileTransport()
+	source.InstallFileTransport()
 	dir, repo := gittest.Quickstart(t)
 	// The remote: a bare repository on disk, updated by pushes.
 	remote := filepath.Join(t.TempDir(), "remote.git")
@@ -60,10 +61,10 @@ func TestServe(t *testing.T) {
 	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{"file://" + remote}}); err != nil {
 		t.Fatal(err)
 	}
-	push(t, repo, false)
+	gittest.Push(t, repo, false)
 	secret := []byte("s3cret")
 	wd := filepath.Join(t.TempDir(), "wd")
-	loop := &Loop{Workdir: state.Open(wd), Source: &RemoteSource{URL: "file://" + remote, Branch: "main", CacheDir: filepath.Join(wd, "cache")}, ToolVersion: "test", Interval: time.Hour}
+	loop := &Loop{Workdir: state.Open(wd), Source: &source.RemoteSource{URL: "file://" + remote, Branch: "main", CacheDir: filepath.Join(wd, "cache")}, ToolVersion: "test", Interval: time.Hour}
 	srv := NewServer(loop, secret)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -109,7 +110,7 @@ func TestServe(t *testing.T) {
 	// A push, then a signed GitHub delivery.
 	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
 	second := gittest.Commit(t, repo, "node-2 without rabbitmq")
-	push(t, repo, false)
+	gittest.Push(t, repo, false)
 	body := []byte(`{"ref":"refs/heads/master","after":"` + second + `"}`)
 	if code := hook("github", body, map[string]string{"X-Hub-Signature-256": sign(secret, body), "X-GitHub-Delivery": "d-1"}); code != 202 {
 		t.Fatalf("signed delivery: %d", code)
@@ -148,7 +149,7 @@ func TestServe(t *testing.T) {
 	// A commit that does not validate: not applied, its error in the status.
 	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "release: quickstart-1.0", "release: quickstart-9.9")
 	third := gittest.Commit(t, repo, "unknown release")
-	push(t, repo, false)
+	gittest.Push(t, repo, false)
 	currentBefore, _ := os.ReadFile(filepath.Join(wd, "artifacts", "current", "manifest.json"))
 	hook("generic", body, genericHeaders(secret, time.Now(), body))
 	gittest.WaitFor(t, "the invalid commit seen", func() bool { st := loop.Status(); return st.Revision == third && st.Outcome == Invalid })
@@ -217,7 +218,7 @@ func TestWebhookLoad(t *testing.T) {
 	}
 	dir, repo := gittest.Quickstart(t)
 	secret := []byte("s3cret")
-	loop := &Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &LocalSource{Path: dir}, ToolVersion: "test"}
+	loop := &Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
 	var reconciles, full atomic.Int64
 	srv := NewServer(loop, secret)
 	onReconcile := loop.OnReconcile
@@ -333,7 +334,7 @@ func TestStatusPageBrowser(t *testing.T) {
 		testenv.Unavailable(t, "no chromium installed (apt-get install chromium)")
 	}
 	dir, repo := gittest.Quickstart(t)
-	loop := &Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &LocalSource{Path: dir}, ToolVersion: "test"}
+	loop := &Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
 	srv := NewServer(loop, []byte("s"))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

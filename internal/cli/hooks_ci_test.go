@@ -22,6 +22,7 @@ import (
 	"github.com/fuelsync/fuelsync/internal/repogen"
 	"github.com/fuelsync/fuelsync/internal/testenv"
 	"github.com/fuelsync/fuelsync/reconcile"
+	gitsource "github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -72,7 +73,7 @@ func unassignRabbitmq(t *testing.T, dir string) {
 func TestPostReceiveHook(t *testing.T) {
 	testenv.Tool(t, "sh", "a POSIX shell")
 	dir := quickstartRepo(t)
-	loop := &reconcile.Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &reconcile.LocalSource{Path: dir}, ToolVersion: "test"}
+	loop := &reconcile.Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &gitsource.LocalSource{Path: dir}, ToolVersion: "test"}
 	srv := reconcile.NewServer(loop, []byte("s3cret"))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/reconcile"
+	gitsource "github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -88,7 +89,7 @@ func (e *opEnv) operation(src *source) *reconcile.Operation {
 // request is the operation's request for src.
 func (e *opEnv) request(src *source, args opArgs) reconcile.Request {
 	return reconcile.Request{
-		Revision:    reconcile.Revision{SHA: src.revision, FS: src.fsys},
+		Revision:    gitsource.Revision{SHA: src.revision, FS: src.fsys},
 		Skip:        inputSkip(e.g, src),
 		Targets:     args.targets,
 		Lock:        "apply",

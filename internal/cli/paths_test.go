@@ -12,6 +12,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/reconcile"
+	gitsource "github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -21,14 +22,14 @@ type revisionSource struct {
 	sha  string
 }
 
-func (s *revisionSource) Latest(context.Context) (reconcile.Revision, error) {
+func (s *revisionSource) Latest(context.Context) (gitsource.Revision, error) {
 	fsys, sha, err := loader.OpenRevision(s.path, s.sha)
-	return reconcile.Revision{SHA: sha, FS: fsys}, err
+	return gitsource.Revision{SHA: sha, FS: fsys}, err
 }
 
-func (s *revisionSource) At(_ context.Context, sha string) (reconcile.Revision, error) {
+func (s *revisionSource) At(_ context.Context, sha string) (gitsource.Revision, error) {
 	fsys, got, err := loader.OpenRevision(s.path, sha)
-	return reconcile.Revision{SHA: got, FS: fsys}, err
+	return gitsource.Revision{SHA: got, FS: fsys}, err
 }
 
 // TestCLIAndDaemonSameOperation: apply (the CLI) and the reconcile loop (watch

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/diff"
 	"github.com/fuelsync/fuelsync/reconcile"
+	gitsource "github.com/fuelsync/fuelsync/source"
 )
 
 func changeColors(g *globals, w io.Writer) diff.Colors {
@@ -128,7 +129,7 @@ func reinitFlag() cli.Flag {
 // inputSkip is the work directory when it lies inside the working tree src.
 func inputSkip(g *globals, src *source) []string {
 	var skip []string
-	if src.revision == reconcile.WorkingTree {
+	if src.revision == gitsource.WorkingTree {
 		repo, err1 := filepath.Abs(g.repo)
 		wd, err2 := filepath.Abs(g.workdir)
 		if rel, err := filepath.Rel(repo, wd); err1 == nil && err2 == nil && err == nil && rel != "." && filepath.IsLocal(rel) {

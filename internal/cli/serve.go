@@ -25,6 +25,7 @@ import (
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/reconcile"
+	gitsource "github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -51,20 +52,20 @@ func newLoop(g *globals, c *cli.Context) (*reconcile.Loop, error) {
 	if err := checkBranchFlags(c, settings); err != nil {
 		return nil, err
 	}
-	var src reconcile.Source
+	var src gitsource.Source
 	if isRemote(g.repo) {
 		auth, err := gitAuth(g.repo, c.String("ssh-key"))
 		if err != nil {
 			return nil, &exitError{code: 1, msg: err.Error()}
 		}
-		src = &reconcile.RemoteSource{URL: g.repo, Branch: c.String("branch"), CacheDir: filepath.Join(g.workdir, "cache"), Auth: auth}
+		src = &gitsource.RemoteSource{URL: g.repo, Branch: c.String("branch"), CacheDir: filepath.Join(g.workdir, "cache"), Auth: auth}
 	} else {
 		if _, err := os.Stat(g.repo); err != nil {
 			return nil, &exitError{code: 1, msg: fmt.Sprintf("repository %s: %v", g.repo, err)}
 		}
-		src = &reconcile.LocalSource{Path: g.repo, Branch: c.String("branch")}
+		src = &gitsource.LocalSource{Path: g.repo, Branch: c.String("branch")}
 		if c.Bool("worktree") {
-			src = &reconcile.WorktreeSource{Path: g.repo}
+			src = &gitsource.WorktreeSource{Path: g.repo}
 		}
 	}
 	var h slog.Handler
@@ -76,11 +77,11 @@ func newLoop(g *globals, c *cli.Context) (*reconcile.Loop, error) {
 	default:
 		return nil, &exitError{code: 1, msg: "--log-format must be text or json"}
 	}
-	var publish *reconcile.Publisher
+	var publish *gitsource.Publisher
 	switch settings.Publish {
 	case "":
 	case "git":
-		publish = &reconcile.Publisher{Branch: settings.PublishBranch}
+		publish = &gitsource.Publisher{Branch: settings.PublishBranch}
 	default:
 		return nil, &exitError{code: 1, msg: fmt.Sprintf("--publish takes git, not %q", settings.Publish)}
 	}
@@ -372,7 +373,7 @@ func watchLocal(ctx context.Context, g *globals, c *cli.Context, loop *reconcile
 		}
 	}
 	go func() {
-		if err := reconcile.WatchTree(ctx, root, skip, 200*time.Millisecond, loop.Trigger); err != nil {
+		if err := gitsource.WatchTree(ctx, root, skip, 200*time.Millisecond, loop.Trigger); err != nil {
 			loop.Log.Warn("not watching the repository for changes; polling only", "error", err)
 		}
 	}()

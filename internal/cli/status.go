@@ -17,6 +17,7 @@ import (
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/reconcile"
+	gitsource "github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -263,7 +264,7 @@ func (e *opEnv) approve(name string, lockTimeout time.Duration) error {
 	}
 	pg := *e.g
 	pg.rev = cs.Pending.Revision
-	if pg.rev == reconcile.WorkingTree {
+	if pg.rev == gitsource.WorkingTree {
 		pg.rev = ""
 	}
 	src, err := openSource(&pg)

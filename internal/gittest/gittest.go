@@ -12,6 +12,7 @@ import (
 	"time"
 
 	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/fuelsync/fuelsync/internal/mapfs"
@@ -94,6 +95,19 @@ func EditFile(t *testing.T, path, old, new string) {
 		t.Fatalf("%s has no %q (%v)", path, old, err)
 	}
 	if err := os.WriteFile(path, bytes.Replace(data, []byte(old), []byte(new), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Push pushes the working repository's master branch to origin as main.
+func Push(t *testing.T, r *git.Repository, force bool) {
+	t.Helper()
+	spec := "refs/heads/master:refs/heads/main"
+	if force {
+		spec = "+" + spec
+	}
+	err := r.Push(&git.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{config.RefSpec(spec)}, Force: force})
+	if err != nil && err != git.NoErrAlreadyUpToDate {
 		t.Fatal(err)
 	}
 }

@@ -1,4 +1,4 @@
-package reconcile
+package source_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/fuelsync/fuelsync/internal/gittest"
+	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -19,14 +21,14 @@ import (
 func TestWatchWorktree(t *testing.T) {
 	dir, _ := gittest.Quickstart(t)
 	wd := filepath.Join(t.TempDir(), "wd")
-	loop := &Loop{Workdir: state.Open(wd), Source: &WorktreeSource{Path: dir}, ToolVersion: "test"}
+	loop := &reconcile.Loop{Workdir: state.Open(wd), Source: &source.WorktreeSource{Path: dir}, ToolVersion: "test"}
 	var reconciles atomic.Int64
-	loop.OnReconcile = func(Outcome, time.Duration) { reconciles.Add(1) }
+	loop.OnReconcile = func(reconcile.Outcome, time.Duration) { reconciles.Add(1) }
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go loop.Run(ctx)
 	skip := func(p string) bool { return filepath.Base(p) == ".git" || strings.HasPrefix(p, wd) }
-	go WatchTree(ctx, dir, skip, 150*time.Millisecond, loop.Trigger)
+	go source.WatchTree(ctx, dir, skip, 150*time.Millisecond, loop.Trigger)
 	gittest.WaitFor(t, "the first reconcile", func() bool { return loop.Status().Ready })
 	time.Sleep(300 * time.Millisecond) // the watcher is set up
 

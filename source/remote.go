@@ -1,4 +1,4 @@
-package reconcile
+package source
 
 import (
 	"context"
@@ -160,4 +160,19 @@ func (s *RemoteSource) Latest(ctx context.Context) (Revision, error) {
 		return Revision{}, err
 	}
 	return Revision{SHA: head.Hash().String(), FS: fsys}, nil
+}
+
+// At implements RevisionSource: from the cache, fetched first when the
+// commit is not in it yet.
+func (s *RemoteSource) At(ctx context.Context, sha string) (Revision, error) {
+	fsys, got, err := loader.OpenRevision(s.CacheDir, sha)
+	if err != nil {
+		if _, lerr := s.Latest(ctx); lerr != nil {
+			return Revision{}, lerr
+		}
+		if fsys, got, err = loader.OpenRevision(s.CacheDir, sha); err != nil {
+			return Revision{}, err
+		}
+	}
+	return Revision{SHA: got, FS: fsys}, nil
 }

@@ -1,4 +1,4 @@
-package reconcile
+package source
 
 import (
 	"context"
@@ -124,9 +124,10 @@ func (s *RemoteSource) target() (*git.Repository, func(context.Context, plumbing
 	return r, push, nil
 }
 
-// publish commits the set (an applied set, SetFS) to the branch; it returns the
-// new commit, or "" when the branch already holds these artifacts.
-func (p *Publisher) publish(ctx context.Context, src Source, set fs.FS, revision string, serial int64) (string, error) {
+// Commit commits the set (an applied set, state.Workdir.SetFS) to the branch
+// (and pushes it, for a remote source); it returns the new commit, or "" when
+// the branch already holds these artifacts.
+func (p *Publisher) Commit(ctx context.Context, src Source, set fs.FS, revision string, serial int64) (string, error) {
 	if err := loader.CheckBranchName(p.Branch); err != nil {
 		return "", err
 	}
@@ -162,7 +163,7 @@ func (p *Publisher) publish(ctx context.Context, src Source, set fs.FS, revision
 	sig := object.Signature{Name: "fuelsync", Email: "fuelsync@localhost", When: time.Now()}
 	c := &object.Commit{
 		Author: sig, Committer: sig, TreeHash: tree, ParentHashes: parents,
-		Message: fmt.Sprintf("fuelsync: artifacts of %s (serial %d)\n\nRendered from %s.\n", short(revision), serial, revision),
+		Message: fmt.Sprintf("fuelsync: artifacts of %s (serial %d)\n\nRendered from %s.\n", Short(revision), serial, revision),
 	}
 	obj := repo.Storer.NewEncodedObject()
 	if err := c.Encode(obj); err != nil {
@@ -183,7 +184,9 @@ func (p *Publisher) publish(ctx context.Context, src Source, set fs.FS, revision
 	return h.String(), nil
 }
 
-func short(rev string) string {
+// Short is a revision as messages name it: a commit's first 12 hex digits
+// (working-tree as it is).
+func Short(rev string) string {
 	if len(rev) > 12 {
 		return rev[:12]
 	}

@@ -1,4 +1,4 @@
-package reconcile
+package source_test
 
 import (
 	"context"
@@ -11,27 +11,16 @@ import (
 	"github.com/go-git/go-git/v5/config"
 
 	"github.com/fuelsync/fuelsync/internal/gittest"
+	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
-
-// push pushes the working repository's master branch to origin as main.
-func push(t *testing.T, r *git.Repository, force bool) {
-	t.Helper()
-	spec := "refs/heads/master:refs/heads/main"
-	if force {
-		spec = "+" + spec
-	}
-	err := r.Push(&git.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{config.RefSpec(spec)}, Force: force})
-	if err != nil && err != git.NoErrAlreadyUpToDate {
-		t.Fatal(err)
-	}
-}
 
 // TestRemoteSource follows a bare repository on disk through file://: the first
 // commit, a pushed one, a force-push that rewrites the branch; the remote removed,
 // the loop survives (errors, backoff) and catches up once it is back.
 func TestRemoteSource(t *testing.T) {
-	InstallFileTransport()
+	source.InstallFileTransport()
 	dir, work := gittest.Quickstart(t)
 	remote := filepath.Join(t.TempDir(), "remote.git")
 	if _, err := git.PlainInit(remote, true); err != nil {
@@ -40,19 +29,19 @@ func TestRemoteSource(t *testing.T) {
 	if _, err := work.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{"file://" + remote}}); err != nil {
 		t.Fatal(err)
 	}
-	push(t, work, false)
+	gittest.Push(t, work, false)
 	wd := filepath.Join(t.TempDir(), "wd")
-	loop := &Loop{Workdir: state.Open(wd), Source: &RemoteSource{URL: "file://" + remote, Branch: "main", CacheDir: filepath.Join(wd, "cache")}, ToolVersion: "test"}
+	loop := &reconcile.Loop{Workdir: state.Open(wd), Source: &source.RemoteSource{URL: "file://" + remote, Branch: "main", CacheDir: filepath.Join(wd, "cache")}, ToolVersion: "test"}
 	head, _ := work.Head()
-	if o := loop.ReconcileOnce(context.Background()); o != Applied || loop.Status().Applied != head.Hash().String() {
+	if o := loop.ReconcileOnce(context.Background()); o != reconcile.Applied || loop.Status().Applied != head.Hash().String() {
 		t.Fatalf("first reconcile: %s %+v", o, loop.Status())
 	}
 
 	// A pushed commit.
 	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
 	second := gittest.Commit(t, work, "node-2 without rabbitmq")
-	push(t, work, false)
-	if o := loop.ReconcileOnce(context.Background()); o != Applied || loop.Status().Applied != second {
+	gittest.Push(t, work, false)
+	if o := loop.ReconcileOnce(context.Background()); o != reconcile.Applied || loop.Status().Applied != second {
 		t.Fatalf("after a push: %s, applied %s", o, loop.Status().Applied)
 	}
 
@@ -63,8 +52,8 @@ func TestRemoteSource(t *testing.T) {
 	}
 	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "node-4: {id: 4, roles: [compute]}", "node-4: {id: 4, roles: [compute, storage]}")
 	rewritten := gittest.Commit(t, work, "node-4 also storage")
-	push(t, work, true)
-	if o := loop.ReconcileOnce(context.Background()); o != Applied || loop.Status().Applied != rewritten {
+	gittest.Push(t, work, true)
+	if o := loop.ReconcileOnce(context.Background()); o != reconcile.Applied || loop.Status().Applied != rewritten {
 		t.Fatalf("after a force-push: %s, applied %s", o, loop.Status().Applied)
 	}
 
@@ -73,7 +62,7 @@ func TestRemoteSource(t *testing.T) {
 	if err := os.Rename(remote, remote+".away"); err != nil {
 		t.Fatal(err)
 	}
-	if o := loop.ReconcileOnce(context.Background()); o != Failed || len(loop.Status().Errors) == 0 {
+	if o := loop.ReconcileOnce(context.Background()); o != reconcile.Failed || len(loop.Status().Errors) == 0 {
 		t.Fatalf("the remote gone: %s %q", o, loop.Status().Errors)
 	}
 	loop.Interval = time.Hour // only the backoff retries
@@ -87,7 +76,7 @@ func TestRemoteSource(t *testing.T) {
 	}
 	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "node-3: {id: 3, roles: [controller]}", "node-3: {id: 3, roles: [controller], tags: {assign: [backup]}}")
 	latest := gittest.Commit(t, work, "back")
-	push(t, work, false)
+	gittest.Push(t, work, false)
 	deadline := time.Now().Add(10 * time.Second)
 	for loop.Status().Applied != latest {
 		if time.Now().After(deadline) {
@@ -104,18 +93,18 @@ func TestRemoteSource(t *testing.T) {
 func TestRemoteSourceWorkingTreeRepo(t *testing.T) {
 	dir, work := gittest.Quickstart(t) // on master
 	wd := filepath.Join(t.TempDir(), "wd")
-	src := &RemoteSource{URL: "file://" + dir, CacheDir: filepath.Join(wd, "cache")}
-	loop := &Loop{Workdir: state.Open(wd), Source: src, ToolVersion: "test"}
+	src := &source.RemoteSource{URL: "file://" + dir, CacheDir: filepath.Join(wd, "cache")}
+	loop := &reconcile.Loop{Workdir: state.Open(wd), Source: src, ToolVersion: "test"}
 	head, _ := work.Head()
-	if o := loop.ReconcileOnce(context.Background()); o != Applied || loop.Status().Applied != head.Hash().String() {
+	if o := loop.ReconcileOnce(context.Background()); o != reconcile.Applied || loop.Status().Applied != head.Hash().String() {
 		t.Fatalf("first reconcile: %s %q", o, loop.Status().Errors)
 	}
-	if b, err := src.branch(context.Background()); err != nil || b != "master" {
+	if b, err := source.FollowedBranch(context.Background(), src); err != nil || b != "master" {
 		t.Errorf("the branch followed: %q %v, want master", b, err)
 	}
 	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
 	second := gittest.Commit(t, work, "node-2 without rabbitmq")
-	if o := loop.ReconcileOnce(context.Background()); o != Applied || loop.Status().Applied != second {
+	if o := loop.ReconcileOnce(context.Background()); o != reconcile.Applied || loop.Status().Applied != second {
 		t.Fatalf("after a commit: %s, applied %s %q", o, loop.Status().Applied, loop.Status().Errors)
 	}
 }
@@ -124,7 +113,7 @@ func TestRemoteSourceWorkingTreeRepo(t *testing.T) {
 // only when the clone made it (or found it empty): a directory that held
 // something already is not the clone's to remove.
 func TestRemoteCacheKeptWhenNotMade(t *testing.T) {
-	InstallFileTransport()
+	source.InstallFileTransport()
 	missing := "file://" + filepath.Join(t.TempDir(), "no-such.git")
 	cache := filepath.Join(t.TempDir(), "cache")
 	if err := os.MkdirAll(cache, 0o755); err != nil {
@@ -133,7 +122,7 @@ func TestRemoteCacheKeptWhenNotMade(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(cache, "mine"), []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	src := &RemoteSource{URL: missing, Branch: "main", CacheDir: cache}
+	src := &source.RemoteSource{URL: missing, Branch: "main", CacheDir: cache}
 	if _, err := src.Latest(context.Background()); err == nil {
 		t.Fatal("cloning a missing repository succeeded")
 	}
@@ -141,7 +130,7 @@ func TestRemoteCacheKeptWhenNotMade(t *testing.T) {
 		t.Errorf("a failed clone removed the directory it found: %v", err)
 	}
 	made := filepath.Join(t.TempDir(), "cache")
-	src = &RemoteSource{URL: missing, Branch: "main", CacheDir: made}
+	src = &source.RemoteSource{URL: missing, Branch: "main", CacheDir: made}
 	if _, err := src.Latest(context.Background()); err == nil {
 		t.Fatal("cloning a missing repository succeeded")
 	}
