@@ -18,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fuelsync/fuelsync/internal/gittest"
+	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
@@ -55,7 +56,7 @@ func startAPI(t *testing.T, setup func(*Server, *Limits)) *apiServer {
 	return &apiServer{dir: dir, repo: repo, wd: wd, loop: loop, srv: srv, base: "http://" + ln.Addr().String()}
 }
 
-func (a *apiServer) reconcile(t *testing.T, want Outcome) {
+func (a *apiServer) reconcile(t *testing.T, want operation.Outcome) {
 	t.Helper()
 	if o := a.loop.ReconcileOnce(context.Background()); o != want {
 		t.Fatalf("reconcile: %s, want %s (%q)", o, want, a.loop.Status().Errors)
@@ -113,7 +114,7 @@ func TestArtifactAPIServesTheAppliedGraph(t *testing.T) {
 	if r := a.get(t, node2Graph, nil); r.code != 503 || r.h.Get("Retry-After") == "" {
 		t.Errorf("before any apply: %d %q, want 503 with Retry-After", r.code, r.body)
 	}
-	a.reconcile(t, Applied)
+	a.reconcile(t, operation.Applied)
 	file := expandedApplied(t, a, "demo", "node-2", "default")
 	if !strings.Contains(string(file), "puppet_manifest:") {
 		t.Fatalf("the expanded view has no definitions:\n%s", file)
@@ -172,7 +173,7 @@ func TestArtifactAPIServesTheAppliedGraph(t *testing.T) {
 // any path is built, whatever they would escape to.
 func TestArtifactAPINotFoundAndBadNames(t *testing.T) {
 	a := startAPI(t, nil)
-	a.reconcile(t, Applied)
+	a.reconcile(t, operation.Applied)
 	for path, want := range map[string]string{
 		"/api/v1/clusters/nosuch/nodes/node-1/graphs/default": `no cluster "nosuch" in the applied set (serial 1`,
 		"/api/v1/clusters/demo/nodes/node-9/graphs/default":   `cluster "demo" has no node "node-9" in the applied set`,
@@ -202,7 +203,7 @@ func TestArtifactAPINotFoundAndBadNames(t *testing.T) {
 // graph's digest (the ETag its graph is served with), and the primaries.
 func TestArtifactAPIClusterSummary(t *testing.T) {
 	a := startAPI(t, nil)
-	a.reconcile(t, Applied)
+	a.reconcile(t, operation.Applied)
 	r := a.get(t, "/api/v1/clusters/demo", nil)
 	var sum ClusterSummary
 	if err := json.Unmarshal([]byte(r.body), &sum); r.code != 200 || err != nil {
@@ -224,7 +225,7 @@ func TestArtifactAPIClusterSummary(t *testing.T) {
 // with another, 200 with it), and the probes, status and page stay open.
 func TestArtifactAPIToken(t *testing.T) {
 	a := startAPI(t, func(s *Server, _ *Limits) { s.APIToken = []byte("t0ken") })
-	a.reconcile(t, Applied)
+	a.reconcile(t, operation.Applied)
 	for _, path := range []string{node2Graph, "/api/v1/clusters/demo", "/api/v1/releases/quickstart-1.0/components"} {
 		if r := a.get(t, path, nil); r.code != 401 || r.h.Get("WWW-Authenticate") == "" || !strings.Contains(r.body, "Authorization: Bearer") {
 			t.Errorf("%s without a token: %d %q", path, r.code, r.body)
@@ -277,7 +278,7 @@ func (a *apiServer) longPoll(t *testing.T, path, etag, wait string) <-chan waitR
 // its deadline. A wait is cut to the server's maximum.
 func TestArtifactAPIWaitWakesOnChange(t *testing.T) {
 	a := startAPI(t, func(s *Server, _ *Limits) { s.MaxWait = 3 * time.Second })
-	a.reconcile(t, Applied)
+	a.reconcile(t, operation.Applied)
 	other := "/api/v1/clusters/demo-hcl/nodes/node-2/graphs/default"
 	etag2, etagOther := a.get(t, node2Graph, nil).h.Get("ETag"), a.get(t, other, nil).h.Get("ETag")
 
@@ -293,7 +294,7 @@ func TestArtifactAPIWaitWakesOnChange(t *testing.T) {
 	gittest.EditFile(t, filepath.Join(a.dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
 	gittest.Commit(t, a.repo, "node-2 without rabbitmq")
 	applied := time.Now()
-	a.reconcile(t, Applied)
+	a.reconcile(t, operation.Applied)
 	r := <-changed
 	file := expandedApplied(t, a, "demo", "node-2", "default")
 	if r.code != 200 || r.body != string(file) || r.h.Get("ETag") == etag2 || r.h.Get("ETag") != `"`+sha(file)+`"` {
@@ -329,7 +330,7 @@ func TestArtifactAPIWaitOutlivesServeTimeouts(t *testing.T) {
 		l.ReadTimeout, l.WriteTimeout, l.MaxConnections = time.Second, time.Second, 2
 		s.writeTimeout = l.WriteTimeout
 	})
-	a.reconcile(t, Applied)
+	a.reconcile(t, operation.Applied)
 	etag := a.get(t, node2Graph, nil).h.Get("ETag")
 	w1, w2 := a.longPoll(t, node2Graph, etag, "3s"), a.longPoll(t, node2Graph, etag, "3s")
 	gittest.WaitFor(t, "two waiting", func() bool { return len(a.srv.waiters) == 2 })
@@ -350,7 +351,7 @@ func TestArtifactAPIWaitOutlivesServeTimeouts(t *testing.T) {
 // Retry-After at once; a request without wait is still served.
 func TestArtifactAPIWaitersCapped(t *testing.T) {
 	a := startAPI(t, func(s *Server, _ *Limits) { s.MaxWaiting = 2 })
-	a.reconcile(t, Applied)
+	a.reconcile(t, operation.Applied)
 	etag := a.get(t, node2Graph, nil).h.Get("ETag")
 	w1, w2 := a.longPoll(t, node2Graph, etag, "2s"), a.longPoll(t, node2Graph, etag, "2s")
 	gittest.WaitFor(t, "two waiting", func() bool { return len(a.srv.waiters) == 2 })
@@ -373,7 +374,7 @@ func TestArtifactAPIWaitersCapped(t *testing.T) {
 // never served.
 func TestArtifactAPIRefusesAFileThatIsNotTheApplied(t *testing.T) {
 	a := startAPI(t, nil)
-	a.reconcile(t, Applied)
+	a.reconcile(t, operation.Applied)
 	p := filepath.Join(a.wd, "artifacts", "current", "demo", "nodes", "node-2", "default.yaml")
 	if err := os.WriteFile(p, []byte("tasks: [rm -rf /]\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -405,7 +406,7 @@ func TestArtifactAPIRefusesAFileThatIsNotTheApplied(t *testing.T) {
 // summary gives the new ETag.
 func TestArtifactAPIWaitWakesOnDefinitionChange(t *testing.T) {
 	a := startAPI(t, func(s *Server, _ *Limits) { s.MaxWait = 5 * time.Second })
-	a.reconcile(t, Applied)
+	a.reconcile(t, operation.Applied)
 	before, _ := a.loop.Workdir.ReadState()
 	etag := a.get(t, node2Graph, nil).h.Get("ETag")
 	changed := a.longPoll(t, node2Graph, etag, "5s")
@@ -413,7 +414,7 @@ func TestArtifactAPIWaitWakesOnDefinitionChange(t *testing.T) {
 	gittest.EditFile(t, filepath.Join(a.dir, "plugins", "quickstart", "graphs", "deployment.yaml"),
 		"globals/globals.pp\n    puppet_modules: /etc/puppet/modules\n    timeout: 120", "globals/globals.pp\n    puppet_modules: /etc/puppet/modules\n    timeout: 240")
 	gittest.Commit(t, a.repo, "globals: a longer timeout")
-	a.reconcile(t, Applied)
+	a.reconcile(t, operation.Applied)
 	after, _ := a.loop.Workdir.ReadState()
 	const nodeFile, catalogue = "demo/nodes/node-2/default.yaml", "demo/tasks/default.yaml"
 	if before.Artifacts[nodeFile] != after.Artifacts[nodeFile] || before.Artifacts[catalogue] == after.Artifacts[catalogue] {
@@ -446,7 +447,7 @@ func TestArtifactAPIWaitWakesOnDefinitionChange(t *testing.T) {
 // task catalogue linked to its own object).
 func TestArtifactAPIFollowsOnlyTrees(t *testing.T) {
 	a := startAPI(t, nil)
-	a.reconcile(t, Applied)
+	a.reconcile(t, operation.Applied)
 	cur := filepath.Join(a.wd, "artifacts", "current", "demo")
 	if fi, err := os.Lstat(filepath.Join(cur, "nodes", "node-1")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 		t.Fatalf("demo/nodes/node-1 is not a symlink to its tree: %v", err)

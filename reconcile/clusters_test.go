@@ -4,20 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	git "github.com/go-git/go-git/v5"
-
 	"github.com/fuelsync/fuelsync/internal/gittest"
-	"github.com/fuelsync/fuelsync/loader"
-	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -32,7 +27,7 @@ func TestLoopRendersChangedClusterOnly(t *testing.T) {
 	wd := state.Open(filepath.Join(t.TempDir(), "wd"))
 	var renders [][]string
 	loop := &Loop{Workdir: wd, Source: &source.LocalSource{Path: dir}, ToolVersion: "test", onRender: func(c []string) { renders = append(renders, c) }}
-	if o := loop.ReconcileOnce(ctx); o != Applied || len(renders) != 1 || len(renders[0]) != 2 {
+	if o := loop.ReconcileOnce(ctx); o != operation.Applied || len(renders) != 1 || len(renders[0]) != 2 {
 		t.Fatalf("first reconcile: %s, renders %v %q", o, renders, loop.Status().Errors)
 	}
 	before := loop.Status().Clusters
@@ -40,7 +35,7 @@ func TestLoopRendersChangedClusterOnly(t *testing.T) {
 	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "node-4: {id: 4, roles: [compute]}", "node-4: {id: 4, roles: [compute]}\n  node-7: {id: 7, roles: [compute]}")
 	gittest.Commit(t, repo, "a new node")
 	renders = nil
-	if o := loop.ReconcileOnce(ctx); o != Applied || len(renders) != 1 || !slices.Equal(renders[0], []string{"demo"}) {
+	if o := loop.ReconcileOnce(ctx); o != operation.Applied || len(renders) != 1 || !slices.Equal(renders[0], []string{"demo"}) {
 		t.Fatalf("a new node in demo: %s, renders %v (want demo only) %q", o, renders, loop.Status().Errors)
 	}
 	after := loop.Status().Clusters
@@ -59,7 +54,7 @@ func TestLoopRendersChangedClusterOnly(t *testing.T) {
 	full := state.Open(filepath.Join(t.TempDir(), "full"))
 	renders = nil
 	other := &Loop{Workdir: full, Source: &source.LocalSource{Path: dir}, ToolVersion: "test", onRender: func(c []string) { renders = append(renders, c) }}
-	if o := other.ReconcileOnce(ctx); o != Applied || len(renders) != 1 || len(renders[0]) != 2 {
+	if o := other.ReconcileOnce(ctx); o != operation.Applied || len(renders) != 1 || len(renders[0]) != 2 {
 		t.Fatalf("full reconcile: %s, renders %v %q", o, renders, other.Status().Errors)
 	}
 	st, err := wd.ReadState()
@@ -124,183 +119,4 @@ func setFiles(t *testing.T, set fs.FS) map[string][]byte {
 		t.Fatal(err)
 	}
 	return out
-}
-
-// TestReusable: a cluster is reusable only with the same fingerprint, tool
-// version and applied nodes and primaries, when its artifacts were applied.
-func TestReusable(t *testing.T) {
-	cs := &state.ClusterState{Nodes: map[string]state.NodeState{"n1": {ID: 1}}, Primary: map[string]string{"controller": "n1"}}
-	st := &state.State{Serial: 1, Clusters: map[string]*state.ClusterState{"a": cs, "b": cs},
-		Artifacts:     map[string]string{"a/cluster.yaml": "x", "b/cluster.yaml": "y"},
-		ClusterInputs: map[string]string{"a": state.ClusterInputsKey("fa", "v1", cs), "b": state.ClusterInputsKey("fb", "v1", cs)}}
-	for _, tc := range []struct {
-		name  string
-		files map[string]string
-		tool  string
-		want  []string
-	}{
-		{"same", map[string]string{"a": "fa", "b": "fb"}, "v1", []string{"a", "b"}},
-		{"b changed", map[string]string{"a": "fa", "b": "fb2"}, "v1", []string{"a"}},
-		{"another tool", map[string]string{"a": "fa", "b": "fb"}, "v2", nil},
-		{"b unfingerprinted", map[string]string{"a": "fa"}, "v1", []string{"a"}},
-	} {
-		if got := st.Reusable(tc.files, tc.tool); !slices.Equal(got, tc.want) {
-			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
-		}
-	}
-	moved := *st
-	moved.Clusters = map[string]*state.ClusterState{"a": {Nodes: cs.Nodes, Primary: map[string]string{"controller": "n2"}}, "b": cs}
-	if got := moved.Reusable(map[string]string{"a": "fa", "b": "fb"}, "v1"); !slices.Equal(got, []string{"b"}) {
-		t.Errorf("another primary in a: %v", got)
-	}
-	noSet := *st
-	noSet.Artifacts = map[string]string{"b/cluster.yaml": "y"}
-	if got := noSet.Reusable(map[string]string{"a": "fa", "b": "fb"}, "v1"); !slices.Equal(got, []string{"b"}) {
-		t.Errorf("a not applied: %v", got)
-	}
-	old := *st
-	old.ClusterInputs = nil
-	if got := old.Reusable(map[string]string{"a": "fa", "b": "fb"}, "v1"); got != nil {
-		t.Errorf("a state without cluster fingerprints: %v", got)
-	}
-}
-
-// TestPlanAppliedRenderOfChangedClusters: the applied revision is rendered
-// again for the clusters whose artifacts differ only, and the change set —
-// its causes included — is the one made with a render of every cluster; so is
-// the plan that keeps the unchanged cluster's applied artifacts.
-func TestPlanAppliedRenderOfChangedClusters(t *testing.T) {
-	dir, repo, loop, st := appliedTestRepo(t)
-	wd := loop.Workdir
-	load := func(rev string) *loader.Repo {
-		t.Helper()
-		fsys, _, err := loader.OpenRevision(dir, rev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, diags := loader.Load(fsys, loader.Options{})
-		if diags.HasErrors() {
-			t.Fatal(diags)
-		}
-		return r
-	}
-	oldRepo := load(st.Revision)
-	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "roles: [compute, storage]", "roles: [compute]")
-	rev := gittest.Commit(t, repo, "node-5 is no longer a storage node")
-	newRepo := load(rev)
-
-	rs, diags := render.Render(newRepo, render.Options{State: st})
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
-	old, _ := render.Render(oldRepo, render.Options{State: st})
-	want, err := MakePlan(wd, st, rs, old, rev, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var asked [][]string
-	applied := func(clusters []string) []*render.Rendered {
-		asked = append(asked, clusters)
-		rs, _ := render.Render(oldRepo, render.Options{Clusters: clusters, State: st})
-		return rs
-	}
-	got, err := PlanWith(wd, st, PlanInput{Rendered: rs, Applied: applied, Revision: rev, ToolVersion: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	demo, _ := render.Render(newRepo, render.Options{Clusters: []string{"demo"}, State: st})
-	kept, err := PlanWith(wd, st, PlanInput{Rendered: demo, Kept: []string{"demo-hcl"}, Applied: applied, Revision: rev, ToolVersion: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(asked) != 2 || !slices.Equal(asked[0], []string{"demo"}) || !slices.Equal(asked[1], []string{"demo"}) {
-		t.Errorf("the applied revision was rendered for %v, want demo twice", asked)
-	}
-	wj, _ := json.MarshalIndent(want, "", " ")
-	if !strings.Contains(string(wj), `"role_removed"`) || !strings.Contains(string(wj), `"removed"`) {
-		t.Fatalf("the change set has no role_removed cause with tasks taken away:\n%s", wj)
-	}
-	for what, p := range map[string]*Plan{"restricted": got, "kept": kept} {
-		if j, _ := json.MarshalIndent(p, "", " "); !bytes.Equal(j, wj) {
-			t.Errorf("the %s plan differs from the full one:\n%s\nfull:\n%s", what, j, wj)
-		}
-	}
-}
-
-// TestApplyKeptFileDamaged: a kept cluster's file changed in place in the
-// applied set is taken from the object store (another set still links it);
-// changed there too, it is not published: the apply fails and the state
-// stays.
-func TestApplyKeptFileDamaged(t *testing.T) {
-	ctx := context.Background()
-	dir, repo, loop, st := appliedTestRepo(t)
-	wd := loop.Workdir
-	const file = "demo-hcl/cluster.yaml"
-	want, err := os.ReadFile(filepath.Join(wd.SetDir(1), file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	damage := func(name string) {
-		t.Helper()
-		if err := os.Remove(name); err != nil { // linked: replaced, not written through
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(name, []byte("damaged\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	node := 7
-	newNode := func() {
-		t.Helper()
-		gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "node-4: {id: 4, roles: [compute]}",
-			fmt.Sprintf("node-4: {id: 4, roles: [compute]}\n  node-%d: {id: %d, roles: [compute]}", node, node))
-		gittest.Commit(t, repo, "a new node")
-		node++
-	}
-
-	// Set 2 links the kept file to the same object as set 1.
-	newNode()
-	if o := loop.ReconcileOnce(ctx); o != Applied {
-		t.Fatalf("a new node: %s %q", o, loop.Status().Errors)
-	}
-	damage(filepath.Join(wd.SetDir(2), file))
-	newNode()
-	if o := loop.ReconcileOnce(ctx); o != Applied {
-		t.Fatalf("a commit over a kept file changed in the set: %s %q", o, loop.Status().Errors)
-	}
-	if got, err := os.ReadFile(filepath.Join(wd.SetDir(3), file)); err != nil || !bytes.Equal(got, want) {
-		t.Fatalf("the kept file published: %v %q", err, got)
-	}
-
-	sum := st.Artifacts[file]
-	damage(filepath.Join(wd.SetDir(3), file))
-	damage(filepath.Join(wd.Dir, "objects", sum[:2], sum))
-	// Changed in the set and the store: the cluster is rendered again from
-	// its applied revision and the file written anew (it wedged every apply).
-	newNode()
-	if o := loop.ReconcileOnce(ctx); o != Applied {
-		t.Fatalf("a commit over a kept file changed in the set and the store: %s %q", o, loop.Status().Errors)
-	}
-	if got, err := os.ReadFile(filepath.Join(wd.SetDir(4), file)); err != nil || !bytes.Equal(got, want) {
-		t.Fatalf("the kept file published after the repair: %v %q", err, got)
-	}
-	if st, err := wd.ReadState(); err != nil || st.Serial != 4 {
-		t.Fatalf("the state after the repairing apply: %v %+v", err, st)
-	}
-}
-
-// appliedTestRepo is testRepo reconciled once by a loop into a new work
-// directory, with the state that apply recorded.
-func appliedTestRepo(t *testing.T) (string, *git.Repository, *Loop, *state.State) {
-	t.Helper()
-	dir, repo := gittest.Quickstart(t)
-	loop := &Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
-	if o := loop.ReconcileOnce(context.Background()); o != Applied {
-		t.Fatalf("first reconcile: %s %q", o, loop.Status().Errors)
-	}
-	st, err := loop.Workdir.ReadState()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir, repo, loop, st
 }

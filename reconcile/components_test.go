@@ -11,6 +11,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
@@ -49,7 +50,7 @@ func TestComponentsFromLoadedRevision(t *testing.T) {
 	if code, body := get("/api/v1/releases/quickstart-1.0/components"); code != 503 {
 		t.Errorf("before the first reconcile: %d %s", code, body)
 	}
-	if o := loop.ReconcileOnce(context.Background()); o != Applied {
+	if o := loop.ReconcileOnce(context.Background()); o != operation.Applied {
 		t.Fatalf("reconcile: %s", o)
 	}
 	fetches := src.fetches.Load()
@@ -75,7 +76,7 @@ func TestComponentsFromLoadedRevision(t *testing.T) {
 	src.down.Store(false)
 	gittest.EditFile(t, filepath.Join(dir, "plugins", "monitoring", "components.yaml"), "additional_service:monitoring", "additional_service:observability")
 	gittest.Commit(t, repo, "component renamed")
-	if o := loop.ReconcileOnce(context.Background()); o == Failed {
+	if o := loop.ReconcileOnce(context.Background()); o == operation.Failed {
 		t.Fatalf("reconcile: %s %q", o, loop.Status().Errors)
 	}
 	if _, body := get("/api/v1/releases/quickstart-1.0/components"); !strings.Contains(body, "additional_service:observability") {
@@ -91,7 +92,7 @@ func TestComponentsFromLoadedRevision(t *testing.T) {
 func BenchmarkComponentsAPI(b *testing.B) {
 	src := &source.WorktreeSource{Path: "../examples/fuel-mitaka"}
 	loop := &Loop{Workdir: state.Open(filepath.Join(b.TempDir(), "wd")), Source: src, ToolVersion: "test"}
-	if o := loop.ReconcileOnce(context.Background()); o != Applied {
+	if o := loop.ReconcileOnce(context.Background()); o != operation.Applied {
 		b.Fatalf("reconcile: %s %q", o, loop.Status().Errors)
 	}
 	h := NewServer(loop, []byte("s")).Handler()

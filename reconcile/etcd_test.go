@@ -8,6 +8,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
 	"github.com/fuelsync/fuelsync/internal/gittest"
+	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -37,12 +38,12 @@ func TestEtcdLoopReconciles(t *testing.T) {
 	dir, r := gittest.Quickstart(t)
 	w := etcdWorkdir(t, c, "loop", 5*time.Second, 5*time.Second)
 	loop := &Loop{Workdir: w, Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
-	if got := loop.ReconcileOnce(context.Background()); got != Applied {
+	if got := loop.ReconcileOnce(context.Background()); got != operation.Applied {
 		t.Fatalf("first reconcile: %s %v", got, loop.Status().Errors)
 	}
 	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
 	sha := gittest.Commit(t, r, "unassign rabbitmq")
-	if got := loop.ReconcileOnce(context.Background()); got != Applied {
+	if got := loop.ReconcileOnce(context.Background()); got != operation.Applied {
 		t.Fatalf("reconcile of the new commit: %s %v", got, loop.Status().Errors)
 	}
 	st, err := w.Backend.ReadState(context.Background())
@@ -54,7 +55,7 @@ func TestEtcdLoopReconciles(t *testing.T) {
 	}
 	// A new loop (a restart) over the same etcd state and work directory.
 	again := &Loop{Workdir: w, Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
-	if got := again.ReconcileOnce(context.Background()); got != NoChange {
+	if got := again.ReconcileOnce(context.Background()); got != operation.NoChange {
 		t.Fatalf("reconcile after a restart: %s %v", got, again.Status().Errors)
 	}
 }

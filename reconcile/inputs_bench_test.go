@@ -14,6 +14,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/internal/repogen"
+	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -56,7 +57,7 @@ func BenchmarkLoopCommit(b *testing.B) {
 	benchCommit(b, repo)
 	ctx := context.Background()
 	loop := &Loop{Workdir: state.Open(filepath.Join(b.TempDir(), "wd")), Source: &source.LocalSource{Path: dir}, ToolVersion: "bench"}
-	if o := loop.ReconcileOnce(ctx); o != Applied {
+	if o := loop.ReconcileOnce(ctx); o != operation.Applied {
 		b.Fatalf("first reconcile: %s %q", o, loop.Status().Errors)
 	}
 	for _, c := range []struct{ name, file string }{
@@ -80,7 +81,7 @@ func BenchmarkLoopCommit(b *testing.B) {
 				f.Close()
 				benchCommit(b, repo)
 				b.StartTimer()
-				if o := loop.ReconcileOnce(ctx); o != NoChange {
+				if o := loop.ReconcileOnce(ctx); o != operation.NoChange {
 					b.Fatalf("reconcile: %s %q", o, loop.Status().Errors)
 				}
 			}
@@ -120,7 +121,7 @@ func benchOneNode(b *testing.B, loop *Loop, repo *git.Repository, name string) {
 		}
 		benchCommit(b, repo)
 		b.StartTimer()
-		if o := loop.ReconcileOnce(ctx); o != Applied {
+		if o := loop.ReconcileOnce(ctx); o != operation.Applied {
 			b.Fatalf("reconcile: %s %q", o, loop.Status().Errors)
 		}
 	}

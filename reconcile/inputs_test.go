@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fuelsync/fuelsync/internal/gittest"
+	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -22,7 +23,7 @@ func TestLoopNoInputChangeSkipsRender(t *testing.T) {
 	wd := state.Open(filepath.Join(t.TempDir(), "wd"))
 	loads := 0
 	loop := &Loop{Workdir: wd, Source: &source.LocalSource{Path: dir}, ToolVersion: "test", onLoad: func() { loads++ }}
-	if o := loop.ReconcileOnce(ctx); o != Applied || loads != 1 {
+	if o := loop.ReconcileOnce(ctx); o != operation.Applied || loads != 1 {
 		t.Fatalf("first reconcile: %s, %d loads %q", o, loads, loop.Status().Errors)
 	}
 	st, err := wd.ReadState()
@@ -34,7 +35,7 @@ func TestLoopNoInputChangeSkipsRender(t *testing.T) {
 	// A README edit: unchanged, nothing loaded.
 	gittest.EditFile(t, filepath.Join(dir, "README.md"), "#", "# Edited:")
 	readme := gittest.Commit(t, repo, "readme")
-	if o := loop.ReconcileOnce(ctx); o != NoChange || loads != 1 {
+	if o := loop.ReconcileOnce(ctx); o != operation.NoChange || loads != 1 {
 		t.Fatalf("a README commit: %s after %d loads (want unchanged, 1 load) %q", o, loads, loop.Status().Errors)
 	}
 	s := loop.Status()
@@ -44,7 +45,7 @@ func TestLoopNoInputChangeSkipsRender(t *testing.T) {
 	if _, rev := loop.Model(); rev != readme {
 		t.Errorf("the model's revision is %s, want %s", rev, readme)
 	}
-	if o := loop.ReconcileOnce(ctx); o != Skipped || loads != 1 {
+	if o := loop.ReconcileOnce(ctx); o != operation.Skipped || loads != 1 {
 		t.Errorf("the README commit again: %s, %d loads", o, loads)
 	}
 
@@ -54,7 +55,7 @@ func TestLoopNoInputChangeSkipsRender(t *testing.T) {
 		t.Fatal(err)
 	}
 	gittest.Commit(t, repo, "notes")
-	if o := loop.ReconcileOnce(ctx); o != NoChange || loads != 2 {
+	if o := loop.ReconcileOnce(ctx); o != operation.NoChange || loads != 2 {
 		t.Fatalf("a new file: %s after %d loads (want unchanged, 2 loads)", o, loads)
 	}
 
@@ -63,12 +64,12 @@ func TestLoopNoInputChangeSkipsRender(t *testing.T) {
 	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "roles:", "roles: # edited\n   ")
 	gittest.Commit(t, repo, "cluster comment")
 	o := loop.ReconcileOnce(ctx)
-	if loads != 3 || (o != NoChange && o != Applied) {
+	if loads != 3 || (o != operation.NoChange && o != operation.Applied) {
 		t.Fatalf("an input commit: %s after %d loads (want 3) %q", o, loads, loop.Status().Errors)
 	}
 	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "node-4: {id: 4, roles: [compute]}", "node-4: {id: 4, roles: [compute]}\n  node-7: {id: 7, roles: [compute]}")
 	gittest.Commit(t, repo, "a new node")
-	if o := loop.ReconcileOnce(ctx); o != Applied || loads != 4 {
+	if o := loop.ReconcileOnce(ctx); o != operation.Applied || loads != 4 {
 		t.Fatalf("a new node: %s after %d loads (want applied, 4) %q", o, loads, loop.Status().Errors)
 	}
 	st, err = wd.ReadState()
@@ -77,7 +78,7 @@ func TestLoopNoInputChangeSkipsRender(t *testing.T) {
 	}
 	gittest.EditFile(t, filepath.Join(dir, "README.md"), "# Edited:", "# Edited again:")
 	gittest.Commit(t, repo, "readme again")
-	if o := loop.ReconcileOnce(ctx); o != NoChange || loads != 4 {
+	if o := loop.ReconcileOnce(ctx); o != operation.NoChange || loads != 4 {
 		t.Fatalf("a README commit after the second apply: %s after %d loads (want unchanged, 4)", o, loads)
 	}
 }
@@ -90,7 +91,7 @@ func TestLoopOldStateWithoutFingerprint(t *testing.T) {
 	wd := state.Open(filepath.Join(t.TempDir(), "wd"))
 	loads := 0
 	loop := &Loop{Workdir: wd, Source: &source.LocalSource{Path: dir}, ToolVersion: "test", onLoad: func() { loads++ }}
-	if o := loop.ReconcileOnce(ctx); o != Applied {
+	if o := loop.ReconcileOnce(ctx); o != operation.Applied {
 		t.Fatalf("first reconcile: %s %q", o, loop.Status().Errors)
 	}
 	// The state as an older version wrote it.
@@ -116,35 +117,7 @@ func TestLoopOldStateWithoutFingerprint(t *testing.T) {
 	}
 	gittest.EditFile(t, filepath.Join(dir, "README.md"), "#", "# Edited:")
 	gittest.Commit(t, repo, "readme")
-	if o := loop.ReconcileOnce(ctx); o != NoChange || loads != 2 {
+	if o := loop.ReconcileOnce(ctx); o != operation.NoChange || loads != 2 {
 		t.Fatalf("a README commit over an old state: %s after %d loads (want unchanged, 2)", o, loads)
-	}
-}
-
-// TestUnchangedNeedsSameState: the fingerprint folds in what the render reads
-// of the applied state, and the tool version.
-func TestUnchangedNeedsSameState(t *testing.T) {
-	st := &state.State{Serial: 1, Clusters: map[string]*state.ClusterState{"c": {Nodes: map[string]state.NodeState{"n1": {ID: 1}}, Primary: map[string]string{"controller": "n1"}}}}
-	st.Inputs = state.InputsKey("files", "v1", st)
-	if !st.Unchanged("files", "v1") {
-		t.Fatal("the same inputs are not unchanged")
-	}
-	for name, ok := range map[string]bool{
-		"other files":                 st.Unchanged("other", "v1"),
-		"other tool":                  st.Unchanged("files", "v2"),
-		"no fingerprint of the files": st.Unchanged("", "v1"),
-	} {
-		if ok {
-			t.Errorf("%s: unchanged", name)
-		}
-	}
-	moved := *st
-	moved.Clusters = map[string]*state.ClusterState{"c": {Nodes: map[string]state.NodeState{"n1": {ID: 1}}, Primary: map[string]string{"controller": "n2"}}}
-	if moved.Unchanged("files", "v1") {
-		t.Error("another primary: unchanged")
-	}
-	var empty state.State
-	if empty.Unchanged("files", "v1") {
-		t.Error("nothing applied: unchanged")
 	}
 }

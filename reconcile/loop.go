@@ -2,37 +2,20 @@ package reconcile
 
 import (
 	"context"
-	"fmt"
 	"io/fs"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/hashicorp/hcl/v2"
 
 	"github.com/fuelsync/fuelsync/diff"
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
-)
-
-// Outcome is how a reconcile ended: one word each, in the logs, the status and
-// the metrics.
-type Outcome string
-
-const (
-	Applied  Outcome = "applied"   // a new set was published
-	Planned  Outcome = "planned"   // changes found, not applied (dry run)
-	NoChange Outcome = "unchanged" // the applied artifacts are those of the commit
-	Skipped  Outcome = "skipped"   // the commit was already reconciled: nothing done
-	Held     Outcome = "held"      // it would remove every node of a cluster, or every cluster: not applied
-	Invalid  Outcome = "invalid"   // the commit does not validate: not applied
-	Failed   Outcome = "error"     // the source or the work directory failed
 )
 
 // Status is what a loop reports (GET /api/v1/status, the status page).
@@ -43,11 +26,11 @@ type Status struct {
 	Serial   int64  `json:"serial"`
 	// Last is the last reconcile: when, how it ended, its change set, and the
 	// problems that stopped it (file:line:col: message).
-	LastReconcile time.Time       `json:"last_reconcile"`
-	Outcome       Outcome         `json:"outcome"`
-	Changes       *diff.ChangeSet `json:"changes,omitempty"`
-	Errors        []string        `json:"errors"`
-	ErrorsOmitted int             `json:"errors_omitted,omitempty"` // past the first MaxProblems
+	LastReconcile time.Time         `json:"last_reconcile"`
+	Outcome       operation.Outcome `json:"outcome"`
+	Changes       *diff.ChangeSet   `json:"changes,omitempty"`
+	Errors        []string          `json:"errors"`
+	ErrorsOmitted int               `json:"errors_omitted,omitempty"` // past the first MaxProblems
 	// Ready is set by the first successful reconcile.
 	Ready    bool            `json:"ready"`
 	Clusters []ClusterStatus `json:"clusters"`
@@ -87,7 +70,7 @@ type Loop struct {
 	// fuelsync.yaml) such a revision is held back.
 	AllowEmpty bool
 	// OnReconcile, when set, is called after each reconcile (for metrics).
-	OnReconcile func(Outcome, time.Duration)
+	OnReconcile func(operation.Outcome, time.Duration)
 	// OnState, when set, is called after each reconcile that read the applied
 	// state, with that state: after an apply, the new state, once its set is
 	// committed (current switched). The artifact API wakes its waiting agents
@@ -115,7 +98,7 @@ type Loop struct {
 	// unknown. Under mu.
 	planned string
 	// results are every cluster's result in the last run, under mu.
-	results []*ClusterResult
+	results []*operation.ClusterResult
 	// again says a cluster waits for one the last run changed: the same
 	// revision is reconciled once more. Under mu.
 	again bool
@@ -201,7 +184,7 @@ func (l *Loop) Run(ctx context.Context) error {
 		if ctx.Err() != nil { // a trigger and the end at once: the end wins
 			return nil
 		}
-		if l.ReconcileOnce(context.WithoutCancel(ctx)) == Failed {
+		if l.ReconcileOnce(context.WithoutCancel(ctx)) == operation.Failed {
 			backoff = min(max(2*backoff, time.Second), time.Minute)
 			retry = time.After(backoff)
 			continue
@@ -212,7 +195,7 @@ func (l *Loop) Run(ctx context.Context) error {
 
 // ReconcileOnce reconciles the newest commit: fetch → load and validate →
 // render → plan → apply.
-func (l *Loop) ReconcileOnce(ctx context.Context) Outcome {
+func (l *Loop) ReconcileOnce(ctx context.Context) operation.Outcome {
 	l.init()
 	start := time.Now()
 	outcome, rev, cs, errs, st := l.reconcile(ctx)
@@ -223,17 +206,17 @@ func (l *Loop) ReconcileOnce(ctx context.Context) Outcome {
 	if rev != "" {
 		l.status.Revision = rev
 	}
-	if outcome != Skipped {
+	if outcome != operation.Skipped {
 		l.status.LastReconcile, l.status.Outcome = start, outcome
 		l.status.Errors, l.status.ErrorsOmitted = capProblems(errs)
-		if cs != nil || outcome == NoChange {
+		if cs != nil || outcome == operation.NoChange {
 			l.status.Changes = cs
 		}
 	}
 	if st != nil {
 		l.status.Applied, l.status.Serial = st.Revision, st.Serial
 	}
-	if outcome == Applied || outcome == NoChange || outcome == Planned {
+	if outcome == operation.Applied || outcome == operation.NoChange || outcome == operation.Planned {
 		l.status.Ready = true
 	}
 	if cl := l.clusters; cl != nil {
@@ -255,16 +238,16 @@ func (l *Loop) ReconcileOnce(ctx context.Context) Outcome {
 // cluster changed with its counts, and one line per problem. A skipped
 // reconcile (the commit already reconciled, every interval) is logged at debug
 // level only.
-func (l *Loop) logOutcome(outcome Outcome, rev string, d time.Duration, cs *diff.ChangeSet, errs []string) {
+func (l *Loop) logOutcome(outcome operation.Outcome, rev string, d time.Duration, cs *diff.ChangeSet, errs []string) {
 	level := slog.LevelInfo
 	switch outcome {
-	case Skipped:
+	case operation.Skipped:
 		level = slog.LevelDebug
-	case Invalid, Failed, Held:
+	case operation.Invalid, operation.Failed, operation.Held:
 		level = slog.LevelWarn
 	}
 	attrs := []any{"outcome", string(outcome), "revision", rev, "duration", d.Round(time.Millisecond).String(), "errors", len(errs)}
-	changed := cs != nil && !cs.Empty() && (outcome == Applied || outcome == Planned || outcome == Held)
+	changed := cs != nil && !cs.Empty() && (outcome == operation.Applied || outcome == operation.Planned || outcome == operation.Held)
 	if changed {
 		attrs = append(attrs, "plan", cs.Summary.Line())
 	}
@@ -294,26 +277,26 @@ func (l *Loop) logOutcome(outcome Outcome, rev string, d time.Duration, cs *diff
 	}
 }
 
-func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet, []string, *state.State) {
+func (l *Loop) reconcile(ctx context.Context) (operation.Outcome, string, *diff.ChangeSet, []string, *state.State) {
 	// 1. Fetch: the newest commit.
 	rev, err := l.Source.Latest(ctx)
 	if err != nil {
-		return Failed, "", nil, []string{err.Error()}, nil
+		return operation.Failed, "", nil, []string{err.Error()}, nil
 	}
 	// 2. Approved plans (sync: manual) first, exactly as planned.
 	approved, napproved := l.approve(ctx)
 	l.mu.Lock()
-	seen := rev.SHA != source.WorkingTree && l.status.Revision == rev.SHA && !l.again && napproved == 0 && (l.status.Outcome == Applied || l.status.Outcome == NoChange ||
-		l.status.Outcome == Invalid || l.status.Outcome == Planned || l.status.Outcome == Held)
+	seen := rev.SHA != source.WorkingTree && l.status.Revision == rev.SHA && !l.again && napproved == 0 && (l.status.Outcome == operation.Applied || l.status.Outcome == operation.NoChange ||
+		l.status.Outcome == operation.Invalid || l.status.Outcome == operation.Planned || l.status.Outcome == operation.Held)
 	l.again = false
 	l.mu.Unlock()
 	if seen {
-		return Skipped, rev.SHA, nil, nil, nil
+		return operation.Skipped, rev.SHA, nil, nil, nil
 	}
 	// 3. The operation plan and apply run: validate, render what changed,
 	// plan, lock, apply (a commit that changes no input of the applied set
 	// is reconciled without loading or rendering).
-	req := Request{Revision: rev, Apply: !l.DryRun, Lock: "reconcile", LockTimeout: time.Minute}
+	req := operation.Request{Revision: rev, Apply: !l.DryRun, Lock: "reconcile", LockTimeout: time.Minute}
 	res, err := l.operation().Run(ctx, req)
 	if err == nil && res.Repo == nil && !l.holdsModel(res.Plan.InputFiles) {
 		// Nothing to do, but the status wants the model of these inputs.
@@ -329,7 +312,7 @@ func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet,
 		st = res.State
 	}
 	if err != nil {
-		return Failed, rev.SHA, cs, []string{err.Error()}, st
+		return operation.Failed, rev.SHA, cs, []string{err.Error()}, st
 	}
 	for _, w := range res.Warnings {
 		l.Log.Warn("reconcile warning", "revision", rev.SHA, "warning", w)
@@ -344,11 +327,11 @@ func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet,
 		l.mu.Unlock()
 		l.Trigger()
 	}
-	if res.Outcome == Applied && l.Publish != nil {
+	if res.Outcome == operation.Applied && l.Publish != nil {
 		h, err := l.Publish.Commit(ctx, l.Source, l.Workdir.SetFS(res.Next.Serial), rev.SHA, res.Next.Serial)
 		if err != nil {
 			// The set is applied; the branch lags until the next change.
-			return Applied, rev.SHA, cs, append(problems, "publishing to branch "+l.Publish.Branch+": "+err.Error()), st
+			return operation.Applied, rev.SHA, cs, append(problems, "publishing to branch "+l.Publish.Branch+": "+err.Error()), st
 		}
 		if h != "" {
 			l.Log.Info("published", "branch", l.Publish.Branch, "commit", h, "revision", rev.SHA)
@@ -359,8 +342,8 @@ func (l *Loop) reconcile(ctx context.Context) (Outcome, string, *diff.ChangeSet,
 
 // operation is the reconcile operation of the loop: the one plan and apply
 // run, with the guard against emptied clusters.
-func (l *Loop) operation() *Operation {
-	op := &Operation{
+func (l *Loop) operation() *operation.Operation {
+	op := &operation.Operation{
 		Workdir:     l.Workdir,
 		ToolVersion: l.ToolVersion,
 		Guard:       true,
@@ -389,7 +372,7 @@ func (l *Loop) holdsModel(files string) bool {
 
 // record keeps what the status shows of a run: every cluster's status, and
 // for a run that loaded the revision its model and the clusters' nodes.
-func (l *Loop) record(res *Result) {
+func (l *Loop) record(res *operation.Result) {
 	var models []*render.Model
 	if res.Repo != nil {
 		for _, r := range res.Rendered {
@@ -423,11 +406,11 @@ func (l *Loop) record(res *Result) {
 
 // Clusters are every cluster's status line, from the applied state st and the
 // last reconcile.
-func (l *Loop) Clusters(st *state.State) []ClusterInfo {
+func (l *Loop) Clusters(st *state.State) []operation.ClusterInfo {
 	l.mu.Lock()
 	live, head := l.results, l.status.Revision
 	l.mu.Unlock()
-	return ClusterInfos(st, live, head)
+	return operation.ClusterInfos(st, live, head)
 }
 
 // LastApplied is when each cluster's changes were last applied by this loop
@@ -447,7 +430,9 @@ func (l *Loop) LastApplied() map[string]time.Time {
 func (l *Loop) Approve(cluster string) {
 	l.init()
 	l.mu.Lock()
-	l.approvals = appendNew(l.approvals, cluster)
+	if !slices.Contains(l.approvals, cluster) {
+		l.approvals = append(l.approvals, cluster)
+	}
 	l.mu.Unlock()
 	l.Trigger()
 }
@@ -481,7 +466,7 @@ func (l *Loop) approve(ctx context.Context) (problems []string, applied int) {
 			problems = append(problems, "approving cluster "+name+": "+err.Error())
 			continue
 		}
-		res, err := l.operation().Run(ctx, Request{Revision: rev, Targets: []string{name}, Apply: true, Approve: cs.Pending, Lock: "approve", LockTimeout: time.Minute})
+		res, err := l.operation().Run(ctx, operation.Request{Revision: rev, Targets: []string{name}, Apply: true, Approve: cs.Pending, Lock: "approve", LockTimeout: time.Minute})
 		if err != nil {
 			problems = append(problems, redact.Text(err.Error()))
 			continue
@@ -499,7 +484,7 @@ func (l *Loop) approve(ctx context.Context) (problems []string, applied int) {
 }
 
 // noteApplied records when the clusters res applied were applied.
-func (l *Loop) noteApplied(res *Result) {
+func (l *Loop) noteApplied(res *operation.Result) {
 	now := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -515,7 +500,7 @@ func (l *Loop) noteApplied(res *Result) {
 
 // resultProblems are the problems of a run: the whole revision's, then those
 // of each cluster held, each once.
-func resultProblems(res *Result) []string {
+func resultProblems(res *operation.Result) []string {
 	out := slices.Clone(res.Problems)
 	for _, c := range res.Clusters {
 		if c.Status != state.StatusHeld {
@@ -526,64 +511,6 @@ func resultProblems(res *Result) []string {
 				out = append(out, p)
 			}
 		}
-	}
-	return out
-}
-
-// emptying says how the rendered clusters rs empty the applied state st: every
-// cluster gone, or clusters left without a node; "" when they do not. A cluster
-// removed while others remain is not emptying (deleting a cluster's file is how
-// a cluster is retired).
-func emptying(st *state.State, rs []*render.Rendered, kept []string) string {
-	var applied []string
-	for name, cs := range st.Clusters {
-		if len(cs.Nodes) > 0 {
-			applied = append(applied, name)
-		}
-	}
-	if len(applied) == 0 {
-		return ""
-	}
-	slices.Sort(applied)
-	nodes := map[string]int{}
-	total := 0
-	for _, r := range rs {
-		nodes[r.Model.Cluster.Name] = len(r.Model.Cluster.Nodes)
-		total += len(r.Model.Cluster.Nodes)
-	}
-	for _, c := range kept { // the same nodes as applied
-		if cs := st.Clusters[c]; cs != nil {
-			nodes[c] = len(cs.Nodes)
-			total += len(cs.Nodes)
-		}
-	}
-	if total == 0 {
-		return fmt.Sprintf("removes every cluster's nodes (applied: %s)", strings.Join(applied, ", "))
-	}
-	var emptied []string
-	for _, name := range applied {
-		if n, ok := nodes[name]; ok && n == 0 {
-			emptied = append(emptied, fmt.Sprintf("%s (%d applied)", name, len(st.Clusters[name].Nodes)))
-		}
-	}
-	if len(emptied) == 0 {
-		return ""
-	}
-	return "removes every node of cluster " + strings.Join(emptied, ", cluster ")
-}
-
-// diagLines formats the errors of diags as file:line:col: message.
-func diagLines(diags hcl.Diagnostics) []string {
-	var out []string
-	for _, d := range diags {
-		if d.Severity != hcl.DiagError {
-			continue
-		}
-		where := ""
-		if d.Subject != nil {
-			where = fmt.Sprintf("%s:%d:%d: ", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column)
-		}
-		out = append(out, where+"error: "+d.Summary)
 	}
 	return out
 }

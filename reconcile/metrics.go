@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/fuelsync/fuelsync/operation"
 	"net/http"
 	"sync"
 	"time"
@@ -12,7 +13,7 @@ import (
 // down every start of the CLI). Without it, /metrics answers 404.
 type Metrics interface {
 	// Reconciled counts a reconcile by outcome and observes its duration.
-	Reconciled(o Outcome, d time.Duration)
+	Reconciled(o operation.Outcome, d time.Duration)
 	// Delivered counts a webhook delivery by provider and result.
 	Delivered(provider, result string)
 	// Handler serves the metrics (the Prometheus text format).
@@ -27,7 +28,7 @@ type Gauges struct {
 	Waiting func() float64
 	// Clusters are every cluster's status line, and LastApplied when each
 	// cluster's changes were last applied (by this process).
-	Clusters    func() []ClusterInfo
+	Clusters    func() []operation.ClusterInfo
 	LastApplied func() map[string]time.Time
 }
 
@@ -63,8 +64,8 @@ func newMetrics(g Gauges) Metrics {
 // noMetrics measures nothing; its /metrics is 404.
 type noMetrics struct{}
 
-func (noMetrics) Reconciled(Outcome, time.Duration) {}
-func (noMetrics) Delivered(string, string)          {}
+func (noMetrics) Reconciled(operation.Outcome, time.Duration) {}
+func (noMetrics) Delivered(string, string)                    {}
 func (noMetrics) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "this program was built without the Prometheus metrics (they are in fuelsync-server)", http.StatusNotFound)

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/fuelsync/fuelsync/internal/gittest"
+	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -36,8 +37,8 @@ func TestProblemsCapped(t *testing.T) {
 	loop := &Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &source.LocalSource{Path: dir}, ToolVersion: "test",
 		Log: slog.New(slog.NewJSONHandler(&logged, nil))}
 	// Each empty spec holds only its own cluster: demo and demo-hcl apply.
-	if o := loop.ReconcileOnce(context.Background()); o != Applied {
-		t.Fatalf("reconcile: %s, want %s", o, Applied)
+	if o := loop.ReconcileOnce(context.Background()); o != operation.Applied {
+		t.Fatalf("reconcile: %s, want %s", o, operation.Applied)
 	}
 	more := fmt.Sprintf("and %d more problems (%d in all)", n-MaxProblems, n)
 

@@ -19,10 +19,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/hcl/v2"
-
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
@@ -392,7 +391,9 @@ func Materialise(ctx context.Context, w *state.Workdir, src source.Source, st *s
 		if cs := st.Clusters[c]; cs != nil && cs.Revision != "" {
 			rev = cs.Revision
 		}
-		byRev[rev] = appendNew(byRev[rev], c)
+		if !slices.Contains(byRev[rev], c) {
+			byRev[rev] = append(byRev[rev], c)
+		}
 	}
 	type part struct {
 		rev string
@@ -406,13 +407,12 @@ func Materialise(ctx context.Context, w *state.Workdir, src source.Source, st *s
 			return fmt.Errorf("reading the applied revision %.12s of serial %d: %w", revName, st.Serial, err)
 		}
 		repo, diags := loader.Load(rev.FS, loader.Options{})
-		held := map[string]hcl.Diagnostics{}
-		newAttribution(repo, st).attribute(diags, held)
+		held, _ := operation.Attribute(repo, st, diags)
 		each := render.RenderEach(repo, render.Options{Clusters: clusters, State: st})
 		for _, c := range clusters {
 			d := append(held[c], each.Clusters[c]...)
 			if d.HasErrors() {
-				return fmt.Errorf("rendering cluster %s of the applied revision %.12s of serial %d: %s", c, revName, st.Serial, diagLines(loader.SortDiagnostics(d))[0])
+				return fmt.Errorf("rendering cluster %s of the applied revision %.12s of serial %d: %s", c, revName, st.Serial, operation.ProblemLines(loader.SortDiagnostics(d), 0)[0])
 			}
 		}
 		parts = append(parts, part{revName, each.Rendered})

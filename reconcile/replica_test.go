@@ -19,6 +19,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
 	"github.com/fuelsync/fuelsync/internal/gittest"
+	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
@@ -36,7 +37,7 @@ type testReplica struct {
 	done   chan struct{}
 
 	mu       sync.Mutex
-	outcomes map[Outcome]int
+	outcomes map[operation.Outcome]int
 }
 
 func startReplica(t *testing.T, c *etcdtest.Cluster, dir, id string, secret []byte) *testReplica {
@@ -52,9 +53,9 @@ func startReplicaOn(t *testing.T, w *state.Workdir, dir, id string, secret []byt
 	t.Helper()
 	loop := &Loop{Workdir: w, Source: &source.LocalSource{Path: dir}, ToolVersion: version, Interval: time.Hour}
 	srv := NewServer(loop, secret)
-	tr := &testReplica{id: id, w: w, loop: loop, outcomes: map[Outcome]int{}, done: make(chan struct{})}
+	tr := &testReplica{id: id, w: w, loop: loop, outcomes: map[operation.Outcome]int{}, done: make(chan struct{})}
 	count := loop.OnReconcile
-	loop.OnReconcile = func(o Outcome, d time.Duration) {
+	loop.OnReconcile = func(o operation.Outcome, d time.Duration) {
 		count(o, d)
 		tr.mu.Lock()
 		tr.outcomes[o]++
@@ -81,7 +82,7 @@ func (tr *testReplica) stop() {
 	<-tr.done
 }
 
-func (tr *testReplica) count(o Outcome) int {
+func (tr *testReplica) count(o operation.Outcome) int {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	return tr.outcomes[o]
@@ -144,7 +145,7 @@ func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 	b := startReplica(t, c, dir, "replica-b", secret)
 	reps := []*testReplica{a, b}
 
-	waitLong(t, 10*time.Second, "serial 1 applied by a leader", func() bool { return a.count(Applied)+b.count(Applied) == 1 })
+	waitLong(t, 10*time.Second, "serial 1 applied by a leader", func() bool { return a.count(operation.Applied)+b.count(operation.Applied) == 1 })
 	leader, follower := a, b
 	if b.rep.Role() == RoleLeader {
 		leader, follower = b, a
@@ -228,8 +229,8 @@ func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 		t.Fatalf("webhook to the follower: %d", resp.StatusCode)
 	}
 	gittest.WaitFor(t, "the leader applied the commit of the follower's webhook", func() bool { return leader.loop.Status().Applied == second })
-	if n := follower.reconciles(); n != 0 || leader.count(Applied) != 2 {
-		t.Errorf("after the webhook: the follower reconciled %d times, the leader applied %d times; want 0 and 2", n, leader.count(Applied))
+	if n := follower.reconciles(); n != 0 || leader.count(operation.Applied) != 2 {
+		t.Errorf("after the webhook: the follower reconciled %d times, the leader applied %d times; want 0 and 2", n, leader.count(operation.Applied))
 	}
 	gittest.WaitFor(t, "the follower's status at serial 2", func() bool { return follower.loop.Status().Serial == 2 })
 
@@ -250,7 +251,7 @@ func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 		t.Errorf("failover took %s; want within the lease TTL (2s) and a few seconds", d)
 	}
 	gittest.WaitFor(t, "the new leader's first reconcile", func() bool { return follower.reconciles() == 1 })
-	if st := follower.loop.Status(); st.Outcome != NoChange {
+	if st := follower.loop.Status(); st.Outcome != operation.NoChange {
 		t.Fatalf("the new leader's first reconcile: %s %v", st.Outcome, st.Errors)
 	}
 	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "unassign: [rabbitmq]", "unassign: []")
@@ -272,7 +273,7 @@ func TestEtcdReplicaOtherToolVersionServesNothing(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	dir, _ := gittest.Quickstart(t)
 	a := startReplica(t, c, dir, "replica-a", nil)
-	waitLong(t, 10*time.Second, "serial 1 applied", func() bool { return a.count(Applied) == 1 })
+	waitLong(t, 10*time.Second, "serial 1 applied", func() bool { return a.count(operation.Applied) == 1 })
 	b := startReplicaVersion(t, c, dir, "replica-b", nil, "other")
 	gittest.WaitFor(t, "the follower's problem", func() bool { _, p := b.rep.Serving(); return p != nil })
 	code, body := b.get(t, "/readyz")
@@ -383,7 +384,7 @@ func TestEtcdReplicaLeaderPartitioned(t *testing.T) {
 	}
 	t.Cleanup(func() { e.Close() })
 	a := startReplicaOn(t, &state.Workdir{Dir: filepath.Join(t.TempDir(), "wd"), Backend: e}, dir, "replica-a", nil, "test")
-	waitLong(t, 10*time.Second, "serial 1 applied by replica-a", func() bool { return a.count(Applied) == 1 })
+	waitLong(t, 10*time.Second, "serial 1 applied by replica-a", func() bool { return a.count(operation.Applied) == 1 })
 	b := startReplica(t, c, dir, "replica-b", nil)
 	waitLong(t, 10*time.Second, "replica-b serves serial 1", func() bool { n, _ := b.rep.Serving(); return n == 1 })
 	if a.rep.Role() != RoleLeader || b.rep.Role() != RoleFollower {
@@ -406,7 +407,7 @@ func TestEtcdReplicaLeaderPartitioned(t *testing.T) {
 		t.Fatal(err)
 	}
 	gittest.WaitFor(t, "replica-b applied serial 2", func() bool { st := b.loop.Status(); return st.Applied == second && st.Serial == 2 })
-	if n := a.count(Applied); n != 1 {
+	if n := a.count(operation.Applied); n != 1 {
 		t.Errorf("the partitioned replica applied %d times; want only serial 1", n)
 	}
 
@@ -415,7 +416,7 @@ func TestEtcdReplicaLeaderPartitioned(t *testing.T) {
 	if a.rep.Role() != RoleFollower || b.rep.Role() != RoleLeader {
 		t.Errorf("roles after the partition healed: a %s, b %s", a.rep.Role(), b.rep.Role())
 	}
-	if n := a.count(Applied); n != 1 {
+	if n := a.count(operation.Applied); n != 1 {
 		t.Errorf("replica-a applied %d times; want 1", n)
 	}
 }
@@ -429,7 +430,7 @@ func TestEtcdReplicasQuorumLost(t *testing.T) {
 	a := startReplica(t, c, dir, "replica-a", nil)
 	b := startReplica(t, c, dir, "replica-b", nil)
 	reps := []*testReplica{a, b}
-	applied := func() int { return a.count(Applied) + b.count(Applied) }
+	applied := func() int { return a.count(operation.Applied) + b.count(operation.Applied) }
 	waitLong(t, 10*time.Second, "serial 1 applied", func() bool { return applied() == 1 })
 	ready := func(r *testReplica) bool { code, _ := r.get(t, "/readyz"); return code == 200 }
 	waitLong(t, 10*time.Second, "both replicas ready", func() bool { return ready(a) && ready(b) })
@@ -498,7 +499,7 @@ func TestEtcdFollowerAnswersReadEndpoints(t *testing.T) {
 	dir, _ := gittest.Quickstart(t)
 	a := startReplica(t, c, dir, "replica-a", nil)
 	b := startReplica(t, c, dir, "replica-b", nil)
-	waitLong(t, 10*time.Second, "serial 1 applied by a leader", func() bool { return a.count(Applied)+b.count(Applied) == 1 })
+	waitLong(t, 10*time.Second, "serial 1 applied by a leader", func() bool { return a.count(operation.Applied)+b.count(operation.Applied) == 1 })
 	leader, follower := a, b
 	if b.rep.Role() == RoleLeader {
 		leader, follower = b, a

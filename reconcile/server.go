@@ -20,6 +20,7 @@ import (
 	"github.com/fuelsync/fuelsync/diff"
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/render"
 )
 
@@ -103,7 +104,7 @@ func NewServer(loop *Loop, secret []byte) *Server {
 	s.metrics = newMetrics(Gauges{
 		Serial:  func() float64 { return float64(loop.Status().Serial) },
 		Waiting: func() float64 { return float64(len(s.waiters)) },
-		Clusters: func() []ClusterInfo {
+		Clusters: func() []operation.ClusterInfo {
 			st, err := s.applied()
 			if err != nil {
 				return nil
@@ -479,14 +480,14 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	if s.Replica != nil {
 		st.Replica = s.Replica.Status(r.Context())
 	}
-	var infos []ClusterInfo
+	var infos []operation.ClusterInfo
 	if applied, err := s.applied(); err == nil {
 		infos = s.Loop.Clusters(applied)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	_ = pageTemplate().Execute(w, struct {
 		Status
-		Infos      []ClusterInfo
+		Infos      []operation.ClusterInfo
 		NoColors   diff.Colors
 		MoreErrors string
 	}{st, infos, diff.Colors{}, moreProblems(st.ErrorsOmitted)})

@@ -28,6 +28,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/internal/testenv"
+	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -152,7 +153,7 @@ func TestServe(t *testing.T) {
 	gittest.Push(t, repo, false)
 	currentBefore, _ := os.ReadFile(filepath.Join(wd, "artifacts", "current", "manifest.json"))
 	hook("generic", body, genericHeaders(secret, time.Now(), body))
-	gittest.WaitFor(t, "the invalid commit seen", func() bool { st := loop.Status(); return st.Revision == third && st.Outcome == Invalid })
+	gittest.WaitFor(t, "the invalid commit seen", func() bool { st := loop.Status(); return st.Revision == third && st.Outcome == operation.Invalid })
 	st := loop.Status()
 	if st.Applied != second || len(st.Errors) == 0 || !strings.HasPrefix(st.Errors[0], "clusters/demo.yaml:5:10: error: ") {
 		t.Errorf("status after an invalid commit: applied %s, errors %q", st.Applied, st.Errors)
@@ -222,9 +223,9 @@ func TestWebhookLoad(t *testing.T) {
 	var reconciles, full atomic.Int64
 	srv := NewServer(loop, secret)
 	onReconcile := loop.OnReconcile
-	loop.OnReconcile = func(o Outcome, d time.Duration) {
+	loop.OnReconcile = func(o operation.Outcome, d time.Duration) {
 		reconciles.Add(1)
-		if o != Skipped {
+		if o != operation.Skipped {
 			full.Add(1)
 		}
 		onReconcile(o, d)
@@ -346,7 +347,7 @@ func TestStatusPageBrowser(t *testing.T) {
 	loop.ReconcileOnce(context.Background())
 	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
 	gittest.Commit(t, repo, "node-2 without rabbitmq")
-	if o := loop.ReconcileOnce(context.Background()); o != Applied {
+	if o := loop.ReconcileOnce(context.Background()); o != operation.Applied {
 		t.Fatalf("reconcile: %s", o)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

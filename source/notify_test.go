@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fuelsync/fuelsync/internal/gittest"
+	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/reconcile"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
@@ -23,7 +24,7 @@ func TestWatchWorktree(t *testing.T) {
 	wd := filepath.Join(t.TempDir(), "wd")
 	loop := &reconcile.Loop{Workdir: state.Open(wd), Source: &source.WorktreeSource{Path: dir}, ToolVersion: "test"}
 	var reconciles atomic.Int64
-	loop.OnReconcile = func(reconcile.Outcome, time.Duration) { reconciles.Add(1) }
+	loop.OnReconcile = func(operation.Outcome, time.Duration) { reconciles.Add(1) }
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go loop.Run(ctx)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/internal/testenv"
+	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/reconcile"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
@@ -47,7 +48,7 @@ func TestPublishBranch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			wd := filepath.Join(t.TempDir(), "wd")
 			loop := &reconcile.Loop{Workdir: state.Open(wd), Source: tc.src(wd), ToolVersion: "test", Publish: &source.Publisher{Branch: "rendered-" + tc.name}}
-			if o := loop.ReconcileOnce(context.Background()); o != reconcile.Applied || len(loop.Status().Errors) > 0 {
+			if o := loop.ReconcileOnce(context.Background()); o != operation.Applied || len(loop.Status().Errors) > 0 {
 				t.Fatalf("reconcile: %s %q", o, loop.Status().Errors)
 			}
 			ref, err := tc.repo().Reference(plumbing.NewBranchReferenceName("rendered-"+tc.name), true)
@@ -212,7 +213,7 @@ func TestPublishOntoFollowedBranchRefused(t *testing.T) {
 	// Unchecked: the loop applies, then refuses to publish; master keeps its commit.
 	head, _ := work.Head()
 	loop := &reconcile.Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &source.LocalSource{Path: dir}, ToolVersion: "test", Publish: &source.Publisher{Branch: "master"}}
-	if o := loop.ReconcileOnce(ctx); o != reconcile.Applied {
+	if o := loop.ReconcileOnce(ctx); o != operation.Applied {
 		t.Fatalf("reconcile: %s", o)
 	}
 	if errs := loop.Status().Errors; len(errs) != 1 || !strings.Contains(errs[0], "is the branch followed") {

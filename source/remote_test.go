@@ -11,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/config"
 
 	"github.com/fuelsync/fuelsync/internal/gittest"
+	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/reconcile"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
@@ -33,7 +34,7 @@ func TestRemoteSource(t *testing.T) {
 	wd := filepath.Join(t.TempDir(), "wd")
 	loop := &reconcile.Loop{Workdir: state.Open(wd), Source: &source.RemoteSource{URL: "file://" + remote, Branch: "main", CacheDir: filepath.Join(wd, "cache")}, ToolVersion: "test"}
 	head, _ := work.Head()
-	if o := loop.ReconcileOnce(context.Background()); o != reconcile.Applied || loop.Status().Applied != head.Hash().String() {
+	if o := loop.ReconcileOnce(context.Background()); o != operation.Applied || loop.Status().Applied != head.Hash().String() {
 		t.Fatalf("first reconcile: %s %+v", o, loop.Status())
 	}
 
@@ -41,7 +42,7 @@ func TestRemoteSource(t *testing.T) {
 	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
 	second := gittest.Commit(t, work, "node-2 without rabbitmq")
 	gittest.Push(t, work, false)
-	if o := loop.ReconcileOnce(context.Background()); o != reconcile.Applied || loop.Status().Applied != second {
+	if o := loop.ReconcileOnce(context.Background()); o != operation.Applied || loop.Status().Applied != second {
 		t.Fatalf("after a push: %s, applied %s", o, loop.Status().Applied)
 	}
 
@@ -53,7 +54,7 @@ func TestRemoteSource(t *testing.T) {
 	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "node-4: {id: 4, roles: [compute]}", "node-4: {id: 4, roles: [compute, storage]}")
 	rewritten := gittest.Commit(t, work, "node-4 also storage")
 	gittest.Push(t, work, true)
-	if o := loop.ReconcileOnce(context.Background()); o != reconcile.Applied || loop.Status().Applied != rewritten {
+	if o := loop.ReconcileOnce(context.Background()); o != operation.Applied || loop.Status().Applied != rewritten {
 		t.Fatalf("after a force-push: %s, applied %s", o, loop.Status().Applied)
 	}
 
@@ -62,7 +63,7 @@ func TestRemoteSource(t *testing.T) {
 	if err := os.Rename(remote, remote+".away"); err != nil {
 		t.Fatal(err)
 	}
-	if o := loop.ReconcileOnce(context.Background()); o != reconcile.Failed || len(loop.Status().Errors) == 0 {
+	if o := loop.ReconcileOnce(context.Background()); o != operation.Failed || len(loop.Status().Errors) == 0 {
 		t.Fatalf("the remote gone: %s %q", o, loop.Status().Errors)
 	}
 	loop.Interval = time.Hour // only the backoff retries
@@ -96,7 +97,7 @@ func TestRemoteSourceWorkingTreeRepo(t *testing.T) {
 	src := &source.RemoteSource{URL: "file://" + dir, CacheDir: filepath.Join(wd, "cache")}
 	loop := &reconcile.Loop{Workdir: state.Open(wd), Source: src, ToolVersion: "test"}
 	head, _ := work.Head()
-	if o := loop.ReconcileOnce(context.Background()); o != reconcile.Applied || loop.Status().Applied != head.Hash().String() {
+	if o := loop.ReconcileOnce(context.Background()); o != operation.Applied || loop.Status().Applied != head.Hash().String() {
 		t.Fatalf("first reconcile: %s %q", o, loop.Status().Errors)
 	}
 	if b, err := source.FollowedBranch(context.Background(), src); err != nil || b != "master" {
@@ -104,7 +105,7 @@ func TestRemoteSourceWorkingTreeRepo(t *testing.T) {
 	}
 	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
 	second := gittest.Commit(t, work, "node-2 without rabbitmq")
-	if o := loop.ReconcileOnce(context.Background()); o != reconcile.Applied || loop.Status().Applied != second {
+	if o := loop.ReconcileOnce(context.Background()); o != operation.Applied || loop.Status().Applied != second {
 		t.Fatalf("after a commit: %s, applied %s %q", o, loop.Status().Applied, loop.Status().Errors)
 	}
 }

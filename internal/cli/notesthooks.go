@@ -5,7 +5,7 @@ package cli
 import (
 	"io"
 
-	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/operation"
 )
 
 // testHooks says the test hooks are not built in (a build without the tag
@@ -13,7 +13,7 @@ import (
 const testHooks = false
 
 // countRenders counts nothing without the test hooks.
-func countRenders(*reconcile.Operation) {}
+func countRenders(*operation.Operation) {}
 
 // crashHookFromEnv reads no FUELSYNC_TEST_* variable without the test hooks:
 // a released apply is never killed nor failed on purpose.

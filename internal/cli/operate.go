@@ -11,7 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/fuelsync/fuelsync/loader"
-	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/operation"
 	gitsource "github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -72,8 +72,8 @@ func (e *opEnv) close() {
 }
 
 // operation is the reconcile operation on the work directory for src.
-func (e *opEnv) operation(src *source) *reconcile.Operation {
-	op := &reconcile.Operation{
+func (e *opEnv) operation(src *source) *operation.Operation {
+	op := &operation.Operation{
 		Workdir:     e.w,
 		ToolVersion: version,
 		Load:        loadOptions(src.cache),
@@ -87,8 +87,8 @@ func (e *opEnv) operation(src *source) *reconcile.Operation {
 }
 
 // request is the operation's request for src.
-func (e *opEnv) request(src *source, args opArgs) reconcile.Request {
-	return reconcile.Request{
+func (e *opEnv) request(src *source, args opArgs) operation.Request {
+	return operation.Request{
 		Revision:    gitsource.Revision{SHA: src.revision, FS: src.fsys},
 		Skip:        inputSkip(e.g, src),
 		Targets:     args.targets,
@@ -139,10 +139,10 @@ func (e *opEnv) apply(args opArgs) error {
 	if err != nil {
 		return err
 	}
-	var saved *reconcile.Plan
+	var saved *operation.Plan
 	var src *source
 	if args.planFile != "" {
-		if saved, err = reconcile.ReadPlan(args.planFile); err != nil {
+		if saved, err = operation.ReadPlan(args.planFile); err != nil {
 			return &exitError{code: 1, msg: err.Error()}
 		}
 		src, err = planSource(e.g, saved)
@@ -161,7 +161,7 @@ func (e *opEnv) apply(args opArgs) error {
 		req.Saved, req.SavedName = saved, args.planFile
 		op.OpenRevision = nil // its causes were shown when it was made
 	} else {
-		req.Confirm = func(res *reconcile.Result) bool {
+		req.Confirm = func(res *operation.Result) bool {
 			shown = true
 			v.diagnostics(res, src)
 			if !e.g.quiet || args.ask {
@@ -186,7 +186,7 @@ func (e *opEnv) apply(args opArgs) error {
 		}
 	}
 	if err != nil {
-		if errors.Is(err, reconcile.ErrCancelled) {
+		if errors.Is(err, operation.ErrCancelled) {
 			return &exitError{code: 1, msg: "apply cancelled; nothing was changed"}
 		}
 		return e.opError(res, src, err)
@@ -211,12 +211,12 @@ func (e *opEnv) apply(args opArgs) error {
 
 // opError is the exit error of a failed operation, said as the apply's
 // outcome requires: nothing changed, or applied but unfinished.
-func (e *opEnv) opError(res *reconcile.Result, src *source, err error) error {
-	var stale *reconcile.StaleError
+func (e *opEnv) opError(res *operation.Result, src *source, err error) error {
+	var stale *operation.StaleError
 	var applied *state.AppliedError
 	var damaged *state.DamagedError
-	var unknown *reconcile.UnknownClusterError
-	var changed *reconcile.PlanChangedError
+	var unknown *operation.UnknownClusterError
+	var changed *operation.PlanChangedError
 	switch {
 	case errors.As(err, &unknown):
 		msg := err.Error()
@@ -239,7 +239,7 @@ func (e *opEnv) opError(res *reconcile.Result, src *source, err error) error {
 
 // heldError is exit status 1 naming the clusters res held ("planned" or
 // "applied" are what happened to the others); nil when none was.
-func heldError(res *reconcile.Result, others string) error {
+func heldError(res *operation.Result, others string) error {
 	held := res.Held()
 	if len(held) == 0 {
 		return nil

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/reconcile"
 	gitsource "github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
@@ -82,7 +83,7 @@ func TestCLIAndDaemonSameOperation(t *testing.T) {
 			t.Fatalf("revision %d by the CLI: exit %d\n%s", i, code, stderr)
 		}
 		src.sha = rev
-		if o := loop.ReconcileOnce(context.Background()); o == reconcile.Failed {
+		if o := loop.ReconcileOnce(context.Background()); o == operation.Failed {
 			t.Fatalf("revision %d by the loop: %s %q", i, o, loop.Status().Errors)
 		}
 		a, b := state.Open(cliWD), state.Open(loopWD)

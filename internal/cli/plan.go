@@ -12,7 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/fuelsync/fuelsync/diff"
-	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/operation"
 	gitsource "github.com/fuelsync/fuelsync/source"
 )
 
@@ -140,7 +140,7 @@ func inputSkip(g *globals, src *source) []string {
 }
 
 // planSource opens what a saved plan rendered: its commit, or the working tree.
-func planSource(g *globals, p *reconcile.Plan) (*source, error) {
+func planSource(g *globals, p *operation.Plan) (*source, error) {
 	pg := *g
 	pg.rev = ""
 	if p.Revision != "working-tree" {

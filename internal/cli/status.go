@@ -16,7 +16,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
-	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/operation"
 	gitsource "github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -53,7 +53,7 @@ func statusCommand(stdout, stderr io.Writer) *cli.Command {
 			if g.format != "text" && g.format != "json" {
 				return &exitError{code: 1, msg: fmt.Sprintf("status prints text or json, not %q", g.format)}
 			}
-			var infos []reconcile.ClusterInfo
+			var infos []operation.ClusterInfo
 			if url := c.String("server"); url != "" {
 				if infos, err = serverClusters(c, url); err != nil {
 					return err
@@ -70,7 +70,7 @@ func statusCommand(stdout, stderr io.Writer) *cli.Command {
 					return &exitError{code: 1, msg: err.Error()}
 				}
 				live, head := headStatuses(g, st)
-				infos = reconcile.ClusterInfos(st, live, head)
+				infos = operation.ClusterInfos(st, live, head)
 			}
 			if g.format == "json" {
 				return writeJSON(stdout, map[string]any{"format_version": formatVersion, "clusters": infos})
@@ -85,7 +85,7 @@ func statusCommand(stdout, stderr io.Writer) *cli.Command {
 // HEAD when it is a git repository and --rev is not given): the clusters its
 // inputs change are out_of_sync. nil and "" when the repository cannot be
 // read (the state alone is shown then).
-func headStatuses(g *globals, st *state.State) ([]*reconcile.ClusterResult, string) {
+func headStatuses(g *globals, st *state.State) ([]*operation.ClusterResult, string) {
 	if g.rev == "" {
 		if _, _, err := loader.OpenRevision(g.repo, "HEAD"); err == nil {
 			g.rev = "HEAD"
@@ -96,11 +96,11 @@ func headStatuses(g *globals, st *state.State) ([]*reconcile.ClusterResult, stri
 		return nil, ""
 	}
 	repo, _ := loader.Load(src.fsys, loadOptions(nil))
-	return reconcile.HeadStatuses(st, src.fsys, repo, loadOptions(nil), version, inputSkip(g, src)...), src.revision
+	return operation.HeadStatuses(st, src.fsys, repo, loadOptions(nil), version, inputSkip(g, src)...), src.revision
 }
 
 // writeStatusTable prints one line per cluster.
-func writeStatusTable(w io.Writer, infos []reconcile.ClusterInfo) {
+func writeStatusTable(w io.Writer, infos []operation.ClusterInfo) {
 	if len(infos) == 0 {
 		fmt.Fprintln(w, "No clusters.")
 		return
@@ -181,12 +181,12 @@ func (a *apiClient) do(c *cli.Context, method, path string, body []byte, out any
 }
 
 // serverClusters asks serve at url for its clusters.
-func serverClusters(c *cli.Context, url string) ([]reconcile.ClusterInfo, error) {
+func serverClusters(c *cli.Context, url string) ([]operation.ClusterInfo, error) {
 	a, err := newAPIClient(c, url)
 	if err != nil {
 		return nil, err
 	}
-	var infos []reconcile.ClusterInfo
+	var infos []operation.ClusterInfo
 	if err := a.do(c, http.MethodGet, "/api/v1/clusters", nil, &infos); err != nil {
 		return nil, err
 	}
@@ -275,7 +275,7 @@ func (e *opEnv) approve(name string, lockTimeout time.Duration) error {
 	req.Apply, req.Approve, req.Lock = true, cs.Pending, "approve"
 	res, err := e.operation(src).Run(e.c.Context, req)
 	if err != nil {
-		var ae *reconcile.ApprovalError
+		var ae *operation.ApprovalError
 		if errors.As(err, &ae) {
 			return &exitError{code: 1, msg: err.Error()}
 		}

@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -28,7 +28,7 @@ const testHooks = true
 var renders, renderedClusters, appliedClusters atomic.Int64
 
 // countRenders makes op count its loads and renders.
-func countRenders(op *reconcile.Operation) {
+func countRenders(op *operation.Operation) {
 	op.OnLoad = func() { renders.Add(1) }
 	op.OnRender = func(clusters []string) { renderedClusters.Add(int64(len(clusters))) }
 	op.OnRenderApplied = func(clusters []string) { appliedClusters.Add(int64(len(clusters))) }

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/fuelsync/fuelsync/diff"
-	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -14,9 +14,9 @@ import (
 // approve): the diagnostics, the plan with every cluster's status, and what
 // an apply did. One per output format, as Terraform's views.
 type planView interface {
-	diagnostics(res *reconcile.Result, src *source)
-	plan(res *reconcile.Result) error
-	applied(res *reconcile.Result, w *state.Workdir) error
+	diagnostics(res *operation.Result, src *source)
+	plan(res *operation.Result) error
+	applied(res *operation.Result, w *state.Workdir) error
 }
 
 func newPlanView(g *globals) planView {
@@ -28,7 +28,7 @@ func newPlanView(g *globals) planView {
 
 // writeResultDiagnostics prints the diagnostics of res to stderr (with source
 // snippets), in every format.
-func writeResultDiagnostics(g *globals, res *reconcile.Result, src *source) {
+func writeResultDiagnostics(g *globals, res *operation.Result, src *source) {
 	if res.Repo == nil || len(res.Diagnostics) == 0 {
 		return
 	}
@@ -42,11 +42,11 @@ type planTextView struct {
 	planned bool
 }
 
-func (v *planTextView) diagnostics(res *reconcile.Result, src *source) {
+func (v *planTextView) diagnostics(res *operation.Result, src *source) {
 	writeResultDiagnostics(v.g, res, src)
 }
 
-func (v *planTextView) plan(res *reconcile.Result) error {
+func (v *planTextView) plan(res *operation.Result) error {
 	g := v.g
 	if g.format != "text" {
 		return &exitError{code: 1, msg: fmt.Sprintf("plan prints text or json, not %q", g.format)}
@@ -64,7 +64,7 @@ func (v *planTextView) plan(res *reconcile.Result) error {
 // held (with their problems), awaiting approval or waiting (with the changes
 // that wait), suspended, and those whose status changes without a change of
 // their artifacts.
-func writeClusterStatuses(w io.Writer, g *globals, res *reconcile.Result) {
+func writeClusterStatuses(w io.Writer, g *globals, res *operation.Result) {
 	colors := changeColors(g, w)
 	var b strings.Builder
 	for _, c := range res.Clusters {
@@ -101,7 +101,7 @@ func writeClusterStatuses(w io.Writer, g *globals, res *reconcile.Result) {
 
 // writeDeferred prints the changes of a cluster that are planned but not
 // applied, indented.
-func writeDeferred(b *strings.Builder, colors diff.Colors, c *reconcile.ClusterResult) {
+func writeDeferred(b *strings.Builder, colors diff.Colors, c *operation.ClusterResult) {
 	if c.Changes == nil {
 		return
 	}
@@ -115,7 +115,7 @@ func writeDeferred(b *strings.Builder, colors diff.Colors, c *reconcile.ClusterR
 	}
 }
 
-func (v *planTextView) applied(res *reconcile.Result, w *state.Workdir) error {
+func (v *planTextView) applied(res *operation.Result, w *state.Workdir) error {
 	g := v.g
 	if g.format != "text" || g.quiet {
 		return nil
@@ -166,11 +166,11 @@ type appliedJSON struct {
 	Artifacts string `json:"artifacts"`
 }
 
-func (v *planJSONView) diagnostics(res *reconcile.Result, src *source) {
+func (v *planJSONView) diagnostics(res *operation.Result, src *source) {
 	writeResultDiagnostics(v.g, res, src)
 }
 
-func (v *planJSONView) plan(res *reconcile.Result) error {
+func (v *planJSONView) plan(res *operation.Result) error {
 	p := res.Plan
 	v.doc = &planJSON{FormatVersion: formatVersion, ChangesPresent: p.ChangesPresent, Lineage: p.Lineage, Serial: p.Serial,
 		Revision: p.Revision, Summary: p.Changes.Summary, Changes: p.Changes, Clusters: []clusterResultJSON{}}
@@ -187,7 +187,7 @@ func (v *planJSONView) plan(res *reconcile.Result) error {
 	return nil // apply prints one document, with what it applied
 }
 
-func (v *planJSONView) applied(res *reconcile.Result, w *state.Workdir) error {
+func (v *planJSONView) applied(res *operation.Result, w *state.Workdir) error {
 	if v.doc == nil {
 		if err := v.plan(res); err != nil {
 			return err

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/reconcile"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -91,7 +92,7 @@ func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // Reconciled implements reconcile.Metrics.
-func (m *Metrics) Reconciled(o reconcile.Outcome, d time.Duration) {
+func (m *Metrics) Reconciled(o operation.Outcome, d time.Duration) {
 	m.reconciles.WithLabelValues(string(o)).Inc()
 	m.duration.Observe(d.Seconds())
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
 	"github.com/fuelsync/fuelsync/internal/repogen"
 	"github.com/fuelsync/fuelsync/loader"
-	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -86,11 +86,11 @@ func TestEtcdLargeState(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	p, err := reconcile.MakePlan(w, st, rs, nil, "0123456789abcdef0123456789abcdef01234567", "test")
+	p, err := operation.MakePlan(w, st, rs, nil, "0123456789abcdef0123456789abcdef01234567", "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	next, err := reconcile.Apply(w, l, st, p, rs)
+	next, err := operation.Apply(w, l, st, p, rs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package reconcile
+package operation
 
 import (
 	"context"
@@ -175,6 +175,7 @@ func replaceIn(t *testing.T, f fstest.MapFS, name, old, new string) {
 // leadership is lost writes nothing: not the lock's tidying, not a set, not a
 // state (a replica paused past its lease).
 func TestOperationStopsWhenNotLeading(t *testing.T) {
+	errNotLeader := errors.New("this replica no longer leads")
 	ctx := context.Background()
 	w := state.Open(filepath.Join(t.TempDir(), "wd"))
 	repo := unitsRepo(t)
@@ -182,14 +183,14 @@ func TestOperationStopsWhenNotLeading(t *testing.T) {
 	op := &Operation{Workdir: w, ToolVersion: "test", Leading: func() error {
 		calls++
 		if calls > 2 {
-			return ErrNotLeader
+			return errNotLeader
 		}
 		return nil
 	}}
 	// The first two checks pass (before the lock, before tidying): the third,
 	// before publishing, stops it.
 	_, err := op.Run(ctx, Request{Revision: source.Revision{SHA: source.WorkingTree, FS: repo}, Apply: true})
-	if !errors.Is(err, ErrNotLeader) || calls != 3 {
+	if !errors.Is(err, errNotLeader) || calls != 3 {
 		t.Fatalf("apply with the leadership lost before publishing: %v after %d checks", err, calls)
 	}
 	st, err := w.ReadState()
@@ -201,8 +202,8 @@ func TestOperationStopsWhenNotLeading(t *testing.T) {
 	}
 	// Lost before the lock: nothing at all, not even the lock file.
 	w2 := state.Open(filepath.Join(t.TempDir(), "wd2"))
-	op = &Operation{Workdir: w2, ToolVersion: "test", Leading: func() error { return ErrNotLeader }}
-	if _, err := op.Run(ctx, Request{Revision: source.Revision{SHA: source.WorkingTree, FS: repo}, Apply: true}); !errors.Is(err, ErrNotLeader) {
+	op = &Operation{Workdir: w2, ToolVersion: "test", Leading: func() error { return errNotLeader }}
+	if _, err := op.Run(ctx, Request{Revision: source.Revision{SHA: source.WorkingTree, FS: repo}, Apply: true}); !errors.Is(err, errNotLeader) {
 		t.Fatalf("apply with the leadership lost: %v", err)
 	}
 	if _, err := os.Stat(w2.Dir); !errors.Is(err, fs.ErrNotExist) {

@@ -1,4 +1,4 @@
-package reconcile
+package operation
 
 import (
 	"context"
@@ -604,7 +604,7 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 			cr.Status, rec.Status = state.StatusSynced, state.StatusSynced
 		case dispHeld:
 			cr.Status, rec.Status = state.StatusHeld, state.StatusHeld
-			cr.Problems = problemLines(cr.Diagnostics, state.MaxClusterProblems)
+			cr.Problems = ProblemLines(cr.Diagnostics, state.MaxClusterProblems)
 			if g := guarded[name]; g != "" {
 				cr.Problems = append(cr.Problems, g)
 			}
@@ -644,7 +644,7 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 			}
 		}
 	}
-	res.Problems = append(res.Problems, problemLines(res.Orphans, state.MaxClusterProblems)...)
+	res.Problems = append(res.Problems, ProblemLines(res.Orphans, state.MaxClusterProblems)...)
 	return nil
 }
 
@@ -911,4 +911,60 @@ func (o *Operation) appliedRender(st *state.State) func(clusters []string) []*re
 		}
 		return out
 	}
+}
+
+// Outcome is how a reconcile ended: one word each, in the logs, the status and
+// the metrics.
+type Outcome string
+
+const (
+	Applied  Outcome = "applied"   // a new set was published
+	Planned  Outcome = "planned"   // changes found, not applied (dry run)
+	NoChange Outcome = "unchanged" // the applied artifacts are those of the commit
+	Skipped  Outcome = "skipped"   // the commit was already reconciled: nothing done
+	Held     Outcome = "held"      // it would remove every node of a cluster, or every cluster: not applied
+	Invalid  Outcome = "invalid"   // the commit does not validate: not applied
+	Failed   Outcome = "error"     // the source or the work directory failed
+)
+
+// emptying says how the rendered clusters rs empty the applied state st: every
+// cluster gone, or clusters left without a node; "" when they do not. A cluster
+// removed while others remain is not emptying (deleting a cluster's file is how
+// a cluster is retired).
+func emptying(st *state.State, rs []*render.Rendered, kept []string) string {
+	var applied []string
+	for name, cs := range st.Clusters {
+		if len(cs.Nodes) > 0 {
+			applied = append(applied, name)
+		}
+	}
+	if len(applied) == 0 {
+		return ""
+	}
+	slices.Sort(applied)
+	nodes := map[string]int{}
+	total := 0
+	for _, r := range rs {
+		nodes[r.Model.Cluster.Name] = len(r.Model.Cluster.Nodes)
+		total += len(r.Model.Cluster.Nodes)
+	}
+	for _, c := range kept { // the same nodes as applied
+		if cs := st.Clusters[c]; cs != nil {
+			nodes[c] = len(cs.Nodes)
+			total += len(cs.Nodes)
+		}
+	}
+	if total == 0 {
+		return fmt.Sprintf("removes every cluster's nodes (applied: %s)", strings.Join(applied, ", "))
+	}
+	var emptied []string
+	for _, name := range applied {
+		if n, ok := nodes[name]; ok && n == 0 {
+			emptied = append(emptied, fmt.Sprintf("%s (%d applied)", name, len(st.Clusters[name].Nodes)))
+		}
+	}
+	if len(emptied) == 0 {
+		return ""
+	}
+	return "removes every node of cluster " + strings.Join(emptied, ", cluster ")
 }

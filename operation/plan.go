@@ -1,4 +1,4 @@
-package reconcile
+package operation
 
 import (
 	"crypto/sha256"

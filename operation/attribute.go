@@ -1,6 +1,7 @@
-package reconcile
+package operation
 
 import (
+	"fmt"
 	"path"
 	"slices"
 	"strconv"
@@ -172,9 +173,19 @@ func (a *attribution) attribute(diags hcl.Diagnostics, into map[string]hcl.Diagn
 	return orphans
 }
 
+// Attribute gives every error of diags, of a load of repo, to the clusters it
+// concerns, as the operation does (st, the applied state, adds its clusters
+// and their recorded spec files; nil for none): the errors of each cluster,
+// and apart those that concern no cluster.
+func Attribute(repo *loader.Repo, st *state.State, diags hcl.Diagnostics) (held map[string]hcl.Diagnostics, orphans hcl.Diagnostics) {
+	held = map[string]hcl.Diagnostics{}
+	orphans = newAttribution(repo, st).attribute(diags, held)
+	return held, orphans
+}
+
 // problemLines formats the errors of diags as file:line:col: error: message,
 // at most max of them and a last line that counts the rest.
-func problemLines(diags hcl.Diagnostics, max int) []string {
+func ProblemLines(diags hcl.Diagnostics, max int) []string {
 	out := diagLines(diags)
 	if max > 0 && len(out) > max {
 		rest := len(out) - max
@@ -188,4 +199,20 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return strconv.Itoa(n) + " " + what + "s"
+}
+
+// diagLines formats the errors of diags as file:line:col: message.
+func diagLines(diags hcl.Diagnostics) []string {
+	var out []string
+	for _, d := range diags {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		where := ""
+		if d.Subject != nil {
+			where = fmt.Sprintf("%s:%d:%d: ", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column)
+		}
+		out = append(out, where+"error: "+d.Summary)
+	}
+	return out
 }
