@@ -13,10 +13,10 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 
+	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/operation"
-	"github.com/fuelsync/fuelsync/reconcile"
 	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
@@ -148,10 +148,10 @@ func TestApplyKeptFileDamaged(t *testing.T) {
 
 // appliedTestRepo is testRepo reconciled once by a loop into a new work
 // directory, with the state that apply recorded.
-func appliedTestRepo(t *testing.T) (string, *git.Repository, *reconcile.Loop, *state.State) {
+func appliedTestRepo(t *testing.T) (string, *git.Repository, *controller.Loop, *state.State) {
 	t.Helper()
 	dir, repo := gittest.Quickstart(t)
-	loop := &reconcile.Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
+	loop := &controller.Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
 	if o := loop.ReconcileOnce(context.Background()); o != operation.Applied {
 		t.Fatalf("first reconcile: %s %q", o, loop.Status().Errors)
 	}

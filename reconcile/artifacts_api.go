@@ -19,6 +19,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/state"
@@ -163,7 +164,7 @@ func checkNames(w http.ResponseWriter, names ...string) bool {
 // applied yet) or 500 (the work directory cannot be read).
 func (s *Server) appliedOr503(w http.ResponseWriter) (*state.State, bool) {
 	// A follower replica serves only a set it rendered and checked itself.
-	if s.Replica != nil && s.Replica.Role() != RoleLeader {
+	if s.Replica != nil && s.Replica.Role() != controller.RoleLeader {
 		if serving, problem := s.Replica.Serving(); problem != nil || serving == 0 {
 			msg := "this replica has not rendered the applied set yet"
 			if problem != nil {

@@ -17,6 +17,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/render"
@@ -31,7 +32,7 @@ type apiServer struct {
 	dir  string
 	repo *git.Repository
 	wd   string
-	loop *Loop
+	loop *controller.Loop
 	srv  *Server
 	base string
 }
@@ -40,7 +41,7 @@ func startAPI(t *testing.T, setup func(*Server, *Limits)) *apiServer {
 	t.Helper()
 	dir, repo := gittest.Quickstart(t)
 	wd := filepath.Join(t.TempDir(), "wd")
-	loop := &Loop{Workdir: state.Open(wd), Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
+	loop := &controller.Loop{Workdir: state.Open(wd), Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
 	srv := NewServer(loop, []byte("s3cret"))
 	lim := DefaultLimits
 	if setup != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/redact"
 )
 
@@ -38,7 +39,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
 	if !checkNames(w, "cluster", cluster) {
 		return
 	}
-	if s.Replica != nil && s.Replica.Role() != RoleLeader {
+	if s.Replica != nil && s.Replica.Role() != controller.RoleLeader {
 		leader, _ := s.Replica.Leader(r.Context())
 		http.Error(w, fmt.Sprintf("this replica follows; the leader is %q: approve there, or with fuelsync approve against the state", leader), http.StatusServiceUnavailable)
 		return

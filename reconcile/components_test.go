@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/operation"
@@ -40,7 +41,7 @@ func (s *countingSource) Latest(ctx context.Context) (source.Revision, error) {
 func TestComponentsFromLoadedRevision(t *testing.T) {
 	dir, repo := gittest.Quickstart(t)
 	src := &countingSource{Source: &source.LocalSource{Path: dir}}
-	loop := &Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: src, ToolVersion: "test"}
+	loop := &controller.Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: src, ToolVersion: "test"}
 	h := NewServer(loop, []byte("s")).Handler()
 	get := func(path string) (int, string) {
 		w := httptest.NewRecorder()
@@ -91,7 +92,7 @@ func TestComponentsFromLoadedRevision(t *testing.T) {
 // the fetch left out).
 func BenchmarkComponentsAPI(b *testing.B) {
 	src := &source.WorktreeSource{Path: "../examples/fuel-mitaka"}
-	loop := &Loop{Workdir: state.Open(filepath.Join(b.TempDir(), "wd")), Source: src, ToolVersion: "test"}
+	loop := &controller.Loop{Workdir: state.Open(filepath.Join(b.TempDir(), "wd")), Source: src, ToolVersion: "test"}
 	if o := loop.ReconcileOnce(context.Background()); o != operation.Applied {
 		b.Fatalf("reconcile: %s %q", o, loop.Status().Errors)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/gittest"
 )
 
@@ -24,7 +25,7 @@ func serveLimited(t *testing.T, secret []byte, lim Limits) (string, *connLimiter
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := NewServer(&Loop{}, secret)
+	srv := NewServer(&controller.Loop{}, secret)
 	hs, limited := HTTPServer(srv.Handler(), ln, lim)
 	go hs.Serve(limited)
 	t.Cleanup(func() { hs.Close() })

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/source"
@@ -34,13 +35,13 @@ func TestProblemsCapped(t *testing.T) {
 	}
 	gittest.Commit(t, repo, "250 empty cluster specs")
 	var logged bytes.Buffer
-	loop := &Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &source.LocalSource{Path: dir}, ToolVersion: "test",
+	loop := &controller.Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &source.LocalSource{Path: dir}, ToolVersion: "test",
 		Log: slog.New(slog.NewJSONHandler(&logged, nil))}
 	// Each empty spec holds only its own cluster: demo and demo-hcl apply.
 	if o := loop.ReconcileOnce(context.Background()); o != operation.Applied {
 		t.Fatalf("reconcile: %s, want %s", o, operation.Applied)
 	}
-	more := fmt.Sprintf("and %d more problems (%d in all)", n-MaxProblems, n)
+	more := fmt.Sprintf("and %d more problems (%d in all)", n-controller.MaxProblems, n)
 
 	// The log: one line a problem up to MaxProblems, then one with the count.
 	var problems, omitted int
@@ -58,19 +59,19 @@ func TestProblemsCapped(t *testing.T) {
 			problems++
 		case "reconcile problems omitted":
 			omitted++
-			if rec["omitted"] != float64(n-MaxProblems) || rec["problem"] != more {
+			if rec["omitted"] != float64(n-controller.MaxProblems) || rec["problem"] != more {
 				t.Errorf("the omitted line: %s", line)
 			}
 		}
 	}
-	if problems != MaxProblems || omitted != 1 {
-		t.Errorf("logged %d problem lines and %d omitted lines, want %d and 1", problems, omitted, MaxProblems)
+	if problems != controller.MaxProblems || omitted != 1 {
+		t.Errorf("logged %d problem lines and %d omitted lines, want %d and 1", problems, omitted, controller.MaxProblems)
 	}
 
 	// The status, in Go and over HTTP, and the status page.
 	st := loop.Status()
-	if len(st.Errors) != MaxProblems || st.ErrorsOmitted != n-MaxProblems || !strings.Contains(st.Errors[0], "clusters/empty-000.yaml") {
-		t.Errorf("status: %d errors (the first %q), %d omitted; want %d and %d", len(st.Errors), st.Errors[0], st.ErrorsOmitted, MaxProblems, n-MaxProblems)
+	if len(st.Errors) != controller.MaxProblems || st.ErrorsOmitted != n-controller.MaxProblems || !strings.Contains(st.Errors[0], "clusters/empty-000.yaml") {
+		t.Errorf("status: %d errors (the first %q), %d omitted; want %d and %d", len(st.Errors), st.Errors[0], st.ErrorsOmitted, controller.MaxProblems, n-controller.MaxProblems)
 	}
 	srv := NewServer(loop, nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -93,27 +94,11 @@ func TestProblemsCapped(t *testing.T) {
 		Errors        []string `json:"errors"`
 		ErrorsOmitted int      `json:"errors_omitted"`
 	}
-	if err := json.Unmarshal([]byte(get("/api/v1/status")), &doc); err != nil || len(doc.Errors) != MaxProblems || doc.ErrorsOmitted != n-MaxProblems {
+	if err := json.Unmarshal([]byte(get("/api/v1/status")), &doc); err != nil || len(doc.Errors) != controller.MaxProblems || doc.ErrorsOmitted != n-controller.MaxProblems {
 		t.Errorf("/api/v1/status: %v, %d errors, %d omitted", err, len(doc.Errors), doc.ErrorsOmitted)
 	}
 	page := get("/")
-	if c := strings.Count(page, "<li><code>"); c != MaxProblems || !strings.Contains(page, "<li>"+more+"</li>") {
-		t.Errorf("the status page lists %d problems (want %d) and says %q: %t", c, MaxProblems, more, strings.Contains(page, more))
-	}
-}
-
-func TestCapProblems(t *testing.T) {
-	for _, n := range []int{0, 1, MaxProblems, MaxProblems + 1, 3 * MaxProblems} {
-		problems := make([]string, n)
-		for i := range problems {
-			problems[i] = fmt.Sprint(i)
-		}
-		shown, more := capProblems(problems)
-		if len(shown) != min(n, MaxProblems) || more != n-len(shown) || (n > 0 && shown[0] != "0") {
-			t.Errorf("%d problems: %d shown, %d more", n, len(shown), more)
-		}
-		if want := map[bool]string{true: "", false: fmt.Sprintf("and %d more problem", more)}[more == 0]; !strings.HasPrefix(moreProblems(more), want) || (more == 0) != (moreProblems(more) == "") {
-			t.Errorf("%d more: %q", more, moreProblems(more))
-		}
+	if c := strings.Count(page, "<li><code>"); c != controller.MaxProblems || !strings.Contains(page, "<li>"+more+"</li>") {
+		t.Errorf("the status page lists %d problems (want %d) and says %q: %t", c, controller.MaxProblems, more, strings.Contains(page, more))
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/diff"
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
@@ -50,7 +51,7 @@ const (
 // Server is the HTTP side of serve: webhooks that trigger the loop, health,
 // status, metrics and the status page.
 type Server struct {
-	Loop   *Loop
+	Loop   *controller.Loop
 	Secret []byte
 	// APIToken, when set, is the bearer token the read API (the artifact API
 	// and the component registry) asks for; the status, the page, the probes
@@ -65,7 +66,7 @@ type Server struct {
 	// state on etcd): the status names its role and the leader, a follower
 	// hands webhooks to the leader, and is ready once it serves the applied
 	// set, rendered and checked itself.
-	Replica *Replica
+	Replica *controller.Replica
 
 	index        artifactIndex
 	waiters      chan struct{} // requests waiting (MaxWaiting)
@@ -81,6 +82,10 @@ type Server struct {
 
 	compMu sync.Mutex
 	comp   componentsCache
+
+	// trigger asks the loop for a reconcile (Loop.Trigger; the webhook
+	// tests count the calls).
+	trigger func()
 }
 
 type seenID struct {
@@ -97,10 +102,10 @@ type componentsCache struct {
 
 // NewServer makes the server of loop; it sets loop.OnReconcile for the metrics.
 // An empty secret refuses every delivery.
-func NewServer(loop *Loop, secret []byte) *Server {
+func NewServer(loop *controller.Loop, secret []byte) *Server {
 	s := &Server{Loop: loop, Secret: secret, seen: map[string]time.Time{},
 		reads: make(chan struct{}, MaxBodyReads), MaxWait: DefaultMaxWait, MaxWaiting: DefaultMaxWaiting,
-		writeTimeout: DefaultLimits.WriteTimeout}
+		writeTimeout: DefaultLimits.WriteTimeout, trigger: loop.Trigger}
 	s.metrics = newMetrics(Gauges{
 		Serial:  func() float64 { return float64(loop.Status().Serial) },
 		Waiting: func() float64 { return float64(len(s.waiters)) },
@@ -139,7 +144,7 @@ func (s *Server) Handler() http.Handler {
 				return
 			}
 		}
-		if s.Replica != nil && s.Replica.Role() != RoleLeader {
+		if s.Replica != nil && s.Replica.Role() != controller.RoleLeader {
 			switch serving, problem := s.Replica.Serving(); {
 			case problem != nil:
 				http.Error(w, "not ready: a follower that does not serve the applied state: "+redact.Text(problem.Error()), http.StatusServiceUnavailable)
@@ -303,7 +308,7 @@ func (s *Server) hook(provider string, w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusAccepted)
 	if s.Replica == nil {
 		io.WriteString(w, "accepted: reconciling\n")
-		s.Loop.Trigger()
+		s.trigger()
 		return
 	}
 	if err := s.Replica.Trigger(); err != nil {
@@ -432,7 +437,7 @@ var pageTemplate = sync.OnceValue(func() *template.Template {
 // loaded revision.
 func (s *Server) components(w http.ResponseWriter, r *http.Request) {
 	repo, rev := s.Loop.Model()
-	if s.Replica != nil && s.Replica.Role() != RoleLeader {
+	if s.Replica != nil && s.Replica.Role() != controller.RoleLeader {
 		// A follower's loop loads nothing: the applied revision it serves.
 		var err error
 		if repo, rev, err = s.Replica.Model(r.Context()); err != nil {
@@ -486,9 +491,9 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	_ = pageTemplate().Execute(w, struct {
-		Status
+		controller.Status
 		Infos      []operation.ClusterInfo
 		NoColors   diff.Colors
 		MoreErrors string
-	}{st, infos, diff.Colors{}, moreProblems(st.ErrorsOmitted)})
+	}{st, infos, diff.Colors{}, controller.MoreProblems(st.ErrorsOmitted)})
 }

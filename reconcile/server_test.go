@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/internal/testenv"
 	"github.com/fuelsync/fuelsync/operation"
@@ -65,7 +66,7 @@ func TestServe(t *testing.T) {
 	gittest.Push(t, repo, false)
 	secret := []byte("s3cret")
 	wd := filepath.Join(t.TempDir(), "wd")
-	loop := &Loop{Workdir: state.Open(wd), Source: &source.RemoteSource{URL: "file://" + remote, Branch: "main", CacheDir: filepath.Join(wd, "cache")}, ToolVersion: "test", Interval: time.Hour}
+	loop := &controller.Loop{Workdir: state.Open(wd), Source: &source.RemoteSource{URL: "file://" + remote, Branch: "main", CacheDir: filepath.Join(wd, "cache")}, ToolVersion: "test", Interval: time.Hour}
 	srv := NewServer(loop, secret)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -117,7 +118,7 @@ func TestServe(t *testing.T) {
 		t.Fatalf("signed delivery: %d", code)
 	}
 	gittest.WaitFor(t, "the pushed commit applied", func() bool { return loop.Status().Applied == second })
-	var status Status
+	var status controller.Status
 	_, js := get("/api/v1/status")
 	if err := json.Unmarshal([]byte(js), &status); err != nil || status.Applied != second || status.Changes == nil || status.Changes.Summary.TasksRemoved != 1 {
 		t.Errorf("/api/v1/status: %v\n%s", err, js)
@@ -219,7 +220,7 @@ func TestWebhookLoad(t *testing.T) {
 	}
 	dir, repo := gittest.Quickstart(t)
 	secret := []byte("s3cret")
-	loop := &Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
+	loop := &controller.Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
 	var reconciles, full atomic.Int64
 	srv := NewServer(loop, secret)
 	onReconcile := loop.OnReconcile
@@ -335,7 +336,7 @@ func TestStatusPageBrowser(t *testing.T) {
 		testenv.Unavailable(t, "no chromium installed (apt-get install chromium)")
 	}
 	dir, repo := gittest.Quickstart(t)
-	loop := &Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
+	loop := &controller.Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
 	srv := NewServer(loop, []byte("s"))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/fuelsync/fuelsync/controller"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -93,9 +94,15 @@ func TestWebhookAuthentication(t *testing.T) {
 		secret []byte
 	}{{"with a secret", secret}, {"without a secret", nil}} {
 		t.Run(tc.name, func(t *testing.T) {
-			loop := &Loop{}
-			loop.init()
-			srv := httptest.NewServer(NewServer(loop, tc.secret).Handler())
+			s := NewServer(&controller.Loop{}, tc.secret)
+			triggers := make(chan struct{}, 1)
+			s.trigger = func() {
+				select {
+				case triggers <- struct{}{}:
+				default:
+				}
+			}
+			srv := httptest.NewServer(s.Handler())
 			defer srv.Close()
 			if !strings.HasPrefix(srv.URL, "http://127.0.0.1:") {
 				t.Fatalf("the server is not on 127.0.0.1: %s", srv.URL)
@@ -125,7 +132,7 @@ func TestWebhookAuthentication(t *testing.T) {
 					}
 					triggered := false
 					select {
-					case <-loop.trigger:
+					case <-triggers:
 						triggered = true
 					default:
 					}

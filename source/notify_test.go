@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/operation"
-	"github.com/fuelsync/fuelsync/reconcile"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -22,7 +22,7 @@ import (
 func TestWatchWorktree(t *testing.T) {
 	dir, _ := gittest.Quickstart(t)
 	wd := filepath.Join(t.TempDir(), "wd")
-	loop := &reconcile.Loop{Workdir: state.Open(wd), Source: &source.WorktreeSource{Path: dir}, ToolVersion: "test"}
+	loop := &controller.Loop{Workdir: state.Open(wd), Source: &source.WorktreeSource{Path: dir}, ToolVersion: "test"}
 	var reconciles atomic.Int64
 	loop.OnReconcile = func(operation.Outcome, time.Duration) { reconciles.Add(1) }
 	ctx, cancel := context.WithCancel(context.Background())

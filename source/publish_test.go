@@ -13,10 +13,10 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
+	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/internal/testenv"
 	"github.com/fuelsync/fuelsync/operation"
-	"github.com/fuelsync/fuelsync/reconcile"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -47,7 +47,7 @@ func TestPublishBranch(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wd := filepath.Join(t.TempDir(), "wd")
-			loop := &reconcile.Loop{Workdir: state.Open(wd), Source: tc.src(wd), ToolVersion: "test", Publish: &source.Publisher{Branch: "rendered-" + tc.name}}
+			loop := &controller.Loop{Workdir: state.Open(wd), Source: tc.src(wd), ToolVersion: "test", Publish: &source.Publisher{Branch: "rendered-" + tc.name}}
 			if o := loop.ReconcileOnce(context.Background()); o != operation.Applied || len(loop.Status().Errors) > 0 {
 				t.Fatalf("reconcile: %s %q", o, loop.Status().Errors)
 			}
@@ -111,7 +111,7 @@ func TestPublishBranchNamesRefused(t *testing.T) {
 		if err := p.Check(context.Background(), src); err == nil || !strings.Contains(err.Error(), "is not a branch name") {
 			t.Errorf("Check(%q) = %v, want it refused", name, err)
 		}
-		loop := &reconcile.Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: src, ToolVersion: "test", Publish: p}
+		loop := &controller.Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: src, ToolVersion: "test", Publish: p}
 		loop.ReconcileOnce(context.Background())
 		if errs := loop.Status().Errors; len(errs) == 0 || !strings.Contains(strings.Join(errs, "\n"), "is not a branch name") {
 			t.Errorf("publishing to %q: errors %q, want the name refused", name, errs)
@@ -212,7 +212,7 @@ func TestPublishOntoFollowedBranchRefused(t *testing.T) {
 
 	// Unchecked: the loop applies, then refuses to publish; master keeps its commit.
 	head, _ := work.Head()
-	loop := &reconcile.Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &source.LocalSource{Path: dir}, ToolVersion: "test", Publish: &source.Publisher{Branch: "master"}}
+	loop := &controller.Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &source.LocalSource{Path: dir}, ToolVersion: "test", Publish: &source.Publisher{Branch: "master"}}
 	if o := loop.ReconcileOnce(ctx); o != operation.Applied {
 		t.Fatalf("reconcile: %s", o)
 	}

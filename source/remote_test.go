@@ -10,9 +10,9 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 
+	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/operation"
-	"github.com/fuelsync/fuelsync/reconcile"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -32,7 +32,7 @@ func TestRemoteSource(t *testing.T) {
 	}
 	gittest.Push(t, work, false)
 	wd := filepath.Join(t.TempDir(), "wd")
-	loop := &reconcile.Loop{Workdir: state.Open(wd), Source: &source.RemoteSource{URL: "file://" + remote, Branch: "main", CacheDir: filepath.Join(wd, "cache")}, ToolVersion: "test"}
+	loop := &controller.Loop{Workdir: state.Open(wd), Source: &source.RemoteSource{URL: "file://" + remote, Branch: "main", CacheDir: filepath.Join(wd, "cache")}, ToolVersion: "test"}
 	head, _ := work.Head()
 	if o := loop.ReconcileOnce(context.Background()); o != operation.Applied || loop.Status().Applied != head.Hash().String() {
 		t.Fatalf("first reconcile: %s %+v", o, loop.Status())
@@ -95,7 +95,7 @@ func TestRemoteSourceWorkingTreeRepo(t *testing.T) {
 	dir, work := gittest.Quickstart(t) // on master
 	wd := filepath.Join(t.TempDir(), "wd")
 	src := &source.RemoteSource{URL: "file://" + dir, CacheDir: filepath.Join(wd, "cache")}
-	loop := &reconcile.Loop{Workdir: state.Open(wd), Source: src, ToolVersion: "test"}
+	loop := &controller.Loop{Workdir: state.Open(wd), Source: src, ToolVersion: "test"}
 	head, _ := work.Head()
 	if o := loop.ReconcileOnce(context.Background()); o != operation.Applied || loop.Status().Applied != head.Hash().String() {
 		t.Fatalf("first reconcile: %s %q", o, loop.Status().Errors)

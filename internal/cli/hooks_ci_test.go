@@ -18,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/mapfs"
 	"github.com/fuelsync/fuelsync/internal/repogen"
 	"github.com/fuelsync/fuelsync/internal/testenv"
@@ -73,7 +74,7 @@ func unassignRabbitmq(t *testing.T, dir string) {
 func TestPostReceiveHook(t *testing.T) {
 	testenv.Tool(t, "sh", "a POSIX shell")
 	dir := quickstartRepo(t)
-	loop := &reconcile.Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &gitsource.LocalSource{Path: dir}, ToolVersion: "test"}
+	loop := &controller.Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &gitsource.LocalSource{Path: dir}, ToolVersion: "test"}
 	srv := reconcile.NewServer(loop, []byte("s3cret"))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

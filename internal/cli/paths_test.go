@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/operation"
-	"github.com/fuelsync/fuelsync/reconcile"
 	gitsource "github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -72,7 +72,7 @@ func TestCLIAndDaemonSameOperation(t *testing.T) {
 
 	cliWD, loopWD := filepath.Join(t.TempDir(), "cli"), filepath.Join(t.TempDir(), "loop")
 	src := &revisionSource{path: dir}
-	loop := &reconcile.Loop{Workdir: state.Open(loopWD), Source: src, ToolVersion: version}
+	loop := &controller.Loop{Workdir: state.Open(loopWD), Source: src, ToolVersion: version}
 	for i, rev := range revs {
 		code, _, stderr := fuelsyncRun(t, "--repo", dir, "--rev", rev, "--workdir", cliWD, "apply", "--auto-approve")
 		if want := 0; rev == revs[2] {

@@ -21,8 +21,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
-	"github.com/fuelsync/fuelsync/reconcile"
 	"github.com/fuelsync/fuelsync/state"
 	"github.com/fuelsync/fuelsync/state/etcdstate"
 )
@@ -59,13 +59,13 @@ func (r *serveReplica) kill() {
 }
 
 // status is the replica part of the process's /api/v1/status.
-func (r *serveReplica) status() (*reconcile.ReplicaStatus, error) {
+func (r *serveReplica) status() (*controller.ReplicaStatus, error) {
 	resp, err := http.Get(r.base + "/api/v1/status")
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	var st reconcile.Status
+	var st controller.Status
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		return nil, err
 	}
@@ -219,7 +219,7 @@ func TestEtcdReplicasLeaderKilledMidApply(t *testing.T) {
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			rs, err := nl.status()
-			if err == nil && rs.Role == reconcile.RoleLeader && rs.Serving >= st.Serial {
+			if err == nil && rs.Role == controller.RoleLeader && rs.Serving >= st.Serial {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -304,7 +304,7 @@ func TestEtcdReplicasStalePlanRefused(t *testing.T) {
 	for follower == nil {
 		for _, r := range reps {
 			rs, err := r.status()
-			if err == nil && rs.Role == reconcile.RoleFollower && rs.Serving == 1 && rs.Leader != "" {
+			if err == nil && rs.Role == controller.RoleFollower && rs.Serving == 1 && rs.Leader != "" {
 				follower = r
 			}
 		}

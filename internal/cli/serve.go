@@ -22,6 +22,7 @@ import (
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/urfave/cli/v2"
 
+	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/reconcile"
@@ -44,7 +45,7 @@ func watchFlags() []cli.Flag {
 }
 
 // newLoop builds the reconcile loop of watch and serve.
-func newLoop(g *globals, c *cli.Context) (*reconcile.Loop, error) {
+func newLoop(g *globals, c *cli.Context) (*controller.Loop, error) {
 	settings, err := loopSettingsFor(c, g) // flags over fuelsync.yaml
 	if err != nil {
 		return nil, err
@@ -85,7 +86,7 @@ func newLoop(g *globals, c *cli.Context) (*reconcile.Loop, error) {
 	default:
 		return nil, &exitError{code: 1, msg: fmt.Sprintf("--publish takes git, not %q", settings.Publish)}
 	}
-	return &reconcile.Loop{
+	return &controller.Loop{
 		Publish:     publish,
 		Workdir:     settings.Workdir,
 		Source:      src,
@@ -219,7 +220,7 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			// the elected leader reconciles, the others follow.
 			run := loop.Run
 			if e, ok := loop.Workdir.Backend.(state.Coordinator); ok {
-				srv.Replica = &reconcile.Replica{Loop: loop, Etcd: e, ID: c.String("replica-id")}
+				srv.Replica = &controller.Replica{Loop: loop, Etcd: e, ID: c.String("replica-id")}
 				run = srv.Replica.Run
 			}
 			hs, limited := reconcile.HTTPServer(srv.Handler(), ln, limits)
@@ -298,7 +299,7 @@ func checkBranchFlags(c *cli.Context, settings loopSettings) error {
 }
 
 // checkPublish refuses --publish git onto the branch followed.
-func checkPublish(ctx context.Context, loop *reconcile.Loop) error {
+func checkPublish(ctx context.Context, loop *controller.Loop) error {
 	if loop.Publish == nil {
 		return nil
 	}
@@ -309,7 +310,7 @@ func checkPublish(ctx context.Context, loop *reconcile.Loop) error {
 }
 
 // logFollowing logs what the loop follows, once at start.
-func logFollowing(g *globals, c *cli.Context, loop *reconcile.Loop) {
+func logFollowing(g *globals, c *cli.Context, loop *controller.Loop) {
 	branch := c.String("branch")
 	switch {
 	case c.Bool("worktree"):
@@ -356,7 +357,7 @@ func gitAuth(url, sshKey string) (transport.AuthMethod, error) {
 // watchLocal triggers the loop on changes of a local repository: its refs (a
 // commit, a push into it), or with --worktree its files. Remote repositories are
 // polled and triggered by webhooks.
-func watchLocal(ctx context.Context, g *globals, c *cli.Context, loop *reconcile.Loop) {
+func watchLocal(ctx context.Context, g *globals, c *cli.Context, loop *controller.Loop) {
 	if isRemote(g.repo) {
 		return
 	}

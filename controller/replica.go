@@ -1,4 +1,4 @@
-package reconcile
+package controller
 
 // Replicas: several serve processes on one state on etcd. One is elected
 // leader (an election on <prefix>/leader) and runs the reconcile loop; the

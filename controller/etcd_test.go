@@ -1,4 +1,4 @@
-package reconcile
+package controller_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/operation"
@@ -37,7 +38,7 @@ func TestEtcdLoopReconciles(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	dir, r := gittest.Quickstart(t)
 	w := etcdWorkdir(t, c, "loop", 5*time.Second, 5*time.Second)
-	loop := &Loop{Workdir: w, Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
+	loop := &controller.Loop{Workdir: w, Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
 	if got := loop.ReconcileOnce(context.Background()); got != operation.Applied {
 		t.Fatalf("first reconcile: %s %v", got, loop.Status().Errors)
 	}
@@ -54,7 +55,7 @@ func TestEtcdLoopReconciles(t *testing.T) {
 		t.Errorf("artifacts/current names set %d; want 2", n)
 	}
 	// A new loop (a restart) over the same etcd state and work directory.
-	again := &Loop{Workdir: w, Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
+	again := &controller.Loop{Workdir: w, Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
 	if got := again.ReconcileOnce(context.Background()); got != operation.NoChange {
 		t.Fatalf("reconcile after a restart: %s %v", got, again.Status().Errors)
 	}

@@ -1,4 +1,4 @@
-package reconcile
+package controller_test
 
 import (
 	"bytes"
@@ -11,15 +11,18 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/operation"
+	"github.com/fuelsync/fuelsync/reconcile"
 	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
@@ -30,8 +33,8 @@ import (
 type testReplica struct {
 	id     string
 	w      *state.Workdir
-	loop   *Loop
-	rep    *Replica
+	loop   *controller.Loop
+	rep    *controller.Replica
 	base   string
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -51,8 +54,8 @@ func startReplicaVersion(t *testing.T, c *etcdtest.Cluster, dir, id string, secr
 
 func startReplicaOn(t *testing.T, w *state.Workdir, dir, id string, secret []byte, version string) *testReplica {
 	t.Helper()
-	loop := &Loop{Workdir: w, Source: &source.LocalSource{Path: dir}, ToolVersion: version, Interval: time.Hour}
-	srv := NewServer(loop, secret)
+	loop := &controller.Loop{Workdir: w, Source: &source.LocalSource{Path: dir}, ToolVersion: version, Interval: time.Hour}
+	srv := reconcile.NewServer(loop, secret)
 	tr := &testReplica{id: id, w: w, loop: loop, outcomes: map[operation.Outcome]int{}, done: make(chan struct{})}
 	count := loop.OnReconcile
 	loop.OnReconcile = func(o operation.Outcome, d time.Duration) {
@@ -61,7 +64,7 @@ func startReplicaOn(t *testing.T, w *state.Workdir, dir, id string, secret []byt
 		tr.outcomes[o]++
 		tr.mu.Unlock()
 	}
-	tr.rep = &Replica{Loop: loop, Etcd: w.Backend.(state.Coordinator), ID: id}
+	tr.rep = &controller.Replica{Loop: loop, Etcd: w.Backend.(state.Coordinator), ID: id}
 	srv.Replica = tr.rep
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -109,10 +112,10 @@ func (tr *testReplica) get(t *testing.T, path string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func (tr *testReplica) status(t *testing.T) Status {
+func (tr *testReplica) status(t *testing.T) controller.Status {
 	t.Helper()
 	_, js := tr.get(t, "/api/v1/status")
-	var st Status
+	var st controller.Status
 	if err := json.Unmarshal([]byte(js), &st); err != nil || st.Replica == nil {
 		t.Fatalf("/api/v1/status of %s: %v\n%s", tr.id, err, js)
 	}
@@ -147,10 +150,10 @@ func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 
 	waitLong(t, 10*time.Second, "serial 1 applied by a leader", func() bool { return a.count(operation.Applied)+b.count(operation.Applied) == 1 })
 	leader, follower := a, b
-	if b.rep.Role() == RoleLeader {
+	if b.rep.Role() == controller.RoleLeader {
 		leader, follower = b, a
 	}
-	if leader.rep.Role() != RoleLeader || follower.rep.Role() != RoleFollower {
+	if leader.rep.Role() != controller.RoleLeader || follower.rep.Role() != controller.RoleFollower {
 		t.Fatalf("roles: %s %s, %s %s; want one leader", a.id, a.rep.Role(), b.id, b.rep.Role())
 	}
 	if n := follower.reconciles(); n != 0 {
@@ -159,9 +162,9 @@ func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 	gittest.WaitFor(t, "the follower's status at serial 1", func() bool { return follower.loop.Status().Serial == 1 })
 	for _, r := range reps {
 		st := r.status(t)
-		want := RoleFollower
+		want := controller.RoleFollower
 		if r == leader {
-			want = RoleLeader
+			want = controller.RoleLeader
 		}
 		if st.Replica.ID != r.id || st.Replica.Role != want || st.Replica.Leader != leader.id || st.Serial != 1 {
 			t.Errorf("status of %s: replica %+v, serial %d; want role %s, leader %s, serial 1", r.id, *st.Replica, st.Serial, want, leader.id)
@@ -217,7 +220,8 @@ func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 	second := gittest.Commit(t, repo, "unassign rabbitmq")
 	body := []byte(`{"ref":"refs/heads/master","after":"` + second + `"}`)
 	req, _ := http.NewRequest(http.MethodPost, follower.base+"/hooks/generic", bytes.NewReader(body))
-	for k, v := range genericHeaders(secret, time.Now(), body) {
+	stamp := strconv.FormatInt(time.Now().Unix(), 10)
+	for k, v := range map[string]string{"X-Fuelsync-Timestamp": stamp, "X-Fuelsync-Signature": reconcile.SignGeneric(secret, stamp, body)} {
 		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
@@ -240,7 +244,7 @@ func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 	leader.w.Backend.(state.Coordinator).Close()
 	var took atomic.Int64
 	waitLong(t, 10*time.Second, "the follower leads", func() bool {
-		if follower.rep.Role() == RoleLeader {
+		if follower.rep.Role() == controller.RoleLeader {
 			took.Store(int64(time.Since(gone)))
 			return true
 		}
@@ -260,7 +264,7 @@ func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	gittest.WaitFor(t, "the new leader applied serial 3", func() bool { st := follower.loop.Status(); return st.Applied == third && st.Serial == 3 })
-	if st := follower.status(t); st.Replica.Leader != follower.id || st.Replica.Role != RoleLeader {
+	if st := follower.status(t); st.Replica.Leader != follower.id || st.Replica.Role != controller.RoleLeader {
 		t.Errorf("the new leader's status: %+v", *st.Replica)
 	}
 }
@@ -280,7 +284,7 @@ func TestEtcdReplicaOtherToolVersionServesNothing(t *testing.T) {
 	if code != 503 || !strings.Contains(body, "renders") || !strings.Contains(body, "fuelsync other") || !strings.Contains(body, "fuelsync test") {
 		t.Errorf("/readyz of the follower of another version: %d %s", code, body)
 	}
-	if st := b.status(t); st.Replica.Role != RoleFollower || st.Replica.Serving != 0 || !strings.Contains(st.Replica.Problem, "differently") {
+	if st := b.status(t); st.Replica.Role != controller.RoleFollower || st.Replica.Serving != 0 || !strings.Contains(st.Replica.Problem, "differently") {
 		t.Errorf("status of the follower of another version: %+v", *st.Replica)
 	}
 	if entries, _ := os.ReadDir(filepath.Join(b.w.Dir, "artifacts")); len(entries) != 0 {
@@ -387,18 +391,18 @@ func TestEtcdReplicaLeaderPartitioned(t *testing.T) {
 	waitLong(t, 10*time.Second, "serial 1 applied by replica-a", func() bool { return a.count(operation.Applied) == 1 })
 	b := startReplica(t, c, dir, "replica-b", nil)
 	waitLong(t, 10*time.Second, "replica-b serves serial 1", func() bool { n, _ := b.rep.Serving(); return n == 1 })
-	if a.rep.Role() != RoleLeader || b.rep.Role() != RoleFollower {
+	if a.rep.Role() != controller.RoleLeader || b.rep.Role() != controller.RoleFollower {
 		t.Fatalf("roles: a %s, b %s", a.rep.Role(), b.rep.Role())
 	}
 
 	proxy.setCut(true)
 	cut := time.Now()
-	waitLong(t, 10*time.Second, "replica-b leads", func() bool { return b.rep.Role() == RoleLeader })
+	waitLong(t, 10*time.Second, "replica-b leads", func() bool { return b.rep.Role() == controller.RoleLeader })
 	t.Logf("replica-b leads %s after replica-a was cut from etcd (lease TTL 2s)", time.Since(cut).Round(time.Millisecond))
 	if d := time.Since(cut); d > 2*time.Second+3*time.Second {
 		t.Errorf("the failover took %s; want within the lease TTL (2s) and a few seconds", d)
 	}
-	waitLong(t, 10*time.Second, "replica-a steps down", func() bool { return a.rep.Role() == RoleFollower })
+	waitLong(t, 10*time.Second, "replica-a steps down", func() bool { return a.rep.Role() == controller.RoleFollower })
 	t.Logf("replica-a stepped down %s after the cut", time.Since(cut).Round(time.Millisecond))
 
 	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
@@ -413,7 +417,7 @@ func TestEtcdReplicaLeaderPartitioned(t *testing.T) {
 
 	proxy.setCut(false)
 	waitLong(t, 15*time.Second, "replica-a follows and serves serial 2", func() bool { n, _ := a.rep.Serving(); return n == 2 })
-	if a.rep.Role() != RoleFollower || b.rep.Role() != RoleLeader {
+	if a.rep.Role() != controller.RoleFollower || b.rep.Role() != controller.RoleLeader {
 		t.Errorf("roles after the partition healed: a %s, b %s", a.rep.Role(), b.rep.Role())
 	}
 	if n := a.count(operation.Applied); n != 1 {
@@ -465,7 +469,7 @@ func TestEtcdReplicasQuorumLost(t *testing.T) {
 	c.WaitHealthy(30 * time.Second)
 	waitLong(t, 30*time.Second, "the commit applied after the quorum came back", func() bool {
 		for _, r := range reps {
-			if r.rep.Role() == RoleLeader {
+			if r.rep.Role() == controller.RoleLeader {
 				r.loop.Trigger()
 			}
 		}
@@ -501,7 +505,7 @@ func TestEtcdFollowerAnswersReadEndpoints(t *testing.T) {
 	b := startReplica(t, c, dir, "replica-b", nil)
 	waitLong(t, 10*time.Second, "serial 1 applied by a leader", func() bool { return a.count(operation.Applied)+b.count(operation.Applied) == 1 })
 	leader, follower := a, b
-	if b.rep.Role() == RoleLeader {
+	if b.rep.Role() == controller.RoleLeader {
 		leader, follower = b, a
 	}
 	waitLong(t, 10*time.Second, "the follower ready", func() bool { code, _ := follower.get(t, "/readyz"); return code == 200 })

@@ -1,4 +1,4 @@
-package reconcile
+package controller
 
 import (
 	"context"
@@ -273,7 +273,7 @@ func (l *Loop) logOutcome(outcome operation.Outcome, rev string, d time.Duration
 		l.Log.Error("reconcile problem", "revision", rev, "problem", e)
 	}
 	if more > 0 {
-		l.Log.Error("reconcile problems omitted", "revision", rev, "omitted", more, "problem", moreProblems(more))
+		l.Log.Error("reconcile problems omitted", "revision", rev, "omitted", more, "problem", MoreProblems(more))
 	}
 }
 

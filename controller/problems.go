@@ -1,4 +1,4 @@
-package reconcile
+package controller
 
 import (
 	"fmt"
@@ -20,9 +20,9 @@ func capProblems(problems []string) (shown []string, more int) {
 	return slices.Clone(problems[:MaxProblems]), len(problems) - MaxProblems
 }
 
-// moreProblems says how many problems are not shown: "and 59900 more problems
+// MoreProblems says how many problems are not shown: "and 59900 more problems
 // (60000 in all)"; "" when none is left out.
-func moreProblems(more int) string {
+func MoreProblems(more int) string {
 	if more <= 0 {
 		return ""
 	}
