@@ -22,8 +22,8 @@ import (
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/operation"
-	"github.com/fuelsync/fuelsync/reconcile"
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/server"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -55,7 +55,7 @@ func startReplicaVersion(t *testing.T, c *etcdtest.Cluster, dir, id string, secr
 func startReplicaOn(t *testing.T, w *state.Workdir, dir, id string, secret []byte, version string) *testReplica {
 	t.Helper()
 	loop := &controller.Loop{Workdir: w, Source: &source.LocalSource{Path: dir}, ToolVersion: version, Interval: time.Hour}
-	srv := reconcile.NewServer(loop, secret)
+	srv := server.New(loop, secret)
 	tr := &testReplica{id: id, w: w, loop: loop, outcomes: map[operation.Outcome]int{}, done: make(chan struct{})}
 	count := loop.OnReconcile
 	loop.OnReconcile = func(o operation.Outcome, d time.Duration) {
@@ -221,7 +221,7 @@ func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 	body := []byte(`{"ref":"refs/heads/master","after":"` + second + `"}`)
 	req, _ := http.NewRequest(http.MethodPost, follower.base+"/hooks/generic", bytes.NewReader(body))
 	stamp := strconv.FormatInt(time.Now().Unix(), 10)
-	for k, v := range map[string]string{"X-Fuelsync-Timestamp": stamp, "X-Fuelsync-Signature": reconcile.SignGeneric(secret, stamp, body)} {
+	for k, v := range map[string]string{"X-Fuelsync-Timestamp": stamp, "X-Fuelsync-Signature": server.SignGeneric(secret, stamp, body)} {
 		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)

@@ -8,8 +8,8 @@ import (
 	"os"
 
 	"github.com/fuelsync/fuelsync/internal/cli"
-	_ "github.com/fuelsync/fuelsync/reconcile/prommetrics" // serve's /metrics
-	_ "github.com/fuelsync/fuelsync/state/etcdstate"       // the state on etcd
+	_ "github.com/fuelsync/fuelsync/server/prommetrics" // serve's /metrics
+	_ "github.com/fuelsync/fuelsync/state/etcdstate"    // the state on etcd
 )
 
 // Set at build time with -ldflags "-X main.version=... -X main.commit=...".

@@ -115,7 +115,7 @@ func TestApplyPlanFileChecks(t *testing.T) {
 		want: `0000000000000000000000000000000000000000`,
 	}, {
 		name:  "the configuration changed since the plan",
-		check: "reconcile.Apply: a rendered file's digest is not the plan's",
+		check: "operation.Apply: a rendered file's digest is not the plan's",
 		setup: func(t *testing.T, e env) {
 			unassignRabbitmq(t, e.repo)
 		},
@@ -125,7 +125,7 @@ func TestApplyPlanFileChecks(t *testing.T) {
 		want: `(?s)^fuelsync: (demo/\S+|manifest\.json) differs from the plan: the configuration changed since the plan was made; run plan again.*; the applied state is unchanged\n$`,
 	}, {
 		name:  "a planned file the configuration no longer renders",
-		check: "reconcile.Apply: every planned file was rendered",
+		check: "operation.Apply: every planned file was rendered",
 		setup: func(t *testing.T, e env) {
 			editPlan(t, e.plan, func(p map[string]any) {
 				artifacts(p)["demo/nodes/node-9/default.yaml"] = strings.Repeat("a", 64)
@@ -136,7 +136,7 @@ func TestApplyPlanFileChecks(t *testing.T) {
 		name: "a rendered file the plan does not have",
 		// The check is "!ok ||" before the digest comparison; without it the
 		// digest comparison refuses the file all the same (no digest is "").
-		check: "reconcile.Apply: a rendered file not in the plan",
+		check: "operation.Apply: a rendered file not in the plan",
 		setup: func(t *testing.T, e env) {
 			editPlan(t, e.plan, func(p map[string]any) { delete(artifacts(p), "demo/nodes/node-1/default.yaml") })
 		},

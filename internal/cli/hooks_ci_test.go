@@ -22,7 +22,7 @@ import (
 	"github.com/fuelsync/fuelsync/internal/mapfs"
 	"github.com/fuelsync/fuelsync/internal/repogen"
 	"github.com/fuelsync/fuelsync/internal/testenv"
-	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/server"
 	gitsource "github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -75,7 +75,7 @@ func TestPostReceiveHook(t *testing.T) {
 	testenv.Tool(t, "sh", "a POSIX shell")
 	dir := quickstartRepo(t)
 	loop := &controller.Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &gitsource.LocalSource{Path: dir}, ToolVersion: "test"}
-	srv := reconcile.NewServer(loop, []byte("s3cret"))
+	srv := server.New(loop, []byte("s3cret"))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/fuelsync/fuelsync/reconcile/prommetrics"
+	"github.com/fuelsync/fuelsync/server/prommetrics"
 	"github.com/fuelsync/fuelsync/state/etcdstate"
 )
 

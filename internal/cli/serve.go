@@ -25,7 +25,7 @@ import (
 	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
-	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/server"
 	gitsource "github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -157,16 +157,16 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 		Flags: append(watchFlags(),
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "listen on `ADDR`"},
 			&cli.StringFlag{Name: "webhook-secret-file", Usage: "the webhooks' shared secret, in `FILE` (not empty)"},
-			&cli.IntFlag{Name: "max-connections", Value: reconcile.DefaultLimits.MaxConnections, Usage: "serve at most `N` connections at once (waiting requests not counted)"},
+			&cli.IntFlag{Name: "max-connections", Value: server.DefaultLimits.MaxConnections, Usage: "serve at most `N` connections at once (waiting requests not counted)"},
 			&cli.StringFlag{Name: "api-token-file", Usage: "the bearer token of the read API (artifacts, clusters, components), in `FILE` (not empty)"},
-			&cli.DurationFlag{Name: "max-wait", Value: reconcile.DefaultMaxWait, Usage: "the longest `DURATION` an artifact request waits for a change (?wait= is cut to it)"},
-			&cli.IntFlag{Name: "max-waiting", Value: reconcile.DefaultMaxWaiting, Usage: "at most `N` artifact requests wait at once (503 beyond); each holds a connection"},
+			&cli.DurationFlag{Name: "max-wait", Value: server.DefaultMaxWait, Usage: "the longest `DURATION` an artifact request waits for a change (?wait= is cut to it)"},
+			&cli.IntFlag{Name: "max-waiting", Value: server.DefaultMaxWaiting, Usage: "at most `N` artifact requests wait at once (503 beyond); each holds a connection"},
 			&cli.StringFlag{Name: "replica-id", Usage: "with the state on etcd, this replica's `NAME` in the election and the status (default: host:pid)"},
 		),
 		Action: func(c *cli.Context) error {
 			// The daemon's metrics (and the etcd backend of its replicas) are
 			// in fuelsync-server: run there.
-			if !reconcile.HasMetrics() {
+			if !server.HasMetrics() {
 				return dispatch(c, "serve")
 			}
 			g, err := readGlobals(c, stdout, stderr)
@@ -185,7 +185,7 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			} else {
 				loop.Log.Warn("no --webhook-secret-file: every webhook delivery is refused (401)")
 			}
-			limits := reconcile.DefaultLimits
+			limits := server.DefaultLimits
 			limits.MaxConnections = c.Int("max-connections")
 			if limits.MaxConnections < 1 {
 				return &exitError{code: 1, msg: "--max-connections must be at least 1"}
@@ -214,7 +214,7 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			if err != nil {
 				return &exitError{code: 1, msg: err.Error()}
 			}
-			srv := reconcile.NewServer(loop, secret)
+			srv := server.New(loop, secret)
 			srv.APIToken, srv.MaxWait, srv.MaxWaiting = token, c.Duration("max-wait"), c.Int("max-waiting")
 			// With the state on etcd, serve is one of any number of replicas:
 			// the elected leader reconciles, the others follow.
@@ -223,7 +223,7 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 				srv.Replica = &controller.Replica{Loop: loop, Etcd: e, ID: c.String("replica-id")}
 				run = srv.Replica.Run
 			}
-			hs, limited := reconcile.HTTPServer(srv.Handler(), ln, limits)
+			hs, limited := server.HTTPServer(srv.Handler(), ln, limits)
 			errc := make(chan error, 1)
 			go func() { errc <- hs.Serve(limited) }()
 			loop.Log.Info("serving", "listen", ln.Addr().String(), "max_connections", limits.MaxConnections,

@@ -26,7 +26,7 @@ import (
 	"github.com/fuelsync/fuelsync/internal/mapfs"
 	"github.com/fuelsync/fuelsync/internal/repogen"
 	"github.com/fuelsync/fuelsync/internal/testenv"
-	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/server"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -51,7 +51,7 @@ const (
 
 // soakMaxServeFDs bounds serve's descriptors under a connection flood: its
 // connection cap and 100 (measured: 267; before: all 4,096).
-var soakMaxServeFDs = reconcile.DefaultLimits.MaxConnections + 100
+var soakMaxServeFDs = server.DefaultLimits.MaxConnections + 100
 
 // soakServer is a serve process on a git repository of examples/fuel-mitaka.
 type soakServer struct {
@@ -224,7 +224,7 @@ func TestSoakSlowBodies(t *testing.T) {
 	stop := make(chan struct{})
 	result := s.probe(stop)
 	const n = 500
-	body := bytes.Repeat([]byte(" "), reconcile.MaxWebhookBody)
+	body := bytes.Repeat([]byte(" "), server.MaxWebhookBody)
 	var conns []net.Conn
 	var mu sync.Mutex
 	var wg sync.WaitGroup

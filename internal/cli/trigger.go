@@ -14,7 +14,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/server"
 )
 
 func triggerCommand(stdout, stderr io.Writer) *cli.Command {
@@ -52,7 +52,7 @@ func triggerCommand(stdout, stderr io.Writer) *cli.Command {
 			}
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("X-Fuelsync-Timestamp", stamp)
-			req.Header.Set("X-Fuelsync-Signature", reconcile.SignGeneric(secret, stamp, body))
+			req.Header.Set("X-Fuelsync-Signature", server.SignGeneric(secret, stamp, body))
 			req.Header.Set("X-Fuelsync-Delivery", hex.EncodeToString(id))
 			resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 			if err != nil {

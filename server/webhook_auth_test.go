@@ -1,4 +1,4 @@
-package reconcile
+package server
 
 import (
 	"bytes"
@@ -94,7 +94,7 @@ func TestWebhookAuthentication(t *testing.T) {
 		secret []byte
 	}{{"with a secret", secret}, {"without a secret", nil}} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := NewServer(&controller.Loop{}, tc.secret)
+			s := New(&controller.Loop{}, tc.secret)
 			triggers := make(chan struct{}, 1)
 			s.trigger = func() {
 				select {

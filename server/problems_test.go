@@ -1,4 +1,4 @@
-package reconcile
+package server
 
 import (
 	"bytes"
@@ -73,7 +73,7 @@ func TestProblemsCapped(t *testing.T) {
 	if len(st.Errors) != controller.MaxProblems || st.ErrorsOmitted != n-controller.MaxProblems || !strings.Contains(st.Errors[0], "clusters/empty-000.yaml") {
 		t.Errorf("status: %d errors (the first %q), %d omitted; want %d and %d", len(st.Errors), st.Errors[0], st.ErrorsOmitted, controller.MaxProblems, n-controller.MaxProblems)
 	}
-	srv := NewServer(loop, nil)
+	srv := New(loop, nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

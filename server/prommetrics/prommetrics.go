@@ -1,10 +1,10 @@
 // Package prommetrics is serve's metrics on the Prometheus client
-// (reconcile.Metrics): reconciles by outcome and their duration, webhook
+// (server.Metrics): reconciles by outcome and their duration, webhook
 // deliveries by provider and result, the applied serial and the waiting
 // artifact requests. Only the fuelsync-server binary links it; it registers
-// itself with reconcile from its init:
+// itself with package server from its init:
 //
-//	import _ "github.com/fuelsync/fuelsync/reconcile/prommetrics"
+//	import _ "github.com/fuelsync/fuelsync/server/prommetrics"
 package prommetrics
 
 import (
@@ -15,13 +15,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/fuelsync/fuelsync/operation"
-	"github.com/fuelsync/fuelsync/reconcile"
+	"github.com/fuelsync/fuelsync/server"
 	"github.com/fuelsync/fuelsync/state"
 )
 
-func init() { reconcile.RegisterMetrics(New) }
+func init() { server.RegisterMetrics(New) }
 
-// Metrics is a reconcile.Metrics on a registry of its own.
+// Metrics is a server.Metrics on a registry of its own.
 type Metrics struct {
 	registry   *prometheus.Registry
 	reconciles *prometheus.CounterVec
@@ -30,7 +30,7 @@ type Metrics struct {
 }
 
 // New makes the metrics of one server; g is read at each scrape.
-func New(g reconcile.Gauges) reconcile.Metrics {
+func New(g server.Gauges) server.Metrics {
 	m := &Metrics{registry: prometheus.NewRegistry()}
 	m.reconciles = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fuelsync_reconciles_total", Help: "Reconciles by outcome.",
@@ -61,7 +61,7 @@ var (
 )
 
 // clusterCollector reads the clusters' statuses at each scrape.
-type clusterCollector struct{ g reconcile.Gauges }
+type clusterCollector struct{ g server.Gauges }
 
 func (c clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- clusterStatusDesc
@@ -91,18 +91,18 @@ func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// Reconciled implements reconcile.Metrics.
+// Reconciled implements server.Metrics.
 func (m *Metrics) Reconciled(o operation.Outcome, d time.Duration) {
 	m.reconciles.WithLabelValues(string(o)).Inc()
 	m.duration.Observe(d.Seconds())
 }
 
-// Delivered implements reconcile.Metrics.
+// Delivered implements server.Metrics.
 func (m *Metrics) Delivered(provider, result string) {
 	m.deliveries.WithLabelValues(provider, result).Inc()
 }
 
-// Handler implements reconcile.Metrics.
+// Handler implements server.Metrics.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
 }

@@ -1,4 +1,4 @@
-package reconcile
+package server
 
 import (
 	"context"
@@ -102,7 +102,7 @@ type componentsCache struct {
 
 // NewServer makes the server of loop; it sets loop.OnReconcile for the metrics.
 // An empty secret refuses every delivery.
-func NewServer(loop *controller.Loop, secret []byte) *Server {
+func New(loop *controller.Loop, secret []byte) *Server {
 	s := &Server{Loop: loop, Secret: secret, seen: map[string]time.Time{},
 		reads: make(chan struct{}, MaxBodyReads), MaxWait: DefaultMaxWait, MaxWaiting: DefaultMaxWaiting,
 		writeTimeout: DefaultLimits.WriteTimeout, trigger: loop.Trigger}

@@ -1,4 +1,4 @@
-package reconcile
+package server
 
 import (
 	"bufio"
@@ -25,7 +25,7 @@ func serveLimited(t *testing.T, secret []byte, lim Limits) (string, *connLimiter
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := NewServer(&controller.Loop{}, secret)
+	srv := New(&controller.Loop{}, secret)
 	hs, limited := HTTPServer(srv.Handler(), ln, lim)
 	go hs.Serve(limited)
 	t.Cleanup(func() { hs.Close() })

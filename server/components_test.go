@@ -1,4 +1,4 @@
-package reconcile
+package server
 
 import (
 	"context"
@@ -42,7 +42,7 @@ func TestComponentsFromLoadedRevision(t *testing.T) {
 	dir, repo := gittest.Quickstart(t)
 	src := &countingSource{Source: &source.LocalSource{Path: dir}}
 	loop := &controller.Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: src, ToolVersion: "test"}
-	h := NewServer(loop, []byte("s")).Handler()
+	h := New(loop, []byte("s")).Handler()
 	get := func(path string) (int, string) {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
@@ -96,7 +96,7 @@ func BenchmarkComponentsAPI(b *testing.B) {
 	if o := loop.ReconcileOnce(context.Background()); o != operation.Applied {
 		b.Fatalf("reconcile: %s %q", o, loop.Status().Errors)
 	}
-	h := NewServer(loop, []byte("s")).Handler()
+	h := New(loop, []byte("s")).Handler()
 	b.Run("cached", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

@@ -1,4 +1,4 @@
-package reconcile
+package server
 
 import (
 	"encoding/json"

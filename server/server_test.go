@@ -1,4 +1,4 @@
-package reconcile
+package server
 
 import (
 	"bytes"
@@ -67,7 +67,7 @@ func TestServe(t *testing.T) {
 	secret := []byte("s3cret")
 	wd := filepath.Join(t.TempDir(), "wd")
 	loop := &controller.Loop{Workdir: state.Open(wd), Source: &source.RemoteSource{URL: "file://" + remote, Branch: "main", CacheDir: filepath.Join(wd, "cache")}, ToolVersion: "test", Interval: time.Hour}
-	srv := NewServer(loop, secret)
+	srv := New(loop, secret)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +222,7 @@ func TestWebhookLoad(t *testing.T) {
 	secret := []byte("s3cret")
 	loop := &controller.Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
 	var reconciles, full atomic.Int64
-	srv := NewServer(loop, secret)
+	srv := New(loop, secret)
 	onReconcile := loop.OnReconcile
 	loop.OnReconcile = func(o operation.Outcome, d time.Duration) {
 		reconciles.Add(1)
@@ -337,7 +337,7 @@ func TestStatusPageBrowser(t *testing.T) {
 	}
 	dir, repo := gittest.Quickstart(t)
 	loop := &controller.Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
-	srv := NewServer(loop, []byte("s"))
+	srv := New(loop, []byte("s"))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package reconcile
+package server
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 // remembered id is a duplicate. (The old map grew without bound within an hour:
 // 1,000 replays of 200 KB ids kept 392 MB.)
 func TestDeliveryDedupeBounded(t *testing.T) {
-	s := NewServer(&controller.Loop{}, []byte("s"))
+	s := New(&controller.Loop{}, []byte("s"))
 	const n = MaxSeenDeliveries + 500
 	for i := range n {
 		if s.duplicate(fmt.Sprintf("github/%d", i)) {
@@ -53,7 +53,7 @@ func TestDeliveryDedupeBounded(t *testing.T) {
 // signing, and one signed the old way (the body alone) are refused.
 func TestGenericReplayWindow(t *testing.T) {
 	secret := []byte("s3cret")
-	srv := NewServer(&controller.Loop{}, secret)
+	srv := New(&controller.Loop{}, secret)
 	h := srv.Handler()
 	body := []byte(`{"ref":"refs/heads/main"}`)
 	post := func(header map[string]string) int {
@@ -95,7 +95,7 @@ func TestGenericReplayWindow(t *testing.T) {
 // even one signed with the empty key (which the old server accepted: an HMAC
 // keyed with nothing is computable by anyone).
 func TestEmptySecretRefusesAll(t *testing.T) {
-	h := NewServer(&controller.Loop{}, nil).Handler()
+	h := New(&controller.Loop{}, nil).Handler()
 	body := []byte(`{}`)
 	for provider, header := range map[string]map[string]string{
 		"github":  {"X-Hub-Signature-256": sign(nil, body)},

@@ -1,4 +1,4 @@
-package reconcile
+package server
 
 import (
 	"context"
@@ -42,7 +42,7 @@ func startAPI(t *testing.T, setup func(*Server, *Limits)) *apiServer {
 	dir, repo := gittest.Quickstart(t)
 	wd := filepath.Join(t.TempDir(), "wd")
 	loop := &controller.Loop{Workdir: state.Open(wd), Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
-	srv := NewServer(loop, []byte("s3cret"))
+	srv := New(loop, []byte("s3cret"))
 	lim := DefaultLimits
 	if setup != nil {
 		setup(srv, &lim)
