@@ -37,7 +37,7 @@ test: fmtcheck vet
 # make test runs them too, but skips them when etcd is missing: here that fails.
 # Here the replicas' leader is killed 20 times (5 in make test).
 test-etcd:
-	FUELSYNC_REQUIRE_ETCD=1 FUELSYNC_REPLICA_KILLS=20 $(GO) test -count=1 -tags "$(TESTTAGS)" -run 'Etcd' ./state/... ./reconcile/... ./internal/cli
+	FUELSYNC_REQUIRE_ETCD=1 FUELSYNC_REPLICA_KILLS=20 $(GO) test -count=1 -tags "$(TESTTAGS)" -run 'Etcd' ./state/... ./controller/... ./server/... ./internal/cli
 
 # Both builds: without the test hooks (as released) and with them (as tested).
 vet:
@@ -135,7 +135,7 @@ fuzz:
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzTruncateMiddleLines$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzFence$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzScanNodeV2$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
-	$(GO) test ./reconcile -run '^$$' -fuzz '^FuzzParsePush$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
+	$(GO) test ./server -run '^$$' -fuzz '^FuzzParsePush$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./state -run '^$$' -fuzz '^FuzzParseStateURL$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./capabilities -run '^$$' -fuzz '^FuzzParseTemplate$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./capabilities -run '^$$' -fuzz '^FuzzParseEnvironment$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s

@@ -8,7 +8,7 @@ import (
 )
 
 // Metrics is what serve measures, for /metrics. Its Prometheus implementation
-// (reconcile/prommetrics) registers itself with RegisterMetrics from its init:
+// (server/prommetrics) registers itself with RegisterMetrics from its init:
 // only the fuelsync-server binary links it (the Prometheus client's inits slow
 // down every start of the CLI). Without it, /metrics answers 404.
 type Metrics interface {

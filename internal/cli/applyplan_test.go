@@ -76,7 +76,7 @@ func TestApplyPlanFileChecks(t *testing.T) {
 		want: `^fuelsync: the plan \S+/the\.plan is stale: it was made for state lineage [0-9a-f]+, but the work directory's state has lineage [0-9a-f]+; run plan again; nothing was changed\n$`,
 	}, {
 		name:  "not a plan file",
-		check: "ReadPlan (reconcile/plan.go): the JSON",
+		check: "ReadPlan (operation/plan.go): the JSON",
 		setup: func(t *testing.T, e env) {
 			if err := os.WriteFile(e.plan, []byte("{\"format_version\": \"1\", \"artifacts\": {\x00"), 0o644); err != nil {
 				t.Fatal(err)
@@ -85,21 +85,21 @@ func TestApplyPlanFileChecks(t *testing.T) {
 		want: `^fuelsync: \S+/the\.plan is not a fuelsync plan file: invalid character`,
 	}, {
 		name:  "a plan file of another format",
-		check: "ReadPlan (reconcile/plan.go): format_version",
+		check: "ReadPlan (operation/plan.go): format_version",
 		setup: func(t *testing.T, e env) {
 			editPlan(t, e.plan, func(p map[string]any) { p["format_version"] = "2" })
 		},
 		want: `^fuelsync: \S+/the\.plan is not a fuelsync plan file of format_version 1\n$`,
 	}, {
 		name:  "a plan file without artifacts",
-		check: "ReadPlan (reconcile/plan.go): artifacts",
+		check: "ReadPlan (operation/plan.go): artifacts",
 		setup: func(t *testing.T, e env) {
 			editPlan(t, e.plan, func(p map[string]any) { delete(p, "artifacts") })
 		},
 		want: `^fuelsync: \S+/the\.plan is not a fuelsync plan file of format_version 1\n$`,
 	}, {
 		name:  "no plan file",
-		check: "ReadPlan (reconcile/plan.go): reading it",
+		check: "ReadPlan (operation/plan.go): reading it",
 		setup: func(t *testing.T, e env) {
 			if err := os.Remove(e.plan); err != nil {
 				t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 	"github.com/fuelsync/fuelsync/state"
 )
 
-// revisionSource is a reconcile.Source that yields one given commit.
+// revisionSource is a source.Source that yields one given commit.
 type revisionSource struct {
 	path string
 	sha  string

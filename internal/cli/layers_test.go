@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestPackagesPointOneWay: the packages of the pipeline import one way down
+// it, internal/cli → server → controller → operation → {source, state} →
+// diff → render → loader (docs/design.md): none of them reaches a package
+// above it, source and state do not reach each other, and nothing reaches
+// internal/cli. go list -deps of each (its own code, tests aside).
+func TestPackagesPointOneWay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	const mod = "github.com/fuelsync/fuelsync/"
+	layers := [][]string{{"internal/cli"}, {"server"}, {"controller"}, {"operation"}, {"source", "state"}, {"diff"}, {"render"}, {"loader"}}
+	for i, layer := range layers {
+		for _, pkg := range layer {
+			cmd := exec.Command("go", "list", "-deps", "./"+pkg)
+			cmd.Dir = filepath.Join("..", "..")
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("go list -deps ./%s: %v", pkg, err)
+			}
+			deps := strings.Fields(string(out))
+			var above []string
+			for _, l := range layers[:i] {
+				above = append(above, l...)
+			}
+			for _, other := range layer {
+				if other != pkg {
+					above = append(above, other)
+				}
+			}
+			for _, a := range above {
+				if slices.Contains(deps, mod+a) {
+					t.Errorf("%s imports %s, which is not below it", pkg, a)
+				}
+			}
+		}
+	}
+}
