@@ -16,10 +16,12 @@ import (
 	"github.com/fuelsync/fuelsync/state"
 )
 
-// opEnv is what every command that runs the reconcile operation (plan, apply,
-// approve) starts from: the global flags, the work directory the settings
-// name, and its state backend. The command's own arguments are checked before
-// (opArgs), its output is its view's (views.go).
+// opEnv is what every command that opens the work directory starts from (the
+// operation's plan, apply and approve; status; state show, pull and push): the
+// global flags, the work directory the settings name, and its state backend.
+// The command's own arguments are checked apart (opArgs), its output is its
+// view's (views_plan.go, statusView, stateView). watch and serve read the
+// repository's settings strictly instead (loopSettings).
 type opEnv struct {
 	c              *cli.Context
 	g              *globals

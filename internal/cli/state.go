@@ -89,13 +89,7 @@ func stateCommand(stdout, stderr io.Writer) *cli.Command {
 						if e, ok := w.Backend.(state.Coordinator); ok {
 							holder = e.Holder(c.Context)
 						}
-						if g.format == "json" {
-							return writeJSON(stdout, map[string]any{"backend": w.StateName(), "lineage": st.Lineage, "serial": st.Serial,
-								"revision": st.Revision, "tool_version": st.ToolVersion, "artifacts": len(st.Artifacts),
-								"clusters": st.Clusters, "lock_holder": holderOrNil(holder)})
-						}
-						showState(stdout, w, st, holder)
-						return nil
+						return stateView(stdout, g, w, st, holder)
 					})
 				},
 			},
@@ -178,23 +172,35 @@ func stateCommand(stdout, stderr io.Writer) *cli.Command {
 	}
 }
 
-// withState runs f with the globals and the work directory (settings read,
-// backend opened, closed after).
+// withState runs f with the globals and the work directory, from the
+// preamble of every command that opens it (openOpEnv: settings read, backend
+// opened, closed after).
 func withState(c *cli.Context, stdout, stderr io.Writer, f func(*globals, *state.Workdir) error) error {
-	g, err := readGlobals(c, stdout, stderr)
+	env, err := openOpEnv(c, stdout, stderr)
 	if err != nil {
 		return err
 	}
+	defer env.close()
 	if c.Command.Name != "push" && c.NArg() > 0 {
 		return &exitError{code: 1, msg: fmt.Sprintf("state %s takes no arguments (got %q)", c.Command.Name, c.Args().First())}
 	}
-	useWorkdirSetting(c, g)
-	w, err := openWorkdir(c, g)
+	w, err := env.workdir()
 	if err != nil {
 		return err
 	}
-	defer w.Close()
-	return f(g, w)
+	return f(env.g, w)
+}
+
+// stateView prints what state show shows: the state's summary, as text or
+// JSON.
+func stateView(stdout io.Writer, g *globals, w *state.Workdir, st *state.State, holder state.LockInfo) error {
+	if g.format == "json" {
+		return writeJSON(stdout, map[string]any{"backend": w.StateName(), "lineage": st.Lineage, "serial": st.Serial,
+			"revision": st.Revision, "tool_version": st.ToolVersion, "artifacts": len(st.Artifacts),
+			"clusters": st.Clusters, "lock_holder": holderOrNil(holder)})
+	}
+	showState(stdout, w, st, holder)
+	return nil
 }
 
 func holderOrNil(h state.LockInfo) any {

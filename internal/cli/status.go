@@ -43,42 +43,52 @@ func statusCommand(stdout, stderr io.Writer) *cli.Command {
 			"serve with --server URL.",
 		Flags: append(serverFlags(), formatFlag()),
 		Action: func(c *cli.Context) error {
-			g, err := readGlobals(c, stdout, stderr)
+			env, err := openOpEnv(c, stdout, stderr)
 			if err != nil {
 				return err
 			}
+			defer env.close()
 			if c.NArg() > 0 {
 				return &exitError{code: 1, msg: fmt.Sprintf("status takes no arguments (got %q)", c.Args().First())}
 			}
-			if g.format != "text" && g.format != "json" {
-				return &exitError{code: 1, msg: fmt.Sprintf("status prints text or json, not %q", g.format)}
+			if env.g.format != "text" && env.g.format != "json" {
+				return &exitError{code: 1, msg: fmt.Sprintf("status prints text or json, not %q", env.g.format)}
 			}
-			var infos []operation.ClusterInfo
-			if url := c.String("server"); url != "" {
-				if infos, err = serverClusters(c, url); err != nil {
-					return err
-				}
-			} else {
-				useWorkdirSetting(c, g)
-				w, err := openWorkdir(c, g)
-				if err != nil {
-					return err
-				}
-				defer w.Close()
-				st, err := w.ReadState()
-				if err != nil {
-					return &exitError{code: 1, msg: err.Error()}
-				}
-				live, head := headStatuses(g, st)
-				infos = operation.ClusterInfos(st, live, head)
+			infos, err := env.clusterInfos(c.String("server"))
+			if err != nil {
+				return err
 			}
-			if g.format == "json" {
-				return writeJSON(stdout, map[string]any{"format_version": formatVersion, "clusters": infos})
-			}
-			writeStatusTable(stdout, infos)
-			return nil
+			return statusView(stdout, env.g, infos)
 		},
 	}
+}
+
+// clusterInfos are every cluster's status line: asked of the serve at url,
+// or (url empty) read from the applied state and compared with the
+// repository's head.
+func (e *opEnv) clusterInfos(url string) ([]operation.ClusterInfo, error) {
+	if url != "" {
+		return serverClusters(e.c, url)
+	}
+	w, err := e.workdir()
+	if err != nil {
+		return nil, err
+	}
+	st, err := w.ReadState()
+	if err != nil {
+		return nil, &exitError{code: 1, msg: err.Error()}
+	}
+	live, head := headStatuses(e.g, st)
+	return operation.ClusterInfos(st, live, head), nil
+}
+
+// statusView prints the status lines, as text (a table) or JSON.
+func statusView(stdout io.Writer, g *globals, infos []operation.ClusterInfo) error {
+	if g.format == "json" {
+		return writeJSON(stdout, map[string]any{"format_version": formatVersion, "clusters": infos})
+	}
+	writeStatusTable(stdout, infos)
+	return nil
 }
 
 // headStatuses compares the state with the revision of the repository (its
