@@ -18,15 +18,7 @@ func TestLightBinaryDeps(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
-	deps := func(pkg string) []string {
-		cmd := exec.Command("go", "list", "-deps", pkg)
-		cmd.Dir = filepath.Join("..", "..")
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("go list -deps %s: %v", pkg, err)
-		}
-		return strings.Fields(string(out))
-	}
+	deps := func(pkg string) []string { return goListDeps(t, pkg) }
 	heavy := []string{"go.etcd.io/", "google.golang.org/grpc", "google.golang.org/protobuf", "github.com/prometheus/"}
 	for _, dep := range deps("./cmd/fuelsync") {
 		for _, h := range heavy {

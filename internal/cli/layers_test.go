@@ -21,13 +21,7 @@ func TestPackagesPointOneWay(t *testing.T) {
 	layers := [][]string{{"internal/cli"}, {"server"}, {"controller"}, {"operation"}, {"source", "state"}, {"diff"}, {"render"}, {"loader"}}
 	for i, layer := range layers {
 		for _, pkg := range layer {
-			cmd := exec.Command("go", "list", "-deps", "./"+pkg)
-			cmd.Dir = filepath.Join("..", "..")
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("go list -deps ./%s: %v", pkg, err)
-			}
-			deps := strings.Fields(string(out))
+			deps := goListDeps(t, "./"+pkg)
 			var above []string
 			for _, l := range layers[:i] {
 				above = append(above, l...)
@@ -44,4 +38,17 @@ func TestPackagesPointOneWay(t *testing.T) {
 			}
 		}
 	}
+}
+
+// goListDeps lists the packages pkg (a path from the module's root) depends
+// on, itself included: go list -deps.
+func goListDeps(t testing.TB, pkg string) []string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", pkg)
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	return strings.Fields(string(out))
 }
