@@ -147,8 +147,19 @@ func (a *attribution) concerns(file string) []string {
 		}
 		switch base := path.Base(file); {
 		case path.Dir(file) == "clusters", strings.HasPrefix(base, "cluster.") && strings.Count(rest, "/") == 1:
-			// A spec that no longer loads: the cluster it would define.
-			return []string{defaultClusterName(file)}
+			// A spec that no longer loads: the cluster it would define, and
+			// (never deleted on a guess) every applied cluster of a state too
+			// old to say which file it came from that the revision lacks.
+			out := []string{defaultClusterName(file)}
+			if a.st != nil {
+				for name, cs := range a.st.Clusters {
+					if cs.File == "" && a.repo.Cluster(name) == nil {
+						out = appendNew(out, name)
+					}
+				}
+			}
+			slices.Sort(out)
+			return out
 		}
 		return a.all
 	}
