@@ -407,7 +407,7 @@ func Materialise(ctx context.Context, w *state.Workdir, src source.Source, st *s
 			return fmt.Errorf("reading the applied revision %.12s of serial %d: %w", revName, st.Serial, err)
 		}
 		repo, diags := loader.Load(rev.FS, loader.Options{})
-		held, _ := operation.Attribute(repo, st, diags)
+		held, _ := operation.Hold(repo, st, diags)
 		each := render.RenderEach(repo, render.Options{Clusters: clusters, State: st})
 		for _, c := range clusters {
 			d := append(held[c], each.Clusters[c]...)

@@ -28,7 +28,16 @@ type Side struct {
 	// encoded says the files are Rendered's own encoding (RenderedSide): the task
 	// ids of a node can be taken from the model instead of decoding its file.
 	encoded bool
+	// Unreadable says the side's files cannot be read, only its digests are
+	// known (an applied set lost with its revision): a cluster whose files
+	// differ is compared by the other side and the digests alone, each node
+	// whose files differ planned as changed (CauseUnverified).
+	Unreadable bool
 }
+
+// CauseUnverified is the kind of a node's cause when the old side's files
+// could not be read: its files differ, what differs is not known.
+const CauseUnverified = "unverified"
 
 // Action is what applying a change does to a node or a cluster.
 type Action string
@@ -179,7 +188,11 @@ func Compute(old, new *Side) (*ChangeSet, error) {
 	}
 	cs := &ChangeSet{}
 	for _, c := range sortedKeys(files) {
-		cc, err := computeCluster(c, files[c], old, new)
+		compute := computeCluster
+		if old.Unreadable {
+			compute = computeUnverified
+		}
+		cc, err := compute(c, files[c], old, new)
 		if err != nil {
 			return nil, err
 		}
@@ -189,6 +202,72 @@ func Compute(old, new *Side) (*ChangeSet, error) {
 	}
 	cs.Summary = Summarize(cs.Clusters)
 	return cs, nil
+}
+
+// computeUnverified is computeCluster when the old side's files cannot be
+// read: its nodes are known by their files' paths, the new side's by its
+// cluster.yaml; a node on one side only is created or deleted, a node whose
+// files differ is updated, with the cause CauseUnverified.
+func computeUnverified(cluster string, changed []string, old, new *Side) (*ClusterChange, error) {
+	nv, err := viewOf(new, cluster)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(changed)
+	nodeFiles := func(s *Side) map[string][]string {
+		out := map[string][]string{}
+		for name := range s.Digests {
+			if kind, c, node, _ := artifactPath(name); kind == "node" && c == cluster {
+				out[node] = append(out[node], name)
+			}
+		}
+		return out
+	}
+	oldNodes, newNodes := nodeFiles(old), nodeFiles(new)
+	cc := &ClusterChange{Name: cluster, Action: Update, Files: changed}
+	switch {
+	case len(oldNodes) == 0 && old.Digests[cluster+"/cluster.yaml"] == "":
+		cc.Action = Create
+	case !nv.present:
+		cc.Action = Delete
+	}
+	all := map[string]bool{}
+	for n := range oldNodes {
+		all[n] = true
+	}
+	for n := range newNodes {
+		all[n] = true
+	}
+	for _, n := range sortedKeys(all) {
+		pseudo := n == "master" || n == "sync"
+		nc := &NodeChange{Node: n, Action: Update, Run: []string{"default"}, Pseudo: pseudo}
+		if nn := nv.node(n); nn != nil {
+			nc.Roles = nn.Roles
+		}
+		_, inOld := oldNodes[n]
+		_, inNew := newNodes[n]
+		switch {
+		case !inOld && !pseudo:
+			nc.Action, nc.Run = Create, []string{"provision", "default"}
+		case !inNew && !pseudo:
+			nc.Action, nc.Run = Delete, []string{"deletion"}
+		default:
+			same := len(oldNodes[n]) == len(newNodes[n])
+			for _, name := range newNodes[n] {
+				same = same && old.Digests[name] == new.Digests[name]
+			}
+			if same {
+				continue
+			}
+		}
+		if pseudo && cc.Action != Update {
+			continue
+		}
+		nc.Causes = []*Cause{{Kind: CauseUnverified, Subject: "the applied files cannot be read: planned as changed"}}
+		cc.Nodes = append(cc.Nodes, nc)
+	}
+	cc.Groups = group(cc.Nodes)
+	return cc, nil
 }
 
 // Summarize counts the changes of clusters (ChangeSet.Summary).

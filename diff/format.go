@@ -203,6 +203,8 @@ func (c *Cause) Text() string {
 		return "task " + c.Subject + " no longer defined" + src
 	case "dependencies":
 		return "dependencies changed"
+	case CauseUnverified:
+		return c.Subject
 	}
 	return c.Kind + " " + c.Subject
 }

@@ -126,8 +126,19 @@ func (a *attribution) concerns(file string) []string {
 		}
 		switch base := path.Base(file); {
 		case path.Dir(file) == "clusters", strings.HasPrefix(base, "cluster.") && strings.Count(rest, "/") == 1:
-			// A spec that no longer loads: the cluster it would define.
-			return []string{defaultClusterName(file)}
+			// A spec that no longer loads: the cluster it would define, and
+			// (never deleted on a guess) every applied cluster of a state too
+			// old to say which file it came from that the revision lacks.
+			out := []string{defaultClusterName(file)}
+			if a.st != nil {
+				for name, cs := range a.st.Clusters {
+					if cs.File == "" && a.repo.Cluster(name) == nil {
+						out = appendNew(out, name)
+					}
+				}
+			}
+			slices.Sort(out)
+			return out
 		}
 		return a.all
 	}
@@ -173,11 +184,13 @@ func (a *attribution) attribute(diags hcl.Diagnostics, into map[string]hcl.Diagn
 	return orphans
 }
 
-// Attribute gives every error of diags, of a load of repo, to the clusters it
-// concerns, as the operation does (st, the applied state, adds its clusters
-// and their recorded spec files; nil for none): the errors of each cluster,
-// and apart those that concern no cluster.
-func Attribute(repo *loader.Repo, st *state.State, diags hcl.Diagnostics) (held map[string]hcl.Diagnostics, orphans hcl.Diagnostics) {
+// Hold tells the errors of diags (a load of repo, or release and plugin data)
+// apart by the clusters they hold, as the operation does (Operation): an
+// error in a cluster's own spec holds that cluster, in a shared input the
+// clusters that use it. st, the applied state (nil for none), adds its
+// clusters and their recorded spec files. Errors that hold no cluster are
+// returned apart.
+func Hold(repo *loader.Repo, st *state.State, diags hcl.Diagnostics) (held map[string]hcl.Diagnostics, orphans hcl.Diagnostics) {
 	held = map[string]hcl.Diagnostics{}
 	orphans = newAttribution(repo, st).attribute(diags, held)
 	return held, orphans

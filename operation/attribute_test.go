@@ -210,3 +210,63 @@ func TestOperationStopsWhenNotLeading(t *testing.T) {
 		t.Errorf("the work directory was made: %v", err)
 	}
 }
+
+// TestOperationNeverDeletesOnAGuess: a spec that no longer parses, whose
+// cluster has another name than its file's, in a state written before states
+// recorded each cluster's file: the applied cluster is held, not deleted.
+func TestOperationNeverDeletesOnAGuess(t *testing.T) {
+	ctx := context.Background()
+	files := unitsRepo(t)
+	replaceIn(t, files, "clusters/lab.yaml", "cluster: lab ", "cluster: other ")
+	w := state.Open(filepath.Join(t.TempDir(), "wd"))
+	op := &Operation{Workdir: w, ToolVersion: "test"}
+	first, err := op.Run(ctx, Request{Revision: source.Revision{SHA: source.WorkingTree, FS: files}, Apply: true})
+	if err != nil || first.Next == nil || first.Next.Clusters["other"] == nil {
+		t.Fatalf("the first apply: %v %v", err, first.Diagnostics)
+	}
+	// The state as an older fuelsync wrote it: no file per cluster.
+	lock, err := w.Lock(ctx, "test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := *first.Next
+	old.Clusters = map[string]*state.ClusterState{}
+	for name, cs := range first.Next.Clusters {
+		c := *cs
+		c.File, c.Status, c.Revision, c.Serial = "", "", "", 0
+		old.Clusters[name] = &c
+	}
+	old.Serial++
+	files2 := map[string][]byte{}
+	for name := range old.Artifacts {
+		data, err := fs.ReadFile(w.SetFS(first.Next.Serial), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files2[name] = data
+	}
+	if err := w.Publish(lock, &old, func(put func(string, []byte) error) error {
+		for name, data := range files2 {
+			if err := put(name, data); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	lock.Unlock()
+
+	f := maps.Clone(files)
+	replaceIn(t, f, "clusters/lab.yaml", "nodes:", "nodes: [")
+	res, err := op.Run(ctx, Request{Revision: source.Revision{SHA: source.WorkingTree, FS: f}, Apply: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := res.Cluster("other"); c == nil || c.Status != state.StatusHeld {
+		t.Fatalf("cluster other: %+v (held: %v)", c, res.Held())
+	}
+	if res.Plan.Changes.Summary.Delete != 0 {
+		t.Errorf("nodes deleted: %+v", res.Plan.Changes.Summary)
+	}
+}

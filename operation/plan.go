@@ -419,7 +419,9 @@ func nextState(st *state.State, p *Plan, rs []*render.Rendered, kept []string) *
 		if p.InputFiles == "" {
 			return
 		}
-		if !p.Again {
+		if !p.Again && len(p.Targets) == 0 {
+			// Only a plan of every cluster makes the state the outcome of
+			// these inputs (a targeted one leaves the others behind).
 			next.Inputs = state.InputsKey(p.InputFiles, p.ToolVersion, next)
 		}
 		for c, cs := range next.Clusters {

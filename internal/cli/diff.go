@@ -2,10 +2,10 @@ package cli
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"html"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -16,6 +16,7 @@ import (
 	"github.com/fuelsync/fuelsync/diff"
 	"github.com/fuelsync/fuelsync/internal/safetext"
 	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/render"
 )
 
@@ -57,22 +58,12 @@ func diffCommand(stdout, stderr io.Writer) *cli.Command {
 				return &exitError{code: 2, msg: fmt.Sprintf("diff prints text, json or markdown, not %q", g.format)}
 			}
 			res, err := diffRevisions(g, c.String("base"), c.String("head"), c.Int("context"))
-			var invalid *invalidRevision
-			if errors.As(err, &invalid) && (g.format == "json" || g.format == "markdown") {
-				// A complete document, so that a CI job posts the errors rather than nothing.
-				if g.format == "json" {
-					err = writeJSON(stdout, invalid.json())
-				} else {
-					_, err = io.WriteString(stdout, invalid.markdown(markdownLimit))
-				}
-				if err != nil {
-					return &exitError{code: 2, msg: err.Error()}
-				}
-				return &exitError{code: 2, msg: invalid.Error()}
-			}
 			if err != nil {
 				return withCode(err, 2)
 			}
+			// A head that does not validate still gets a complete document:
+			// every other cluster's changes, and the errors with their
+			// file:line, for the CI job to post; then exit 2.
 			switch g.format {
 			case "json":
 				err = writeJSON(stdout, res.json())
@@ -84,7 +75,10 @@ func diffCommand(stdout, stderr io.Writer) *cli.Command {
 			if err != nil {
 				return &exitError{code: 2, msg: err.Error()}
 			}
-			if !res.changes.Empty() {
+			if res.invalid != nil {
+				return &exitError{code: 2, msg: res.invalid.Error()}
+			}
+			if !res.changes.Empty() || len(res.held) > 0 {
 				return exitCode(1)
 			}
 			return nil
@@ -107,13 +101,28 @@ type diffResult struct {
 	headSHA    string
 	changes    *diff.ChangeSet
 	files      []diff.FileDiff
+	// held are the clusters not compared: they do not validate at the head
+	// (or at the base), each with its problems.
+	held []heldCluster
+	// invalid is the head's errors when it does not validate (exit 2), nil
+	// when it does.
+	invalid *invalidRevision
 }
 
-// diffRevisions renders base and head and compares them. The head is resolved
-// whole (all its diagnostics count); only the clusters the change can affect are
-// compared: every cluster when a file outside the cluster specs differs, else the
-// clusters whose spec differs. The others render to the same artifacts on both
-// sides, so they are neither rendered on the base nor encoded.
+// heldCluster is a cluster diff does not compare.
+type heldCluster struct {
+	name, side string // side: "head" or "base"
+	problems   []string
+}
+
+// diffRevisions renders base and head and compares them, cluster by cluster:
+// a cluster that does not validate at the head (or at the base) is not
+// compared and is listed with its problems, and the others are. Every
+// diagnostic of the head counts (the check fails when the head has an error);
+// only the clusters the change can affect are rendered: every cluster when a
+// file outside the cluster specs differs, else the clusters whose spec
+// differs. The others render to the same artifacts on both sides, so they are
+// validated on the head, not rendered, and not read on the base.
 func diffRevisions(g *globals, baseRev, headRev string, context int) (*diffResult, error) {
 	cache := loader.NewCache() // a file both revisions share is decoded once
 	open := func(rev string) (*source, error) {
@@ -132,19 +141,45 @@ func diffRevisions(g *globals, baseRev, headRev string, context int) (*diffResul
 	headRepo, headDiags := loader.Load(headSrc.fsys, loadOptions(cache))
 	baseRepo, baseDiags := loader.Load(baseSrc.fsys, loadOptions(cache))
 	affected := affectedClusters(baseRepo, headRepo)
-	headPart, err := renderSide(g, "head", baseSrc, headSrc, headRepo, headDiags, affected, true)
-	if err != nil {
-		return nil, err
+	headHeld, _ := operation.Hold(headRepo, nil, headDiags)
+	baseHeld, _ := operation.Hold(baseRepo, nil, baseDiags)
+	held := func(c string) bool { return len(headHeld[c]) > 0 || len(baseHeld[c]) > 0 }
+	compare := func(repo *loader.Repo) []string {
+		var out []string
+		for _, c := range repo.Clusters {
+			if (affected == nil || slices.Contains(affected, c.Name)) && !held(c.Name) && !slices.Contains(out, c.Name) {
+				out = append(out, c.Name)
+			}
+		}
+		return out
 	}
-	baseRs, err := renderSide(g, "base", baseSrc, headSrc, baseRepo, baseDiags, affected, false)
-	if err != nil {
-		return nil, err
+	// The head: the clusters compared rendered, the others validated.
+	headList := compare(headRepo)
+	headRs, more := renderEach(headRepo, headList, headHeld, false)
+	headDiags = append(headDiags, more...)
+	var rest []string
+	for _, c := range headRepo.Clusters {
+		if !slices.Contains(headList, c.Name) && !slices.Contains(rest, c.Name) && len(headHeld[c.Name]) == 0 {
+			rest = append(rest, c.Name)
+		}
 	}
+	_, more = renderEach(headRepo, rest, headHeld, true)
+	headDiags = loader.SortDiagnostics(append(headDiags, more...))
+	// The base: the same clusters.
+	baseRs, more := renderEach(baseRepo, compare(baseRepo), baseHeld, false)
+	baseDiags = loader.SortDiagnostics(append(baseDiags, more...))
+	g.writeDiagnostics(g.stderr, baseDiags, baseRepo.Sources.Files(), baseSrc.prefix)
+	g.writeDiagnostics(g.stderr, headDiags, headRepo.Sources.Files(), headSrc.prefix)
+	keep := func(rs []*render.Rendered) []*render.Rendered {
+		return slices.DeleteFunc(rs, func(r *render.Rendered) bool { return held(r.Model.Cluster.Name) })
+	}
+	baseRs, headRs = keep(baseRs), keep(headRs)
+
 	baseSide, err := diff.RenderedSide(baseRs, baseSrc.revision, version, nil)
 	if err != nil {
 		return nil, err
 	}
-	headSide, err := diff.RenderedSide(headPart, headSrc.revision, version, baseSide.Digests)
+	headSide, err := diff.RenderedSide(headRs, headSrc.revision, version, baseSide.Digests)
 	if err != nil {
 		return nil, err
 	}
@@ -153,6 +188,21 @@ func diffRevisions(g *globals, baseRev, headRev string, context int) (*diffResul
 		return nil, err
 	}
 	res := &diffResult{base: baseSrc.label, head: headSrc.label, baseSHA: baseSrc.revision, headSHA: headSrc.revision, changes: cs}
+	for _, side := range []struct {
+		name string
+		held map[string]hcl.Diagnostics
+	}{{"head", headHeld}, {"base", baseHeld}} {
+		for _, c := range slices.Sorted(maps.Keys(side.held)) {
+			if side.name == "base" && len(headHeld[c]) > 0 {
+				continue // said of the head
+			}
+			res.held = append(res.held, heldCluster{name: c, side: side.name, problems: diagProblems(side.held[c], 20)})
+		}
+	}
+	if headDiags.HasErrors() {
+		res.invalid = &invalidRevision{side: "head", baseSHA: baseSrc.revision, headSHA: headSrc.revision,
+			prefix: headSrc.prefix, diags: headDiags, files: headRepo.Sources.Files()}
+	}
 	for _, cc := range cs.Clusters {
 		for _, name := range cc.Files {
 			old, _, err := baseSide.Kept(name)
@@ -169,6 +219,62 @@ func diffRevisions(g *globals, baseRev, headRev string, context int) (*diffResul
 	return res, nil
 }
 
+// renderEach renders (or, with validate, validates) clusters of repo, adding
+// to held the clusters whose render, or whose release or plugin data, has
+// errors; it returns the clusters rendered without errors and every
+// diagnostic of the render.
+func renderEach(repo *loader.Repo, clusters []string, held map[string]hcl.Diagnostics, validate bool) ([]*render.Rendered, hcl.Diagnostics) {
+	if len(clusters) == 0 {
+		return nil, nil
+	}
+	var each *render.Each
+	if validate {
+		each = render.ValidateEach(repo, render.Options{Clusters: clusters})
+	} else {
+		each = render.RenderEach(repo, render.Options{Clusters: clusters})
+	}
+	diags := slices.Clone(each.Data)
+	more, _ := operation.Hold(repo, nil, each.Data)
+	for c, d := range more {
+		held[c] = append(held[c], d...)
+	}
+	for _, c := range clusters {
+		diags = append(diags, each.Clusters[c]...)
+		for _, d := range each.Clusters[c] {
+			if d.Severity == hcl.DiagError {
+				held[c] = append(held[c], d)
+			}
+		}
+	}
+	var out []*render.Rendered
+	for _, r := range each.Rendered {
+		if len(held[r.Model.Cluster.Name]) == 0 {
+			out = append(out, r)
+		}
+	}
+	return out, diags
+}
+
+// diagProblems are the errors of diags as file:line:col: error: message, at
+// most max and a line that counts the rest.
+func diagProblems(diags hcl.Diagnostics, max int) []string {
+	var out []string
+	for _, d := range loader.SortDiagnostics(diags) {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		where := ""
+		if s := d.Subject; s != nil {
+			where = fmt.Sprintf("%s:%d:%d: ", s.Filename, s.Start.Line, s.Start.Column)
+		}
+		out = append(out, where+"error: "+d.Summary)
+	}
+	if len(out) > max {
+		out = append(out[:max:max], fmt.Sprintf("and %d more errors", len(out)-max))
+	}
+	return out
+}
+
 // invalidRevision is a diff whose base or head does not validate.
 type invalidRevision struct {
 	side             string // "base" or "head"
@@ -183,58 +289,13 @@ func (e *invalidRevision) Error() string {
 	return fmt.Sprintf("the %s revision does not validate: %s", e.side, plural(nerr, "error"))
 }
 
-// renderSide renders one side of the diff (only clusters when not nil; none when
-// empty), printing its diagnostics on stderr; errors make an *invalidRevision.
-// With validateRest, the other clusters are validated (render.Validate: the same
-// diagnostics, without building every node's graph), so that every diagnostic of
-// the side counts although only the clusters compared are rendered.
-func renderSide(g *globals, side string, baseSrc, headSrc *source, repo *loader.Repo, diags hcl.Diagnostics, clusters []string, validateRest bool) ([]*render.Rendered, error) {
-	var rendered []*render.Rendered
-	if clusters == nil || len(clusters) > 0 {
-		var more hcl.Diagnostics
-		rendered, more = render.Render(repo, render.Options{Clusters: clusters})
-		diags = append(diags, more...)
-	}
-	if validateRest && clusters != nil {
-		var rest []string
-		for _, c := range repo.Clusters {
-			if !slices.Contains(clusters, c.Name) {
-				rest = append(rest, c.Name)
-			}
-		}
-		if len(rest) > 0 {
-			diags = append(diags, render.Validate(repo, render.Options{Clusters: rest})...)
-		}
-	}
-	diags = loader.SortDiagnostics(diags)
-	src := headSrc
-	if side == "base" {
-		src = baseSrc
-	}
-	g.writeDiagnostics(g.stderr, diags, repo.Sources.Files(), src.prefix)
-	if diags.HasErrors() {
-		return nil, &invalidRevision{side: side, baseSHA: baseSrc.revision, headSHA: headSrc.revision,
-			prefix: src.prefix, diags: diags, files: repo.Sources.Files()}
-	}
-	return rendered, nil
-}
-
-// json is the diff document of an invalid revision: no changes, the error and
-// every diagnostic with its file and position.
-func (e *invalidRevision) json() diffJSON {
-	nerr, nwarn := loader.Counts(e.diags)
-	return diffJSON{FormatVersion: "1", Base: e.baseSHA, Head: e.headSHA, Files: []diffFileJSON{},
-		Error: e.Error(), InvalidRevision: e.side, ErrorCount: nerr, WarningCount: nwarn,
-		Diagnostics: toJSONDiagnostics(e.diags, e.prefix)}
-}
-
-// markdown is the pull-request comment of an invalid revision: what failed, a
-// list of the errors with file:line, and the full diagnostics folded.
+// markdown is the section of the pull-request comment of a head that does not
+// validate: what failed, a list of the errors with file:line, and the full
+// diagnostics folded, in at most limit characters.
 func (e *invalidRevision) markdown(limit int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "### fuelsync diff `%.12s` → `%.12s`\n\n", e.baseSHA, e.headSHA)
 	nerr, nwarn := loader.Counts(e.diags)
-	fmt.Fprintf(&b, "**:x: The %s revision does not validate: %s, %s.** Nothing was compared.\n\n", e.side, plural(nerr, "error"), plural(nwarn, "warning"))
+	fmt.Fprintf(&b, "**:x: The %s revision does not validate: %s, %s.** The clusters it holds are not compared; the others are, below.\n\n", e.side, plural(nerr, "error"), plural(nwarn, "warning"))
 	for _, d := range e.diags {
 		if d.Severity != hcl.DiagError {
 			continue
@@ -298,7 +359,17 @@ func affectedClusters(base, head *loader.Repo) []string {
 func (r *diffResult) text(c diff.Colors) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "fuelsync diff %s → %s\n\n", safetext.Line(r.base), safetext.Line(r.head))
-	b.WriteString(r.changes.Text(c))
+	if r.changes.Empty() && len(r.held) > 0 {
+		b.WriteString("No changes in the clusters compared.\n")
+	} else {
+		b.WriteString(r.changes.Text(c))
+	}
+	for _, h := range r.held {
+		fmt.Fprintf(&b, "\nNot compared: cluster %s does not validate at the %s (%s):\n", safetext.Line(h.name), h.side, plural(len(h.problems), "problem"))
+		for _, p := range h.problems {
+			fmt.Fprintf(&b, "  %s\n", safetext.Line(p))
+		}
+	}
 	for _, f := range r.files {
 		b.WriteByte('\n')
 		for _, line := range strings.SplitAfter(f.Text, "\n") {
@@ -342,6 +413,9 @@ type diffJSON struct {
 	Summary        diff.Summary    `json:"summary"`
 	Changes        *diff.ChangeSet `json:"changes"`
 	Files          []diffFileJSON  `json:"files"`
+	// NotCompared are the clusters that do not validate at the head (or at
+	// the base), with their problems: the others are compared.
+	NotCompared []diffHeldJSON `json:"not_compared,omitempty"`
 	// When a revision does not validate: which one, the error and its diagnostics.
 	Error           string           `json:"error,omitempty"`
 	InvalidRevision string           `json:"invalid_revision,omitempty"`
@@ -363,7 +437,23 @@ func (r *diffResult) json() diffJSON {
 	for _, f := range r.files {
 		out.Files = append(out.Files, diffFileJSON{f.Name, f.Added, f.Removed, f.Text})
 	}
+	for _, h := range r.held {
+		out.NotCompared = append(out.NotCompared, diffHeldJSON{Cluster: h.name, Revision: h.side, Problems: h.problems})
+	}
+	if e := r.invalid; e != nil {
+		nerr, nwarn := loader.Counts(e.diags)
+		out.Error, out.InvalidRevision, out.ErrorCount, out.WarningCount = e.Error(), e.side, nerr, nwarn
+		out.Diagnostics = toJSONDiagnostics(e.diags, e.prefix)
+	}
 	return out
+}
+
+// diffHeldJSON is a cluster diff did not compare, in its JSON form.
+type diffHeldJSON struct {
+	Cluster string `json:"cluster"`
+	// Revision is the side it does not validate at: head or base.
+	Revision string   `json:"revision"`
+	Problems []string `json:"problems"`
 }
 
 // markdown is the pull-request comment: the summary and a table of node changes
@@ -373,8 +463,22 @@ func (r *diffResult) json() diffJSON {
 func (r *diffResult) markdown(limit int) string {
 	var head strings.Builder
 	fmt.Fprintf(&head, "### fuelsync diff `%.12s` → `%.12s`\n\n", r.baseSHA, r.headSHA)
+	var invalid string
+	if r.invalid != nil {
+		invalid = r.invalid.markdown(limit / 2)
+		head.WriteString(invalid)
+	}
+	for _, h := range r.held {
+		if h.side == "base" {
+			fmt.Fprintf(&head, "Not compared: cluster %s does not validate at the base (%s).\n\n", mdCode(h.name), plural(len(h.problems), "problem"))
+		}
+	}
 	if r.changes.Empty() {
-		head.WriteString("No changes: both revisions render to the same artifacts.\n")
+		if r.invalid != nil {
+			head.WriteString("No changes in the other clusters.\n")
+		} else {
+			head.WriteString("No changes: both revisions render to the same artifacts.\n")
+		}
 		return head.String()
 	}
 	fmt.Fprintf(&head, "**%s**\n\n", r.changes.Summary.Line())

@@ -99,6 +99,13 @@ func writeExplanation(w io.Writer, ex *render.Explanation, prefix string) {
 		for _, o := range t.Overrode {
 			fmt.Fprintf(w, "   overrides the %s's definition at %s:%d\n", esc(o.Layer), esc(prefix+o.File), o.Line)
 		}
+		for _, d := range t.Defaults {
+			where := ""
+			if d.File != "" {
+				where = fmt.Sprintf(" (%s:%d)", esc(prefix+d.File), d.Line)
+			}
+			fmt.Fprintf(w, "   %s = %s: %s%s\n", esc(d.Key), esc(d.Value), esc(d.From), where)
+		}
 		for _, v := range t.Via {
 			switch v.Selector {
 			case "group":
