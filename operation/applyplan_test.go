@@ -68,3 +68,52 @@ func TestStalePlan(t *testing.T) {
 		t.Errorf("another lineage: %v", err)
 	}
 }
+
+// Apply checks every file it publishes against the plan's digests, whatever
+// its caller checked before: a file that renders otherwise than planned, a
+// planned file the render no longer gives and a rendered file the plan lacks
+// each stop the apply before anything is switched.
+func TestApplyChecksEveryFile(t *testing.T) {
+	repo, diags := loader.Load(os.DirFS("../examples/quickstart"), loader.Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	rs, diags := render.Render(repo, render.Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	const node = "demo/nodes/node-1/default.yaml"
+	for _, tc := range []struct {
+		name string
+		edit func(map[string]string)
+		want string
+	}{
+		{"a file rendered otherwise", func(a map[string]string) { a[node] = strings.Repeat("0", 64) }, node + " differs from the plan"},
+		{"a planned file no longer rendered", func(a map[string]string) { a["demo/nodes/node-9/default.yaml"] = strings.Repeat("0", 64) }, "the render no longer produces demo/nodes/node-9/default.yaml"},
+		{"a rendered file not planned", func(a map[string]string) { delete(a, node) }, node + " differs from the plan"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := state.Open(filepath.Join(t.TempDir(), "wd"))
+			l, err := w.Lock(context.Background(), "test", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Unlock()
+			st, err := w.ReadState()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := MakePlan(w, st, rs, nil, "working-tree", "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.edit(p.Artifacts)
+			if _, err := Apply(w, l, st, p, rs); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("apply: %v, want %q", err, tc.want)
+			}
+			if st, err := w.ReadState(); err != nil || st.Serial != 0 {
+				t.Errorf("after the refusal: serial %d, %v", st.Serial, err)
+			}
+		})
+	}
+}
