@@ -112,6 +112,15 @@ func (r *Replica) Run(ctx context.Context) error {
 			r.serving = st.Serial
 		}
 		r.mu.Unlock()
+		var gone *RevisionGoneError
+		if errors.As(err, &gone) {
+			// The applied revision left git (history rewritten and
+			// collected): the new revision is reconciled anyway, against
+			// the state's digests (operation.Operation plans what it cannot
+			// compare as changed), instead of failing every reconcile.
+			r.Loop.Log.Warn("replica: the applied set cannot be made again; reconciling against the state's digests", "replica", id, "error", redact.Text(err.Error()))
+			return nil
+		}
 		return err
 	}
 	// The leader's own applies are served as they commit.
@@ -362,6 +371,21 @@ func (e *RenderMismatchError) Error() string {
 		e.Replica, e.File, e.Serial, e.Revision, e.Applied)
 }
 
+// RevisionGoneError says the revision an applied set is the render of cannot be
+// read any more (history rewritten and garbage-collected): the set cannot be
+// made again from git.
+type RevisionGoneError struct {
+	Revision string
+	Serial   int64
+	Err      error
+}
+
+func (e *RevisionGoneError) Error() string {
+	return fmt.Sprintf("reading the applied revision %.12s of serial %d: %v", e.Revision, e.Serial, e.Err)
+}
+
+func (e *RevisionGoneError) Unwrap() error { return e.Err }
+
 // Materialise makes the applied set of st in w, when w lacks it, from src:
 // the applied revision rendered with the applied state, every file checked
 // against st's manifest (sha256) before it is kept; then current names it.
@@ -404,7 +428,7 @@ func Materialise(ctx context.Context, w *state.Workdir, src source.Source, st *s
 		clusters := byRev[revName]
 		rev, err := rsrc.At(ctx, revName)
 		if err != nil {
-			return fmt.Errorf("reading the applied revision %.12s of serial %d: %w", revName, st.Serial, err)
+			return &RevisionGoneError{Revision: revName, Serial: st.Serial, Err: err}
 		}
 		repo, diags := loader.Load(rev.FS, loader.Options{})
 		held, _ := operation.Hold(repo, st, diags)

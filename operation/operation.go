@@ -139,6 +139,20 @@ type Result struct {
 
 	// heldAll is the guard's reason to hold the whole revision.
 	heldAll string
+	// unreadable says the applied set could not be made again: the apply
+	// publishes every file, the kept clusters' from forced (their renders).
+	unreadable bool
+	forced     []*render.Rendered
+}
+
+// hasArtifacts says whether st has applied artifacts of cluster c.
+func hasArtifacts(st *state.State, c string) bool {
+	for name := range st.Artifacts {
+		if state.ClusterOf(name) == c {
+			return true
+		}
+	}
+	return false
 }
 
 // ClusterResult is one cluster's part of a Result.
@@ -277,7 +291,7 @@ func (o *Operation) Run(ctx context.Context, req Request) (*Result, error) {
 			return res, err
 		}
 	}
-	if res.heldAll != "" || !req.Apply || !p.ChangesPresent && !p.StatusChanged && st.Serial > 0 {
+	if res.heldAll != "" || !req.Apply || !p.ChangesPresent && !p.StatusChanged && st.Serial > 0 && !res.unreadable {
 		res.Outcome = outcomeOf(res, req.Apply, false)
 		return res, nil
 	}
@@ -290,7 +304,11 @@ func (o *Operation) Run(ctx context.Context, req Request) (*Result, error) {
 		return res, err
 	}
 	rendered := res.Rendered
-	if !p.ChangesPresent {
+	switch {
+	case res.unreadable:
+		// Every file is published, from renders: none is here to keep.
+		rendered = append(slices.Clone(rendered), res.forced...)
+	case !p.ChangesPresent:
 		rendered = nil // statuses only: the applied files are kept
 	}
 	next, err := Apply(w, lock, st, p, rendered)
@@ -411,10 +429,23 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 
 	// The clusters whose inputs are those of the applied state keep their
 	// applied artifacts (and are synced).
+	// An applied set that is not in the work directory and could not be made
+	// again (its revision left git: history rewritten and collected): every
+	// cluster that can be is rendered, the plan compares with the state's
+	// digests, and the apply publishes a whole new set.
+	unreadable := st.Serial > 0 && w.Backend != nil && !hasSet(w, st)
+	if unreadable {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the applied set of serial %d is not in %s and cannot be made again (its revision %s cannot be read): "+
+			"every cluster is rendered, what cannot be compared with the applied state is planned as changed, and the apply publishes a whole new set",
+			st.Serial, w.Dir, source.Short(st.Revision)))
+	}
 	var reusable []string
 	var cfiles map[string]string
 	if files != "" {
 		reusable, cfiles = Reuse(w, st, rev.FS, repo, o.Load, o.ToolVersion, req.Skip...)
+		if unreadable {
+			reusable = nil // their files are not here to keep
+		}
 	}
 	disp := map[string]disposition{}
 	var list []string
@@ -511,7 +542,7 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 		}
 		return out
 	}
-	in := PlanInput{Rendered: rendered, Kept: kept(func(string) bool { return false }), Revision: rev.SHA, ToolVersion: o.ToolVersion}
+	in := PlanInput{Rendered: rendered, Kept: kept(func(string) bool { return false }), Revision: rev.SHA, ToolVersion: o.ToolVersion, Unreadable: unreadable}
 	in.Applied = o.appliedRender(st)
 	p, err := PlanWith(w, st, in)
 	if err != nil {
@@ -571,6 +602,22 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 	res.Plan = p
 	res.Rendered = in.Rendered
 	res.Kept = in.Kept
+	if unreadable {
+		// The clusters kept must be published too, and their files are not
+		// here: each is rendered again where it can be.
+		var need []string
+		for _, c := range in.Kept {
+			if hasArtifacts(st, c) {
+				need = append(need, c)
+			}
+		}
+		more, err := o.renderApplied(st, res, need)
+		if err != nil {
+			return fmt.Errorf("the applied set of serial %d cannot be made again, and %w: make the cluster valid at revision %s (or push a state without it, fuelsync state push)",
+				st.Serial, err, source.Short(rev.SHA))
+		}
+		res.unreadable, res.forced = true, more
+	}
 
 	// Every cluster's result, and its record in the state the plan writes.
 	for _, name := range names {

@@ -91,6 +91,10 @@ type PlanInput struct {
 	Applied func(clusters []string) []*render.Rendered
 	// Revision is the source revision rendered, ToolVersion the tool's.
 	Revision, ToolVersion string
+	// Unreadable says the applied set is not in the work directory and cannot
+	// be made again: the plan compares with the state's digests alone, and
+	// what it cannot compare is planned as changed (diff.Side.Unreadable).
+	Unreadable bool
 }
 
 // PlanWith compares the applied state st (its artifacts in the work
@@ -102,7 +106,7 @@ func PlanWith(w *state.Workdir, st *state.State, in PlanInput) (*Plan, error) {
 	}
 	// The applied set of st by its serial, not through current, which another
 	// apply may switch meanwhile.
-	if _, err := os.Stat(w.SetDir(st.Serial)); err != nil && w.Backend != nil && st.Serial > 0 {
+	if _, err := os.Stat(w.SetDir(st.Serial)); err != nil && w.Backend != nil && st.Serial > 0 && !in.Unreadable {
 		return nil, fmt.Errorf("the state in %s is at serial %d, but its applied set %s is not in this work directory (another work directory applied it): run plan and apply from that one, or with its artifacts",
 			w.Backend, st.Serial, w.SetDir(st.Serial))
 	}
@@ -113,6 +117,7 @@ func PlanWith(w *state.Workdir, st *state.State, in PlanInput) (*Plan, error) {
 		}
 	}
 	oldSide := diff.FSSide(applied, st.Artifacts)
+	oldSide.Unreadable = in.Unreadable
 	if in.Applied != nil {
 		// Only the clusters whose artifacts differ are compared: the applied
 		// revision is rendered for them alone.
