@@ -56,8 +56,10 @@ var globalNames = []string{"repo", "rev", "workdir", "format", "color", "quiet",
 var stateGlobals = []string{"state", "etcd-cacert", "etcd-cert", "etcd-key", "etcd-auth-file", "etcd-lock-ttl"}
 
 // commandHelp is what a command's --help shows besides its flags: the global
-// flags it honours, examples (each runs as printed from the directory holding
-// examples/quickstart; TestHelpExamples runs them) and its exit status.
+// flags it honours, examples (each runs as printed from the root of a clone of
+// fuelsync, where examples/quickstart is, after the README's quick start made
+// /tmp/qs a git repository of two commits; TestHelpExamples runs them) and its
+// exit status.
 type commandHelp struct {
 	globals  []string
 	examples []string // "# comment" lines introduce the next command
@@ -114,8 +116,8 @@ var helpTable = map[string]commandHelp{
 		globals: append([]string{"repo", "workdir", "format", "color", "quiet"}, stateGlobals...),
 		examples: []string{
 			"# a cluster with sync: manual awaits approval after a plan or apply:",
-			"fuelsync status",
-			"fuelsync approve --cluster prod",
+			"fuelsync status --repo examples/quickstart --workdir state",
+			"fuelsync approve --repo examples/quickstart --workdir state --cluster prod",
 			"# or through a running serve (its --api-token-file):",
 			"fuelsync approve --cluster prod --server http://127.0.0.1:8080 --api-token-file token",
 		},
@@ -124,8 +126,8 @@ var helpTable = map[string]commandHelp{
 	"status": {
 		globals: append([]string{"repo", "rev", "workdir", "format", "color", "quiet"}, stateGlobals...),
 		examples: []string{
-			"fuelsync status",
-			"fuelsync status --format json",
+			"fuelsync status --repo examples/quickstart --workdir state",
+			"fuelsync status --repo examples/quickstart --workdir state --format json",
 			"fuelsync status --server http://127.0.0.1:8080 --api-token-file token",
 		},
 		exit: "0 printed (whatever the clusters' statuses), 1 error (the state or serve could not be read)",
@@ -142,8 +144,9 @@ var helpTable = map[string]commandHelp{
 	"diff": {
 		globals: []string{"repo", "format", "color"},
 		examples: []string{
-			"# in a git repository: what the last commit changes, as a pull-request comment",
-			"fuelsync diff --repo examples/quickstart --base HEAD~1 --head HEAD --format markdown",
+			"# what the last commit changes, as a pull-request comment; --repo is the top of a git",
+			"# repository (/tmp/qs: the README's quick start made it, with two commits)",
+			"fuelsync diff --repo /tmp/qs --base HEAD~1 --head HEAD --format markdown",
 		},
 		exit: "as diff(1): 0 no changes, 1 changes, 2 error (a revision that does not validate: a\ncomplete document with its errors is still printed in json and markdown)",
 	},
@@ -264,16 +267,20 @@ var helpTable = map[string]commandHelp{
 	"watch": {
 		globals: append([]string{"repo", "workdir"}, stateGlobals...),
 		examples: []string{
-			"# runs until interrupted; --repo must be a git repository",
-			"fuelsync watch --repo examples/quickstart --workdir state --interval 30s --dry-run",
+			"# runs until interrupted; follows the commits of a git repository whose top is --repo",
+			"# (/tmp/qs: the README's quick start made it), or a URL",
+			"fuelsync watch --repo /tmp/qs --workdir state --interval 30s --dry-run",
+			"# the working tree of a directory, git or not",
+			"fuelsync watch --repo examples/quickstart --worktree --workdir state --dry-run",
 		},
 		exit: "0 stopped by SIGINT or SIGTERM, 1 a start-up error",
 	},
 	"serve": {
 		globals: append([]string{"repo", "workdir"}, stateGlobals...),
 		examples: []string{
-			"# runs until interrupted; --repo must be a git repository",
-			"fuelsync serve --repo examples/quickstart --workdir state --listen 127.0.0.1:8080 --webhook-secret-file secret",
+			"# runs until interrupted; follows the commits of a git repository whose top is --repo",
+			"# (/tmp/qs: the README's quick start made it), or a URL",
+			"fuelsync serve --repo /tmp/qs --workdir state --listen 127.0.0.1:8080 --webhook-secret-file secret",
 		},
 		exit: "0 stopped by SIGINT or SIGTERM, 1 a start-up error",
 	},
