@@ -80,9 +80,8 @@ func TestGlobalFlagsInAnyPosition(t *testing.T) {
 		t.Fatalf("found %d commands", len(paths))
 	}
 	for path := range paths {
-		h := helpTable[path]
 		for _, name := range globalNames {
-			if !slices.Contains(h.globals, name) {
+			if !slices.Contains(commandGlobals(path), name) {
 				continue
 			}
 			t.Run(path+"/"+name, func(t *testing.T) {
@@ -138,10 +137,10 @@ func TestGlobalFlagsInAnyPosition(t *testing.T) {
 			global, _, _ = strings.Cut(global, "EXAMPLES:")
 			for _, name := range globalNames {
 				listed := strings.Contains(page, "   --"+name+" ") || strings.Contains(page, "   --"+name+", ")
-				if slices.Contains(helpTable[path].globals, name) && !listed {
+				if slices.Contains(commandGlobals(path), name) && !listed {
 					t.Errorf("fuelsync %s --help does not list --%s:\n%s", path, name, page)
 				}
-				if !slices.Contains(helpTable[path].globals, name) && (strings.Contains(global, "--"+name+" ") || strings.Contains(global, "--"+name+",")) {
+				if !slices.Contains(commandGlobals(path), name) && (strings.Contains(global, "--"+name+" ") || strings.Contains(global, "--"+name+",")) {
 					t.Errorf("fuelsync %s --help lists --%s, which it ignores:\n%s", path, name, page)
 				}
 			}
@@ -427,6 +426,41 @@ func TestHelpTableComplete(t *testing.T) {
 		}
 		if len(h.examples) == 0 || h.exit == "" {
 			t.Errorf("helpTable entry %q lacks examples or exit status", path)
+		}
+	}
+}
+
+// TestOutputFlagsEveryCommand: every command takes --format, --color and -q
+// before or after its name (plugin check DIR --format json, explain … -q), and
+// refuses a format it does not print, in either position, saying which it
+// prints, instead of printing text (fuelsync --format json plugin check).
+func TestOutputFlagsEveryCommand(t *testing.T) {
+	for path, cmd := range leafCommands(newApp(io.Discard, io.Discard).Commands, "") {
+		formats := helpTable[path].formats
+		if formats == "" {
+			if flagNamed(cmd.Flags, "format") == nil {
+				t.Errorf("%s: no formats in its help table entry", path)
+			}
+			continue // its own --format (plugin create: yaml or hcl)
+		}
+		words := strings.Fields(path)
+		for _, args := range [][]string{
+			append(append([]string{"fuelsync", "--format", "xml"}, words...), "ARG"),
+			append(append([]string{"fuelsync"}, words...), "ARG", "--format", "xml"),
+			append(append([]string{"fuelsync", "-q", "--color", "never", "--format", "xml"}, words...), "ARG"),
+			append(append([]string{"fuelsync"}, words...), "ARG", "-q", "--color", "never", "--format", "xml"),
+		} {
+			stdout, stderr := new(bytes.Buffer), new(bytes.Buffer)
+			code := run(args, stdout, stderr)
+			f := strings.Fields(formats)
+			list := f[0]
+			if n := len(f); n > 1 {
+				list = strings.Join(f[:n-1], ", ") + " or " + f[n-1]
+			}
+			want := "fuelsync: " + path + " prints " + list + `, not "xml"`
+			if code == 0 || !strings.HasPrefix(stderr.String(), want) || stdout.Len() > 0 {
+				t.Errorf("%s: exit %d\nstdout: %s\nstderr: %s\nwant it refused: %s", strings.Join(args, " "), code, stdout, stderr, want)
+			}
 		}
 	}
 }

@@ -90,9 +90,13 @@ func stateCommand(stdout, stderr io.Writer) *cli.Command {
 							holder = e.Holder(c.Context)
 						}
 						if g.format == "json" {
-							return writeJSON(stdout, map[string]any{"backend": w.StateName(), "lineage": st.Lineage, "serial": st.Serial,
+							doc := map[string]any{"backend": w.StateName(), "lineage": st.Lineage, "serial": st.Serial,
 								"revision": st.Revision, "tool_version": st.ToolVersion, "artifacts": len(st.Artifacts),
-								"clusters": st.Clusters, "lock_holder": holderOrNil(holder)})
+								"clusters": st.Clusters, "lock_holder": holderOrNil(holder)}
+							if dir, ok := localSet(w, st.Serial); ok && st.Serial > 0 {
+								doc["artifacts_path"] = dir
+							}
+							return writeJSON(stdout, doc)
 						}
 						showState(stdout, w, st, holder)
 						return nil
@@ -163,6 +167,10 @@ func stateCommand(stdout, stderr io.Writer) *cli.Command {
 						if err != nil {
 							return &exitError{code: 1, msg: err.Error()}
 						}
+						if g.format == "json" {
+							return writeJSON(stdout, map[string]any{"format_version": formatVersion, "state": w.StateName(),
+								"serial": st.Serial, "lineage": st.Lineage, "changed": changed})
+						}
 						if !g.quiet {
 							if changed {
 								fmt.Fprintf(stdout, "Pushed serial %d (lineage %s) to %s.\n", st.Serial, st.Lineage, w.StateName())
@@ -197,6 +205,15 @@ func withState(c *cli.Context, stdout, stderr io.Writer, f func(*globals, *recon
 	return f(g, w)
 }
 
+// localSet returns the directory of the applied set serial in this work
+// directory, and whether it is there: with the state on etcd, the sets are in
+// the work directory of each serve replica (or apply) that wrote them.
+func localSet(w *reconcile.Workdir, serial int64) (string, bool) {
+	dir := w.SetDir(serial)
+	fi, err := os.Stat(dir)
+	return dir, err == nil && fi.IsDir()
+}
+
 func holderOrNil(h reconcile.LockInfo) any {
 	if h.PID == 0 {
 		return nil
@@ -213,7 +230,12 @@ func showState(out io.Writer, w *reconcile.Workdir, st *reconcile.State, holder 
 		fmt.Fprintf(out, "Serial:       %d\n", st.Serial)
 		fmt.Fprintf(out, "Revision:     %s\n", st.Revision)
 		fmt.Fprintf(out, "Tool version: %s\n", st.ToolVersion)
-		fmt.Fprintf(out, "Artifacts:    %d files in %s\n", len(st.Artifacts), w.SetDir(st.Serial))
+		if dir, ok := localSet(w, st.Serial); ok {
+			fmt.Fprintf(out, "Artifacts:    %d files in %s\n", len(st.Artifacts), dir)
+		} else {
+			fmt.Fprintf(out, "Artifacts:    %d files, in the work directory of each fuelsync that applied or re-rendered serial %d (not in %s)\n",
+				len(st.Artifacts), st.Serial, w.Dir)
+		}
 		names := make([]string, 0, len(st.Clusters))
 		for name := range st.Clusters {
 			names = append(names, name)

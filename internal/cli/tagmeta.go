@@ -156,8 +156,7 @@ func editTagMeta(g *globals, c *cli.Context, op, name string) error {
 		summary = fmt.Sprintf("release %s: %s", rel.Version, summary)
 	}
 	if err == specedit.ErrNoChange || (err == nil && string(data) == string(orig)) {
-		fmt.Fprintf(g.stdout, "nothing to change: %s\n", summary)
-		return nil
+		return nothingToChange(g, src, file, summary)
 	}
 	if err != nil {
 		return &exitError{code: 1, msg: fmt.Sprintf("%s: %v; nothing written", file, err)}
