@@ -74,7 +74,7 @@ func editNode(g *globals, c *cli.Context, kind, op string, items []string) error
 	clusterName, nodeName := c.String("cluster"), c.String("node")
 	cl := repo.Cluster(clusterName)
 	if cl == nil {
-		return &exitError{code: 1, msg: fmt.Sprintf("no cluster %q; clusters: %s; nothing written", clusterName, clusterNames(repo))}
+		return &exitError{code: 1, msg: noCluster(clusterName, repo) + "; nothing written"}
 	}
 	var node *loader.Node
 	var nodes []string

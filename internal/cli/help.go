@@ -44,7 +44,7 @@ func globalFlag(name string) cli.Flag {
 	case "etcd-auth-file":
 		return &cli.StringFlag{Name: "etcd-auth-file", Usage: "authenticate to etcd with USER:PASSWORD read from `FILE`"}
 	case "etcd-lock-ttl":
-		return &cli.DurationFlag{Name: "etcd-lock-ttl", Value: reconcile.DefaultLockTTL, Usage: "lease TTL of the lock in etcd: how long a dead holder's lock outlives it"}
+		return &cli.DurationFlag{Name: "etcd-lock-ttl", Value: reconcile.DefaultLockTTL, Usage: "lease `TTL` of the lock in etcd: how long a dead holder's lock outlives it"}
 	}
 	return nil // not a global flag: globalNames lists them
 }

@@ -132,7 +132,7 @@ func stateCommand(stdout, stderr io.Writer) *cli.Command {
 					"set of the state's serial must be there with the files the state names.",
 				OnUsageError: usageError,
 				Flags: []cli.Flag{
-					&cli.DurationFlag{Name: "lock-timeout", Usage: "wait up to `DURATION` for the lock (default: fail at once)"},
+					&cli.DurationFlag{Name: "lock-timeout", Usage: "wait up to `DURATION` for the lock", DefaultText: "fail at once"},
 				},
 				Action: func(c *cli.Context) error {
 					if c.NArg() != 1 {

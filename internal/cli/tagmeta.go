@@ -71,7 +71,7 @@ func editTagMeta(g *globals, c *cli.Context, op, name string) error {
 	if cname := c.String("cluster"); cname != "" {
 		cl := repo.Cluster(cname)
 		if cl == nil {
-			return &exitError{code: 1, msg: fmt.Sprintf("no cluster %q; clusters: %s; nothing written", cname, clusterNames(repo))}
+			return &exitError{code: 1, msg: noCluster(cname, repo) + "; nothing written"}
 		}
 		m, mdiags := render.Build(repo, cl)
 		if m == nil || mdiags.HasErrors() {
