@@ -122,7 +122,7 @@ func TestApplyPlanFileChecks(t *testing.T) {
 		// Files are checked as they are rendered, in parallel: the first to
 		// differ (a file of demo, or the manifest) is named, and others may
 		// follow.
-		want: `(?s)^fuelsync: (demo/\S+|manifest\.json) differs from the plan: the configuration changed since the plan was made; run plan again.*; the applied state is unchanged\n$`,
+		want: `^fuelsync: the plan \S+/the\.plan no longer matches its revision: (demo/\S+|manifest\.json) no longer renders as planned; run plan again; nothing was changed\n$`,
 	}, {
 		name:  "a planned file the configuration no longer renders",
 		check: "reconcile.Apply: every planned file was rendered",
@@ -131,7 +131,7 @@ func TestApplyPlanFileChecks(t *testing.T) {
 				artifacts(p)["demo/nodes/node-9/default.yaml"] = strings.Repeat("a", 64)
 			})
 		},
-		want: `^fuelsync: the render no longer produces demo/nodes/node-9/default\.yaml \(and 0 more planned files\); run plan again; the applied state is unchanged\n$`,
+		want: `^fuelsync: the plan \S+/the\.plan no longer matches its revision: demo/nodes/node-9/default\.yaml no longer renders as planned; run plan again; nothing was changed\n$`,
 	}, {
 		name: "a rendered file the plan does not have",
 		// The check is "!ok ||" before the digest comparison; without it the
@@ -140,7 +140,7 @@ func TestApplyPlanFileChecks(t *testing.T) {
 		setup: func(t *testing.T, e env) {
 			editPlan(t, e.plan, func(p map[string]any) { delete(artifacts(p), "demo/nodes/node-1/default.yaml") })
 		},
-		want: `^fuelsync: demo/nodes/node-1/default\.yaml differs from the plan: the configuration changed since the plan was made; run plan again; the applied state is unchanged\n$`,
+		want: `^fuelsync: the plan \S+/the\.plan no longer matches its revision: demo/nodes/node-1/default\.yaml is rendered, but was not planned; run plan again; nothing was changed\n$`,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
