@@ -43,9 +43,10 @@ image:
 	  -tag $(IMAGE_TAG) -o $(IMAGE)
 
 # The test command CI runs: formatting and vet first, then every test (fuzz seed
-# corpora included).
+# corpora included). go test's output without -v, then the tests that were
+# skipped and why, the slowest packages and the counts (internal/testreport).
 test: fmtcheck vet
-	$(GO) test -count=1 $(PKGS)
+	$(GO) run ./internal/testreport -count=1 $(PKGS)
 
 # Only the tests that run a real etcd (Debian: apt-get install etcd-server);
 # make test runs them too, but skips them when etcd is missing: here that fails.
