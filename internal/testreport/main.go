@@ -74,6 +74,16 @@ func report(r io.Reader, w io.Writer) result {
 		s   float64
 	}
 	var times []pkgTime
+	// Packages run side by side and their events interleave: a package's
+	// lines (its failing tests' output, its ok or FAIL line) are kept until
+	// it ends, and printed together, as go test prints them.
+	pkgOut := map[string][]string{}
+	flush := func(pkg string) {
+		for _, out := range pkgOut[pkg] {
+			fmt.Fprint(w, out)
+		}
+		delete(pkgOut, pkg)
+	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -85,47 +95,56 @@ func report(r io.Reader, w io.Writer) result {
 		}
 		k := key{e.Package, e.Test}
 		switch e.Action {
-		case "output", "build-output":
+		case "build-output":
+			fmt.Fprint(w, e.Output)
+		case "output":
 			if e.Test == "" {
 				// The package's own lines: ok, FAIL, build errors; not the
 				// PASS that -v adds, nor the runs' headers.
-				out := e.Output
-				if out == "PASS\n" || strings.HasPrefix(out, "=== ") {
+				if e.Output == "PASS\n" || strings.HasPrefix(e.Output, "=== ") {
 					continue
 				}
-				fmt.Fprint(w, out)
+				pkgOut[e.Package] = append(pkgOut[e.Package], e.Output)
 				continue
 			}
 			buffered[k] = append(buffered[k], e.Output)
 		case "fail":
-			if e.Test != "" && !strings.Contains(e.Test, "/") {
+			if e.Test == "" {
+				times = append(times, pkgTime{e.Package, e.Elapsed})
+				flush(e.Package)
+				continue
+			}
+			if !strings.Contains(e.Test, "/") {
 				res.failed++
 			}
-			if e.Test != "" {
-				for _, out := range buffered[k] {
-					if !strings.HasPrefix(out, "=== ") {
-						fmt.Fprint(w, out)
-					}
+			for _, out := range buffered[k] {
+				if !strings.HasPrefix(out, "=== ") {
+					pkgOut[e.Package] = append(pkgOut[e.Package], out)
 				}
 			}
 			delete(buffered, k)
 		case "skip":
-			if e.Test != "" {
-				res.skips = append(res.skips, skip{e.Package, e.Test, reason(buffered[k])})
-				if !strings.Contains(e.Test, "/") {
-					res.skip++
-				}
+			if e.Test == "" {
+				flush(e.Package)
+				continue
+			}
+			res.skips = append(res.skips, skip{e.Package, e.Test, reason(buffered[k])})
+			if !strings.Contains(e.Test, "/") {
+				res.skip++
 			}
 			delete(buffered, k)
 		case "pass":
 			delete(buffered, k)
-			if e.Test != "" && !strings.Contains(e.Test, "/") {
-				res.passed++
-			}
 			if e.Test == "" {
 				times = append(times, pkgTime{e.Package, e.Elapsed})
+				flush(e.Package)
+			} else if !strings.Contains(e.Test, "/") {
+				res.passed++
 			}
 		}
+	}
+	for pkg := range pkgOut { // a package whose end never came (go test killed)
+		flush(pkg)
 	}
 	sort.Slice(times, func(i, j int) bool { return times[i].s > times[j].s })
 	for i := 0; i < len(times) && i < 3; i++ {

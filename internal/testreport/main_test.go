@@ -44,9 +44,29 @@ FAIL	p/b	0.1s
 
 1 tests skipped (subtests included), and why:
   p/a TestEtcd: etcd is not installed (apt-get install etcd-server)
-slowest packages: p/a 0s
+slowest packages: p/a 0s, p/b 0s
 tests: 1 passed, 1 failed, 1 skipped
 `
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("report (-want +got):\n%s", diff)
+	}
+}
+
+// TestReportInterleaved: packages that run side by side print their lines
+// together when each ends, not mixed.
+func TestReportInterleaved(t *testing.T) {
+	in := `{"Action":"output","Package":"p/x","Test":"TestBad","Output":"    x_test.go:5: broken\n"}
+{"Action":"fail","Package":"p/x","Test":"TestBad","Elapsed":0}
+{"Action":"output","Package":"p/y","Output":"ok  \tp/y\t0.1s\n"}
+{"Action":"pass","Package":"p/y","Elapsed":0.1}
+{"Action":"output","Package":"p/x","Output":"FAIL\tp/x\t0.2s\n"}
+{"Action":"fail","Package":"p/x","Elapsed":0.2}
+{"Action":"output","Package":"p/z","Output":"?   \tp/z\t[no test files]\n"}
+{"Action":"skip","Package":"p/z","Elapsed":0}
+`
+	var out bytes.Buffer
+	report(strings.NewReader(in), &out)
+	want := "ok  \tp/y\t0.1s\n    x_test.go:5: broken\nFAIL\tp/x\t0.2s\n?   \tp/z\t[no test files]\n"
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("report (-want +got):\n%s", diff)
 	}
