@@ -20,7 +20,7 @@ FUZZTIME  ?= 30s
 BENCHTIME ?= 5x
 BENCHCOUNT ?= 5
 
-.PHONY: all build test test-etcd vet fmtcheck demo fuzz bench bench-render bench-large golden soak clean ci
+.PHONY: all build image test test-etcd vet fmtcheck demo fuzz bench bench-render bench-large golden soak clean ci
 
 all: build
 
@@ -28,10 +28,30 @@ build:
 	$(GO) build -tags "$(TAGS)" -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/fuelsync
 	$(GO) build -tags "$(TAGS)" -ldflags "$(LDFLAGS)" -o $(SERVER_BIN) ./cmd/fuelsync-server
 
+# The OCI image of fuelsync-server (with fuelsync beside it), as a tarball for
+# docker load, podman load or crane push: no container daemon, no base image,
+# nothing fetched but Go modules. Static binaries (CGO_ENABLED=0), user 65532,
+# entrypoint fuelsync-server, working directory and volume /var/lib/fuelsync,
+# the CA certificates of this machine (Debian: ca-certificates), labels
+# org.opencontainers.image.version, .revision, .source; files dated at the
+# commit, so that the same commit gives the same image (internal/image,
+# docs/production.md).
+IMAGE      ?= bin/fuelsync-server-image.tar
+IMAGE_TAG  ?= fuelsync-server:$(subst +,-,$(VERSION))
+IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
+image:
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -tags "$(TAGS)" -ldflags "$(LDFLAGS)" -o bin/image/fuelsync ./cmd/fuelsync
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -tags "$(TAGS)" -ldflags "$(LDFLAGS)" -o bin/image/fuelsync-server ./cmd/fuelsync-server
+	$(GO) run ./internal/image -server bin/image/fuelsync-server -cli bin/image/fuelsync -arch $(IMAGE_ARCH) \
+	  -version $(VERSION) -revision $(COMMIT) -created $$(git log -1 --format=%ct 2>/dev/null || echo 0) \
+	  -tag $(IMAGE_TAG) -o $(IMAGE)
+
 # The test command CI runs: formatting and vet first, then every test (fuzz seed
-# corpora included), with the test hooks built in.
+# corpora included), with the test hooks built in: go test's output without -v,
+# then the tests that were skipped and why, the slowest packages and the counts
+# (internal/testreport).
 test: fmtcheck vet
-	$(GO) test -count=1 -tags "$(TESTTAGS)" $(PKGS)
+	$(GO) run ./internal/testreport -count=1 -tags "$(TESTTAGS)" $(PKGS)
 
 # Only the tests that run a real etcd (Debian: apt-get install etcd-server);
 # make test runs them too, but skips them when etcd is missing: here that fails.

@@ -1,12 +1,14 @@
 package capabilities
 
 import (
+	"bytes"
 	"fmt"
 	"io/fs"
 	"path"
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -54,10 +56,34 @@ func isTemplatePath(s string) bool {
 	return strings.HasSuffix(s, ".yaml") || strings.HasSuffix(s, ".template")
 }
 
+// isJinja reports whether name is a Jinja2 template (TripleO's *.j2.yaml),
+// which Heat never reads: it is rendered into an environment first.
+func isJinja(name string) bool {
+	for _, ext := range []string{".j2.yaml", ".j2.yml", ".j2"} {
+		if strings.HasSuffix(name, ext) {
+			return true
+		}
+	}
+	return false
+}
+
 // ParseEnvironment reads an environment file of the repository fsys (name is
 // repository-relative): paths are resolved relative to the file's directory; one
 // leaving the repository is an error.
 func ParseEnvironment(name string, src []byte) (*Environment, hcl.Diagnostics) {
+	if isJinja(name) {
+		end := bytes.IndexByte(src, '\n')
+		if end < 0 {
+			end = len(src)
+		}
+		r := hcl.Range{Filename: name, Start: hcl.Pos{Line: 1, Column: 1}, End: hcl.Pos{Line: 1, Column: 1 + utf8.RuneCount(src[:end]), Byte: end}}
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError,
+			Summary: fmt.Sprintf("%s is a Jinja2 template, not an environment: render it first", name),
+			Detail: "TripleO's *.j2.yaml files are rendered into environments by tools/process-templates.py " +
+				"(with the roles_data.yaml and network_data.yaml of the deployment); commit the rendered " +
+				"file and list it in the cluster's environments: instead.",
+			Subject: &r}}
+	}
 	v, diags := loader.DecodeYAML(name, src)
 	if diags.HasErrors() {
 		return nil, diags

@@ -15,4 +15,4 @@ import (
 // Set at build time with -ldflags "-X main.version=... -X main.commit=...".
 var version, commit string
 
-func main() { os.Exit(cli.Main(os.Args, os.Stdout, os.Stderr, version, commit)) }
+func main() { os.Exit(cli.ServerMain(os.Args, os.Stdout, os.Stderr, version, commit)) }

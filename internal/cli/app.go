@@ -16,26 +16,38 @@ import (
 )
 
 // The build's version and commit: the mains' (set at build time with -ldflags
-// "-X main.version=... -X main.commit=..."), passed by Main.
+// "-X main.version=... -X main.commit=..."), passed by Main; without them, the
+// module version and the commit go install and go build record
+// (runtime/debug.ReadBuildInfo: version.go).
 var (
 	version = "dev"
 	commit  = "unknown"
 )
 
+// program is the binary's name in its version: fuelsync, or fuelsync-server
+// (ServerMain).
+var program = "fuelsync"
+
 // Main runs the command line args (args[0] the program) and returns the exit
-// status; version and commit are the build's ("" keeps "dev" and "unknown").
-// Both binaries run it: fuelsync, and fuelsync-server, which links the etcd
+// status; version and commit are the build's ("" takes them from the build
+// information, else keeps "dev" and "unknown"). Both binaries run it:
+// fuelsync, and fuelsync-server (through ServerMain), which links the etcd
 // backend and the Prometheus metrics besides (a command that needs them is
 // handed from fuelsync to fuelsync-server: dispatch.go).
 func Main(args []string, stdout, stderr io.Writer, buildVersion, buildCommit string) int {
-	if buildVersion != "" {
-		version = buildVersion
+	version, commit = buildIdentity(buildVersion, buildCommit, readBuildInfo())
+	if err := takeDispatched(); err != nil {
+		fmt.Fprintf(stderr, "%s: %s\n", program, safetext.Lines(err.msg))
+		return err.code
 	}
-	if buildCommit != "" {
-		commit = buildCommit
-	}
-	takeDispatched()
 	return run(args, stdout, stderr)
+}
+
+// ServerMain is Main for fuelsync-server: the same CLI, which names itself
+// fuelsync-server in its version.
+func ServerMain(args []string, stdout, stderr io.Writer, buildVersion, buildCommit string) int {
+	program = ServerBinary
+	return Main(args, stdout, stderr, buildVersion, buildCommit)
 }
 
 // exitError carries an exit code out of a command action. The message, if any, has

@@ -456,9 +456,9 @@ func checkAfterKill(t *testing.T, what, repo, wd string, before int64, reapply b
 // stepFixture is a small repository with two variants of its cluster (a, and
 // b without node-1), and work directories to start applies from: template1
 // with one set, template5 with 5 (the next apply prunes one), both made of
-// other variants (node-1 renamed), so that an apply of a builds trees.
+// other variants (node-1 renamed), so that an apply of a builds trees. Its
+// applies may run side by side (t.Parallel), each in its own work directory.
 type stepFixture struct {
-	t                    *testing.T
 	repo, clusterFile    string
 	a, b                 []byte
 	tmp                  string
@@ -467,7 +467,7 @@ type stepFixture struct {
 
 func newStepFixture(t *testing.T) *stepFixture {
 	t.Helper()
-	f := &stepFixture{t: t, tmp: t.TempDir()}
+	f := &stepFixture{tmp: t.TempDir()}
 	f.repo, f.clusterFile, f.a, f.b = applyRepoSpec(t, repogen.Spec{Plugins: 1, Tasks: 20, Nodes: 3, Clusters: 1, Seed: 5})
 	f.template1, f.template5 = filepath.Join(f.tmp, "template-1"), filepath.Join(f.tmp, "template-5")
 	// The sets of template5 are c, b, d, b, d: the apply of a builds trees
@@ -497,6 +497,11 @@ func newStepFixture(t *testing.T) *stepFixture {
 	if st := checkWorkdir(t, f.template5); st.Serial != state.Keep {
 		t.Fatalf("template serial %d", st.Serial)
 	}
+	// Every apply of the step tests applies a: written once, so that they can
+	// run side by side.
+	if err := os.WriteFile(f.clusterFile, f.a, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	return f
 }
 
@@ -518,17 +523,13 @@ func (f *stepFixture) cases() []struct {
 
 // apply runs an apply of variant a on a copy of template (none: a new work
 // directory) with env, under the command prefix when given (strace).
-func (f *stepFixture) apply(template string, env []string, prefix ...string) (wd string, cmd *exec.Cmd, out string, err error) {
-	f.t.Helper()
-	wd = filepath.Join(f.tmp, "wd")
+func (f *stepFixture) apply(t *testing.T, wd, template string, env []string, prefix ...string) (cmd *exec.Cmd, out string, err error) {
+	t.Helper()
 	if err := os.RemoveAll(wd); err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
 	if template != "" {
-		copyWorkdir(f.t, template, wd)
-	}
-	if err := os.WriteFile(f.clusterFile, f.a, 0o644); err != nil {
-		f.t.Fatal(err)
+		copyWorkdir(t, template, wd)
 	}
 	args := []string{"--repo", f.repo, "--workdir", wd, "-q", "apply", "--auto-approve"}
 	cmd = fuelsyncCmd(args...)
@@ -540,7 +541,7 @@ func (f *stepFixture) apply(template string, env []string, prefix ...string) (wd
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	err = cmd.Run()
-	return wd, cmd, buf.String(), err
+	return cmd, buf.String(), err
 }
 
 // crashAtEveryStep kills `fuelsync apply` with SIGKILL just before each
@@ -557,46 +558,59 @@ func (f *stepFixture) apply(template string, env []string, prefix ...string) (wd
 // was there to run.
 func crashAtEveryStep(t *testing.T) (int, bool) {
 	f := newStepFixture(t)
+	// The cases, and below the system calls, run side by side (two at a time
+	// on two cores: go test's -parallel), each in its own work directory.
+	var mu sync.Mutex
 	kills := 0
 	seen := map[string]bool{}
-	for _, tc := range f.cases() {
-		steps := 0
-		kinds := map[string]bool{}
-		for n := 1; ; n++ {
-			wd, cmd, out, err := f.apply(tc.template, []string{fmt.Sprintf("FUELSYNC_TEST_CRASH_AT=%d", n)})
-			if !killedBySIGKILL(cmd) {
-				if err != nil {
-					t.Fatalf("%s: %v\n%s", tc.name, err, out)
+	t.Run("steps", func(t *testing.T) {
+		for i, tc := range f.cases() {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				wd := filepath.Join(f.tmp, fmt.Sprintf("wd-step-%d", i))
+				steps := 0
+				kinds := map[string]bool{}
+				for n := 1; ; n++ {
+					cmd, out, err := f.apply(t, wd, tc.template, []string{fmt.Sprintf("FUELSYNC_TEST_CRASH_AT=%d", n)})
+					if !killedBySIGKILL(cmd) {
+						if err != nil {
+							t.Fatalf("%s: %v\n%s", tc.name, err, out)
+						}
+						break
+					}
+					steps++
+					for _, kind := range []string{"create .tmp-", "rename object ", "link ", "remove object ", "mkdir tree ", "link tree ", "rename tree ", "symlink tree ", "remove tree "} {
+						if strings.Contains(out, "killed before "+kind) {
+							kinds[kind] = true
+						}
+					}
+					checkAfterKill(t, fmt.Sprintf("%s, %s", tc.name, strings.TrimSpace(out)), f.repo, wd, tc.before, n%8 == 0)
 				}
-				break
-			}
-			steps++
-			for _, kind := range []string{"create .tmp-", "rename object ", "link ", "remove object ", "mkdir tree ", "link tree ", "rename tree ", "symlink tree ", "remove tree "} {
-				if strings.Contains(out, "killed before "+kind) {
-					kinds[kind] = true
-					seen[kind] = true
+				if steps < 10 {
+					t.Errorf("%s: only %d steps", tc.name, steps)
 				}
-			}
-			checkAfterKill(t, fmt.Sprintf("%s, %s", tc.name, strings.TrimSpace(out)), f.repo, wd, tc.before, n%8 == 0)
+				// The steps of the object store: writing an object, linking it into
+				// the set, linking a tree as a node directory, and (pruning a set)
+				// removing the trees and objects no set links.
+				want := []string{"create .tmp-", "rename object ", "link ", "symlink tree "}
+				if tc.before == state.Keep {
+					want = append(want, "remove tree ", "remove object ")
+				}
+				for _, kind := range want {
+					if !kinds[kind] {
+						t.Errorf("%s: never killed before a step %q", tc.name, kind+"…")
+					}
+				}
+				t.Logf("%s: killed at each of %d steps", tc.name, steps)
+				mu.Lock()
+				defer mu.Unlock()
+				kills += steps
+				for k := range kinds {
+					seen[k] = true
+				}
+			})
 		}
-		if steps < 10 {
-			t.Errorf("%s: only %d steps", tc.name, steps)
-		}
-		// The steps of the object store: writing an object, linking it into
-		// the set, linking a tree as a node directory, and (pruning a set)
-		// removing the trees and objects no set links.
-		want := []string{"create .tmp-", "rename object ", "link ", "symlink tree "}
-		if tc.before == state.Keep {
-			want = append(want, "remove tree ", "remove object ")
-		}
-		for _, kind := range want {
-			if !kinds[kind] {
-				t.Errorf("%s: never killed before a step %q", tc.name, kind+"…")
-			}
-		}
-		t.Logf("%s: killed at each of %d steps", tc.name, steps)
-		kills += steps
-	}
+	})
 	// Building a tree (its directory, its links, its rename): node
 	// directories are linked in parallel, so the Nth step is not always the
 	// same; over the three applies each is hit.
@@ -622,31 +636,39 @@ func crashAtEveryStep(t *testing.T) (int, bool) {
 		t.Logf("%d kills; strace does not run here (%v: %s): the kills at system calls are skipped", kills, err, bytes.TrimSpace(out))
 		return kills, false
 	}
-	for _, tc := range f.cases() {
-		if tc.before == 1 {
-			continue
-		}
-		for _, sc := range []string{"fsync", "renameat", "symlinkat", "linkat", "unlinkat", "mkdirat"} {
-			n := 1
-			for ; n < 100; n++ {
-				prefix := []string{strace, "-f", "-qq", "-o", os.DevNull, "-e", "trace=" + sc,
-					"-e", fmt.Sprintf("inject=%s:signal=SIGKILL:when=%d", sc, n)}
-				wd, cmd, out, err := f.apply(tc.template, []string{"GOMAXPROCS=1"}, prefix...)
-				if !killedBySIGKILL(cmd) {
-					if err != nil {
-						t.Fatalf("%s under strace: %v\n%s", tc.name, err, out)
+	t.Run("system calls", func(t *testing.T) {
+		for i, tc := range f.cases() {
+			if tc.before == 1 {
+				continue
+			}
+			for _, sc := range []string{"fsync", "renameat", "symlinkat", "linkat", "unlinkat", "mkdirat"} {
+				t.Run(tc.name+"/"+sc, func(t *testing.T) {
+					t.Parallel()
+					wd := filepath.Join(f.tmp, fmt.Sprintf("wd-strace-%d-%s", i, sc))
+					n := 1
+					for ; n < 100; n++ {
+						prefix := []string{strace, "-f", "-qq", "-o", os.DevNull, "-e", "trace=" + sc,
+							"-e", fmt.Sprintf("inject=%s:signal=SIGKILL:when=%d", sc, n)}
+						cmd, out, err := f.apply(t, wd, tc.template, []string{"GOMAXPROCS=1"}, prefix...)
+						if !killedBySIGKILL(cmd) {
+							if err != nil {
+								t.Fatalf("%s under strace: %v\n%s", tc.name, err, out)
+							}
+							break
+						}
+						mu.Lock()
+						kills++
+						mu.Unlock()
+						checkAfterKill(t, fmt.Sprintf("%s under strace, %s #%d: %s", tc.name, sc, n, out), f.repo, wd, tc.before, n%8 == 0)
 					}
-					break
-				}
-				kills++
-				checkAfterKill(t, fmt.Sprintf("%s under strace, %s #%d: %s", tc.name, sc, n, out), f.repo, wd, tc.before, n%8 == 0)
-			}
-			t.Logf("%s under strace: killed at %s #1 to #%d", tc.name, sc, n-1)
-			if n == 1 && tc.template != "" {
-				t.Errorf("%s under strace: apply makes no %s call", tc.name, sc)
+					t.Logf("%s under strace: killed at %s #1 to #%d", tc.name, sc, n-1)
+					if n == 1 && tc.template != "" {
+						t.Errorf("%s under strace: apply makes no %s call", tc.name, sc)
+					}
+				})
 			}
 		}
-	}
+	})
 	t.Logf("%d kills at steps, %d at system calls under strace", stepKills, kills-stepKills)
 	return kills, true
 }
@@ -666,7 +688,8 @@ func TestApplyFailedStepReportsState(t *testing.T) {
 	for _, tc := range f.cases()[:1] {
 		failed, applied := 0, 0
 		for n := 1; n < 1000; n++ {
-			wd, _, out, err := f.apply(tc.template, []string{fmt.Sprintf("FUELSYNC_TEST_FAIL_AT=%d", n)})
+			wd := filepath.Join(f.tmp, "wd")
+			_, out, err := f.apply(t, wd, tc.template, []string{fmt.Sprintf("FUELSYNC_TEST_FAIL_AT=%d", n)})
 			if !strings.Contains(out, "FUELSYNC_TEST_FAIL_AT") {
 				break // no step n: the apply ran through
 			}

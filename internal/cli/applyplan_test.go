@@ -119,8 +119,9 @@ func TestApplyPlanFileChecks(t *testing.T) {
 		setup: func(t *testing.T, e env) {
 			unassignRabbitmq(t, e.repo)
 		},
-		// The first to differ in the plan's order (a file of demo, or the
-		// manifest) is named.
+		// Files are checked as they are rendered, in parallel: the first to
+		// differ (a file of demo, or the manifest) is named, and others may
+		// follow.
 		want: `^fuelsync: the plan \S+/the\.plan no longer matches its revision: (demo/\S+|manifest\.json) no longer renders as planned; run plan again; nothing was changed\n$`,
 	}, {
 		name:  "a planned file the configuration no longer renders",

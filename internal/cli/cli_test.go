@@ -80,9 +80,8 @@ func TestGlobalFlagsInAnyPosition(t *testing.T) {
 		t.Fatalf("found %d commands", len(paths))
 	}
 	for path := range paths {
-		h := helpTable[path]
 		for _, name := range globalNames {
-			if !slices.Contains(h.globals, name) {
+			if !slices.Contains(commandGlobals(path), name) {
 				continue
 			}
 			t.Run(path+"/"+name, func(t *testing.T) {
@@ -138,10 +137,10 @@ func TestGlobalFlagsInAnyPosition(t *testing.T) {
 			global, _, _ = strings.Cut(global, "EXAMPLES:")
 			for _, name := range globalNames {
 				listed := strings.Contains(page, "   --"+name+" ") || strings.Contains(page, "   --"+name+", ")
-				if slices.Contains(helpTable[path].globals, name) && !listed {
+				if slices.Contains(commandGlobals(path), name) && !listed {
 					t.Errorf("fuelsync %s --help does not list --%s:\n%s", path, name, page)
 				}
-				if !slices.Contains(helpTable[path].globals, name) && (strings.Contains(global, "--"+name+" ") || strings.Contains(global, "--"+name+",")) {
+				if !slices.Contains(commandGlobals(path), name) && (strings.Contains(global, "--"+name+" ") || strings.Contains(global, "--"+name+",")) {
 					t.Errorf("fuelsync %s --help lists --%s, which it ignores:\n%s", path, name, page)
 				}
 			}
@@ -154,11 +153,13 @@ func TestGlobalFlagsInAnyPosition(t *testing.T) {
 	}
 }
 
-// TestHelpExamples runs the examples of every help page, as printed, in a copy of
-// the directory holding examples/quickstart (a git repository of two commits,
-// for diff and watch); each must succeed (diff: exit 1, changes). The daemons and
-// trigger are only checked to start: serve and watch are run for a moment and
-// stopped; trigger is not run.
+// TestHelpExamples runs the examples of every help page, as printed, where they
+// are documented to run: in a copy of the clone's root (a git repository, with
+// examples/quickstart inside it), after the README's quick start made /tmp/qs
+// a git repository of its own with two commits (for diff, watch and serve).
+// Each must succeed (diff: exit 1, changes). The daemons and trigger are only
+// checked to start: serve and watch are run for a moment and stopped; trigger
+// is not run.
 func TestHelpExamples(t *testing.T) {
 	root := t.TempDir()
 	for _, ex := range []string{"quickstart", "tripleo-capabilities"} {
@@ -170,7 +171,17 @@ func TestHelpExamples(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	qs := filepath.Join(root, "examples", "quickstart")
+	if _, err := gitCommit(root, "the clone"); err != nil {
+		t.Fatal(err)
+	}
+	qs := filepath.Join(root, "qs") // the README's /tmp/qs
+	files, err := mapfs.Read(filepath.Join("..", "..", "examples", "quickstart"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repogen.WriteDir(files, qs); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := gitCommit(qs, "quickstart"); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +203,7 @@ func TestHelpExamples(t *testing.T) {
 
 	// The pages in the order a newcomer meets them; edits come after the reads.
 	order := []string{"version", "validate", "components", "render", "explain", "tags", "tags list", "roles", "roles list",
-		"plan", "apply", "diff", "completion", "capabilities", "capabilities find", "capabilities summary",
+		"plan", "apply", "status", "approve", "diff", "completion", "capabilities", "capabilities find", "capabilities summary",
 		"tags assign", "tags unassign", "tags create", "tags update", "tags delete", "roles assign", "roles unassign",
 		"plugin check", "plugin create", "plugin", "state", "state show", "state pull", "state push", "watch", "serve", "trigger"}
 	var all []string
@@ -222,15 +233,20 @@ func TestHelpExamples(t *testing.T) {
 			if line == "" || strings.HasPrefix(line, "#") {
 				continue
 			}
-			args := strings.Fields(line)
+			args := strings.Fields(strings.ReplaceAll(line, "/tmp/qs", qs))
 			if args[0] != "fuelsync" {
 				t.Errorf("fuelsync help %s: example %q does not start with fuelsync", path, line)
 				continue
 			}
 			ran++
-			switch args[1] {
-			case "trigger":
+			switch {
+			case args[1] == "trigger", slices.Contains(args, "--server"):
+				continue // needs a serve running
+			case args[1] == "approve":
+				// needs a cluster with sync: manual: clusters_policy.txtar
 				continue
+			}
+			switch args[1] {
 			case "watch", "serve":
 				checkDaemonStarts(t, line, args)
 				continue
@@ -413,6 +429,41 @@ func TestHelpTableComplete(t *testing.T) {
 		}
 		if len(h.examples) == 0 || h.exit == "" {
 			t.Errorf("helpTable entry %q lacks examples or exit status", path)
+		}
+	}
+}
+
+// TestOutputFlagsEveryCommand: every command takes --format, --color and -q
+// before or after its name (plugin check DIR --format json, explain … -q), and
+// refuses a format it does not print, in either position, saying which it
+// prints, instead of printing text (fuelsync --format json plugin check).
+func TestOutputFlagsEveryCommand(t *testing.T) {
+	for path, cmd := range leafCommands(newApp(io.Discard, io.Discard).Commands, "") {
+		formats := helpTable[path].formats
+		if formats == "" {
+			if flagNamed(cmd.Flags, "format") == nil {
+				t.Errorf("%s: no formats in its help table entry", path)
+			}
+			continue // its own --format (plugin create: yaml or hcl)
+		}
+		words := strings.Fields(path)
+		for _, args := range [][]string{
+			append(append([]string{"fuelsync", "--format", "xml"}, words...), "ARG"),
+			append(append([]string{"fuelsync"}, words...), "ARG", "--format", "xml"),
+			append(append([]string{"fuelsync", "-q", "--color", "never", "--format", "xml"}, words...), "ARG"),
+			append(append([]string{"fuelsync"}, words...), "ARG", "-q", "--color", "never", "--format", "xml"),
+		} {
+			stdout, stderr := new(bytes.Buffer), new(bytes.Buffer)
+			code := run(args, stdout, stderr)
+			f := strings.Fields(formats)
+			list := f[0]
+			if n := len(f); n > 1 {
+				list = strings.Join(f[:n-1], ", ") + " or " + f[n-1]
+			}
+			want := "fuelsync: " + path + " prints " + list + `, not "xml"`
+			if code == 0 || !strings.HasPrefix(stderr.String(), want) || stdout.Len() > 0 {
+				t.Errorf("%s: exit %d\nstdout: %s\nstderr: %s\nwant it refused: %s", strings.Join(args, " "), code, stdout, stderr, want)
+			}
 		}
 	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -60,7 +61,7 @@ func componentsCommand(stdout, stderr io.Writer) *cli.Command {
 			var cl *loader.Cluster
 			if clusterName != "" {
 				if cl = repo.Cluster(clusterName); cl == nil {
-					return &exitError{code: 1, msg: fmt.Sprintf("no cluster %q; clusters: %s", clusterName, clusterNames(repo))}
+					return &exitError{code: 1, msg: noCluster(clusterName, repo)}
 				}
 				if relRef == "" {
 					relRef = cl.Release
@@ -109,7 +110,7 @@ func componentsCommand(stdout, stderr io.Writer) *cli.Command {
 func clusterModel(g *globals, src *source, repo *loader.Repo, name string) (*loader.Cluster, *render.Model, error) {
 	cl := repo.Cluster(name)
 	if cl == nil {
-		return nil, nil, &exitError{code: 1, msg: fmt.Sprintf("no cluster %q; clusters: %s", name, clusterNames(repo))}
+		return nil, nil, &exitError{code: 1, msg: noCluster(name, repo)}
 	}
 	m, diags := render.Build(repo, cl)
 	if m == nil || diags.HasErrors() {
@@ -122,12 +123,29 @@ func clusterModel(g *globals, src *source, repo *loader.Repo, name string) (*loa
 func clusterNames(repo *loader.Repo) string {
 	var names []string
 	for _, c := range repo.Clusters {
-		names = append(names, c.Name)
+		if !slices.Contains(names, c.Name) {
+			names = append(names, c.Name)
+		}
 	}
 	if len(names) == 0 {
 		return "none"
 	}
+	slices.Sort(names)
 	return strings.Join(names, ", ")
+}
+
+// noCluster is the message for a --cluster the repository does not have: a
+// suggestion when a cluster's name is close, and the clusters, sorted.
+func noCluster(name string, repo *loader.Repo) string {
+	var names []string
+	for _, c := range repo.Clusters {
+		names = append(names, c.Name)
+	}
+	msg := fmt.Sprintf("no cluster %q", name)
+	if s := suggest(name, names); s != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return msg + "; clusters: " + clusterNames(repo)
 }
 
 func findRelease(repo *loader.Repo, ref string) (*loader.Release, error) {

@@ -168,8 +168,7 @@ func diffRevisions(g *globals, baseRev, headRev string, context int) (*diffResul
 	// The base: the same clusters.
 	baseRs, more := renderEach(baseRepo, compare(baseRepo), baseHeld, false)
 	baseDiags = loader.SortDiagnostics(append(baseDiags, more...))
-	g.writeDiagnostics(g.stderr, baseDiags, baseRepo.Sources.Files(), baseSrc.prefix)
-	g.writeDiagnostics(g.stderr, headDiags, headRepo.Sources.Files(), headSrc.prefix)
+	writeDiffDiagnostics(g, diffSide{baseDiags, baseRepo.Sources.Files(), baseSrc}, diffSide{headDiags, headRepo.Sources.Files(), headSrc})
 	keep := func(rs []*render.Rendered) []*render.Rendered {
 		return slices.DeleteFunc(rs, func(r *render.Rendered) bool { return held(r.Model.Cluster.Name) })
 	}

@@ -14,7 +14,7 @@ import (
 // The CLI is built as two binaries. fuelsync links every command but not the
 // etcd client (with gRPC and protobuf) nor the Prometheus client, whose inits
 // would double the start-up time of every command, shell completion included.
-// fuelsync-server links them besides, and registers them with reconcile. A
+// fuelsync-server links them besides, and registers them with the state and server packages. A
 // command that needs one of them (serve; any command with the state on etcd)
 // is handed by fuelsync to fuelsync-server, with the same arguments, as git
 // hands git-foo its subcommand: fuelsync-server is looked up beside fuelsync's
@@ -27,22 +27,46 @@ const ServerBinary = "fuelsync-server"
 // argsKey is the app's Metadata key of the command line as given.
 const argsKey = "args"
 
-// dispatchedEnv is set in the environment of a dispatched fuelsync-server, so
-// that a binary which lacks what it was dispatched for refuses instead of
-// dispatching again. Main takes it out of the environment (into dispatched),
-// so that the processes the server starts (hooks running fuelsync) do not
-// inherit it.
+// dispatchedEnv is set in the environment of a dispatched fuelsync-server, to
+// the identity (version and commit) of the fuelsync that hands it the command:
+// a server of another build refuses the command (two builds may differ in any
+// flag, output or the work directory's format), and a binary which lacks what
+// it was dispatched for refuses instead of dispatching again. Main takes it
+// out of the environment (into dispatched), so that the processes the server
+// starts (hooks running fuelsync) do not inherit it.
 const dispatchedEnv = "FUELSYNC_DISPATCHED"
 
 // dispatched says this process was started by a dispatch.
 var dispatched bool
 
-// takeDispatched reads dispatchedEnv into dispatched and unsets it.
-func takeDispatched() {
-	if os.Getenv(dispatchedEnv) != "" {
-		dispatched = true
-		os.Unsetenv(dispatchedEnv)
+// identity is what must be the same in fuelsync and the fuelsync-server it
+// hands a command to: the version and the commit. Two builds that know
+// neither ("dev", commit "unknown": go build -buildvcs=false without
+// -ldflags) are taken to match: nothing tells them apart.
+func identity() string { return version + " (commit " + commit + ")" }
+
+// takeDispatched reads dispatchedEnv into dispatched and unsets it; a
+// fuelsync of another build than this one is refused (exit status 2).
+func takeDispatched() *exitError {
+	from, ok := os.LookupEnv(dispatchedEnv)
+	if !ok || from == "" {
+		return nil
 	}
+	dispatched = true
+	os.Unsetenv(dispatchedEnv)
+	if from == identity() {
+		return nil
+	}
+	if from == "1" { // a fuelsync older than the check
+		from = "of an older version"
+	}
+	self, err := os.Executable()
+	if err != nil {
+		self = ServerBinary
+	}
+	return &exitError{code: 2, msg: fmt.Sprintf("fuelsync %s handed its command to %s, which is %s %s: "+
+		"install the two binaries of one version (go install github.com/fuelsync/fuelsync/cmd/...@%s, or make build)",
+		from, self, ServerBinary, identity(), installVersion())}
 }
 
 // dispatch runs the command line of c in fuelsync-server, for what (what
@@ -63,7 +87,7 @@ func dispatch(c *cli.Context, what string) error {
 		return &exitError{code: 2, msg: fmt.Sprintf("%s needs the %s binary beside fuelsync or on PATH: go install github.com/fuelsync/fuelsync/cmd/%s@%s",
 			what, ServerBinary, ServerBinary, installVersion())}
 	}
-	env := append(os.Environ(), dispatchedEnv+"=1")
+	env := append(os.Environ(), dispatchedEnv+"="+identity())
 	return execServer(bin, append([]string{bin}, args[1:]...), env)
 }
 

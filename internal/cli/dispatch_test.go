@@ -2,13 +2,17 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fuelsync/fuelsync/internal/testenv"
 )
 
 // TestLightBinaryDeps: the fuelsync binary links neither etcd's client (nor
@@ -88,11 +92,36 @@ func TestDispatchToServer(t *testing.T) {
 	})
 
 	// A binary that was handed a command it cannot run does not hand it on.
+	binIdentity := func(path string) string {
+		t.Helper()
+		var v struct{ Version, Commit string }
+		if err := json.Unmarshal([]byte(runBin(path, nil, "--format", "json", "version").stdout), &v); err != nil {
+			t.Fatal(err)
+		}
+		return v.Version + " (commit " + v.Commit + ")"
+	}
 	t.Run("no second hand-over", func(t *testing.T) {
-		got := runBin(bin, []string{dispatchedEnv + "=1"}, "serve", "--listen", "127.0.0.1:0")
+		got := runBin(bin, []string{dispatchedEnv + "=" + binIdentity(bin)}, "serve", "--listen", "127.0.0.1:0")
 		want := "fuelsync: serve: this fuelsync-server was built without what it needs (the etcd backend, the Prometheus metrics)\n"
 		if got.code != 2 || got.stderr != want {
 			t.Errorf("exit %d, stderr %q; want exit 2 and %q", got.code, got.stderr, want)
+		}
+	})
+
+	// A fuelsync-server of another build than the fuelsync that hands it a
+	// command refuses it, naming both builds.
+	t.Run("another build", func(t *testing.T) {
+		other := "v0.0.1 (commit 0123456789ab)"
+		for _, args := range [][]string{{"serve", "--listen", "127.0.0.1:0"}, {"version"}} {
+			got := runBin(server, []string{dispatchedEnv + "=" + other}, args...)
+			want := "fuelsync-server: fuelsync " + other + " handed its command to " + server + ", which is fuelsync-server " + binIdentity(server) + ": install the two binaries of one version"
+			if got.code != 2 || !strings.HasPrefix(got.stderr, want) || got.stdout != "" {
+				t.Errorf("fuelsync-server %s from another build: exit %d, stdout %q, stderr %q; want exit 2 and %q", strings.Join(args, " "), got.code, got.stdout, got.stderr, want)
+			}
+		}
+		// The same build runs it.
+		if got := runBin(server, []string{dispatchedEnv + "=" + binIdentity(bin)}, "version"); got.code != 0 || !strings.HasPrefix(got.stdout, "fuelsync-server ") {
+			t.Errorf("fuelsync-server version from the same build: exit %d, stdout %q, stderr %q", got.code, got.stdout, got.stderr)
 		}
 	})
 
@@ -172,13 +201,82 @@ func copyFile(t *testing.T, from, to string) {
 // A dispatched fuelsync-server takes the dispatch mark out of its environment:
 // the processes it starts (hooks that run fuelsync) may dispatch again.
 func TestDispatchedNotInherited(t *testing.T) {
-	t.Setenv(dispatchedEnv, "1")
+	t.Setenv(dispatchedEnv, identity())
 	defer func() { dispatched = false }()
-	takeDispatched()
+	if err := takeDispatched(); err != nil {
+		t.Fatal(err.msg)
+	}
 	if !dispatched {
 		t.Error("the mark was not read")
 	}
 	if v, ok := os.LookupEnv(dispatchedEnv); ok {
 		t.Errorf("%s=%s is still in the environment children inherit", dispatchedEnv, v)
+	}
+}
+
+// TestBuildIdentity: without -ldflags, the version and commit are those Go
+// recorded (go install module@version; vcs.revision and vcs.modified of a
+// build in a clone); -ldflags win; nothing known gives dev and unknown.
+func TestBuildIdentity(t *testing.T) {
+	vcs := func(rev, modified string) []debug.BuildSetting {
+		return []debug.BuildSetting{{Key: "-tags", Value: "x"}, {Key: "vcs.revision", Value: rev}, {Key: "vcs.modified", Value: modified}}
+	}
+	for name, c := range map[string]struct {
+		ldVersion, ldCommit string
+		bi                  *debug.BuildInfo
+		version, commit     string
+	}{
+		"nothing":                  {"", "", nil, "dev", "unknown"},
+		"devel, no vcs":            {"", "", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "dev", "unknown"},
+		"go install module@v1.2.3": {"", "", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}, "v1.2.3", "unknown"},
+		"clone, clean": {"", "", &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20260102030405-0123456789ab"}, Settings: vcs("0123456789abcdef", "false")},
+			"v0.0.0-20260102030405-0123456789ab", "0123456789abcdef"},
+		"clone, modified": {"", "", &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20260102030405-0123456789ab+dirty"}, Settings: vcs("0123456789abcdef", "true")},
+			"v0.0.0-20260102030405-0123456789ab+dirty", "0123456789abcdef (modified)"},
+		"ldflags win": {"v2.0.0", "fedcba", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}, Settings: vcs("0123456789abcdef", "true")}, "v2.0.0", "fedcba"},
+	} {
+		v, c2 := buildIdentity(c.ldVersion, c.ldCommit, c.bi)
+		if v != c.version || c2 != c.commit {
+			t.Errorf("%s: %q, %q; want %q, %q", name, v, c2, c.version, c.commit)
+		}
+	}
+}
+
+// TestVersionFromGoBuild: a binary built in a git clone without -ldflags, as
+// go install ./cmd/... builds it, reports the commit Go recorded.
+func TestVersionFromGoBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	testenv.Tool(t, "git", "go build records the commit with git: apt-get install git")
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err)
+	}
+	// Go records the commit of a clone (a .git directory; not of a git
+	// worktree, whose .git is a file): build in a clone of HEAD. -trimpath
+	// lets the clone's packages come from the build cache the next time.
+	clone := filepath.Join(t.TempDir(), "clone")
+	if msg, err := exec.Command("git", "clone", "-q", "--shared", root, clone).CombinedOutput(); err != nil {
+		t.Fatalf("git clone: %v\n%s", err, msg)
+	}
+	bin := filepath.Join(t.TempDir(), "fuelsync")
+	build := exec.Command("go", "build", "-trimpath", "-tags", buildTags, "-o", bin, "./cmd/fuelsync")
+	build.Dir = clone
+	build.Env = append(os.Environ(), "GOFLAGS=-buildvcs=true")
+	if msg, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, msg)
+	}
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(out), "\n")
+	if !strings.HasPrefix(lines[0], "fuelsync v") || !strings.HasPrefix(lines[1], "commit: "+strings.TrimSpace(string(head))) {
+		t.Errorf("fuelsync version of a go build in the clone:\n%s\nwant a module version and commit %s", out, head)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/hashicorp/hcl/v2"
 	"github.com/urfave/cli/v2"
 
 	"github.com/fuelsync/fuelsync/diff"
@@ -73,7 +74,7 @@ func editNode(g *globals, c *cli.Context, kind, op string, items []string) error
 	clusterName, nodeName := c.String("cluster"), c.String("node")
 	cl := repo.Cluster(clusterName)
 	if cl == nil {
-		return &exitError{code: 1, msg: fmt.Sprintf("no cluster %q; clusters: %s; nothing written", clusterName, clusterNames(repo))}
+		return &exitError{code: 1, msg: noCluster(clusterName, repo) + "; nothing written"}
 	}
 	var node *loader.Node
 	var nodes []string
@@ -121,8 +122,7 @@ func editNode(g *globals, c *cli.Context, kind, op string, items []string) error
 		}
 	}
 	if string(data) == string(orig) {
-		fmt.Fprintf(g.stdout, "nothing to change: %s\n", summary)
-		return nil
+		return nothingToChange(g, src, file, summary)
 	}
 
 	return finishEdit(g, c, src, repo, file, orig, data, summary, []string{cl.Name})
@@ -138,8 +138,23 @@ func finishEdit(g *globals, c *cli.Context, src *source, repo *loader.Repo, file
 	after, more := render.Render(repo2, render.Options{Clusters: clusters})
 	diags = loader.SortDiagnostics(append(diags, more...))
 	if diags.HasErrors() {
-		g.writeDiagnostics(g.stderr, diags, repo2.Sources.Files(), src.prefix)
-		return &exitError{code: 1, msg: fmt.Sprintf("the edit (%s) would make the repository invalid; nothing written", summary)}
+		// The errors first; the repository's warnings, which have nothing to
+		// do with the refusal most of the time, summarised after them.
+		var errs hcl.Diagnostics
+		nwarn := 0
+		for _, d := range diags {
+			if d.Severity == hcl.DiagError {
+				errs = append(errs, d)
+			} else {
+				nwarn++
+			}
+		}
+		g.writeDiagnostics(g.stderr, errs, repo2.Sources.Files(), src.prefix)
+		msg := fmt.Sprintf("the edit (%s) would make the repository invalid; nothing written", summary)
+		if nwarn > 0 {
+			msg += fmt.Sprintf("\n(and %s, not shown: %s shows them)", plural(nwarn, "warning"), commandLine(g, "validate"))
+		}
+		return &exitError{code: 1, msg: msg}
 	}
 	old, _ := render.Render(repo, render.Options{Clusters: clusters})
 	oldSide, err := diff.RenderedSide(old, "before", version, nil)
@@ -162,12 +177,13 @@ func finishEdit(g *globals, c *cli.Context, src *source, repo *loader.Repo, file
 	}
 	path := filepath.Join(g.repo, filepath.FromSlash(file))
 	out := g.stdout
-	if g.quiet {
-		out = io.Discard // -q: only problems
+	if g.quiet || g.format == "json" {
+		out = io.Discard // -q: only problems; json: one document, below
 	}
 	if err := state.WriteFileAtomic(path, data); err != nil {
 		return &exitError{code: 1, msg: err.Error()}
 	}
+	doc := editJSON{FormatVersion: formatVersion, Edited: true, File: path, Summary: summary, Changes: cs}
 	fmt.Fprintf(out, "edited %s: %s\n\n", path, summary)
 	if c.Bool("commit") {
 		msg := c.String("message")
@@ -182,11 +198,40 @@ func finishEdit(g *globals, c *cli.Context, src *source, repo *loader.Repo, file
 			return &exitError{code: 1, msg: fmt.Sprintf("the file is edited but not committed: %v", err)}
 		}
 		fmt.Fprintf(out, "committed %.12s: %s\n\n", hash, msg)
+		doc.Commit = hash
 	}
 	fd := diff.File(file, orig, data, 3)
+	doc.FileDiff = fd.Text
+	if g.format == "json" {
+		return writeJSON(g.stdout, doc)
+	}
 	fmt.Fprintln(out, strings.TrimRight(fd.Text, "\n"))
 	fmt.Fprintln(out)
 	fmt.Fprint(out, cs.Text(changeColors(g, out)))
+	return nil
+}
+
+// editJSON is the result of a tags or roles edit with --format json.
+type editJSON struct {
+	FormatVersion string `json:"format_version"`
+	// Edited is false when the file already said so: nothing written.
+	Edited  bool   `json:"edited"`
+	File    string `json:"file"`
+	Summary string `json:"summary"`
+	// Commit is the commit made with --commit.
+	Commit string `json:"commit,omitempty"`
+	// FileDiff is the unified diff of the file.
+	FileDiff string `json:"file_diff,omitempty"`
+	// Changes are what the edit changes on the nodes (as plan's).
+	Changes *diff.ChangeSet `json:"changes,omitempty"`
+}
+
+// nothingToChange reports an edit the file already had.
+func nothingToChange(g *globals, src *source, file, summary string) error {
+	if g.format == "json" {
+		return writeJSON(g.stdout, editJSON{FormatVersion: formatVersion, File: filepath.Join(g.repo, filepath.FromSlash(file)), Summary: summary})
+	}
+	fmt.Fprintf(g.stdout, "nothing to change: %s\n", summary)
 	return nil
 }
 

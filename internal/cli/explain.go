@@ -49,7 +49,7 @@ func explainCommand(stdout, stderr io.Writer) *cli.Command {
 			repo, diags := loader.Load(src.fsys, loadOptions(nil))
 			name := c.String("cluster")
 			if repo.Cluster(name) == nil && !diags.HasErrors() {
-				return &exitError{code: 1, msg: fmt.Sprintf("no cluster %q; clusters: %s", name, clusterNames(repo))}
+				return &exitError{code: 1, msg: noCluster(name, repo)}
 			}
 			rendered, more := render.Render(repo, render.Options{Clusters: []string{name}})
 			diags = loader.SortDiagnostics(append(diags, more...))

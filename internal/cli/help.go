@@ -44,7 +44,7 @@ func globalFlag(name string) cli.Flag {
 	case "etcd-auth-file":
 		return &cli.StringFlag{Name: "etcd-auth-file", Usage: "authenticate to etcd with USER:PASSWORD read from `FILE`"}
 	case "etcd-lock-ttl":
-		return &cli.DurationFlag{Name: "etcd-lock-ttl", Value: state.DefaultLockTTL, Usage: "lease TTL of the lock in etcd: how long a dead holder's lock outlives it"}
+		return &cli.DurationFlag{Name: "etcd-lock-ttl", Value: state.DefaultLockTTL, Usage: "lease `TTL` of the lock in etcd: how long a dead holder's lock outlives it"}
 	}
 	return nil // not a global flag: globalNames lists them
 }
@@ -56,17 +56,30 @@ var globalNames = []string{"repo", "rev", "workdir", "format", "color", "quiet",
 var stateGlobals = []string{"state", "etcd-cacert", "etcd-cert", "etcd-key", "etcd-auth-file", "etcd-lock-ttl"}
 
 // commandHelp is what a command's --help shows besides its flags: the global
-// flags it honours, examples (each runs as printed from the directory holding
-// examples/quickstart; TestHelpExamples runs them) and its exit status.
+// flags it honours, examples (each runs as printed from the root of a clone of
+// fuelsync, where examples/quickstart is, after the README's quick start made
+// /tmp/qs a git repository of two commits; TestHelpExamples runs them) and its
+// exit status.
 type commandHelp struct {
 	globals  []string
 	examples []string // "# comment" lines introduce the next command
 	exit     string
+	// formats are the values of --format the command prints (its first the
+	// default, text); "" for a command whose own --format means something else
+	// (plugin create, capabilities summary). Every command takes --format,
+	// --color and -q in any position (outputGlobals); another format is refused.
+	formats string
 }
+
+// outputGlobals are the global flags every command takes, before or after its
+// name: how it prints. A command that has nothing to print in JSON refuses
+// --format json, saying what it prints, rather than printing text.
+var outputGlobals = []string{"format", "color", "quiet"}
 
 // helpTable is keyed by the command path after "fuelsync".
 var helpTable = map[string]commandHelp{
 	"validate": {
+		formats: "text json github",
 		globals: []string{"repo", "rev", "format", "color", "quiet"},
 		examples: []string{
 			"fuelsync validate --repo examples/quickstart",
@@ -76,6 +89,7 @@ var helpTable = map[string]commandHelp{
 		exit: "0 valid (warnings allowed), 1 errors (or warnings with --strict) or a usage error",
 	},
 	"components": {
+		formats: "text json",
 		globals: []string{"repo", "rev", "format", "color"},
 		examples: []string{
 			"fuelsync components --repo examples/quickstart --release quickstart-1.0",
@@ -85,6 +99,7 @@ var helpTable = map[string]commandHelp{
 		exit: "0 listed, 1 when the repository does not load or the cluster's selection is invalid",
 	},
 	"render": {
+		formats: "text json",
 		globals: []string{"repo", "rev", "format", "color", "quiet"},
 		examples: []string{
 			"fuelsync render --repo examples/quickstart --out rendered",
@@ -93,6 +108,7 @@ var helpTable = map[string]commandHelp{
 		exit: "0 written, 1 errors (nothing is written)",
 	},
 	"explain": {
+		formats: "text json",
 		globals: []string{"repo", "rev", "format", "color"},
 		examples: []string{
 			"fuelsync explain --repo examples/quickstart --cluster demo --node node-4",
@@ -101,6 +117,7 @@ var helpTable = map[string]commandHelp{
 		exit: "0 explained, 1 an unknown cluster, node or task, or a cluster that does not render",
 	},
 	"plan": {
+		formats: "text json",
 		globals: append([]string{"repo", "rev", "workdir", "format", "color", "quiet"}, stateGlobals...),
 		examples: []string{
 			"fuelsync plan --repo examples/quickstart --workdir state",
@@ -111,26 +128,29 @@ var helpTable = map[string]commandHelp{
 		exit: "0 planned, 1 error; with --detailed-exitcode 0 no changes, 1 error, 2 changes",
 	},
 	"approve": {
+		formats: "text json",
 		globals: append([]string{"repo", "workdir", "format", "color", "quiet"}, stateGlobals...),
 		examples: []string{
 			"# a cluster with sync: manual awaits approval after a plan or apply:",
-			"fuelsync status",
-			"fuelsync approve --cluster prod",
+			"fuelsync status --repo examples/quickstart --workdir state",
+			"fuelsync approve --repo examples/quickstart --workdir state --cluster prod",
 			"# or through a running serve (its --api-token-file):",
 			"fuelsync approve --cluster prod --server http://127.0.0.1:8080 --api-token-file token",
 		},
 		exit: "0 applied (or accepted by serve), 1 error (nothing awaits approval, the plan no longer renders as approved, or the cluster's applied artifacts moved; nothing was changed)",
 	},
 	"status": {
+		formats: "text json",
 		globals: append([]string{"repo", "rev", "workdir", "format", "color", "quiet"}, stateGlobals...),
 		examples: []string{
-			"fuelsync status",
-			"fuelsync status --format json",
+			"fuelsync status --repo examples/quickstart --workdir state",
+			"fuelsync status --repo examples/quickstart --workdir state --format json",
 			"fuelsync status --server http://127.0.0.1:8080 --api-token-file token",
 		},
 		exit: "0 printed (whatever the clusters' statuses), 1 error (the state or serve could not be read)",
 	},
 	"apply": {
+		formats: "text json",
 		globals: append([]string{"repo", "rev", "workdir", "format", "color", "quiet"}, stateGlobals...),
 		examples: []string{
 			"fuelsync apply --repo examples/quickstart --workdir state --auto-approve",
@@ -140,14 +160,17 @@ var helpTable = map[string]commandHelp{
 		exit: "0 applied (or nothing to apply), 1 error (the applied state is unchanged)",
 	},
 	"diff": {
+		formats: "text json markdown",
 		globals: []string{"repo", "format", "color"},
 		examples: []string{
-			"# in a git repository: what the last commit changes, as a pull-request comment",
-			"fuelsync diff --repo examples/quickstart --base HEAD~1 --head HEAD --format markdown",
+			"# what the last commit changes, as a pull-request comment; --repo is the top of a git",
+			"# repository (/tmp/qs: the README's quick start made it, with two commits)",
+			"fuelsync diff --repo /tmp/qs --base HEAD~1 --head HEAD --format markdown",
 		},
 		exit: "as diff(1): 0 no changes, 1 changes, 2 error (a revision that does not validate: a\ncomplete document with its errors is still printed in json and markdown)",
 	},
 	"plugin": {
+		formats: "text",
 		globals: []string{"repo", "color", "quiet"},
 		examples: []string{
 			"fuelsync plugin check examples/quickstart/plugins/monitoring",
@@ -163,6 +186,7 @@ var helpTable = map[string]commandHelp{
 		exit: "0 written, 1 error (an existing directory is never touched)",
 	},
 	"plugin check": {
+		formats: "text json",
 		globals: []string{"color", "quiet"},
 		examples: []string{
 			"fuelsync plugin check examples/quickstart/plugins/monitoring",
@@ -170,6 +194,7 @@ var helpTable = map[string]commandHelp{
 		exit: "0 valid (warnings allowed), 1 errors, or DIR is not a plugin directory",
 	},
 	"tags": {
+		formats: "text",
 		globals: []string{"repo", "rev", "format", "color", "quiet"},
 		examples: []string{
 			"fuelsync tags list --repo examples/quickstart --cluster demo",
@@ -177,6 +202,7 @@ var helpTable = map[string]commandHelp{
 		exit: "0 success, 1 error",
 	},
 	"tags list": {
+		formats: "text json",
 		globals: []string{"repo", "rev", "format", "color"},
 		examples: []string{
 			"fuelsync tags list --repo examples/quickstart --cluster demo",
@@ -186,26 +212,31 @@ var helpTable = map[string]commandHelp{
 		exit: "0 listed, 1 error",
 	},
 	"tags assign": {
+		formats:  "text json",
 		globals:  []string{"repo", "color", "quiet"},
 		examples: []string{"fuelsync tags assign --repo examples/quickstart --cluster demo --node node-3 backup"},
 		exit:     "0 edited, 1 error (the file is left as it was)",
 	},
 	"tags unassign": {
+		formats:  "text json",
 		globals:  []string{"repo", "color", "quiet"},
 		examples: []string{"fuelsync tags unassign --repo examples/quickstart --cluster demo --node node-2 backup"},
 		exit:     "0 edited, 1 error (the file is left as it was)",
 	},
 	"tags create": {
+		formats:  "text json",
 		globals:  []string{"repo", "color", "quiet"},
 		examples: []string{"fuelsync tags create --repo examples/quickstart --cluster demo --has-primary cache"},
 		exit:     "0 edited, 1 error (the file is left as it was)",
 	},
 	"tags update": {
+		formats:  "text json",
 		globals:  []string{"repo", "color", "quiet"},
 		examples: []string{"fuelsync tags update --repo examples/quickstart --cluster demo --has-primary backup"},
 		exit:     "0 edited, 1 error (the file is left as it was)",
 	},
 	"tags delete": {
+		formats: "text json",
 		globals: []string{"repo", "color", "quiet"},
 		examples: []string{
 			"fuelsync tags create --repo examples/quickstart --cluster demo scratch",
@@ -214,11 +245,13 @@ var helpTable = map[string]commandHelp{
 		exit: "0 edited, 1 error (the file is left as it was)",
 	},
 	"roles": {
+		formats:  "text",
 		globals:  []string{"repo", "rev", "format", "color", "quiet"},
 		examples: []string{"fuelsync roles list --repo examples/quickstart --cluster demo"},
 		exit:     "0 success, 1 error",
 	},
 	"roles list": {
+		formats: "text json",
 		globals: []string{"repo", "rev", "format", "color"},
 		examples: []string{
 			"fuelsync roles list --repo examples/quickstart --cluster demo",
@@ -227,31 +260,37 @@ var helpTable = map[string]commandHelp{
 		exit: "0 listed, 1 error",
 	},
 	"roles assign": {
+		formats:  "text json",
 		globals:  []string{"repo", "color", "quiet"},
 		examples: []string{"fuelsync roles assign --repo examples/quickstart --cluster demo --node node-4 storage"},
 		exit:     "0 edited, 1 error (the file is left as it was)",
 	},
 	"roles unassign": {
+		formats:  "text json",
 		globals:  []string{"repo", "color", "quiet"},
 		examples: []string{"fuelsync roles unassign --repo examples/quickstart --cluster demo --node node-5 storage"},
 		exit:     "0 edited, 1 error (the file is left as it was)",
 	},
 	"state": {
+		formats:  "text",
 		globals:  append([]string{"repo", "workdir"}, stateGlobals...),
 		examples: []string{"fuelsync apply --repo examples/quickstart --workdir state --auto-approve -q", "fuelsync state show --repo examples/quickstart --workdir state"},
 		exit:     "0 success, 1 error",
 	},
 	"state show": {
+		formats:  "text json",
 		globals:  append([]string{"repo", "workdir"}, stateGlobals...),
 		examples: []string{"fuelsync apply --repo examples/quickstart --workdir state --auto-approve -q", "fuelsync state show --repo examples/quickstart --workdir state"},
 		exit:     "0 shown, 1 error",
 	},
 	"state pull": {
+		formats:  "text json",
 		globals:  append([]string{"repo", "workdir"}, stateGlobals...),
 		examples: []string{"fuelsync apply --repo examples/quickstart --workdir state --auto-approve -q", "fuelsync state pull --repo examples/quickstart --workdir state"},
 		exit:     "0 printed, 1 error",
 	},
 	"state push": {
+		formats: "text json",
 		globals: append([]string{"repo", "workdir"}, stateGlobals...),
 		examples: []string{
 			"fuelsync apply --repo examples/quickstart --workdir state --auto-approve -q",
@@ -262,22 +301,29 @@ var helpTable = map[string]commandHelp{
 		exit: "0 pushed (or unchanged), 1 refused (another lineage, an older serial) or an error",
 	},
 	"watch": {
+		formats: "text",
 		globals: append([]string{"repo", "workdir"}, stateGlobals...),
 		examples: []string{
-			"# runs until interrupted; --repo must be a git repository",
-			"fuelsync watch --repo examples/quickstart --workdir state --interval 30s --dry-run",
+			"# runs until interrupted; follows the commits of a git repository whose top is --repo",
+			"# (/tmp/qs: the README's quick start made it), or a URL",
+			"fuelsync watch --repo /tmp/qs --workdir state --interval 30s --dry-run",
+			"# the working tree of a directory, git or not",
+			"fuelsync watch --repo examples/quickstart --worktree --workdir state --dry-run",
 		},
 		exit: "0 stopped by SIGINT or SIGTERM, 1 a start-up error",
 	},
 	"serve": {
+		formats: "text",
 		globals: append([]string{"repo", "workdir"}, stateGlobals...),
 		examples: []string{
-			"# runs until interrupted; --repo must be a git repository",
-			"fuelsync serve --repo examples/quickstart --workdir state --listen 127.0.0.1:8080 --webhook-secret-file secret",
+			"# runs until interrupted; follows the commits of a git repository whose top is --repo",
+			"# (/tmp/qs: the README's quick start made it), or a URL",
+			"fuelsync serve --repo /tmp/qs --workdir state --listen 127.0.0.1:8080 --webhook-secret-file secret",
 		},
 		exit: "0 stopped by SIGINT or SIGTERM, 1 a start-up error",
 	},
 	"trigger": {
+		formats: "text json",
 		examples: []string{
 			"# with fuelsync serve running on the same secret",
 			"fuelsync trigger --url http://127.0.0.1:8080 --webhook-secret-file secret --ref refs/heads/main",
@@ -285,10 +331,12 @@ var helpTable = map[string]commandHelp{
 		exit: "0 serve accepted the delivery, 1 otherwise",
 	},
 	"capabilities": {
+		formats:  "text",
 		examples: []string{"fuelsync capabilities find -r -c resource_type=OS::TripleO::Services::RabbitMQ examples/tripleo-capabilities"},
 		exit:     "0 success, 1 none found (find), 2 error",
 	},
 	"capabilities find": {
+		formats:  "text json",
 		examples: []string{"fuelsync capabilities find -r -c resource_type=OS::TripleO::Services::RabbitMQ examples/tripleo-capabilities"},
 		exit:     "0 found, 1 none, 2 a bad argument or an unreadable PATH (a file that is not a valid template is skipped with a warning)",
 	},
@@ -297,6 +345,7 @@ var helpTable = map[string]commandHelp{
 		exit:     "0 success, 1 every file was skipped, 2 a bad argument or an unreadable file",
 	},
 	"completion": {
+		formats: "text",
 		examples: []string{
 			"# bash: source <(fuelsync completion bash)",
 			"fuelsync completion bash",
@@ -305,6 +354,7 @@ var helpTable = map[string]commandHelp{
 		exit: "0 printed, 1 an unknown shell",
 	},
 	"version": {
+		formats:  "text json",
 		globals:  []string{"format"},
 		examples: []string{"fuelsync version", "fuelsync --version", "fuelsync version --format json"},
 		exit:     "0",
@@ -368,7 +418,7 @@ func decorate(cmds []*cli.Command, parent string) {
 		}
 		path := strings.TrimSpace(parent + " " + c.Name)
 		h := helpTable[path] // TestHelpTableComplete: every command has an entry
-		for _, name := range h.globals {
+		for _, name := range commandGlobals(path) {
 			if flagNamed(c.Flags, name) != nil {
 				continue // the command's own --format (plugin create, capabilities)
 			}
@@ -380,6 +430,9 @@ func decorate(cmds []*cli.Command, parent string) {
 		}
 		c.HideHelpCommand = true
 		c.Before = chainBefore(requiredFlags(c), c.Before)
+		if len(c.Subcommands) == 0 && h.formats != "" {
+			c.Before = chainBefore(checkFormat(path, strings.Fields(h.formats)), c.Before)
+		}
 		if len(c.Subcommands) > 0 {
 			decorate(c.Subcommands, path)
 		}
@@ -471,6 +524,39 @@ func requiredFlags(c *cli.Command) cli.BeforeFunc {
 		}
 		return &exitError{code: usageCode(ctx), msg: fmt.Sprintf("%s: missing required %s %s; run '%s --help' for usage",
 			strings.TrimPrefix(ctx.Command.HelpName, "fuelsync "), word, strings.Join(missing, ", "), ctx.Command.HelpName)}
+	}
+}
+
+// commandGlobals are the global flags command path takes after its name: those
+// it honours (its help table's), and the output flags every command takes.
+func commandGlobals(path string) []string {
+	globals := slices.Clone(helpTable[path].globals)
+	for _, name := range outputGlobals {
+		if !slices.Contains(globals, name) {
+			globals = append(globals, name)
+		}
+	}
+	return globals
+}
+
+// checkFormat refuses a --format (given before or after the command) that the
+// command path does not print.
+func checkFormat(path string, formats []string) cli.BeforeFunc {
+	return func(ctx *cli.Context) error {
+		f := commandFormat(ctx)
+		if helpAsked(ctx) || slices.Contains(formats, f) {
+			return nil
+		}
+		list := strings.Join(formats, ", ")
+		if n := len(formats); n > 1 {
+			list = strings.Join(formats[:n-1], ", ") + " or " + formats[n-1]
+		}
+		msg := fmt.Sprintf("%s prints %s, not %q", path, list, f)
+		switch path {
+		case "watch", "serve":
+			msg += "; its log is text or json with --log-format"
+		}
+		return &exitError{code: usageCode(ctx), msg: msg}
 	}
 }
 

@@ -74,7 +74,7 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 			"cluster whose inputs have errors is held with its applied artifacts, the others are\n" +
 			"applied, and apply exits 1 naming the clusters it held.",
 		Flags: []cli.Flag{
-			&cli.DurationFlag{Name: "lock-timeout", Usage: "wait up to `DURATION` for the work directory's lock (default: fail at once)"},
+			&cli.DurationFlag{Name: "lock-timeout", Usage: "wait up to `DURATION` for the work directory's lock", DefaultText: "fail at once"},
 			&cli.BoolFlag{Name: "auto-approve", Usage: "apply without asking for confirmation (for scripts; a saved plan is never asked about)"},
 			&cli.StringSliceFlag{Name: "cluster", Usage: "apply only cluster `C` (repeatable); the others keep their applied artifacts"},
 			reinitFlag(),

@@ -189,8 +189,17 @@ func pluginCheckCommand(stdout, stderr io.Writer) *cli.Command {
 				return &exitError{code: 1, msg: err.Error()}
 			}
 			diags, sources := scaffold.Check(path.Base(filepath.ToSlash(dir)), files)
-			g.writeDiagnostics(stderr, diags, sources, filepath.ToSlash(dir)+"/")
 			nerr, nwarn := loader.Counts(diags)
+			if g.format == "json" { // validate's document
+				if err := writeDiagnosticsJSON(stdout, diags, filepath.ToSlash(dir)+"/", nerr == 0); err != nil {
+					return err
+				}
+				if nerr > 0 {
+					return exitCode(1)
+				}
+				return nil
+			}
+			g.writeDiagnostics(stderr, diags, sources, filepath.ToSlash(dir)+"/")
 			if nerr > 0 {
 				return &exitError{code: 1, msg: fmt.Sprintf("%s: invalid plugin package: %s, %s", dir, plural(nerr, "error"), plural(nwarn, "warning"))}
 			}

@@ -64,7 +64,7 @@ func renderCommand(stdout, stderr io.Writer) *cli.Command {
 			repo, diags := loader.Load(src.fsys, loadOptions(nil))
 			for _, name := range c.StringSlice("cluster") {
 				if repo.Cluster(name) == nil && !diags.HasErrors() {
-					return &exitError{code: 1, msg: fmt.Sprintf("no cluster %q; clusters: %s", name, clusterNames(repo))}
+					return &exitError{code: 1, msg: noCluster(name, repo)}
 				}
 			}
 			if diags.HasErrors() {

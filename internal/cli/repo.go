@@ -125,6 +125,11 @@ func openSource(g *globals) (*source, error) {
 		return nil, err
 	}
 	g.locateRepo()
+	if isRemote(g.repo) {
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("--repo %s is a URL: only watch and serve fetch a repository from a URL; "+
+			"%s reads a directory (a working tree or a bare repository): clone it first (git clone %s DIR) and give --repo DIR",
+			g.repo, g.command, g.repo)}
+	}
 	fi, err := os.Stat(g.repo)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, &exitError{code: 1, msg: fmt.Sprintf("repository %s does not exist", g.repo)}
@@ -150,6 +155,9 @@ func openSource(g *globals) (*source, error) {
 		}
 		return &source{fsys: fsys, label: g.repo, prefix: prefix, revision: "working-tree"}, nil
 	}
+	if err := checkGitTop(g.repo, "--rev and diff read"); err != nil {
+		return nil, err
+	}
 	fsys, hash, err := loader.OpenRevision(g.repo, rev)
 	if err != nil {
 		return nil, &exitError{code: 1, msg: err.Error()}
@@ -158,6 +166,41 @@ func openSource(g *globals) (*source, error) {
 		return nil, notARepo(g.repo, fmt.Sprintf(" at %s (%.12s)", rev, hash))
 	}
 	return &source{fsys: fsys, label: fmt.Sprintf("%s@%s (%.12s)", g.repo, rev, hash), prefix: prefix, revision: hash}, nil
+}
+
+// checkGitTop returns nil when dir is the top of a git work tree (it holds
+// .git) or a bare repository, and otherwise the error that says what is wrong:
+// a directory inside a git work tree (examples/quickstart of this clone), or
+// in none. what names who reads commits ("--rev and diff read", "watch
+// follows"): the commits of a git repository whose top is the fuelsync
+// repository.
+func checkGitTop(dir, what string) error {
+	if isBareRepo(dir) {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+		return nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return &exitError{code: 1, msg: fmt.Sprintf("repository %s: %v", dir, err)}
+	}
+	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
+		if _, err := os.Stat(filepath.Join(p, ".git")); err == nil {
+			fix := fmt.Sprintf("make %s a git repository of its own (git init)", dir)
+			if isFuelsyncRoot(p) {
+				fix += fmt.Sprintf(", or give --repo %s", p)
+			}
+			return &exitError{code: 1, msg: fmt.Sprintf("%s is not the top of a git repository: its top is %s\n"+
+				"hint: %s commits of a git repository whose top holds plugins/ and clusters/; %s", dir, p, what, fix)}
+		}
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
+	return &exitError{code: 1, msg: fmt.Sprintf("%s is not a git repository (no .git in it or above it)\n"+
+		"hint: %s commits of a git repository whose top holds plugins/ and clusters/; make %s one (git init, git add, git commit)",
+		dir, what, dir)}
 }
 
 // Environment variables that change the loading budget (sizes in bytes, or with

@@ -36,7 +36,11 @@ var (
 // FUELSYNC_RUN_MAIN=1 the test binary is the CLI itself (for the tests that kill
 // or race real processes).
 func TestMain(m *testing.M) {
-	if os.Getenv("FUELSYNC_RUN_MAIN") == "1" {
+	switch os.Getenv("FUELSYNC_RUN_MAIN") {
+	case "1":
+		os.Exit(run(os.Args, os.Stdout, os.Stderr))
+	case "server": // as fuelsync-server
+		program = ServerBinary
 		os.Exit(run(os.Args, os.Stdout, os.Stderr))
 	}
 	testscript.Main(m, map[string]func(){

@@ -67,6 +67,12 @@ func newLoop(g *globals, c *cli.Context) (*controller.Loop, error) {
 		src = &gitsource.LocalSource{Path: g.repo, Branch: c.String("branch")}
 		if c.Bool("worktree") {
 			src = &gitsource.WorktreeSource{Path: g.repo}
+		} else if err := checkGitTop(g.repo, c.Command.Name+" follows the"); err != nil {
+			var ee *exitError
+			if errors.As(err, &ee) {
+				ee.msg += ", or follow its working tree (--worktree)"
+			}
+			return nil, err
 		}
 	}
 	var h slog.Handler

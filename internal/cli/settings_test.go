@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	git "github.com/go-git/go-git/v5"
 	"github.com/google/go-cmp/cmp"
 	"github.com/urfave/cli/v2"
 )
@@ -119,6 +120,9 @@ func TestLoopSettingsFromFile(t *testing.T) {
 func TestBranchNamesChecked(t *testing.T) {
 	repo := t.TempDir()
 	if err := os.Mkdir(filepath.Join(repo, "clusters"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := git.PlainInit(repo, false); err != nil { // watch follows a git repository's commits
 		t.Fatal(err)
 	}
 	write := func(content string) {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -68,3 +69,78 @@ func buildBinaries(tb testing.TB, dir string) (bin, server string) {
 
 // buildTags are the Makefile's TAGS.
 const buildTags = "urfave_cli_no_docs"
+
+// BenchmarkStartupPluginCheck measures `fuelsync plugin check` on three real
+// plugins (examples/fuel-mitaka: contrail, detach-database, lma_collector), the
+// command compared with fuel-plugin-builder's --check, and splits its time:
+//
+//	go test ./internal/cli -run '^$' -bench StartupPluginCheck -benchtime 300x
+//
+// Every round runs each command once, interleaved, so that the machine's load
+// weighs on all alike. It reports the median wall time of the three checks
+// together (check-ms), of fuelsync version three times (version-ms: the
+// start-up every command pays, and little else), and of a Go program that does
+// nothing, three times (floor-ms: fork, exec and the Go runtime). check-ms less
+// version-ms is the checking itself; version-ms less floor-ms is what
+// fuelsync's size and package initialisations add (GODEBUG=inittrace=1 lists
+// them). fuel-plugin-builder is timed the same way where it is installed
+// (FUELSYNC_FPB=path/to/fpb): fpb-ms and the ratio fpb-ms / check-ms.
+func BenchmarkStartupPluginCheck(b *testing.B) {
+	dir := b.TempDir()
+	bin, _ := buildBinaries(b, dir)
+	hello := filepath.Join(dir, "hello")
+	if err := os.WriteFile(filepath.Join(dir, "hello.go"), []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if out, err := exec.Command("go", "build", "-o", hello, filepath.Join(dir, "hello.go")).CombinedOutput(); err != nil {
+		b.Fatalf("go build hello: %v\n%s", err, out)
+	}
+	var plugins []string
+	for _, p := range []string{"contrail", "detach-database", "lma_collector"} {
+		abs, err := filepath.Abs(filepath.Join("..", "..", "examples", "fuel-mitaka", "plugins", p))
+		if err != nil {
+			b.Fatal(err)
+		}
+		plugins = append(plugins, abs)
+	}
+	fpb := os.Getenv("FUELSYNC_FPB")
+	runAll := func(cmds [][]string) time.Duration {
+		start := time.Now()
+		for _, c := range cmds {
+			if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+				b.Fatalf("%v: %v\n%s", c, err, out)
+			}
+		}
+		return time.Since(start)
+	}
+	var check, version, floor, fpbCmds [][]string
+	for _, p := range plugins {
+		check = append(check, []string{bin, "plugin", "check", "-q", p})
+		version = append(version, []string{bin, "version"})
+		floor = append(floor, []string{hello})
+		if fpb != "" {
+			fpbCmds = append(fpbCmds, []string{fpb, "--check", p})
+		}
+	}
+	runAll(check) // the page cache
+	var tc, tv, tf, tp []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		tc = append(tc, runAll(check))
+		tv = append(tv, runAll(version))
+		tf = append(tf, runAll(floor))
+		if fpb != "" {
+			tp = append(tp, runAll(fpbCmds))
+		}
+	}
+	b.StopTimer()
+	c := median(tc)
+	b.ReportMetric(c, "check-ms")
+	b.ReportMetric(median(tv), "version-ms")
+	b.ReportMetric(median(tf), "floor-ms")
+	if fpb != "" {
+		p := median(tp)
+		b.ReportMetric(p, "fpb-ms")
+		b.ReportMetric(p/c, "fpb/check")
+	}
+}

@@ -122,7 +122,7 @@ func stateCommand(stdout, stderr io.Writer) *cli.Command {
 					"set of the state's serial must be there with the files the state names.",
 				OnUsageError: usageError,
 				Flags: []cli.Flag{
-					&cli.DurationFlag{Name: "lock-timeout", Usage: "wait up to `DURATION` for the lock (default: fail at once)"},
+					&cli.DurationFlag{Name: "lock-timeout", Usage: "wait up to `DURATION` for the lock", DefaultText: "fail at once"},
 				},
 				Action: func(c *cli.Context) error {
 					if c.NArg() != 1 {
@@ -156,6 +156,10 @@ func stateCommand(stdout, stderr io.Writer) *cli.Command {
 						changed, err := state.Push(w, lock, st)
 						if err != nil {
 							return &exitError{code: 1, msg: err.Error()}
+						}
+						if g.format == "json" {
+							return writeJSON(stdout, map[string]any{"format_version": formatVersion, "state": w.StateName(),
+								"serial": st.Serial, "lineage": st.Lineage, "changed": changed})
 						}
 						if !g.quiet {
 							if changed {
@@ -195,12 +199,25 @@ func withState(c *cli.Context, stdout, stderr io.Writer, f func(*globals, *state
 // JSON.
 func stateView(stdout io.Writer, g *globals, w *state.Workdir, st *state.State, holder state.LockInfo) error {
 	if g.format == "json" {
-		return writeJSON(stdout, map[string]any{"backend": w.StateName(), "lineage": st.Lineage, "serial": st.Serial,
+		doc := map[string]any{"backend": w.StateName(), "lineage": st.Lineage, "serial": st.Serial,
 			"revision": st.Revision, "tool_version": st.ToolVersion, "artifacts": len(st.Artifacts),
-			"clusters": st.Clusters, "lock_holder": holderOrNil(holder)})
+			"clusters": st.Clusters, "lock_holder": holderOrNil(holder)}
+		if dir, ok := localSet(w, st.Serial); ok && st.Serial > 0 {
+			doc["artifacts_path"] = dir
+		}
+		return writeJSON(stdout, doc)
 	}
 	showState(stdout, w, st, holder)
 	return nil
+}
+
+// localSet returns the directory of the applied set serial in this work
+// directory, and whether it is there: with the state on etcd, the sets are in
+// the work directory of each serve replica (or apply) that wrote them.
+func localSet(w *state.Workdir, serial int64) (string, bool) {
+	dir := w.SetDir(serial)
+	fi, err := os.Stat(dir)
+	return dir, err == nil && fi.IsDir()
 }
 
 func holderOrNil(h state.LockInfo) any {
@@ -219,7 +236,12 @@ func showState(out io.Writer, w *state.Workdir, st *state.State, holder state.Lo
 		fmt.Fprintf(out, "Serial:       %d\n", st.Serial)
 		fmt.Fprintf(out, "Revision:     %s\n", st.Revision)
 		fmt.Fprintf(out, "Tool version: %s\n", st.ToolVersion)
-		fmt.Fprintf(out, "Artifacts:    %d files in %s\n", len(st.Artifacts), w.SetDir(st.Serial))
+		if dir, ok := localSet(w, st.Serial); ok {
+			fmt.Fprintf(out, "Artifacts:    %d files in %s\n", len(st.Artifacts), dir)
+		} else {
+			fmt.Fprintf(out, "Artifacts:    %d files, in the work directory of each fuelsync that applied or re-rendered serial %d (not in %s)\n",
+				len(st.Artifacts), st.Serial, w.Dir)
+		}
 		names := make([]string, 0, len(st.Clusters))
 		for name := range st.Clusters {
 			names = append(names, name)

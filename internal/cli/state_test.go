@@ -56,6 +56,16 @@ func TestEtcdStatePushPull(t *testing.T) {
 	if code, out, stderr := fuelsyncRun(t, append(etcd, "state", "push", stateFile)...); code != 0 || !strings.Contains(out, "Pushed serial 1") {
 		t.Fatalf("state push to etcd: exit %d\n%s%s", code, out, stderr)
 	}
+	if code, out, stderr := fuelsyncRun(t, append(etcd, "state", "push", stateFile, "--format", "json")...); code != 0 || !strings.Contains(out, `"changed": false`) || !strings.Contains(out, `"serial": 1`) {
+		t.Fatalf("state push --format json of the same state: exit %d\n%s%s", code, out, stderr)
+	}
+	// From a work directory without the applied set (another machine's, or
+	// none), state show says where the set is instead of a path that does
+	// not exist.
+	elsewhere := filepath.Join(t.TempDir(), "elsewhere")
+	if code, out, stderr := fuelsyncRun(t, "--state", url, "--repo", repo, "--workdir", elsewhere, "state", "show"); !strings.Contains(out, "(not in "+elsewhere+")\n") || code != 0 {
+		t.Errorf("state show over etcd from another work directory: exit %d\n%s%s\nwant it to say the set is not in %s", code, out, stderr, elsewhere)
+	}
 	if code, out, stderr := fuelsyncRun(t, append(etcd, "state", "push", stateFile)...); code != 0 || !strings.Contains(out, "nothing changed") {
 		t.Fatalf("state push of the same state: exit %d\n%s%s", code, out, stderr)
 	}

@@ -217,7 +217,7 @@ func approveCommand(stdout, stderr io.Writer) *cli.Command {
 			"clusters awaiting approval.",
 		Flags: append(serverFlags(),
 			&cli.StringFlag{Name: "cluster", Required: true, Usage: "the cluster `C` whose plan to apply"},
-			&cli.DurationFlag{Name: "lock-timeout", Usage: "wait up to `DURATION` for the lock (default: fail at once)"},
+			&cli.DurationFlag{Name: "lock-timeout", Usage: "wait up to `DURATION` for the lock", DefaultText: "fail at once"},
 			formatFlag()),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {

@@ -71,7 +71,7 @@ func editTagMeta(g *globals, c *cli.Context, op, name string) error {
 	if cname := c.String("cluster"); cname != "" {
 		cl := repo.Cluster(cname)
 		if cl == nil {
-			return &exitError{code: 1, msg: fmt.Sprintf("no cluster %q; clusters: %s; nothing written", cname, clusterNames(repo))}
+			return &exitError{code: 1, msg: noCluster(cname, repo) + "; nothing written"}
 		}
 		m, mdiags := render.Build(repo, cl)
 		if m == nil || mdiags.HasErrors() {
@@ -156,8 +156,7 @@ func editTagMeta(g *globals, c *cli.Context, op, name string) error {
 		summary = fmt.Sprintf("release %s: %s", rel.Version, summary)
 	}
 	if err == specedit.ErrNoChange || (err == nil && string(data) == string(orig)) {
-		fmt.Fprintf(g.stdout, "nothing to change: %s\n", summary)
-		return nil
+		return nothingToChange(g, src, file, summary)
 	}
 	if err != nil {
 		return &exitError{code: 1, msg: fmt.Sprintf("%s: %v; nothing written", file, err)}

@@ -60,7 +60,18 @@ func triggerCommand(stdout, stderr io.Writer) *cli.Command {
 			}
 			defer resp.Body.Close()
 			text, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-			if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusOK {
+			accepted := resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusOK
+			if g.format == "json" {
+				if err := writeJSON(stdout, map[string]any{"format_version": formatVersion, "accepted": accepted,
+					"status": resp.StatusCode, "response": strings.TrimSpace(string(text)), "delivery": hex.EncodeToString(id)}); err != nil {
+					return err
+				}
+				if !accepted {
+					return exitCode(1)
+				}
+				return nil
+			}
+			if !accepted {
 				return &exitError{code: 1, msg: fmt.Sprintf("%s: %s", resp.Status, strings.TrimSpace(string(text)))}
 			}
 			if !g.quiet {

@@ -1,0 +1,3 @@
+// Package deploy holds no code: its directory has the systemd units of
+// fuelsync (systemd/), and its test checks them with systemd-analyze.
+package deploy

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestReport: a passing package prints its ok line alone; a failing test its
+// output; a skipped test is listed at the end with its reason; the counts
+// close the output.
+func TestReport(t *testing.T) {
+	in := `{"Action":"start","Package":"p/a"}
+{"Action":"run","Package":"p/a","Test":"TestOK"}
+{"Action":"output","Package":"p/a","Test":"TestOK","Output":"=== RUN   TestOK\n"}
+{"Action":"output","Package":"p/a","Test":"TestOK","Output":"    a_test.go:3: chatter\n"}
+{"Action":"pass","Package":"p/a","Test":"TestOK","Elapsed":0.1}
+{"Action":"run","Package":"p/a","Test":"TestEtcd"}
+{"Action":"output","Package":"p/a","Test":"TestEtcd","Output":"=== RUN   TestEtcd\n"}
+{"Action":"output","Package":"p/a","Test":"TestEtcd","Output":"    a_test.go:9: etcd is not installed (apt-get install etcd-server)\n"}
+{"Action":"output","Package":"p/a","Test":"TestEtcd","Output":"--- SKIP: TestEtcd (0.00s)\n"}
+{"Action":"skip","Package":"p/a","Test":"TestEtcd","Elapsed":0}
+{"Action":"output","Package":"p/a","Output":"PASS\n"}
+{"Action":"output","Package":"p/a","Output":"ok  \tp/a\t0.2s\n"}
+{"Action":"pass","Package":"p/a","Elapsed":0.2}
+{"Action":"run","Package":"p/b","Test":"TestBad"}
+{"Action":"output","Package":"p/b","Test":"TestBad","Output":"=== RUN   TestBad\n"}
+{"Action":"output","Package":"p/b","Test":"TestBad","Output":"    b_test.go:5: got 1, want 2\n"}
+{"Action":"output","Package":"p/b","Test":"TestBad","Output":"--- FAIL: TestBad (0.00s)\n"}
+{"Action":"fail","Package":"p/b","Test":"TestBad","Elapsed":0}
+{"Action":"output","Package":"p/b","Output":"FAIL\n"}
+{"Action":"output","Package":"p/b","Output":"FAIL\tp/b\t0.1s\n"}
+{"Action":"fail","Package":"p/b","Elapsed":0.1}
+`
+	var out bytes.Buffer
+	report(strings.NewReader(in), &out).print(&out)
+	want := `ok  	p/a	0.2s
+    b_test.go:5: got 1, want 2
+--- FAIL: TestBad (0.00s)
+FAIL
+FAIL	p/b	0.1s
+
+1 tests skipped (subtests included), and why:
+  p/a TestEtcd: etcd is not installed (apt-get install etcd-server)
+slowest packages: p/a 0s, p/b 0s
+tests: 1 passed, 1 failed, 1 skipped
+`
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("report (-want +got):\n%s", diff)
+	}
+}
+
+// TestReportInterleaved: packages that run side by side print their lines
+// together when each ends, not mixed.
+func TestReportInterleaved(t *testing.T) {
+	in := `{"Action":"output","Package":"p/x","Test":"TestBad","Output":"    x_test.go:5: broken\n"}
+{"Action":"fail","Package":"p/x","Test":"TestBad","Elapsed":0}
+{"Action":"output","Package":"p/y","Output":"ok  \tp/y\t0.1s\n"}
+{"Action":"pass","Package":"p/y","Elapsed":0.1}
+{"Action":"output","Package":"p/x","Output":"FAIL\tp/x\t0.2s\n"}
+{"Action":"fail","Package":"p/x","Elapsed":0.2}
+{"Action":"output","Package":"p/z","Output":"?   \tp/z\t[no test files]\n"}
+{"Action":"skip","Package":"p/z","Elapsed":0}
+`
+	var out bytes.Buffer
+	report(strings.NewReader(in), &out)
+	want := "ok  \tp/y\t0.1s\n    x_test.go:5: broken\nFAIL\tp/x\t0.2s\n?   \tp/z\t[no test files]\n"
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("report (-want +got):\n%s", diff)
+	}
+}
