@@ -91,7 +91,8 @@ type Request struct {
 	Lock        string
 	LockTimeout time.Duration
 	// Full skips the shortcut of a revision whose inputs are those of the
-	// applied state (tests of the full path).
+	// applied state: the revision is loaded (the loop wants its model for
+	// the status).
 	Full bool
 	// Approve, when set, applies the pending plan of the one target
 	// (fuelsync approve): Revision must be its revision, and the plan made
