@@ -20,6 +20,9 @@ import (
 
 // Status is what a loop reports (GET /api/v1/status, the status page).
 type Status struct {
+	// Version and Commit are the build's (Loop.ToolVersion, Loop.ToolCommit).
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
 	// Revision is the newest commit seen; Applied and Serial the applied state.
 	Revision string `json:"revision"`
 	Applied  string `json:"applied_revision"`
@@ -31,9 +34,11 @@ type Status struct {
 	Changes       *diff.ChangeSet   `json:"changes,omitempty"`
 	Errors        []string          `json:"errors"`
 	ErrorsOmitted int               `json:"errors_omitted,omitempty"` // past the first MaxProblems
-	// Ready is set by the first successful reconcile.
-	Ready    bool            `json:"ready"`
-	Clusters []ClusterStatus `json:"clusters"`
+	// Ready is set by the first successful reconcile. The server says
+	// instead what /readyz says, and ReadyError why it is not ready.
+	Ready      bool            `json:"ready"`
+	ReadyError string          `json:"ready_error,omitempty"`
+	Clusters   []ClusterStatus `json:"clusters"`
 	// Replica is this replica's role and the leader's identity, when serve
 	// runs as one of several replicas on a state on etcd.
 	Replica *ReplicaStatus `json:"replica,omitempty"`
@@ -57,11 +62,14 @@ type NodeStatus struct {
 // Trigger and every Interval. Triggers that arrive while a reconcile runs are
 // coalesced into one more reconcile of the newest commit.
 type Loop struct {
-	Workdir     *state.Workdir
-	Source      source.Source
-	DryRun      bool
-	Interval    time.Duration
+	Workdir  *state.Workdir
+	Source   source.Source
+	DryRun   bool
+	Interval time.Duration
+	// ToolVersion and ToolCommit are the build's version and commit: the
+	// applied state records the version; the status and the metrics say both.
 	ToolVersion string
+	ToolCommit  string
 	Log         *slog.Logger
 	// Publish, when set, commits every applied set to a branch (--publish git).
 	Publish *source.Publisher
@@ -152,6 +160,7 @@ func (l *Loop) Status() Status {
 	defer l.mu.Unlock()
 	st := l.status
 	st.Errors = slices.Clone(st.Errors)
+	st.Version, st.Commit = l.ToolVersion, l.ToolCommit
 	return st
 }
 
@@ -198,6 +207,9 @@ func (l *Loop) Run(ctx context.Context) error {
 func (l *Loop) ReconcileOnce(ctx context.Context) operation.Outcome {
 	l.init()
 	start := time.Now()
+	l.mu.Lock()
+	last := l.status.Outcome // a skipped reconcile's reason
+	l.mu.Unlock()
 	outcome, rev, cs, errs, st := l.reconcile(ctx)
 	for i, e := range errs {
 		errs[i] = redact.Text(e) // an error may quote the remote's URL
@@ -226,7 +238,7 @@ func (l *Loop) ReconcileOnce(ctx context.Context) operation.Outcome {
 	if st != nil && l.OnState != nil {
 		l.OnState(st)
 	}
-	l.logOutcome(outcome, rev, time.Since(start), cs, errs)
+	l.logOutcome(outcome, rev, time.Since(start), cs, errs, last)
 	if l.OnReconcile != nil {
 		l.OnReconcile(outcome, time.Since(start))
 	}
@@ -236,17 +248,18 @@ func (l *Loop) ReconcileOnce(ctx context.Context) operation.Outcome {
 // logOutcome logs a reconcile: one line with its outcome and, when it changed
 // or would change something, the plan's summary line, then one line per
 // cluster changed with its counts, and one line per problem. A skipped
-// reconcile (the commit already reconciled, every interval) is logged at debug
-// level only.
-func (l *Loop) logOutcome(outcome operation.Outcome, rev string, d time.Duration, cs *diff.ChangeSet, errs []string) {
+// reconcile (the commit already reconciled, every interval) says why: the
+// outcome last of that commit.
+func (l *Loop) logOutcome(outcome operation.Outcome, rev string, d time.Duration, cs *diff.ChangeSet, errs []string, last operation.Outcome) {
 	level := slog.LevelInfo
 	switch outcome {
-	case operation.Skipped:
-		level = slog.LevelDebug
 	case operation.Invalid, operation.Failed, operation.Held:
 		level = slog.LevelWarn
 	}
 	attrs := []any{"outcome", string(outcome), "revision", rev, "duration", d.Round(time.Millisecond).String(), "errors", len(errs)}
+	if outcome == operation.Skipped {
+		attrs = append(attrs, "reason", "this commit was reconciled already ("+string(last)+") and nothing was approved since")
+	}
 	changed := cs != nil && !cs.Empty() && (outcome == operation.Applied || outcome == operation.Planned || outcome == operation.Held)
 	if changed {
 		attrs = append(attrs, "plan", cs.Summary.Line())

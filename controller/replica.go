@@ -82,14 +82,46 @@ func (r *Replica) Role() string {
 	return r.role
 }
 
+// setRole makes this replica's role role, and logs a change: "replica:
+// leading" or "replica: following", with the role it had ("" at start) and,
+// following, the leader last seen.
 func (r *Replica) setRole(role string) {
 	r.mu.Lock()
+	was := r.role
 	r.role = role
 	if role == RoleLeader {
 		r.leader = r.id()
 		r.terms++
 	}
+	leader := r.leader
 	r.mu.Unlock()
+	if was == role {
+		return
+	}
+	if was == "" {
+		was = "starting"
+	}
+	if role == RoleLeader {
+		r.Loop.Log.Info("replica: leading", "replica", r.id(), "was", was, "state", r.Etcd.String())
+		return
+	}
+	r.Loop.Log.Info("replica: following", "replica", r.id(), "was", was, "leader", leader, "state", r.Etcd.String())
+}
+
+// served records that this replica serves the applied set of st (err nil)
+// or why it does not; a serial it takes up is logged ("replica: serving").
+func (r *Replica) served(st *state.State, err error) {
+	r.mu.Lock()
+	r.problem = err
+	was := r.serving
+	if err == nil && st.Serial > 0 {
+		r.serving = st.Serial
+	}
+	role := r.role
+	r.mu.Unlock()
+	if err == nil && st.Serial > 0 && st.Serial != was {
+		r.Loop.Log.Info("replica: serving", "replica", r.id(), "role", role, "serial", st.Serial, "revision", st.Revision, "previous_serial", was)
+	}
 }
 
 // Run campaigns for the leadership until ctx ends; while it leads it runs the
@@ -106,12 +138,7 @@ func (r *Replica) Run(ctx context.Context) error {
 	// before each plan.
 	r.Loop.prepare = func(ctx context.Context, st *state.State) error {
 		err := Materialise(ctx, r.Loop.Workdir, r.Loop.Source, st, r.Loop.ToolVersion)
-		r.mu.Lock()
-		r.problem = err
-		if err == nil && st.Serial > 0 {
-			r.serving = st.Serial
-		}
-		r.mu.Unlock()
+		r.served(st, err)
 		var gone *RevisionGoneError
 		if errors.As(err, &gone) {
 			// The applied revision left git (history rewritten and
@@ -155,7 +182,6 @@ func (r *Replica) Run(ctx context.Context) error {
 			continue
 		}
 		r.setRole(RoleLeader)
-		r.Loop.Log.Info("replica: leading", "replica", id, "state", r.Etcd.String())
 		lctx, cancel := context.WithCancel(ctx)
 		go func() {
 			select {
@@ -184,7 +210,10 @@ func (r *Replica) Run(ctx context.Context) error {
 		}
 		r.Loop.Log.Warn("replica: the leadership was lost (its lease expired: etcd out of reach?); following", "replica", id)
 	}
-	r.setRole(RoleFollower)
+	// Stopped: a follower again, quietly (the log says "stopped").
+	r.mu.Lock()
+	r.role = RoleFollower
+	r.mu.Unlock()
 	return nil
 }
 
@@ -229,12 +258,7 @@ func (r *Replica) materialise(ctx context.Context) {
 	if err == nil {
 		err = Materialise(ctx, r.Loop.Workdir, r.Loop.Source, st, r.Loop.ToolVersion)
 	}
-	r.mu.Lock()
-	r.problem = err
-	if err == nil {
-		r.serving = st.Serial
-	}
-	r.mu.Unlock()
+	r.served(st, err)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.Loop.Log.Warn("replica: the applied set is not served", "replica", r.id(), "error", redact.Text(err.Error()))

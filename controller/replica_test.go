@@ -41,6 +41,8 @@ type testReplica struct {
 
 	mu       sync.Mutex
 	outcomes map[operation.Outcome]int
+	// logs is the replica's log (JSON).
+	logs *controller.LogBuffer
 }
 
 func startReplica(t *testing.T, c *etcdtest.Cluster, dir, id string, secret []byte) *testReplica {
@@ -54,9 +56,10 @@ func startReplicaVersion(t *testing.T, c *etcdtest.Cluster, dir, id string, secr
 
 func startReplicaOn(t *testing.T, w *state.Workdir, dir, id string, secret []byte, version string) *testReplica {
 	t.Helper()
-	loop := &controller.Loop{Workdir: w, Source: &source.LocalSource{Path: dir}, ToolVersion: version, Interval: time.Hour}
+	logs := &controller.LogBuffer{}
+	loop := &controller.Loop{Workdir: w, Source: &source.LocalSource{Path: dir}, ToolVersion: version, Interval: time.Hour, Log: logs.Logger()}
 	srv := server.New(loop, secret)
-	tr := &testReplica{id: id, w: w, loop: loop, outcomes: map[operation.Outcome]int{}, done: make(chan struct{})}
+	tr := &testReplica{id: id, w: w, loop: loop, outcomes: map[operation.Outcome]int{}, done: make(chan struct{}), logs: logs}
 	count := loop.OnReconcile
 	loop.OnReconcile = func(o operation.Outcome, d time.Duration) {
 		count(o, d)
@@ -177,6 +180,12 @@ func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 		t.Errorf("the leader's /readyz: %d %s", code, body)
 	}
 	gittest.WaitFor(t, "the follower ready", func() bool { code, _ := follower.get(t, "/readyz"); return code == 200 })
+	// The status says what /readyz says, and the version.
+	for _, r := range reps {
+		if st := r.status(t); !st.Ready || st.ReadyError != "" || st.Version != "test" {
+			t.Errorf("the status of %s (ready for /readyz): ready %v %q, version %q", r.id, st.Ready, st.ReadyError, st.Version)
+		}
+	}
 	// The follower serves the applied graphs, rendered itself and checked
 	// against the state's manifest: the same bytes as the leader's (the
 	// expanded view of its applied set).
@@ -237,6 +246,17 @@ func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 		t.Errorf("after the webhook: the follower reconciled %d times, the leader applied %d times; want 0 and 2", n, leader.count(operation.Applied))
 	}
 	gittest.WaitFor(t, "the follower's status at serial 2", func() bool { return follower.loop.Status().Serial == 2 })
+	// The follower's log: its role, the serials it took up, the delivery.
+	checkLogged(t, follower, "replica: following", map[string]any{"replica": follower.id, "was": "starting"})
+	checkLogged(t, follower, "replica: serving", map[string]any{"replica": follower.id, "role": "follower", "serial": 1.0, "previous_serial": 0.0})
+	waitLong(t, 5*time.Second, "the follower logs serving serial 2", func() bool {
+		return len(logged(t, follower, "replica: serving", map[string]any{"serial": 2.0, "revision": second, "previous_serial": 1.0})) == 1
+	})
+	checkLogged(t, follower, "webhook delivery", map[string]any{"provider": "generic", "result": "accepted", "status": 202.0, "level": "INFO"})
+	checkLogged(t, leader, "replica: leading", map[string]any{"replica": leader.id, "was": "follower"})
+	if n := len(logged(t, leader, "replica: serving", nil)); n != 0 {
+		t.Errorf("the leader logged %d serials taken up; it applied them", n)
+	}
 
 	// The leader is gone without resigning (its etcd client closed: no more
 	// keep-alives): the follower leads within the lease TTL.
@@ -266,6 +286,34 @@ func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 	gittest.WaitFor(t, "the new leader applied serial 3", func() bool { st := follower.loop.Status(); return st.Applied == third && st.Serial == 3 })
 	if st := follower.status(t); st.Replica.Leader != follower.id || st.Replica.Role != controller.RoleLeader {
 		t.Errorf("the new leader's status: %+v", *st.Replica)
+	}
+	checkLogged(t, follower, "replica: leading", map[string]any{"replica": follower.id, "was": "follower"})
+}
+
+// logged are the records of r's log with message msg whose attributes
+// include attrs.
+func logged(t *testing.T, r *testReplica, msg string, attrs map[string]any) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, rec := range r.logs.Lines(t, msg) {
+		ok := true
+		for k, v := range attrs {
+			if rec[k] != v {
+				ok = false
+			}
+		}
+		if ok {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// checkLogged wants exactly one such record.
+func checkLogged(t *testing.T, r *testReplica, msg string, attrs map[string]any) {
+	t.Helper()
+	if got := logged(t, r, msg, attrs); len(got) != 1 {
+		t.Errorf("%s logged %d %q lines with %v; want 1:\n%v", r.id, len(got), msg, attrs, r.logs.Lines(t, msg))
 	}
 }
 

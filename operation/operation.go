@@ -84,8 +84,15 @@ type Request struct {
 	Saved     *Plan
 	SavedName string
 	// Confirm, when set, is asked before applying a plan that changes
-	// something; false cancels the apply (ErrCancelled).
+	// something; false cancels the apply (ErrCancelled). It is asked under
+	// the lock, unless Ask.
 	Confirm func(*Result) bool
+	// Ask says Confirm asks a person, who may take long to answer: the plan
+	// is made and Confirm asked before the lock is taken, so that a
+	// cancelled apply leaves nothing behind and nobody waits on the lock
+	// meanwhile; under the lock, a state that moved since refuses the plan
+	// (*StaleError, Asked).
+	Ask bool
 	// Lock names the operation in the lock's holder ("apply", "reconcile"),
 	// LockTimeout how long it waits for the lock.
 	Lock        string
@@ -225,31 +232,21 @@ func (e *PlanChangedError) Error() string {
 
 // Run runs the operation once.
 func (o *Operation) Run(ctx context.Context, req Request) (*Result, error) {
+	if req.Apply && req.Ask && req.Confirm != nil && req.Saved == nil {
+		return o.runAsking(ctx, req)
+	}
 	w := o.Workdir
 	res := &Result{Revision: req.Revision.SHA}
 	// 1. The lock, for an apply (and a replica's preparation): the state read
 	// next is the one the apply replaces.
 	var lock *state.Lock
 	if req.Apply || o.Prepare != nil {
-		if err := o.leading(); err != nil {
-			return res, err
-		}
-		name := req.Lock
-		if name == "" {
-			name = "apply"
-		}
-		l, err := w.Lock(ctx, name, req.LockTimeout)
+		l, err := o.lock(ctx, req)
 		if err != nil {
 			return res, err
 		}
 		defer l.Unlock()
 		lock = l
-		if err := o.leading(); err != nil {
-			return res, err
-		}
-		if err := w.Tidy(lock); err != nil {
-			return res, err
-		}
 	}
 	// 2. The applied state.
 	st, err := w.ReadState()
@@ -292,7 +289,7 @@ func (o *Operation) Run(ctx context.Context, req Request) (*Result, error) {
 			return res, err
 		}
 	}
-	if res.heldAll != "" || !req.Apply || !p.ChangesPresent && !p.StatusChanged && st.Serial > 0 && !res.unreadable {
+	if !req.Apply || !needsApply(res) {
 		res.Outcome = outcomeOf(res, req.Apply, false)
 		return res, nil
 	}
@@ -301,6 +298,80 @@ func (o *Operation) Run(ctx context.Context, req Request) (*Result, error) {
 	if req.Confirm != nil && req.Saved == nil && !req.Confirm(res) {
 		return res, ErrCancelled
 	}
+	return o.apply(res, lock)
+}
+
+// needsApply says whether applying the plan of res writes anything: changes,
+// statuses, a first state, or a whole set whose applied one is unreadable;
+// never a revision the guard holds back whole.
+func needsApply(res *Result) bool {
+	p := res.Plan
+	return res.heldAll == "" && (p.ChangesPresent || p.StatusChanged || res.State.Serial == 0 || res.unreadable)
+}
+
+// lock takes the lock of req (the backend's, then the work directory's) and
+// tidies the work directory under it.
+func (o *Operation) lock(ctx context.Context, req Request) (*state.Lock, error) {
+	if err := o.leading(); err != nil {
+		return nil, err
+	}
+	name := req.Lock
+	if name == "" {
+		name = "apply"
+	}
+	l, err := o.Workdir.Lock(ctx, name, req.LockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.leading(); err == nil {
+		err = o.Workdir.Tidy(l)
+	}
+	if err != nil {
+		l.Unlock()
+		return nil, err
+	}
+	return l, nil
+}
+
+// runAsking is an apply that asks a person first (Request.Ask): it plans without
+// the lock, asks, and takes the lock only once the answer is yes. A cancelled
+// apply leaves nothing behind (no lock file, no work directory it would have
+// made), and nobody waits on the lock while a person reads the plan. Under
+// the lock the applied state must still be the one planned against (its
+// serial and lineage): otherwise nothing is applied (*StaleError, Asked).
+func (o *Operation) runAsking(ctx context.Context, req Request) (*Result, error) {
+	res := &Result{Revision: req.Revision.SHA}
+	// Where the work directory cannot be written, before a plan is shown.
+	if err := state.CheckSystem(); err != nil {
+		return res, err
+	}
+	plan := req
+	plan.Apply, plan.Confirm, plan.Ask = false, nil, false
+	res, err := o.Run(ctx, plan)
+	if err != nil || !needsApply(res) {
+		return res, err // the outcome of a plan that applies nothing is the apply's
+	}
+	if !req.Confirm(res) {
+		return res, ErrCancelled
+	}
+	lock, err := o.lock(ctx, req)
+	if err != nil {
+		return res, err
+	}
+	defer lock.Unlock()
+	st, err := o.Workdir.ReadState()
+	if err != nil {
+		return res, err
+	}
+	if st.Serial != res.State.Serial || st.Lineage != res.State.Lineage {
+		return res, &StaleError{Plan: res.State, State: st, Asked: true}
+	}
+	return o.apply(res, lock)
+}
+
+// apply applies the plan of res, made against res.State, under lock.
+func (o *Operation) apply(res *Result, lock *state.Lock) (*Result, error) {
+	w, st, p := o.Workdir, res.State, res.Plan
 	if err := o.leading(); err != nil {
 		return res, err
 	}

@@ -224,13 +224,23 @@ func ReadPlan(path string) (*Plan, error) {
 	return &p, nil
 }
 
-// StaleError says a saved plan was made against another state.
+// StaleError says a saved plan was made against another state; or, Asked,
+// that the state moved while the plan shown awaited its confirmation.
 type StaleError struct {
 	Plan, State *state.State
 	PlanFile    string
+	Asked       bool
 }
 
 func (e *StaleError) Error() string {
+	if e.Asked {
+		now := fmt.Sprintf("serial %d", e.State.Serial)
+		if e.Plan.Lineage != e.State.Lineage && e.Plan.Lineage != "" {
+			now += " of another lineage (" + e.State.Lineage + ")"
+		}
+		return fmt.Sprintf("the state moved while the plan awaited confirmation: the plan was made against serial %d, the state is now at %s (applied revision %.12s); run apply again",
+			e.Plan.Serial, now, e.State.Revision)
+	}
 	if e.Plan.Lineage != e.State.Lineage && e.Plan.Lineage != "" {
 		return fmt.Sprintf("the plan %s is stale: it was made for state lineage %s, but the work directory's state has lineage %s; run plan again",
 			e.PlanFile, e.Plan.Lineage, e.State.Lineage)

@@ -1,10 +1,11 @@
 package server
 
 import (
-	"github.com/fuelsync/fuelsync/operation"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/fuelsync/fuelsync/operation"
 )
 
 // Metrics is what serve measures, for /metrics. Its Prometheus implementation
@@ -20,8 +21,11 @@ type Metrics interface {
 	Handler() http.Handler
 }
 
-// Gauges are the values a Metrics reads at each scrape.
+// Gauges are the values a Metrics reads at each scrape, and the build it
+// describes.
 type Gauges struct {
+	// Build is the build serve runs (fuelsync_build_info).
+	Build Build
 	// Serial is the serial of the applied state.
 	Serial func() float64
 	// Waiting is the number of artifact API requests waiting for a change.
@@ -30,6 +34,12 @@ type Gauges struct {
 	// cluster's changes were last applied (by this process).
 	Clusters    func() []operation.ClusterInfo
 	LastApplied func() map[string]time.Time
+}
+
+// Build is a build's version (as the version command says it), its commit
+// and its Go version.
+type Build struct {
+	Version, Revision, GoVersion string
 }
 
 var (

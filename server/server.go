@@ -11,15 +11,19 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"log/slog"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/diff"
 	"github.com/fuelsync/fuelsync/internal/redact"
+	"github.com/fuelsync/fuelsync/internal/safetext"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/render"
@@ -106,7 +110,11 @@ func New(loop *controller.Loop, secret []byte) *Server {
 	s := &Server{Loop: loop, Secret: secret, seen: map[string]time.Time{},
 		reads: make(chan struct{}, MaxBodyReads), MaxWait: DefaultMaxWait, MaxWaiting: DefaultMaxWaiting,
 		writeTimeout: DefaultLimits.WriteTimeout, trigger: loop.Trigger}
+	if loop.Log == nil {
+		loop.Log = slog.New(slog.DiscardHandler) // the webhooks log to it from the start
+	}
 	s.metrics = newMetrics(Gauges{
+		Build:   Build{Version: loop.ToolVersion, Revision: loop.ToolCommit, GoVersion: runtime.Version()},
 		Serial:  func() float64 { return float64(loop.Status().Serial) },
 		Waiting: func() float64 { return float64(len(s.waiters)) },
 		Clusters: func() []operation.ClusterInfo {
@@ -132,55 +140,18 @@ func (s *Server) Handler() http.Handler {
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		if s.Replica != nil {
-			// A replica that cannot read the election is cut from the
-			// state: it neither reconciles nor sees new commits.
-			switch leader, err := s.Replica.Leader(r.Context()); {
-			case err != nil:
-				http.Error(w, "not ready: the state on etcd is out of reach: "+redact.Text(err.Error()), http.StatusServiceUnavailable)
-				return
-			case leader == "":
-				http.Error(w, "not ready: no replica leads", http.StatusServiceUnavailable)
-				return
-			}
-		}
-		if s.Replica != nil && s.Replica.Role() != controller.RoleLeader {
-			switch serving, problem := s.Replica.Serving(); {
-			case problem != nil:
-				http.Error(w, "not ready: a follower that does not serve the applied state: "+redact.Text(problem.Error()), http.StatusServiceUnavailable)
-			case serving == 0:
-				http.Error(w, "not ready: a follower that has not rendered the applied set yet (or nothing is applied)", http.StatusServiceUnavailable)
-			default:
-				ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-				committed, err := s.Replica.Etcd.CommittedSerial(ctx)
-				cancel()
-				if err != nil {
-					http.Error(w, "not ready: the state on etcd is out of reach: "+redact.Text(err.Error()), http.StatusServiceUnavailable)
-					return
-				}
-				if serving < committed {
-					http.Error(w, fmt.Sprintf("not ready: a follower serving serial %d while serial %d is committed (rendering it)", serving, committed), http.StatusServiceUnavailable)
-					return
-				}
-				fmt.Fprintf(w, "ready (follower, serving serial %d)\n", serving)
-			}
+		ready, err := s.readiness(r.Context(), s.replicaStatus(r.Context()))
+		if err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		if !s.Loop.Status().Ready {
-			http.Error(w, "not ready: no successful reconcile yet", http.StatusServiceUnavailable)
-			return
-		}
-		io.WriteString(w, "ready\n")
+		io.WriteString(w, ready+"\n")
 	})
 	mux.HandleFunc("/api/v1/status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		st := s.Loop.Status()
-		if s.Replica != nil {
-			st.Replica = s.Replica.Status(r.Context())
-		}
-		_ = enc.Encode(st)
+		_ = enc.Encode(s.status(r.Context()))
 	})
 	mux.Handle("/metrics", s.metrics.Handler())
 	mux.HandleFunc("GET /api/v1/releases/{version}/components", func(w http.ResponseWriter, r *http.Request) {
@@ -194,6 +165,69 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/clusters/{cluster}/nodes/{node}/graphs/{graph}", s.graph)
 	mux.HandleFunc("/{$}", s.page)
 	return mux
+}
+
+// replicaStatus is this replica's part of the status (nil for a server that
+// is no replica).
+func (s *Server) replicaStatus(ctx context.Context) *controller.ReplicaStatus {
+	if s.Replica == nil {
+		return nil
+	}
+	return s.Replica.Status(ctx)
+}
+
+// status is the loop's status as the server tells it: with this replica's
+// role and the leader, and ready as /readyz says, with why not.
+func (s *Server) status(ctx context.Context) controller.Status {
+	st := s.Loop.Status()
+	st.Replica = s.replicaStatus(ctx)
+	_, err := s.readiness(ctx, st.Replica)
+	st.Ready, st.ReadyError = err == nil, ""
+	if err != nil {
+		st.ReadyError = err.Error()
+	}
+	return st
+}
+
+// readiness is whether this server is ready, the one answer of /readyz, the
+// status and the page: what it serves when it is ("ready", "ready (follower,
+// serving serial 3)"), else why it is not. rs is this replica's status (nil
+// for a server that is no replica). A replica that cannot read the election
+// is cut from the state: it neither reconciles nor sees new commits. A
+// follower is ready once it serves the committed serial, rendered and
+// checked itself; a leader, or a server that is no replica, after its first
+// successful reconcile.
+func (s *Server) readiness(ctx context.Context, rs *controller.ReplicaStatus) (string, error) {
+	if rs != nil {
+		switch {
+		case rs.Error != "":
+			return "", errors.New("the state on etcd is out of reach: " + rs.Error)
+		case rs.Leader == "":
+			return "", errors.New("no replica leads")
+		}
+	}
+	if rs != nil && rs.Role != controller.RoleLeader {
+		switch {
+		case rs.Problem != "":
+			return "", errors.New("a follower that does not serve the applied state: " + rs.Problem)
+		case rs.Serving == 0:
+			return "", errors.New("a follower that has not rendered the applied set yet (or nothing is applied)")
+		}
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		committed, err := s.Replica.Etcd.CommittedSerial(ctx)
+		cancel()
+		if err != nil {
+			return "", errors.New("the state on etcd is out of reach: " + redact.Text(err.Error()))
+		}
+		if rs.Serving < committed {
+			return "", fmt.Errorf("a follower serving serial %d while serial %d is committed (rendering it)", rs.Serving, committed)
+		}
+		return fmt.Sprintf("ready (follower, serving serial %d)", rs.Serving), nil
+	}
+	if !s.Loop.Status().Ready {
+		return "", errors.New("no successful reconcile yet")
+	}
+	return "ready", nil
 }
 
 // Push is what fuelsync reads of a push event: its ref and new commit (each
@@ -235,17 +269,23 @@ func signatureHeader(provider string) string {
 // read at once, each up to MaxWebhookBody; then the signature, the JSON, the
 // duplicate, and 202 and a trigger.
 func (s *Server) hook(provider string, w http.ResponseWriter, r *http.Request) {
-	result := "accepted"
-	defer func() { s.metrics.Delivered(provider, result) }()
-	refuse := func(res string, code int, msg string) {
-		result = res
+	result, code := "accepted", http.StatusAccepted
+	id := deliveryID(provider, r.Header)
+	defer func() {
+		s.metrics.Delivered(provider, result)
+		s.logDelivery(provider, result, code, id)
+	}()
+	fail := func(res string, c int, msg string) {
+		result, code = res, c
+		http.Error(w, msg, c)
+	}
+	refuse := func(res string, c int, msg string) {
 		w.Header().Set("Connection", "close") // the body is left unread
-		http.Error(w, msg, code)
+		fail(res, c, msg)
 	}
 	if r.Method != http.MethodPost {
-		result = "method_not_allowed"
 		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "webhooks are POST", http.StatusMethodNotAllowed)
+		fail("method_not_allowed", http.StatusMethodNotAllowed, "webhooks are POST")
 		return
 	}
 	if len(s.Secret) == 0 {
@@ -256,7 +296,6 @@ func (s *Server) hook(provider string, w http.ResponseWriter, r *http.Request) {
 		refuse("unauthorized", http.StatusUnauthorized, "no "+signatureHeader(provider)+" header")
 		return
 	}
-	id := deliveryID(provider, r.Header)
 	if len(id) > MaxDeliveryID {
 		refuse("bad_request", http.StatusBadRequest, fmt.Sprintf("delivery id over %d bytes", MaxDeliveryID))
 		return
@@ -280,27 +319,23 @@ func (s *Server) hook(provider string, w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxWebhookBody))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		result = "too_large"
-		http.Error(w, "body over 1 MiB", http.StatusRequestEntityTooLarge)
+		fail("too_large", http.StatusRequestEntityTooLarge, "body over 1 MiB")
 		return
 	}
 	if err != nil {
-		result = "bad_request"
-		http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
+		fail("bad_request", http.StatusBadRequest, "reading the body: "+err.Error())
 		return
 	}
 	if !s.authentic(provider, r.Header, stamp, body) {
-		result = "unauthorized"
-		http.Error(w, "bad signature", http.StatusUnauthorized)
+		fail("unauthorized", http.StatusUnauthorized, "bad signature")
 		return
 	}
 	if _, err := ParsePush(body); err != nil {
-		result = "bad_request"
-		http.Error(w, "the payload is not JSON: "+err.Error(), http.StatusBadRequest)
+		fail("bad_request", http.StatusBadRequest, "the payload is not JSON: "+err.Error())
 		return
 	}
 	if id != "" && s.duplicate(provider+"/"+id) {
-		result = "duplicate"
+		result, code = "duplicate", http.StatusOK
 		w.WriteHeader(http.StatusOK)
 		io.WriteString(w, "duplicate delivery, ignored\n")
 		return
@@ -317,6 +352,36 @@ func (s *Server) hook(provider string, w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	io.WriteString(w, "accepted: reconciling ("+s.Replica.Role()+")\n")
+}
+
+// logDelivery logs one webhook delivery ("webhook delivery"): its provider,
+// result (as the metric's), HTTP status and delivery id; at info level when
+// accepted or a duplicate, at warn level when refused. Nothing of its
+// signature, token or body is logged; an id (an unauthenticated request's,
+// when refused) is cut to MaxDeliveryID bytes, its length said, and escaped
+// to one line.
+func (s *Server) logDelivery(provider, result string, code int, id string) {
+	log := s.Loop.Log
+	if log == nil {
+		return
+	}
+	attrs := []any{"provider", provider, "result", result, "status", code}
+	if id != "" {
+		if len(id) > MaxDeliveryID {
+			attrs = append(attrs, "delivery_bytes", len(id))
+			cut := MaxDeliveryID
+			for cut > 0 && !utf8.RuneStart(id[cut]) {
+				cut--
+			}
+			id = id[:cut] + "…"
+		}
+		attrs = append(attrs, "delivery", safetext.Line(id))
+	}
+	level := slog.LevelWarn
+	if result == "accepted" || result == "duplicate" {
+		level = slog.LevelInfo
+	}
+	log.Log(context.Background(), level, "webhook delivery", attrs...)
 }
 
 // checkTimestamp refuses a generic delivery's X-Fuelsync-Timestamp (Unix seconds)
@@ -412,6 +477,7 @@ var pageTemplate = sync.OnceValue(func() *template.Template {
 <style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}.error{color:#b00}.status-held{color:#b00}.status-synced{color:#070}pre{background:#f6f6f6;padding:.6em}</style>
 </head><body>
 <h1>fuelsync</h1>
+<p>fuelsync {{.Version}} (commit <code>{{.Commit}}</code>). {{if .Ready}}<span class="status-synced">Ready.</span>{{else}}<span class="error">Not ready: {{.ReadyError}}</span>{{end}}</p>
 <p>Newest commit: <code>{{.Revision}}</code>. Applied: <code>{{.Applied}}</code> (serial {{.Serial}}).
 {{if not .LastReconcile.IsZero}}Last reconcile: {{.LastReconcile.Format "2006-01-02 15:04:05 MST"}}, {{.Outcome}}.{{end}}</p>
 {{with .Replica}}<p>Replica <code>{{.ID}}</code>: {{.Role}}{{if .Leader}}; leader <code>{{.Leader}}</code>{{else}}; no leader elected{{end}}; serving serial {{.Serving}}.{{if .Problem}} <span class="error">{{.Problem}}</span>{{end}}</p>{{end}}
@@ -481,10 +547,7 @@ func (s *Server) components(w http.ResponseWriter, r *http.Request) {
 
 // page is the status page: server-rendered, no JavaScript.
 func (s *Server) page(w http.ResponseWriter, r *http.Request) {
-	st := s.Loop.Status()
-	if s.Replica != nil {
-		st.Replica = s.Replica.Status(r.Context())
-	}
+	st := s.status(r.Context())
 	var infos []operation.ClusterInfo
 	if applied, err := s.applied(); err == nil {
 		infos = s.Loop.Clusters(applied)

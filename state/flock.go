@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
+	"runtime"
 	"time"
 )
 
@@ -21,6 +21,10 @@ type LockInfo struct {
 	Host      string `json:"host"`
 	Since     string `json:"since"`
 }
+
+// ErrUnsupportedSystem says this system cannot write a work directory: only
+// Linux does (system_linux.go; CheckSystem).
+var ErrUnsupportedSystem = errors.New("not supported on this system (" + runtime.GOOS + "): fuelsync writes a work directory (apply, approve, watch, serve, state push) on Linux only; validate, render, plan, diff, explain, tags and plugin run here")
 
 // Lock is a held lock.
 type Lock struct {
@@ -58,6 +62,11 @@ func (w *Workdir) Lock(ctx context.Context, op string, timeout time.Duration) (*
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	// Nothing is locked or made where a work directory cannot be written
+	// (system_other.go).
+	if err := CheckSystem(); err != nil {
+		return nil, err
+	}
 	if w.Backend == nil {
 		return w.flock(ctx, op, timeout)
 	}
@@ -90,11 +99,11 @@ func (w *Workdir) flock(ctx context.Context, op string, timeout time.Duration) (
 	}
 	deadline := time.Now().Add(timeout)
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
+		busy, err := tryLock(f)
+		if err == nil && !busy {
 			break
 		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
+		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("locking %s: %w", name, err)
 		}

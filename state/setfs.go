@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -96,15 +95,6 @@ func unwrapPathError(err error) error {
 		return pe.Err
 	}
 	return err
-}
-
-// openNoFollow opens p, refusing a symlink there (O_NOFOLLOW).
-func openNoFollow(p string) (*os.File, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if errors.Is(err, syscall.ELOOP) {
-		return nil, errForeignSymlink
-	}
-	return f, err
 }
 
 func (s *setFS) Open(name string) (fs.File, error) {

@@ -1,4 +1,4 @@
-//go:build fuelsync_testhooks
+//go:build fuelsync_testhooks && linux
 
 package state
 

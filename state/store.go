@@ -877,7 +877,7 @@ func (w *Workdir) pruneObjects() {
 				if err != nil || !fi.Mode().IsRegular() {
 					continue
 				}
-				if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Nlink > 1 {
+				if n, ok := linkCount(fi); !ok || n > 1 {
 					continue
 				}
 			}

@@ -31,8 +31,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // treeIDLen is the length of a tree's name: 32 hex digits, 128 bits of sha256.
@@ -251,7 +249,7 @@ func (o *objectWriter) ensureTree(id string, entries []treeEntry) error {
 		// A damaged tree (or something else) under the tree's name: the new
 		// tree takes its place at once, the old one is removed after.
 		err := do("exchange tree "+id, func() error {
-			return unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, final, unix.RENAME_EXCHANGE)
+			return exchange(tmp, final)
 		})
 		if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.ENOTSUP) {
 			// No exchange on this file system: remove, then rename.

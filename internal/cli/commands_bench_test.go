@@ -1,3 +1,5 @@
+//go:build linux
+
 package cli
 
 // Benchmarks of the commands a reconciler runs, on the heavy shape of

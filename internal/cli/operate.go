@@ -163,6 +163,7 @@ func (e *opEnv) apply(args opArgs) error {
 		req.Saved, req.SavedName = saved, args.planFile
 		op.OpenRevision = nil // its causes were shown when it was made
 	} else {
+		req.Ask = args.ask // asked before the lock is taken
 		req.Confirm = func(res *operation.Result) bool {
 			shown = true
 			v.diagnostics(res, src)

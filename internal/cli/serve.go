@@ -100,6 +100,7 @@ func newLoop(g *globals, c *cli.Context) (*controller.Loop, error) {
 		AllowEmpty:  c.Bool("allow-empty"),
 		Interval:    settings.Interval,
 		ToolVersion: version,
+		ToolCommit:  commit,
 		Log:         slog.New(h),
 	}, nil
 }

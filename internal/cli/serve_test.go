@@ -240,7 +240,8 @@ func TestServeRedactsCredentials(t *testing.T) {
 // tree>` as a process and reads its JSON log: at start, what it follows (the
 // repository, the branch, the interval, the work directory); each reconcile
 // with one word for its outcome and, when it applies, the plan's summary line
-// and one line per cluster changed with its node counts; at SIGTERM, that it
+// and one line per cluster changed with its node counts; an interval that
+// finds the commit reconciled, skipped with the reason; at SIGTERM, that it
 // stopped.
 func TestWatchLogs(t *testing.T) {
 	repo := quickstartRepo(t)
@@ -314,7 +315,7 @@ func TestWatchLogs(t *testing.T) {
 	if c := next("a cluster changed line", msg("cluster changed")); c["cluster"] != "demo" || c["nodes_changed"] != 1.0 {
 		t.Errorf("the commit's cluster change: %v", c)
 	}
-	time.Sleep(500 * time.Millisecond) // two intervals: nothing new, nothing logged
+	time.Sleep(500 * time.Millisecond) // two intervals: nothing new, skipped with the reason
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -326,17 +327,26 @@ func TestWatchLogs(t *testing.T) {
 		t.Errorf("watch after SIGTERM: %v", err)
 	}
 	one := regexp.MustCompile(`^[a-z]+$`)
-	reconciles := 0
+	reconciles, skipped := 0, 0
 	for _, m := range log {
-		if m["msg"] == "reconcile" {
+		if m["msg"] != "reconcile" {
+			continue
+		}
+		o, _ := m["outcome"].(string)
+		if !one.MatchString(o) {
+			t.Errorf("outcome %q is not one word", o)
+		}
+		if o != "skipped" {
 			reconciles++
-			if o, _ := m["outcome"].(string); !one.MatchString(o) {
-				t.Errorf("outcome %q is not one word", o)
-			}
+			continue
+		}
+		skipped++
+		if m["level"] != "INFO" || m["reason"] != "this commit was reconciled already (applied) and nothing was approved since" {
+			t.Errorf("a skipped reconcile's line: %v", m)
 		}
 	}
-	if reconciles != 2 {
-		t.Errorf("%d reconcile lines, want 2 (an interval finding the commit reconciled is not logged)", reconciles)
+	if reconciles != 2 || skipped == 0 {
+		t.Errorf("%d reconcile lines and %d skipped; want 2, and the intervals that found the commit reconciled (at info level, with the reason)", reconciles, skipped)
 	}
 }
 

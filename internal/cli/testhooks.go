@@ -50,7 +50,11 @@ func crashHookFromEnv(stderr io.Writer) {
 		switch count.Add(1) {
 		case crash:
 			fmt.Fprintf(stderr, "fuelsync: FUELSYNC_TEST_CRASH_AT=%d: killed before %s\n", crash, step)
-			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			// SIGKILL on Unix (TerminateProcess elsewhere): no deferred
+			// function, no cleanup runs.
+			if p, err := os.FindProcess(os.Getpid()); err == nil {
+				_ = p.Kill()
+			}
 			select {}
 		case fail:
 			fmt.Fprintf(stderr, "fuelsync: FUELSYNC_TEST_FAIL_AT=%d: failing %s\n", fail, step)

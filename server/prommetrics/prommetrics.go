@@ -1,7 +1,8 @@
 // Package prommetrics is serve's metrics on the Prometheus client
 // (server.Metrics): reconciles by outcome and their duration, webhook
 // deliveries by provider and result, the applied serial and the waiting
-// artifact requests. Only the fuelsync-server binary links it; it registers
+// artifact requests, each cluster's status, the build (fuelsync_build_info),
+// and the Go runtime's and the process's (go_*, process_*). Only the fuelsync-server binary links it; it registers
 // itself with package server from its init:
 //
 //	import _ "github.com/fuelsync/fuelsync/server/prommetrics"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/fuelsync/fuelsync/operation"
@@ -47,7 +49,13 @@ func New(g server.Gauges) server.Metrics {
 	waiting := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "fuelsync_api_waiting", Help: "Artifact API requests waiting for a change (long-polls).",
 	}, g.Waiting)
-	m.registry.MustRegister(m.reconciles, m.duration, m.deliveries, serial, waiting, clusterCollector{g})
+	build := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "fuelsync_build_info", Help: "The build serve runs: its version, commit (revision) and Go version; always 1.",
+		ConstLabels: prometheus.Labels{"version": g.Build.Version, "revision": g.Build.Revision, "goversion": g.Build.GoVersion},
+	})
+	build.Set(1)
+	m.registry.MustRegister(m.reconciles, m.duration, m.deliveries, serial, waiting, clusterCollector{g}, build,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

@@ -40,6 +40,9 @@ func (l *leadership) Resign(ctx context.Context) error {
 // identity), leads the replicas of the state, or ctx ends. A leader that dies
 // loses the election when its lease expires (LockTTL).
 func (e *Etcd) Campaign(ctx context.Context, id string) (state.Leadership, error) {
+	if err := e.reach(ctx, "campaigning on"); err != nil {
+		return nil, err
+	}
 	var lease *clientv3.LeaseGrantResponse
 	err := e.retry(ctx, func(ctx context.Context) (err error) {
 		lease, err = e.client.Grant(ctx, int64(e.cfg.LockTTL/time.Second))
@@ -87,6 +90,9 @@ func (e *Etcd) Campaign(ctx context.Context, id string) (state.Leadership, error
 // Leader returns the identity of the current leader (state.ErrNoLeader
 // when none).
 func (e *Etcd) Leader(ctx context.Context) (string, error) {
+	if err := e.reach(ctx, "reading the leader from"); err != nil {
+		return "", err
+	}
 	ctx, cancel := e.ctx(ctx)
 	defer cancel()
 	resp, err := e.client.Get(ctx, e.key("leader/"), clientv3.WithFirstCreate()...)

@@ -64,7 +64,8 @@ type Etcd struct {
 }
 
 // Open connects to the etcd of cfg (lazily: a cluster without quorum fails the
-// first request, after cfg.Timeout).
+// first request, after cfg.Timeout; one that nobody answers at, within
+// dialProbe: reach.go).
 func Open(cfg state.EtcdConfig) (*Etcd, error) {
 	if cfg.LockTTL == 0 {
 		cfg.LockTTL = state.DefaultLockTTL
@@ -97,6 +98,13 @@ func Open(cfg state.EtcdConfig) (*Etcd, error) {
 				return nil, fmt.Errorf("loading --etcd-cert/--etcd-key: %w", err)
 			}
 			tlsConfig.Certificates = []tls.Certificate{pair}
+		}
+	}
+	if cfg.User != "" {
+		// The client authenticates in New, waiting up to DialTimeout for a
+		// connection: an etcd nobody answers at is said at once.
+		if err := probe(context.Background(), cfg.Endpoints, min(dialProbe, cfg.Timeout)); err != nil {
+			return nil, fmt.Errorf("connecting to %s: %w", cfg.URL(), err)
 		}
 	}
 	eps := make([]string, len(cfg.Endpoints))
@@ -144,6 +152,15 @@ func (e *Etcd) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
 
 func (e *Etcd) wrap(what string, err error) error {
 	if transient(err) {
+		// The client says only that time ran out. Without a connection,
+		// the endpoints say why (reach.go); with one, a member answers and
+		// the cluster does not: no quorum.
+		if !e.connected() {
+			var un *UnreachableError
+			if perr := probe(context.Background(), e.cfg.Endpoints, min(dialProbe, e.cfg.Timeout)); errors.As(perr, &un) {
+				return fmt.Errorf("%s %s: %w (%w)", what, e, un, err)
+			}
+		}
 		return fmt.Errorf("%s %s: no answer within %s (is a quorum of its members up?): %w", what, e, e.cfg.Timeout, err)
 	}
 	return fmt.Errorf("%s %s: %w", what, e, err)
@@ -210,6 +227,9 @@ const movedVersion = "moved"
 
 // ReadState implements Backend.
 func (e *Etcd) ReadState(ctx context.Context) (*state.State, error) {
+	if err := e.reach(ctx, "reading the state from"); err != nil {
+		return nil, err
+	}
 	for attempt := 0; ; attempt++ {
 		var st *state.State
 		err := e.retry(ctx, func(ctx context.Context) (err error) {
@@ -468,6 +488,9 @@ func (e *Etcd) dropParts(ctx context.Context, written []string) {
 
 // Commit implements Backend.
 func (e *Etcd) Commit(ctx context.Context, prev int64, next *state.State) error {
+	if err := e.reach(ctx, "committing the state to"); err != nil {
+		return err
+	}
 	ctx, cancel := e.ctx(ctx)
 	defer cancel()
 	h, parts, err := packState(next)
@@ -616,6 +639,9 @@ func containsString(list []string, s string) bool {
 func (e *Etcd) Lock(ctx context.Context, op string, timeout time.Duration) (func() error, error) {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if err := e.reach(ctx, "taking the lock on"); err != nil {
+		return nil, err
 	}
 	// The lease first, bounded by the request timeout; the session keeps it
 	// alive for as long as ctx lives.

@@ -14,6 +14,9 @@ import (
 
 // CommittedSerial reads the serial committed on etcd (0 when none).
 func (e *Etcd) CommittedSerial(ctx context.Context) (int64, error) {
+	if err := e.reach(ctx, "reading the serial from"); err != nil {
+		return 0, err
+	}
 	ctx, cancel := e.ctx(ctx)
 	defer cancel()
 	resp, err := e.client.Get(ctx, e.key("serial"))
@@ -29,6 +32,9 @@ func (e *Etcd) CommittedSerial(ctx context.Context) (int64, error) {
 // RequestReconcile asks the leader of the replicas for a reconcile: a write
 // to <prefix>/trigger, which the leader watches; from names the asker.
 func (e *Etcd) RequestReconcile(ctx context.Context, from string) error {
+	if err := e.reach(ctx, "asking the leader for a reconcile through"); err != nil {
+		return err
+	}
 	ctx, cancel := e.ctx(ctx)
 	defer cancel()
 	if _, err := e.client.Put(ctx, e.key("trigger"), from+" "+time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
