@@ -198,7 +198,13 @@ func (r *Replica) Run(ctx context.Context) error {
 		// Before each step that writes, the operation asks whether this
 		// replica still leads: one paused past its lease (SIGSTOP, a long GC
 		// pause) finds out before it writes, not a reconcile later.
-		r.Loop.leading = func() error { return r.stillLeads(lead, id) }
+		r.Loop.leading = func() error {
+			err := r.stillLeads(lead, id)
+			if err != nil {
+				cancel() // back to following, and campaigning
+			}
+			return err
+		}
 		r.Loop.Run(lctx)
 		r.Loop.leading = nil
 		cancel()

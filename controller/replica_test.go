@@ -41,6 +41,7 @@ type testReplica struct {
 
 	mu       sync.Mutex
 	outcomes map[operation.Outcome]int
+	sequence []operation.Outcome // every outcome, in order
 	// logs is the replica's log (JSON).
 	logs *controller.LogBuffer
 }
@@ -65,6 +66,7 @@ func startReplicaOn(t *testing.T, w *state.Workdir, dir, id string, secret []byt
 		count(o, d)
 		tr.mu.Lock()
 		tr.outcomes[o]++
+		tr.sequence = append(tr.sequence, o)
 		tr.mu.Unlock()
 	}
 	tr.rep = &controller.Replica{Loop: loop, Etcd: w.Backend.(state.Coordinator), ID: id}
