@@ -1,6 +1,7 @@
 package scaffold
 
 import (
+	"strings"
 	"sync"
 	"text/template"
 )
@@ -8,7 +9,21 @@ import (
 // hclTemplates write the plugin as one plugin.hcl, the same content as
 // the YAML files.
 var hclTemplates = sync.OnceValue(func() *template.Template {
-	return template.Must(template.New("").Funcs(funcs).Parse(`
+	t := template.New("").Funcs(funcs)
+	// include writes the template name, every line indented by n spaces: the
+	// same blocks sit at the top of plugin.hcl and inside a release block.
+	t.Funcs(template.FuncMap{"include": func(name string, data any, n int) (string, error) {
+		var b strings.Builder
+		err := t.ExecuteTemplate(&b, name, data)
+		lines := strings.SplitAfter(b.String(), "\n")
+		for i, l := range lines {
+			if strings.TrimSpace(l) != "" {
+				lines[i] = strings.Repeat(" ", n) + l
+			}
+		}
+		return strings.Join(lines, ""), err
+	}})
+	return template.Must(t.Parse(`
 {{- define "roleblocks" -}}
 {{- range .AllRoles}}
 
@@ -198,8 +213,8 @@ release {{hq .ReleaseVersion}} {
       }
     }
   }
-{{- template "roleblocks" .}}
-{{- template "componentblocks" .}}
+{{- include "roleblocks" . 2}}
+{{- include "componentblocks" . 2}}
 
   # One task graph per type; default is the deployment graph.
   graph "default" {
@@ -212,7 +227,7 @@ release {{hq .ReleaseVersion}} {
       version  = "2.1.0"
       requires = ["deploy_start"]
     }
-{{- template "taskblocks" .}}
+{{- include "taskblocks" . 4}}
   }
 
   # Install the operating system on new nodes.
@@ -226,7 +241,7 @@ release {{hq .ReleaseVersion}} {
       version  = "2.1.0"
       requires = ["provision_start"]
     }
-    {{template "stagetask" (dict "id" "provision" "start" "provision_start" "end" "provision_end" "cmd" "/usr/bin/provision" "timeout" "3600")}}
+{{include "stagetask" (dict "id" "provision" "start" "provision_start" "end" "provision_end" "cmd" "/usr/bin/provision" "timeout" "3600") 4}}
   }
 
   # Wipe a node removed from its cluster.
@@ -240,7 +255,7 @@ release {{hq .ReleaseVersion}} {
       version  = "2.1.0"
       requires = ["deletion_start"]
     }
-    {{template "stagetask" (dict "id" "erase_node" "start" "deletion_start" "end" "deletion_end" "cmd" "/usr/bin/erase-node" "timeout" "180")}}
+{{include "stagetask" (dict "id" "erase_node" "start" "deletion_start" "end" "deletion_end" "cmd" "/usr/bin/erase-node" "timeout" "180") 4}}
   }
 
   graph "network_verification" {
@@ -253,7 +268,7 @@ release {{hq .ReleaseVersion}} {
       version  = "2.1.0"
       requires = ["verify_networks_start"]
     }
-    {{template "stagetask" (dict "id" "verify_networks" "start" "verify_networks_start" "end" "verify_networks_end" "cmd" "/usr/bin/verify-networks" "timeout" "600")}}
+{{include "stagetask" (dict "id" "verify_networks" "start" "verify_networks_start" "end" "verify_networks_end" "cmd" "/usr/bin/verify-networks" "timeout" "600") 4}}
   }
 }
 {{- end}}

@@ -13,8 +13,6 @@ import (
 	"strings"
 	"sync"
 	"text/template"
-
-	"github.com/hashicorp/hcl/v2/hclwrite"
 )
 
 // PackageVersions are the package versions plugin create writes.
@@ -137,7 +135,7 @@ func Files(o Options) (map[string][]byte, error) {
 		}
 		data := b.Bytes()
 		if strings.HasSuffix(name, ".hcl") {
-			data = hclwrite.Format(data) // indentation and aligned equals signs
+			data = alignHCL(data) // aligned equals signs and comments
 		}
 		files[name] = data
 	}

@@ -1,6 +1,7 @@
 package scaffold
 
 import (
+	"bytes"
 	"fmt"
 	"path"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"testing/fstest"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclwrite"
 
 	"github.com/fuelsync/fuelsync/internal/golden"
 	"github.com/fuelsync/fuelsync/internal/mapfs"
@@ -79,6 +81,9 @@ func TestCreate(t *testing.T) {
 					for f, data := range files {
 						fsys[path.Join("plugins", o.Name, f)] = &fstest.MapFile{Data: data}
 						golden.Check(t, path.Join("testdata", name+"-"+format, f), data)
+						if strings.HasSuffix(f, ".hcl") && !bytes.Equal(hclwrite.Format(data), data) {
+							t.Errorf("%s is not formatted as hclwrite (terraform fmt) formats it:\n%s", f, hclwrite.Format(data))
+						}
 					}
 					fsys["clusters/scaffolded.yaml"] = &fstest.MapFile{Data: []byte(cluster(o))}
 					repo, diags := loader.Load(fsys, loader.Options{})

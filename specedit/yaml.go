@@ -1,8 +1,8 @@
 // Package specedit edits cluster specs in place (the tag and role operations of the
 // CLI): a node's roles and its tags' assign and unassign lists. YAML is edited as
-// text at the positions yaml.v3's node API gives, and HCL through hclwrite, so that
-// everything the edit does not touch — comments, key order, formatting — stays
-// byte for byte.
+// text at the positions yaml.v3's node API gives, and HCL as text at the byte
+// ranges hclsyntax gives, so that everything the edit does not touch — comments,
+// key order, formatting — stays byte for byte.
 package specedit
 
 import (
