@@ -60,6 +60,7 @@ func buildBinaries(tb testing.TB, dir string) (bin, server string) {
 	bin, server = filepath.Join(dir, "fuelsync"), filepath.Join(dir, ServerBinary)
 	for out, pkg := range map[string]string{bin: "../../cmd/fuelsync", server: "../../cmd/fuelsync-server"} {
 		build := exec.Command("go", "build", "-tags", buildTags, "-o", out, pkg)
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if msg, err := build.CombinedOutput(); err != nil {
 			tb.Fatalf("go build %s: %v\n%s", pkg, err, msg)
 		}
@@ -67,7 +68,7 @@ func buildBinaries(tb testing.TB, dir string) (bin, server string) {
 	return bin, server
 }
 
-// buildTags are the Makefile's TAGS.
+// buildTags are the Makefile's TAGS (and its build sets CGO_ENABLED=0).
 const buildTags = "urfave_cli_no_docs"
 
 // BenchmarkStartupPluginCheck measures `fuelsync plugin check` on three real
@@ -92,7 +93,9 @@ func BenchmarkStartupPluginCheck(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(dir, "hello.go"), []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	if out, err := exec.Command("go", "build", "-o", hello, filepath.Join(dir, "hello.go")).CombinedOutput(); err != nil {
+	helloBuild := exec.Command("go", "build", "-o", hello, filepath.Join(dir, "hello.go"))
+	helloBuild.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := helloBuild.CombinedOutput(); err != nil {
 		b.Fatalf("go build hello: %v\n%s", err, out)
 	}
 	var plugins []string

@@ -36,7 +36,7 @@ func TestReleasedBuildHasNoTestHooks(t *testing.T) {
 	gobin := testenv.Tool(t, "go", "the Go toolchain")
 	bin := filepath.Join(t.TempDir(), "fuelsync")
 	build := exec.Command(gobin, "build", "-tags", buildTags, "-o", bin, "../../cmd/fuelsync")
-	build.Env = append(os.Environ(), "GOFLAGS=") // no -tags from the environment
+	build.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0") // no -tags from the environment; static, as make build
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
