@@ -42,7 +42,7 @@ func nodeEditCommand(kind, op string, stdout, stderr io.Writer) *cli.Command {
 		Usage:        fmt.Sprintf("%s %s on a node: an edit of the cluster spec, validated before it is written", op, kind),
 		ArgsUsage:    what + "...",
 		OnUsageError: usageError,
-		Description: fmt.Sprintf("Edits the cluster spec file in place (YAML through the node API, HCL through hclwrite:\n"+
+		Description: fmt.Sprintf("Edits the cluster spec file in place (YAML through the node API, HCL as text at its parser's positions:\n"+
 			"everything else stays byte for byte), after checking that the result is valid; prints the\n"+
 			"file's diff and what the edit changes on the nodes. With --commit, commits that file alone;\n"+
 			"it refuses, writing nothing, when the file has uncommitted changes (they would go into the\n"+
