@@ -155,9 +155,9 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			"/readyz, /metrics, /api/v1/status, /api/v1/releases/<version>/components and the status page /.\n" +
 			"Nodes' agents read their applied graphs from GET /api/v1/clusters/<cluster>/nodes/<node>/graphs/<graph>\n" +
 			"(ETag = sha256; If-None-Match with ?wait=60s waits for a change, at most --max-wait, at most\n" +
-			"--max-waiting at once, 429 with Retry-After beyond) and the cluster from GET /api/v1/clusters/<cluster>.\n" +
-			"With --api-token-file,\n" +
-			"these and the component registry need Authorization: Bearer <token>; the rest stays open:\n" +
+			"--max-waiting at once, 429 with Retry-After beyond) and the cluster from\n" +
+			"GET /api/v1/clusters/<cluster>. With --api-token-file, these and the component registry\n" +
+			"need Authorization: Bearer <token>; the rest stays open:\n" +
 			"keep --listen on loopback or behind a reverse proxy.\n" +
 			"Limits: headers in 10 s, requests in 30 s, responses in 60 s, idle connections closed after\n" +
 			"60 s, at most --max-connections connections (idle ones closed first to make room, then ones\n" +
