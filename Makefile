@@ -20,7 +20,7 @@ FUZZTIME  ?= 30s
 BENCHTIME ?= 5x
 BENCHCOUNT ?= 5
 
-.PHONY: all build image test test-etcd vet cross fmtcheck demo fuzz bench bench-render bench-large golden soak clean ci
+.PHONY: all build image test test-etcd vet cross fmtcheck demo fuzz bench bench-render bench-large golden soak burst clean ci
 
 all: build
 
@@ -220,6 +220,17 @@ SOAK_BIN ?=
 
 soak:
 	FUELSYNC_SOAK_BIN=$(SOAK_BIN) $(GO) test ./internal/cli -run '^TestSoak' -soak -v -count=1 -timeout 30m
+
+# Agents in bursts: BURST_AGENTS agents (default 5,000, then 10,000) open a
+# long-poll (?wait=60s) at the same moment against one serve with its default
+# limits; reports held, 429, closed without an answer, and serve's RSS
+# (internal/cli/burst_agents_test.go, docs/artifact-api.md). Not part of make
+# test. make burst BURST_BIN=path/to/fuelsync-server runs another build.
+BURST_AGENTS ?= 5000,10000
+BURST_BIN ?=
+
+burst:
+	FUELSYNC_BURST_BIN=$(BURST_BIN) $(GO) test ./internal/cli -run '^TestBurstAgents$$' -burst -burst-agents $(BURST_AGENTS) -v -count=1 -timeout 30m
 
 # Rewrite golden files and testscript expectations.
 golden:

@@ -38,11 +38,11 @@ import (
 const (
 	// DefaultMaxWait is the longest ?wait= served; a longer one is shortened.
 	DefaultMaxWait = 60 * time.Second
-	// DefaultMaxWaiting is how many requests may wait at once; beyond it, 503
-	// with Retry-After.
-	DefaultMaxWaiting = 4096
-	// waitRetryAfter is the Retry-After of a wait refused at the cap, seconds.
-	waitRetryAfter = "5"
+	// DefaultMaxWaiting is how many requests may wait at once; beyond it, 429
+	// with Retry-After. A waiting request costs about 26 KB of memory (its
+	// goroutine, the connection's buffers and the request), so 10,000 of them
+	// about 260 MB, and a socket each.
+	DefaultMaxWaiting = 10000
 	// maxCacheBytes bounds the verified graphs and JSON renderings kept in
 	// memory (by digest).
 	maxCacheBytes = 32 << 20
@@ -170,7 +170,7 @@ func (s *Server) appliedOr503(w http.ResponseWriter) (*state.State, bool) {
 			if problem != nil {
 				msg = "this replica does not serve the applied state: " + redact.Text(problem.Error())
 			}
-			w.Header().Set("Retry-After", waitRetryAfter)
+			w.Header().Set("Retry-After", retryAfter())
 			http.Error(w, msg, http.StatusServiceUnavailable)
 			return nil, false
 		}
@@ -181,7 +181,7 @@ func (s *Server) appliedOr503(w http.ResponseWriter) (*state.State, bool) {
 		return nil, false
 	}
 	if st.Serial == 0 {
-		w.Header().Set("Retry-After", waitRetryAfter)
+		w.Header().Set("Retry-After", retryAfter())
 		http.Error(w, "nothing is applied yet", http.StatusServiceUnavailable)
 		return nil, false
 	}
@@ -363,15 +363,14 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) {
 }
 
 // waitFor waits until artifact name's digest is no longer sum, or for d, or
-// until the client goes; false when it answered (503 at the cap) or the client
-// went.
+// until the client goes; false when it answered (429 with Retry-After at the
+// cap) or the client went.
 func (s *Server) waitFor(w http.ResponseWriter, r *http.Request, name, sum string, d time.Duration) bool {
 	select {
 	case s.waiters <- struct{}{}:
 		defer func() { <-s.waiters }()
 	default:
-		w.Header().Set("Retry-After", waitRetryAfter)
-		http.Error(w, fmt.Sprintf("too many waiting requests (%d); retry, or ask without wait", cap(s.waiters)), http.StatusServiceUnavailable)
+		tooMany(w, fmt.Sprintf("too many waiting requests (%d); retry after Retry-After seconds, or ask without wait", cap(s.waiters)))
 		return false
 	}
 	// The server's write timeout (from the end of the headers to the end of

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -348,8 +349,9 @@ func TestArtifactAPIWaitOutlivesServeTimeouts(t *testing.T) {
 	}
 }
 
-// TestArtifactAPIWaitersCapped: beyond MaxWaiting, a wait is answered 503 with
-// Retry-After at once; a request without wait is still served.
+// TestArtifactAPIWaitersCapped: beyond MaxWaiting, a wait is answered 429 with
+// a Retry-After of 5 to 15 seconds at once; a request without wait is still
+// served.
 func TestArtifactAPIWaitersCapped(t *testing.T) {
 	a := startAPI(t, func(s *Server, _ *Limits) { s.MaxWaiting = 2 })
 	a.reconcile(t, operation.Applied)
@@ -357,7 +359,7 @@ func TestArtifactAPIWaitersCapped(t *testing.T) {
 	w1, w2 := a.longPoll(t, node2Graph, etag, "2s"), a.longPoll(t, node2Graph, etag, "2s")
 	gittest.WaitFor(t, "two waiting", func() bool { return len(a.srv.waiters) == 2 })
 	r := <-a.longPoll(t, node2Graph, etag, "2s")
-	if r.code != 503 || r.h.Get("Retry-After") == "" || r.took > time.Second || !strings.Contains(r.body, "too many waiting requests (2)") {
+	if sec, err := strconv.Atoi(r.h.Get("Retry-After")); r.code != 429 || err != nil || sec < RetryAfterMin || sec > RetryAfterMax || r.took > time.Second || !strings.Contains(r.body, "too many waiting requests (2)") {
 		t.Errorf("a third wait with a cap of 2: %d %q Retry-After %q after %v", r.code, r.body, r.h.Get("Retry-After"), r.took)
 	}
 	if r := a.get(t, node2Graph, map[string]string{"If-None-Match": etag}); r.code != 304 {

@@ -2,9 +2,14 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,10 +27,16 @@ type Limits struct {
 	// MaxHeaderBytes bounds a request's headers.
 	MaxHeaderBytes int
 	// MaxConnections caps the connections open at once. At the cap, a new
-	// connection closes an idle keep-alive connection, else the oldest one that
-	// has not finished sending its headers, else it waits for one to close.
+	// connection closes an idle keep-alive connection, else refuses the oldest
+	// one that has not finished sending its headers within SlowHeaders (it is
+	// answered 429 with Retry-After, never closed without an answer), else it
+	// waits, in the kernel's accept queue, for one to close or to wait.
 	// Connections of long-polls (see Waiting) do not count while they wait.
 	MaxConnections int
+	// SlowHeaders is how long a connection may take to send its headers
+	// before it may be refused to make room at the connection cap. Younger
+	// ones are waited for: in a burst of agents they are read in turn.
+	SlowHeaders time.Duration
 }
 
 // DefaultLimits are serve's limits.
@@ -36,12 +47,32 @@ var DefaultLimits = Limits{
 	IdleTimeout:       60 * time.Second,
 	MaxHeaderBytes:    64 << 10,
 	MaxConnections:    256,
+	SlowHeaders:       time.Second,
+}
+
+// The Retry-After of a request refused for capacity (429), in seconds: a
+// random whole number in [RetryAfterMin, RetryAfterMax], so that a crowd
+// refused at the same moment does not come back at the same moment.
+const (
+	RetryAfterMin = 5
+	RetryAfterMax = 15
+)
+
+// retryAfter is a Retry-After value for a 429 (RetryAfterMin..RetryAfterMax).
+func retryAfter() string {
+	return strconv.Itoa(RetryAfterMin + rand.IntN(RetryAfterMax-RetryAfterMin+1))
+}
+
+// tooMany answers w 429 with a random Retry-After and msg.
+func tooMany(w http.ResponseWriter, msg string) {
+	w.Header().Set("Retry-After", retryAfter())
+	http.Error(w, msg, http.StatusTooManyRequests)
 }
 
 // HTTPServer is an http.Server for handler with lim's timeouts, and ln wrapped
 // to cap its connections at lim.MaxConnections: serve with hs.Serve(limited).
 func HTTPServer(handler http.Handler, ln net.Listener, lim Limits) (hs *http.Server, limited net.Listener) {
-	cl := &connLimiter{Listener: ln, max: lim.MaxConnections, open: map[*limitedConn]connInfo{}}
+	cl := &connLimiter{Listener: ln, max: lim.MaxConnections, slow: lim.SlowHeaders, open: map[*limitedConn]connInfo{}}
 	cl.cond = sync.NewCond(&cl.mu)
 	hs = &http.Server{
 		Handler:           handler,
@@ -106,19 +137,26 @@ func Waiting(ctx context.Context) (done func()) {
 
 // connLimiter is a listener with at most max connections open, like
 // golang.org/x/net/netutil.LimitListener, except that when it is full a new
-// connection first makes room by closing a connection that costs a client
-// nothing to reopen: an idle keep-alive one, else the oldest one that has not
-// sent its request yet. So neither idle nor slow-header connections can lock
-// the others out.
+// connection first makes room: it closes an idle keep-alive connection (which
+// costs its client nothing to reopen), else it refuses (429, Retry-After) the
+// oldest connection that has not sent its headers within slow. So neither idle
+// nor slow-header connections can lock the others out, and no connection that
+// may carry a request is closed without an answer. Connections younger than
+// slow are waited for: a burst of thousands of agents stays in the kernel's
+// accept queue and is read in turn, max at a time.
 type connLimiter struct {
 	net.Listener
-	max int
+	max  int
+	slow time.Duration
 
 	mu      sync.Mutex
 	cond    *sync.Cond
 	open    map[*limitedConn]connInfo
 	waiting int // of open, those waiting in a long-poll: not counted
-	closed  bool
+	// refusing counts the connections refused to make room (429) and not yet
+	// closed; they are no longer in open. At most max.
+	refusing int
+	closed   bool
 }
 
 // Close closes the listener and wakes an Accept waiting for room.
@@ -137,11 +175,29 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 	}
 	l.mu.Lock()
 	for len(l.open)-l.waiting >= l.max && !l.closed {
-		if victim := l.victim(); victim != nil {
-			delete(l.open, victim)
+		idle, slow, next := l.victim(time.Now())
+		if idle != nil {
+			delete(l.open, idle)
 			l.mu.Unlock()
-			victim.Conn.Close()
+			idle.Conn.Close()
 			l.mu.Lock()
+			continue
+		}
+		if slow != nil {
+			// Its place is the newcomer's; it is counted apart until it
+			// closes (within refuseLinger), at most max of them.
+			delete(l.open, slow)
+			l.refusing++
+			slow.refused.Store(true)
+			l.mu.Unlock()
+			slow.refuse(fmt.Sprintf("too many connections (%d open); retry later\n", l.max))
+			l.mu.Lock()
+			continue
+		}
+		if next > 0 { // wake when the oldest new one may be refused
+			t := time.AfterFunc(next, func() { l.mu.Lock(); l.cond.Broadcast(); l.mu.Unlock() })
+			l.cond.Wait()
+			t.Stop()
 			continue
 		}
 		l.cond.Wait()
@@ -157,28 +213,32 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 	return lc, nil
 }
 
-// victim is the idle connection whose last request is the oldest, else the
-// oldest new one; nil when every connection is serving a request. Called with
-// mu held.
-func (l *connLimiter) victim() *limitedConn {
-	var idle, fresh *limitedConn
+// victim is what makes room at the cap: the idle connection whose last
+// request is the oldest, to close; else the oldest new one that has not sent
+// its headers within l.slow, to refuse; else, when a new one may be refused
+// later, how long until then. Called with mu held.
+func (l *connLimiter) victim(now time.Time) (idle, slow *limitedConn, next time.Duration) {
+	var fresh *limitedConn
 	var idleAt, freshAt time.Time
 	for c, info := range l.open {
-		switch info.state {
-		case http.StateIdle:
+		switch {
+		case info.state == http.StateIdle:
 			if idle == nil || info.since.Before(idleAt) {
 				idle, idleAt = c, info.since
 			}
-		case http.StateNew:
+		case info.state == http.StateNew:
 			if fresh == nil || info.since.Before(freshAt) {
 				fresh, freshAt = c, info.since
 			}
 		}
 	}
-	if idle != nil {
-		return idle
+	if idle != nil || fresh == nil || l.refusing >= l.max {
+		return idle, nil, 0
 	}
-	return fresh
+	if age := now.Sub(freshAt); age >= l.slow {
+		return nil, fresh, 0
+	}
+	return nil, nil, l.slow - now.Sub(freshAt)
 }
 
 func (l *connLimiter) connState(c net.Conn, state http.ConnState) {
@@ -210,17 +270,92 @@ func (l *connLimiter) connState(c net.Conn, state http.ConnState) {
 // limitedConn frees its place in the limiter when it closes.
 type limitedConn struct {
 	net.Conn
-	l    *connLimiter
-	once sync.Once
+	l       *connLimiter
+	once    sync.Once
+	refused atomic.Bool // answered by refuse: the server reads nothing more, writes nothing more
+}
+
+// The linger of a refused connection: after its 429, it is read (and what is
+// read thrown away) for at most refuseLinger or refuseDrain bytes before it is
+// closed, so that closing it with its request unread does not reset the
+// connection and lose the answer on the client's side.
+const (
+	refuseLinger = time.Second
+	refuseDrain  = 64 << 10
+)
+
+// refuse answers c 429 with Retry-After and msg in place of the server, ends
+// its writing side, and lets the server's reading of it drain what the client
+// sent (see Read) until it closes. c has not sent its headers yet; its
+// request, if it completes meanwhile, is not served.
+func (c *limitedConn) refuse(msg string) {
+	c.Conn.SetWriteDeadline(time.Now().Add(refuseLinger))
+	fmt.Fprintf(c.Conn, "HTTP/1.1 429 Too Many Requests\r\nRetry-After: %s\r\nContent-Type: text/plain; charset=utf-8\r\n"+
+		"Content-Length: %d\r\nConnection: close\r\n\r\n%s", retryAfter(), len(msg), msg)
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+	c.Conn.SetReadDeadline(time.Now().Add(refuseLinger))
+}
+
+// Read reads the request, unless the connection was refused: then it reads
+// and throws away what the client sends, until the client closes, the linger
+// ends or refuseDrain bytes, and returns io.EOF (the server then closes the
+// connection without a word).
+func (c *limitedConn) Read(p []byte) (int, error) {
+	if !c.refused.Load() {
+		n, err := c.Conn.Read(p)
+		if !c.refused.Load() {
+			return n, err
+		}
+	}
+	var buf [4096]byte
+	for drained := 0; drained < refuseDrain; {
+		n, err := c.Conn.Read(buf[:])
+		drained += n
+		if err != nil {
+			break
+		}
+	}
+	return 0, io.EOF
+}
+
+// Write writes, unless the connection was refused: its answer is written.
+func (c *limitedConn) Write(p []byte) (int, error) {
+	if c.refused.Load() {
+		return 0, net.ErrClosed
+	}
+	return c.Conn.Write(p)
+}
+
+// SetReadDeadline sets the read deadline, unless the connection was refused
+// (it keeps its linger).
+func (c *limitedConn) SetReadDeadline(t time.Time) error {
+	if c.refused.Load() {
+		return nil
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+// SetDeadline sets the deadlines, unless the connection was refused.
+func (c *limitedConn) SetDeadline(t time.Time) error {
+	if c.refused.Load() {
+		return nil
+	}
+	return c.Conn.SetDeadline(t)
 }
 
 func (c *limitedConn) release() {
 	c.once.Do(func() {
 		c.l.mu.Lock()
-		if c.l.open[c].waiting {
-			c.l.waiting--
+		if info, ok := c.l.open[c]; ok {
+			if info.waiting {
+				c.l.waiting--
+			}
+			delete(c.l.open, c)
+		} else if c.refused.Load() {
+			c.l.refusing--
 		}
-		delete(c.l.open, c)
 		c.l.cond.Broadcast()
 		c.l.mu.Unlock()
 	})

@@ -116,7 +116,8 @@ func TestConnectionCapIdleFlood(t *testing.T) {
 // TestSlowClientsTimedOut: a client that never finishes its headers, one that
 // trickles a signed webhook body and one that stays idle are disconnected by the
 // read-header, read and idle timeouts; at the connection cap, a new connection
-// closes the oldest that has not sent its headers yet.
+// refuses the oldest that has not sent its headers yet (SlowHeaders is 0 here):
+// it is answered 429 with Retry-After, then closed.
 func TestSlowClientsTimedOut(t *testing.T) {
 	lim := Limits{ReadHeaderTimeout: 300 * time.Millisecond, ReadTimeout: 600 * time.Millisecond, WriteTimeout: time.Second,
 		IdleTimeout: 300 * time.Millisecond, MaxHeaderBytes: 4096, MaxConnections: 4}
@@ -155,8 +156,11 @@ func TestSlowClientsTimedOut(t *testing.T) {
 	if resp, err := http.ReadResponse(r, nil); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("/healthz at the cap: %v", err)
 	}
-	if !closedWithin(pending[0], 100*time.Millisecond) {
-		t.Error("the oldest unfinished connection is still open")
+	pending[0].SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if resp, err := http.ReadResponse(bufio.NewReader(pending[0]), nil); err != nil || resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("the oldest unfinished connection, refused: %v, want 429 with Retry-After", err)
+	} else if !closedWithin(pending[0], 100*time.Millisecond) {
+		t.Error("the oldest unfinished connection is still open after its 429")
 	}
 	if d := time.Since(start); d > 250*time.Millisecond {
 		t.Errorf("/healthz at the cap took %v (it waited for a timeout)", d)
@@ -293,5 +297,40 @@ func TestWaitingConnectionTakesIdleOne(t *testing.T) {
 	}
 	if !closedWithin(busy, time.Second) {
 		t.Error("the idle connection was not closed for the newcomer")
+	}
+}
+
+// TestSlowHeadersGrace: at the connection cap, a connection still sending its
+// headers is refused only once it has taken SlowHeaders: until then the
+// newcomer waits (in a burst, every connection is new for a moment, and is
+// read in turn). Then the oldest is answered 429 with Retry-After, the other
+// one, which finishes its headers later, is served.
+func TestSlowHeadersGrace(t *testing.T) {
+	lim := DefaultLimits
+	lim.MaxConnections, lim.SlowHeaders = 2, 400*time.Millisecond
+	addr, cl := serveLimited(t, []byte("s"), lim)
+	p1, r1 := rawRequest(t, addr, "GET /healthz HTTP/1.1\r\n")
+	gittest.WaitFor(t, "the first connection open", func() bool { return cl.count() == 1 })
+	p2, r2 := rawRequest(t, addr, "GET /healthz HTTP/1.1\r\n")
+	gittest.WaitFor(t, "2 connections open", func() bool { return cl.count() == 2 })
+	start := time.Now()
+	c, r := rawRequest(t, addr, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	resp, err := http.ReadResponse(r, nil)
+	took := time.Since(start)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/healthz at the cap: %v", err)
+	}
+	if took < 250*time.Millisecond || took > 2*time.Second {
+		t.Errorf("/healthz at the cap answered after %v, want after the 400 ms grace of the oldest connection", took)
+	}
+	p1.SetReadDeadline(time.Now().Add(time.Second))
+	if resp, err := http.ReadResponse(r1, nil); err != nil || resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("the oldest unfinished connection: %v, want 429 with Retry-After", err)
+	}
+	io.WriteString(p2, "Host: x\r\n\r\n")
+	p2.SetReadDeadline(time.Now().Add(time.Second))
+	if resp, err := http.ReadResponse(r2, nil); err != nil || resp.StatusCode != 200 {
+		t.Errorf("the younger unfinished connection, finished: %v, want 200", err)
 	}
 }

@@ -62,7 +62,7 @@ type Server struct {
 	// and the metrics stay open.
 	APIToken []byte
 	// MaxWait is the longest wait of a long-poll (?wait=); longer ones are
-	// shortened to it. MaxWaiting is how many requests may wait at once (503
+	// shortened to it. MaxWaiting is how many requests may wait at once (429
 	// beyond). Both are read by Handler.
 	MaxWait    time.Duration
 	MaxWaiting int

@@ -140,6 +140,10 @@ func watchCommand(stdout, stderr io.Writer) *cli.Command {
 	}
 }
 
+// fdReserve is the open files serve keeps for itself beyond its sockets: the
+// reconciles' files, the git fetch, etcd, the log.
+const fdReserve = 1024
+
 func serveCommand(stdout, stderr io.Writer) *cli.Command {
 	return &cli.Command{
 		Name:         "serve",
@@ -151,12 +155,14 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			"/readyz, /metrics, /api/v1/status, /api/v1/releases/<version>/components and the status page /.\n" +
 			"Nodes' agents read their applied graphs from GET /api/v1/clusters/<cluster>/nodes/<node>/graphs/<graph>\n" +
 			"(ETag = sha256; If-None-Match with ?wait=60s waits for a change, at most --max-wait, at most\n" +
-			"--max-waiting at once) and the cluster from GET /api/v1/clusters/<cluster>. With --api-token-file,\n" +
-			"these and the component registry need Authorization: Bearer <token>; the rest stays open:\n" +
+			"--max-waiting at once, 429 with Retry-After beyond) and the cluster from\n" +
+			"GET /api/v1/clusters/<cluster>. With --api-token-file, these and the component registry\n" +
+			"need Authorization: Bearer <token>; the rest stays open:\n" +
 			"keep --listen on loopback or behind a reverse proxy.\n" +
 			"Limits: headers in 10 s, requests in 30 s, responses in 60 s, idle connections closed after\n" +
-			"60 s, at most --max-connections connections (idle ones closed first to make room), waiting\n" +
-			"requests counted apart.\n" +
+			"60 s, at most --max-connections connections (idle ones closed first to make room, then ones\n" +
+			"that have not sent their headers in 1 s answered 429), waiting requests counted apart. serve\n" +
+			"needs 2 x --max-connections + --max-waiting + 1024 open files (ulimit -n, LimitNOFILE).\n" +
 			"With the state on etcd (--state etcd://…), any number of serve processes may run, each with\n" +
 			"its own --workdir: one is elected leader and reconciles; the others (followers) render the\n" +
 			"applied revision themselves, serve it once every file matches the state's sha256, and hand\n" +
@@ -164,10 +170,10 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 		Flags: append(watchFlags(),
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "listen on `ADDR`"},
 			&cli.StringFlag{Name: "webhook-secret-file", Usage: "the webhooks' shared secret, in `FILE` (not empty)"},
-			&cli.IntFlag{Name: "max-connections", Value: server.DefaultLimits.MaxConnections, Usage: "serve at most `N` connections at once (waiting requests not counted)"},
+			&cli.IntFlag{Name: "max-connections", Value: server.DefaultLimits.MaxConnections, Usage: "serve at most `N` connections at once (waiting requests not counted; beyond, new ones wait in the accept queue)"},
 			&cli.StringFlag{Name: "api-token-file", Usage: "the bearer token of the read API (artifacts, clusters, components), in `FILE` (not empty)"},
 			&cli.DurationFlag{Name: "max-wait", Value: server.DefaultMaxWait, Usage: "the longest `DURATION` an artifact request waits for a change (?wait= is cut to it)"},
-			&cli.IntFlag{Name: "max-waiting", Value: server.DefaultMaxWaiting, Usage: "at most `N` artifact requests wait at once (503 beyond); each holds a connection"},
+			&cli.IntFlag{Name: "max-waiting", Value: server.DefaultMaxWaiting, Usage: "at most `N` artifact requests wait at once (429 with Retry-After beyond); each holds a connection and about 26 KB"},
 			&cli.StringFlag{Name: "replica-id", Usage: "with the state on etcd, this replica's `NAME` in the election and the status (default: host:pid)"},
 		),
 		Action: func(c *cli.Context) error {
@@ -235,6 +241,13 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			go func() { errc <- hs.Serve(limited) }()
 			loop.Log.Info("serving", "listen", ln.Addr().String(), "max_connections", limits.MaxConnections,
 				"max_waiting", srv.MaxWaiting, "max_wait", srv.MaxWait.String(), "api_token", len(token) > 0)
+			// Every socket is a descriptor: connections (and as many being
+			// refused), waiting requests, and the reconciles' files.
+			need := uint64(2*limits.MaxConnections + srv.MaxWaiting + fdReserve)
+			if have, ok := openFileLimit(); ok && have < need {
+				loop.Log.Warn("the open file limit is below what the connection limits need: raise it (ulimit -n, LimitNOFILE) or lower --max-waiting",
+					"open_files", have, "need", need, "max_connections", limits.MaxConnections, "max_waiting", srv.MaxWaiting)
+			}
 			logFollowing(g, c, loop)
 			watchLocal(ctx, g, c, loop)
 			done := make(chan struct{})

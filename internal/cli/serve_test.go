@@ -355,7 +355,7 @@ func TestWatchLogs(t *testing.T) {
 // TestServeArtifactAPIFlags runs serve with --api-token-file, --max-wait and
 // --max-waiting: the artifact API needs the token (the probes do not), a wait
 // is cut to --max-wait and answered 304, and a second wait beyond
-// --max-waiting 1 is answered 503 with Retry-After.
+// --max-waiting 1 is answered 429 with Retry-After.
 func TestServeArtifactAPIFlags(t *testing.T) {
 	repo := quickstartRepo(t)
 	tokenFile := filepath.Join(t.TempDir(), "token")
@@ -421,7 +421,7 @@ func TestServeArtifactAPIFlags(t *testing.T) {
 		resp.Body.Close()
 		waiting = regexp.MustCompile(`(?m)^fuelsync_api_waiting \d+`).FindString(string(b))
 	}
-	if resp, took := get(graph+"?wait=1m", "t0ken", etag); resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || took > time.Second {
+	if resp, took := get(graph+"?wait=1m", "t0ken", etag); resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || took > time.Second {
 		t.Errorf("a second wait with --max-waiting 1: %d Retry-After %q after %v", resp.StatusCode, resp.Header.Get("Retry-After"), took)
 	}
 	if took := <-first; took < 2*time.Second || took > 3*time.Second {

@@ -1,0 +1,6 @@
+//go:build !unix
+
+package cli
+
+// openFileLimit is unknown here.
+func openFileLimit() (uint64, bool) { return 0, false }
