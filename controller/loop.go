@@ -14,6 +14,7 @@ import (
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/reports"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -77,6 +78,10 @@ type Loop struct {
 	// every cluster; without it (or allow_empty: true in the revision's
 	// fuelsync.yaml) such a revision is held back.
 	AllowEmpty bool
+	// Reports, when set, keeps the nodes' reports (serve): the loop records
+	// each cluster's reconciles there, and a cluster that depends_on another
+	// with healthy: true waits for its health.
+	Reports *reports.Store
 	// OnReconcile, when set, is called after each reconcile (for metrics).
 	OnReconcile func(operation.Outcome, time.Duration)
 	// OnState, when set, is called after each reconcile that read the applied

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -77,6 +78,15 @@ func (s *Server) observe(st *state.State) {
 	}
 	old := ix.st
 	ix.st = st
+	if s.Loop.Reports != nil && st.Serial > 0 && (old == nil || old.Serial != st.Serial) {
+		// The reports of nodes no longer applied go (in the background: the
+		// backend is written).
+		go func() {
+			if err := s.Loop.Reports.Prune(context.Background(), st); err != nil {
+				s.Loop.Log.Warn("removing the reports of nodes no longer applied", "error", redact.Text(err.Error()))
+			}
+		}()
+	}
 	for name, ch := range ix.changed {
 		if old == nil || viewOf(old, name) != viewOf(st, name) {
 			close(ch)
@@ -152,12 +162,20 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 func checkNames(w http.ResponseWriter, names ...string) bool {
 	for i := 0; i < len(names); i += 2 {
 		if !loader.IsName(names[i+1]) {
-			http.Error(w, fmt.Sprintf("%q is not a valid %s name: names start with a lowercase letter or digit and continue with lowercase letters, digits, '.', '_' or '-' (%s), at most %d characters",
-				names[i+1], names[i], loader.NamePattern, loader.MaxNameLength), http.StatusBadRequest)
+			http.Error(w, nameProblem(names[i], names[i+1]), http.StatusBadRequest)
 			return false
 		}
 	}
 	return true
+}
+
+// loaderName is loader.IsName: a name of the repository, safe in a path.
+func loaderName(s string) bool { return loader.IsName(s) }
+
+// nameProblem says why value is not a valid name of kind.
+func nameProblem(kind, value string) string {
+	return fmt.Sprintf("%q is not a valid %s name: names start with a lowercase letter or digit and continue with lowercase letters, digits, '.', '_' or '-' (%s), at most %d characters",
+		value, kind, loader.NamePattern, loader.MaxNameLength)
 }
 
 // appliedOr503 is the applied state, or false after answering 503 (nothing
@@ -292,10 +310,10 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 // ETag and ?wait=D, it waits up to D (at most MaxWait) for the artifact to
 // change: 200 with the new graph when it does, 304 at the deadline.
 func (s *Server) graph(w http.ResponseWriter, r *http.Request) {
-	if !s.authorized(w, r) {
+	cluster, node, graph := r.PathValue("cluster"), r.PathValue("node"), r.PathValue("graph")
+	if !s.authorizedNode(w, r, cluster, node) {
 		return
 	}
-	cluster, node, graph := r.PathValue("cluster"), r.PathValue("node"), r.PathValue("graph")
 	if !checkNames(w, "cluster", cluster, "node", node, "graph", graph) {
 		return
 	}

@@ -27,6 +27,8 @@ import (
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/reports"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // The limits of serve. A webhook is only a nudge (the loop fetches the newest
@@ -71,6 +73,13 @@ type Server struct {
 	// hands webhooks to the leader, and is ready once it serves the applied
 	// set, rendered and checked itself.
 	Replica *controller.Replica
+	// AgentSecret, when set, is the secret the nodes' tokens are derived
+	// from (reports.Token): a node reports with its own token, and reads its
+	// own graphs with it too. Without it, no report is taken.
+	AgentSecret []byte
+
+	keptMu sync.Mutex
+	kept   map[int64]*state.State // the kept applied sets' states (keptState)
 
 	index        artifactIndex
 	waiters      chan struct{} // requests waiting (MaxWaiting)
@@ -126,6 +135,9 @@ func New(loop *controller.Loop, secret []byte) *Server {
 		},
 		LastApplied: loop.LastApplied,
 	})
+	if loop.Reports == nil && loop.Workdir != nil {
+		loop.Reports = reports.NewStore(reports.Open(loop.Workdir))
+	}
 	loop.OnReconcile = s.metrics.Reconciled
 	loop.OnState = s.observe
 	return s
@@ -163,6 +175,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/clusters/{cluster}", s.cluster)
 	mux.HandleFunc("POST /api/v1/clusters/{cluster}/approve", s.approve)
 	mux.HandleFunc("GET /api/v1/clusters/{cluster}/nodes/{node}/graphs/{graph}", s.graph)
+	mux.HandleFunc("POST /api/v1/clusters/{cluster}/nodes/{node}/reports", s.report)
 	mux.HandleFunc("/{$}", s.page)
 	return mux
 }

@@ -29,6 +29,7 @@ type Metrics struct {
 	reconciles *prometheus.CounterVec
 	duration   prometheus.Histogram
 	deliveries *prometheus.CounterVec
+	reports    *prometheus.CounterVec
 }
 
 // New makes the metrics of one server; g is read at each scrape.
@@ -43,6 +44,12 @@ func New(g server.Gauges) server.Metrics {
 	m.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fuelsync_webhook_deliveries_total", Help: "Webhook deliveries by provider and result.",
 	}, []string{"provider", "result"})
+	m.reports = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fuelsync_reports_total", Help: "Nodes' reports by result: accepted, or why refused (bad_request, unauthorized, forbidden, not_found, conflict, too_large, unavailable, error).",
+	}, []string{"result"})
+	for _, r := range server.ReportResults {
+		m.reports.WithLabelValues(r) // every result shown, 0 at first
+	}
 	serial := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "fuelsync_applied_serial", Help: "The serial of the applied state.",
 	}, g.Serial)
@@ -54,7 +61,7 @@ func New(g server.Gauges) server.Metrics {
 		ConstLabels: prometheus.Labels{"version": g.Build.Version, "revision": g.Build.Revision, "goversion": g.Build.GoVersion},
 	})
 	build.Set(1)
-	m.registry.MustRegister(m.reconciles, m.duration, m.deliveries, serial, waiting, clusterCollector{g}, build,
+	m.registry.MustRegister(m.reconciles, m.duration, m.deliveries, m.reports, serial, waiting, clusterCollector{g}, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -108,6 +115,11 @@ func (m *Metrics) Reconciled(o operation.Outcome, d time.Duration) {
 // Delivered implements server.Metrics.
 func (m *Metrics) Delivered(provider, result string) {
 	m.deliveries.WithLabelValues(provider, result).Inc()
+}
+
+// Reported implements server.Metrics.
+func (m *Metrics) Reported(result string) {
+	m.reports.WithLabelValues(result).Inc()
 }
 
 // Handler implements server.Metrics.
