@@ -2,10 +2,12 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -122,6 +124,9 @@ type Loop struct {
 	// the next reconcile). Under mu.
 	lastApply map[string]time.Time
 	approvals []string
+	// recorded is each cluster's status and serial as last recorded in
+	// Reports (recordReconciles). Under mu.
+	recorded map[string]string
 }
 
 // Model is the repository of the revision the loop loaded last (valid or not),
@@ -337,6 +342,7 @@ func (l *Loop) reconcile(ctx context.Context) (operation.Outcome, string, *diff.
 	}
 	l.record(res)
 	l.noteApplied(res)
+	l.recordReconciles(ctx, res)
 	problems := append(approved, resultProblems(res)...)
 	if res.Again {
 		// A cluster waits for one this run changed: once more, at once.
@@ -490,6 +496,7 @@ func (l *Loop) approve(ctx context.Context) (problems []string, applied int) {
 			continue
 		}
 		l.noteApplied(res)
+		l.recordReconciles(ctx, res)
 		applied++
 		if res.Next != nil {
 			if l.OnState != nil {
@@ -513,6 +520,56 @@ func (l *Loop) noteApplied(res *operation.Result) {
 			}
 			l.lastApply[c.Name] = now
 		}
+	}
+}
+
+// recordReconciles records in Reports each cluster res applied or whose
+// status changed (since the last recorded: a restarted loop records every
+// cluster's once), for the cluster's reconcile history.
+func (l *Loop) recordReconciles(ctx context.Context, res *operation.Result) {
+	if l.Reports == nil || l.DryRun {
+		return
+	}
+	st := res.Next
+	if st == nil {
+		st = res.State
+	}
+	var serial int64
+	if st != nil {
+		serial = st.Serial
+	}
+	now := time.Now().UTC()
+	for _, c := range res.Clusters {
+		key := fmt.Sprintf("%s %d", c.Status, serial)
+		l.mu.Lock()
+		same := l.recorded[c.Name] == key || (!c.Applied && strings.HasPrefix(l.recorded[c.Name], c.Status+" "))
+		l.mu.Unlock()
+		if same {
+			continue
+		}
+		rec := &reports.Reconcile{Cluster: c.Name, At: now, Revision: res.Revision, Serial: serial, Status: c.Status, Applied: c.Applied, Problems: c.Problems}
+		if c.Applied && c.Changes != nil {
+			for _, n := range c.Changes.Nodes {
+				switch n.Action {
+				case diff.Create:
+					rec.NodesAdded++
+				case diff.Delete:
+					rec.NodesRemoved++
+				default:
+					rec.NodesChanged++
+				}
+			}
+		}
+		if err := l.Reports.AddReconcile(ctx, rec); err != nil {
+			l.Log.Warn("recording a reconcile in the cluster's history", "cluster", c.Name, "error", redact.Text(err.Error()))
+			continue
+		}
+		l.mu.Lock()
+		if l.recorded == nil {
+			l.recorded = map[string]string{}
+		}
+		l.recorded[c.Name] = key
+		l.mu.Unlock()
 	}
 }
 

@@ -192,6 +192,11 @@ func Parse(body []byte) (*Report, error) {
 			return nil, err
 		}
 	}
+	// What JSON's decoder made of bytes that are not UTF-8 (U+FFFD, three
+	// bytes for one) may make the stored report larger than its body.
+	if data, err := Marshal(r); err != nil || len(data) > MaxBody {
+		return nil, errorf("", "the report is over %d bytes once stored (its text had bytes that are not UTF-8)", MaxBody)
+	}
 	return r, nil
 }
 
@@ -286,9 +291,9 @@ func jsonProblem(err error) string {
 // maxFailedNames is how many failed tasks' ids a Store keeps in memory per node.
 const maxFailedNames = 5
 
-// summarize returns a copy of r without its tasks, with their counts and the
+// Summarize returns a copy of r without its tasks, with their counts and the
 // first failed ones' ids: what a Store keeps in memory.
-func summarize(r *Report) *Report {
+func Summarize(r *Report) *Report {
 	s := *r
 	s.Tasks = nil
 	s.TaskCounts = map[string]int{}
@@ -308,9 +313,49 @@ func summarize(r *Report) *Report {
 	return &s
 }
 
-// sameRun reports whether next is a later report of prev's run: the same
+// SameRun reports whether next is a later report of prev's run: the same
 // graph, ETag and start, and prev still running. It takes prev's place in
 // the history.
-func sameRun(prev, next *Report) bool {
+func SameRun(prev, next *Report) bool {
 	return prev != nil && prev.Status == Running && prev.Graph == next.Graph && prev.ETag == next.ETag && prev.StartedAt.Equal(next.StartedAt)
 }
+
+// summaryJSON is how a summary (Summarize) is stored where a backend keeps
+// one apart from the report (etcd's last report of each node).
+type summaryJSON struct {
+	*Report
+	FailedTasks []string       `json:"failed_tasks,omitempty"`
+	TaskCounts  map[string]int `json:"task_counts,omitempty"`
+}
+
+// MarshalSummary encodes r's summary (Summarize), tasks left out.
+func MarshalSummary(r *Report) ([]byte, error) {
+	s := Summarize(r)
+	return Marshal(summaryJSON{Report: s, FailedTasks: s.FailedTasks, TaskCounts: s.TaskCounts})
+}
+
+// UnmarshalSummary decodes what MarshalSummary encoded.
+func UnmarshalSummary(data []byte) (*Report, error) {
+	in := summaryJSON{Report: &Report{}}
+	if err := json.Unmarshal(data, &in); err != nil {
+		return nil, err
+	}
+	in.Report.FailedTasks, in.Report.TaskCounts = in.FailedTasks, in.TaskCounts
+	return in.Report, nil
+}
+
+// Marshal encodes a report or a reconcile as stored: JSON, HTML characters
+// not escaped (a stored report is no bigger than its body).
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// SeqKey is the name of seq in a backend's keys and file names: 16 decimal
+// digits, so that names sort as numbers do.
+func SeqKey(seq int64) string { return fmt.Sprintf("%016d", seq) }

@@ -157,7 +157,7 @@ func (s *Store) Load(ctx context.Context) error {
 		return nil
 	}
 	for _, r := range all {
-		s.setLocked(summarize(r))
+		s.setLocked(Summarize(r))
 	}
 	s.loaded = true
 	return nil
@@ -173,7 +173,7 @@ func (s *Store) Run(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	return w.Watch(ctx, func(r *Report) { s.set(summarize(r)) }, s.forget)
+	return w.Watch(ctx, func(r *Report) { s.set(Summarize(r)) }, s.forget)
 }
 
 // set makes r (summarized) the last report of its node, unless the store
@@ -210,7 +210,7 @@ func (s *Store) Put(ctx context.Context, r *Report) error {
 	if err := s.Backend.Put(ctx, r, s.historyKeep()); err != nil {
 		return err
 	}
-	s.set(summarize(r))
+	s.set(Summarize(r))
 	return nil
 }
 

@@ -41,7 +41,7 @@ const maxStoredFile = 4 * MaxBody
 
 func (w *Workdir) String() string { return "the work directory " + w.Dir }
 
-func seqName(seq int64) string { return fmt.Sprintf("%016d.json", seq) }
+func seqName(seq int64) string { return SeqKey(seq) + ".json" }
 
 // seqOf is the seq of a stored file's name; ok is false for any other name
 // (the temporary files among them).
@@ -163,11 +163,11 @@ func (w *Workdir) Put(_ context.Context, r *Report, keep int) error {
 			return err
 		}
 		r.Seq = newest + 1
-		if sameRun(&prev, r) {
+		if SameRun(&prev, r) {
 			r.Seq = newest
 		}
 	}
-	data, err := json.Marshal(r)
+	data, err := Marshal(r)
 	if err != nil {
 		return err
 	}
@@ -262,7 +262,7 @@ func (w *Workdir) PutReconcile(_ context.Context, rec *Reconcile, keep int) erro
 	if len(have) > 0 {
 		rec.Seq = have[len(have)-1] + 1
 	}
-	data, err := json.Marshal(rec)
+	data, err := Marshal(rec)
 	if err != nil {
 		return err
 	}
