@@ -434,7 +434,9 @@ func (l *Loop) Clusters(st *state.State) []operation.ClusterInfo {
 	l.mu.Lock()
 	live, head := l.results, l.status.Revision
 	l.mu.Unlock()
-	return operation.ClusterInfos(st, live, head)
+	infos := operation.ClusterInfos(st, live, head)
+	operation.WithHealth(infos, st, l.Reports)
+	return infos
 }
 
 // LastApplied is when each cluster's changes were last applied by this loop

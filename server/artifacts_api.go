@@ -23,6 +23,7 @@ import (
 	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/reports"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -231,9 +232,19 @@ type ClusterSummary struct {
 	HeadRevision    string         `json:"head_revision"`
 	Problems        []string       `json:"problems"`
 	Pending         *state.Pending `json:"pending,omitempty"`
+	// Health and the counts are those of its status line: its nodes'
+	// convergence (docs/reports.md).
+	Health           string   `json:"health"`
+	NodesConverged   int      `json:"nodes_converged"`
+	NodesProgressing int      `json:"nodes_progressing"`
+	NodesFailed      int      `json:"nodes_failed"`
+	HealthProblems   []string `json:"health_problems"`
 	// Primary maps each tag with a primary to its node.
 	Primary map[string]string `json:"primary"`
 	Nodes   []NodeSummary     `json:"nodes"`
+	// Reconciles are its last reconciles that applied it or changed its
+	// status, newest first (serve --reconcile-history).
+	Reconciles []*reports.Reconcile `json:"reconciles"`
 }
 
 // NodeSummary is a node of a ClusterSummary: its graphs map each graph type to
@@ -243,6 +254,10 @@ type NodeSummary struct {
 	ID     int               `json:"id"`
 	Roles  []string          `json:"roles"`
 	Graphs map[string]string `json:"graphs"`
+	// State is converged, progressing or failed; Report the node's last
+	// report, without its tasks (nil before any).
+	State  string      `json:"state"`
+	Report *NodeReport `json:"report,omitempty"`
 }
 
 func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
@@ -266,6 +281,15 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 	for _, info := range s.Loop.Clusters(st) {
 		if info.Name == cluster {
 			sum.Status, sum.AppliedRevision, sum.HeadRevision, sum.Problems, sum.Pending = info.Status, info.AppliedRevision, info.HeadRevision, info.Problems, info.Pending
+			sum.Health, sum.NodesConverged, sum.NodesProgressing, sum.NodesFailed, sum.HealthProblems = info.Health, info.NodesConverged, info.NodesProgressing, info.NodesFailed, info.HealthProblems
+		}
+	}
+	var last map[string]*reports.Report
+	sum.Reconciles = []*reports.Reconcile{}
+	if s.Loop.Reports != nil {
+		last = s.Loop.Reports.Cluster(cluster)
+		if recs, err := s.Loop.Reports.Reconciles(r.Context(), cluster); err == nil && recs != nil {
+			sum.Reconciles = recs
 		}
 	}
 	if sum.Primary == nil {
@@ -279,21 +303,17 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 		}
 	}) {
 		n := cs.Nodes[name]
-		ns := NodeSummary{Name: name, ID: n.ID, Roles: n.Roles, Graphs: map[string]string{}}
+		ns := NodeSummary{Name: name, ID: n.ID, Roles: n.Roles, Graphs: map[string]string{},
+			State: reports.NodeState(st, cluster, name, last[name]), Report: nodeReport(last[name])}
 		if ns.Roles == nil {
 			ns.Roles = []string{}
 		}
-		prefix := cluster + "/nodes/" + name + "/"
-		for file := range st.Artifacts {
-			if rest, ok := strings.CutPrefix(file, prefix); ok && !strings.Contains(rest, "/") && strings.HasSuffix(rest, ".yaml") {
-				_, etag, err := s.artifact(st, file, viewOf(st, file), false)
-				if err != nil {
-					http.Error(w, redact.Text(err.Error()), http.StatusInternalServerError)
-					return
-				}
-				ns.Graphs[strings.TrimSuffix(rest, ".yaml")] = strings.Trim(etag, `"`)
-			}
+		graphs, err := s.nodeGraphs(st, cluster, name)
+		if err != nil {
+			http.Error(w, redact.Text(err.Error()), http.StatusInternalServerError)
+			return
 		}
+		ns.Graphs = graphs
 		sum.Nodes = append(sum.Nodes, ns)
 	}
 	body, err := json.MarshalIndent(sum, "", "  ")
@@ -304,6 +324,23 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Write(append(body, '\n'))
+}
+
+// nodeGraphs maps each graph type of node to its ETag (as YAML, without
+// quotes) in the applied state st.
+func (s *Server) nodeGraphs(st *state.State, cluster, node string) (map[string]string, error) {
+	graphs := map[string]string{}
+	prefix := cluster + "/nodes/" + node + "/"
+	for file := range st.Artifacts {
+		if rest, ok := strings.CutPrefix(file, prefix); ok && !strings.Contains(rest, "/") && strings.HasSuffix(rest, ".yaml") {
+			_, etag, err := s.artifact(st, file, viewOf(st, file), false)
+			if err != nil {
+				return nil, err
+			}
+			graphs[strings.TrimSuffix(rest, ".yaml")] = strings.Trim(etag, `"`)
+		}
+	}
+	return graphs, nil
 }
 
 // graph serves a node's applied graph. With If-None-Match naming the current

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -198,5 +199,108 @@ func TestAgentTokenReadsItsGraph(t *testing.T) {
 	}
 	if r := a.get(t, node2Graph, auth("api-token")); r.code != 200 {
 		t.Errorf("the API token: %d", r.code)
+	}
+}
+
+// reportAll reports status for every node of demo on the graph it is served
+// now.
+func (a *apiServer) reportAll(t *testing.T, status string, except ...string) {
+	t.Helper()
+	for _, n := range []string{"node-1", "node-2", "node-3", "node-4", "node-5", "node-6"} {
+		if slices.Contains(except, n) {
+			continue
+		}
+		etag := a.get(t, "/api/v1/clusters/demo/nodes/"+n+"/graphs/default", nil).h.Get("ETag")
+		if r := a.post(t, "demo", n, reports.Token(agentSecret, "demo", n), reportBody(etag, status)); r.code != 200 {
+			t.Fatalf("%s's report: %d %s", n, r.code, r.body)
+		}
+	}
+}
+
+// clusterInfo is demo's line of GET /api/v1/clusters.
+func (a *apiServer) clusterInfo(t *testing.T, name string) operation.ClusterInfo {
+	t.Helper()
+	var infos []operation.ClusterInfo
+	if err := json.Unmarshal([]byte(a.get(t, "/api/v1/clusters", nil).body), &infos); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range infos {
+		if i.Name == name {
+			return i
+		}
+	}
+	t.Fatalf("no cluster %s in GET /api/v1/clusters", name)
+	return operation.ClusterInfo{}
+}
+
+// TestClusterHealthAPI: unknown before any report; healthy once every node
+// reported a success on the applied graph; degraded with one failure, the node
+// and task named; progressing after a commit that changes a node's graph,
+// healthy again once it reports on it. The cluster's API shows each node's
+// state and last report, and its reconciles; the node's, its last report with
+// tasks and its history.
+func TestClusterHealthAPI(t *testing.T) {
+	a := startAPI(t, func(s *Server, _ *Limits) { s.AgentSecret = agentSecret })
+	a.reconcile(t, operation.Applied)
+	check := func(what, health string, converged, progressing, failed int, problem string) {
+		t.Helper()
+		i := a.clusterInfo(t, "demo")
+		if i.Health != health || i.NodesConverged != converged || i.NodesProgressing != progressing || i.NodesFailed != failed ||
+			(problem == "") != (len(i.HealthProblems) == 0) || problem != "" && !strings.Contains(i.HealthProblems[0], problem) {
+			t.Errorf("%s: %s %d/%d/%d %q; want %s %d/%d/%d %q", what, i.Health, i.NodesConverged, i.NodesProgressing, i.NodesFailed, i.HealthProblems,
+				health, converged, progressing, failed, problem)
+		}
+	}
+	check("before any report", reports.Unknown, 0, 6, 0, "")
+	if i := a.clusterInfo(t, "demo-hcl"); i.Health != reports.Unknown {
+		t.Errorf("demo-hcl: %s", i.Health)
+	}
+	a.reportAll(t, reports.Success, "node-3")
+	check("five converged", reports.Progressing, 5, 1, 0, "")
+	a.reportAll(t, reports.Failed, "node-1", "node-2", "node-4", "node-5", "node-6")
+	check("node-3 failed", reports.Degraded, 5, 0, 1, "node node-3 failed graph default: task keystone failed: run by the test")
+
+	var sum ClusterSummary
+	if err := json.Unmarshal([]byte(a.get(t, "/api/v1/clusters/demo", nil).body), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Health != reports.Degraded || sum.NodesFailed != 1 || len(sum.Reconciles) != 1 || sum.Reconciles[0].NodesAdded != 6 {
+		t.Errorf("GET /api/v1/clusters/demo: %s, %d failed, reconciles %+v", sum.Health, sum.NodesFailed, sum.Reconciles)
+	}
+	for _, n := range sum.Nodes {
+		want := reports.Converged
+		if n.Name == "node-3" {
+			want = reports.Failed
+		}
+		if n.State != want || n.Report == nil || n.Report.Tasks != nil {
+			t.Errorf("node %s: %s, report %+v; want %s, its report without tasks", n.Name, n.State, n.Report, want)
+		}
+	}
+	var d NodeDetail
+	r := a.get(t, "/api/v1/clusters/demo/nodes/node-3", nil)
+	if err := json.Unmarshal([]byte(r.body), &d); err != nil {
+		t.Fatalf("%d %s: %v", r.code, r.body, err)
+	}
+	if d.State != reports.Failed || d.Last == nil || len(d.Last.Tasks) != 2 || d.Last.FailedTasks[0] != "keystone" || len(d.History) != 1 || d.History[0].Tasks != nil {
+		t.Errorf("GET node-3: %+v", d)
+	}
+	if r := a.get(t, "/api/v1/clusters/demo/nodes/node-9", nil); r.code != 404 {
+		t.Errorf("an unknown node: %d", r.code)
+	}
+
+	gittest.EditFile(t, filepath.Join(a.dir, "clusters", "demo.yaml"), "tags: {assign: [backup]}", "tags: {assign: [backup], unassign: [rabbitmq]}")
+	gittest.Commit(t, a.repo, "node-2 without rabbitmq")
+	a.reconcile(t, operation.Applied)
+	i := a.clusterInfo(t, "demo")
+	if i.Health != reports.Degraded || i.NodesProgressing == 0 || i.NodesConverged == 5 {
+		t.Errorf("after a commit changing graphs: %+v", i)
+	}
+	a.reportAll(t, reports.Success)
+	check("every node on the new graphs", reports.Healthy, 6, 0, 0, "")
+	if err := json.Unmarshal([]byte(a.get(t, "/api/v1/clusters/demo/nodes/node-3", nil).body), &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.State != reports.Converged || len(d.History) != 2 || d.History[0].Serial != 2 || d.History[1].Serial != 1 {
+		t.Errorf("node-3's history: %+v", d.History)
 	}
 }

@@ -176,6 +176,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/v1/clusters/{cluster}/approve", s.approve)
 	mux.HandleFunc("GET /api/v1/clusters/{cluster}/nodes/{node}/graphs/{graph}", s.graph)
 	mux.HandleFunc("POST /api/v1/clusters/{cluster}/nodes/{node}/reports", s.report)
+	mux.HandleFunc("GET /api/v1/clusters/{cluster}/nodes/{node}", s.node)
 	mux.HandleFunc("/{$}", s.page)
 	return mux
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/fuelsync/fuelsync/operation"
+	"github.com/fuelsync/fuelsync/reports"
 	"github.com/fuelsync/fuelsync/server"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -73,6 +74,10 @@ var (
 		"When the cluster's changes were last applied by this process (Unix seconds).", []string{"cluster"}, nil)
 	clusterNodesDesc = prometheus.NewDesc("fuelsync_cluster_nodes",
 		"The cluster's deployed nodes.", []string{"cluster"}, nil)
+	clusterNodeStateDesc = prometheus.NewDesc("fuelsync_cluster_nodes_state",
+		"The cluster's deployed nodes by state, from their reports: converged, progressing, failed.", []string{"cluster", "state"}, nil)
+	clusterHealthDesc = prometheus.NewDesc("fuelsync_cluster_health",
+		"Each cluster's health from its nodes' reports: 1 for the health it has (healthy, progressing, degraded, unknown), 0 for the others.", []string{"cluster", "health"}, nil)
 )
 
 // clusterCollector reads the clusters' statuses at each scrape.
@@ -82,6 +87,8 @@ func (c clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- clusterStatusDesc
 	ch <- clusterApplyDesc
 	ch <- clusterNodesDesc
+	ch <- clusterNodeStateDesc
+	ch <- clusterHealthDesc
 }
 
 func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
@@ -97,6 +104,16 @@ func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(clusterStatusDesc, prometheus.GaugeValue, v, info.Name, status)
 		}
 		ch <- prometheus.MustNewConstMetric(clusterNodesDesc, prometheus.GaugeValue, float64(info.Nodes), info.Name)
+		for state, n := range map[string]int{reports.Converged: info.NodesConverged, reports.Progressing: info.NodesProgressing, reports.Failed: info.NodesFailed} {
+			ch <- prometheus.MustNewConstMetric(clusterNodeStateDesc, prometheus.GaugeValue, float64(n), info.Name, state)
+		}
+		for _, health := range reports.Healths {
+			v := 0.0
+			if info.Health == health {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(clusterHealthDesc, prometheus.GaugeValue, v, info.Name, health)
+		}
 	}
 	if c.g.LastApplied == nil {
 		return
