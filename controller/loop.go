@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -127,6 +128,13 @@ type Loop struct {
 	// recorded is each cluster's status and serial as last recorded in
 	// Reports (recordReconciles). Under mu.
 	recorded map[string]string
+	// waitingOn are the clusters that others wait to be healthy (depends_on
+	// with healthy: true) at the last run, and applied the applied state
+	// after it: a report that makes one healthy reconciles the same revision
+	// again (healthChanged). Under mu.
+	waitingOn  map[string]bool
+	applied    *state.State
+	onReportMu sync.Once
 }
 
 // Model is the repository of the revision the loop loaded last (valid or not),
@@ -237,6 +245,7 @@ func (l *Loop) ReconcileOnce(ctx context.Context) operation.Outcome {
 	}
 	if st != nil {
 		l.status.Applied, l.status.Serial = st.Revision, st.Serial
+		l.applied = st
 	}
 	if outcome == operation.Applied || outcome == operation.NoChange || outcome == operation.Planned {
 		l.status.Ready = true
@@ -343,6 +352,7 @@ func (l *Loop) reconcile(ctx context.Context) (operation.Outcome, string, *diff.
 	l.record(res)
 	l.noteApplied(res)
 	l.recordReconciles(ctx, res)
+	l.waitForHealth(res, st)
 	problems := append(approved, resultProblems(res)...)
 	if res.Again {
 		// A cluster waits for one this run changed: once more, at once.
@@ -373,6 +383,7 @@ func (l *Loop) operation() *operation.Operation {
 		Guard:       true,
 		AllowEmpty:  l.AllowEmpty,
 		Prepare:     l.prepare,
+		Health:      l.health,
 		Leading:     l.leading,
 		OnLoad:      l.onLoad,
 		OnRender:    l.onRender,
@@ -384,6 +395,20 @@ func (l *Loop) operation() *operation.Operation {
 		}
 	}
 	return op
+}
+
+// health is a cluster's health in st from the nodes' reports (unknown
+// without Reports); the reports are read first when they are not yet.
+func (l *Loop) health(cluster string, st *state.State) reports.Health {
+	if l.Reports == nil {
+		return reports.ClusterHealth(nil, cluster, nil)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := l.Reports.Load(ctx); err != nil {
+		l.Log.Warn("reading the nodes' reports; every health is unknown", "error", redact.Text(err.Error()))
+	}
+	return l.Reports.Health(st, cluster)
 }
 
 // holdsModel says whether the loop holds the model and clusters of the inputs
@@ -523,6 +548,54 @@ func (l *Loop) noteApplied(res *operation.Result) {
 			l.lastApply[c.Name] = now
 		}
 	}
+}
+
+// waitForHealth notes the clusters the clusters of res wait to be healthy,
+// and st, the state after res. A report that came while res was planned
+// told healthChanged too early: a dependency healthy already is reconciled
+// for at once.
+func (l *Loop) waitForHealth(res *operation.Result, st *state.State) {
+	if l.Reports == nil {
+		return
+	}
+	l.onReportMu.Do(func() { l.Reports.OnChange(l.healthChanged) })
+	on := map[string]bool{}
+	if res.Repo != nil {
+		for _, name := range res.WaitingHealth {
+			if c := res.Repo.Cluster(name); c != nil {
+				for _, dep := range c.DependsOn {
+					if dep.Healthy {
+						on[dep.Cluster] = true
+					}
+				}
+			}
+		}
+	}
+	l.mu.Lock()
+	l.waitingOn = on
+	if st != nil {
+		l.applied = st
+	}
+	l.mu.Unlock()
+	for _, dep := range slices.Sorted(maps.Keys(on)) {
+		l.healthChanged(dep)
+	}
+}
+
+// healthChanged is told by Reports that nodes of cluster reported: when
+// another cluster waits for it to be healthy and it now is, the same
+// revision is reconciled again, at once.
+func (l *Loop) healthChanged(cluster string) {
+	l.mu.Lock()
+	waited, st := l.waitingOn[cluster], l.applied
+	l.mu.Unlock()
+	if !waited || st == nil || l.Reports.Health(st, cluster).Health != reports.Healthy {
+		return
+	}
+	l.mu.Lock()
+	l.again = true
+	l.mu.Unlock()
+	l.Trigger()
 }
 
 // recordReconciles records in Reports each cluster res applied or whose
