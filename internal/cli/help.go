@@ -326,8 +326,7 @@ var helpTable = map[string]commandHelp{
 		formats: "text",
 		examples: []string{
 			"# on node-1 of demo, with its token (fuelsync agent-token, where serve's agent secret is)",
-			"fuelsync agent --server http://fuelsync:8080 --cluster demo --node node-1 --token-file node-1.token \\",
-			"  --state-dir /var/lib/fuelsync-agent --exec /usr/local/lib/fuelsync/run-graph",
+			"fuelsync agent --server http://fuelsync:8080 --cluster demo --node node-1 --token-file node-1.token --state-dir /var/lib/fuelsync-agent --exec /usr/local/lib/fuelsync/run-graph",
 			"# run the graph once if it changed, then exit (cron, or a test)",
 			"fuelsync agent --server http://127.0.0.1:8080 --cluster demo --node node-1 --token-file node-1.token --state-dir st --exec ./run.sh --once",
 		},
@@ -336,7 +335,8 @@ var helpTable = map[string]commandHelp{
 	"agent-token": {
 		formats: "text",
 		examples: []string{
-			"fuelsync agent-token --cluster demo --node node-1 --agent-secret-file /etc/fuelsync/agent-secret > node-1.token",
+			"# where serve's agent secret is (serve --agent-secret-file secret)",
+			"fuelsync agent-token --cluster demo --node node-1 --agent-secret-file secret > node-1.token",
 		},
 		exit: "0 the token printed, 1 an empty secret file or a name that is not a name",
 	},
