@@ -2,10 +2,13 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/reports"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -77,6 +81,10 @@ type Loop struct {
 	// every cluster; without it (or allow_empty: true in the revision's
 	// fuelsync.yaml) such a revision is held back.
 	AllowEmpty bool
+	// Reports, when set, keeps the nodes' reports (serve): the loop records
+	// each cluster's reconciles there, and a cluster that depends_on another
+	// with healthy: true waits for its health.
+	Reports *reports.Store
 	// OnReconcile, when set, is called after each reconcile (for metrics).
 	OnReconcile func(operation.Outcome, time.Duration)
 	// OnState, when set, is called after each reconcile that read the applied
@@ -117,6 +125,16 @@ type Loop struct {
 	// the next reconcile). Under mu.
 	lastApply map[string]time.Time
 	approvals []string
+	// recorded is each cluster's status and serial as last recorded in
+	// Reports (recordReconciles). Under mu.
+	recorded map[string]string
+	// waitingOn are the clusters that others wait to be healthy (depends_on
+	// with healthy: true) at the last run, and applied the applied state
+	// after it: a report that makes one healthy reconciles the same revision
+	// again (healthChanged). Under mu.
+	waitingOn  map[string]bool
+	applied    *state.State
+	onReportMu sync.Once
 }
 
 // Model is the repository of the revision the loop loaded last (valid or not),
@@ -227,6 +245,7 @@ func (l *Loop) ReconcileOnce(ctx context.Context) operation.Outcome {
 	}
 	if st != nil {
 		l.status.Applied, l.status.Serial = st.Revision, st.Serial
+		l.applied = st
 	}
 	if outcome == operation.Applied || outcome == operation.NoChange || outcome == operation.Planned {
 		l.status.Ready = true
@@ -332,6 +351,8 @@ func (l *Loop) reconcile(ctx context.Context) (operation.Outcome, string, *diff.
 	}
 	l.record(res)
 	l.noteApplied(res)
+	l.recordReconciles(ctx, res)
+	l.waitForHealth(res, st)
 	problems := append(approved, resultProblems(res)...)
 	if res.Again {
 		// A cluster waits for one this run changed: once more, at once.
@@ -362,6 +383,7 @@ func (l *Loop) operation() *operation.Operation {
 		Guard:       true,
 		AllowEmpty:  l.AllowEmpty,
 		Prepare:     l.prepare,
+		Health:      l.health,
 		Leading:     l.leading,
 		OnLoad:      l.onLoad,
 		OnRender:    l.onRender,
@@ -373,6 +395,20 @@ func (l *Loop) operation() *operation.Operation {
 		}
 	}
 	return op
+}
+
+// health is a cluster's health in st from the nodes' reports (unknown
+// without Reports); the reports are read first when they are not yet.
+func (l *Loop) health(cluster string, st *state.State) reports.Health {
+	if l.Reports == nil {
+		return reports.ClusterHealth(nil, cluster, nil)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := l.Reports.Load(ctx); err != nil {
+		l.Log.Warn("reading the nodes' reports; every health is unknown", "error", redact.Text(err.Error()))
+	}
+	return l.Reports.Health(st, cluster)
 }
 
 // holdsModel says whether the loop holds the model and clusters of the inputs
@@ -423,7 +459,9 @@ func (l *Loop) Clusters(st *state.State) []operation.ClusterInfo {
 	l.mu.Lock()
 	live, head := l.results, l.status.Revision
 	l.mu.Unlock()
-	return operation.ClusterInfos(st, live, head)
+	infos := operation.ClusterInfos(st, live, head)
+	operation.WithHealth(infos, st, l.Reports)
+	return infos
 }
 
 // LastApplied is when each cluster's changes were last applied by this loop
@@ -485,6 +523,7 @@ func (l *Loop) approve(ctx context.Context) (problems []string, applied int) {
 			continue
 		}
 		l.noteApplied(res)
+		l.recordReconciles(ctx, res)
 		applied++
 		if res.Next != nil {
 			if l.OnState != nil {
@@ -508,6 +547,104 @@ func (l *Loop) noteApplied(res *operation.Result) {
 			}
 			l.lastApply[c.Name] = now
 		}
+	}
+}
+
+// waitForHealth notes the clusters the clusters of res wait to be healthy,
+// and st, the state after res. A report that came while res was planned
+// told healthChanged too early: a dependency healthy already is reconciled
+// for at once.
+func (l *Loop) waitForHealth(res *operation.Result, st *state.State) {
+	if l.Reports == nil {
+		return
+	}
+	l.onReportMu.Do(func() { l.Reports.OnChange(l.healthChanged) })
+	on := map[string]bool{}
+	if res.Repo != nil {
+		for _, name := range res.WaitingHealth {
+			if c := res.Repo.Cluster(name); c != nil {
+				for _, dep := range c.DependsOn {
+					if dep.Healthy {
+						on[dep.Cluster] = true
+					}
+				}
+			}
+		}
+	}
+	l.mu.Lock()
+	l.waitingOn = on
+	if st != nil {
+		l.applied = st
+	}
+	l.mu.Unlock()
+	for _, dep := range slices.Sorted(maps.Keys(on)) {
+		l.healthChanged(dep)
+	}
+}
+
+// healthChanged is told by Reports that nodes of cluster reported: when
+// another cluster waits for it to be healthy and it now is, the same
+// revision is reconciled again, at once.
+func (l *Loop) healthChanged(cluster string) {
+	l.mu.Lock()
+	waited, st := l.waitingOn[cluster], l.applied
+	l.mu.Unlock()
+	if !waited || st == nil || l.Reports.Health(st, cluster).Health != reports.Healthy {
+		return
+	}
+	l.mu.Lock()
+	l.again = true
+	l.mu.Unlock()
+	l.Trigger()
+}
+
+// recordReconciles records in Reports each cluster res applied or whose
+// status changed (since the last recorded: a restarted loop records every
+// cluster's once), for the cluster's reconcile history.
+func (l *Loop) recordReconciles(ctx context.Context, res *operation.Result) {
+	if l.Reports == nil || l.DryRun {
+		return
+	}
+	st := res.Next
+	if st == nil {
+		st = res.State
+	}
+	var serial int64
+	if st != nil {
+		serial = st.Serial
+	}
+	now := time.Now().UTC()
+	for _, c := range res.Clusters {
+		key := fmt.Sprintf("%s %d", c.Status, serial)
+		l.mu.Lock()
+		same := l.recorded[c.Name] == key || (!c.Applied && strings.HasPrefix(l.recorded[c.Name], c.Status+" "))
+		l.mu.Unlock()
+		if same {
+			continue
+		}
+		rec := &reports.Reconcile{Cluster: c.Name, At: now, Revision: res.Revision, Serial: serial, Status: c.Status, Applied: c.Applied, Problems: c.Problems}
+		if c.Applied && c.Changes != nil {
+			for _, n := range c.Changes.Nodes {
+				switch n.Action {
+				case diff.Create:
+					rec.NodesAdded++
+				case diff.Delete:
+					rec.NodesRemoved++
+				default:
+					rec.NodesChanged++
+				}
+			}
+		}
+		if err := l.Reports.AddReconcile(ctx, rec); err != nil {
+			l.Log.Warn("recording a reconcile in the cluster's history", "cluster", c.Name, "error", redact.Text(err.Error()))
+			continue
+		}
+		l.mu.Lock()
+		if l.recorded == nil {
+			l.recorded = map[string]string{}
+		}
+		l.recorded[c.Name] = key
+		l.mu.Unlock()
 	}
 }
 

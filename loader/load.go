@@ -357,9 +357,6 @@ func checkClusterSet(repo *Repo) hcl.Diagnostics {
 			case repo.Cluster(dep.Cluster) == nil:
 				diags = append(diags, withDetail(errorAt(dep.Range, "cluster %s: depends_on names unknown cluster %s; clusters in this repository: %s", c.Name, quoteShort(dep.Cluster), clusterList(repo)),
 					"depends_on lists clusters of this repository that must be synced at a revision before this one is applied at it."))
-			case dep.Healthy:
-				diags = append(diags, withDetail(errorAt(dep.Range, "cluster %s: depends_on with healthy: true is not supported by this version", c.Name),
-					"A cluster's health comes from its nodes' reports, which this version does not collect; write the cluster's name alone to wait for it to be synced."))
 			}
 		}
 		for _, pr := range c.Plugins {

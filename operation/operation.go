@@ -20,6 +20,7 @@ import (
 	"github.com/fuelsync/fuelsync/diff"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/reports"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -57,6 +58,10 @@ type Operation struct {
 	// publishing): an error (the leadership was lost) stops the operation
 	// there, before anything is written.
 	Leading func() error
+	// Health, when set, is a cluster's health in the applied state st, from
+	// its nodes' reports: a cluster that depends_on another with healthy:
+	// true waits until it is healthy. Without it, no cluster is healthy.
+	Health func(cluster string, st *state.State) reports.Health
 	// OnLoad and OnRender are told of each load and of the clusters each
 	// render renders (tests count them).
 	OnLoad   func()
@@ -64,6 +69,14 @@ type Operation struct {
 	// OnRenderApplied is told the clusters of applied revisions rendered
 	// again (for causes).
 	OnRenderApplied func(clusters []string)
+}
+
+// health is the health of cluster in st (unknown without o.Health).
+func (o *Operation) health(cluster string, st *state.State) reports.Health {
+	if o.Health == nil {
+		return reports.ClusterHealth(nil, cluster, nil)
+	}
+	return o.Health(cluster, st)
 }
 
 // Request is one run of an Operation.
@@ -137,6 +150,10 @@ type Result struct {
 	// Again says a cluster waits for another that this run changed: the next
 	// run (of the same revision) may apply it.
 	Again bool
+	// WaitingHealth are the clusters that wait for a dependency to be healthy
+	// (depends_on with healthy: true), sorted: a run of the same revision may
+	// apply them once it is (its nodes' reports say so).
+	WaitingHealth []string
 	// Problems are the problems of the whole revision: the guard's, when it
 	// removes every cluster's nodes, and the errors that hold no cluster.
 	Problems []string
@@ -636,7 +653,10 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 		}
 		return false
 	}
+	// A dependency with healthy: true must be healthy too: every node
+	// converged on its applied artifacts, which are the revision's.
 	waiting := map[string][]string{}
+	unhealthy := map[string][]string{} // why each cluster waits for a dependency's health
 	awaiting := map[string]bool{}
 	for _, r := range rendered {
 		c := r.Model.Cluster
@@ -644,17 +664,23 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 			continue
 		}
 		for _, dep := range c.DependsOn {
-			if !atHead(dep.Cluster) {
+			switch {
+			case !atHead(dep.Cluster):
 				waiting[c.Name] = append(waiting[c.Name], dep.Cluster)
+			case dep.Healthy:
+				if h := o.health(dep.Cluster, st); h.Health != reports.Healthy {
+					unhealthy[c.Name] = append(unhealthy[c.Name], fmt.Sprintf("waiting for cluster %s to be healthy at revision %s (it is %s: %d of %d nodes converged)",
+						dep.Cluster, source.Short(rev.SHA), h.Health, h.Converged, h.Converged+h.Progressing+h.Failed))
+				}
 			}
 		}
-		if len(waiting[c.Name]) == 0 && repo.SyncPolicy(c) == "manual" && len(req.Targets) == 0 {
+		if len(waiting[c.Name])+len(unhealthy[c.Name]) == 0 && repo.SyncPolicy(c) == "manual" && len(req.Targets) == 0 {
 			awaiting[c.Name] = true
 		}
 	}
-	deferred := func(name string) bool { return awaiting[name] || len(waiting[name]) > 0 }
+	deferred := func(name string) bool { return awaiting[name] || len(waiting[name])+len(unhealthy[name]) > 0 }
 	full := p
-	if len(awaiting)+len(waiting) > 0 {
+	if len(awaiting)+len(waiting)+len(unhealthy) > 0 {
 		in.Rendered = slices.DeleteFunc(slices.Clone(rendered), func(r *render.Rendered) bool { return deferred(r.Model.Cluster.Name) })
 		in.Kept = kept(func(string) bool { return false })
 		for name := range awaiting {
@@ -663,13 +689,20 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 		for name := range waiting {
 			in.Kept = appendNew(in.Kept, name)
 		}
+		for name := range unhealthy {
+			in.Kept = appendNew(in.Kept, name)
+		}
 		slices.Sort(in.Kept)
 		if p, err = PlanWith(w, st, in); err != nil {
 			return err
 		}
 		res.Again = len(waiting) > 0
+		res.WaitingHealth = slices.Sorted(maps.Keys(unhealthy))
 	}
-	p.InputFiles, p.ClusterFiles, p.Again = files, cfiles, res.Again
+	// A cluster waiting for a health is not applied: the state is not the
+	// outcome of these inputs (the same commit is planned again once the
+	// health comes).
+	p.InputFiles, p.ClusterFiles, p.Again = files, cfiles, res.Again || len(unhealthy) > 0
 	p.Targets = slices.Clone(req.Targets)
 	res.Plan = p
 	res.Rendered = in.Rendered
@@ -709,6 +742,10 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 				for _, dep := range waiting[name] {
 					cr.Problems = append(cr.Problems, fmt.Sprintf("waiting for cluster %s to be synced at revision %s", dep, source.Short(rev.SHA)))
 				}
+				cr.Problems = append(cr.Problems, unhealthy[name]...)
+			case len(unhealthy[name]) > 0:
+				cr.Status = state.StatusOutOfSync
+				cr.Problems = append(cr.Problems, unhealthy[name]...)
 			case changes[name] != nil:
 				cr.Status = state.StatusOutOfSync // synced once applied
 				rec.Changed = true

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/reports"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -28,6 +29,29 @@ type ClusterInfo struct {
 	Problems []string `json:"problems"`
 	// Pending is the plan awaiting approval (sync: manual).
 	Pending *state.Pending `json:"pending,omitempty"`
+	// Health is the cluster's health from its nodes' reports: healthy (every
+	// node converged on the applied artifacts), degraded (a node failed),
+	// progressing, or unknown (no report yet); the counts say how many nodes
+	// converged, progress and failed, and HealthProblems which failed and
+	// their failed tasks (reports.ClusterHealth).
+	Health           string   `json:"health"`
+	NodesConverged   int      `json:"nodes_converged"`
+	NodesProgressing int      `json:"nodes_progressing"`
+	NodesFailed      int      `json:"nodes_failed"`
+	HealthProblems   []string `json:"health_problems"`
+}
+
+// WithHealth sets every cluster's health in infos, from the nodes' last
+// reports in store (nil: every health unknown) against the applied state st.
+func WithHealth(infos []ClusterInfo, st *state.State, store *reports.Store) {
+	for i := range infos {
+		h := reports.ClusterHealth(st, infos[i].Name, nil)
+		if store != nil {
+			h = store.Health(st, infos[i].Name)
+		}
+		infos[i].Health, infos[i].NodesConverged, infos[i].NodesProgressing, infos[i].NodesFailed = h.Health, h.Converged, h.Progressing, h.Failed
+		infos[i].HealthProblems = append([]string{}, h.Problems...)
+	}
 }
 
 // ClusterInfos are the clusters of the applied state st, with the statuses
@@ -45,7 +69,7 @@ func ClusterInfos(st *state.State, live []*ClusterResult, head string) []Cluster
 	slices.Sort(names)
 	out := make([]ClusterInfo, 0, len(names))
 	for _, name := range names {
-		info := ClusterInfo{Name: name, HeadRevision: head, Problems: []string{}}
+		info := ClusterInfo{Name: name, HeadRevision: head, Problems: []string{}, Health: reports.Unknown, HealthProblems: []string{}}
 		if cs := st.Clusters[name]; cs != nil {
 			info.Status, info.Nodes, info.Serial, info.Pending = cs.StatusOf(), len(cs.Nodes), cs.Serial, cs.Pending
 			info.Problems = append(info.Problems, cs.Problems...)

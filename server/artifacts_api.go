@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -22,6 +23,7 @@ import (
 	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/reports"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -77,6 +79,15 @@ func (s *Server) observe(st *state.State) {
 	}
 	old := ix.st
 	ix.st = st
+	if s.Loop.Reports != nil && st.Serial > 0 && (old == nil || old.Serial != st.Serial) {
+		// The reports of nodes no longer applied go (in the background: the
+		// backend is written).
+		go func() {
+			if err := s.Loop.Reports.Prune(context.Background(), st); err != nil {
+				s.Loop.Log.Warn("removing the reports of nodes no longer applied", "error", redact.Text(err.Error()))
+			}
+		}()
+	}
 	for name, ch := range ix.changed {
 		if old == nil || viewOf(old, name) != viewOf(st, name) {
 			close(ch)
@@ -152,12 +163,20 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 func checkNames(w http.ResponseWriter, names ...string) bool {
 	for i := 0; i < len(names); i += 2 {
 		if !loader.IsName(names[i+1]) {
-			http.Error(w, fmt.Sprintf("%q is not a valid %s name: names start with a lowercase letter or digit and continue with lowercase letters, digits, '.', '_' or '-' (%s), at most %d characters",
-				names[i+1], names[i], loader.NamePattern, loader.MaxNameLength), http.StatusBadRequest)
+			http.Error(w, nameProblem(names[i], names[i+1]), http.StatusBadRequest)
 			return false
 		}
 	}
 	return true
+}
+
+// loaderName is loader.IsName: a name of the repository, safe in a path.
+func loaderName(s string) bool { return loader.IsName(s) }
+
+// nameProblem says why value is not a valid name of kind.
+func nameProblem(kind, value string) string {
+	return fmt.Sprintf("%q is not a valid %s name: names start with a lowercase letter or digit and continue with lowercase letters, digits, '.', '_' or '-' (%s), at most %d characters",
+		value, kind, loader.NamePattern, loader.MaxNameLength)
 }
 
 // appliedOr503 is the applied state, or false after answering 503 (nothing
@@ -213,9 +232,19 @@ type ClusterSummary struct {
 	HeadRevision    string         `json:"head_revision"`
 	Problems        []string       `json:"problems"`
 	Pending         *state.Pending `json:"pending,omitempty"`
+	// Health and the counts are those of its status line: its nodes'
+	// convergence (docs/reports.md).
+	Health           string   `json:"health"`
+	NodesConverged   int      `json:"nodes_converged"`
+	NodesProgressing int      `json:"nodes_progressing"`
+	NodesFailed      int      `json:"nodes_failed"`
+	HealthProblems   []string `json:"health_problems"`
 	// Primary maps each tag with a primary to its node.
 	Primary map[string]string `json:"primary"`
 	Nodes   []NodeSummary     `json:"nodes"`
+	// Reconciles are its last reconciles that applied it or changed its
+	// status, newest first (serve --reconcile-history).
+	Reconciles []*reports.Reconcile `json:"reconciles"`
 }
 
 // NodeSummary is a node of a ClusterSummary: its graphs map each graph type to
@@ -225,6 +254,10 @@ type NodeSummary struct {
 	ID     int               `json:"id"`
 	Roles  []string          `json:"roles"`
 	Graphs map[string]string `json:"graphs"`
+	// State is converged, progressing or failed; Report the node's last
+	// report, without its tasks (nil before any).
+	State  string      `json:"state"`
+	Report *NodeReport `json:"report,omitempty"`
 }
 
 func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
@@ -248,6 +281,15 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 	for _, info := range s.Loop.Clusters(st) {
 		if info.Name == cluster {
 			sum.Status, sum.AppliedRevision, sum.HeadRevision, sum.Problems, sum.Pending = info.Status, info.AppliedRevision, info.HeadRevision, info.Problems, info.Pending
+			sum.Health, sum.NodesConverged, sum.NodesProgressing, sum.NodesFailed, sum.HealthProblems = info.Health, info.NodesConverged, info.NodesProgressing, info.NodesFailed, info.HealthProblems
+		}
+	}
+	var last map[string]*reports.Report
+	sum.Reconciles = []*reports.Reconcile{}
+	if s.Loop.Reports != nil {
+		last = s.Loop.Reports.Cluster(cluster)
+		if recs, err := s.Loop.Reports.Reconciles(r.Context(), cluster); err == nil && recs != nil {
+			sum.Reconciles = recs
 		}
 	}
 	if sum.Primary == nil {
@@ -261,21 +303,17 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 		}
 	}) {
 		n := cs.Nodes[name]
-		ns := NodeSummary{Name: name, ID: n.ID, Roles: n.Roles, Graphs: map[string]string{}}
+		ns := NodeSummary{Name: name, ID: n.ID, Roles: n.Roles, Graphs: map[string]string{},
+			State: reports.NodeState(st, cluster, name, last[name]), Report: nodeReport(last[name])}
 		if ns.Roles == nil {
 			ns.Roles = []string{}
 		}
-		prefix := cluster + "/nodes/" + name + "/"
-		for file := range st.Artifacts {
-			if rest, ok := strings.CutPrefix(file, prefix); ok && !strings.Contains(rest, "/") && strings.HasSuffix(rest, ".yaml") {
-				_, etag, err := s.artifact(st, file, viewOf(st, file), false)
-				if err != nil {
-					http.Error(w, redact.Text(err.Error()), http.StatusInternalServerError)
-					return
-				}
-				ns.Graphs[strings.TrimSuffix(rest, ".yaml")] = strings.Trim(etag, `"`)
-			}
+		graphs, err := s.nodeGraphs(st, cluster, name)
+		if err != nil {
+			http.Error(w, redact.Text(err.Error()), http.StatusInternalServerError)
+			return
 		}
+		ns.Graphs = graphs
 		sum.Nodes = append(sum.Nodes, ns)
 	}
 	body, err := json.MarshalIndent(sum, "", "  ")
@@ -288,14 +326,31 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 	w.Write(append(body, '\n'))
 }
 
+// nodeGraphs maps each graph type of node to its ETag (as YAML, without
+// quotes) in the applied state st.
+func (s *Server) nodeGraphs(st *state.State, cluster, node string) (map[string]string, error) {
+	graphs := map[string]string{}
+	prefix := cluster + "/nodes/" + node + "/"
+	for file := range st.Artifacts {
+		if rest, ok := strings.CutPrefix(file, prefix); ok && !strings.Contains(rest, "/") && strings.HasSuffix(rest, ".yaml") {
+			_, etag, err := s.artifact(st, file, viewOf(st, file), false)
+			if err != nil {
+				return nil, err
+			}
+			graphs[strings.TrimSuffix(rest, ".yaml")] = strings.Trim(etag, `"`)
+		}
+	}
+	return graphs, nil
+}
+
 // graph serves a node's applied graph. With If-None-Match naming the current
 // ETag and ?wait=D, it waits up to D (at most MaxWait) for the artifact to
 // change: 200 with the new graph when it does, 304 at the deadline.
 func (s *Server) graph(w http.ResponseWriter, r *http.Request) {
-	if !s.authorized(w, r) {
+	cluster, node, graph := r.PathValue("cluster"), r.PathValue("node"), r.PathValue("graph")
+	if !s.authorizedNode(w, r, cluster, node) {
 		return
 	}
-	cluster, node, graph := r.PathValue("cluster"), r.PathValue("node"), r.PathValue("graph")
 	if !checkNames(w, "cluster", cluster, "node", node, "graph", graph) {
 		return
 	}

@@ -38,7 +38,7 @@ type apiServer struct {
 	base string
 }
 
-func startAPI(t *testing.T, setup func(*Server, *Limits)) *apiServer {
+func startAPI(t testing.TB, setup func(*Server, *Limits)) *apiServer {
 	t.Helper()
 	dir, repo := gittest.Quickstart(t)
 	wd := filepath.Join(t.TempDir(), "wd")

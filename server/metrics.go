@@ -17,6 +17,9 @@ type Metrics interface {
 	Reconciled(o operation.Outcome, d time.Duration)
 	// Delivered counts a webhook delivery by provider and result.
 	Delivered(provider, result string)
+	// Reported counts a node's report by result (accepted, or why it was
+	// refused: ReportResults).
+	Reported(result string)
 	// Handler serves the metrics (the Prometheus text format).
 	Handler() http.Handler
 }
@@ -76,6 +79,7 @@ type noMetrics struct{}
 
 func (noMetrics) Reconciled(operation.Outcome, time.Duration) {}
 func (noMetrics) Delivered(string, string)                    {}
+func (noMetrics) Reported(string)                             {}
 func (noMetrics) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "this program was built without the Prometheus metrics (they are in fuelsync-server)", http.StatusNotFound)

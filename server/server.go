@@ -27,6 +27,8 @@ import (
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/reports"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // The limits of serve. A webhook is only a nudge (the loop fetches the newest
@@ -71,6 +73,13 @@ type Server struct {
 	// hands webhooks to the leader, and is ready once it serves the applied
 	// set, rendered and checked itself.
 	Replica *controller.Replica
+	// AgentSecret, when set, is the secret the nodes' tokens are derived
+	// from (reports.Token): a node reports with its own token, and reads its
+	// own graphs with it too. Without it, no report is taken.
+	AgentSecret []byte
+
+	keptMu sync.Mutex
+	kept   map[int64]*state.State // the kept applied sets' states (keptState)
 
 	index        artifactIndex
 	waiters      chan struct{} // requests waiting (MaxWaiting)
@@ -126,6 +135,9 @@ func New(loop *controller.Loop, secret []byte) *Server {
 		},
 		LastApplied: loop.LastApplied,
 	})
+	if loop.Reports == nil && loop.Workdir != nil {
+		loop.Reports = reports.NewStore(reports.Open(loop.Workdir))
+	}
 	loop.OnReconcile = s.metrics.Reconciled
 	loop.OnState = s.observe
 	return s
@@ -163,7 +175,11 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/clusters/{cluster}", s.cluster)
 	mux.HandleFunc("POST /api/v1/clusters/{cluster}/approve", s.approve)
 	mux.HandleFunc("GET /api/v1/clusters/{cluster}/nodes/{node}/graphs/{graph}", s.graph)
+	mux.HandleFunc("POST /api/v1/clusters/{cluster}/nodes/{node}/reports", s.report)
+	mux.HandleFunc("GET /api/v1/clusters/{cluster}/nodes/{node}", s.node)
 	mux.HandleFunc("/{$}", s.page)
+	mux.HandleFunc("GET /clusters/{cluster}", s.clusterPage)
+	mux.HandleFunc("GET /clusters/{cluster}/nodes/{node}", s.nodePage)
 	return mux
 }
 
@@ -473,8 +489,8 @@ func (s *Server) duplicate(id string) bool {
 // pageTemplate is parsed on first use, not at every start of the CLI.
 var pageTemplate = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("page").Parse(`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>fuelsync</title>
-<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}.error{color:#b00}.status-held{color:#b00}.status-synced{color:#070}pre{background:#f6f6f6;padding:.6em}</style>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="10"><title>fuelsync</title>
+<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}.error{color:#b00}.status-held,.health-degraded{color:#b00}.status-synced,.health-healthy{color:#070}.health-progressing{color:#a60}pre{background:#f6f6f6;padding:.6em}</style>
 </head><body>
 <h1>fuelsync</h1>
 <p>fuelsync {{.Version}} (commit <code>{{.Commit}}</code>). {{if .Ready}}<span class="status-synced">Ready.</span>{{else}}<span class="error">Not ready: {{.ReadyError}}</span>{{end}}</p>
@@ -484,8 +500,8 @@ var pageTemplate = sync.OnceValue(func() *template.Template {
 {{if .Errors}}<h2 class="error">Errors</h2><ul class="error">{{range .Errors}}<li><code>{{.}}</code></li>{{end}}{{with .MoreErrors}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{if .Changes}}<h2>Last change set</h2><pre>{{.Changes.Text .NoColors}}</pre>{{end}}
 <h2>Clusters</h2>
-{{if .Infos}}<table><tr><th>cluster</th><th>status</th><th>applied</th><th>head</th><th>nodes</th><th>problems</th></tr>
-{{range .Infos}}<tr><td>{{.Name}}</td><td class="status-{{.Status}}">{{.Status}}</td><td><code>{{printf "%.12s" .AppliedRevision}}</code></td><td><code>{{printf "%.12s" .HeadRevision}}</code></td><td>{{.Nodes}}</td><td class="error">{{range .Problems}}<code>{{.}}</code><br>{{end}}</td></tr>
+{{if .Infos}}<table><tr><th>cluster</th><th>status</th><th>health</th><th>converged</th><th>applied</th><th>head</th><th>nodes</th><th>problems</th></tr>
+{{range .Infos}}<tr><td><a href="/clusters/{{.Name}}">{{.Name}}</a></td><td class="status-{{.Status}}">{{.Status}}</td><td class="health-{{.Health}}">{{.Health}}</td><td>{{.NodesConverged}}/{{.Nodes}}</td><td><code>{{printf "%.12s" .AppliedRevision}}</code></td><td><code>{{printf "%.12s" .HeadRevision}}</code></td><td>{{.Nodes}}</td><td class="error">{{range .Problems}}<code>{{.}}</code><br>{{end}}{{range .HealthProblems}}<code>{{.}}</code><br>{{end}}</td></tr>
 {{end}}</table>{{end}}
 {{range .Clusters}}<h3>{{.Name}}</h3>
 <table><tr><th>node</th><th>id</th><th>roles</th><th>tags</th></tr>

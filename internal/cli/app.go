@@ -205,6 +205,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			rolesCommand(stdout, stderr),
 			watchCommand(stdout, stderr),
 			serveCommand(stdout, stderr),
+			agentCommand(stdout, stderr),
+			agentTokenCommand(stdout, stderr),
 			triggerCommand(stdout, stderr),
 			capabilitiesCommand(stdout, stderr),
 			stateCommand(stdout, stderr),

@@ -34,7 +34,8 @@ func diffCommand(stdout, stderr io.Writer) *cli.Command {
 		Description: "Renders both revisions from git objects (no checkout; a file both share is parsed once)\n" +
 			"and prints the change set, with causes, and unified diffs of the artifacts that differ.\n" +
 			"--format markdown fits a pull-request comment (at most 65,000 characters: summary first,\n" +
-			"details folded, long output cut in the middle).",
+			"details folded, a small Mermaid diagram of each changed node's changed tasks, long output cut\n" +
+			"in the middle).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "base", Usage: "the base revision `REV` (branch, tag, sha)"},
 			&cli.StringFlag{Name: "head", Value: "HEAD", Usage: "the head revision `REV`"},
@@ -107,6 +108,10 @@ type diffResult struct {
 	// invalid is the head's errors when it does not validate (exit 2), nil
 	// when it does.
 	invalid *invalidRevision
+	// diagrams are the changed nodes' Mermaid diagrams (markdown), and how
+	// many were left out (diff_mermaid.go).
+	diagrams        []nodeDiagram
+	diagramsOmitted int
 }
 
 // heldCluster is a cluster diff does not compare.
@@ -215,6 +220,7 @@ func diffRevisions(g *globals, baseRev, headRev string, context int) (*diffResul
 			res.files = append(res.files, diff.File(name, old, new, context))
 		}
 	}
+	res.diagrams, res.diagramsOmitted = mermaidDiagrams(cs, baseSide, headSide)
 	return res, nil
 }
 
@@ -495,6 +501,9 @@ func (r *diffResult) markdown(limit int) string {
 	head.WriteByte('\n')
 
 	blocks := []string{details("Change set", mdFence("diff", r.changes.Text(diff.Colors{})))}
+	if d := markdownDiagrams(r.diagrams, r.diagramsOmitted); d != "" {
+		blocks = append(blocks, d)
+	}
 	for _, f := range r.files {
 		blocks = append(blocks, details(fmt.Sprintf("<code>%s</code> (+%d −%d)", html.EscapeString(safetext.Line(f.Name)), f.Added, f.Removed), mdFence("diff", f.Text)))
 	}

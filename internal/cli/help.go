@@ -322,6 +322,24 @@ var helpTable = map[string]commandHelp{
 		},
 		exit: "0 stopped by SIGINT or SIGTERM, 1 a start-up error",
 	},
+	"agent": {
+		formats: "text",
+		examples: []string{
+			"# on node-1 of demo, with its token (fuelsync agent-token, where serve's agent secret is)",
+			"fuelsync agent --server http://fuelsync:8080 --cluster demo --node node-1 --token-file node-1.token --state-dir /var/lib/fuelsync-agent --exec /usr/local/lib/fuelsync/run-graph",
+			"# run the graph once if it changed, then exit (cron, or a test)",
+			"fuelsync agent --server http://127.0.0.1:8080 --cluster demo --node node-1 --token-file node-1.token --state-dir st --exec ./run.sh --once",
+		},
+		exit: "0 stopped by SIGINT or SIGTERM (--once: the run succeeded, or the graph was run already), 1 a start-up error (--once: the run failed, or the token was refused)",
+	},
+	"agent-token": {
+		formats: "text",
+		examples: []string{
+			"# where serve's agent secret is (serve --agent-secret-file secret)",
+			"fuelsync agent-token --cluster demo --node node-1 --agent-secret-file secret > node-1.token",
+		},
+		exit: "0 the token printed, 1 an empty secret file or a name that is not a name",
+	},
 	"trigger": {
 		formats: "text json",
 		examples: []string{

@@ -18,7 +18,7 @@ func TestPackagesPointOneWay(t *testing.T) {
 		t.Skip("runs go list")
 	}
 	const mod = "github.com/fuelsync/fuelsync/"
-	layers := [][]string{{"internal/cli"}, {"server"}, {"controller"}, {"operation"}, {"source", "state"}, {"diff"}, {"render"}, {"loader"}}
+	layers := [][]string{{"internal/cli"}, {"server", "agent"}, {"controller"}, {"operation"}, {"source", "state"}, {"diff"}, {"render"}, {"loader"}}
 	for i, layer := range layers {
 		for _, pkg := range layer {
 			deps := goListDeps(t, "./"+pkg)

@@ -10,8 +10,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/operation"
+	"github.com/fuelsync/fuelsync/reports"
 	gitsource "github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -83,6 +85,15 @@ func (e *opEnv) operation(src *source) *operation.Operation {
 			fsys, _, err := loader.OpenRevision(e.g.repo, rev)
 			return fsys, err
 		},
+	}
+	op.Health = func(cluster string, st *state.State) reports.Health {
+		// depends_on with healthy: true: the reports kept beside the state.
+		store := reports.NewStore(reports.Open(e.w))
+		if err := store.Load(e.c.Context); err != nil {
+			fmt.Fprintf(e.stderr, "fuelsync: %s; cluster %s's health is unknown\n", redact.Text(err.Error()), cluster)
+			return reports.ClusterHealth(nil, cluster, nil)
+		}
+		return store.Health(st, cluster)
 	}
 	countRenders(op)
 	return op

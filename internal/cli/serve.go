@@ -25,6 +25,7 @@ import (
 	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/reports"
 	"github.com/fuelsync/fuelsync/server"
 	gitsource "github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
@@ -174,6 +175,9 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			&cli.StringFlag{Name: "api-token-file", Usage: "the bearer token of the read API (artifacts, clusters, components), in `FILE` (not empty)"},
 			&cli.DurationFlag{Name: "max-wait", Value: server.DefaultMaxWait, Usage: "the longest `DURATION` an artifact request waits for a change (?wait= is cut to it)"},
 			&cli.IntFlag{Name: "max-waiting", Value: server.DefaultMaxWaiting, Usage: "at most `N` artifact requests wait at once (429 with Retry-After beyond); each holds a connection and about 26 KB"},
+			&cli.StringFlag{Name: "agent-secret-file", Usage: "the secret the nodes' report tokens are derived from (fuelsync agent-token), in `FILE` (not empty); without it, no report is taken"},
+			&cli.IntFlag{Name: "report-history", Value: reports.DefaultHistoryKeep, Usage: "keep the last `N` reports of each node"},
+			&cli.IntFlag{Name: "reconcile-history", Value: reports.DefaultReconcileKeep, Usage: "keep the last `M` reconciles of each cluster"},
 			&cli.StringFlag{Name: "replica-id", Usage: "with the state on etcd, this replica's `NAME` in the election and the status (default: host:pid)"},
 		),
 		Action: func(c *cli.Context) error {
@@ -209,6 +213,17 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 					return err
 				}
 			}
+			var agentSecret []byte
+			if f := c.String("agent-secret-file"); f != "" {
+				if agentSecret, err = readAgentSecret(f); err != nil {
+					return err
+				}
+			}
+			for _, f := range []string{"report-history", "reconcile-history"} {
+				if n := c.Int(f); n < 1 || n > reports.MaxKeep {
+					return &exitError{code: 1, msg: fmt.Sprintf("--%s must be between 1 and %d", f, reports.MaxKeep)}
+				}
+			}
 			if c.Duration("max-wait") < 0 {
 				return &exitError{code: 1, msg: "--max-wait must not be negative"}
 			}
@@ -229,6 +244,8 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			}
 			srv := server.New(loop, secret)
 			srv.APIToken, srv.MaxWait, srv.MaxWaiting = token, c.Duration("max-wait"), c.Int("max-waiting")
+			srv.AgentSecret = agentSecret
+			loop.Reports.HistoryKeep, loop.Reports.ReconcileKeep = c.Int("report-history"), c.Int("reconcile-history")
 			// With the state on etcd, serve is one of any number of replicas:
 			// the elected leader reconciles, the others follow.
 			run := loop.Run
@@ -240,7 +257,8 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			errc := make(chan error, 1)
 			go func() { errc <- hs.Serve(limited) }()
 			loop.Log.Info("serving", "listen", ln.Addr().String(), "max_connections", limits.MaxConnections,
-				"max_waiting", srv.MaxWaiting, "max_wait", srv.MaxWait.String(), "api_token", len(token) > 0)
+				"max_waiting", srv.MaxWaiting, "max_wait", srv.MaxWait.String(), "api_token", len(token) > 0,
+				"agent_secret", len(agentSecret) > 0, "report_history", loop.Reports.HistoryKeep, "reconcile_history", loop.Reports.ReconcileKeep)
 			// Every socket is a descriptor: connections (and as many being
 			// refused), waiting requests, and the reconciles' files.
 			need := uint64(2*limits.MaxConnections + srv.MaxWaiting + fdReserve)
@@ -250,6 +268,12 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			}
 			logFollowing(g, c, loop)
 			watchLocal(ctx, g, c, loop)
+			go func() {
+				// The nodes' last reports, and on etcd those other replicas take.
+				if err := loop.Reports.Run(ctx); err != nil && ctx.Err() == nil {
+					loop.Log.Warn("not following the nodes' reports; the health shown may lag", "error", redact.Text(err.Error()))
+				}
+			}()
 			done := make(chan struct{})
 			go func() { run(ctx); close(done) }()
 			select {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,8 +16,10 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/fuelsync/fuelsync/internal/redact"
+	"github.com/fuelsync/fuelsync/internal/safetext"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/operation"
+	"github.com/fuelsync/fuelsync/reports"
 	gitsource "github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -79,7 +82,15 @@ func (e *opEnv) clusterInfos(url string) ([]operation.ClusterInfo, error) {
 		return nil, &exitError{code: 1, msg: err.Error()}
 	}
 	live, head := headStatuses(e.g, st)
-	return operation.ClusterInfos(st, live, head), nil
+	infos := operation.ClusterInfos(st, live, head)
+	// The health, from the nodes' reports kept beside the state.
+	store := reports.NewStore(reports.Open(w))
+	if err := store.Load(e.c.Context); err != nil {
+		fmt.Fprintf(e.g.stderr, "fuelsync: %s; every health is unknown\n", redact.Text(err.Error()))
+		store = nil
+	}
+	operation.WithHealth(infos, st, store)
+	return infos, nil
 }
 
 // statusView prints the status lines, as text (a table) or JSON.
@@ -116,16 +127,22 @@ func writeStatusTable(w io.Writer, infos []operation.ClusterInfo) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLUSTER\tSTATUS\tAPPLIED\tHEAD\tNODES\tPROBLEMS")
+	fmt.Fprintln(tw, "CLUSTER\tSTATUS\tHEALTH\tCONVERGED\tAPPLIED\tHEAD\tNODES\tPROBLEMS")
 	for _, c := range infos {
+		problems := append(slices.Clone(c.Problems), c.HealthProblems...)
 		problem := ""
-		if len(c.Problems) > 0 {
-			problem = c.Problems[0]
-			if len(c.Problems) > 1 {
-				problem += fmt.Sprintf(" (and %d more)", len(c.Problems)-1)
+		if len(problems) > 0 {
+			problem = problems[0]
+			if len(problems) > 1 {
+				problem += fmt.Sprintf(" (and %d more)", len(problems)-1)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", c.Name, c.Status, shortRev(c.AppliedRevision), shortRev(c.HeadRevision), c.Nodes, problem)
+		health := c.Health
+		if health == "" {
+			health = "-" // a serve of an older version
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%d\t%s\n", c.Name, c.Status, health, c.NodesConverged, c.Nodes,
+			shortRev(c.AppliedRevision), shortRev(c.HeadRevision), c.Nodes, safetext.Line(problem))
 	}
 	tw.Flush()
 }

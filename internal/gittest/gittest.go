@@ -23,7 +23,7 @@ var Sig = object.Signature{Name: "test", Email: "test@fuelsync.invalid", When: t
 
 // Quickstart is a git repository holding examples/quickstart (of the module
 // the test runs in), in a new temporary directory.
-func Quickstart(t *testing.T) (string, *git.Repository) {
+func Quickstart(t testing.TB) (string, *git.Repository) {
 	t.Helper()
 	dir := t.TempDir()
 	files, err := mapfs.Read(filepath.Join(moduleRoot(t), "examples", "quickstart"))
@@ -49,7 +49,7 @@ func Quickstart(t *testing.T) (string, *git.Repository) {
 
 // moduleRoot is the directory of the go.mod above the test's working
 // directory (its package's directory).
-func moduleRoot(t *testing.T) string {
+func moduleRoot(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
 	if err != nil {
@@ -69,7 +69,7 @@ func moduleRoot(t *testing.T) string {
 
 // Commit commits every change of r's working tree (an empty commit when
 // there is none) and returns the commit's hash.
-func Commit(t *testing.T, r *git.Repository, msg string) string {
+func Commit(t testing.TB, r *git.Repository, msg string) string {
 	t.Helper()
 	wt, err := r.Worktree()
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/fuelsync/fuelsync/operation"
+	"github.com/fuelsync/fuelsync/reports"
 	"github.com/fuelsync/fuelsync/server"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -29,6 +30,7 @@ type Metrics struct {
 	reconciles *prometheus.CounterVec
 	duration   prometheus.Histogram
 	deliveries *prometheus.CounterVec
+	reports    *prometheus.CounterVec
 }
 
 // New makes the metrics of one server; g is read at each scrape.
@@ -43,6 +45,12 @@ func New(g server.Gauges) server.Metrics {
 	m.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fuelsync_webhook_deliveries_total", Help: "Webhook deliveries by provider and result.",
 	}, []string{"provider", "result"})
+	m.reports = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fuelsync_reports_total", Help: "Nodes' reports by result: accepted, or why refused (bad_request, unauthorized, forbidden, not_found, conflict, too_large, unavailable, error).",
+	}, []string{"result"})
+	for _, r := range server.ReportResults {
+		m.reports.WithLabelValues(r) // every result shown, 0 at first
+	}
 	serial := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "fuelsync_applied_serial", Help: "The serial of the applied state.",
 	}, g.Serial)
@@ -54,7 +62,7 @@ func New(g server.Gauges) server.Metrics {
 		ConstLabels: prometheus.Labels{"version": g.Build.Version, "revision": g.Build.Revision, "goversion": g.Build.GoVersion},
 	})
 	build.Set(1)
-	m.registry.MustRegister(m.reconciles, m.duration, m.deliveries, serial, waiting, clusterCollector{g}, build,
+	m.registry.MustRegister(m.reconciles, m.duration, m.deliveries, m.reports, serial, waiting, clusterCollector{g}, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -66,6 +74,10 @@ var (
 		"When the cluster's changes were last applied by this process (Unix seconds).", []string{"cluster"}, nil)
 	clusterNodesDesc = prometheus.NewDesc("fuelsync_cluster_nodes",
 		"The cluster's deployed nodes.", []string{"cluster"}, nil)
+	clusterNodeStateDesc = prometheus.NewDesc("fuelsync_cluster_nodes_state",
+		"The cluster's deployed nodes by state, from their reports: converged, progressing, failed.", []string{"cluster", "state"}, nil)
+	clusterHealthDesc = prometheus.NewDesc("fuelsync_cluster_health",
+		"Each cluster's health from its nodes' reports: 1 for the health it has (healthy, progressing, degraded, unknown), 0 for the others.", []string{"cluster", "health"}, nil)
 )
 
 // clusterCollector reads the clusters' statuses at each scrape.
@@ -75,6 +87,8 @@ func (c clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- clusterStatusDesc
 	ch <- clusterApplyDesc
 	ch <- clusterNodesDesc
+	ch <- clusterNodeStateDesc
+	ch <- clusterHealthDesc
 }
 
 func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
@@ -90,6 +104,16 @@ func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(clusterStatusDesc, prometheus.GaugeValue, v, info.Name, status)
 		}
 		ch <- prometheus.MustNewConstMetric(clusterNodesDesc, prometheus.GaugeValue, float64(info.Nodes), info.Name)
+		for state, n := range map[string]int{reports.Converged: info.NodesConverged, reports.Progressing: info.NodesProgressing, reports.Failed: info.NodesFailed} {
+			ch <- prometheus.MustNewConstMetric(clusterNodeStateDesc, prometheus.GaugeValue, float64(n), info.Name, state)
+		}
+		for _, health := range reports.Healths {
+			v := 0.0
+			if info.Health == health {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(clusterHealthDesc, prometheus.GaugeValue, v, info.Name, health)
+		}
 	}
 	if c.g.LastApplied == nil {
 		return
@@ -108,6 +132,11 @@ func (m *Metrics) Reconciled(o operation.Outcome, d time.Duration) {
 // Delivered implements server.Metrics.
 func (m *Metrics) Delivered(provider, result string) {
 	m.deliveries.WithLabelValues(provider, result).Inc()
+}
+
+// Reported implements server.Metrics.
+func (m *Metrics) Reported(result string) {
+	m.reports.WithLabelValues(result).Inc()
 }
 
 // Handler implements server.Metrics.

@@ -1,0 +1,176 @@
+package server
+
+import (
+	"html/template"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/fuelsync/fuelsync/internal/redact"
+	"github.com/fuelsync/fuelsync/operation"
+	"github.com/fuelsync/fuelsync/reports"
+)
+
+// The fleet's pages, beside the status page (/): a page per cluster with a
+// node × state grid (/clusters/<c>), and a page per node with its last
+// report, its history and its own task graph drawn as SVG
+// (/clusters/<c>/nodes/<n>). Server-rendered, no script; they refresh
+// themselves every PageRefresh. Every name is escaped by html/template.
+
+// PageRefresh is how often the pages reload themselves, in seconds.
+const PageRefresh = 10
+
+// pageHead is the head and style of the fleet's pages.
+const pageHead = `<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="{{.Refresh}}"><title>{{.Title}} – fuelsync</title>
+<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}
+.error,.status-held,.state-failed,.health-degraded,.report-failed{color:#b00}.status-synced,.state-converged,.health-healthy,.report-success{color:#070}
+.state-progressing,.health-progressing,.report-running{color:#a60}td.cell{text-align:center;font-weight:bold}pre{background:#f6f6f6;padding:.6em}
+.taskgraph{border:1px solid #ddd;background:#fcfcfc}</style>
+</head><body>
+<p><a href="/">fuelsync</a>{{range .Crumbs}} / <a href="{{.URL}}">{{.Name}}</a>{{end}}</p>
+`
+
+var clusterPageTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("cluster").Parse(pageHead + `<h1>Cluster {{.Cluster}}</h1>
+{{with .Info}}<p>Status <span class="status-{{.Status}}">{{.Status}}</span>, health <span class="health-{{.Health}}">{{.Health}}</span>:
+{{.NodesConverged}} of {{$.Total}} nodes converged, {{.NodesProgressing}} progressing, {{.NodesFailed}} failed. Applied <code>{{printf "%.12s" .AppliedRevision}}</code>, head <code>{{printf "%.12s" .HeadRevision}}</code>.</p>
+{{if .Problems}}<ul class="error">{{range .Problems}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
+{{if .HealthProblems}}<ul class="error">{{range .HealthProblems}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}{{end}}
+<h2>Nodes</h2>
+<table class="grid"><tr><th>node</th><th>roles</th>{{range .States}}<th>{{.}}</th>{{end}}<th>last report</th></tr>
+{{range .Nodes}}<tr><td><a href="{{.URL}}">{{.Name}}</a></td><td>{{range $i, $r := .Roles}}{{if $i}}, {{end}}{{$r}}{{end}}</td>{{$s := .State}}{{range $.States}}<td class="cell state-{{.}}">{{if eq . $s}}●{{end}}</td>{{end}}<td>{{with .Report}}<span class="report-{{.Status}}">{{.Status}}</span> {{.Graph}}, {{.ReceivedAt.Format "2006-01-02 15:04:05 MST"}}{{with .FailedTasks}}: failed {{range $i, $t := .}}{{if $i}}, {{end}}<code>{{$t}}</code>{{end}}{{end}}{{else}}none{{end}}</td></tr>
+{{end}}</table>
+{{if .Reconciles}}<h2>Reconciles</h2><table><tr><th>at</th><th>revision</th><th>serial</th><th>status</th><th>nodes added / changed / removed</th><th>problems</th></tr>
+{{range .Reconciles}}<tr><td>{{.At.Format "2006-01-02 15:04:05 MST"}}</td><td><code>{{printf "%.12s" .Revision}}</code></td><td>{{.Serial}}</td><td class="status-{{.Status}}">{{.Status}}</td><td>{{len .NodesAdded}} / {{len .NodesChanged}} / {{len .NodesRemoved}}</td><td class="error">{{range .Problems}}<code>{{.}}</code><br>{{end}}</td></tr>
+{{end}}</table>{{end}}
+</body></html>
+`))
+})
+
+var nodePageTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("node").Parse(pageHead + `<h1>Node {{.Node.Node}} of {{.Node.Cluster}}</h1>
+<p>State <span class="state-{{.Node.State}}">{{.Node.State}}</span>; id {{.Node.ID}}; roles {{range $i, $r := .Node.Roles}}{{if $i}}, {{end}}{{$r}}{{end}}; applied serial {{.Node.Serial}}, revision <code>{{printf "%.12s" .Node.Revision}}</code>.</p>
+<h2>Last report</h2>
+{{with .Node.Last}}<p><span class="report-{{.Status}}">{{.Status}}</span>, graph {{.Graph}} (ETag <code>{{printf "%.12s" .ETag}}</code>, serial {{.Serial}}), started {{.StartedAt.Format "2006-01-02 15:04:05 MST"}}{{with .FinishedAt}}, finished {{.Format "2006-01-02 15:04:05 MST"}}{{end}}.{{with .Message}} <code>{{.}}</code>{{end}}</p>
+{{if .Tasks}}<table><tr><th>task</th><th>status</th><th>started</th><th>finished</th><th>message</th></tr>
+{{range .Tasks}}<tr><td><code>{{.ID}}</code></td><td class="report-{{.Status}}">{{.Status}}</td><td>{{with .StartedAt}}{{.Format "15:04:05"}}{{end}}</td><td>{{with .FinishedAt}}{{.Format "15:04:05"}}{{end}}</td><td>{{.Message}}</td></tr>
+{{end}}</table>{{end}}{{else}}<p>No report yet.</p>{{end}}
+<h2>Task graph {{.Graph}}</h2>
+{{if .SVG}}<p>The node's own tasks (dashed: other nodes' tasks it waits for){{if .Colored}}, coloured by the last report{{end}}.</p>
+<div class="graph">{{.SVG}}</div>{{else}}<p class="error">{{.GraphError}}</p>{{end}}
+<h2>History</h2>
+{{if .Node.History}}<table><tr><th>#</th><th>status</th><th>graph</th><th>serial</th><th>started</th><th>received</th><th>failed tasks</th><th>message</th></tr>
+{{range .Node.History}}<tr><td>{{.Seq}}</td><td class="report-{{.Status}}">{{.Status}}</td><td>{{.Graph}}</td><td>{{.Serial}}</td><td>{{.StartedAt.Format "2006-01-02 15:04:05 MST"}}</td><td>{{.ReceivedAt.Format "2006-01-02 15:04:05 MST"}}</td><td>{{range $i, $t := .FailedTasks}}{{if $i}}, {{end}}<code>{{$t}}</code>{{end}}</td><td>{{.Message}}</td></tr>
+{{end}}</table>{{else}}<p>No report yet.</p>{{end}}
+</body></html>
+`))
+})
+
+type crumb struct{ Name, URL string }
+
+type pageNode struct {
+	Name, URL, State string
+	Roles            []string
+	Report           *NodeReport
+}
+
+// clusterPage is GET /clusters/<cluster>.
+func (s *Server) clusterPage(w http.ResponseWriter, r *http.Request) {
+	cluster := r.PathValue("cluster")
+	if !checkNames(w, "cluster", cluster) {
+		return
+	}
+	st, ok := s.appliedOr503(w)
+	if !ok {
+		return
+	}
+	cs := st.Clusters[cluster]
+	if cs == nil {
+		clusterNotFound(w, st, cluster)
+		return
+	}
+	var info *operation.ClusterInfo
+	for _, i := range s.Loop.Clusters(st) {
+		if i.Name == cluster {
+			info = &i
+		}
+	}
+	var last map[string]*reports.Report
+	var recs []*reports.Reconcile
+	if s.Loop.Reports != nil {
+		last = s.Loop.Reports.Cluster(cluster)
+		recs, _ = s.Loop.Reports.Reconciles(r.Context(), cluster)
+	}
+	var nodes []pageNode
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for n := range cs.Nodes {
+			if !yield(n) {
+				return
+			}
+		}
+	}) {
+		nodes = append(nodes, pageNode{Name: name, URL: "/clusters/" + cluster + "/nodes/" + name, Roles: cs.Nodes[name].Roles,
+			State: reports.NodeState(st, cluster, name, last[name]), Report: nodeReport(last[name])})
+	}
+	writePage(w, clusterPageTemplate(), map[string]any{
+		"Refresh": PageRefresh, "Title": cluster, "Crumbs": []crumb{{cluster, "/clusters/" + cluster}},
+		"Cluster": cluster, "Info": info, "Total": len(nodes), "Nodes": nodes, "States": reports.NodeStates, "Reconciles": recs,
+	})
+}
+
+// nodePage is GET /clusters/<cluster>/nodes/<node>[?graph=G].
+func (s *Server) nodePage(w http.ResponseWriter, r *http.Request) {
+	cluster, node := r.PathValue("cluster"), r.PathValue("node")
+	graph := r.URL.Query().Get("graph")
+	if graph == "" {
+		graph = "default"
+	}
+	if !checkNames(w, "cluster", cluster, "node", node, "graph", graph) {
+		return
+	}
+	st, ok := s.appliedOr503(w)
+	if !ok {
+		return
+	}
+	d, code, msg := s.nodeDetail(r, cluster, node)
+	if d == nil {
+		http.Error(w, msg, code)
+		return
+	}
+	data := map[string]any{
+		"Refresh": PageRefresh, "Title": node + " of " + cluster,
+		"Crumbs": []crumb{{cluster, "/clusters/" + cluster}, {node, "/clusters/" + cluster + "/nodes/" + node}},
+		"Node":   d, "Graph": graph,
+	}
+	name := cluster + "/nodes/" + node + "/" + graph + ".yaml"
+	if view := viewOf(st, name); view == "" {
+		data["GraphError"] = "The node has no " + graph + " graph in the applied set."
+	} else if body, etag, err := s.artifact(st, name, view, false); err != nil {
+		data["GraphError"] = "The graph does not read: " + redact.Text(err.Error())
+	} else {
+		// The last report's task statuses colour the graph it ran.
+		status := map[string]string{}
+		if d.Last != nil && d.Last.Graph == graph && d.Last.ETag == strings.Trim(etag, `"`) {
+			for _, t := range d.Last.Tasks {
+				status[t.ID] = t.Status
+			}
+		}
+		svg, err := graphSVG(body, node, status)
+		if err != nil {
+			data["GraphError"] = err.Error()
+		} else {
+			data["SVG"] = template.HTML(svg) // graphSVG escapes every name
+			data["Colored"] = len(status) > 0
+		}
+	}
+	writePage(w, nodePageTemplate(), data)
+}
+
+func writePage(w http.ResponseWriter, t *template.Template, data any) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'")
+	_ = t.Execute(w, data)
+}
