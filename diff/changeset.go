@@ -3,6 +3,7 @@ package diff
 import (
 	"cmp"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strings"
 
@@ -307,7 +308,36 @@ type sideView struct {
 	byNode  map[string][]string // node → graph types, built by graphs
 	// catalogues are the task catalogues of format 2 read so far, by graph type.
 	catalogues map[string]*catalogueDoc
+	// idLists are the sorted task id lists oneSided made, by hash: the nodes
+	// of a class have the same tasks, and share one list.
+	idLists map[uint64][][]string
 }
+
+// intern returns the list of v equal to ids (sorted), ids itself the first
+// time: a first apply's change set holds a list of task ids a class of nodes,
+// not a node, so that it does not grow with every node's tasks.
+func (v *sideView) intern(ids []string) []string {
+	var h maphash.Hash
+	h.SetSeed(idSeed)
+	for _, id := range ids {
+		h.WriteString(id)
+		h.WriteByte(0)
+	}
+	sum := h.Sum64()
+	for _, l := range v.idLists[sum] {
+		if slices.Equal(l, ids) {
+			return l
+		}
+	}
+	if v.idLists == nil {
+		v.idLists = map[uint64][][]string{}
+	}
+	v.idLists[sum] = append(v.idLists[sum], ids)
+	return ids
+}
+
+// idSeed seeds the hashes of intern.
+var idSeed = maphash.MakeSeed()
 
 func viewOf(s *Side, cluster string) (*sideView, error) {
 	v := &sideView{side: s}
@@ -387,16 +417,19 @@ func oneSided(ov, nv *sideView, graph, name string) (gc *GraphChange, ok bool) {
 	_, inOld := ov.side.Digests[name]
 	_, inNew := nv.side.Digests[name]
 	var ids []string
+	v := nv
 	switch {
 	case !inOld && inNew:
 		ids, ok = nv.modelIDs(name)
 	case inOld && !inNew:
 		ids, ok = ov.modelIDs(name)
+		v = ov
 	}
 	if !ok || len(ids) == 0 {
 		return nil, ok
 	}
 	slices.Sort(ids)
+	ids = v.intern(ids)
 	gc = &GraphChange{Graph: graph}
 	if inNew {
 		gc.Added = ids
