@@ -29,6 +29,7 @@ package cli
 //
 // Each iteration runs the steps in this order with a new work directory. For each,
 // the benchmark reports the median wall time over the iterations (<step>-ms), the
+// median CPU time of its process (<step>-cpu-ms, user and system), the
 // largest peak resident set of its process (<step>-rss-MB: the child's VmHWM,
 // from getrusage), and the median time over render's (<step>/render).
 
@@ -88,7 +89,7 @@ func benchCommands(b *testing.B, spec repogen.Spec) {
 	repo := b.TempDir()
 	revA, revB, revC, node, last := commandsRepo(b, repo, spec)
 	b.Logf("%d nodes in %d clusters; B assigns tag cinder to %s, C to %s too", spec.Nodes, spec.Clusters, node, last)
-	times := make([][]float64, len(commandSteps))
+	times, cpu := make([][]float64, len(commandSteps)), make([][]float64, len(commandSteps))
 	rss := make([]int64, len(commandSteps))
 	var workdirDisk, added []float64
 	shm := tmpfsDir(b)
@@ -120,8 +121,8 @@ func benchCommands(b *testing.B, spec repogen.Spec) {
 			if st.name == "apply-disk" {
 				before = diskUsage(b, filepath.Join(iter, "work"))
 			}
-			wall, maxRSS := runCommand(b, st.name, st.code, args)
-			times[i] = append(times[i], float64(wall))
+			wall, maxRSS, used := runCommand(b, st.name, st.code, args)
+			times[i], cpu[i] = append(times[i], float64(wall)), append(cpu[i], float64(used))
 			rss[i] = max(rss[i], maxRSS)
 			switch st.name {
 			case "apply-cold":
@@ -148,6 +149,7 @@ func benchCommands(b *testing.B, spec repogen.Spec) {
 		}
 		med := benchutil.Median(times[i])
 		b.ReportMetric(med/1e6, st.name+"-ms")
+		b.ReportMetric(benchutil.Median(cpu[i])/1e6, st.name+"-cpu-ms")
 		b.ReportMetric(float64(rss[i])/(1<<20), st.name+"-rss-MB")
 		if i != 1 {
 			b.ReportMetric(med/render, st.name+"/render")
@@ -202,9 +204,10 @@ func diskUsage(b *testing.B, dir string) int64 {
 	return total
 }
 
-// runCommand runs the CLI in a child process and returns its wall time and peak
-// resident set (bytes); the exit code must be code.
-func runCommand(b *testing.B, name string, code int, args []string) (time.Duration, int64) {
+// runCommand runs the CLI in a child process and returns its wall time, peak
+// resident set (bytes) and CPU time (user and system, which other work on the
+// machine disturbs less than wall time); the exit code must be code.
+func runCommand(b *testing.B, name string, code int, args []string) (time.Duration, int64, time.Duration) {
 	b.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "FUELSYNC_RUN_MAIN=1")
@@ -220,7 +223,7 @@ func runCommand(b *testing.B, name string, code int, args []string) (time.Durati
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		maxRSS = ru.Maxrss << 10 // kilobytes on Linux
 	}
-	return wall, maxRSS
+	return wall, maxRSS, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 }
 
 // commandsRepo writes the generated repository of spec to dir and commits it

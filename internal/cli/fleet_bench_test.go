@@ -24,7 +24,8 @@ package cli
 //	apply-release   fuelsync --rev D apply
 //
 // For each step it reports the median wall time over the iterations
-// (<step>-ms) and the largest peak resident set of its process
+// (<step>-ms), the median CPU time of its process (<step>-cpu-ms: user and
+// system, which other work on the machine disturbs less) and the largest peak resident set of its process
 // (<step>-rss-MB, the child's VmHWM); and artifacts-MB, the render's output,
 // workdir-MB, the work directory after the cold apply (every inode counted
 // once, as du counts), and state-MB, its state.json. Set TMPDIR=/dev/shm (make
@@ -83,7 +84,7 @@ func BenchmarkCommandsFleet(b *testing.B) {
 	}
 	revD := hashD.String()
 	b.Logf("%d nodes in %d clusters; B assigns tag cinder to %s; D changes the release", nodes, clusters, node)
-	times := make([][]float64, len(fleetSteps))
+	times, cpu := make([][]float64, len(fleetSteps)), make([][]float64, len(fleetSteps))
 	rss := make([]int64, len(fleetSteps))
 	var artifacts, workdir, stateSize []float64
 	for b.Loop() {
@@ -105,8 +106,8 @@ func BenchmarkCommandsFleet(b *testing.B) {
 				}
 				args = append(args, a)
 			}
-			wall, maxRSS := runCommand(b, st.name, st.code, args)
-			times[i] = append(times[i], float64(wall))
+			wall, maxRSS, used := runCommand(b, st.name, st.code, args)
+			times[i], cpu[i] = append(times[i], float64(wall)), append(cpu[i], float64(used))
 			rss[i] = max(rss[i], maxRSS)
 			switch st.name {
 			case "render":
@@ -133,6 +134,7 @@ func BenchmarkCommandsFleet(b *testing.B) {
 	}
 	for i, st := range fleetSteps {
 		b.ReportMetric(benchutil.Median(times[i])/1e6, st.name+"-ms")
+		b.ReportMetric(benchutil.Median(cpu[i])/1e6, st.name+"-cpu-ms")
 		b.ReportMetric(float64(rss[i])/(1<<20), st.name+"-rss-MB")
 	}
 	b.ReportMetric(benchutil.Median(artifacts)/1e6, "artifacts-MB")
