@@ -31,9 +31,14 @@ package cli
 // the benchmark reports the median wall time over the iterations (<step>-ms), the
 // median CPU time of its process (<step>-cpu-ms, user and system), the
 // largest peak resident set of its process (<step>-rss-MB: the child's VmHWM,
-// from getrusage), and the median time over render's (<step>/render).
+// from getrusage), and the median time over render's (<step>/render). Right
+// after each render, the benchmark times yaml.v3 decoding the input's YAML (the
+// same bytes, from memory, on every core, as the loader's BenchmarkDecodeYAMLBaseline
+// does): yaml-floor-ms, and render/yaml-floor, the median of the ratios of
+// each pair.
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -41,10 +46,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/fuelsync/fuelsync/internal/benchutil"
 	"github.com/fuelsync/fuelsync/internal/repogen"
@@ -88,6 +98,8 @@ var commandSteps = []struct {
 func benchCommands(b *testing.B, spec repogen.Spec) {
 	repo := b.TempDir()
 	revA, revB, revC, node, last := commandsRepo(b, repo, spec)
+	input := yamlInput(spec)
+	var floor, overFloor []float64
 	b.Logf("%d nodes in %d clusters; B assigns tag cinder to %s, C to %s too", spec.Nodes, spec.Clusters, node, last)
 	times, cpu := make([][]float64, len(commandSteps)), make([][]float64, len(commandSteps))
 	rss := make([]int64, len(commandSteps))
@@ -125,6 +137,10 @@ func benchCommands(b *testing.B, spec repogen.Spec) {
 			times[i], cpu[i] = append(times[i], float64(wall)), append(cpu[i], float64(used))
 			rss[i] = max(rss[i], maxRSS)
 			switch st.name {
+			case "render":
+				// The floor, right after the render it is compared with.
+				f := yamlFloor(b, input)
+				floor, overFloor = append(floor, float64(f)), append(overFloor, float64(wall)/float64(f))
 			case "apply-cold":
 				workdirDisk = append(workdirDisk, float64(diskUsage(b, filepath.Join(iter, "work"))))
 			case "apply-disk":
@@ -155,9 +171,56 @@ func benchCommands(b *testing.B, spec repogen.Spec) {
 			b.ReportMetric(med/render, st.name+"/render")
 		}
 	}
+	b.ReportMetric(benchutil.Median(floor)/1e6, "yaml-floor-ms")
+	b.ReportMetric(benchutil.Median(overFloor), "render/yaml-floor")
 	b.ReportMetric(benchutil.Median(workdirDisk)/1e6, "workdir-MB")
 	b.ReportMetric(benchutil.Median(added)/1e6, "disk-added-MB")
 	b.ReportMetric(benchutil.Median(added)/benchutil.Median(workdirDisk), "disk-added/workdir")
+}
+
+// yamlInput is the YAML of the repository spec generates (its .yaml files; the
+// HCL cluster files are not YAML).
+func yamlInput(spec repogen.Spec) [][]byte {
+	var files [][]byte
+	for name, f := range repogen.Generate(spec) {
+		if strings.HasSuffix(name, ".yaml") {
+			files = append(files, f.Data)
+		}
+	}
+	return files
+}
+
+// yamlFloor is the time yaml.v3 takes to decode files into nodes (its node
+// API, as the loader uses it), on every core: what reading the input costs
+// at the least.
+func yamlFloor(b *testing.B, files [][]byte) time.Duration {
+	b.Helper()
+	runtime.GC()
+	t0 := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, runtime.GOMAXPROCS(0))
+	for w := range errs {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(files) {
+					return
+				}
+				var n yaml.Node
+				if err := yaml.Unmarshal(files[i], &n); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	d := time.Since(t0)
+	if err := errors.Join(errs...); err != nil {
+		b.Fatal(err)
+	}
+	return d
 }
 
 // tmpfsDir returns a new directory on /dev/shm, removed at the end of the
