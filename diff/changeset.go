@@ -397,6 +397,12 @@ func (v *sideView) tasks(name string) ([]*taskDoc, error) {
 	if err != nil {
 		return nil, err
 	}
+	return v.tasksOf(name, data)
+}
+
+// tasksOf decodes data, the node file name of this side (format 2 with this
+// side's task catalogue).
+func (v *sideView) tasksOf(name string, data []byte) ([]*taskDoc, error) {
 	if isFormat2(data) {
 		_, cluster, _, graph := artifactPath(name)
 		return decodeNodeV2(name, data, func() (*catalogueDoc, error) { return v.catalogue(cluster, graph) })
@@ -495,13 +501,50 @@ func (v *sideView) catalogue(cluster, graph string) (*catalogueDoc, error) {
 // bothTasks decodes a graph file of both sides, at once: the largest (the stages
 // of sync, which require every task of every node) take seconds each.
 func bothTasks(ov, nv *sideView, name string) (ot, nt []*taskDoc, err error) {
+	oldTasks, newTasks := ov.tasks, nv.tasks
+	if sum, ok := ov.side.Digests[name]; ok && sum == nv.side.Digests[name] {
+		// The same bytes on both sides (their task catalogue changed): read
+		// once, from the side that need not encode them again (the applied
+		// files rather than a render).
+		src := ov
+		if ov.side.encoded && !nv.side.encoded {
+			src = nv
+		}
+		data, err := src.side.Read(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !isFormat2(data) {
+			ot, err = ov.tasksOf(name, data)
+			if err == nil {
+				nt, err = nv.tasksOf(name, data)
+			}
+			return ot, nt, err
+		}
+		// Scanned once, joined with each side's catalogue.
+		doc, err := readNodeV2(name, data)
+		if err != nil {
+			return nil, nil, err
+		}
+		again := make([]*taskDoc, len(doc))
+		for i, td := range doc {
+			c := *td
+			again[i] = &c
+		}
+		_, cluster, _, graph := artifactPath(name)
+		if ot, err = joinCatalogue(name, doc, func() (*catalogueDoc, error) { return ov.catalogue(cluster, graph) }); err != nil {
+			return nil, nil, err
+		}
+		nt, err = joinCatalogue(name, again, func() (*catalogueDoc, error) { return nv.catalogue(cluster, graph) })
+		return ot, nt, err
+	}
 	var oerr error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		ot, oerr = ov.tasks(name)
+		ot, oerr = oldTasks(name)
 	}()
-	nt, err = nv.tasks(name)
+	nt, err = newTasks(name)
 	<-done
 	if oerr != nil {
 		return nil, nil, oerr
