@@ -204,8 +204,9 @@ bench-large:
 # FLEET_CLUSTERS=50 for 50 clusters of 2,000), every command a child process,
 # FLEET_BENCHTIME iterations (median wall time, peak RSS, artifacts, work
 # directory and state size), everything on /dev/shm (internal/cli/fleet_bench_test.go).
-# 20,000 nodes take some 10 minutes an iteration on two cores and about 8 GB of
-# tmpfs; 100,000 nodes five times that. Never part of make test.
+# 20,000 nodes take some 20 to 30 minutes an iteration on two cores (most of it the
+# release change) and about 6 GB of tmpfs; 100,000 nodes five times that. Never
+# part of make test.
 FLEET_NODES ?= 20000
 FLEET_CLUSTERS ?= 40
 FLEET_BENCHTIME ?= 1x
