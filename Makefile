@@ -20,7 +20,7 @@ FUZZTIME  ?= 30s
 BENCHTIME ?= 5x
 BENCHCOUNT ?= 5
 
-.PHONY: all build image test test-etcd vet cross fmtcheck demo fuzz bench bench-render bench-large golden soak burst clean ci
+.PHONY: all build image test test-etcd vet cross fmtcheck demo fuzz bench bench-render bench-large bench-fleet golden soak burst clean ci
 
 all: build
 
@@ -190,7 +190,7 @@ fuzz:
 # iterations, and reports medians, peak RSS and ratios to render itself
 # (internal/cli/commands_bench_test.go).
 bench:
-	$(GO) test ./... -run '^$$' -bench . -skip '^Benchmark(Resolve|RenderLarge|RenderLargeFull|DiffLarge|Commands|CommandsLarge)$$' -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT)
+	$(GO) test ./... -run '^$$' -bench . -skip '^Benchmark(Resolve|RenderLarge|RenderLargeFull|DiffLarge|Commands|CommandsLarge|CommandsFleet)$$' -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT)
 	$(GO) test ./internal/cli -run '^$$' -bench '^BenchmarkCommands$$' -benchtime $(COMMANDS_BENCHTIME) -count 1 -timeout 0
 	$(MAKE) --no-print-directory bench-render
 
@@ -202,6 +202,21 @@ LARGE_BENCHTIME ?= 1x
 # iteration of 2,000 nodes takes some minutes on two cores.
 bench-large:
 	$(GO) test ./internal/cli -run '^$$' -bench '^BenchmarkCommandsLarge$$/^nodes=$(LARGE_NODES)$$' -benchtime $(LARGE_BENCHTIME) -count 1 -timeout 0
+
+# A fleet: the heavy shape's plugins and tasks with FLEET_NODES nodes in
+# FLEET_CLUSTERS clusters (20,000 in 40 by default; FLEET_NODES=100000
+# FLEET_CLUSTERS=50 for 50 clusters of 2,000), every command a child process,
+# FLEET_BENCHTIME iterations (median wall time, peak RSS, artifacts, work
+# directory and state size), everything on /dev/shm (internal/cli/fleet_bench_test.go).
+# 20,000 nodes take some 20 to 30 minutes an iteration on two cores (most of it the
+# release change) and about 6 GB of tmpfs; 100,000 nodes five times that. Never
+# part of make test.
+FLEET_NODES ?= 20000
+FLEET_CLUSTERS ?= 40
+FLEET_BENCHTIME ?= 1x
+bench-fleet:
+	TMPDIR=/dev/shm FUELSYNC_FLEET_NODES=$(FLEET_NODES) FUELSYNC_FLEET_CLUSTERS=$(FLEET_CLUSTERS) \
+	  $(GO) test ./internal/cli -run '^$$' -bench '^BenchmarkCommandsFleet$$' -benchtime $(FLEET_BENCHTIME) -count 1 -timeout 0
 
 RENDER_BENCHTIME ?= 5x
 

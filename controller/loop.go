@@ -424,9 +424,7 @@ func (l *Loop) holdsModel(files string) bool {
 func (l *Loop) record(res *operation.Result) {
 	var models []*render.Model
 	if res.Repo != nil {
-		for _, r := range res.Rendered {
-			models = append(models, r.Model)
-		}
+		models = append(models, res.Models...)
 		var kept []string
 		for _, c := range res.Kept {
 			if res.Repo.Cluster(c) != nil {

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
+
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/operation"
@@ -450,8 +452,10 @@ func Materialise(ctx context.Context, w *state.Workdir, src source.Source, st *s
 		}
 	}
 	type part struct {
-		rev string
-		rs  []*render.Rendered
+		rev      string
+		repo     *loader.Repo
+		held     map[string]hcl.Diagnostics
+		clusters []string
 	}
 	var parts []part
 	for _, revName := range slices.Sorted(maps.Keys(byRev)) {
@@ -462,15 +466,10 @@ func Materialise(ctx context.Context, w *state.Workdir, src source.Source, st *s
 		}
 		repo, diags := loader.Load(rev.FS, loader.Options{})
 		held, _ := operation.Hold(repo, st, diags)
-		each := render.RenderEach(repo, render.Options{Clusters: clusters, State: st})
-		for _, c := range clusters {
-			d := append(held[c], each.Clusters[c]...)
-			if d.HasErrors() {
-				return fmt.Errorf("rendering cluster %s of the applied revision %.12s of serial %d: %s", c, revName, st.Serial, operation.ProblemLines(loader.SortDiagnostics(d), 0)[0])
-			}
-		}
-		parts = append(parts, part{revName, each.Rendered})
+		parts = append(parts, part{revName, repo, held, clusters})
 	}
+	// Each cluster rendered, its files checked and written, one after the
+	// other: the set is made with the memory of a few clusters.
 	return w.WriteSet(st, func(put func(string, []byte) error) error {
 		var mu sync.Mutex
 		got := map[string]bool{}
@@ -485,11 +484,15 @@ func Materialise(ctx context.Context, w *state.Workdir, src source.Source, st *s
 			return put(name, data)
 		}
 		for _, pt := range parts {
-			err := render.Stream(pt.rs, pt.rev, toolVersion, func(name string, data []byte) error {
-				if name == "manifest.json" {
-					return nil // the whole set's: made below
+			_, err := render.Walk(pt.repo, render.Options{Clusters: pt.clusters, State: st}, false, func(wk *render.Walked) error {
+				c := wk.Cluster.Name
+				if d := append(slices.Clone(pt.held[c]), wk.Diagnostics...); d.HasErrors() {
+					return fmt.Errorf("rendering cluster %s of the applied revision %.12s of serial %d: %s", c, pt.rev, st.Serial, operation.ProblemLines(loader.SortDiagnostics(d), 0)[0])
 				}
-				return check(pt.rev, name, data)
+				if wk.Rendered == nil {
+					return nil // its files are missing: said below
+				}
+				return render.StreamCluster(wk.Rendered, func(name string, data []byte) error { return check(pt.rev, name, data) })
 			})
 			if err != nil {
 				return err

@@ -125,6 +125,12 @@ func decodeNodeV2(name string, data []byte, catalogue func() (*catalogueDoc, err
 	if err != nil {
 		return nil, err
 	}
+	return joinCatalogue(name, doc, catalogue)
+}
+
+// joinCatalogue joins the tasks of a node file of format 2 read by readNodeV2
+// with their entries of the task catalogue.
+func joinCatalogue(name string, doc []*taskDoc, catalogue func() (*catalogueDoc, error)) ([]*taskDoc, error) {
 	for _, td := range doc {
 		if td.Type != "" {
 			continue // its definition inline

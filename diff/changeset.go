@@ -3,6 +3,7 @@ package diff
 import (
 	"cmp"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strings"
 
@@ -307,7 +308,36 @@ type sideView struct {
 	byNode  map[string][]string // node → graph types, built by graphs
 	// catalogues are the task catalogues of format 2 read so far, by graph type.
 	catalogues map[string]*catalogueDoc
+	// idLists are the sorted task id lists oneSided made, by hash: the nodes
+	// of a class have the same tasks, and share one list.
+	idLists map[uint64][][]string
 }
+
+// intern returns the list of v equal to ids (sorted), ids itself the first
+// time: a first apply's change set holds a list of task ids a class of nodes,
+// not a node, so that it does not grow with every node's tasks.
+func (v *sideView) intern(ids []string) []string {
+	var h maphash.Hash
+	h.SetSeed(idSeed)
+	for _, id := range ids {
+		h.WriteString(id)
+		h.WriteByte(0)
+	}
+	sum := h.Sum64()
+	for _, l := range v.idLists[sum] {
+		if slices.Equal(l, ids) {
+			return l
+		}
+	}
+	if v.idLists == nil {
+		v.idLists = map[uint64][][]string{}
+	}
+	v.idLists[sum] = append(v.idLists[sum], ids)
+	return ids
+}
+
+// idSeed seeds the hashes of intern.
+var idSeed = maphash.MakeSeed()
 
 func viewOf(s *Side, cluster string) (*sideView, error) {
 	v := &sideView{side: s}
@@ -367,6 +397,12 @@ func (v *sideView) tasks(name string) ([]*taskDoc, error) {
 	if err != nil {
 		return nil, err
 	}
+	return v.tasksOf(name, data)
+}
+
+// tasksOf decodes data, the node file name of this side (format 2 with this
+// side's task catalogue).
+func (v *sideView) tasksOf(name string, data []byte) ([]*taskDoc, error) {
 	if isFormat2(data) {
 		_, cluster, _, graph := artifactPath(name)
 		return decodeNodeV2(name, data, func() (*catalogueDoc, error) { return v.catalogue(cluster, graph) })
@@ -387,16 +423,19 @@ func oneSided(ov, nv *sideView, graph, name string) (gc *GraphChange, ok bool) {
 	_, inOld := ov.side.Digests[name]
 	_, inNew := nv.side.Digests[name]
 	var ids []string
+	v := nv
 	switch {
 	case !inOld && inNew:
 		ids, ok = nv.modelIDs(name)
 	case inOld && !inNew:
 		ids, ok = ov.modelIDs(name)
+		v = ov
 	}
 	if !ok || len(ids) == 0 {
 		return nil, ok
 	}
 	slices.Sort(ids)
+	ids = v.intern(ids)
 	gc = &GraphChange{Graph: graph}
 	if inNew {
 		gc.Added = ids
@@ -462,13 +501,50 @@ func (v *sideView) catalogue(cluster, graph string) (*catalogueDoc, error) {
 // bothTasks decodes a graph file of both sides, at once: the largest (the stages
 // of sync, which require every task of every node) take seconds each.
 func bothTasks(ov, nv *sideView, name string) (ot, nt []*taskDoc, err error) {
+	oldTasks, newTasks := ov.tasks, nv.tasks
+	if sum, ok := ov.side.Digests[name]; ok && sum == nv.side.Digests[name] {
+		// The same bytes on both sides (their task catalogue changed): read
+		// once, from the side that need not encode them again (the applied
+		// files rather than a render).
+		src := ov
+		if ov.side.encoded && !nv.side.encoded {
+			src = nv
+		}
+		data, err := src.side.Read(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !isFormat2(data) {
+			ot, err = ov.tasksOf(name, data)
+			if err == nil {
+				nt, err = nv.tasksOf(name, data)
+			}
+			return ot, nt, err
+		}
+		// Scanned once, joined with each side's catalogue.
+		doc, err := readNodeV2(name, data)
+		if err != nil {
+			return nil, nil, err
+		}
+		again := make([]*taskDoc, len(doc))
+		for i, td := range doc {
+			c := *td
+			again[i] = &c
+		}
+		_, cluster, _, graph := artifactPath(name)
+		if ot, err = joinCatalogue(name, doc, func() (*catalogueDoc, error) { return ov.catalogue(cluster, graph) }); err != nil {
+			return nil, nil, err
+		}
+		nt, err = joinCatalogue(name, again, func() (*catalogueDoc, error) { return nv.catalogue(cluster, graph) })
+		return ot, nt, err
+	}
 	var oerr error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		ot, oerr = ov.tasks(name)
+		ot, oerr = oldTasks(name)
 	}()
-	nt, err = nv.tasks(name)
+	nt, err = newTasks(name)
 	<-done
 	if oerr != nil {
 		return nil, nil, oerr

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 
@@ -318,7 +319,8 @@ func TestChangeSetFromFormat1(t *testing.T) {
 }
 
 // TestChangeSetCatalogueOnly: a task definition edited in a release changes the
-// task catalogue and no node file; the task is changed on every node that runs it.
+// task catalogue and no node file; the task is changed on every node that runs it,
+// and each node file, the same on both sides, is read once.
 func TestChangeSetCatalogueOnly(t *testing.T) {
 	base := quickstart(t)
 	head := edit(t, base, "plugins/quickstart/graphs/deployment.yaml",
@@ -334,9 +336,27 @@ func TestChangeSetCatalogueOnly(t *testing.T) {
 	if diff := cmp.Diff([]string{"demo/tasks/default.yaml"}, changed); diff != "" {
 		t.Fatalf("changed files (-want +got):\n%s", diff)
 	}
+	// A node file with the same bytes on both sides is read once, not once a
+	// side (a render's is encoded again when read).
+	var mu sync.Mutex
+	reads := map[string]int{}
+	for _, s := range []*Side{oldSide, newSide} {
+		read := s.Read
+		s.Read = func(name string) ([]byte, error) {
+			mu.Lock()
+			reads[name]++
+			mu.Unlock()
+			return read(name)
+		}
+	}
 	cs, err := Compute(oldSide, newSide)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for name, n := range reads {
+		if strings.Contains(name, "/nodes/") && n != 1 {
+			t.Errorf("%s, the same on both sides, read %d times", name, n)
+		}
 	}
 	nodes := 0
 	for _, nc := range cs.Clusters[0].Nodes {

@@ -19,40 +19,76 @@ import (
 // unified diffs read them). Any other file is encoded again when read. revision
 // and toolVersion are those of manifest.json.
 func RenderedSide(rs []*render.Rendered, revision, toolVersion string, base map[string]string) (*Side, error) {
-	var mu sync.Mutex
-	digests := map[string]string{}
-	kept := map[string][]byte{}
-	err := render.Stream(rs, revision, toolVersion, func(name string, data []byte) error {
-		sum := sha256.Sum256(data)
-		hexSum := hex.EncodeToString(sum[:])
-		var keep []byte
-		// cluster.yaml says what the nodes are, changed or not. A node file base
-		// does not have is compared by the model's task ids (bothTasks), not read:
-		// it is encoded again if something asks for its bytes (a unified diff),
-		// rather than held through a first apply (every file of the render).
-		before, inBase := base[name]
-		kind, _, _, _ := artifactPath(name)
-		switch {
-		case strings.HasSuffix(name, "/cluster.yaml"):
-			keep = bytes.Clone(data)
-		case kind == "node" && base != nil:
-			if inBase && before != hexSum {
-				keep = bytes.Clone(data)
-			}
-		case before != hexSum:
-			keep = bytes.Clone(data)
-		}
-		mu.Lock()
-		digests[name] = hexSum
-		if keep != nil {
-			kept[name] = keep
-		}
-		mu.Unlock()
-		return nil
-	})
-	if err != nil {
+	c := newCollector(base, nil)
+	if err := render.Stream(rs, revision, toolVersion, c.put); err != nil {
 		return nil, err
 	}
+	return c.side(rs), nil
+}
+
+// RenderedClusterSide is RenderedSide of one rendered cluster: its files, without
+// manifest.json. each, when not nil, is handed every file with its digest (hex)
+// as it is encoded, from several goroutines at once (data is valid until it
+// returns); its first error stops the encoding and is returned.
+func RenderedClusterSide(r *render.Rendered, base map[string]string, each func(name string, data []byte, sum string) error) (*Side, error) {
+	c := newCollector(base, each)
+	if err := render.StreamCluster(r, c.put); err != nil {
+		return nil, err
+	}
+	return c.side([]*render.Rendered{r}), nil
+}
+
+// collector gathers the digests of a render as it is streamed, and the files
+// a comparison with base reads.
+type collector struct {
+	base    map[string]string
+	each    func(name string, data []byte, sum string) error
+	mu      sync.Mutex
+	digests map[string]string
+	kept    map[string][]byte
+}
+
+func newCollector(base map[string]string, each func(name string, data []byte, sum string) error) *collector {
+	return &collector{base: base, each: each, digests: map[string]string{}, kept: map[string][]byte{}}
+}
+
+func (c *collector) put(name string, data []byte) error {
+	sum := sha256.Sum256(data)
+	hexSum := hex.EncodeToString(sum[:])
+	if c.each != nil {
+		if err := c.each(name, data, hexSum); err != nil {
+			return err
+		}
+	}
+	var keep []byte
+	// cluster.yaml says what the nodes are, changed or not. A node file base
+	// does not have is compared by the model's task ids (bothTasks), not read:
+	// it is encoded again if something asks for its bytes (a unified diff),
+	// rather than held through a first apply (every file of the render).
+	before, inBase := c.base[name]
+	kind, _, _, _ := artifactPath(name)
+	switch {
+	case strings.HasSuffix(name, "/cluster.yaml"):
+		keep = bytes.Clone(data)
+	case kind == "node" && c.base != nil:
+		if inBase && before != hexSum {
+			keep = bytes.Clone(data)
+		}
+	case before != hexSum:
+		keep = bytes.Clone(data)
+	}
+	c.mu.Lock()
+	c.digests[name] = hexSum
+	if keep != nil {
+		c.kept[name] = keep
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+// side is the side of the render rs collected.
+func (c *collector) side(rs []*render.Rendered) *Side {
+	digests, kept := c.digests, c.kept
 	return &Side{
 		Digests:  digests,
 		Rendered: rs,
@@ -68,7 +104,7 @@ func RenderedSide(rs []*render.Rendered, revision, toolVersion string, base map[
 			// catalogue did: encoded again.
 			return render.EncodeFile(rs, name)
 		},
-	}, nil
+	}
 }
 
 // FSSide is an artifact set stored as files (an applied set), with the digests

@@ -143,8 +143,9 @@ type Result struct {
 	Plan *Plan
 	// Clusters are every cluster's result, sorted by name.
 	Clusters []*ClusterResult
-	// Rendered are the clusters rendered.
-	Rendered []*render.Rendered
+	// Models are the models of the clusters rendered and planned (their
+	// graphs dropped once compared), in the order of their names.
+	Models []*render.Model
 	// Kept are the clusters whose applied artifacts were kept, not rendered.
 	Kept []string
 	// Again says a cluster waits for another that this run changed: the next
@@ -164,10 +165,15 @@ type Result struct {
 
 	// heldAll is the guard's reason to hold the whole revision.
 	heldAll string
+	// outs are what the plan kept of each cluster it rendered and planned.
+	outs map[string]*clusterOut
 	// unreadable says the applied set could not be made again: the apply
-	// publishes every file, the kept clusters' from forced (their renders).
+	// publishes every file, the kept clusters' rendered again (keptStaged:
+	// those staged).
 	unreadable bool
-	forced     []*render.Rendered
+	keptStaged map[string]string
+	// repos are the applied revisions loaded.
+	repos *revisionRepos
 }
 
 // hasArtifacts says whether st has applied artifacts of cluster c.
@@ -291,8 +297,17 @@ func (o *Operation) Run(ctx context.Context, req Request) (*Result, error) {
 		res.Clusters = recordedClusters(st)
 		return res, nil
 	}
-	// 4. Load, validate, render what changed, and plan.
-	if err := o.plan(res, req, st, files); err != nil {
+	// 4. Load, validate, render what changed, and plan; an apply writes the
+	// new files of each cluster to the object store as it goes (the stage),
+	// rather than keep every cluster's render until it publishes.
+	var stage *state.Stage
+	if req.Apply && lock != nil {
+		if stage, err = w.NewStage(lock); err != nil {
+			return res, err
+		}
+		defer stage.Discard() // what no set links
+	}
+	if err := o.plan(res, req, st, files, stage); err != nil {
 		return res, err
 	}
 	p := res.Plan
@@ -315,7 +330,7 @@ func (o *Operation) Run(ctx context.Context, req Request) (*Result, error) {
 	if req.Confirm != nil && req.Saved == nil && !req.Confirm(res) {
 		return res, ErrCancelled
 	}
-	return o.apply(res, lock)
+	return o.apply(res, lock, stage)
 }
 
 // needsApply says whether applying the plan of res writes anything: changes,
@@ -383,39 +398,42 @@ func (o *Operation) runAsking(ctx context.Context, req Request) (*Result, error)
 	if st.Serial != res.State.Serial || st.Lineage != res.State.Lineage {
 		return res, &StaleError{Plan: res.State, State: st, Asked: true}
 	}
-	return o.apply(res, lock)
+	return o.apply(res, lock, nil)
 }
 
-// apply applies the plan of res, made against res.State, under lock.
-func (o *Operation) apply(res *Result, lock *state.Lock) (*Result, error) {
+// apply applies the plan of res, made against res.State, under lock: the
+// files stage holds (nil: none) are linked, the others read from the applied
+// set or rendered again.
+func (o *Operation) apply(res *Result, lock *state.Lock, stage *state.Stage) (*Result, error) {
 	w, st, p := o.Workdir, res.State, res.Plan
 	if err := o.leading(); err != nil {
 		return res, err
 	}
-	rendered := res.Rendered
-	switch {
-	case res.unreadable:
-		// Every file is published, from renders: none is here to keep.
-		rendered = append(slices.Clone(rendered), res.forced...)
-	case !p.ChangesPresent:
-		rendered = nil // statuses only: the applied files are kept
-	}
-	next, err := Apply(w, lock, st, p, rendered)
-	var damaged *DamagedFilesError
-	if errors.As(err, &damaged) {
-		// Applied files changed in place, their objects too: the clusters
-		// are rendered again from their applied revision, and the apply
-		// writes them anew (never wedged on them).
-		more, rerr := o.renderApplied(st, res, damaged.Clusters)
-		if rerr != nil {
-			return res, fmt.Errorf("%w; rendering them again failed: %v", err, rerr)
+	src := setSource{stage: stage, staged: map[string]string{}, unreadable: res.unreadable}
+	if stage != nil {
+		for _, out := range res.outs {
+			maps.Copy(src.staged, out.staged)
 		}
-		for i, c := range damaged.Clusters {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("the applied files of cluster %s were changed in place (%v); they are rendered again from revision %s and written anew",
-				c, damaged.Errs[i], source.Short(appliedRevision(st, c))))
-		}
-		next, err = Apply(w, lock, st, p, append(slices.Clone(rendered), more...))
+		maps.Copy(src.staged, res.keptStaged)
 	}
+	models := res.Models
+	if !p.ChangesPresent && !res.unreadable {
+		models = nil // statuses only: the applied files are kept
+	}
+	src.render = func(clusters []string, put func(name string, data []byte) error) error {
+		return o.renderAgain(res, res.repos, clusters, put)
+	}
+	src.damaged = func(c string, err error) {
+		// Applied files changed in place, their objects too: the cluster is
+		// rendered again from its applied revision, and the apply writes
+		// them anew (never wedged on them).
+		if _, ok := res.outs[c]; ok {
+			return // rendered by this plan: its files are written anew anyway
+		}
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the applied files of cluster %s were changed in place (%v); they are rendered again from revision %s and written anew",
+			c, err, source.Short(appliedRevision(st, c))))
+	}
+	next, err := publishPlan(w, lock, st, p, models, src)
 	if err != nil {
 		return res, err
 	}
@@ -490,7 +508,7 @@ const (
 
 // plan loads and renders the revision and plans it against st, cluster by
 // cluster: res gets the plan and every cluster's result.
-func (o *Operation) plan(res *Result, req Request, st *state.State, files string) error {
+func (o *Operation) plan(res *Result, req Request, st *state.State, files string, stage *state.Stage) error {
 	w := o.Workdir
 	rev := req.Revision
 	if o.OnLoad != nil {
@@ -556,15 +574,28 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 			list = append(list, name)
 		}
 	}
-	var each *render.Each
+	// Each cluster of list is rendered, compared with its applied artifacts
+	// and, for an apply, its new files staged, one after the other; the
+	// graphs of each are dropped once it is done.
+	repos := &revisionRepos{open: o.OpenRevision}
+	pl := &planner{
+		st: st, old: byCluster(st.Artifacts), applied: w.SetFS(st.Serial), unreadable: unreadable, stage: stage,
+		guard:     o.Guard && !o.AllowEmpty && !repo.Settings.AllowEmpty,
+		oldRender: o.oldRender(st, repos),
+		outs:      map[string]*clusterOut{}, diags: map[string]hcl.Diagnostics{},
+	}
 	if len(list) > 0 {
-		each = render.RenderEach(repo, render.Options{Clusters: list, State: st})
+		data, err := render.Walk(repo, render.Options{Clusters: list, State: st}, false, pl.cluster)
+		if err != nil {
+			return err
+		}
 		if o.OnRender != nil {
 			o.OnRender(list)
 		}
-		diags = append(diags, each.Data...)
-		res.Orphans = append(res.Orphans, attr.attribute(each.Data, holds)...)
-		for name, d := range each.Clusters {
+		diags = append(diags, data...)
+		res.Orphans = append(res.Orphans, attr.attribute(data, holds)...)
+		for _, name := range list {
+			d := pl.diags[name]
 			diags = append(diags, d...)
 			for _, e := range d {
 				if e.Severity == hcl.DiagError {
@@ -574,12 +605,11 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 		}
 	}
 	res.Diagnostics = loader.SortDiagnostics(diags)
-	var rendered []*render.Rendered
-	if each != nil {
-		for _, r := range each.Rendered {
-			if len(holds[r.Model.Cluster.Name]) == 0 {
-				rendered = append(rendered, r)
-			}
+	// The clusters rendered, without errors, in the order of names.
+	var rendered []string
+	for _, name := range names {
+		if out := pl.outs[name]; out != nil && len(holds[name]) == 0 {
+			rendered = append(rendered, name)
 		}
 	}
 	for name, d := range disp {
@@ -590,29 +620,32 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 	// The guard: a cluster left without a node is held back, and so is every
 	// cluster when the revision leaves no node at all.
 	guarded := map[string]string{}
-	if o.Guard && !o.AllowEmpty && !repo.Settings.AllowEmpty {
+	if pl.guard {
 		var keptNames []string
 		for name, d := range disp {
 			if d != dispRender && d != dispGone {
 				keptNames = append(keptNames, name)
 			}
 		}
-		if why := emptying(st, rendered, keptNames); strings.HasPrefix(why, "removes every cluster") {
+		var rs []*render.Rendered
+		for _, name := range rendered {
+			rs = append(rs, &render.Rendered{Model: pl.outs[name].model})
+		}
+		if why := emptying(st, rs, keptNames); strings.HasPrefix(why, "removes every cluster") {
 			// The whole revision is held: planned (the status shows what it
 			// would do), never applied, nothing recorded.
 			res.heldAll = fmt.Sprintf("held back: revision %s %s; it is applied only with --allow-empty, or allow_empty: true in fuelsync.yaml", source.Short(rev.SHA), why)
 		}
-		for _, r := range rendered {
-			name := r.Model.Cluster.Name
-			if cs := st.Clusters[name]; cs != nil && len(cs.Nodes) > 0 && len(r.Model.Cluster.Nodes) == 0 {
+		for _, name := range rendered {
+			if pl.outs[name].emptied {
 				guarded[name] = fmt.Sprintf("held back: revision %s removes every node of cluster %s (%d applied); it is applied only with --allow-empty, or allow_empty: true in fuelsync.yaml",
-					source.Short(rev.SHA), name, len(cs.Nodes))
+					source.Short(rev.SHA), name, len(st.Clusters[name].Nodes))
 			}
 		}
 		for name := range guarded {
 			disp[name] = dispHeld
 		}
-		rendered = slices.DeleteFunc(rendered, func(r *render.Rendered) bool { return guarded[r.Model.Cluster.Name] != "" })
+		rendered = slices.DeleteFunc(rendered, func(name string) bool { return guarded[name] != "" })
 	}
 	if rev.SHA == source.WorkingTree && files != "" && inputFingerprint(rev.FS, req.Skip) != files {
 		// A working tree edited while it was loaded: its fingerprint says
@@ -620,26 +653,11 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 		files, cfiles = "", nil
 	}
 
-	// The plan of every cluster rendered; the others keep their applied
-	// artifacts.
-	kept := func(exclude func(string) bool) []string {
-		var out []string
-		for _, name := range names {
-			if d := disp[name]; d != dispRender && d != dispGone && !exclude(name) {
-				out = append(out, name)
-			}
-		}
-		return out
-	}
-	in := PlanInput{Rendered: rendered, Kept: kept(func(string) bool { return false }), Revision: rev.SHA, ToolVersion: o.ToolVersion, Unreadable: unreadable}
-	in.Applied = o.appliedRender(st)
-	p, err := PlanWith(w, st, in)
-	if err != nil {
-		return err
-	}
 	changes := map[string]*diff.ClusterChange{}
-	for _, cc := range p.Changes.Clusters {
-		changes[cc.Name] = cc
+	for _, name := range rendered {
+		if cc := pl.outs[name].change; cc != nil {
+			changes[name] = cc
+		}
 	}
 	// Policy: a manual cluster's changes wait for approval; a cluster waits
 	// for the clusters it depends on to be synced at this revision (their
@@ -658,8 +676,8 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 	waiting := map[string][]string{}
 	unhealthy := map[string][]string{} // why each cluster waits for a dependency's health
 	awaiting := map[string]bool{}
-	for _, r := range rendered {
-		c := r.Model.Cluster
+	for _, name := range rendered {
+		c := pl.outs[name].model.Cluster
 		if changes[c.Name] == nil {
 			continue
 		}
@@ -679,50 +697,85 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 		}
 	}
 	deferred := func(name string) bool { return awaiting[name] || len(waiting[name])+len(unhealthy[name]) > 0 }
-	full := p
-	if len(awaiting)+len(waiting)+len(unhealthy) > 0 {
-		in.Rendered = slices.DeleteFunc(slices.Clone(rendered), func(r *render.Rendered) bool { return deferred(r.Model.Cluster.Name) })
-		in.Kept = kept(func(string) bool { return false })
-		for name := range awaiting {
-			in.Kept = append(in.Kept, name)
-		}
-		for name := range waiting {
-			in.Kept = appendNew(in.Kept, name)
-		}
-		for name := range unhealthy {
-			in.Kept = appendNew(in.Kept, name)
-		}
-		slices.Sort(in.Kept)
-		if p, err = PlanWith(w, st, in); err != nil {
-			return err
-		}
-		res.Again = len(waiting) > 0
+	res.Again = len(waiting) > 0
+	if len(unhealthy) > 0 {
 		res.WaitingHealth = slices.Sorted(maps.Keys(unhealthy))
 	}
-	// A cluster waiting for a health is not applied: the state is not the
-	// outcome of these inputs (the same commit is planned again once the
-	// health comes).
-	p.InputFiles, p.ClusterFiles, p.Again = files, cfiles, res.Again || len(unhealthy) > 0
-	p.Targets = slices.Clone(req.Targets)
+	// The plan: the clusters rendered and not deferred; every other cluster
+	// keeps its applied artifacts.
+	var keptNames []string
+	for _, name := range names {
+		if d := disp[name]; d != dispRender && d != dispGone || deferred(name) {
+			keptNames = append(keptNames, name)
+		}
+	}
+	digests := map[string]string{}
+	var planned []*diff.ClusterChange
+	res.outs = map[string]*clusterOut{}
+	for _, name := range rendered {
+		if deferred(name) {
+			continue
+		}
+		out := pl.outs[name]
+		res.outs[name] = out
+		res.Models = append(res.Models, out.model)
+		maps.Copy(digests, out.digests)
+		if out.change != nil {
+			planned = append(planned, out.change)
+		}
+	}
+	gone, err := assemble(st, pl.applied, unreadable, digests, keptNames, rev.SHA, o.ToolVersion)
+	if err != nil {
+		return err
+	}
+	cs := changeSet(append(planned, gone...))
+	for _, cc := range gone {
+		changes[cc.Name] = cc
+	}
+	p := &Plan{
+		FormatVersion: PlanFormatVersion, Lineage: st.Lineage, Serial: st.Serial, Revision: rev.SHA, ToolVersion: o.ToolVersion,
+		Artifacts: digests, ChangesPresent: !cs.Empty(), Changes: cs,
+		InputFiles: files, ClusterFiles: cfiles, Targets: slices.Clone(req.Targets),
+		// A cluster waiting for a health is not applied: the state is not the
+		// outcome of these inputs (the same commit is planned again once the
+		// health comes).
+		Again: res.Again || len(unhealthy) > 0,
+	}
 	res.Plan = p
-	res.Rendered = in.Rendered
-	res.Kept = in.Kept
+	res.Kept = keptNames
 	if unreadable {
 		// The clusters kept must be published too, and their files are not
-		// here: each is rendered again where it can be.
-		var need []string
-		for _, c := range in.Kept {
-			if hasArtifacts(st, c) {
-				need = append(need, c)
+		// here: each is rendered again where it can be (and staged).
+		res.keptStaged = map[string]string{}
+		for _, c := range keptNames {
+			if !hasArtifacts(st, c) {
+				continue
+			}
+			r, err := o.renderAt(res, repos, c)
+			if err != nil {
+				return fmt.Errorf("the applied set of serial %d cannot be made again, and %w: make the cluster valid at revision %s (or push a state without it, fuelsync state push)",
+					st.Serial, err, source.Short(rev.SHA))
+			}
+			if stage != nil {
+				var mu sync.Mutex
+				err := render.StreamCluster(r, func(name string, data []byte) error {
+					sum, err := stage.Put(data)
+					if err != nil {
+						return &StageError{Err: err}
+					}
+					mu.Lock()
+					res.keptStaged[name] = sum
+					mu.Unlock()
+					return nil
+				})
+				if err != nil {
+					return err
+				}
 			}
 		}
-		more, err := o.renderApplied(st, res, need)
-		if err != nil {
-			return fmt.Errorf("the applied set of serial %d cannot be made again, and %w: make the cluster valid at revision %s (or push a state without it, fuelsync state push)",
-				st.Serial, err, source.Short(rev.SHA))
-		}
-		res.unreadable, res.forced = true, more
+		res.unreadable = true
 	}
+	res.repos = repos
 
 	// Every cluster's result, and its record in the state the plan writes.
 	for _, name := range names {
@@ -736,7 +789,7 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 			switch {
 			case awaiting[name]:
 				cr.Status = state.StatusAwaitingApproval
-				rec.Pending = pendingOf(st, full, name, rev.SHA)
+				rec.Pending = pendingOf(st, pl.outs[name], name, rev.SHA)
 			case len(waiting[name]) > 0:
 				cr.Status = state.StatusOutOfSync
 				for _, dep := range waiting[name] {
@@ -898,14 +951,12 @@ func samePending(a, b *state.Pending) bool {
 	return a.Revision == b.Revision && a.Digest == b.Digest && a.Base == b.Base
 }
 
-// pendingOf is the pending plan of cluster name in the plan p (made against
-// st) of revision rev.
-func pendingOf(st *state.State, p *Plan, name, rev string) *state.Pending {
-	pd := &state.Pending{Revision: rev, Digest: ArtifactsDigest(p.Artifacts, name), Base: ArtifactsDigest(st.Artifacts, name)}
-	for _, cc := range p.Changes.Clusters {
-		if cc.Name == name {
-			pd.Summary = diff.Summarize([]*diff.ClusterChange{cc})
-		}
+// pendingOf is the pending plan of cluster name, rendered as out against
+// st, of revision rev.
+func pendingOf(st *state.State, out *clusterOut, name, rev string) *state.Pending {
+	pd := &state.Pending{Revision: rev, Digest: ArtifactsDigest(out.digests, name), Base: ArtifactsDigest(st.Artifacts, name)}
+	if out.change != nil {
+		pd.Summary = diff.Summarize([]*diff.ClusterChange{out.change})
 	}
 	return pd
 }
@@ -996,77 +1047,6 @@ func appliedRevision(st *state.State, c string) string {
 		return cs.Revision
 	}
 	return st.Revision
-}
-
-// renderApplied renders clusters at the revision each was applied at, with
-// the applied state: the revision of res when it is that one (its inputs are
-// those it was applied with), else a commit OpenRevision opens.
-func (o *Operation) renderApplied(st *state.State, res *Result, clusters []string) ([]*render.Rendered, error) {
-	var out []*render.Rendered
-	for _, c := range clusters {
-		rev := appliedRevision(st, c)
-		repo := res.Repo
-		if rev != res.Revision || repo == nil {
-			if o.OpenRevision == nil || !commitSHA().MatchString(rev) {
-				return nil, fmt.Errorf("cluster %s was applied at revision %s, which cannot be read again", c, source.Short(rev))
-			}
-			fsys, err := o.OpenRevision(rev)
-			if err != nil {
-				return nil, fmt.Errorf("reading revision %s of cluster %s: %w", source.Short(rev), c, err)
-			}
-			repo, _ = loader.Load(fsys, loader.Options{})
-		}
-		each := render.RenderEach(repo, render.Options{Clusters: []string{c}, State: st})
-		if d := each.Clusters[c]; d.HasErrors() || len(each.Rendered) != 1 {
-			return nil, fmt.Errorf("cluster %s does not render at revision %s", c, source.Short(rev))
-		}
-		out = append(out, each.Rendered[0])
-	}
-	return out, nil
-}
-
-// appliedRender renders, for the clusters asked for, the revision their
-// applied artifacts are the render of, when it is a commit OpenRevision can
-// open: the change set then says which tag or plugin took tasks away. nil
-// without OpenRevision.
-func (o *Operation) appliedRender(st *state.State) func(clusters []string) []*render.Rendered {
-	if o.OpenRevision == nil {
-		return nil
-	}
-	return func(clusters []string) []*render.Rendered {
-		byRev := map[string][]string{}
-		for _, c := range clusters {
-			rev := st.Revision
-			if cs := st.Clusters[c]; cs != nil && cs.Revision != "" {
-				rev = cs.Revision
-			}
-			if commitSHA().MatchString(rev) {
-				byRev[rev] = append(byRev[rev], c)
-			}
-		}
-		var out []*render.Rendered
-		for _, rev := range slices.Sorted(maps.Keys(byRev)) {
-			fsys, err := o.OpenRevision(rev)
-			if err != nil {
-				continue
-			}
-			repo, diags := loader.Load(fsys, loader.Options{})
-			// The clusters asked for render on their own, whatever another
-			// cluster's errors.
-			held := map[string]hcl.Diagnostics{}
-			newAttribution(repo, nil).attribute(diags, held)
-			each := render.RenderEach(repo, render.Options{Clusters: byRev[rev], State: st})
-			for _, r := range each.Rendered {
-				if name := r.Model.Cluster.Name; len(held[name]) == 0 && !each.Clusters[name].HasErrors() {
-					out = append(out, r)
-				}
-			}
-			if o.OnRenderApplied != nil {
-				o.OnRenderApplied(byRev[rev])
-			}
-		}
-		return out
-	}
 }
 
 // Outcome is how a reconcile ended: one word each, in the logs, the status and

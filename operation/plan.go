@@ -62,9 +62,6 @@ type Plan struct {
 	// that changes statuses only keeps the applied set's files, manifest
 	// included.
 	SetRevision string `json:"set_revision,omitempty"`
-
-	// rendered is the render the plan was made from (not saved).
-	rendered []*render.Rendered
 }
 
 // MakePlan compares the applied state st (its artifacts in the work directory)
@@ -99,11 +96,8 @@ type PlanInput struct {
 
 // PlanWith compares the applied state st (its artifacts in the work
 // directory) with in: a render of in.Revision, and the clusters it keeps.
+// Each rendered cluster is compared on its own, as an Operation compares them.
 func PlanWith(w *state.Workdir, st *state.State, in PlanInput) (*Plan, error) {
-	newSide, err := diff.RenderedSide(in.Rendered, in.Revision, in.ToolVersion, st.Artifacts)
-	if err != nil {
-		return nil, err
-	}
 	// The applied set of st by its serial, not through current, which another
 	// apply may switch meanwhile.
 	if _, err := os.Stat(w.SetDir(st.Serial)); err != nil && w.Backend != nil && st.Serial > 0 && !in.Unreadable {
@@ -111,69 +105,92 @@ func PlanWith(w *state.Workdir, st *state.State, in PlanInput) (*Plan, error) {
 			w.Backend, st.Serial, w.SetDir(st.Serial))
 	}
 	applied := w.SetFS(st.Serial)
-	if len(in.Kept) > 0 {
-		if err := keepApplied(newSide, st, applied, in); err != nil {
-			return nil, err
+	old := byCluster(st.Artifacts)
+	digests := map[string]string{}
+	var changes []*diff.ClusterChange
+	for _, r := range in.Rendered {
+		c := r.Model.Cluster.Name
+		var oldRender func() *render.Rendered
+		if in.Applied != nil {
+			oldRender = func() *render.Rendered {
+				for _, or := range in.Applied([]string{c}) {
+					if or.Model.Cluster.Name == c {
+						return or
+					}
+				}
+				return nil
+			}
+		}
+		d, cc, err := compareCluster(r, old[c], applied, in.Unreadable, oldRender, nil)
+		if err != nil {
+			return nil, fmt.Errorf("comparing with the applied artifacts of serial %d in %s: %w", st.Serial, w.Dir, err)
+		}
+		maps.Copy(digests, d)
+		if cc != nil {
+			changes = append(changes, cc)
 		}
 	}
-	oldSide := diff.FSSide(applied, st.Artifacts)
-	oldSide.Unreadable = in.Unreadable
-	if in.Applied != nil {
-		// Only the clusters whose artifacts differ are compared: the applied
-		// revision is rendered for them alone.
-		if changed := changedClusters(st.Artifacts, newSide.Digests); len(changed) > 0 {
-			oldSide.Rendered = in.Applied(changed)
-		}
-	}
-	cs, err := diff.Compute(oldSide, newSide)
+	more, err := assemble(st, applied, in.Unreadable, digests, in.Kept, in.Revision, in.ToolVersion)
 	if err != nil {
-		return nil, fmt.Errorf("comparing with the applied artifacts of serial %d in %s: %w", st.Serial, w.Dir, err)
+		return nil, err
 	}
+	cs := changeSet(append(changes, more...))
 	return &Plan{
 		FormatVersion:  PlanFormatVersion,
 		Lineage:        st.Lineage,
 		Serial:         st.Serial,
 		Revision:       in.Revision,
 		ToolVersion:    in.ToolVersion,
-		Artifacts:      newSide.Digests,
+		Artifacts:      digests,
 		ChangesPresent: !cs.Empty(),
 		Changes:        cs,
-		rendered:       in.Rendered,
 	}, nil
 }
 
-// keepApplied adds to side, the render of the clusters not kept, the applied
-// artifacts of the kept clusters (read from the applied set when asked) and
-// the manifest of the whole set.
-func keepApplied(side *diff.Side, st *state.State, applied fs.FS, in PlanInput) error {
-	delete(side.Digests, "manifest.json")
-	kept := map[string]bool{}
-	for name, sum := range st.Artifacts {
-		if c := state.ClusterOf(name); c != "" && slices.Contains(in.Kept, c) {
-			if _, dup := side.Digests[name]; dup {
-				return fmt.Errorf("cluster %s is both kept and rendered", c)
+// assemble completes digests, the files of the clusters rendered, into the
+// digests of a whole set: the applied files of the kept clusters, and the
+// manifest of the set. It returns the changes of the clusters of st that
+// have no file left (removed).
+func assemble(st *state.State, applied fs.FS, unreadable bool, digests map[string]string, kept []string, revision, toolVersion string) ([]*diff.ClusterChange, error) {
+	old := byCluster(st.Artifacts)
+	for _, c := range kept {
+		for name, sum := range old[c] {
+			if _, dup := digests[name]; dup {
+				return nil, fmt.Errorf("cluster %s is both kept and rendered", c)
 			}
-			side.Digests[name] = sum
-			kept[name] = true
+			digests[name] = sum
 		}
 	}
-	manifest, err := render.Manifest(side.Digests, in.Revision, in.ToolVersion)
+	manifest, err := render.Manifest(digests, revision, toolVersion)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sum := sha256.Sum256(manifest)
-	side.Digests["manifest.json"] = hex.EncodeToString(sum[:])
-	read := side.Read
-	side.Read = func(name string) ([]byte, error) {
-		switch {
-		case name == "manifest.json":
-			return manifest, nil
-		case kept[name]:
-			return fs.ReadFile(applied, name)
-		}
-		return read(name)
+	digests["manifest.json"] = hex.EncodeToString(sum[:])
+	var gone []*diff.ClusterChange
+	present := map[string]bool{}
+	for name := range digests {
+		present[state.ClusterOf(name)] = true
 	}
-	return nil
+	for _, c := range slices.Sorted(maps.Keys(old)) {
+		if c == "" || present[c] {
+			continue
+		}
+		cc, err := goneChange(old[c], applied, unreadable)
+		if err != nil {
+			return nil, fmt.Errorf("comparing with the applied artifacts of serial %d: %w", st.Serial, err)
+		}
+		if cc != nil {
+			gone = append(gone, cc)
+		}
+	}
+	return gone, nil
+}
+
+// changeSet is the change set of the clusters' changes, sorted by name.
+func changeSet(clusters []*diff.ClusterChange) *diff.ChangeSet {
+	slices.SortFunc(clusters, func(a, b *diff.ClusterChange) int { return strings.Compare(a.Name, b.Name) })
+	return &diff.ChangeSet{Clusters: clusters, Summary: diff.Summarize(clusters)}
 }
 
 // changedClusters lists, sorted, the clusters with an artifact whose digest
@@ -264,46 +281,172 @@ func (p *Plan) CheckFresh(st *state.State, planFile string) error {
 // does not render are kept (PlanInput.Kept): their files are taken from the
 // applied set of st, and must be the plan's too. The caller holds the lock.
 func Apply(w *state.Workdir, l *state.Lock, st *state.State, p *Plan, rs []*render.Rendered) (*state.State, error) {
+	var models []*render.Model
+	var names []string
+	for _, r := range rs {
+		models = append(models, r.Model)
+		names = append(names, r.Model.Cluster.Name)
+	}
+	return publishPlan(w, l, st, p, models, setSource{
+		fromRender: names,
+		render: func(clusters []string, put func(name string, data []byte) error) error {
+			for _, r := range rs {
+				if slices.Contains(clusters, r.Model.Cluster.Name) {
+					if err := render.StreamCluster(r, put); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		},
+		canRender: func(c string) bool { return slices.Contains(names, c) },
+	})
+}
+
+// setSource says where publishPlan takes the files of a set from: the stage
+// (files written while planning), the applied set (a file that did not
+// change), or a render made again.
+type setSource struct {
+	// stage and staged are the files staged: path → sha256.
+	stage  *state.Stage
+	staged map[string]string
+	// fromRender are clusters whose every file is taken from render.
+	fromRender []string
+	// render hands put the files of the clusters named, rendered again; a
+	// file already put is not put again. canRender says whether it can
+	// render a cluster (nil: any).
+	render    func(clusters []string, put func(name string, data []byte) error) error
+	canRender func(c string) bool
+	// damaged, when set, is told each cluster whose applied files cannot be
+	// read as the state records them, before they are rendered again.
+	damaged func(c string, err error)
+	// unreadable says the applied set cannot be read at all.
+	unreadable bool
+}
+
+// publishPlan publishes the set of plan p, made against st, under lock l:
+// each file of p linked from the stage, read from the applied set of st (a
+// file that did not change; verified), or rendered again, each checked
+// against p's digest; and the state next to st with models, the clusters
+// rendered by the plan.
+func publishPlan(w *state.Workdir, l *state.Lock, st *state.State, p *Plan, models []*render.Model, src setSource) (*state.State, error) {
 	if err := p.CheckFresh(st, "plan"); err != nil {
 		return nil, err
 	}
-	kept := keptClusters(p, rs)
-	next := nextState(st, p, rs, kept)
-	err := w.Publish(l, next, func(put func(name string, data []byte) error) error {
-		seen := make(chan string, 64)
-		done := make(chan map[string]bool)
-		go func() {
-			got := map[string]bool{}
-			for name := range seen {
-				got[name] = true
+	next := nextState(st, p, models, keptClusters(p, models))
+	write := func(put func(name string, data []byte) error, link func(name, sum string) error) error {
+		var mu sync.Mutex
+		got := map[string]bool{}
+		// claim says name is not put yet, and is from now on.
+		claim := func(name string) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			if got[name] {
+				return false
 			}
-			done <- got
-		}()
+			got[name] = true
+			return true
+		}
 		check := func(name string, data []byte) error {
 			sum := sha256.Sum256(data)
 			if want, ok := p.Artifacts[name]; !ok || want != hex.EncodeToString(sum[:]) {
 				return fmt.Errorf("%s differs from the plan: the configuration changed since the plan was made; run plan again", name)
 			}
-			seen <- name
+			if !claim(name) {
+				return nil
+			}
 			return put(name, data)
 		}
-		err := render.Stream(rs, p.setRevision(), p.ToolVersion, func(name string, data []byte) error {
-			if name == "manifest.json" && len(kept) > 0 {
-				return nil // the manifest of the rendered clusters alone: made below
+		rerender := func(clusters []string) error {
+			if len(clusters) == 0 {
+				return nil
+			}
+			var cannot []string
+			for _, c := range clusters {
+				if src.render == nil || src.canRender != nil && !src.canRender(c) {
+					cannot = append(cannot, c)
+				}
+			}
+			if len(cannot) > 0 {
+				return fmt.Errorf("the render no longer produces the files of cluster %s; run plan again", cannot[0])
+			}
+			return src.render(clusters, func(name string, data []byte) error {
+				mu.Lock()
+				done := got[name]
+				mu.Unlock()
+				if done {
+					return nil
+				}
+				return check(name, data)
+			})
+		}
+		// The clusters whose files are rendered again: those asked for, and
+		// those with a changed file the stage does not hold.
+		again := map[string]bool{}
+		for _, c := range src.fromRender {
+			again[c] = true
+		}
+		var fromApplied []string
+		for _, name := range slices.Sorted(maps.Keys(p.Artifacts)) {
+			sum := p.Artifacts[name]
+			c := state.ClusterOf(name)
+			switch {
+			case name == "manifest.json" || again[c]:
+			case src.staged[name] == sum:
+			case !src.unreadable && st.Artifacts[name] == sum:
+				fromApplied = append(fromApplied, name)
+			default:
+				again[c] = true
+			}
+		}
+		for name, sum := range src.staged {
+			if !again[state.ClusterOf(name)] && p.Artifacts[name] == sum && claim(name) {
+				if err := link(name, sum); err != nil {
+					return err
+				}
+			}
+		}
+		if err := rerender(slices.Sorted(maps.Keys(again))); err != nil {
+			return err
+		}
+		fromApplied = slices.DeleteFunc(fromApplied, func(name string) bool { return again[state.ClusterOf(name)] })
+		damaged := map[string]error{}
+		err := w.ReadApplied(st, fromApplied, func(string) error { return nil }, func(name string, data []byte, err error) error {
+			if err != nil {
+				// Every cluster whose files cannot be kept, to render again.
+				mu.Lock()
+				if damaged[state.ClusterOf(name)] == nil {
+					damaged[state.ClusterOf(name)] = err
+				}
+				mu.Unlock()
+				return nil
 			}
 			return check(name, data)
 		})
-		if err == nil && len(kept) > 0 {
-			err = putKept(w, st, p, kept, check)
-		}
-		close(seen)
-		got := <-done
 		if err != nil {
 			return err
 		}
+		if len(damaged) > 0 {
+			e := &DamagedFilesError{}
+			for _, c := range slices.Sorted(maps.Keys(damaged)) {
+				e.Clusters = append(e.Clusters, c)
+				e.Errs = append(e.Errs, damaged[c])
+			}
+			if src.render == nil || src.canRender != nil && slices.ContainsFunc(e.Clusters, func(c string) bool { return !src.canRender(c) }) {
+				return e
+			}
+			for i, c := range e.Clusters {
+				if src.damaged != nil {
+					src.damaged(c, e.Errs[i])
+				}
+			}
+			if err := rerender(e.Clusters); err != nil {
+				return fmt.Errorf("%w; rendering them again failed: %v", e, err)
+			}
+		}
 		var missing []string
 		for name := range p.Artifacts {
-			if !got[name] {
+			if !got[name] && name != "manifest.json" {
 				missing = append(missing, name)
 			}
 		}
@@ -311,8 +454,20 @@ func Apply(w *state.Workdir, l *state.Lock, st *state.State, p *Plan, rs []*rend
 			slices.Sort(missing)
 			return fmt.Errorf("the render no longer produces %s (and %d more planned files); run plan again", missing[0], len(missing)-1)
 		}
-		return nil
-	})
+		manifest, err := render.Manifest(p.Artifacts, p.setRevision(), p.ToolVersion)
+		if err != nil {
+			return err
+		}
+		return check("manifest.json", manifest)
+	}
+	var err error
+	if src.stage != nil {
+		err = w.PublishStaged(l, next, src.stage, write)
+	} else {
+		err = w.Publish(l, next, func(put func(name string, data []byte) error) error {
+			return write(put, func(name, _ string) error { return fmt.Errorf("%s: nothing is staged", name) })
+		})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -327,12 +482,12 @@ func (p *Plan) setRevision() string {
 	return p.Revision
 }
 
-// keptClusters lists the clusters of the plan's artifacts that rs does not
-// render.
-func keptClusters(p *Plan, rs []*render.Rendered) []string {
+// keptClusters lists the clusters of the plan's artifacts that models (the
+// clusters rendered) do not have.
+func keptClusters(p *Plan, models []*render.Model) []string {
 	rendered := map[string]bool{}
-	for _, r := range rs {
-		rendered[r.Model.Cluster.Name] = true
+	for _, m := range models {
+		rendered[m.Cluster.Name] = true
 	}
 	set := map[string]bool{}
 	for name := range p.Artifacts {
@@ -340,61 +495,7 @@ func keptClusters(p *Plan, rs []*render.Rendered) []string {
 			set[c] = true
 		}
 	}
-	var out []string
-	for c := range set {
-		out = append(out, c)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// putKept puts the applied files of the kept clusters, read from the applied
-// set of st (each must be the state's and the plan's), then the manifest of
-// the whole set.
-func putKept(w *state.Workdir, st *state.State, p *Plan, kept []string, check func(name string, data []byte) error) error {
-	var names []string
-	for name := range p.Artifacts {
-		if slices.Contains(kept, state.ClusterOf(name)) {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	var mu sync.Mutex
-	damaged := map[string]error{}
-	err := w.ReadApplied(st, names, func(name string) error {
-		if st.Artifacts[name] != p.Artifacts[name] {
-			return fmt.Errorf("%s differs from the plan: the configuration changed since the plan was made; run plan again", name)
-		}
-		return nil
-	}, func(name string, data []byte, err error) error {
-		if err != nil {
-			// Every cluster whose files cannot be kept, for the caller to
-			// render again.
-			mu.Lock()
-			if damaged[state.ClusterOf(name)] == nil {
-				damaged[state.ClusterOf(name)] = err
-			}
-			mu.Unlock()
-			return nil
-		}
-		return check(name, data)
-	})
-	if err != nil {
-		return err
-	}
-	if len(damaged) > 0 {
-		e := &DamagedFilesError{}
-		for _, c := range slices.Sorted(maps.Keys(damaged)) {
-			e.Clusters = append(e.Clusters, c)
-			e.Errs = append(e.Errs, damaged[c])
-		}
-		return e
-	}
-	manifest, err := render.Manifest(p.Artifacts, p.setRevision(), p.ToolVersion)
-	if err != nil {
-		return err
-	}
-	return check("manifest.json", manifest)
+	return slices.Sorted(maps.Keys(set))
 }
 
 // DamagedFilesError says the applied files of some clusters to keep are no
@@ -415,9 +516,9 @@ func (e *DamagedFilesError) Error() string {
 }
 
 // nextState is the state after applying p: the next serial, the plan's revision
-// and digests, every rendered node as deployed with its roles, the primary tags;
-// a kept cluster's as st has it.
-func nextState(st *state.State, p *Plan, rs []*render.Rendered, kept []string) *state.State {
+// and digests, every node of the clusters rendered (models) as deployed with its
+// roles, the primary tags; a kept cluster's as st has it.
+func nextState(st *state.State, p *Plan, models []*render.Model, kept []string) *state.State {
 	next := &state.State{
 		FormatVersion: "1",
 		Lineage:       st.Lineage,
@@ -465,16 +566,16 @@ func nextState(st *state.State, p *Plan, rs []*render.Rendered, kept []string) *
 			next.Clusters[c] = &copied
 		}
 	}
-	for _, r := range rs {
+	for _, m := range models {
 		cs := &state.ClusterState{Nodes: map[string]state.NodeState{}, Primary: map[string]string{}}
-		for name, nt := range r.Model.NodeTags {
+		for name, nt := range m.NodeTags {
 			cs.Nodes[name] = state.NodeState{ID: nt.Node.ID, Roles: slices.Clone(nt.Roles)}
 			for _, tag := range nt.Primary {
 				cs.Primary[tag] = name
 			}
 		}
-		name := r.Model.Cluster.Name
-		cs.Revision, cs.File = p.Revision, r.Model.Cluster.File
+		name := m.Cluster.Name
+		cs.Revision, cs.File = p.Revision, m.Cluster.File
 		cs.Serial = next.Serial
 		if old := st.Clusters[name]; old != nil && old.Serial > 0 && ArtifactsDigest(st.Artifacts, name) == ArtifactsDigest(p.Artifacts, name) {
 			cs.Serial = old.Serial

@@ -58,10 +58,18 @@ func Render(repo *loader.Repo, opts Options) ([]*Rendered, hcl.Diagnostics) {
 // Validate checks repo as Render does and reports the same diagnostics, without
 // rendering: each graph is resolved onto one node of each class of nodes (the
 // nodes with the same resolution tags, which get the same tasks and edges), and
-// onto every node only when that finds a dependency cycle.
+// onto every node only when that finds a dependency cycle. The clusters are
+// checked one by one (Walk).
 func Validate(repo *loader.Repo, opts Options) hcl.Diagnostics {
-	_, diags := render(repo, opts, true)
-	return diags
+	var mu sync.Mutex
+	var diags hcl.Diagnostics
+	data, _ := Walk(repo, opts, true, func(wk *Walked) error {
+		mu.Lock()
+		defer mu.Unlock()
+		diags = append(diags, wk.Diagnostics...)
+		return nil
+	})
+	return loader.SortDiagnostics(append(data, diags...))
 }
 
 func render(repo *loader.Repo, opts Options, classes bool) ([]*Rendered, hcl.Diagnostics) {

@@ -1,6 +1,9 @@
 package render
 
 import (
+	"slices"
+	"sync"
+
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/fuelsync/fuelsync/loader"
@@ -25,31 +28,35 @@ type Each struct {
 // caller can hold back the clusters with errors and go on with the others: a
 // cluster with an error of its own is not rendered, and no other cluster is
 // affected by it. Diagnostics of the repository's data are in Data, as they
-// are reported once however many clusters meet them.
+// are reported once however many clusters meet them. It holds every cluster's
+// graphs at once; Walk hands them over one by one.
 func RenderEach(repo *loader.Repo, opts Options) *Each {
 	return renderEachCluster(repo, opts, false)
 }
 
 // ValidateEach is Validate with its diagnostics told apart as RenderEach's
-// (Rendered is empty).
+// (Rendered is empty). The clusters are checked one by one (Walk).
 func ValidateEach(repo *loader.Repo, opts Options) *Each {
 	return renderEachCluster(repo, opts, true)
 }
 
-func renderEachCluster(repo *loader.Repo, opts Options, classes bool) *Each {
-	b, models, registries, built := buildEach(repo, opts)
-	graphs, each := renderEach(models, classes)
-	out := &Each{Clusters: map[string]hcl.Diagnostics{}, Data: loader.SortDiagnostics(b.data)}
-	for c, d := range built {
-		out.Clusters[c.Name] = append(out.Clusters[c.Name], d...)
-	}
-	for i, m := range models {
-		name := m.Cluster.Name
-		out.Clusters[name] = append(out.Clusters[name], each[i]...)
-		if !classes && !each[i].HasErrors() {
-			out.Rendered = append(out.Rendered, &Rendered{Model: m, Graphs: graphs[i], Registry: registries[i]})
+func renderEachCluster(repo *loader.Repo, opts Options, validate bool) *Each {
+	out := &Each{Clusters: map[string]hcl.Diagnostics{}}
+	var mu sync.Mutex
+	out.Data, _ = Walk(repo, opts, validate, func(wk *Walked) error {
+		mu.Lock()
+		defer mu.Unlock()
+		out.Clusters[wk.Cluster.Name] = append(out.Clusters[wk.Cluster.Name], wk.Diagnostics...)
+		if wk.Rendered != nil {
+			out.Rendered = append(out.Rendered, wk.Rendered)
 		}
+		return nil
+	})
+	index := map[*loader.Cluster]int{}
+	for i, c := range repo.Clusters {
+		index[c] = i
 	}
+	slices.SortFunc(out.Rendered, func(a, b *Rendered) int { return index[a.Model.Cluster] - index[b.Model.Cluster] })
 	for name, d := range out.Clusters {
 		out.Clusters[name] = loader.SortDiagnostics(d)
 	}

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"cmp"
 	"errors"
 	"slices"
 	"sync"
@@ -13,10 +12,11 @@ import (
 )
 
 // RenderStream is Render followed by Stream (StreamExpanded with expanded set),
-// one cluster at a time: a cluster's graphs are resolved, its files encoded and
-// handed to put, and then its graphs are dropped. At most GOMAXPROCS clusters are
-// in hand at once, so a repository of many clusters needs the memory of a few of
-// them, not of all; the bytes put receives are those of Stream.
+// one cluster at a time (Walk): a cluster's graphs are resolved, its files
+// encoded and handed to put, and then its graphs are dropped. At most GOMAXPROCS
+// clusters are in hand at once, so a repository of many clusters needs the
+// memory of a few of them, not of all; the bytes put receives are those of
+// Stream.
 //
 // It returns the models of the clusters rendered (without their graphs) and the
 // diagnostics Render reports, sorted. Files are handed to put only while no error
@@ -28,70 +28,55 @@ import (
 // and is returned.
 func RenderStream(repo *loader.Repo, opts Options, revision, toolVersion string, expanded bool,
 	put func(name string, data []byte) error) ([]*Model, hcl.Diagnostics, error) {
-	b, models, registries, diags := buildModels(repo, opts)
-	if diags.HasErrors() || b.data.HasErrors() {
-		// Nothing will be written: resolve as Validate does, for its diagnostics.
-		_, d := renderAll(models, true)
-		return models, loader.SortDiagnostics(append(b.data, append(diags, d...)...)), nil
-	}
 	format := FormatCatalogue
 	if expanded {
 		format = FormatExpanded
 	}
-	// Largest clusters first, so that the last to finish is a small one.
-	order := make([]int, len(models))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, c int) int {
-		return cmp.Compare(len(models[c].Cluster.Nodes), len(models[a].Cluster.Nodes))
-	})
-	clusterDiags := make([]hcl.Diagnostics, len(models))
 	var (
 		stop    atomic.Bool // an error diagnostic or a failed put: put nothing more
 		mu      sync.Mutex
 		entries []manifestEntry
 		errs    []error
-		wg      sync.WaitGroup
+		models  []*Model
+		diags   hcl.Diagnostics
 	)
-	slots := make(chan struct{}, workers(len(models)))
-	for _, i := range order {
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			graphs, d := renderAll(models[i:i+1], false)
-			clusterDiags[i] = d
-			if d.HasErrors() {
+	data, _ := Walk(repo, opts, false, func(wk *Walked) error {
+		mu.Lock()
+		diags = append(diags, wk.Diagnostics...)
+		if wk.Model != nil {
+			models = append(models, wk.Model)
+		}
+		mu.Unlock()
+		if wk.Rendered == nil {
+			if wk.Diagnostics.HasErrors() {
 				stop.Store(true)
 			}
-			if stop.Load() {
-				return
-			}
-			r := &Rendered{Model: models[i], Graphs: graphs[0], Registry: registries[i]}
-			units, err := clusterUnits(r, format)
-			var e []manifestEntry
-			if err == nil {
-				e, err = encodeUnits(units, &defBlocks{}, func(name string, data []byte) error {
-					if stop.Load() {
-						return errStopped
-					}
-					return put(name, data)
-				})
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			entries = append(entries, e...)
-			if err != nil && !errors.Is(err, errStopped) {
-				errs = append(errs, err)
-				stop.Store(true)
-			}
-		})
-	}
-	wg.Wait()
-	for _, d := range clusterDiags {
-		diags = append(diags, d...)
-	}
-	diags = loader.SortDiagnostics(append(b.data, diags...))
+			return nil
+		}
+		if stop.Load() {
+			return nil
+		}
+		units, err := clusterUnits(wk.Rendered, format)
+		var e []manifestEntry
+		if err == nil {
+			e, err = encodeUnits(units, &defBlocks{}, func(name string, data []byte) error {
+				if stop.Load() {
+					return errStopped
+				}
+				return put(name, data)
+			})
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		entries = append(entries, e...)
+		if err != nil && !errors.Is(err, errStopped) {
+			errs = append(errs, err)
+			stop.Store(true)
+		}
+		return nil
+	})
+	models = inRepoOrder(repo, models)
+	diags = loader.SortDiagnostics(append(data, diags...))
 	if err := errors.Join(errs...); err != nil || diags.HasErrors() {
 		return models, diags, err
 	}
@@ -100,3 +85,13 @@ func RenderStream(repo *loader.Repo, opts Options, revision, toolVersion string,
 
 // errStopped ends a cluster's stream after another cluster failed.
 var errStopped = errors.New("stopped: another cluster failed")
+
+// inRepoOrder sorts models in the order of repo's clusters.
+func inRepoOrder(repo *loader.Repo, models []*Model) []*Model {
+	index := make(map[*loader.Cluster]int, len(repo.Clusters))
+	for i, c := range repo.Clusters {
+		index[c] = i
+	}
+	slices.SortFunc(models, func(a, b *Model) int { return index[a.Cluster] - index[b.Cluster] })
+	return models
+}

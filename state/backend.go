@@ -138,7 +138,7 @@ func Push(w *Workdir, l *Lock, st *State) (bool, error) {
 		}
 		files[name] = data
 	}
-	err = w.publish(l, st, true, func(put func(string, []byte) error) error {
+	err = w.publish(l, st, true, nil, func(put func(string, []byte) error, _ func(string, string) error) error {
 		for name, data := range files {
 			if err := put(name, data); err != nil {
 				return err

@@ -444,11 +444,29 @@ func do(name string, f func() error) error {
 // old sets pruned. Before the commit point the next run reads the previous state
 // and removes the leftovers; after it, the new state, whatever followed.
 func (w *Workdir) Publish(l *Lock, st *State, write func(put func(name string, data []byte) error) error) error {
-	return w.publish(l, st, false, write)
+	return w.publish(l, st, false, nil, withoutLink(write))
 }
 
-// publish is Publish; a push may skip serials.
-func (w *Workdir) publish(l *Lock, st *State, push bool, write func(put func(name string, data []byte) error) error) error {
+// PublishStaged is Publish for a set some of whose files were staged (s, made
+// under the same lock): write's link makes a file of the set the object of
+// content sum that s holds (Stage.Put), and its put works as Publish's.
+func (w *Workdir) PublishStaged(l *Lock, st *State, s *Stage, write func(put func(name string, data []byte) error, link func(name, sum string) error) error) error {
+	if s == nil || s.w != w || s.l != l {
+		return errors.New("publishing staged files needs the stage of the same lock")
+	}
+	return w.publish(l, st, false, s.objs, write)
+}
+
+// withoutLink is a write of Publish as one of PublishStaged.
+func withoutLink(write func(put func(name string, data []byte) error) error) func(put func(name string, data []byte) error, link func(name, sum string) error) error {
+	return func(put func(name string, data []byte) error, _ func(name, sum string) error) error {
+		return write(put)
+	}
+}
+
+// publish is Publish; a push may skip serials. objs, when not nil, holds the
+// objects staged for the set.
+func (w *Workdir) publish(l *Lock, st *State, push bool, objs *objectWriter, write func(put func(name string, data []byte) error, link func(name, sum string) error) error) error {
 	if l == nil || l.w != w {
 		return errors.New("publishing needs the work directory's lock")
 	}
@@ -486,7 +504,7 @@ func (w *Workdir) publish(l *Lock, st *State, push bool, write func(put func(nam
 	if err := do("chmod set", func() error { return os.Chmod(tmp, 0o755) }); err != nil {
 		return err
 	}
-	if err := w.writeSet(tmp, st, write); err != nil {
+	if err := w.writeSet(tmp, st, objs, write); err != nil {
 		return err
 	}
 	final := w.SetDir(st.Serial)
@@ -574,7 +592,7 @@ func (w *Workdir) WriteSet(st *State, write func(put func(name string, data []by
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
-	if err := w.writeSet(tmp, st, write); err != nil {
+	if err := w.writeSet(tmp, st, nil, withoutLink(write)); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, w.SetDir(st.Serial)); err != nil {
@@ -609,12 +627,15 @@ func (w *Workdir) linkState() error {
 
 // writeSet writes the files (links to their objects; node directories as
 // links to their trees) and the state into dir and syncs them all, the
-// objects' and trees' directories first.
-func (w *Workdir) writeSet(dir string, st *State, write func(put func(name string, data []byte) error) error) error {
+// objects' and trees' directories first. objs, when not nil, holds the
+// objects staged for the set (write's link names them).
+func (w *Workdir) writeSet(dir string, st *State, objs *objectWriter, write func(put func(name string, data []byte) error, link func(name, sum string) error) error) error {
 	var mu sync.Mutex
 	dirs := map[string]bool{dir: true}
 	var made onceMap
-	objs := &objectWriter{w: w, dirs: map[string]bool{}}
+	if objs == nil {
+		objs = &objectWriter{w: w, dirs: map[string]bool{}}
+	}
 	// mkdir makes the set's directory name (slashed) and its parents, once
 	// per name: a step for each name, whatever order the files come in.
 	mkdir := func(name string) error {
@@ -635,17 +656,23 @@ func (w *Workdir) writeSet(dir string, st *State, write func(put func(name strin
 		})
 	}
 	var nodes nodeDirs
-	put := func(name string, data []byte) error {
+	// place puts name into the set: data, or (data nil) the staged object sum.
+	place := func(name string, data []byte, sum string) error {
 		clean := path.Clean(name)
 		if name == "" || path.IsAbs(name) || clean != name || clean == ".." || strings.HasPrefix(clean, "../") || strings.HasPrefix(name, ".") {
 			return fmt.Errorf("artifact name %q is not a clean relative path", name)
 		}
+		if data == nil && !objs.staged(sum) {
+			return fmt.Errorf("%s: no object %.12s was staged for it", name, sum)
+		}
 		// The files of a node directory are linked as a tree once the set is
 		// whole (a node directory with a subdirectory stays a real one).
 		if nd, file, ok := nodeDirOf(name); ok && !w.noLinks.Load() {
-			sum, err := objs.object(data)
-			if err != nil {
-				return err
+			if data != nil {
+				var err error
+				if sum, err = objs.object(data); err != nil {
+					return err
+				}
 			}
 			nodes.add(nd, file, sum)
 			return nil
@@ -656,9 +683,20 @@ func (w *Workdir) writeSet(dir string, st *State, write func(put func(name strin
 		if err := mkdir(path.Dir(name)); err != nil {
 			return err
 		}
-		return objs.put(filepath.Join(dir, filepath.FromSlash(name)), name, data)
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if data == nil {
+			return objs.linkObject(sum, p, name)
+		}
+		return objs.put(p, name, data)
 	}
-	if err := write(put); err != nil {
+	put := func(name string, data []byte) error {
+		if data == nil {
+			data = []byte{}
+		}
+		return place(name, data, "")
+	}
+	link := func(name, sum string) error { return place(name, nil, sum) }
+	if err := write(put, link); err != nil {
 		return err
 	}
 	if err := objs.linkNodeDirs(dir, &nodes, mkdir); err != nil {
@@ -899,6 +937,8 @@ type objectWriter struct {
 	treesDir onceMap // the trees directory, made or found once
 	// dirs are the object directories with a new entry, to sync.
 	dirs map[string]bool
+	// written are the objects it wrote.
+	written []string
 }
 
 // onceMap runs a function once per key, from any number of goroutines: the
@@ -929,6 +969,18 @@ func (m *onceMap) do(key string, f func() error) error {
 	return o.err
 }
 
+// succeeded says whether f ran for key and returned nil.
+func (m *onceMap) succeeded(key string) bool {
+	m.mu.Lock()
+	o := m.m[key]
+	m.mu.Unlock()
+	if o == nil {
+		return false
+	}
+	o.once.Do(func() { o.err = errors.New("never made") })
+	return o.err == nil
+}
+
 // len is the number of keys.
 func (m *onceMap) len() int {
 	m.mu.Lock()
@@ -948,6 +1000,10 @@ func (o *objectWriter) put(p, name string, data []byte) error {
 	}
 	return o.link(sum, p, name, data)
 }
+
+// staged says whether the object sum was made (checked, or written) by this
+// writer.
+func (o *objectWriter) staged(sum string) bool { return o.done.succeeded(sum) }
 
 // object makes the object of data (checked, or written) once per publish, and
 // returns its sha256.
@@ -1014,6 +1070,7 @@ func (o *objectWriter) ensure(sum string, data []byte) error {
 	}
 	o.mu.Lock()
 	o.dirs[dir] = true
+	o.written = append(o.written, obj)
 	o.mu.Unlock()
 	return nil
 }

@@ -29,10 +29,16 @@ package cli
 //
 // Each iteration runs the steps in this order with a new work directory. For each,
 // the benchmark reports the median wall time over the iterations (<step>-ms), the
+// median CPU time of its process (<step>-cpu-ms, user and system), the
 // largest peak resident set of its process (<step>-rss-MB: the child's VmHWM,
-// from getrusage), and the median time over render's (<step>/render).
+// from getrusage), and the median time over render's (<step>/render). Right
+// after each render, the benchmark times yaml.v3 decoding the input's YAML (the
+// same bytes, from memory, on every core, as the loader's BenchmarkDecodeYAMLBaseline
+// does): yaml-floor-ms, and render/yaml-floor, the median of the ratios of
+// each pair.
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -40,10 +46,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/fuelsync/fuelsync/internal/benchutil"
 	"github.com/fuelsync/fuelsync/internal/repogen"
@@ -87,8 +98,10 @@ var commandSteps = []struct {
 func benchCommands(b *testing.B, spec repogen.Spec) {
 	repo := b.TempDir()
 	revA, revB, revC, node, last := commandsRepo(b, repo, spec)
+	input := yamlInput(spec)
+	var floor, overFloor []float64
 	b.Logf("%d nodes in %d clusters; B assigns tag cinder to %s, C to %s too", spec.Nodes, spec.Clusters, node, last)
-	times := make([][]float64, len(commandSteps))
+	times, cpu := make([][]float64, len(commandSteps)), make([][]float64, len(commandSteps))
 	rss := make([]int64, len(commandSteps))
 	var workdirDisk, added []float64
 	shm := tmpfsDir(b)
@@ -120,10 +133,14 @@ func benchCommands(b *testing.B, spec repogen.Spec) {
 			if st.name == "apply-disk" {
 				before = diskUsage(b, filepath.Join(iter, "work"))
 			}
-			wall, maxRSS := runCommand(b, st.name, st.code, args)
-			times[i] = append(times[i], float64(wall))
+			wall, maxRSS, used := runCommand(b, st.name, st.code, args)
+			times[i], cpu[i] = append(times[i], float64(wall)), append(cpu[i], float64(used))
 			rss[i] = max(rss[i], maxRSS)
 			switch st.name {
+			case "render":
+				// The floor, right after the render it is compared with.
+				f := yamlFloor(b, input)
+				floor, overFloor = append(floor, float64(f)), append(overFloor, float64(wall)/float64(f))
 			case "apply-cold":
 				workdirDisk = append(workdirDisk, float64(diskUsage(b, filepath.Join(iter, "work"))))
 			case "apply-disk":
@@ -148,14 +165,62 @@ func benchCommands(b *testing.B, spec repogen.Spec) {
 		}
 		med := benchutil.Median(times[i])
 		b.ReportMetric(med/1e6, st.name+"-ms")
+		b.ReportMetric(benchutil.Median(cpu[i])/1e6, st.name+"-cpu-ms")
 		b.ReportMetric(float64(rss[i])/(1<<20), st.name+"-rss-MB")
 		if i != 1 {
 			b.ReportMetric(med/render, st.name+"/render")
 		}
 	}
+	b.ReportMetric(benchutil.Median(floor)/1e6, "yaml-floor-ms")
+	b.ReportMetric(benchutil.Median(overFloor), "render/yaml-floor")
 	b.ReportMetric(benchutil.Median(workdirDisk)/1e6, "workdir-MB")
 	b.ReportMetric(benchutil.Median(added)/1e6, "disk-added-MB")
 	b.ReportMetric(benchutil.Median(added)/benchutil.Median(workdirDisk), "disk-added/workdir")
+}
+
+// yamlInput is the YAML of the repository spec generates (its .yaml files; the
+// HCL cluster files are not YAML).
+func yamlInput(spec repogen.Spec) [][]byte {
+	var files [][]byte
+	for name, f := range repogen.Generate(spec) {
+		if strings.HasSuffix(name, ".yaml") {
+			files = append(files, f.Data)
+		}
+	}
+	return files
+}
+
+// yamlFloor is the time yaml.v3 takes to decode files into nodes (its node
+// API, as the loader uses it), on every core: what reading the input costs
+// at the least.
+func yamlFloor(b *testing.B, files [][]byte) time.Duration {
+	b.Helper()
+	runtime.GC()
+	t0 := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, runtime.GOMAXPROCS(0))
+	for w := range errs {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(files) {
+					return
+				}
+				var n yaml.Node
+				if err := yaml.Unmarshal(files[i], &n); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	d := time.Since(t0)
+	if err := errors.Join(errs...); err != nil {
+		b.Fatal(err)
+	}
+	return d
 }
 
 // tmpfsDir returns a new directory on /dev/shm, removed at the end of the
@@ -202,9 +267,10 @@ func diskUsage(b *testing.B, dir string) int64 {
 	return total
 }
 
-// runCommand runs the CLI in a child process and returns its wall time and peak
-// resident set (bytes); the exit code must be code.
-func runCommand(b *testing.B, name string, code int, args []string) (time.Duration, int64) {
+// runCommand runs the CLI in a child process and returns its wall time, peak
+// resident set (bytes) and CPU time (user and system, which other work on the
+// machine disturbs less than wall time); the exit code must be code.
+func runCommand(b *testing.B, name string, code int, args []string) (time.Duration, int64, time.Duration) {
 	b.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "FUELSYNC_RUN_MAIN=1")
@@ -220,7 +286,7 @@ func runCommand(b *testing.B, name string, code int, args []string) (time.Durati
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		maxRSS = ru.Maxrss << 10 // kilobytes on Linux
 	}
-	return wall, maxRSS
+	return wall, maxRSS, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 }
 
 // commandsRepo writes the generated repository of spec to dir and commits it

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -158,39 +159,137 @@ func diffRevisions(g *globals, baseRev, headRev string, context int) (*diffResul
 		}
 		return out
 	}
-	// The head: the clusters compared rendered, the others validated.
-	headList := compare(headRepo)
-	headRs, more := renderEach(headRepo, headList, headHeld, false)
-	headDiags = append(headDiags, more...)
+	// The clusters compared, one at a time: rendered on both sides,
+	// compared, their unified diffs made, and their renders dropped. The
+	// others are validated on the head.
+	headList, baseList := compare(headRepo), compare(baseRepo)
+	var (
+		mu      sync.Mutex
+		changes []*diff.ClusterChange
+		files   = map[string][]diff.FileDiff{}
+		// diagrams are each cluster's Mermaid diagrams (at most
+		// mermaidMaxDiagrams) and how many more it had.
+		diagrams = map[string]clusterDiagrams{}
+		failed   error
+	)
+	// compareOne compares cluster c of two renders (nil: not on that side).
+	compareOne := func(c string, base, head *render.Rendered) error {
+		baseSide, headSide := emptySide(), emptySide()
+		var err error
+		if base != nil {
+			if baseSide, err = diff.RenderedClusterSide(base, nil, nil); err != nil {
+				return err
+			}
+		}
+		if head != nil {
+			if headSide, err = diff.RenderedClusterSide(head, baseSide.Digests, nil); err != nil {
+				return err
+			}
+		}
+		cs, err := diff.Compute(baseSide, headSide)
+		if err != nil || len(cs.Clusters) == 0 {
+			return err
+		}
+		cc := cs.Clusters[0]
+		var fds []diff.FileDiff
+		for _, name := range cc.Files {
+			old, _, err := baseSide.Kept(name)
+			if err != nil {
+				return err
+			}
+			new, _, err := headSide.Kept(name)
+			if err != nil {
+				return err
+			}
+			fds = append(fds, diff.File(name, old, new, context))
+		}
+		d, omitted := mermaidDiagrams(cs, baseSide, headSide)
+		mu.Lock()
+		defer mu.Unlock()
+		changes = append(changes, cc)
+		files[c] = fds
+		diagrams[c] = clusterDiagrams{d, omitted}
+		return nil
+	}
+	heldNow := func(c string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return held(c)
+	}
+	var headMore, baseMore, baseData hcl.Diagnostics
+	walk := func(f func(*render.Walked) error) (hcl.Diagnostics, error) {
+		if len(headList) == 0 {
+			return nil, nil // none (Walk's empty list is every cluster)
+		}
+		return render.Walk(headRepo, render.Options{Clusters: headList}, false, f)
+	}
+	data, err := walk(func(wk *render.Walked) error {
+		c := wk.Cluster.Name
+		mu.Lock()
+		headMore = append(headMore, wk.Diagnostics...)
+		if wk.Diagnostics.HasErrors() {
+			headHeld[c] = append(headHeld[c], errorsOf(wk.Diagnostics)...)
+		}
+		mu.Unlock()
+		var base *render.Rendered
+		if slices.Contains(baseList, c) {
+			r, d, data := renderCluster(baseRepo, c)
+			mu.Lock()
+			baseMore, baseData = append(baseMore, d...), append(baseData, data...)
+			if d.HasErrors() {
+				baseHeld[c] = append(baseHeld[c], errorsOf(d)...)
+			}
+			mu.Unlock()
+			base = r
+		}
+		if wk.Rendered == nil || heldNow(c) {
+			return nil
+		}
+		return compareOne(c, base, wk.Rendered)
+	})
+	if err != nil {
+		failed = err
+	}
+	headMore = append(headMore, data...)
+	holdData(headRepo, data, headHeld)
+	// The clusters of the base alone (removed at the head).
+	for _, c := range baseList {
+		if slices.Contains(headList, c) {
+			continue
+		}
+		r, d, data := renderCluster(baseRepo, c)
+		baseMore, baseData = append(baseMore, d...), append(baseData, data...)
+		if d.HasErrors() {
+			baseHeld[c] = append(baseHeld[c], errorsOf(d)...)
+		}
+		if r != nil && !held(c) {
+			if err := compareOne(c, r, nil); err != nil && failed == nil {
+				failed = err
+			}
+		}
+	}
+	if failed != nil {
+		return nil, failed
+	}
+	baseData = loader.SortDiagnostics(baseData) // the same data errors, found by each render
+	baseMore = append(baseMore, baseData...)
+	holdData(baseRepo, baseData, baseHeld)
+	headDiags = append(headDiags, headMore...)
 	var rest []string
 	for _, c := range headRepo.Clusters {
 		if !slices.Contains(headList, c.Name) && !slices.Contains(rest, c.Name) && len(headHeld[c.Name]) == 0 {
 			rest = append(rest, c.Name)
 		}
 	}
-	_, more = renderEach(headRepo, rest, headHeld, true)
+	_, more := renderEach(headRepo, rest, headHeld, true)
 	headDiags = loader.SortDiagnostics(append(headDiags, more...))
-	// The base: the same clusters.
-	baseRs, more := renderEach(baseRepo, compare(baseRepo), baseHeld, false)
-	baseDiags = loader.SortDiagnostics(append(baseDiags, more...))
+	baseDiags = loader.SortDiagnostics(append(baseDiags, baseMore...))
 	writeDiffDiagnostics(g, diffSide{baseDiags, baseRepo.Sources.Files(), baseSrc}, diffSide{headDiags, headRepo.Sources.Files(), headSrc})
-	keep := func(rs []*render.Rendered) []*render.Rendered {
-		return slices.DeleteFunc(rs, func(r *render.Rendered) bool { return held(r.Model.Cluster.Name) })
-	}
-	baseRs, headRs = keep(baseRs), keep(headRs)
-
-	baseSide, err := diff.RenderedSide(baseRs, baseSrc.revision, version, nil)
-	if err != nil {
-		return nil, err
-	}
-	headSide, err := diff.RenderedSide(headRs, headSrc.revision, version, baseSide.Digests)
-	if err != nil {
-		return nil, err
-	}
-	cs, err := diff.Compute(baseSide, headSide)
-	if err != nil {
-		return nil, err
-	}
+	// A cluster held on either side (by the data's errors too, known once
+	// every cluster is rendered) is not compared.
+	changes = slices.DeleteFunc(changes, func(cc *diff.ClusterChange) bool { return held(cc.Name) })
+	slices.SortFunc(changes, func(a, b *diff.ClusterChange) int { return strings.Compare(a.Name, b.Name) })
+	cs := &diff.ChangeSet{Clusters: changes, Summary: diff.Summarize(changes)}
 	res := &diffResult{base: baseSrc.label, head: headSrc.label, baseSHA: baseSrc.revision, headSHA: headSrc.revision, changes: cs}
 	for _, side := range []struct {
 		name string
@@ -208,20 +307,66 @@ func diffRevisions(g *globals, baseRev, headRev string, context int) (*diffResul
 			prefix: headSrc.prefix, diags: headDiags, files: headRepo.Sources.Files()}
 	}
 	for _, cc := range cs.Clusters {
-		for _, name := range cc.Files {
-			old, _, err := baseSide.Kept(name)
-			if err != nil {
-				return nil, err
+		res.files = append(res.files, files[cc.Name]...)
+	}
+	// The diagrams in the clusters' order, mermaidMaxDiagrams in all.
+	for _, cc := range cs.Clusters {
+		d := diagrams[cc.Name]
+		for _, nd := range d.diagrams {
+			if len(res.diagrams) < mermaidMaxDiagrams {
+				res.diagrams = append(res.diagrams, nd)
+			} else {
+				res.diagramsOmitted++
 			}
-			new, _, err := headSide.Kept(name)
-			if err != nil {
-				return nil, err
-			}
-			res.files = append(res.files, diff.File(name, old, new, context))
+		}
+		res.diagramsOmitted += d.omitted
+	}
+	return res, nil
+}
+
+// clusterDiagrams are one cluster's Mermaid diagrams, and how many more it had
+// beyond the bound.
+type clusterDiagrams struct {
+	diagrams []nodeDiagram
+	omitted  int
+}
+
+// emptySide is the side of a cluster a revision does not have.
+func emptySide() *diff.Side {
+	return &diff.Side{Digests: map[string]string{}, Read: func(name string) ([]byte, error) { return nil, fmt.Errorf("%s: not in the render", name) }}
+}
+
+// renderCluster renders cluster c of repo alone: nil when it has errors (in
+// diags, its own), or the data's errors (data) concern it.
+func renderCluster(repo *loader.Repo, c string) (r *render.Rendered, diags, data hcl.Diagnostics) {
+	data, _ = render.Walk(repo, render.Options{Clusters: []string{c}}, false, func(wk *render.Walked) error {
+		r, diags = wk.Rendered, wk.Diagnostics
+		return nil
+	})
+	if more, _ := operation.Hold(repo, nil, data); len(more[c]) > 0 {
+		r = nil
+	}
+	return r, diags, data
+}
+
+// holdData adds to held the clusters the errors of data (release and plugin
+// data, found by a render) concern.
+func holdData(repo *loader.Repo, data hcl.Diagnostics, held map[string]hcl.Diagnostics) {
+	more, _ := operation.Hold(repo, nil, data)
+	for c, d := range more {
+		held[c] = append(held[c], d...)
+	}
+}
+
+// errorsOf are the errors among diags.
+func errorsOf(diags hcl.Diagnostics) hcl.Diagnostics {
+	var out hcl.Diagnostics
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError {
+			out = append(out, d)
 		}
 	}
-	res.diagrams, res.diagramsOmitted = mermaidDiagrams(cs, baseSide, headSide)
-	return res, nil
+	return out
 }
 
 // renderEach renders (or, with validate, validates) clusters of repo, adding

@@ -245,7 +245,8 @@ func (e *opEnv) opError(res *operation.Result, src *source, err error) error {
 	case errors.As(err, &damaged):
 		return &exitError{code: 1, msg: err.Error()}
 	}
-	if res != nil && res.Plan != nil {
+	var staging *operation.StageError
+	if res != nil && (res.Plan != nil || errors.As(err, &staging)) {
 		return &exitError{code: 1, msg: err.Error() + "; the applied state is unchanged"}
 	}
 	return &exitError{code: 1, msg: err.Error()}
