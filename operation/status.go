@@ -28,6 +28,9 @@ type ClusterInfo struct {
 	Problems []string `json:"problems"`
 	// Pending is the plan awaiting approval (sync: manual).
 	Pending *state.Pending `json:"pending,omitempty"`
+	// Owner is the serve replica that owns the cluster when the replicas
+	// share the clusters (serve --shard); "" otherwise, or while none does.
+	Owner string `json:"owner,omitempty"`
 }
 
 // ClusterInfos are the clusters of the applied state st, with the statuses

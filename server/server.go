@@ -202,7 +202,7 @@ func (s *Server) readiness(ctx context.Context, rs *controller.ReplicaStatus) (s
 		switch {
 		case rs.Error != "":
 			return "", errors.New("the state on etcd is out of reach: " + rs.Error)
-		case rs.Leader == "":
+		case rs.Leader == "" && rs.Role != controller.RoleShard: // shards have no leader
 			return "", errors.New("no replica leads")
 		}
 	}
@@ -222,7 +222,7 @@ func (s *Server) readiness(ctx context.Context, rs *controller.ReplicaStatus) (s
 		if rs.Serving < committed {
 			return "", fmt.Errorf("a follower serving serial %d while serial %d is committed (rendering it)", rs.Serving, committed)
 		}
-		return fmt.Sprintf("ready (follower, serving serial %d)", rs.Serving), nil
+		return fmt.Sprintf("ready (%s, serving serial %d)", rs.Role, rs.Serving), nil
 	}
 	if !s.Loop.Status().Ready {
 		return "", errors.New("no successful reconcile yet")

@@ -166,7 +166,10 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			"With the state on etcd (--state etcd://…), any number of serve processes may run, each with\n" +
 			"its own --workdir: one is elected leader and reconciles; the others (followers) render the\n" +
 			"applied revision themselves, serve it once every file matches the state's sha256, and hand\n" +
-			"webhooks to the leader. The status names each replica's role and the leader (--replica-id).",
+			"webhooks to the leader. The status names each replica's role and the leader (--replica-id).\n" +
+			"With --shard, the replicas share the clusters instead: each cluster is owned by one live\n" +
+			"replica (rendezvous hashing over the members), which alone applies it; every replica still\n" +
+			"serves every cluster. Off by default (docs/etcd.md, Shards).",
 		Flags: append(watchFlags(),
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "listen on `ADDR`"},
 			&cli.StringFlag{Name: "webhook-secret-file", Usage: "the webhooks' shared secret, in `FILE` (not empty)"},
@@ -175,6 +178,7 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			&cli.DurationFlag{Name: "max-wait", Value: server.DefaultMaxWait, Usage: "the longest `DURATION` an artifact request waits for a change (?wait= is cut to it)"},
 			&cli.IntFlag{Name: "max-waiting", Value: server.DefaultMaxWaiting, Usage: "at most `N` artifact requests wait at once (429 with Retry-After beyond); each holds a connection and about 26 KB"},
 			&cli.StringFlag{Name: "replica-id", Usage: "with the state on etcd, this replica's `NAME` in the election and the status (default: host:pid)"},
+			&cli.BoolFlag{Name: "shard", Usage: "with the state on etcd, share the clusters among the replicas (each owned by one) instead of electing one leader"},
 		),
 		Action: func(c *cli.Context) error {
 			// The daemon's metrics (and the etcd backend of its replicas) are
@@ -218,6 +222,12 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			if _, ok := loop.Workdir.Backend.(state.Coordinator); !ok && c.String("replica-id") != "" {
 				return &exitError{code: 1, msg: "--replica-id needs the state on etcd (--state etcd://…): replicas share their state there"}
 			}
+			if _, ok := loop.Workdir.Backend.(state.Sharder); !ok && c.Bool("shard") {
+				return &exitError{code: 1, msg: "--shard needs the state on etcd (--state etcd://…): the shards share their state there"}
+			}
+			if c.Bool("shard") && loop.Publish != nil {
+				return &exitError{code: 1, msg: "--shard and --publish do not go together yet: each shard commits only its own clusters"}
+			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if err := checkPublish(ctx, loop); err != nil {
@@ -227,6 +237,12 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			if err != nil {
 				return &exitError{code: 1, msg: err.Error()}
 			}
+			var shard *controller.Replica
+			if sh, ok := loop.Workdir.Backend.(state.Sharder); ok && c.Bool("shard") {
+				// Before the server reads the work directory: it commits
+				// as a shard from now on.
+				shard = controller.NewShard(loop, sh, c.String("replica-id"))
+			}
 			srv := server.New(loop, secret)
 			srv.APIToken, srv.MaxWait, srv.MaxWaiting = token, c.Duration("max-wait"), c.Int("max-waiting")
 			// With the state on etcd, serve is one of any number of replicas:
@@ -235,6 +251,9 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			if e, ok := loop.Workdir.Backend.(state.Coordinator); ok {
 				srv.Replica = &controller.Replica{Loop: loop, Etcd: e, ID: c.String("replica-id")}
 				run = srv.Replica.Run
+			}
+			if shard != nil {
+				srv.Replica, run = shard, shard.Run
 			}
 			hs, limited := server.HTTPServer(srv.Handler(), ln, limits)
 			errc := make(chan error, 1)

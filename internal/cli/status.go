@@ -2,12 +2,14 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -79,7 +81,19 @@ func (e *opEnv) clusterInfos(url string) ([]operation.ClusterInfo, error) {
 		return nil, &exitError{code: 1, msg: err.Error()}
 	}
 	live, head := headStatuses(e.g, st)
-	return operation.ClusterInfos(st, live, head), nil
+	infos := operation.ClusterInfos(st, live, head)
+	if sh, ok := w.Backend.(state.Sharder); ok {
+		// serve --shard replicas: each cluster's owner, as its owner key says.
+		ctx, cancel := context.WithTimeout(e.c.Context, 10*time.Second)
+		owners, err := sh.Owners(ctx)
+		cancel()
+		if err == nil {
+			for i := range infos {
+				infos[i].Owner = owners[infos[i].Name]
+			}
+		}
+	}
+	return infos, nil
 }
 
 // statusView prints the status lines, as text (a table) or JSON.
@@ -116,7 +130,13 @@ func writeStatusTable(w io.Writer, infos []operation.ClusterInfo) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLUSTER\tSTATUS\tAPPLIED\tHEAD\tNODES\tPROBLEMS")
+	// The owners, when serve --shard replicas share the clusters.
+	owners := slices.ContainsFunc(infos, func(c operation.ClusterInfo) bool { return c.Owner != "" })
+	if owners {
+		fmt.Fprintln(tw, "CLUSTER\tSTATUS\tAPPLIED\tHEAD\tNODES\tOWNER\tPROBLEMS")
+	} else {
+		fmt.Fprintln(tw, "CLUSTER\tSTATUS\tAPPLIED\tHEAD\tNODES\tPROBLEMS")
+	}
 	for _, c := range infos {
 		problem := ""
 		if len(c.Problems) > 0 {
@@ -124,6 +144,14 @@ func writeStatusTable(w io.Writer, infos []operation.ClusterInfo) {
 			if len(c.Problems) > 1 {
 				problem += fmt.Sprintf(" (and %d more)", len(c.Problems)-1)
 			}
+		}
+		if owners {
+			owner := c.Owner
+			if owner == "" {
+				owner = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", c.Name, c.Status, shortRev(c.AppliedRevision), shortRev(c.HeadRevision), c.Nodes, owner, problem)
+			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", c.Name, c.Status, shortRev(c.AppliedRevision), shortRev(c.HeadRevision), c.Nodes, problem)
 	}

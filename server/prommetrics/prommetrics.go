@@ -66,6 +66,10 @@ var (
 		"When the cluster's changes were last applied by this process (Unix seconds).", []string{"cluster"}, nil)
 	clusterNodesDesc = prometheus.NewDesc("fuelsync_cluster_nodes",
 		"The cluster's deployed nodes.", []string{"cluster"}, nil)
+	clusterOwnerDesc = prometheus.NewDesc("fuelsync_cluster_owner",
+		"The serve replica that owns the cluster (serve --shard); always 1.", []string{"cluster", "replica"}, nil)
+	replicaClustersDesc = prometheus.NewDesc("fuelsync_replica_clusters",
+		"How many clusters each serve replica owns (serve --shard).", []string{"replica"}, nil)
 )
 
 // clusterCollector reads the clusters' statuses at each scrape.
@@ -75,12 +79,15 @@ func (c clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- clusterStatusDesc
 	ch <- clusterApplyDesc
 	ch <- clusterNodesDesc
+	ch <- clusterOwnerDesc
+	ch <- replicaClustersDesc
 }
 
 func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.g.Clusters == nil {
 		return
 	}
+	owned := map[string]int{}
 	for _, info := range c.g.Clusters() {
 		for _, status := range state.Statuses {
 			v := 0.0
@@ -90,6 +97,13 @@ func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(clusterStatusDesc, prometheus.GaugeValue, v, info.Name, status)
 		}
 		ch <- prometheus.MustNewConstMetric(clusterNodesDesc, prometheus.GaugeValue, float64(info.Nodes), info.Name)
+		if info.Owner != "" {
+			ch <- prometheus.MustNewConstMetric(clusterOwnerDesc, prometheus.GaugeValue, 1, info.Name, info.Owner)
+			owned[info.Owner]++
+		}
+	}
+	for replica, n := range owned {
+		ch <- prometheus.MustNewConstMetric(replicaClustersDesc, prometheus.GaugeValue, float64(n), replica)
 	}
 	if c.g.LastApplied == nil {
 		return
