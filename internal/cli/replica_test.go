@@ -31,6 +31,7 @@ import (
 type serveReplica struct {
 	id, wd string
 	args   []string
+	shard  bool // serve --shard
 	cmd    *exec.Cmd
 	base   string
 	exited chan struct{}
@@ -38,7 +39,11 @@ type serveReplica struct {
 
 func (r *serveReplica) start(t *testing.T) {
 	t.Helper()
-	cmd := fuelsyncCmd(append(r.args, "--workdir", r.wd, "serve", "--replica-id", r.id, "--listen", "127.0.0.1:0", "--log-format", "json", "--interval", "2s")...)
+	args := append(slices.Clone(r.args), "--workdir", r.wd, "serve", "--replica-id", r.id, "--listen", "127.0.0.1:0", "--log-format", "json", "--interval", "2s")
+	if r.shard {
+		args = append(args, "--shard")
+	}
+	cmd := fuelsyncCmd(args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
