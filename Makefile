@@ -60,7 +60,7 @@ test: fmtcheck vet cross
 # make test runs them too, but skips them when etcd is missing: here that fails.
 # Here the replicas' leader is killed 20 times (5 in make test).
 test-etcd:
-	FUELSYNC_REQUIRE_ETCD=1 FUELSYNC_REPLICA_KILLS=20 $(GO) test -count=1 -tags "$(TESTTAGS)" -run 'Etcd' ./state/... ./controller/... ./server/... ./internal/cli
+	FUELSYNC_REQUIRE_ETCD=1 FUELSYNC_REPLICA_KILLS=20 FUELSYNC_SHARD_KILLS=20 $(GO) test -count=1 -tags "$(TESTTAGS)" -run 'Etcd' ./state/... ./controller/... ./server/... ./internal/cli
 
 # Both builds: without the test hooks (as released) and with them (as tested).
 vet:
