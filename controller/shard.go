@@ -284,6 +284,7 @@ func (b *shardBackend) CommitMerged(ctx context.Context, prev int64, next *state
 		}
 		return m, nil
 	}
+	beforeShardCommit(clusters)
 	return b.sh.CommitShard(ctx, s.member, clusters, prev, next, merge)
 }
 

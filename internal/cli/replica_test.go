@@ -15,6 +15,8 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,8 +33,12 @@ import (
 type serveReplica struct {
 	id, wd string
 	args   []string
-	shard  bool // serve --shard
+	shard  bool     // serve --shard
+	env    []string // more environment
 	cmd    *exec.Cmd
+	// logMu guards logs, the lines the process logged.
+	logMu  sync.Mutex
+	logs   []string
 	base   string
 	exited chan struct{}
 }
@@ -44,6 +50,7 @@ func (r *serveReplica) start(t *testing.T) {
 		args = append(args, "--shard")
 	}
 	cmd := fuelsyncCmd(args...)
+	cmd.Env = append(cmd.Env, r.env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -52,10 +59,21 @@ func (r *serveReplica) start(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.cmd, r.exited = cmd, make(chan struct{})
-	r.base = "http://" + serveAddr(t, stderr, 10*time.Second, nil, func() {
+	r.base = "http://" + serveAddr(t, stderr, 10*time.Second, func(line string) {
+		r.logMu.Lock()
+		r.logs = append(r.logs, line)
+		r.logMu.Unlock()
+	}, func() {
 		cmd.Wait()
 		close(r.exited)
 	})
+}
+
+// logged says whether the process logged a line that contains s.
+func (r *serveReplica) logged(s string) bool {
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
+	return slices.ContainsFunc(r.logs, func(l string) bool { return strings.Contains(l, s) })
 }
 
 func (r *serveReplica) kill() {

@@ -242,6 +242,7 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 				// Before the server reads the work directory: it commits
 				// as a shard from now on.
 				shard = controller.NewShard(loop, sh, c.String("replica-id"))
+				pauseHookFromEnv()
 			}
 			srv := server.New(loop, secret)
 			srv.APIToken, srv.MaxWait, srv.MaxWaiting = token, c.Duration("max-wait"), c.Int("max-waiting")

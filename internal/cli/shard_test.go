@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -273,4 +274,141 @@ func TestEtcdShardsOwnerKilled(t *testing.T) {
 func clusterIndex(name string) int {
 	n, _ := strconv.Atoi(name[2:])
 	return n
+}
+
+// TestEtcdShardsPausedOwnerCommitRefused pauses a cluster's owner between
+// its plan and its commit (the test hook FUELSYNC_TEST_PAUSE_COMMIT), stops
+// it there with SIGSTOP until its lease expires and the other replica has
+// taken the cluster over and applied the change, then lets it go on: its
+// late commit is refused (the owner key is no longer on its lease), and the
+// cluster's record stays as the new owner committed it.
+func TestEtcdShardsPausedOwnerCommitRefused(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	url := c.URL("fuelsync/paused")
+	dir, _, _, _ := applyRepoSpec(t, repogen.Spec{Plugins: 2, Tasks: 40, Nodes: 12, Clusters: 4, Seed: 5})
+	if _, err := gitCommit(dir, "generated"); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := state.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Timeout = 5 * time.Second
+	e, err := etcdstate.Open(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	args := []string{"--state", url, "--etcd-lock-ttl", "2s", "--repo", dir}
+	replicas := map[string]*serveReplica{}
+	hooks := map[string]string{}
+	for i := 1; i <= 2; i++ {
+		id := fmt.Sprintf("r%d", i)
+		hooks[id] = t.TempDir()
+		r := &serveReplica{id: id, wd: filepath.Join(t.TempDir(), "wd"), args: args, shard: true, env: []string{"FUELSYNC_TEST_PAUSE_COMMIT=" + hooks[id]}}
+		r.start(t)
+		replicas[id] = r
+	}
+	t.Cleanup(func() {
+		for _, r := range replicas {
+			r.cmd.Process.Signal(syscall.SIGCONT)
+			r.kill()
+		}
+	})
+	waitState := func(what string, cond func(*state.State) bool) *state.State {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			st, err := e.ReadState(ctx)
+			if err == nil && cond(st) {
+				return st
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after 30s: %s (%v)", what, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitState("all four clusters applied", func(st *state.State) bool {
+		if len(st.Clusters) != 4 {
+			return false
+		}
+		for _, cs := range st.Clusters {
+			if cs.StatusOf() != state.StatusSynced {
+				return false
+			}
+		}
+		return true
+	})
+	var cl string
+	for i := 1; i <= 4 && cl == ""; i++ {
+		if filepath.Ext(repogen.ClusterFile(i)) == ".yaml" {
+			cl = fmt.Sprintf("c-%02d", i)
+		}
+	}
+	owners, err := e.Owners(ctx)
+	if err != nil || replicas[owners[cl]] == nil {
+		t.Fatalf("cluster %s has no owner: %v, %v", cl, owners, err)
+	}
+	ownerID := owners[cl]
+	owner := replicas[ownerID]
+	// The owner pauses before its next commit: the change of cl.
+	if err := os.WriteFile(filepath.Join(hooks[ownerID], "arm"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, filepath.FromSlash(repogen.ClusterFile(clusterIndex(cl))))
+	data, err := os.ReadFile(file)
+	if err != nil || !bytes.Contains(data, []byte("common.debug.value: false")) {
+		t.Fatalf("%s: %v", file, err)
+	}
+	if err := os.WriteFile(file, bytes.Replace(data, []byte("common.debug.value: false"), []byte("common.debug.value: true"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, err := gitCommit(dir, "debug on")
+	if err != nil {
+		t.Fatal(err)
+	}
+	paused := filepath.Join(hooks[ownerID], "paused")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if got, err := os.ReadFile(paused); err == nil {
+			if !strings.Contains(string(got), cl) {
+				t.Fatalf("%s paused before a commit of %q; want one of %s", ownerID, got, cl)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not pause before its commit of %s", ownerID, cl)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	owner.cmd.Process.Signal(syscall.SIGSTOP)
+	st := waitState(cl+"'s change applied by the other replica", func(st *state.State) bool {
+		cs := st.Clusters[cl]
+		return cs != nil && cs.Revision == h.String() && cs.StatusOf() == state.StatusSynced
+	})
+	record := *st.Clusters[cl]
+	now, _ := e.Owners(ctx)
+	if now[cl] == ownerID || now[cl] == "" {
+		t.Fatalf("cluster %s is owned by %q after %s's lease expired", cl, now[cl], ownerID)
+	}
+	// The paused owner goes on to its commit.
+	if err := os.Remove(paused); err != nil {
+		t.Fatal(err)
+	}
+	owner.cmd.Process.Signal(syscall.SIGCONT)
+	want := "no longer owns cluster " + cl
+	deadline = time.Now().Add(20 * time.Second)
+	for !owner.logged(want) {
+		if time.Now().After(deadline) {
+			t.Errorf("%s did not log %q after it ran again", ownerID, want)
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if st, err := e.ReadState(ctx); err != nil || st.Clusters[cl].Serial != record.Serial {
+		t.Errorf("cluster %s changed after its paused owner %s ran again: %+v (was %+v), %v", cl, ownerID, st.Clusters[cl], record, err)
+	}
 }
