@@ -44,6 +44,12 @@ type Replica struct {
 	// Shard makes the replicas share the clusters instead of electing one
 	// leader (serve --shard; shard.go); Etcd must be a state.Sharder.
 	Shard bool
+	// A shard's: AdvertiseURL is where the other replicas fetch the files
+	// of its clusters (serve --advertise-url; "" to advertise none: they
+	// render them); APIToken the bearer token it sends when it fetches from
+	// the others (the replicas share serve's --api-token-file).
+	AdvertiseURL string
+	APIToken     []byte
 
 	mu     sync.Mutex
 	role   string
@@ -459,13 +465,14 @@ func (e *RevisionGoneError) Unwrap() error { return e.Err }
 // artifact is copied between replicas. A *RenderMismatchError when this
 // tool version renders differently; nothing is kept then.
 func Materialise(ctx context.Context, w *state.Workdir, src source.Source, st *state.State, toolVersion string) error {
-	return materialise(ctx, w, src, st, toolVersion, false)
+	return materialise(ctx, w, src, st, toolVersion, false, nil)
 }
 
 // materialise is Materialise; with objects, a cluster whose every file is an
 // object of w already (a shard made it, or an earlier set had it) is taken
 // from the objects, checked by digest, instead of being rendered.
-func materialise(ctx context.Context, w *state.Workdir, src source.Source, st *state.State, toolVersion string, objects bool) error {
+// onRender, when set, is told the clusters it renders.
+func materialise(ctx context.Context, w *state.Workdir, src source.Source, st *state.State, toolVersion string, objects bool, onRender func([]string)) error {
 	if st.Serial == 0 {
 		return nil
 	}
@@ -516,6 +523,9 @@ func materialise(ctx context.Context, w *state.Workdir, src source.Source, st *s
 		}
 		repo, diags := loader.Load(rev.FS, loader.Options{})
 		held, _ := operation.Hold(repo, st, diags)
+		if onRender != nil {
+			onRender(clusters)
+		}
 		each := render.RenderEach(repo, render.Options{Clusters: clusters, State: st})
 		for _, c := range clusters {
 			d := append(held[c], each.Clusters[c]...)

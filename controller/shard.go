@@ -319,7 +319,8 @@ func (r *Replica) runShard(ctx context.Context) error {
 	// Every replica makes every committed set, from its objects where it
 	// has them, rendering the rest.
 	r.Loop.prepare = func(ctx context.Context, st *state.State) error {
-		err := materialise(ctx, r.Loop.Workdir, r.Loop.Source, st, r.Loop.ToolVersion, true)
+		r.fetchOthers(ctx, r.currentShard(), st)
+		err := materialise(ctx, r.Loop.Workdir, r.Loop.Source, st, r.Loop.ToolVersion, true, r.Loop.onRender)
 		r.served(st, err)
 		return err
 	}
@@ -339,7 +340,7 @@ func (r *Replica) runShard(ctx context.Context) error {
 	go follow(fctx)
 	go r.serveRequests(fctx)
 	for ctx.Err() == nil {
-		m, err := sh.Join(ctx, id)
+		m, err := sh.Join(ctx, id, r.AdvertiseURL)
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -420,7 +421,8 @@ func (r *Replica) runShard(ctx context.Context) error {
 func (r *Replica) materialiseShard(ctx context.Context) {
 	st, err := r.Etcd.ReadState(ctx)
 	if err == nil {
-		err = materialise(ctx, r.Loop.Workdir, r.Loop.Source, st, r.Loop.ToolVersion, true)
+		r.fetchOthers(ctx, r.currentShard(), st)
+		err = materialise(ctx, r.Loop.Workdir, r.Loop.Source, st, r.Loop.ToolVersion, true, r.Loop.onRender)
 	}
 	r.served(st, err)
 	if err != nil {

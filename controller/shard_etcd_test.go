@@ -64,6 +64,13 @@ func releaseChange(t *testing.T, dir string, r *git.Repository, timeout string) 
 
 func startShard(t *testing.T, c *etcdtest.Cluster, dir, id string) *testReplica {
 	t.Helper()
+	return startShardWith(t, c, dir, id, nil)
+}
+
+// startShardWith starts a shard replica; configure, when set, sets it up
+// before it runs (its server listens already at tr.base).
+func startShardWith(t *testing.T, c *etcdtest.Cluster, dir, id string, configure func(tr *testReplica, srv *server.Server)) *testReplica {
+	t.Helper()
 	w := etcdWorkdir(t, c, "shards", 2*time.Second, 5*time.Second)
 	etcd := w.Backend
 	logs := &controller.LogBuffer{}
@@ -87,6 +94,10 @@ func startShard(t *testing.T, c *etcdtest.Cluster, dir, id string) *testReplica 
 	hs := &http.Server{Handler: srv.Handler()}
 	go hs.Serve(ln)
 	tr.base = "http://" + ln.Addr().String()
+	tr.rep.AdvertiseURL = tr.base
+	if configure != nil {
+		configure(tr, srv)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	tr.cancel = cancel
 	go func() { tr.rep.Run(ctx); close(tr.done) }()

@@ -163,6 +163,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/clusters/{cluster}", s.cluster)
 	mux.HandleFunc("POST /api/v1/clusters/{cluster}/approve", s.approve)
 	mux.HandleFunc("GET /api/v1/clusters/{cluster}/nodes/{node}/graphs/{graph}", s.graph)
+	mux.HandleFunc("POST /api/v1/objects", s.objects)
 	mux.HandleFunc("/{$}", s.page)
 	return mux
 }

@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -35,10 +36,13 @@ type Membership interface {
 type Sharder interface {
 	Coordinator
 	// Join makes id a member, on a lease of the lock's TTL kept alive while
-	// ctx lives.
-	Join(ctx context.Context, id string) (Membership, error)
+	// ctx lives; url, when not empty, is the replica's advertised URL (serve
+	// --advertise-url), where the other members fetch its clusters' files.
+	Join(ctx context.Context, id, url string) (Membership, error)
 	// Members lists the live members' identities, sorted.
 	Members(ctx context.Context) ([]string, error)
+	// MemberURLs maps each live member that advertised a URL to it.
+	MemberURLs(ctx context.Context) (map[string]string, error)
 	// WatchMembers sends the members now and after every change, until ctx
 	// ends (then the channel is closed).
 	WatchMembers(ctx context.Context) <-chan []string
@@ -241,4 +245,23 @@ func (w *Workdir) HasObjects(digests map[string]string, names []string) bool {
 		}
 	}
 	return true
+}
+
+// PutObjects stores each of datas as an object of the work directory, named
+// by its sha256, and syncs the objects' directories: a shard replica keeps
+// there the files of another owner's clusters it fetched (checked against
+// the committed digests first), and makes the committed set from them.
+func (w *Workdir) PutObjects(datas [][]byte) error {
+	objs := &objectWriter{w: w, dirs: map[string]bool{}}
+	for _, data := range datas {
+		if _, err := objs.object(data); err != nil {
+			return err
+		}
+	}
+	for _, d := range slices.Sorted(maps.Keys(objs.dirs)) {
+		if err := syncDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
 }

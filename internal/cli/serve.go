@@ -179,6 +179,7 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			&cli.IntFlag{Name: "max-waiting", Value: server.DefaultMaxWaiting, Usage: "at most `N` artifact requests wait at once (429 with Retry-After beyond); each holds a connection and about 26 KB"},
 			&cli.StringFlag{Name: "replica-id", Usage: "with the state on etcd, this replica's `NAME` in the election and the status (default: host:pid)"},
 			&cli.BoolFlag{Name: "shard", Usage: "with the state on etcd, share the clusters among the replicas (each owned by one) instead of electing one leader"},
+			&cli.StringFlag{Name: "advertise-url", Usage: "with --shard, the `URL` where the other replicas fetch this replica's clusters' files (default: http:// and the --listen address, unless it is a wildcard)"},
 		),
 		Action: func(c *cli.Context) error {
 			// The daemon's metrics (and the etcd backend of its replicas) are
@@ -225,6 +226,9 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			if _, ok := loop.Workdir.Backend.(state.Sharder); !ok && c.Bool("shard") {
 				return &exitError{code: 1, msg: "--shard needs the state on etcd (--state etcd://…): the shards share their state there"}
 			}
+			if c.String("advertise-url") != "" && !c.Bool("shard") {
+				return &exitError{code: 1, msg: "--advertise-url goes with --shard: it is where the other shards fetch this replica's clusters' files"}
+			}
 			if c.Bool("shard") && loop.Publish != nil {
 				return &exitError{code: 1, msg: "--shard and --publish do not go together yet: each shard commits only its own clusters"}
 			}
@@ -242,6 +246,14 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 				// Before the server reads the work directory: it commits
 				// as a shard from now on.
 				shard = controller.NewShard(loop, sh, c.String("replica-id"))
+				shard.APIToken = token
+				if shard.AdvertiseURL, err = advertiseURL(c.String("advertise-url"), c.String("listen"), ln.Addr()); err != nil {
+					ln.Close()
+					return &exitError{code: 1, msg: err.Error()}
+				}
+				if shard.AdvertiseURL == "" {
+					loop.Log.Warn("no --advertise-url, and --listen is a wildcard: the other replicas render this replica's clusters instead of fetching their files", "listen", c.String("listen"))
+				}
 				pauseHookFromEnv()
 			}
 			srv := server.New(loop, secret)
@@ -418,4 +430,28 @@ func watchLocal(ctx context.Context, g *globals, c *cli.Context, loop *controlle
 			loop.Log.Warn("not watching the repository for changes; polling only", "error", err)
 		}
 	}()
+}
+
+// advertiseURL is a shard's advertised URL: flag when set (checked), else
+// http:// and the address listened on, unless --listen (listen) names no
+// host or a wildcard one, which the other replicas cannot reach; "" then.
+func advertiseURL(flag, listen string, addr net.Addr) (string, error) {
+	if flag != "" {
+		if err := controller.CheckAdvertiseURL(flag); err != nil {
+			return "", fmt.Errorf("--advertise-url: %v", err)
+		}
+		return strings.TrimSuffix(flag, "/"), nil
+	}
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil || host == "" {
+		return "", nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return "", nil
+	}
+	_, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "", nil
+	}
+	return "http://" + net.JoinHostPort(host, port), nil
 }

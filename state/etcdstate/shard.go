@@ -65,7 +65,7 @@ func checkSegment(what, s string) error {
 // Join implements state.Sharder: the member key <ns>/members/<id> on a new
 // lease of LockTTL, kept alive while ctx lives. An id another live member
 // has is refused.
-func (e *Etcd) Join(ctx context.Context, id string) (state.Membership, error) {
+func (e *Etcd) Join(ctx context.Context, id, url string) (state.Membership, error) {
 	if err := checkSegment("replica id", id); err != nil {
 		return nil, err
 	}
@@ -84,7 +84,11 @@ func (e *Etcd) Join(ctx context.Context, id string) (state.Membership, error) {
 	if err != nil {
 		return nil, e.wrap("joining the shards of", err)
 	}
-	data, _ := json.Marshal(map[string]string{"id": id, "since": time.Now().UTC().Format(time.RFC3339)})
+	info := map[string]string{"id": id, "since": time.Now().UTC().Format(time.RFC3339)}
+	if url != "" {
+		info["url"] = url
+	}
+	data, _ := json.Marshal(info)
 	k := e.key("members/" + id)
 	var resp *clientv3.TxnResponse
 	err = e.retry(ctx, func(ctx context.Context) (err error) {
@@ -119,6 +123,31 @@ func (e *Etcd) Members(ctx context.Context) ([]string, error) {
 		return nil, e.wrap("reading the shards of", err)
 	}
 	return e.memberIDs(resp.Kvs), nil
+}
+
+// MemberURLs implements state.Sharder.
+func (e *Etcd) MemberURLs(ctx context.Context) (map[string]string, error) {
+	if err := e.reach(ctx, "reading the shards of"); err != nil {
+		return nil, err
+	}
+	var resp *clientv3.GetResponse
+	err := e.retry(ctx, func(ctx context.Context) (err error) {
+		resp, err = e.client.Get(ctx, e.key("members/"), clientv3.WithPrefix())
+		return err
+	})
+	if err != nil {
+		return nil, e.wrap("reading the shards of", err)
+	}
+	out := map[string]string{}
+	for _, kv := range resp.Kvs {
+		var info struct {
+			URL string `json:"url"`
+		}
+		if json.Unmarshal(kv.Value, &info) == nil && info.URL != "" {
+			out[strings.TrimPrefix(string(kv.Key), e.key("members/"))] = info.URL
+		}
+	}
+	return out, nil
 }
 
 func (e *Etcd) memberIDs(kvs []*mvccpb.KeyValue) []string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -29,7 +30,7 @@ func TestEtcdShardMembers(t *testing.T) {
 	const ttl = 2 * time.Second
 	a, b := shardBackend(t, c, "shards", ttl), shardBackend(t, c, "shards", ttl)
 	ctx := context.Background()
-	ma, err := a.Join(ctx, "r1")
+	ma, err := a.Join(ctx, "r1", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,15 +40,18 @@ func TestEtcdShardMembers(t *testing.T) {
 	if got := <-seen; !slices.Equal(got, []string{"r1"}) {
 		t.Fatalf("members watched: %q; want [r1]", got)
 	}
-	if _, err := b.Join(ctx, "r1"); err == nil {
+	if _, err := b.Join(ctx, "r1", ""); err == nil {
 		t.Fatal("a second live replica joined with the id r1")
 	}
-	if _, err := b.Join(ctx, "r/1"); err == nil {
+	if _, err := b.Join(ctx, "r/1", ""); err == nil {
 		t.Fatal("the id r/1 was accepted as a key segment")
 	}
-	mb, err := b.Join(ctx, "r2")
+	mb, err := b.Join(ctx, "r2", "http://127.0.0.1:9")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got, err := a.MemberURLs(ctx); err != nil || !maps.Equal(got, map[string]string{"r2": "http://127.0.0.1:9"}) {
+		t.Fatalf("member URLs: %v, %v; want r2's only", got, err)
 	}
 	if got := <-seen; !slices.Equal(got, []string{"r1", "r2"}) {
 		t.Fatalf("members watched: %q; want [r1 r2]", got)
@@ -120,11 +124,11 @@ func TestEtcdShardCommitsMerge(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	a, b := shardBackend(t, c, "merge", 2*time.Second), shardBackend(t, c, "merge", 2*time.Second)
 	ctx := context.Background()
-	ma, err := a.Join(ctx, "r1")
+	ma, err := a.Join(ctx, "r1", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	mb, err := b.Join(ctx, "r2")
+	mb, err := b.Join(ctx, "r2", "")
 	if err != nil {
 		t.Fatal(err)
 	}
