@@ -22,3 +22,7 @@ func crashHookFromEnv(io.Writer) {}
 // pauseHookFromEnv reads no FUELSYNC_TEST_* variable without the test hooks:
 // a released shard never pauses before its commit.
 func pauseHookFromEnv() {}
+
+// profileHookFromEnv reads no FUELSYNC_TEST_* variable without the test
+// hooks.
+func profileHookFromEnv() {}

@@ -255,6 +255,7 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 					loop.Log.Warn("no --advertise-url, and --listen is a wildcard: the other replicas render this replica's clusters instead of fetching their files", "listen", c.String("listen"))
 				}
 				pauseHookFromEnv()
+				profileHookFromEnv()
 			}
 			srv := server.New(loop, secret)
 			srv.APIToken, srv.MaxWait, srv.MaxWaiting = token, c.Duration("max-wait"), c.Int("max-waiting")
