@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path"
 	"slices"
 	"strings"
 )
@@ -157,14 +158,16 @@ func MergeShard(cur, next *State, clusters []string) *State {
 	return out
 }
 
-// publishMerged is Publish through a MergingBackend: the set is written,
-// then committed merged with what other owners committed meanwhile. When the
-// commit is next as it is, the set is renamed to its serial and current
-// names it, as Publish does. When it is a merge, the set is not the one
-// committed (the other owners' clusters are newer there): it is removed, st
-// becomes the state committed, and current stays until the set of that
-// serial is made (controller.Materialise, from the objects the set left and
-// renders of the others' clusters).
+// publishMerged is Publish through a MergingBackend. The files are written
+// first as objects only, then committed merged with what other owners
+// committed meanwhile. When the commit is next as it is, the set is made
+// from those objects, renamed to its serial, and current names it, as
+// Publish does. When it is a merge, no set is made here (the other owners'
+// clusters are newer in the one committed): st becomes the state committed,
+// and current stays until the set of that serial is made
+// (controller.Materialise, from the objects and the others' clusters'
+// files). A set written before a commit that turns out a merge would be
+// made in vain: with N shards, most commits are merges.
 func (w *Workdir) publishMerged(mb MergingBackend, cur, st *State, write func(put func(name string, data []byte) error) error) error {
 	if st.Serial <= 0 {
 		return fmt.Errorf("publishing serial %d: a shard commits the serial after the one it read", st.Serial)
@@ -173,16 +176,22 @@ func (w *Workdir) publishMerged(mb MergingBackend, cur, st *State, write func(pu
 		return err
 	}
 	w.clean(cur.Serial)
-	tmp, err := os.MkdirTemp(w.artifacts(), ".tmp-"+fmt.Sprint(st.Serial)+"-")
+	objs := &objectWriter{w: w, dirs: map[string]bool{}}
+	err := write(func(name string, data []byte) error {
+		clean := path.Clean(name)
+		if name == "" || path.IsAbs(name) || clean != name || clean == ".." || strings.HasPrefix(clean, "../") || strings.HasPrefix(name, ".") {
+			return fmt.Errorf("artifact name %q is not a clean relative path", name)
+		}
+		_, err := objs.object(data)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp) // after the rename, nothing is left there
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return err
-	}
-	if err := w.writeSet(tmp, st, write); err != nil {
-		return err
+	for _, d := range slices.Sorted(maps.Keys(objs.dirs)) {
+		if err := syncDir(d); err != nil {
+			return err
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), backendTimeout)
 	defer cancel()
@@ -193,6 +202,29 @@ func (w *Workdir) publishMerged(mb MergingBackend, cur, st *State, write func(pu
 	if merged {
 		*st = *committed
 		return nil
+	}
+	tmp, err := os.MkdirTemp(w.artifacts(), ".tmp-"+fmt.Sprint(st.Serial)+"-")
+	if err != nil {
+		return &AppliedError{Serial: st.Serial, Err: err}
+	}
+	defer os.RemoveAll(tmp) // after the rename, nothing is left there
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return &AppliedError{Serial: st.Serial, Err: err}
+	}
+	err = w.writeSet(tmp, st, func(put func(string, []byte) error) error {
+		for _, name := range slices.Sorted(maps.Keys(st.Artifacts)) {
+			data, err := w.ReadObject(st.Artifacts[name])
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			if err := put(name, data); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return &AppliedError{Serial: st.Serial, Err: err}
 	}
 	final := w.SetDir(st.Serial)
 	// A set of that serial here is not the committed one (this replica's
