@@ -213,7 +213,7 @@ bench-render:
 # N = 1, 2 and 3 replicas over one etcd on loopback, against one replica's
 # (internal/cli/shard_bench_test.go; docs/etcd.md, Shards). SHARD_NODES nodes in
 # SHARD_CLUSTERS clusters, the median of SHARD_RUNS runs. Needs /usr/bin/etcd.
-SHARD_NODES ?= 3000
+SHARD_NODES ?= 2000
 SHARD_CLUSTERS ?= 12
 SHARD_RUNS ?= 3
 bench-shards:

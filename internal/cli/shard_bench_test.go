@@ -68,7 +68,7 @@ func TestBenchShards(t *testing.T) {
 	if os.Getenv("FUELSYNC_BENCH_SHARDS") == "" {
 		t.Skip("a measurement: make bench-shards")
 	}
-	nodes, clusters, runs := envInt("SHARD_NODES", 3000), envInt("SHARD_CLUSTERS", 12), envInt("SHARD_RUNS", 3)
+	nodes, clusters, runs := envInt("SHARD_NODES", 2000), envInt("SHARD_CLUSTERS", 12), envInt("SHARD_RUNS", 3)
 	spec := repogen.Spec{Plugins: 8, Tasks: 600, Nodes: nodes, Clusters: clusters, Seed: 1}
 	t.Logf("repository: %d nodes in %d clusters, %d plugins, %d tasks; %d runs each; load before: %s", nodes, clusters, spec.Plugins, spec.Tasks, runs, loadavg())
 	type result struct {
