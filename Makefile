@@ -20,7 +20,7 @@ FUZZTIME  ?= 30s
 BENCHTIME ?= 5x
 BENCHCOUNT ?= 5
 
-.PHONY: all build image test test-etcd vet cross fmtcheck demo fuzz bench bench-render bench-large bench-fleet golden soak burst clean ci
+.PHONY: all build image test test-etcd vet cross fmtcheck demo fuzz bench bench-render bench-large bench-fleet bench-shards golden soak burst clean ci
 
 all: build
 
@@ -60,7 +60,7 @@ test: fmtcheck vet cross
 # make test runs them too, but skips them when etcd is missing: here that fails.
 # Here the replicas' leader is killed 20 times (5 in make test).
 test-etcd:
-	FUELSYNC_REQUIRE_ETCD=1 FUELSYNC_REPLICA_KILLS=20 $(GO) test -count=1 -tags "$(TESTTAGS)" -run 'Etcd' ./state/... ./controller/... ./server/... ./internal/cli
+	FUELSYNC_REQUIRE_ETCD=1 FUELSYNC_REPLICA_KILLS=20 FUELSYNC_SHARD_KILLS=20 $(GO) test -count=1 -tags "$(TESTTAGS)" -run 'Etcd' ./state/... ./controller/... ./server/... ./internal/cli
 
 # Both builds: without the test hooks (as released) and with them (as tested).
 vet:
@@ -223,6 +223,16 @@ RENDER_BENCHTIME ?= 5x
 bench-render:
 	$(GO) test ./render -run '^$$' -bench '^Benchmark(Resolve|RenderLarge|RenderLargeFull)$$' -benchtime $(RENDER_BENCHTIME) -count 1 -timeout 0
 	$(GO) test ./internal/cli -run '^$$' -bench '^BenchmarkDiffLarge$$' -benchtime $(RENDER_BENCHTIME) -count 1 -timeout 0
+
+# The CPU time each `serve --shard` process spends on a release change, for
+# N = 1, 2 and 3 replicas over one etcd on loopback, against one replica's
+# (internal/cli/shard_bench_test.go; docs/etcd.md, Shards). SHARD_NODES nodes in
+# SHARD_CLUSTERS clusters, the median of SHARD_RUNS runs. Needs /usr/bin/etcd.
+SHARD_NODES ?= 2000
+SHARD_CLUSTERS ?= 12
+SHARD_RUNS ?= 3
+bench-shards:
+	FUELSYNC_REQUIRE_ETCD=1 FUELSYNC_BENCH_SHARDS=1 SHARD_NODES=$(SHARD_NODES) SHARD_CLUSTERS=$(SHARD_CLUSTERS) SHARD_RUNS=$(SHARD_RUNS) $(GO) test -count=1 -tags "$(TESTTAGS)" -run '^TestBenchShards$$' -v -timeout 0 ./internal/cli | grep -v '^=== '
 
 # The serve abuse cases, with figures (resident memory, latencies): 500 slow
 # webhook bodies, 5,000 idle keep-alive connections (the server limited to 4,096

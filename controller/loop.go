@@ -120,6 +120,14 @@ type Loop struct {
 	again bool
 	// leading, when set, says whether this replica still leads (nil: it does).
 	leading func() error
+	// A shard's (shard.go): guard is held through each reconcile (the
+	// replica makes committed sets under it too), beforeRun runs first
+	// under it, owns limits the reconcile to the shard's clusters, and
+	// shardClusters (when set) makes the status lines, with owners.
+	guard         sync.Locker
+	beforeRun     func()
+	owns          func(cluster string) bool
+	shardClusters func(st *state.State, live []*operation.ClusterResult, head string) []operation.ClusterInfo
 	// lastApply is when each cluster's changes were last applied by this
 	// loop; approvals the clusters whose pending plan is approved (applied at
 	// the next reconcile). Under mu.
@@ -224,6 +232,13 @@ func (l *Loop) Run(ctx context.Context) error {
 // render → plan → apply.
 func (l *Loop) ReconcileOnce(ctx context.Context) operation.Outcome {
 	l.init()
+	if l.guard != nil {
+		l.guard.Lock()
+		defer l.guard.Unlock()
+	}
+	if l.beforeRun != nil {
+		l.beforeRun()
+	}
 	start := time.Now()
 	l.mu.Lock()
 	last := l.status.Outcome // a skipped reconcile's reason
@@ -328,7 +343,7 @@ func (l *Loop) reconcile(ctx context.Context) (operation.Outcome, string, *diff.
 	// 3. The operation plan and apply run: validate, render what changed,
 	// plan, lock, apply (a commit that changes no input of the applied set
 	// is reconciled without loading or rendering).
-	req := operation.Request{Revision: rev, Apply: !l.DryRun, Lock: "reconcile", LockTimeout: time.Minute}
+	req := operation.Request{Revision: rev, Apply: !l.DryRun, Lock: "reconcile", LockTimeout: time.Minute, Owns: l.owns}
 	res, err := l.operation().Run(ctx, req)
 	if err == nil && res.Repo == nil && !l.holdsModel(res.Plan.InputFiles) {
 		// Nothing to do, but the status wants the model of these inputs.
@@ -457,7 +472,12 @@ func (l *Loop) Clusters(st *state.State) []operation.ClusterInfo {
 	l.mu.Lock()
 	live, head := l.results, l.status.Revision
 	l.mu.Unlock()
-	infos := operation.ClusterInfos(st, live, head)
+	var infos []operation.ClusterInfo
+	if l.shardClusters != nil {
+		infos = l.shardClusters(st, live, head)
+	} else {
+		infos = operation.ClusterInfos(st, live, head)
+	}
 	operation.WithHealth(infos, st, l.Reports)
 	return infos
 }

@@ -43,6 +43,15 @@ type Replica struct {
 	// ID names this replica (the leader's identity in every replica's
 	// status); DefaultReplicaID when empty.
 	ID string
+	// Shard makes the replicas share the clusters instead of electing one
+	// leader (serve --shard; shard.go); Etcd must be a state.Sharder.
+	Shard bool
+	// A shard's: AdvertiseURL is where the other replicas fetch the files
+	// of its clusters (serve --advertise-url; "" to advertise none: they
+	// render them); APIToken the bearer token it sends when it fetches from
+	// the others (the replicas share serve's --api-token-file).
+	AdvertiseURL string
+	APIToken     []byte
 
 	mu     sync.Mutex
 	role   string
@@ -59,6 +68,11 @@ type Replica struct {
 	modelMu  sync.Mutex
 	model    *loader.Repo
 	modelRev string
+
+	// A shard's: local serialises the writes to the work directory (a
+	// reconcile, a committed set made); shard is its view of the shards.
+	local sync.Mutex
+	shard *shardState
 }
 
 // DefaultReplicaID is host:pid.
@@ -134,6 +148,9 @@ func (r *Replica) served(st *state.State, err error) {
 // up to date from the state on etcd. At the end, a leader resigns so that
 // another replica takes over at once.
 func (r *Replica) Run(ctx context.Context) error {
+	if r.Shard {
+		return r.runShard(ctx)
+	}
 	r.Loop.init()
 	id := r.id()
 	// A leader makes the applied set it lacks (another leader applied it)
@@ -331,6 +348,12 @@ func (r *Replica) serveRequests(ctx context.Context) {
 // Trigger asks for a reconcile: at once on the leader; through etcd on a
 // follower, for the leader to run.
 func (r *Replica) Trigger() error {
+	if r.Role() == RoleShard {
+		// Here for the clusters this replica owns, and through etcd for
+		// every other shard's.
+		r.Loop.Trigger()
+		return r.Etcd.RequestReconcile(context.Background(), r.id())
+	}
 	if r.Role() == RoleLeader {
 		r.Loop.Trigger()
 		return nil
@@ -371,14 +394,33 @@ type ReplicaStatus struct {
 	Problem string `json:"problem,omitempty"`
 	// Error says why the leader could not be read (etcd out of reach).
 	Error string `json:"error,omitempty"`
+	// Members are the live replicas and Clusters those this one owns, when
+	// the replicas share the clusters (role "shard").
+	Members  []string `json:"members,omitempty"`
+	Clusters []string `json:"clusters,omitempty"`
 }
 
 // Status is this replica's identity and role, and the leader's identity.
 func (r *Replica) Status(ctx context.Context) *ReplicaStatus {
-	leader, err := r.Leader(ctx)
-	rs := &ReplicaStatus{ID: r.id(), Role: r.Role(), Leader: leader}
-	if err != nil {
-		rs.Error = redact.Text(err.Error())
+	var rs *ReplicaStatus
+	if r.Shard {
+		rs = &ReplicaStatus{ID: r.id(), Role: RoleShard}
+		rs.Members, rs.Clusters = r.Shards()
+		if sh, ok := r.Etcd.(state.Sharder); ok {
+			mctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			if ms, err := sh.Members(mctx); err != nil {
+				rs.Error = redact.Text(err.Error())
+			} else {
+				rs.Members = ms
+			}
+			cancel()
+		}
+	} else {
+		leader, err := r.Leader(ctx)
+		rs = &ReplicaStatus{ID: r.id(), Role: r.Role(), Leader: leader}
+		if err != nil {
+			rs.Error = redact.Text(err.Error())
+		}
 	}
 	var problem error
 	rs.Serving, problem = r.Serving()
@@ -425,6 +467,14 @@ func (e *RevisionGoneError) Unwrap() error { return e.Err }
 // artifact is copied between replicas. A *RenderMismatchError when this
 // tool version renders differently; nothing is kept then.
 func Materialise(ctx context.Context, w *state.Workdir, src source.Source, st *state.State, toolVersion string) error {
+	return materialise(ctx, w, src, st, toolVersion, false, nil)
+}
+
+// materialise is Materialise; with objects, a cluster whose every file is an
+// object of w already (a shard made it, or an earlier set had it) is taken
+// from the objects, checked by digest, instead of being rendered.
+// onRender, when set, is told the clusters it renders.
+func materialise(ctx context.Context, w *state.Workdir, src source.Source, st *state.State, toolVersion string, objects bool, onRender func([]string)) error {
 	if st.Serial == 0 {
 		return nil
 	}
@@ -432,15 +482,23 @@ func Materialise(ctx context.Context, w *state.Workdir, src source.Source, st *s
 		return err
 	}
 	rsrc, ok := src.(source.RevisionSource)
-	if !ok {
-		return fmt.Errorf("the applied set of serial %d is not in %s, and this source cannot read revision %.12s to render it (a working tree is not shared between replicas)", st.Serial, w.Dir, st.Revision)
-	}
 	// Each cluster's artifacts are the render of its own applied revision (a
 	// held cluster keeps an older one's).
 	byRev := map[string][]string{}
+	files := map[string][]string{} // of each cluster
+	for name := range st.Artifacts {
+		if c := state.ClusterOf(name); c != "" {
+			files[c] = append(files[c], name)
+		}
+	}
+	var stored []string // the clusters taken from the objects
 	for name := range st.Artifacts {
 		c := state.ClusterOf(name)
-		if c == "" {
+		if c == "" || slices.Contains(stored, c) {
+			continue
+		}
+		if objects && w.HasObjects(st.Artifacts, files[c]) {
+			stored = append(stored, c)
 			continue
 		}
 		rev := st.Revision
@@ -458,6 +516,9 @@ func Materialise(ctx context.Context, w *state.Workdir, src source.Source, st *s
 		clusters []string
 	}
 	var parts []part
+	if len(byRev) > 0 && !ok {
+		return fmt.Errorf("the applied set of serial %d is not in %s, and this source cannot read revision %.12s to render it (a working tree is not shared between replicas)", st.Serial, w.Dir, st.Revision)
+	}
 	for _, revName := range slices.Sorted(maps.Keys(byRev)) {
 		clusters := byRev[revName]
 		rev, err := rsrc.At(ctx, revName)
@@ -466,6 +527,9 @@ func Materialise(ctx context.Context, w *state.Workdir, src source.Source, st *s
 		}
 		repo, diags := loader.Load(rev.FS, loader.Options{})
 		held, _ := operation.Hold(repo, st, diags)
+		if onRender != nil {
+			onRender(clusters)
+		}
 		parts = append(parts, part{revName, repo, held, clusters})
 	}
 	// Each cluster rendered, its files checked and written, one after the
@@ -482,6 +546,17 @@ func Materialise(ctx context.Context, w *state.Workdir, src source.Source, st *s
 			got[name] = true
 			mu.Unlock()
 			return put(name, data)
+		}
+		for _, c := range stored {
+			for _, name := range files[c] {
+				data, err := w.ReadObject(st.Artifacts[name])
+				if err != nil {
+					return fmt.Errorf("making the applied set of serial %d: %s: %w", st.Serial, name, err)
+				}
+				if err := check(appliedRevision(st, c), name, data); err != nil {
+					return err
+				}
+			}
 		}
 		for _, pt := range parts {
 			_, err := render.Walk(pt.repo, render.Options{Clusters: pt.clusters, State: st}, false, func(wk *render.Walked) error {
@@ -514,4 +589,13 @@ func Materialise(ctx context.Context, w *state.Workdir, src source.Source, st *s
 		}
 		return nil
 	})
+}
+
+// appliedRevision is the revision cluster c's applied artifacts are the
+// render of in st.
+func appliedRevision(st *state.State, c string) string {
+	if cs := st.Clusters[c]; cs != nil && cs.Revision != "" {
+		return cs.Revision
+	}
+	return st.Revision
 }

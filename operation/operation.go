@@ -89,6 +89,14 @@ type Request struct {
 	// Targets limits the operation to these clusters (--cluster): the others
 	// keep their applied artifacts and their status.
 	Targets []string
+	// Owns, when set, limits the operation to the clusters it says yes to,
+	// asked once each (a serve replica's shard, controller/shard.go): the
+	// others are untouched, as with Targets. Unlike Targets it is no
+	// explicit apply (a sync: manual cluster still waits for approval), and
+	// a cluster waits for a dependency it does not own until the state
+	// records that dependency synced at the revision. A run that owns no
+	// cluster applies nothing.
+	Owns func(cluster string) bool
 	// Apply applies the plan, under the lock; without it the operation plans.
 	Apply bool
 	// Saved, when set, is a saved plan (plan --out) to apply exactly: the
@@ -321,7 +329,7 @@ func (o *Operation) Run(ctx context.Context, req Request) (*Result, error) {
 			return res, err
 		}
 	}
-	if !req.Apply || !needsApply(res) {
+	if !req.Apply || !needsApply(res) || req.Owns != nil && len(p.Targets) == 0 {
 		res.Outcome = outcomeOf(res, req.Apply, false)
 		return res, nil
 	}
@@ -533,6 +541,15 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 		}
 	}
 	targeted := func(c string) bool { return len(req.Targets) == 0 || slices.Contains(req.Targets, c) }
+	var owned []string // a shard's clusters (Owns)
+	if req.Owns != nil {
+		for _, name := range names {
+			if targeted(name) && req.Owns(name) {
+				owned = append(owned, name)
+			}
+		}
+		targeted = func(c string) bool { return slices.Contains(owned, c) }
+	}
 
 	// The clusters whose inputs are those of the applied state keep their
 	// applied artifacts (and are synced).
@@ -668,6 +685,10 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 			return true
 		case dispRender:
 			return changes[name] == nil && guarded[name] == ""
+		case dispUntouched:
+			// Another shard's: synced at this revision, as its owner recorded.
+			cs := st.Clusters[name]
+			return req.Owns != nil && cs != nil && cs.StatusOf() == state.StatusSynced && cs.Revision == rev.SHA
 		}
 		return false
 	}
@@ -698,6 +719,16 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 	}
 	deferred := func(name string) bool { return awaiting[name] || len(waiting[name])+len(unhealthy[name]) > 0 }
 	res.Again = len(waiting) > 0
+	if req.Owns != nil {
+		// Only a dependency this run applied makes the next run
+		// different; another shard's commit triggers its own.
+		res.Again = false
+		for _, deps := range waiting {
+			for _, dep := range deps {
+				res.Again = res.Again || disp[dep] != dispUntouched
+			}
+		}
+	}
 	if len(unhealthy) > 0 {
 		res.WaitingHealth = slices.Sorted(maps.Keys(unhealthy))
 	}
@@ -740,6 +771,9 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 		// outcome of these inputs (the same commit is planned again once the
 		// health comes).
 		Again: res.Again || len(unhealthy) > 0,
+	}
+	if req.Owns != nil {
+		p.Targets = owned
 	}
 	res.Plan = p
 	res.Kept = keptNames

@@ -29,6 +29,9 @@ type ClusterInfo struct {
 	Problems []string `json:"problems"`
 	// Pending is the plan awaiting approval (sync: manual).
 	Pending *state.Pending `json:"pending,omitempty"`
+	// Owner is the serve replica that owns the cluster when the replicas
+	// share the clusters (serve --shard); "" otherwise, or while none does.
+	Owner string `json:"owner,omitempty"`
 	// Health is the cluster's health from its nodes' reports: healthy (every
 	// node converged on the applied artifacts), degraded (a node failed),
 	// progressing, or unknown (no report yet); the counts say how many nodes

@@ -39,6 +39,10 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
 	if !checkNames(w, "cluster", cluster) {
 		return
 	}
+	if s.Replica != nil && s.Replica.Role() == controller.RoleShard {
+		http.Error(w, "replicas that share the clusters (serve --shard) do not approve over the API yet: stop the shards, or approve with fuelsync approve against the state", http.StatusServiceUnavailable)
+		return
+	}
 	if s.Replica != nil && s.Replica.Role() != controller.RoleLeader {
 		leader, _ := s.Replica.Leader(r.Context())
 		http.Error(w, fmt.Sprintf("this replica follows; the leader is %q: approve there, or with fuelsync approve against the state", leader), http.StatusServiceUnavailable)

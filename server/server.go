@@ -177,6 +177,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/clusters/{cluster}/nodes/{node}/graphs/{graph}", s.graph)
 	mux.HandleFunc("POST /api/v1/clusters/{cluster}/nodes/{node}/reports", s.report)
 	mux.HandleFunc("GET /api/v1/clusters/{cluster}/nodes/{node}", s.node)
+	mux.HandleFunc("POST /api/v1/objects", s.objects)
 	mux.HandleFunc("/{$}", s.page)
 	mux.HandleFunc("GET /clusters/{cluster}", s.clusterPage)
 	mux.HandleFunc("GET /clusters/{cluster}/nodes/{node}", s.nodePage)
@@ -218,7 +219,7 @@ func (s *Server) readiness(ctx context.Context, rs *controller.ReplicaStatus) (s
 		switch {
 		case rs.Error != "":
 			return "", errors.New("the state on etcd is out of reach: " + rs.Error)
-		case rs.Leader == "":
+		case rs.Leader == "" && rs.Role != controller.RoleShard: // shards have no leader
 			return "", errors.New("no replica leads")
 		}
 	}
@@ -238,7 +239,7 @@ func (s *Server) readiness(ctx context.Context, rs *controller.ReplicaStatus) (s
 		if rs.Serving < committed {
 			return "", fmt.Errorf("a follower serving serial %d while serial %d is committed (rendering it)", rs.Serving, committed)
 		}
-		return fmt.Sprintf("ready (follower, serving serial %d)", rs.Serving), nil
+		return fmt.Sprintf("ready (%s, serving serial %d)", rs.Role, rs.Serving), nil
 	}
 	if !s.Loop.Status().Ready {
 		return "", errors.New("no successful reconcile yet")

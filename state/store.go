@@ -477,6 +477,9 @@ func (w *Workdir) publish(l *Lock, st *State, push bool, objs *objectWriter, wri
 	if err != nil {
 		return err
 	}
+	if mb, ok := w.Backend.(MergingBackend); ok && !push {
+		return w.publishMerged(mb, cur, st, objs, write) // a shard's (shard.go)
+	}
 	if st.Serial != cur.Serial+1 && !(push && st.Serial > cur.Serial) {
 		return fmt.Errorf("publishing serial %d over serial %d: serials must follow each other", st.Serial, cur.Serial)
 	}

@@ -18,3 +18,11 @@ func countRenders(*operation.Operation) {}
 // crashHookFromEnv reads no FUELSYNC_TEST_* variable without the test hooks:
 // a released apply is never killed nor failed on purpose.
 func crashHookFromEnv(io.Writer) {}
+
+// pauseHookFromEnv reads no FUELSYNC_TEST_* variable without the test hooks:
+// a released shard never pauses before its commit.
+func pauseHookFromEnv() {}
+
+// profileHookFromEnv reads no FUELSYNC_TEST_* variable without the test
+// hooks.
+func profileHookFromEnv() {}

@@ -15,6 +15,8 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,14 +33,24 @@ import (
 type serveReplica struct {
 	id, wd string
 	args   []string
+	shard  bool     // serve --shard
+	env    []string // more environment
 	cmd    *exec.Cmd
+	// logMu guards logs, the lines the process logged.
+	logMu  sync.Mutex
+	logs   []string
 	base   string
 	exited chan struct{}
 }
 
 func (r *serveReplica) start(t *testing.T) {
 	t.Helper()
-	cmd := fuelsyncCmd(append(r.args, "--workdir", r.wd, "serve", "--replica-id", r.id, "--listen", "127.0.0.1:0", "--log-format", "json", "--interval", "2s")...)
+	args := append(slices.Clone(r.args), "--workdir", r.wd, "serve", "--replica-id", r.id, "--listen", "127.0.0.1:0", "--log-format", "json", "--interval", "2s")
+	if r.shard {
+		args = append(args, "--shard")
+	}
+	cmd := fuelsyncCmd(args...)
+	cmd.Env = append(cmd.Env, r.env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -47,10 +59,21 @@ func (r *serveReplica) start(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.cmd, r.exited = cmd, make(chan struct{})
-	r.base = "http://" + serveAddr(t, stderr, 10*time.Second, nil, func() {
+	r.base = "http://" + serveAddr(t, stderr, 10*time.Second, func(line string) {
+		r.logMu.Lock()
+		r.logs = append(r.logs, line)
+		r.logMu.Unlock()
+	}, func() {
 		cmd.Wait()
 		close(r.exited)
 	})
+}
+
+// logged says whether the process logged a line that contains s.
+func (r *serveReplica) logged(s string) bool {
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
+	return slices.ContainsFunc(r.logs, func(l string) bool { return strings.Contains(l, s) })
 }
 
 func (r *serveReplica) kill() {

@@ -167,7 +167,10 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			"With the state on etcd (--state etcd://…), any number of serve processes may run, each with\n" +
 			"its own --workdir: one is elected leader and reconciles; the others (followers) render the\n" +
 			"applied revision themselves, serve it once every file matches the state's sha256, and hand\n" +
-			"webhooks to the leader. The status names each replica's role and the leader (--replica-id).",
+			"webhooks to the leader. The status names each replica's role and the leader (--replica-id).\n" +
+			"With --shard, the replicas share the clusters instead: each cluster is owned by one live\n" +
+			"replica (rendezvous hashing over the members), which alone applies it; every replica still\n" +
+			"serves every cluster. Off by default (docs/etcd.md, Shards).",
 		Flags: append(watchFlags(),
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "listen on `ADDR`"},
 			&cli.StringFlag{Name: "webhook-secret-file", Usage: "the webhooks' shared secret, in `FILE` (not empty)"},
@@ -179,6 +182,8 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			&cli.IntFlag{Name: "report-history", Value: reports.DefaultHistoryKeep, Usage: "keep the last `N` reports of each node"},
 			&cli.IntFlag{Name: "reconcile-history", Value: reports.DefaultReconcileKeep, Usage: "keep the last `M` reconciles of each cluster"},
 			&cli.StringFlag{Name: "replica-id", Usage: "with the state on etcd, this replica's `NAME` in the election and the status (default: host:pid)"},
+			&cli.BoolFlag{Name: "shard", Usage: "with the state on etcd, share the clusters among the replicas (each owned by one) instead of electing one leader"},
+			&cli.StringFlag{Name: "advertise-url", Usage: "with --shard, the `URL` where the other replicas fetch this replica's clusters' files (default: http:// and the --listen address, unless it is a wildcard)"},
 		),
 		Action: func(c *cli.Context) error {
 			// The daemon's metrics (and the etcd backend of its replicas) are
@@ -233,6 +238,15 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			if _, ok := loop.Workdir.Backend.(state.Coordinator); !ok && c.String("replica-id") != "" {
 				return &exitError{code: 1, msg: "--replica-id needs the state on etcd (--state etcd://…): replicas share their state there"}
 			}
+			if _, ok := loop.Workdir.Backend.(state.Sharder); !ok && c.Bool("shard") {
+				return &exitError{code: 1, msg: "--shard needs the state on etcd (--state etcd://…): the shards share their state there"}
+			}
+			if c.String("advertise-url") != "" && !c.Bool("shard") {
+				return &exitError{code: 1, msg: "--advertise-url goes with --shard: it is where the other shards fetch this replica's clusters' files"}
+			}
+			if c.Bool("shard") && loop.Publish != nil {
+				return &exitError{code: 1, msg: "--shard and --publish do not go together yet: each shard commits only its own clusters"}
+			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if err := checkPublish(ctx, loop); err != nil {
@@ -241,6 +255,22 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			ln, err := net.Listen("tcp", c.String("listen"))
 			if err != nil {
 				return &exitError{code: 1, msg: err.Error()}
+			}
+			var shard *controller.Replica
+			if sh, ok := loop.Workdir.Backend.(state.Sharder); ok && c.Bool("shard") {
+				// Before the server reads the work directory: it commits
+				// as a shard from now on.
+				shard = controller.NewShard(loop, sh, c.String("replica-id"))
+				shard.APIToken = token
+				if shard.AdvertiseURL, err = advertiseURL(c.String("advertise-url"), c.String("listen"), ln.Addr()); err != nil {
+					ln.Close()
+					return &exitError{code: 1, msg: err.Error()}
+				}
+				if shard.AdvertiseURL == "" {
+					loop.Log.Warn("no --advertise-url, and --listen is a wildcard: the other replicas render this replica's clusters instead of fetching their files", "listen", c.String("listen"))
+				}
+				pauseHookFromEnv()
+				profileHookFromEnv()
 			}
 			srv := server.New(loop, secret)
 			srv.APIToken, srv.MaxWait, srv.MaxWaiting = token, c.Duration("max-wait"), c.Int("max-waiting")
@@ -252,6 +282,9 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			if e, ok := loop.Workdir.Backend.(state.Coordinator); ok {
 				srv.Replica = &controller.Replica{Loop: loop, Etcd: e, ID: c.String("replica-id")}
 				run = srv.Replica.Run
+			}
+			if shard != nil {
+				srv.Replica, run = shard, shard.Run
 			}
 			hs, limited := server.HTTPServer(srv.Handler(), ln, limits)
 			errc := make(chan error, 1)
@@ -422,4 +455,28 @@ func watchLocal(ctx context.Context, g *globals, c *cli.Context, loop *controlle
 			loop.Log.Warn("not watching the repository for changes; polling only", "error", err)
 		}
 	}()
+}
+
+// advertiseURL is a shard's advertised URL: flag when set (checked), else
+// http:// and the address listened on, unless --listen (listen) names no
+// host or a wildcard one, which the other replicas cannot reach; "" then.
+func advertiseURL(flag, listen string, addr net.Addr) (string, error) {
+	if flag != "" {
+		if err := controller.CheckAdvertiseURL(flag); err != nil {
+			return "", fmt.Errorf("--advertise-url: %v", err)
+		}
+		return strings.TrimSuffix(flag, "/"), nil
+	}
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil || host == "" {
+		return "", nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return "", nil
+	}
+	_, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "", nil
+	}
+	return "http://" + net.JoinHostPort(host, port), nil
 }

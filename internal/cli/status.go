@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -90,6 +91,17 @@ func (e *opEnv) clusterInfos(url string) ([]operation.ClusterInfo, error) {
 		store = nil
 	}
 	operation.WithHealth(infos, st, store)
+	if sh, ok := w.Backend.(state.Sharder); ok {
+		// serve --shard replicas: each cluster's owner, as its owner key says.
+		ctx, cancel := context.WithTimeout(e.c.Context, 10*time.Second)
+		owners, err := sh.Owners(ctx)
+		cancel()
+		if err == nil {
+			for i := range infos {
+				infos[i].Owner = owners[infos[i].Name]
+			}
+		}
+	}
 	return infos, nil
 }
 
@@ -127,7 +139,13 @@ func writeStatusTable(w io.Writer, infos []operation.ClusterInfo) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLUSTER\tSTATUS\tHEALTH\tCONVERGED\tAPPLIED\tHEAD\tNODES\tPROBLEMS")
+	// The owners, when serve --shard replicas share the clusters.
+	owners := slices.ContainsFunc(infos, func(c operation.ClusterInfo) bool { return c.Owner != "" })
+	if owners {
+		fmt.Fprintln(tw, "CLUSTER\tSTATUS\tHEALTH\tCONVERGED\tAPPLIED\tHEAD\tNODES\tOWNER\tPROBLEMS")
+	} else {
+		fmt.Fprintln(tw, "CLUSTER\tSTATUS\tHEALTH\tCONVERGED\tAPPLIED\tHEAD\tNODES\tPROBLEMS")
+	}
 	for _, c := range infos {
 		problems := append(slices.Clone(c.Problems), c.HealthProblems...)
 		problem := ""
@@ -140,6 +158,15 @@ func writeStatusTable(w io.Writer, infos []operation.ClusterInfo) {
 		health := c.Health
 		if health == "" {
 			health = "-" // a serve of an older version
+		}
+		if owners {
+			owner := c.Owner
+			if owner == "" {
+				owner = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%d\t%s\t%s\n", c.Name, c.Status, health, c.NodesConverged, c.Nodes,
+				shortRev(c.AppliedRevision), shortRev(c.HeadRevision), c.Nodes, safetext.Line(owner), safetext.Line(problem))
+			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%d\t%s\n", c.Name, c.Status, health, c.NodesConverged, c.Nodes,
 			shortRev(c.AppliedRevision), shortRev(c.HeadRevision), c.Nodes, safetext.Line(problem))

@@ -11,10 +11,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
+	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -61,5 +65,32 @@ func crashHookFromEnv(stderr io.Writer) {
 			return fmt.Errorf("%s: %w", step, syscall.ENOSPC)
 		}
 		return nil
+	}
+}
+
+// pauseHookFromEnv makes a shard replica pause between its plan and its
+// commit when FUELSYNC_TEST_PAUSE_COMMIT=DIR and the file DIR/arm exists:
+// it removes DIR/arm, writes DIR/paused (the clusters it commits), and
+// waits until DIR/paused is removed. The tests stop it there until its lease
+// expires, and check that its late commit is refused.
+func pauseHookFromEnv() {
+	dir := os.Getenv("FUELSYNC_TEST_PAUSE_COMMIT")
+	if dir == "" {
+		return
+	}
+	controller.TestHookBeforeShardCommit = func(clusters []string) {
+		if os.Remove(filepath.Join(dir, "arm")) != nil {
+			return
+		}
+		paused := filepath.Join(dir, "paused")
+		if os.WriteFile(paused, []byte(strings.Join(clusters, " ")+"\n"), 0o644) != nil {
+			return
+		}
+		for {
+			if _, err := os.Stat(paused); err != nil {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }

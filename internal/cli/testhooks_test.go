@@ -46,7 +46,7 @@ func TestReleasedBuildHasNoTestHooks(t *testing.T) {
 	}
 	// What only the hooks bring: the hook variable, the counters, and the
 	// crash hook's closure (crashHookFromEnv itself stays, as a no-op).
-	for _, sym := range []string{"state.TestHookStep", "cli.renders", "cli.renderedClusters", "cli.appliedClusters", "cli.crashHookFromEnv.func"} {
+	for _, sym := range []string{"state.TestHookStep", "cli.renders", "cli.renderedClusters", "cli.appliedClusters", "cli.crashHookFromEnv.func", "controller.TestHookBeforeShardCommit", "cli.profileHookFromEnv.func"} {
 		if bytes.Contains(nm, []byte(sym)) {
 			t.Errorf("the released binary has the symbol %s", sym)
 		}

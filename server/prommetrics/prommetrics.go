@@ -78,6 +78,10 @@ var (
 		"The cluster's deployed nodes by state, from their reports: converged, progressing, failed.", []string{"cluster", "state"}, nil)
 	clusterHealthDesc = prometheus.NewDesc("fuelsync_cluster_health",
 		"Each cluster's health from its nodes' reports: 1 for the health it has (healthy, progressing, degraded, unknown), 0 for the others.", []string{"cluster", "health"}, nil)
+	clusterOwnerDesc = prometheus.NewDesc("fuelsync_cluster_owner",
+		"The serve replica that owns the cluster (serve --shard); always 1.", []string{"cluster", "replica"}, nil)
+	replicaClustersDesc = prometheus.NewDesc("fuelsync_replica_clusters",
+		"How many clusters each serve replica owns (serve --shard).", []string{"replica"}, nil)
 )
 
 // clusterCollector reads the clusters' statuses at each scrape.
@@ -89,12 +93,15 @@ func (c clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- clusterNodesDesc
 	ch <- clusterNodeStateDesc
 	ch <- clusterHealthDesc
+	ch <- clusterOwnerDesc
+	ch <- replicaClustersDesc
 }
 
 func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.g.Clusters == nil {
 		return
 	}
+	owned := map[string]int{}
 	for _, info := range c.g.Clusters() {
 		for _, status := range state.Statuses {
 			v := 0.0
@@ -114,6 +121,13 @@ func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstMetric(clusterHealthDesc, prometheus.GaugeValue, v, info.Name, health)
 		}
+		if info.Owner != "" {
+			ch <- prometheus.MustNewConstMetric(clusterOwnerDesc, prometheus.GaugeValue, 1, info.Name, info.Owner)
+			owned[info.Owner]++
+		}
+	}
+	for replica, n := range owned {
+		ch <- prometheus.MustNewConstMetric(replicaClustersDesc, prometheus.GaugeValue, float64(n), replica)
 	}
 	if c.g.LastApplied == nil {
 		return

@@ -14,6 +14,8 @@ package etcdstate
 //	                        same lease
 //	<ns>/leader/<lease>     the replicas' election (elect.go)
 //	<ns>/trigger            reconcile requests to the leader (replica.go)
+//	<ns>/members/<id>       serve --shard replicas, on their leases (shard.go)
+//	<ns>/owners/<cluster>   each cluster's owner, on the owner's lease
 //
 // A fuelsync before the namespace kept these keys at <prefix>/state and so on;
 // its state is read there while the namespace holds none, and the first writer

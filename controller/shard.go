@@ -1,0 +1,466 @@
+package controller
+
+// Shards (serve --shard): the replicas of a state on etcd share its clusters
+// instead of electing one leader. Each live replica is a member (a key on its
+// lease); each cluster belongs to the member that rendezvous hashing picks
+// (Owner), which claims the cluster's owner key on its lease and alone
+// renders, plans, applies and commits it. Every replica serves every
+// cluster: it makes each committed set from the objects it has and renders
+// of the clusters it lacks, checked by digest, as followers do.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/fuelsync/fuelsync/internal/redact"
+	"github.com/fuelsync/fuelsync/operation"
+	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/state"
+)
+
+// Owner is the member of members that owns cluster: the one whose hash with
+// the cluster is highest (rendezvous, or highest-random-weight, hashing). A
+// member that joins takes from each other member only the clusters it now
+// scores highest on, about 1/N of them; one that leaves gives only its own
+// clusters away, each to its runner-up. "" when there is no member.
+func Owner(cluster string, members []string) string {
+	best, bestScore := "", uint64(0)
+	for _, m := range members {
+		if s := score(cluster, m); best == "" || s > bestScore || s == bestScore && m < best {
+			best, bestScore = m, s
+		}
+	}
+	return best
+}
+
+// score is the weight of member for cluster: the first 8 bytes of
+// sha256(len(cluster) cluster member), so that no two pairs of names collide
+// by concatenation.
+func score(cluster, member string) uint64 {
+	h := sha256.New()
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(cluster)))
+	h.Write(n[:])
+	h.Write([]byte(cluster))
+	h.Write([]byte(member))
+	return binary.BigEndian.Uint64(h.Sum(nil)[:8])
+}
+
+// RoleShard is the role of a replica that owns a shard of the clusters.
+const RoleShard = "shard"
+
+// shardState is a shard replica's view of the shards: the members, the
+// clusters it claimed, and those the reconcile under way owns.
+type shardState struct {
+	r      *Replica
+	sh     state.Sharder
+	member state.Membership
+
+	mu      sync.Mutex
+	members []string
+	claimed map[string]bool // owner keys held
+	run     []string        // the clusters the reconcile under way owns, sorted
+	retry   bool            // a cluster of this replica is still another's: try again
+	owners  map[string]string
+}
+
+// setMembers records the live members.
+func (s *shardState) setMembers(ms []string) {
+	s.mu.Lock()
+	s.members = slices.Clone(ms)
+	s.mu.Unlock()
+}
+
+// owner is the member that owns cluster among the live ones.
+func (s *shardState) owner(cluster string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Owner(cluster, s.members)
+}
+
+// beforeRun, at the start of each reconcile: the owner keys of clusters that
+// are now another member's are given up (the reconcile that applied them is
+// over), and the run's own clusters are forgotten.
+func (s *shardState) beforeRun() {
+	s.mu.Lock()
+	var give []string
+	for c := range s.claimed {
+		if Owner(c, s.members) != s.member.ID() {
+			give = append(give, c)
+			delete(s.claimed, c)
+		}
+	}
+	s.run, s.retry = nil, false
+	s.mu.Unlock()
+	if len(give) > 0 {
+		slices.Sort(give)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.sh.Release(ctx, s.member, give); err != nil {
+			s.r.Loop.Log.Warn("shard: giving clusters up failed (their keys go with this replica's lease)", "replica", s.member.ID(), "clusters", give, "error", redact.Text(err.Error()))
+		} else {
+			s.r.Loop.Log.Info("shard: clusters given up", "replica", s.member.ID(), "clusters", give)
+		}
+	}
+}
+
+// owns is the reconcile's operation.Request.Owns: the clusters rendezvous
+// gives this replica, each claimed (its owner key on this replica's lease)
+// before it is reconciled. A cluster whose key another live member still
+// holds (it is giving it up) is left for a retry.
+func (s *shardState) owns(cluster string) bool {
+	id := s.member.ID()
+	if s.owner(cluster) != id {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	holder, err := s.sh.Claim(ctx, s.member, cluster)
+	cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil || holder != id {
+		s.retry = true
+		return false
+	}
+	if !s.claimed[cluster] {
+		s.r.Loop.Log.Info("shard: cluster claimed", "replica", id, "cluster", cluster)
+	}
+	s.claimed[cluster] = true
+	s.run = append(s.run, cluster)
+	slices.Sort(s.run)
+	return true
+}
+
+// owned lists the clusters whose owner key this replica holds, sorted.
+func (s *shardState) owned() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.claimed))
+}
+
+// clusters are the status lines of st with each cluster's owner (from etcd's
+// owner keys; the rendezvous choice while a cluster has none). This
+// replica's last results say only of its own clusters; the others' are as
+// their owners recorded them.
+func (s *shardState) clusters(st *state.State, live []*operation.ClusterResult, head string) []operation.ClusterInfo {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	owners, err := s.sh.Owners(ctx)
+	cancel()
+	s.mu.Lock()
+	if err != nil {
+		owners = s.owners // as last read
+	} else {
+		s.owners = owners
+	}
+	mine := s.claimed
+	var own []*operation.ClusterResult
+	for _, c := range live {
+		if mine[c.Name] {
+			own = append(own, c)
+		}
+	}
+	members := s.members
+	s.mu.Unlock()
+	infos := operation.ClusterInfos(st, own, head)
+	for i := range infos {
+		infos[i].Owner = owners[infos[i].Name]
+		if infos[i].Owner == "" {
+			infos[i].Owner = Owner(infos[i].Name, members)
+		}
+	}
+	return infos
+}
+
+// NewShard makes a replica of loop that shares the clusters with the other
+// replicas of sh (serve --shard) instead of electing a leader. From now on
+// the loop's work directory commits as a shard (shardBackend), and the loop
+// reconciles only the clusters this replica owns; call it before the loop
+// or a server uses them.
+func NewShard(loop *Loop, sh state.Sharder, id string) *Replica {
+	r := &Replica{Loop: loop, Etcd: sh, ID: id, Shard: true}
+	loop.Workdir.Backend = &shardBackend{r: r, sh: sh, toolVersion: loop.ToolVersion}
+	loop.guard = &r.local
+	loop.owns = func(c string) bool {
+		s := r.currentShard()
+		return s != nil && s.owns(c)
+	}
+	loop.beforeRun = func() {
+		if s := r.currentShard(); s != nil {
+			s.beforeRun()
+		}
+	}
+	loop.shardClusters = func(st *state.State, live []*operation.ClusterResult, head string) []operation.ClusterInfo {
+		if s := r.currentShard(); s != nil {
+			return s.clusters(st, live, head)
+		}
+		return operation.ClusterInfos(st, nil, head)
+	}
+	return r
+}
+
+// currentShard is the replica's membership and view of the shards (nil while
+// it is no member).
+func (r *Replica) currentShard() *shardState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.shard
+}
+
+// shardBackend is the work directory's Backend of a shard replica: no
+// global lock, and a commit that merges the run's clusters into the stored
+// state (state.MergingBackend, Sharder.CommitShard).
+type shardBackend struct {
+	r           *Replica
+	sh          state.Sharder
+	toolVersion string
+}
+
+func (b *shardBackend) String() string { return b.sh.String() }
+
+func (b *shardBackend) ReadState(ctx context.Context) (*state.State, error) {
+	return b.sh.ReadState(ctx)
+}
+
+// member is the replica's current shard view; an error while it is no
+// member, or its membership is lost.
+func (b *shardBackend) member() (*shardState, error) {
+	s := b.r.currentShard()
+	if s == nil {
+		return nil, fmt.Errorf("replica %s is not a member of the shards of %s yet", b.r.id(), b.String())
+	}
+	select {
+	case <-s.member.Done():
+		return nil, fmt.Errorf("replica %s is no longer a member of the shards of %s (its lease expired)", s.member.ID(), b.String())
+	default:
+	}
+	return s, nil
+}
+
+// Lock takes no global lock: each cluster's owner key is its lock, checked
+// by the commit. It fails once the membership is lost.
+func (b *shardBackend) Lock(ctx context.Context, op string, timeout time.Duration) (func() error, error) {
+	if _, err := b.member(); err != nil {
+		return nil, err
+	}
+	return func() error { return nil }, nil
+}
+
+func (b *shardBackend) Commit(ctx context.Context, prev int64, next *state.State) error {
+	_, _, err := b.CommitMerged(ctx, prev, next)
+	return err
+}
+
+// CommitMerged commits the clusters of the reconcile under way, merged into
+// what the other owners committed meanwhile; manifest.json, which covers the
+// whole set, is made again for a merge.
+func (b *shardBackend) CommitMerged(ctx context.Context, prev int64, next *state.State) (*state.State, bool, error) {
+	s, err := b.member()
+	if err != nil {
+		return nil, false, err
+	}
+	s.mu.Lock()
+	clusters := slices.Clone(s.run)
+	s.mu.Unlock()
+	if len(clusters) == 0 {
+		return nil, false, errors.New("a shard commits only the clusters it owns, and this reconcile owns none")
+	}
+	merge := func(cur *state.State) (*state.State, error) {
+		m := state.MergeShard(cur, next, clusters)
+		if _, ok := next.Artifacts["manifest.json"]; ok {
+			data, err := render.Manifest(m.Artifacts, m.Revision, b.toolVersion)
+			if err != nil {
+				return nil, err
+			}
+			sum := sha256.Sum256(data)
+			m.Artifacts["manifest.json"] = hex.EncodeToString(sum[:])
+		}
+		return m, nil
+	}
+	beforeShardCommit(clusters)
+	return b.sh.CommitShard(ctx, s.member, clusters, prev, next, merge)
+}
+
+func (b *shardBackend) Close() error { return nil }
+
+var _ state.MergingBackend = (*shardBackend)(nil)
+
+// runShard runs the replica as a shard until ctx ends: it joins the
+// members, and reconciles the clusters rendezvous gives it, while it makes
+// and serves every committed set. A membership lost (its lease expired: a
+// pause, or etcd out of reach) stops the reconciles; the replica joins again
+// on a new lease. At the end it leaves, and its clusters move at once.
+func (r *Replica) runShard(ctx context.Context) error {
+	r.Loop.init()
+	id := r.id()
+	sh, ok := r.Etcd.(state.Sharder)
+	if !ok {
+		return fmt.Errorf("the state %s cannot be shared by shards", r.Etcd)
+	}
+	r.setRole(RoleShard)
+	onState := r.Loop.OnState
+	r.Loop.OnState = func(st *state.State) {
+		if r.Loop.Workdir.CurrentSerial() == st.Serial {
+			r.mu.Lock()
+			r.serving, r.problem = st.Serial, nil
+			r.mu.Unlock()
+		}
+		if onState != nil {
+			onState(st)
+		}
+	}
+	// Every replica makes every committed set, from its objects where it
+	// has them, rendering the rest.
+	r.Loop.prepare = func(ctx context.Context, st *state.State) error {
+		r.fetchOthers(ctx, r.currentShard(), st)
+		err := materialise(ctx, r.Loop.Workdir, r.Loop.Source, st, r.Loop.ToolVersion, true, r.Loop.onRender)
+		r.served(st, err)
+		return err
+	}
+	follow := func(ctx context.Context) {
+		for range r.Etcd.WatchSerial(ctx) {
+			r.local.Lock()
+			r.materialiseShard(ctx)
+			r.local.Unlock()
+			if r.waitsForOthers() {
+				r.Loop.resetSeen()
+				r.Loop.Trigger()
+			}
+		}
+	}
+	fctx, stopFollowing := context.WithCancel(ctx)
+	defer stopFollowing()
+	go follow(fctx)
+	go r.serveRequests(fctx)
+	for ctx.Err() == nil {
+		m, err := sh.Join(ctx, id, r.AdvertiseURL)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			r.Loop.Log.Warn("shard: joining the members failed; retrying", "replica", id, "error", redact.Text(err.Error()))
+			select {
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+			}
+			continue
+		}
+		s := &shardState{r: r, sh: sh, member: m, claimed: map[string]bool{}}
+		r.mu.Lock()
+		r.shard = s
+		r.mu.Unlock()
+		lctx, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-m.Done():
+			case <-lctx.Done():
+			}
+			cancel()
+		}()
+		// The members now and at every change: the clusters move, and every
+		// replica reconciles what it owns now.
+		members := sh.WatchMembers(lctx)
+		first, ok := <-members
+		if !ok {
+			cancel()
+			continue
+		}
+		s.setMembers(first)
+		r.Loop.Log.Info("shard: member", "replica", id, "members", first)
+		go func() {
+			for ms := range members {
+				s.setMembers(ms)
+				r.Loop.Log.Info("shard: members changed", "replica", id, "members", ms)
+				r.Loop.resetSeen()
+				r.Loop.Trigger()
+			}
+		}()
+		// A cluster still held by a member that is giving it up: try again.
+		go func() {
+			for lctx.Err() == nil {
+				select {
+				case <-time.After(time.Second):
+				case <-lctx.Done():
+					return
+				}
+				s.mu.Lock()
+				retry := s.retry
+				s.mu.Unlock()
+				if retry {
+					r.Loop.resetSeen()
+					r.Loop.Trigger()
+				}
+			}
+		}()
+		r.Loop.resetSeen()
+		r.Loop.Run(lctx)
+		cancel()
+		r.mu.Lock()
+		r.shard = nil
+		r.mu.Unlock()
+		if ctx.Err() != nil {
+			lctx, lcancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = m.Leave(lctx)
+			lcancel()
+			break
+		}
+		r.Loop.Log.Warn("shard: the membership was lost (its lease expired: etcd out of reach, or a pause?); joining again", "replica", id)
+	}
+	return nil
+}
+
+// materialiseShard makes the committed set, as materialise does, from the
+// objects this replica has and renders of the clusters it lacks.
+func (r *Replica) materialiseShard(ctx context.Context) {
+	st, err := r.Etcd.ReadState(ctx)
+	if err == nil {
+		r.fetchOthers(ctx, r.currentShard(), st)
+		err = materialise(ctx, r.Loop.Workdir, r.Loop.Source, st, r.Loop.ToolVersion, true, r.Loop.onRender)
+	}
+	r.served(st, err)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.Loop.Log.Warn("replica: the applied set is not served", "replica", r.id(), "error", redact.Text(err.Error()))
+		}
+		return
+	}
+	r.Loop.mu.Lock()
+	r.Loop.status.Applied, r.Loop.status.Serial = st.Revision, st.Serial
+	r.Loop.mu.Unlock()
+	r.Loop.OnState(st)
+}
+
+// waitsForOthers says whether a cluster of this replica's last reconcile
+// waits for another (depends_on), which another shard may just have applied.
+func (r *Replica) waitsForOthers() bool {
+	r.Loop.mu.Lock()
+	defer r.Loop.mu.Unlock()
+	for _, c := range r.Loop.results {
+		if c.Status == state.StatusOutOfSync && c.Changes != nil && len(c.Problems) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Shards returns the members and this replica's clusters (nil unless it
+// runs as a shard).
+func (r *Replica) Shards() (members, owned []string) {
+	r.mu.Lock()
+	s := r.shard
+	r.mu.Unlock()
+	if s == nil {
+		return nil, nil
+	}
+	s.mu.Lock()
+	members = slices.Clone(s.members)
+	s.mu.Unlock()
+	return members, s.owned()
+}

@@ -1,0 +1,254 @@
+//go:build linux
+
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fuelsync/fuelsync/internal/etcdtest"
+	"github.com/fuelsync/fuelsync/internal/repogen"
+	"github.com/fuelsync/fuelsync/state"
+	"github.com/fuelsync/fuelsync/state/etcdstate"
+)
+
+// clockTicks is the unit of utime and stime in /proc/<pid>/stat (USER_HZ,
+// 100 on every Linux architecture Go builds for).
+const clockTicks = 100
+
+// cpuTime is the CPU time (user and system) the process pid has spent.
+func cpuTime(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name is in parentheses and may hold spaces: the fields
+	// after it start at state (field 3); utime and stime are 14 and 15.
+	i := strings.LastIndexByte(string(data), ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: utime %q, stime %q", pid, f[11], f[12])
+	}
+	return time.Duration(u+s) * time.Second / clockTicks, nil
+}
+
+func shardEnvInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// TestBenchShards measures the CPU time each `serve --shard` process spends
+// on a commit that changes the release (every cluster's files change), for
+// N = 1, 2 and 3 replicas on loopback over one etcd: the processes are
+// started on a generated repository and wait until each serves the first
+// commit; then the release change is committed, and each process's CPU time
+// (utime + stime of /proc/<pid>/stat) is read before it and once every
+// replica serves the new set. It prints each replica's CPU time and the mean
+// over the replicas against the single replica's. make bench-shards runs it
+// (FUELSYNC_BENCH_SHARDS=1; SHARD_NODES, SHARD_CLUSTERS, SHARD_RUNS).
+func TestBenchShards(t *testing.T) {
+	if os.Getenv("FUELSYNC_BENCH_SHARDS") == "" {
+		t.Skip("a measurement: make bench-shards")
+	}
+	nodes, clusters, runs := shardEnvInt("SHARD_NODES", 2000), shardEnvInt("SHARD_CLUSTERS", 12), shardEnvInt("SHARD_RUNS", 3)
+	spec := repogen.Spec{Plugins: 8, Tasks: 600, Nodes: nodes, Clusters: clusters, Seed: 1}
+	t.Logf("repository: %d nodes in %d clusters, %d plugins, %d tasks; %d runs each; load before: %s", nodes, clusters, spec.Plugins, spec.Tasks, runs, loadavg())
+	type result struct {
+		n      int
+		cpu    []time.Duration // of each replica, per run: runs × n
+		wall   []time.Duration
+		single time.Duration
+	}
+	var results []result
+	for _, n := range []int{1, 2, 3} {
+		res := result{n: n}
+		for run := 1; run <= runs; run++ {
+			cpus, wall := shardRun(t, spec, n, run)
+			res.cpu = append(res.cpu, cpus...)
+			res.wall = append(res.wall, wall)
+			t.Logf("N=%d run %d: CPU per replica %v, wall %s, load %s", n, run, cpus, wall.Round(time.Millisecond), loadavg())
+		}
+		results = append(results, res)
+	}
+	median := func(ds []time.Duration) time.Duration {
+		s := slices.Clone(ds)
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+	one := median(results[0].cpu)
+	var b strings.Builder
+	fmt.Fprintf(&b, "CPU time per replica for a release change (%d nodes, %d clusters; median of %d runs):\n", nodes, clusters, runs)
+	for _, r := range results {
+		m, most := median(r.cpu), slices.Max(r.cpu)
+		var sum time.Duration
+		for _, d := range r.cpu {
+			sum += d
+		}
+		fmt.Fprintf(&b, "  N=%d: per replica median %6s = %.2f of one replica's (1/N = %.2f), max %6s = %.2f; all replicas together %.2f; wall median %s\n",
+			r.n, m.Round(10*time.Millisecond), float64(m)/float64(one), 1/float64(r.n), most.Round(10*time.Millisecond), float64(most)/float64(one),
+			float64(sum)/float64(runs)/float64(one), median(r.wall).Round(10*time.Millisecond))
+	}
+	fmt.Fprintf(&b, "  load after: %s", loadavg())
+	t.Log("\n" + b.String())
+}
+
+// loadavg is /proc/loadavg's first three fields.
+func loadavg() string {
+	data, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// shardRun starts n shard replicas on a fresh etcd and repository, waits
+// until they serve the first commit, commits a release change, and returns
+// each replica's CPU time from the commit until every replica serves it,
+// and that wall time.
+func shardRun(t *testing.T, spec repogen.Spec, n, run int) ([]time.Duration, time.Duration) {
+	t.Helper()
+	c := etcdtest.Start(t, 1)
+	url := c.URL(fmt.Sprintf("fuelsync/bench-%d-%d", n, run))
+	dir := t.TempDir()
+	if err := repogen.WriteDir(repogen.Generate(spec), dir); err != nil {
+		t.Fatal(err)
+	}
+	head, err := gitCommit(dir, "generated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := state.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Timeout = 10 * time.Second
+	e, err := etcdstate.Open(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	args := []string{"--state", url, "--etcd-lock-ttl", "10s", "--repo", dir}
+	var reps []*serveReplica
+	for i := 1; i <= n; i++ {
+		r := &serveReplica{id: fmt.Sprintf("r%d", i), wd: filepath.Join(t.TempDir(), "wd"), args: args, shard: true}
+		if dir := os.Getenv("SHARD_PROFILE"); dir != "" {
+			r.env = []string{"FUELSYNC_TEST_CPUPROFILE=" + dir}
+		}
+		r.start(t)
+		reps = append(reps, r)
+	}
+	defer func() {
+		for _, r := range reps {
+			r.kill()
+		}
+	}()
+	// served waits until every cluster is synced at rev and every replica
+	// serves the committed serial.
+	served := func(rev string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Minute)
+		for {
+			st, err := e.ReadState(ctx)
+			ok := err == nil && len(st.Clusters) == spec.Clusters
+			if ok {
+				for _, cs := range st.Clusters {
+					ok = ok && cs.Revision == rev && cs.StatusOf() == state.StatusSynced
+				}
+			}
+			for _, r := range reps {
+				if !ok {
+					break
+				}
+				rs, err := r.status()
+				ok = err == nil && rs.Serving == st.Serial && len(rs.Members) == n
+			}
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("N=%d: not every replica serves %.12s after 10 minutes (%v)", n, rev, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	served(head.String())
+	time.Sleep(3 * time.Second) // the replicas idle
+	profile := os.Getenv("SHARD_PROFILE") != ""
+	before := make([]time.Duration, n)
+	for i, r := range reps {
+		if profile {
+			r.cmd.Process.Signal(syscall.SIGUSR1)
+		}
+		if before[i], err = cpuTime(r.cmd.Process.Pid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The release change: a task every cluster's controllers run.
+	name := filepath.Join(dir, "plugins", repogen.ReleasePlugin, "graphs", "01-netconfig.yaml")
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(string(data), "timeout: ")
+	if i < 0 {
+		t.Fatalf("%s has no timeout", name)
+	}
+	j := i + strings.Index(string(data[i:]), "\n")
+	data = append(append(append([]byte{}, data[:i]...), "timeout: 3601"...), data[j:]...)
+	if err := os.WriteFile(name, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	h, err := gitCommit(dir, "release change")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served(h.String())
+	wall := time.Since(start)
+	cpus := make([]time.Duration, n)
+	for i, r := range reps {
+		after, err := cpuTime(r.cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cpus[i] = after - before[i]
+		if profile {
+			r.cmd.Process.Signal(syscall.SIGUSR2)
+		}
+	}
+	if profile {
+		time.Sleep(time.Second)
+	}
+	if os.Getenv("SHARD_DEBUG") != "" {
+		for _, r := range reps {
+			r.logMu.Lock()
+			for _, l := range r.logs {
+				if strings.Contains(l, "shard:") || strings.Contains(l, "reconcile") || strings.Contains(l, "render") {
+					t.Logf("%s: %.400s", r.id, l)
+				}
+			}
+			r.logMu.Unlock()
+		}
+	}
+	return cpus, wall
+}
