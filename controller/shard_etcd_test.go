@@ -186,6 +186,11 @@ func TestEtcdShardsShareClusters(t *testing.T) {
 		if st.Replica.Role != controller.RoleShard || !slices.Equal(st.Replica.Members, members) || !slices.Equal(st.Replica.Clusters, owners[r.id]) {
 			t.Errorf("status of %s: %+v; want role shard, members %v, clusters %v", r.id, *st.Replica, members, owners[r.id])
 		}
+		// The status page names each cluster's owner.
+		if code, page := r.get(t, "/"); code != 200 || !strings.Contains(page, "<th>owner</th>") ||
+			!strings.Contains(page, "<code>shard-a</code>") || !strings.Contains(page, "<code>shard-b</code>") {
+			t.Errorf("the status page of %s (%d) names no owners:\n%s", r.id, code, page)
+		}
 		if code, body := r.get(t, "/readyz"); code != 200 {
 			t.Errorf("/readyz of %s: %d %s", r.id, code, body)
 		}

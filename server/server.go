@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -501,8 +502,8 @@ var pageTemplate = sync.OnceValue(func() *template.Template {
 {{if .Errors}}<h2 class="error">Errors</h2><ul class="error">{{range .Errors}}<li><code>{{.}}</code></li>{{end}}{{with .MoreErrors}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{if .Changes}}<h2>Last change set</h2><pre>{{.Changes.Text .NoColors}}</pre>{{end}}
 <h2>Clusters</h2>
-{{if .Infos}}<table><tr><th>cluster</th><th>status</th><th>health</th><th>converged</th><th>applied</th><th>head</th><th>nodes</th><th>problems</th></tr>
-{{range .Infos}}<tr><td><a href="/clusters/{{.Name}}">{{.Name}}</a></td><td class="status-{{.Status}}">{{.Status}}</td><td class="health-{{.Health}}">{{.Health}}</td><td>{{.NodesConverged}}/{{.Nodes}}</td><td><code>{{printf "%.12s" .AppliedRevision}}</code></td><td><code>{{printf "%.12s" .HeadRevision}}</code></td><td>{{.Nodes}}</td><td class="error">{{range .Problems}}<code>{{.}}</code><br>{{end}}{{range .HealthProblems}}<code>{{.}}</code><br>{{end}}</td></tr>
+{{if .Infos}}<table><tr><th>cluster</th><th>status</th><th>health</th><th>converged</th><th>applied</th><th>head</th><th>nodes</th>{{if .Owners}}<th>owner</th>{{end}}<th>problems</th></tr>
+{{range .Infos}}<tr><td><a href="/clusters/{{.Name}}">{{.Name}}</a></td><td class="status-{{.Status}}">{{.Status}}</td><td class="health-{{.Health}}">{{.Health}}</td><td>{{.NodesConverged}}/{{.Nodes}}</td><td><code>{{printf "%.12s" .AppliedRevision}}</code></td><td><code>{{printf "%.12s" .HeadRevision}}</code></td><td>{{.Nodes}}</td>{{if $.Owners}}<td><code>{{.Owner}}</code></td>{{end}}<td class="error">{{range .Problems}}<code>{{.}}</code><br>{{end}}{{range .HealthProblems}}<code>{{.}}</code><br>{{end}}</td></tr>
 {{end}}</table>{{end}}
 {{range .Clusters}}<h3>{{.Name}}</h3>
 <table><tr><th>node</th><th>id</th><th>roles</th><th>tags</th></tr>
@@ -570,10 +571,13 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 		infos = s.Loop.Clusters(applied)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	// An owner column when the replicas share the clusters (serve --shard).
+	owners := slices.ContainsFunc(infos, func(c operation.ClusterInfo) bool { return c.Owner != "" })
 	_ = pageTemplate().Execute(w, struct {
 		controller.Status
 		Infos      []operation.ClusterInfo
+		Owners     bool
 		NoColors   diff.Colors
 		MoreErrors string
-	}{st, infos, diff.Colors{}, controller.MoreProblems(st.ErrorsOmitted)})
+	}{st, infos, owners, diff.Colors{}, controller.MoreProblems(st.ErrorsOmitted)})
 }
