@@ -222,7 +222,17 @@ func (w *Workdir) Last(context.Context) ([]*Report, error) {
 
 // History implements Backend.
 func (w *Workdir) History(_ context.Context, cluster, node string) ([]*Report, error) {
-	dir, err := w.dir(false, "nodes", cluster, node)
+	out, err := newestFirst[Report](w.dir(false, "nodes", cluster, node))
+	for _, r := range out {
+		r.Cluster, r.Node = cluster, node
+	}
+	return out, err
+}
+
+// newestFirst reads the numbered files of dir (seqs), newest first, each into
+// a new T, skipping a file dropped meanwhile; none when dir does not exist.
+// err is the error of finding dir.
+func newestFirst[T any](dir string, err error) ([]*T, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -233,16 +243,15 @@ func (w *Workdir) History(_ context.Context, cluster, node string) ([]*Report, e
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*Report, 0, len(have))
+	out := make([]*T, 0, len(have))
 	for _, n := range slices.Backward(have) {
-		r := &Report{}
-		if err := readJSON(filepath.Join(dir, seqName(n)), r); errors.Is(err, fs.ErrNotExist) {
+		v := new(T)
+		if err := readJSON(filepath.Join(dir, seqName(n)), v); errors.Is(err, fs.ErrNotExist) {
 			continue // dropped meanwhile
 		} else if err != nil {
 			return nil, err
 		}
-		r.Cluster, r.Node = cluster, node
-		out = append(out, r)
+		out = append(out, v)
 	}
 	return out, nil
 }
@@ -275,28 +284,7 @@ func (w *Workdir) PutReconcile(_ context.Context, rec *Reconcile, keep int) erro
 
 // Reconciles implements Backend.
 func (w *Workdir) Reconciles(_ context.Context, cluster string) ([]*Reconcile, error) {
-	dir, err := w.dir(false, "reconciles", cluster)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	have, err := seqs(dir, false)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*Reconcile, 0, len(have))
-	for _, n := range slices.Backward(have) {
-		rec := &Reconcile{}
-		if err := readJSON(filepath.Join(dir, seqName(n)), rec); errors.Is(err, fs.ErrNotExist) {
-			continue
-		} else if err != nil {
-			return nil, err
-		}
-		out = append(out, rec)
-	}
-	return out, nil
+	return newestFirst[Reconcile](w.dir(false, "reconciles", cluster))
 }
 
 // Remove implements Backend.
