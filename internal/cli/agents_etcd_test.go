@@ -13,8 +13,6 @@ import (
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/reports"
-	"github.com/fuelsync/fuelsync/state"
-	"github.com/fuelsync/fuelsync/state/etcdstate"
 )
 
 // TestEtcdAgentsReportsSurviveLeaderKill: two serve replicas on one state on
@@ -35,16 +33,7 @@ func TestEtcdAgentsReportsSurviveLeaderKill(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := state.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Timeout = 5 * time.Second
-	e, err := etcdstate.Open(*cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	_, e := openEtcdState(t, url, 5*time.Second)
 	ctx := context.Background()
 
 	replicas := map[string]*serveReplica{}

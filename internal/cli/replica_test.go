@@ -20,13 +20,9 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-
 	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
 	"github.com/fuelsync/fuelsync/state"
-	"github.com/fuelsync/fuelsync/state/etcdstate"
 )
 
 // serveReplica is one `fuelsync serve` process of a replica set.
@@ -151,16 +147,7 @@ func TestEtcdReplicasLeaderKilledMidApply(t *testing.T) {
 	if _, err := gitCommit(dir, "generated"); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := state.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Timeout = 5 * time.Second
-	e, err := etcdstate.Open(*cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	cfg, e := openEtcdState(t, url, 5*time.Second)
 	ctx := context.Background()
 
 	args := []string{"--state", url, "--etcd-lock-ttl", "2s", "--repo", dir}
@@ -259,30 +246,7 @@ func TestEtcdReplicasLeaderKilledMidApply(t *testing.T) {
 	}
 
 	// The serials etcd recorded, in order, from the first.
-	client, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	var serials []int64
-	for wr := range client.Watch(wctx, cfg.Prefix+"/"+state.EtcdNamespace+"/serial", clientv3.WithRev(1)) {
-		for _, ev := range wr.Events {
-			n, _ := strconv.ParseInt(string(ev.Kv.Value), 10, 64)
-			serials = append(serials, n)
-		}
-		if len(serials) > 0 && serials[len(serials)-1] >= st.Serial {
-			break
-		}
-	}
-	want := make([]int64, st.Serial)
-	for i := range want {
-		want[i] = int64(i + 1)
-	}
-	if !slices.Equal(serials, want) {
-		t.Errorf("the serials committed: %v; want %v (no gap, no duplicate)", serials, want)
-	}
+	checkSerialsGapless(t, c.Endpoints(), cfg.Prefix, st.Serial)
 	// Every replica keeps at most the Keep newest sets (and the current one),
 	// whether it applied them or rendered them as a follower.
 	if rounds > state.Keep {

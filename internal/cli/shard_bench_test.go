@@ -17,7 +17,6 @@ import (
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
 	"github.com/fuelsync/fuelsync/internal/repogen"
 	"github.com/fuelsync/fuelsync/state"
-	"github.com/fuelsync/fuelsync/state/etcdstate"
 )
 
 // clockTicks is the unit of utime and stime in /proc/<pid>/stat (USER_HZ,
@@ -136,16 +135,7 @@ func shardRun(t *testing.T, spec repogen.Spec, n, run int) ([]time.Duration, tim
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := state.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Timeout = 10 * time.Second
-	e, err := etcdstate.Open(*cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	_, e := openEtcdState(t, url, 10*time.Second)
 	ctx := context.Background()
 	args := []string{"--state", url, "--etcd-lock-ttl", "10s", "--repo", dir}
 	var reps []*serveReplica
