@@ -194,10 +194,7 @@ func (r *Replica) Run(ctx context.Context) error {
 				break
 			}
 			r.Loop.Log.Warn("replica: campaigning for the leadership failed; retrying", "replica", id, "error", redact.Text(err.Error()))
-			select {
-			case <-time.After(time.Second):
-			case <-ctx.Done():
-			}
+			sleep(ctx, time.Second)
 			continue
 		}
 		r.setRole(RoleLeader)
@@ -598,4 +595,17 @@ func appliedRevision(st *state.State, c string) string {
 		return cs.Revision
 	}
 	return st.Revision
+}
+
+// sleep waits d, or less when ctx ends first; it says whether ctx is still
+// alive.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

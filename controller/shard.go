@@ -346,10 +346,7 @@ func (r *Replica) runShard(ctx context.Context) error {
 				break
 			}
 			r.Loop.Log.Warn("shard: joining the members failed; retrying", "replica", id, "error", redact.Text(err.Error()))
-			select {
-			case <-time.After(time.Second):
-			case <-ctx.Done():
-			}
+			sleep(ctx, time.Second)
 			continue
 		}
 		s := &shardState{r: r, sh: sh, member: m, claimed: map[string]bool{}}
@@ -384,12 +381,7 @@ func (r *Replica) runShard(ctx context.Context) error {
 		}()
 		// A cluster still held by a member that is giving it up: try again.
 		go func() {
-			for lctx.Err() == nil {
-				select {
-				case <-time.After(time.Second):
-				case <-lctx.Done():
-					return
-				}
+			for sleep(lctx, time.Second) {
 				s.mu.Lock()
 				retry := s.retry
 				s.mu.Unlock()
