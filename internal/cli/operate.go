@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -86,10 +87,15 @@ func (e *opEnv) operation(src *source) *operation.Operation {
 			return fsys, err
 		},
 	}
-	op.Health = func(cluster string, st *state.State) reports.Health {
-		// depends_on with healthy: true: the reports kept beside the state.
+	// depends_on with healthy: true: the reports kept beside the state, read
+	// once for every cluster asked of.
+	loadReports := sync.OnceValues(func() (*reports.Store, error) {
 		store := reports.NewStore(reports.Open(e.w))
-		if err := store.Load(e.c.Context); err != nil {
+		return store, store.Load(e.c.Context)
+	})
+	op.Health = func(cluster string, st *state.State) reports.Health {
+		store, err := loadReports()
+		if err != nil {
 			fmt.Fprintf(e.stderr, "fuelsync: %s; cluster %s's health is unknown\n", redact.Text(err.Error()), cluster)
 			return reports.ClusterHealth(nil, cluster, nil)
 		}
