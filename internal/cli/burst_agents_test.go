@@ -191,18 +191,7 @@ func burstRun(t *testing.T, agents int) {
 	fds := s.openFiles()
 
 	// The change: the hiera task of every node's default graph.
-	p := filepath.Join(repo, "plugins", "quickstart", "graphs", "deployment.yaml")
-	data, err := os.ReadFile(p)
-	const hiera = "modular/hiera/hiera.pp\n    puppet_modules: /etc/puppet/modules\n    timeout: 120\n"
-	if err != nil || !strings.Contains(string(data), hiera) {
-		t.Fatalf("%s has no hiera task's timeout (%v)", p, err)
-	}
-	if err := os.WriteFile(p, []byte(strings.Replace(string(data), hiera, strings.Replace(hiera, "120", "121", 1), 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := gitCommit(repo, "hiera: timeout 121"); err != nil {
-		t.Fatal(err)
-	}
+	commitHieraTimeout(t, repo)
 	// serve watches a local repository's commits: no webhook needed.
 	current := filepath.Join(wd, "artifacts", "current")
 	waitUntil("the commit applied", 60*time.Second, func() bool { l, _ := os.Readlink(current); return l == "2" })

@@ -177,18 +177,7 @@ func TestSoakArtifactAgents(t *testing.T) {
 	fds := s.openFiles()
 
 	// The change: the hiera task (every node's default graph) times out later.
-	p := filepath.Join(repo, "plugins", "quickstart", "graphs", "deployment.yaml")
-	data, err := os.ReadFile(p)
-	const hiera = "modular/hiera/hiera.pp\n    puppet_modules: /etc/puppet/modules\n    timeout: 120\n"
-	if err != nil || !strings.Contains(string(data), hiera) {
-		t.Fatalf("%s has no hiera task's timeout (%v)", p, err)
-	}
-	if err := os.WriteFile(p, []byte(strings.Replace(string(data), hiera, strings.Replace(hiera, "120", "121", 1), 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := gitCommit(repo, "hiera: timeout 121"); err != nil {
-		t.Fatal(err)
-	}
+	commitHieraTimeout(t, repo)
 	current := filepath.Join(wd, "artifacts", "current")
 	waitUntil("the commit applied", wait/2, func() bool { l, _ := os.Readlink(current); return l == "2" })
 	fi, err := os.Lstat(current)
@@ -338,4 +327,22 @@ func agentRound(addr, path string, wait time.Duration, dial chan struct{}, waiti
 		return agentAnswer{}, fmt.Errorf("GET %s?wait: 200 with the same ETag", path)
 	}
 	return a, nil
+}
+
+// commitHieraTimeout commits, in the quickstart repository repo, a change of
+// the hiera task's timeout (120 to 121): every node's default graph changes.
+func commitHieraTimeout(t *testing.T, repo string) {
+	t.Helper()
+	p := filepath.Join(repo, "plugins", "quickstart", "graphs", "deployment.yaml")
+	data, err := os.ReadFile(p)
+	const hiera = "modular/hiera/hiera.pp\n    puppet_modules: /etc/puppet/modules\n    timeout: 120\n"
+	if err != nil || !strings.Contains(string(data), hiera) {
+		t.Fatalf("%s has no hiera task's timeout (%v)", p, err)
+	}
+	if err := os.WriteFile(p, []byte(strings.Replace(string(data), hiera, strings.Replace(hiera, "120", "121", 1), 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gitCommit(repo, "hiera: timeout 121"); err != nil {
+		t.Fatal(err)
+	}
 }
