@@ -1,12 +1,11 @@
 package scaffold
 
 import (
-	"strconv"
-	"strings"
 	"sync"
 	"text/template"
 
 	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/specedit"
 )
 
 // q is s as a YAML scalar (loader.FlowScalar).
@@ -24,9 +23,7 @@ func dict(kv ...string) map[string]string {
 }
 
 // hq is s as an HCL string literal.
-func hq(s string) string {
-	return strconv.Quote(strings.NewReplacer("${", "$${", "%{", "%%{").Replace(s))
-}
+func hq(s string) string { return specedit.QuoteHCL(s) }
 
 var yamlTemplates = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("").Funcs(funcs).Parse(`

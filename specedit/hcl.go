@@ -340,7 +340,7 @@ func attrName(name string) string {
 	if hclsyntax.ValidIdentifier(name) {
 		return name
 	}
-	return quoteHCL(name)
+	return QuoteHCL(name)
 }
 
 // literal writes val as an HCL literal, as hclwrite formats one: lists on one
@@ -356,7 +356,7 @@ func literal(val cty.Value, indent, step string) string {
 	ty := val.Type()
 	switch {
 	case ty == cty.String:
-		return quoteHCL(val.AsString())
+		return QuoteHCL(val.AsString())
 	case ty == cty.Bool:
 		if val.True() {
 			return "true"
@@ -406,9 +406,10 @@ func literal(val cty.Value, indent, step string) string {
 	return "null"
 }
 
-// quoteHCL writes s as an HCL quoted string: the escapes of Go's %q that HCL
-// shares, and template sequences ${ and %{ doubled so that they stay text.
-func quoteHCL(s string) string {
+// QuoteHCL writes s as an HCL quoted string: \", \\, \n, \r, \t and \uNNNN
+// for other control characters (the escapes HCL has), and the template
+// sequences ${ and %{ doubled so that they stay text.
+func QuoteHCL(s string) string {
 	var b strings.Builder
 	b.WriteByte('"')
 	for i, r := range s {
