@@ -43,6 +43,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -63,6 +64,11 @@ type Etcd struct {
 	mu sync.Mutex
 	// held is the lock this process holds, for the commit's check.
 	held *concurrency.Mutex
+
+	// cache holds the units of the last state read or committed (units.go).
+	cache partCache
+	// fetched counts the parts read from etcd (for the tests).
+	fetched atomic.Int64
 }
 
 // Open connects to the etcd of cfg (lazily: a cluster without quorum fails the
@@ -208,18 +214,26 @@ type etcdHeader struct {
 	ToolVersion   string `json:"tool_version"`
 	Encoding      string `json:"encoding"`
 	// Size and SHA256 are the gzipped document's, PlainSize the document's
-	// (0 in a header written before it was recorded).
-	Size      int      `json:"size"`
-	PlainSize int64    `json:"plain_size,omitempty"`
-	SHA256    string   `json:"sha256"`
-	Parts     []string `json:"parts"`
+	// (0 in a header written before it was recorded). In format 2, Size and
+	// PlainSize are the sums of the units'.
+	Size      int    `json:"size"`
+	PlainSize int64  `json:"plain_size,omitempty"`
+	SHA256    string `json:"sha256,omitempty"`
+	// Parts are the keys of the document's parts (format 1).
+	Parts []string `json:"parts,omitempty"`
+	// Rest and Clusters are the units of format 2 (units.go): the rest of
+	// the state, and each cluster's (or, above maxUnits clusters, each
+	// bucket's) slice of it.
+	Rest     *etcdUnit            `json:"rest,omitempty"`
+	Clusters map[string]*etcdUnit `json:"clusters,omitempty"`
 	// MovedTo is set in the tombstone a migration leaves at the old
 	// layout's header (format_version "moved").
 	MovedTo string `json:"moved_to,omitempty"`
 }
 
-// maxHeaderSize bounds a header: its fields are bounded (state push checks
-// them), its parts named by digest.
+// maxHeaderSize bounds a format-1 header: its fields are bounded (state push
+// checks them), its parts named by digest. (A format-2 header is bounded by
+// maxHeaderSizeV2.)
 const maxHeaderSize = 64 << 10
 
 // movedVersion is the format_version of the tombstone left at the old
@@ -264,6 +278,9 @@ func (e *Etcd) readState(ctx context.Context) (*state.State, error) {
 	if err != nil {
 		return nil, err
 	}
+	if h.FormatVersion == formatV2 {
+		return e.readV2(ctx, h, resp.Header.Revision, resp.Kvs[0].ModRevision)
+	}
 	return e.readDocument(ctx, h, resp.Header.Revision)
 }
 
@@ -294,6 +311,9 @@ func (e *Etcd) readOldState(ctx context.Context) (*state.State, *oldState, error
 	if err != nil {
 		return nil, nil, err
 	}
+	if h.FormatVersion != "1" {
+		return nil, nil, fmt.Errorf("the state %s in %s has format_version %q, which no fuelsync writes there", e.oldKey("state"), e, h.FormatVersion)
+	}
 	st, err := e.readDocument(ctx, h, resp.Header.Revision)
 	if err != nil {
 		return nil, nil, err
@@ -310,18 +330,28 @@ func (e *Etcd) readOldState(ctx context.Context) (*state.State, *oldState, error
 }
 
 // decodeHeader parses and checks the header at key name: its format, its
-// sizes within state.MaxSize, and its parts, each a key under
-// partsPrefix named by a sha256, as many as its size needs.
+// sizes within state.MaxSize, and its parts: in format 1, each a key under
+// partsPrefix named by a sha256, as many as its size needs; in format 2,
+// those of each unit (checkV2).
 func (e *Etcd) decodeHeader(value []byte, name, partsPrefix string) (etcdHeader, error) {
 	var h etcdHeader
-	if len(value) > maxHeaderSize {
-		return h, fmt.Errorf("the state header %s in %s is %d bytes, over the %d a header may be", name, e, len(value), maxHeaderSize)
+	if len(value) > maxHeaderSizeV2 {
+		return h, fmt.Errorf("the state header %s in %s is %d bytes, over the %d a header may be", name, e, len(value), maxHeaderSizeV2)
 	}
 	if err := json.Unmarshal(value, &h); err != nil {
 		return h, fmt.Errorf("the state header %s in %s does not parse: %w", name, e, err)
 	}
-	if h.FormatVersion != "1" || h.Encoding != "gzip" {
-		return h, fmt.Errorf("the state %s in %s has format_version %q, encoding %q; this fuelsync reads 1, gzip", name, e, h.FormatVersion, h.Encoding)
+	if h.FormatVersion != "1" && h.FormatVersion != formatV2 || h.Encoding != "gzip" {
+		return h, fmt.Errorf("the state %s in %s has format_version %q, encoding %q; this fuelsync reads 1 or 2, gzip", name, e, h.FormatVersion, h.Encoding)
+	}
+	if h.FormatVersion == formatV2 {
+		return h, e.checkV2(&h, name)
+	}
+	if len(value) > maxHeaderSize {
+		return h, fmt.Errorf("the state header %s in %s is %d bytes, over the %d a header may be", name, e, len(value), maxHeaderSize)
+	}
+	if h.Rest != nil || h.Clusters != nil {
+		return h, fmt.Errorf("the state %s in %s: its header of format_version 1 has the units of format 2", name, e)
 	}
 	if h.Size < 0 || h.Size > state.MaxSize || h.PlainSize < 0 || h.PlainSize > state.MaxSize {
 		return h, fmt.Errorf("the state %s in %s says it is %d bytes gzipped, %d bytes whole: over the %d bytes a state may be", name, e, h.Size, h.PlainSize, state.MaxSize)
@@ -404,144 +434,79 @@ func (e *Etcd) readDocument(ctx context.Context, h etcdHeader, rev int64) (*stat
 	return st, nil
 }
 
-// packState returns the state's header and parts as they are stored (the
-// header's Parts are left for the caller to name).
-func packState(st *state.State) (etcdHeader, [][]byte, error) {
-	data, err := json.Marshal(st)
-	if err != nil {
-		return etcdHeader{}, nil, err
-	}
-	if len(data) > state.MaxSize {
-		return etcdHeader{}, nil, fmt.Errorf("the state is %d bytes, over the %d a state may be", len(data), state.MaxSize)
-	}
-	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	_, _ = zw.Write(data)
-	if err := zw.Close(); err != nil {
-		return etcdHeader{}, nil, err
-	}
-	packed := buf.Bytes()
-	sum := sha256.Sum256(packed)
-	h := etcdHeader{FormatVersion: "1", Lineage: st.Lineage, Serial: st.Serial, Revision: st.Revision, ToolVersion: st.ToolVersion,
-		Encoding: "gzip", Size: len(packed), PlainSize: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}
-	var parts [][]byte
-	for len(packed) > 0 {
-		n := min(len(packed), EtcdPartSize)
-		parts = append(parts, packed[:n])
-		packed = packed[n:]
-	}
-	return h, parts, nil
-}
-
-// putParts names the parts in h (keys under the namespace, by digest), checks
-// the header's size, and writes the parts, each its own request. On a
-// failure it removes the parts it wrote that the stored header does not
-// name: a refused state leaves nothing behind.
-func (e *Etcd) putParts(ctx context.Context, h *etcdHeader, parts [][]byte) ([]byte, error) {
-	h.Parts = nil
-	for _, p := range parts {
-		sum := sha256.Sum256(p)
-		h.Parts = append(h.Parts, e.key("parts/"+hex.EncodeToString(sum[:])))
-	}
-	header, err := json.Marshal(h)
-	if err != nil {
-		return nil, err
-	}
-	if len(header) > maxHeaderSize {
-		return nil, fmt.Errorf("the state's header would be %d bytes, over the %d a header may be (its revision, lineage or tool version is too long); nothing was written", len(header), maxHeaderSize)
-	}
-	for i, p := range parts {
-		k := h.Parts[i]
-		if err := e.retry(ctx, func(ctx context.Context) error {
-			_, err := e.client.Put(ctx, k, string(p))
-			return err
-		}); err != nil {
-			e.dropParts(ctx, h.Parts[:i+1])
-			return nil, e.wrap("writing the state to", err)
-		}
-	}
-	return header, nil
-}
-
-// dropParts removes the parts of written that the stored header does not
-// name, after a commit that did not happen (refused, or never sent). Best
-// effort: what is left is removed by the next commit's gcParts.
-func (e *Etcd) dropParts(ctx context.Context, written []string) {
+// dropParts removes the parts of put (key → the revision it was put at)
+// that no one created before this commit nor put since, after a commit that
+// did not happen (refused, or never sent): a header that names such a part
+// cannot exist. Best effort: what is left is removed by the next commit's
+// gcParts.
+func (e *Etcd) dropParts(ctx context.Context, put map[string]int64) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.Timeout)
 	defer cancel()
-	resp, err := e.client.Get(ctx, e.key("state"))
-	if err != nil {
-		return
-	}
-	var keep []string
-	if len(resp.Kvs) > 0 {
-		var h etcdHeader
-		if json.Unmarshal(resp.Kvs[0].Value, &h) != nil {
-			return
-		}
-		keep = h.Parts
-	}
-	for _, k := range written {
-		if !containsString(keep, k) {
-			_, _ = e.client.Delete(ctx, k)
-		}
+	for k, rev := range put {
+		_, _ = e.client.Txn(ctx).If(
+			clientv3.Compare(clientv3.CreateRevision(k), "=", rev),
+			clientv3.Compare(clientv3.ModRevision(k), "=", rev),
+		).Then(clientv3.OpDelete(k)).Commit()
 	}
 }
 
-// Commit implements Backend.
+// Commit implements Backend. It writes the state in format 2 (units.go),
+// whatever format the state it replaces had: the parts the replaced header
+// does not name, then one transaction.
 func (e *Etcd) Commit(ctx context.Context, prev int64, next *state.State) error {
 	if err := e.reach(ctx, "committing the state to"); err != nil {
 		return err
 	}
 	ctx, cancel := e.ctx(ctx)
 	defer cancel()
-	h, parts, err := packState(next)
-	if err != nil {
-		return err
-	}
-	// 1. The parts, each its own request.
-	header, err := e.putParts(ctx, &h, parts)
-	if err != nil {
-		return err
-	}
-	cmps := []clientv3.Cmp{}
-	if prev == 0 {
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(e.key("serial")), "=", 0))
-	} else {
-		cmps = append(cmps, clientv3.Compare(clientv3.Value(e.key("serial")), "=", strconv.FormatInt(prev, 10)))
-	}
-	for _, k := range h.Parts {
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(k), ">", 0))
-	}
-	e.mu.Lock()
-	if e.held != nil {
-		cmps = append(cmps, e.held.IsOwner())
-	}
-	e.mu.Unlock()
-	// 2. The commit point: header and serial, if nothing moved.
-	resp, err := e.client.Txn(ctx).If(cmps...).Then(
-		clientv3.OpPut(e.key("state"), string(header)),
-		clientv3.OpPut(e.key("serial"), strconv.FormatInt(next.Serial, 10)),
-	).Commit()
-	if err != nil {
-		// No answer: it may have committed. The parts stay (the next
-		// commit's gcParts removes them if it did not).
-		return e.wrap("committing the state to", err)
-	}
-	if !resp.Succeeded {
-		e.dropParts(ctx, h.Parts)
+	for attempt := 0; ; attempt++ {
+		// 1. The parts, each its own request.
+		p, err := e.writeState(ctx, prev, next, attempt > 0)
+		if err != nil {
+			return err
+		}
+		cmps := []clientv3.Cmp{}
+		if prev == 0 {
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(e.key("serial")), "=", 0))
+		} else {
+			cmps = append(cmps, clientv3.Compare(clientv3.Value(e.key("serial")), "=", strconv.FormatInt(prev, 10)))
+		}
+		e.mu.Lock()
+		if e.held != nil {
+			cmps = append(cmps, e.held.IsOwner())
+		}
+		e.mu.Unlock()
+		cmps = append(cmps, p.compares(e, len(cmps))...)
+		// 2. The commit point: header and serial, if nothing moved.
+		resp, err := e.client.Txn(ctx).If(cmps...).Then(
+			clientv3.OpPut(e.key("state"), string(p.header)),
+			clientv3.OpPut(e.key("serial"), strconv.FormatInt(next.Serial, 10)),
+		).Commit()
+		if err != nil {
+			// No answer: it may have committed. The parts stay (the next
+			// commit's gcParts removes them if it did not).
+			return e.wrap("committing the state to", err)
+		}
+		if resp.Succeeded {
+			// 3. Parts no header names any more.
+			e.committed(ctx, p, resp.Header.Revision)
+			return nil
+		}
+		e.dropParts(ctx, p.put)
 		now, rerr := e.readState(ctx)
 		if rerr != nil {
 			return fmt.Errorf("the state in %s moved while serial %d was being applied (read at serial %d); nothing was applied: %w", e, next.Serial, prev, rerr)
 		}
 		if now.Serial == prev {
+			if attempt == 0 && p.base > 0 {
+				// The header relied on is not the stored one, though its
+				// serial is: write every part.
+				continue
+			}
 			return fmt.Errorf("the lock on %s was lost while serial %d was being applied (its lease expired: was etcd unreachable for %s?); nothing was applied", e, next.Serial, e.cfg.LockTTL)
 		}
 		return &state.StaleStateError{Backend: e.String(), Read: prev, Now: now, Applying: next.Serial}
 	}
-	// 3. Parts no header names any more.
-	e.gcParts(ctx, h.Parts)
-	return nil
 }
 
 // migrate moves a state an older fuelsync kept at <prefix>/state (and
@@ -568,11 +533,7 @@ func (e *Etcd) migrate(ctx context.Context) error {
 	if err != nil || old == nil {
 		return err
 	}
-	h, parts, err := packState(st)
-	if err != nil {
-		return err
-	}
-	header, err := e.putParts(ctx, &h, parts)
+	p, err := e.writeState(ctx, 0, st, true)
 	if err != nil {
 		return err
 	}
@@ -586,16 +547,14 @@ func (e *Etcd) migrate(ctx context.Context) error {
 	} else {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(e.oldKey("serial")), "=", 0))
 	}
-	for _, k := range h.Parts {
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(k), ">", 0))
-	}
 	e.mu.Lock()
 	if e.held != nil {
 		cmps = append(cmps, e.held.IsOwner())
 	}
 	e.mu.Unlock()
+	cmps = append(cmps, p.compares(e, len(cmps))...)
 	tr, err := e.client.Txn(ctx).If(cmps...).Then(
-		clientv3.OpPut(e.key("state"), string(header)),
+		clientv3.OpPut(e.key("state"), string(p.header)),
 		clientv3.OpPut(e.key("serial"), strconv.FormatInt(st.Serial, 10)),
 		clientv3.OpPut(e.oldKey("state"), string(tomb)),
 		clientv3.OpPut(e.oldKey("serial"), movedVersion),
@@ -604,35 +563,33 @@ func (e *Etcd) migrate(ctx context.Context) error {
 		return e.wrap("moving the state of an older fuelsync into "+e.key("")+" on", err)
 	}
 	if !tr.Succeeded {
-		e.dropParts(ctx, h.Parts)
+		e.dropParts(ctx, p.put)
 		return fmt.Errorf("moving the state of an older fuelsync from %s into %s on %s: the state changed meanwhile (is an older fuelsync still writing it?); nothing was moved; retry", e.oldKey("state"), e.key(""), e)
 	}
 	for _, k := range old.header.Parts {
 		_, _ = e.client.Delete(ctx, k)
 	}
+	e.committed(ctx, p, tr.Header.Revision)
 	return nil
 }
 
-func (e *Etcd) gcParts(ctx context.Context, keep []string) {
+// gcParts removes the parts that h, committed at revision rev, does not
+// name and that were last put before rev, each only if it still was last put
+// before rev (units.go: a writer puts every part the header it read does not
+// name after reading it, so no part a later header needs is removed).
+func (e *Etcd) gcParts(ctx context.Context, h etcdHeader, rev int64) {
 	resp, err := e.client.Get(ctx, e.key("parts/"), clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err != nil {
 		return
 	}
+	keep := h.digests()
 	for _, kv := range resp.Kvs {
 		k := string(kv.Key)
-		if !containsString(keep, k) {
-			_, _ = e.client.Delete(ctx, k)
+		if keep[strings.TrimPrefix(k, e.key("parts/"))] || kv.ModRevision >= rev {
+			continue
 		}
+		_, _ = e.client.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "<", rev)).Then(clientv3.OpDelete(k)).Commit()
 	}
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Lock implements Backend: a concurrency.Mutex on <prefix>/.fuelsync/lock, on

@@ -101,21 +101,26 @@ func TestEtcdLargeState(t *testing.T) {
 	if nodes != 2000 {
 		t.Fatalf("the state records %d nodes; want 2000", nodes)
 	}
-	h, parts, err := packState(next)
+	h, units, err := packV2(next, noReuse)
 	if err != nil {
 		t.Fatal(err)
 	}
 	doc, _ := json.Marshal(next)
-	t.Logf("state of %d nodes, %d artifacts: %d bytes of JSON, %d gzipped, in %d part(s) of at most %d",
-		nodes, len(next.Artifacts), len(doc), h.Size, len(parts), EtcdPartSize)
-	const limit = 1536 * 1024 // etcd's default --max-request-bytes
-	for i, part := range parts {
-		if len(part) > limit/4 {
-			t.Errorf("part %d is %d bytes: not well under the %d-byte request limit", i, len(part), limit)
-		}
+	t.Logf("state of %d nodes, %d artifacts: %d bytes of JSON, %d gzipped, in %d unit(s) of parts of at most %d",
+		nodes, len(next.Artifacts), len(doc), h.Size, len(units), EtcdPartSize)
+	if len(units) != len(next.Clusters)+1 {
+		t.Errorf("%d units for %d clusters; want one each and the rest", len(units), len(next.Clusters))
 	}
-	if h.Size > EtcdPartSize && len(parts) < 2 {
-		t.Errorf("a %d-byte state was not split", h.Size)
+	const limit = 1536 * 1024 // etcd's default --max-request-bytes
+	for _, u := range units {
+		for i, part := range u.parts {
+			if len(part) > limit/4 {
+				t.Errorf("part %d is %d bytes: not well under the %d-byte request limit", i, len(part), limit)
+			}
+		}
+		if u.ref.Size > EtcdPartSize && len(u.parts) < 2 {
+			t.Errorf("a %d-byte unit was not split", u.ref.Size)
+		}
 	}
 	got, err := w.ReadState()
 	if err != nil {
@@ -136,9 +141,9 @@ func TestEtcdStateParts(t *testing.T) {
 		sum := sha256.Sum256([]byte(strconv.Itoa(i)))
 		st.Artifacts[fmt.Sprintf("c/node-%05d/deploy.yaml", i)] = hex.EncodeToString(sum[:])
 	}
-	h, parts, _ := packState(st)
-	if len(parts) < 3 {
-		t.Fatalf("a %d-byte state in %d parts; want at least 3", h.Size, len(parts))
+	h, _, _ := packV2(st, noReuse)
+	if len(h.Rest.Parts) < 3 {
+		t.Fatalf("a %d-byte state in %d parts; want at least 3", h.Size, len(h.Rest.Parts))
 	}
 	if err := e.Commit(context.Background(), 0, st); err != nil {
 		t.Fatal(err)

@@ -151,7 +151,7 @@ func TestEtcdPrefixesRefused(t *testing.T) {
 // <prefix>/state, <prefix>/serial and <prefix>/parts/.
 func oldLayout(t *testing.T, e *Etcd, st *state.State) {
 	t.Helper()
-	h, parts, err := packState(st)
+	h, parts, err := packStateV1(st)
 	if err != nil {
 		t.Fatal(err)
 	}

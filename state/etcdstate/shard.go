@@ -8,7 +8,8 @@ package etcdstate
 //	                        member's lease (so it goes with the member)
 //
 // A commit of a shard (CommitShard) is optimistic: it writes the parts of
-// its state, then one transaction puts the header and the serial only if the
+// its state that the header it read does not name (its own clusters' and the
+// rest: units.go), then one transaction puts the header and the serial only if the
 // serial is still the one read and the committer's lease still holds the
 // owner key of every cluster it changes. When another owner committed
 // meanwhile, the stored state is read again, the committer's clusters are
@@ -291,11 +292,10 @@ func (e *Etcd) CommitShard(ctx context.Context, m state.Membership, clusters []s
 	defer cancel()
 	st, merged := next, false
 	for attempt := 0; ; attempt++ {
-		h, parts, err := packState(st)
-		if err != nil {
-			return nil, false, err
-		}
-		header, err := e.putParts(ctx, &h, parts)
+		// The parts the header at prev does not name (after a refusal,
+		// the state read again is the one merged into, and its header the
+		// one relied on).
+		p, err := e.writeState(ctx, prev, st, false)
 		if err != nil {
 			return nil, false, err
 		}
@@ -305,36 +305,24 @@ func (e *Etcd) CommitShard(ctx context.Context, m state.Membership, clusters []s
 		} else {
 			cmps = append(cmps, clientv3.Compare(clientv3.Value(e.key("serial")), "=", strconv.FormatInt(prev, 10)))
 		}
-		for _, k := range h.Parts {
-			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(k), ">", 0))
-		}
 		for _, c := range clusters {
 			cmps = append(cmps, clientv3.Compare(clientv3.LeaseValue(e.key("owners/"+c)), "=", mm.lease()))
 		}
+		cmps = append(cmps, p.compares(e, len(cmps))...)
 		resp, err := e.client.Txn(ctx).If(cmps...).Then(
-			clientv3.OpGet(e.key("state")),
-			clientv3.OpPut(e.key("state"), string(header)),
+			clientv3.OpPut(e.key("state"), string(p.header)),
 			clientv3.OpPut(e.key("serial"), strconv.FormatInt(st.Serial, 10)),
 		).Commit()
 		if err != nil {
 			return nil, false, e.wrap("committing the state to", err)
 		}
 		if resp.Succeeded {
-			// The parts of the header replaced, unless this one names them
-			// too (a reader at its revision still reads them).
-			if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
-				var old etcdHeader
-				if json.Unmarshal(kvs[0].Value, &old) == nil {
-					for _, k := range old.Parts {
-						if !containsString(h.Parts, k) && strings.HasPrefix(k, e.key("parts/")) {
-							_, _ = e.client.Delete(ctx, k)
-						}
-					}
-				}
-			}
+			// Parts no header names any more go (a reader at an older
+			// revision still reads them there).
+			e.committed(ctx, p, resp.Header.Revision)
 			return st, merged, nil
 		}
-		e.dropParts(ctx, h.Parts)
+		e.dropParts(ctx, p.put)
 		// Refused: the owner keys first (a lost cluster is never written),
 		// then the state another owner committed, merged.
 		if err := e.owns(ctx, mm, clusters); err != nil {
