@@ -5,10 +5,14 @@ package etcdstate
 // reaches another's keys):
 //
 //	<ns>/state              the state's header (JSON): lineage, serial, revision,
-//	                        tool version, sizes, and the keys of its parts
+//	                        tool version, sizes, and its units: for the rest
+//	                        and for each cluster, the digests of its parts
 //	<ns>/serial             the serial, in decimal: what a commit compares
-//	<ns>/parts/<sha256>     the state document (JSON, gzip), cut in parts of
-//	                        at most 256 KiB, named by their digest
+//	<ns>/parts/<sha256>     a unit of the state (a cluster's slice of the
+//	                        state document, or the rest of it; JSON, gzip), or
+//	                        a piece of at most 256 KiB of one, named by its
+//	                        digest (units.go; format 1, still read, was the
+//	                        whole document cut in parts)
 //	<ns>/lock/<lease>       the writers' lock (concurrency.Mutex)
 //	<ns>/holders/<lease>    who waits for or holds the lock (JSON), on the
 //	                        same lease
@@ -21,11 +25,14 @@ package etcdstate
 // its state is read there while the namespace holds none, and the first writer
 // moves it (migrate).
 //
-// A commit writes the new parts first (each its own request, so no request
-// nears etcd's 1.5 MiB limit), then one transaction puts the header and the
-// serial if the serial is still the one read, every new part exists, and the
-// writer still holds the lock. Parts no header names are removed after a commit.
-// A reader reads the header, then its parts at the header's revision.
+// A commit writes the parts the stored header does not name (each its own
+// request, so no request nears etcd's 1.5 MiB limit): those of the clusters
+// that changed and of the rest. Then one transaction puts the header and the
+// serial if the serial (and the header whose parts were kept) is still the
+// one read, every new part exists, and the writer still holds the lock. Parts
+// no header names are removed after a commit, by the rule units.go states.
+// A reader reads the header, then the parts it does not hold already (the
+// units of the last state it read or committed), at the header's revision.
 
 import (
 	"bytes"

@@ -106,7 +106,9 @@ func putBytes(t testing.TB, e *Etcd, prefix string) func() (int64, []string) {
 // BenchmarkEtcdOneClusterCommit: the commit of a one-node change in one
 // cluster of 40, at 20,000 nodes, as apply makes it: the state read, one
 // cluster changed, committed. Reported: the commit's time (ns/op), the
-// read's (read-ms/op), and the bytes put to etcd by the commit (put-B/op).
+// writer's read before it (read-ms/op), the bytes put to etcd by the commit
+// (put-B/op), and the time another process that read the state before takes
+// to read it after (follower-read-ms/op).
 func BenchmarkEtcdOneClusterCommit(b *testing.B) {
 	c := etcdtest.Start(b, 1)
 	cfg, err := state.ParseURL(c.URL("bench"))
@@ -119,11 +121,19 @@ func BenchmarkEtcdOneClusterCommit(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer e.Close()
+	follower, err := Open(*cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer follower.Close()
 	ctx := context.Background()
 	if err := e.Commit(ctx, 0, fleetState("lin", 1, 40, 20000)); err != nil {
 		b.Fatal(err)
 	}
-	var put, readNs int64
+	if _, err := follower.ReadState(ctx); err != nil {
+		b.Fatal(err)
+	}
+	var put, readNs, followNs int64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
@@ -143,8 +153,14 @@ func BenchmarkEtcdOneClusterCommit(b *testing.B) {
 		b.StopTimer()
 		n, _ := stop()
 		put += n
+		t0 = time.Now()
+		if _, err := follower.ReadState(ctx); err != nil {
+			b.Fatal(err)
+		}
+		followNs += time.Since(t0).Nanoseconds()
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(put)/float64(b.N), "put-B/op")
 	b.ReportMetric(float64(readNs)/float64(b.N)/1e6, "read-ms/op")
+	b.ReportMetric(float64(followNs)/float64(b.N)/1e6, "follower-read-ms/op")
 }
