@@ -178,6 +178,7 @@ fuzz:
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzScanNodeV2$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./server -run '^$$' -fuzz '^FuzzParsePush$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./state -run '^$$' -fuzz '^FuzzParseStateURL$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
+	$(GO) test ./state/etcdstate -run '^$$' -fuzz '^FuzzDecodeHeader$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./capabilities -run '^$$' -fuzz '^FuzzParseTemplate$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./capabilities -run '^$$' -fuzz '^FuzzParseEnvironment$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./internal/safetext -run '^$$' -fuzz '^FuzzLine$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s

@@ -456,3 +456,43 @@ func FuzzDecodeHeader(f *testing.F) {
 		}
 	})
 }
+
+// A writer that did not write again the parts of the header it read commits
+// only if that header is still the stored one: when it was put again
+// meanwhile (same serial), the commit writes every part and lands, and no
+// part it names is missing.
+func TestEtcdCommitReliesOnTheHeaderRead(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	ctx := context.Background()
+	e := etcdAt(t, c, "relied")
+	st := fleetState("lin", 1, 5, 50)
+	if err := e.Commit(ctx, 0, st); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := e.client.Get(ctx, e.key("state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.client.Put(ctx, e.key("state"), string(resp.Kvs[0].Value)); err != nil {
+		t.Fatal(err)
+	}
+	changeOne(st, "cluster-002")
+	stop := putBytes(t, e, "/relied/")
+	if err := e.Commit(ctx, 1, st); err != nil {
+		t.Fatal(err)
+	}
+	_, keys := stop()
+	parts := 0
+	for _, k := range keys {
+		if strings.Contains(k, "/parts/") {
+			parts++
+		}
+	}
+	if parts != 2+6 { // the two new units, then all six again
+		t.Errorf("%d parts put; want 8 (2, then every one of the 6 once the header read was found replaced)", parts)
+	}
+	got, err := etcdAt(t, c, "relied").ReadState(ctx)
+	if err != nil || !cmp.Equal(got, st) {
+		t.Errorf("the state after the commit: %v", err)
+	}
+}
