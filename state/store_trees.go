@@ -297,6 +297,7 @@ func (o *objectWriter) treeHolds(dir string, entries []treeEntry) bool {
 		if err == nil && os.SameFile(fi, oi) {
 			continue // the object, checked against its content in this publish
 		}
+		readHook(p)
 		data, err := os.ReadFile(p)
 		if err != nil || digest(data) != e.sum {
 			return false
@@ -307,6 +308,7 @@ func (o *objectWriter) treeHolds(dir string, entries []treeEntry) bool {
 
 // copyObject writes p as a copy of object obj, checked against sum.
 func copyObject(obj, sum, p string) error {
+	readHook(obj)
 	data, err := os.ReadFile(obj)
 	if err != nil {
 		return err
