@@ -959,6 +959,9 @@ type objectWriter struct {
 	// unchanged files it keeps by their stat (nil: none). See store_seal.go.
 	since   time.Time
 	applied *appliedSet
+	// keptFiles are the paths of the applied files keep found to be their
+	// objects.
+	keptFiles sync.Map
 }
 
 // onceMap runs a function once per key, from any number of goroutines: the

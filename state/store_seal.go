@@ -43,6 +43,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -83,10 +84,11 @@ func (w *Workdir) newObjectWriter(l *Lock) *objectWriter {
 // appliedSet is the set a publish follows, whose unchanged files it keeps
 // by their stat.
 type appliedSet struct {
-	fs   *setFS
-	seal time.Time
-	sums map[string]string // path → sha256, as its state records them
-	dirs sync.Map          // directory in the set → its path on disk (or error)
+	set   string // its directory
+	trees string // the work directory's trees
+	seal  time.Time
+	sums  map[string]string // path → sha256, as its state records them
+	dirs  sync.Map          // directory in the set → its path on disk (or error)
 }
 
 // follow makes the applied set of cur the set o keeps files of by their
@@ -99,7 +101,7 @@ func (o *objectWriter) follow(cur *State) {
 	if !ok {
 		return
 	}
-	o.applied = &appliedSet{fs: &setFS{w: o.w, dir: o.w.SetDir(cur.Serial)}, seal: seal, sums: cur.Artifacts}
+	o.applied = &appliedSet{set: o.w.SetDir(cur.Serial), trees: o.w.trees(), seal: seal, sums: cur.Artifacts}
 }
 
 // readSeal returns the seal of the set in dir: ok only for a regular file of
@@ -157,7 +159,8 @@ func (o *objectWriter) keep(name, sum string) bool {
 	if err != nil {
 		return false
 	}
-	fi, err := os.Lstat(filepath.Join(dir, path.Base(name)))
+	p := filepath.Join(dir, path.Base(name))
+	fi, err := os.Lstat(p)
 	if err != nil || !fi.Mode().IsRegular() || !fi.ModTime().Before(a.seal) {
 		return false
 	}
@@ -166,12 +169,23 @@ func (o *objectWriter) keep(name, sum string) bool {
 		return false
 	}
 	_ = o.done.do(sum, func() error { return nil })
-	return o.done.succeeded(sum)
+	if !o.done.succeeded(sum) {
+		return false
+	}
+	// A tree's file just found to be its object: the tree's check need
+	// not stat it again (treeHolds).
+	o.keptFiles.Store(p, true)
+	return true
 }
 
-// dir is the path on disk of directory name of the applied set (a node
-// directory's tree), resolved once.
+// dir is the path on disk of directory name of the applied set: a node
+// directory's tree (its link read once), or the directory in the set. It is
+// only where keep looks for the file: what makes the file the one to keep is
+// that it is its object's inode, wherever it is found.
 func (a *appliedSet) dir(name string) (string, error) {
+	if _, _, ok := nodeDirOf(name + "/f"); !ok {
+		return filepath.Join(a.set, filepath.FromSlash(name)), nil
+	}
 	type resolved struct {
 		p   string
 		err error
@@ -180,12 +194,17 @@ func (a *appliedSet) dir(name string) (string, error) {
 		r := v.(resolved)
 		return r.p, r.err
 	}
-	p, err := a.fs.resolve("stat", name)
-	if err == nil {
-		var fi os.FileInfo
-		if fi, err = os.Lstat(p); err == nil && !fi.IsDir() {
-			err = errors.New("not a directory")
+	p := filepath.Join(a.set, filepath.FromSlash(name))
+	target, err := os.Readlink(p)
+	switch {
+	case err == nil:
+		if id, ok := treeOfLink(target); ok {
+			p = filepath.Join(a.trees, id)
+		} else {
+			err = errForeignSymlink
 		}
+	case errors.Is(err, syscall.EINVAL):
+		err = nil // a real node directory
 	}
 	a.dirs.Store(name, resolved{p, err})
 	return p, err
