@@ -960,7 +960,7 @@ type objectWriter struct {
 	since   time.Time
 	applied *appliedSet
 	// keptFiles are the paths of the applied files keep found to be their
-	// objects.
+	// objects, with the sha256 of each.
 	keptFiles sync.Map
 }
 

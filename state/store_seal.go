@@ -29,9 +29,9 @@ package state
 // mtime at or after the seal, a set without a seal (written by an older
 // fuelsync, or by WriteSet) — is read, hashed and checked as before, and
 // rewritten when it differs. What this does not catch, like git: a file
-// written with its mtime set back before the seal (touch -d, a restore that
-// keeps mtimes over the live files) — a deliberate act; or a write while the
-// system clock is set back. A directory's mtime is never the reference: an
+// written with its mtime set back before the seal (touch -d, or cp -p of an
+// older file over it) — a deliberate act; or a write while the system clock
+// is set back. A directory's mtime is never the reference: an
 // editor's swap file changes it after an in-place edit.
 
 import (
@@ -172,9 +172,9 @@ func (o *objectWriter) keep(name, sum string) bool {
 	if !o.done.succeeded(sum) {
 		return false
 	}
-	// A tree's file just found to be its object: the tree's check need
-	// not stat it again (treeHolds).
-	o.keptFiles.Store(p, true)
+	// A tree's file just found to be the object of sum: the tree's check
+	// need not stat it again (treeHolds).
+	o.keptFiles.Store(p, sum)
 	return true
 }
 

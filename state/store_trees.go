@@ -289,8 +289,8 @@ func (o *objectWriter) treeHolds(dir string, entries []treeEntry) bool {
 			return false
 		}
 		p := filepath.Join(dir, e.name)
-		if _, ok := o.keptFiles.Load(p); ok {
-			continue // its object's inode, found so by keep in this publish
+		if sum, ok := o.keptFiles.Load(p); ok && sum == e.sum {
+			continue // the object of e.sum, found so by keep in this publish
 		}
 		fi, err := os.Lstat(p)
 		if err != nil || !fi.Mode().IsRegular() {
