@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -410,8 +411,23 @@ func publishPlan(w *state.Workdir, l *state.Lock, st *state.State, p *Plan, mode
 			return err
 		}
 		fromApplied = slices.DeleteFunc(fromApplied, func(name string) bool { return again[state.ClusterOf(name)] })
+		// An unchanged file is linked by its digest when its stat says the
+		// applied set still holds it (state/store_seal.go); any other is read
+		// and checked.
+		var read []string
+		for _, name := range fromApplied {
+			err := link(name, p.Artifacts[name])
+			switch {
+			case err == nil:
+				claim(name)
+			case errors.Is(err, state.ErrNotStaged):
+				read = append(read, name)
+			default:
+				return err
+			}
+		}
 		damaged := map[string]error{}
-		err := w.ReadApplied(st, fromApplied, func(string) error { return nil }, func(name string, data []byte, err error) error {
+		err := w.ReadApplied(st, read, func(string) error { return nil }, func(name string, data []byte, err error) error {
 			if err != nil {
 				// Every cluster whose files cannot be kept, to render again.
 				mu.Lock()
@@ -460,15 +476,16 @@ func publishPlan(w *state.Workdir, l *state.Lock, st *state.State, p *Plan, mode
 		}
 		return check("manifest.json", manifest)
 	}
-	var err error
-	if src.stage != nil {
-		err = w.PublishStaged(l, next, src.stage, write)
-	} else {
-		err = w.Publish(l, next, func(put func(name string, data []byte) error) error {
-			return write(put, func(name, _ string) error { return fmt.Errorf("%s: nothing is staged", name) })
-		})
+	stage := src.stage
+	if stage == nil {
+		// Nothing staged: the stage links the unchanged files.
+		var err error
+		if stage, err = w.NewStage(l); err != nil {
+			return nil, err
+		}
+		defer stage.Discard()
 	}
-	if err != nil {
+	if err := w.PublishStaged(l, next, stage, write); err != nil {
 		return nil, err
 	}
 	return next, nil

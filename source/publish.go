@@ -193,7 +193,8 @@ func Short(rev string) string {
 	return rev
 }
 
-// writeTree stores the files under dir of set (but the set's .state.json) as
+// writeTree stores the files under dir of set (but the set's own files at its
+// top, .state.json and .seal: render makes no name that begins with a dot) as
 // git blobs and trees, and returns the root tree. A node directory shared as a
 // tree is a directory there, its files regular files; set refuses any other
 // symlink.
@@ -204,7 +205,7 @@ func writeTree(s storer.EncodedObjectStorer, set fs.FS, dir string) (plumbing.Ha
 	}
 	var te []object.TreeEntry
 	for _, e := range entries {
-		if dir == "." && e.Name() == ".state.json" {
+		if dir == "." && strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
 		p := path.Join(dir, e.Name())

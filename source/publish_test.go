@@ -83,6 +83,9 @@ func TestPublishBranch(t *testing.T) {
 			if _, err := tree.File(".state.json"); err == nil {
 				t.Error("the commit holds the state")
 			}
+			if _, err := tree.File(".seal"); err == nil {
+				t.Error("the commit holds the set's seal")
+			}
 			// The same artifacts again: no new commit.
 			st := loop.Status()
 			if h, err := loop.Publish.Commit(context.Background(), loop.Source, loop.Workdir.SetFS(st.Serial), st.Applied, st.Serial); err != nil || h != "" {

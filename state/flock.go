@@ -32,6 +32,8 @@ type Lock struct {
 	f *os.File
 	// release releases the backend's lock (nil with the work directory's own).
 	release func() error
+	// holder is what the lock file holds (written again by stamp).
+	holder []byte
 }
 
 // LockedError says another process holds the lock.
@@ -126,10 +128,11 @@ func (w *Workdir) flock(ctx context.Context, op string, timeout time.Duration) (
 		}
 	}
 	data, _ := json.Marshal(HolderInfo(op))
+	data = append(data, '\n')
 	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt(append(data, '\n'), 0)
+		_, _ = f.WriteAt(data, 0)
 	}
-	l := &Lock{w: w, f: f}
+	l := &Lock{w: w, f: f, holder: data}
 	// Under the lock: the marker is found, or written into a new, empty or
 	// older work directory (checked again: it may have changed meanwhile).
 	if err := w.claim(); err != nil {

@@ -18,3 +18,14 @@ func step(name string) error {
 	}
 	return nil
 }
+
+// TestHookRead, when not nil, is told each content a publish reads to check
+// it: an applied file (its artifact name) or an object or a tree's file (its
+// path). Tests count what a publish reads.
+var TestHookRead func(what string)
+
+func readHook(what string) {
+	if TestHookRead != nil {
+		TestHookRead(what)
+	}
+}

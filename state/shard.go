@@ -197,8 +197,8 @@ func (w *Workdir) publishMerged(mb MergingBackend, cur, st *State, objs *objectW
 		if err := checkName(name); err != nil {
 			return err
 		}
-		if !objs.staged(sum) {
-			return fmt.Errorf("%s: no object %.12s was staged for it", name, sum)
+		if !objs.staged(sum) && !objs.keep(name, sum) {
+			return fmt.Errorf("%s: object %.12s: %w", name, sum, ErrNotStaged)
 		}
 		return nil
 	})

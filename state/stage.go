@@ -27,7 +27,7 @@ func (w *Workdir) NewStage(l *Lock) (*Stage, error) {
 	if err := w.claim(); err != nil {
 		return nil, err
 	}
-	return &Stage{w: w, l: l, objs: &objectWriter{w: w, dirs: map[string]bool{}}}, nil
+	return &Stage{w: w, l: l, objs: w.newObjectWriter(l)}, nil
 }
 
 // Put makes the object of data (checked, or written) and returns its sha256

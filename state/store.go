@@ -5,6 +5,7 @@ package state
 //	<workdir>/lock                     flock(2)ed by a writer; its holder as JSON
 //	<workdir>/state.json               symlink → artifacts/current/.state.json
 //	<workdir>/artifacts/<serial>/      an applied set (the render layout) + .state.json
+//	                                   + .seal (store_seal.go)
 //	<workdir>/artifacts/current        symlink → <serial>
 //	<workdir>/objects/<sha[:2]>/<sha>  each distinct file of the sets, once
 //	<workdir>/trees/<id>/              each distinct node directory of the sets, once
@@ -25,7 +26,9 @@ package state
 // writes only the new contents. An object is written like a file of a set
 // (written, fsynced, renamed into place, its directory fsynced) before any set
 // links it, is checked against the content (size and bytes) before it is
-// linked again and rewritten when it differs or is missing, and is removed once
+// linked again and rewritten when it differs or is missing — but a file the
+// applied set keeps unchanged by its stat is linked by its digest unread
+// (store_seal.go: the set's seal) — and is removed once
 // no set links it (st_nlink 1), after the commit. Where hard links fail (EXDEV,
 // EPERM, ENOTSUP) the sets are full copies, as before, and Warn says so once.
 // A set's node directories are symlinks to shared trees (store_trees.go), and
@@ -52,6 +55,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/fuelsync/fuelsync/diff"
 )
@@ -477,6 +481,11 @@ func (w *Workdir) publish(l *Lock, st *State, push bool, objs *objectWriter, wri
 	if err != nil {
 		return err
 	}
+	if objs == nil {
+		objs = w.newObjectWriter(l)
+	}
+	// Its unchanged files are kept by their stat (store_seal.go).
+	objs.follow(cur)
 	if mb, ok := w.Backend.(MergingBackend); ok && !push {
 		return w.publishMerged(mb, cur, st, objs, write) // a shard's (shard.go)
 	}
@@ -665,8 +674,8 @@ func (w *Workdir) writeSet(dir string, st *State, objs *objectWriter, write func
 		if name == "" || path.IsAbs(name) || clean != name || clean == ".." || strings.HasPrefix(clean, "../") || strings.HasPrefix(name, ".") {
 			return fmt.Errorf("artifact name %q is not a clean relative path", name)
 		}
-		if data == nil && !objs.staged(sum) {
-			return fmt.Errorf("%s: no object %.12s was staged for it", name, sum)
+		if data == nil && !objs.staged(sum) && !objs.keep(name, sum) {
+			return fmt.Errorf("%s: object %.12s: %w", name, sum, ErrNotStaged)
 		}
 		// The files of a node directory are linked as a tree once the set is
 		// whole (a node directory with a subdirectory stays a real one).
@@ -710,6 +719,9 @@ func (w *Workdir) writeSet(dir string, st *State, objs *objectWriter, write func
 		return err
 	}
 	if err := writeSynced(filepath.Join(dir, ".state.json"), append(data, '\n')); err != nil {
+		return err
+	}
+	if err := objs.writeSeal(dir); err != nil {
 		return err
 	}
 	for _, d := range slices.Sorted(maps.Keys(objs.dirs)) {
@@ -942,6 +954,14 @@ type objectWriter struct {
 	dirs map[string]bool
 	// written are the objects it wrote.
 	written []string
+	// since is when the writer began, by the file system's clock: the seal
+	// of the set it writes (zero: no seal). applied is the set whose
+	// unchanged files it keeps by their stat (nil: none). See store_seal.go.
+	since   time.Time
+	applied *appliedSet
+	// keptFiles are the paths of the applied files keep found to be their
+	// objects, with the sha256 of each.
+	keptFiles sync.Map
 }
 
 // onceMap runs a function once per key, from any number of goroutines: the
@@ -1067,6 +1087,10 @@ func (o *objectWriter) ensure(sum string, data []byte) error {
 		os.Remove(tmp)
 		return err
 	}
+	if err := o.sealObject(tmp); err != nil {
+		os.Remove(tmp)
+		return err
+	}
 	if err := do("rename object "+sum, func() error { return os.Rename(tmp, obj) }); err != nil {
 		os.Remove(tmp)
 		return err
@@ -1098,6 +1122,7 @@ func (o *objectWriter) mkdir(prefix, dir string) error {
 
 // objectHolds reports whether the file obj is a regular file holding data.
 func objectHolds(obj string, data []byte) bool {
+	readHook(obj)
 	f, err := os.Open(obj)
 	if err != nil {
 		return false
@@ -1132,6 +1157,7 @@ func (w *Workdir) ReadApplied(st *State, names []string, check func(name string)
 // set, or from the object store when the set's file no longer holds it
 // (changed in place).
 func (w *Workdir) keptFile(applied fs.FS, name, sum string) ([]byte, error) {
+	readHook(name)
 	data, err := fs.ReadFile(applied, name)
 	if err == nil && digest(data) == sum {
 		return data, nil
@@ -1139,6 +1165,7 @@ func (w *Workdir) keptFile(applied fs.FS, name, sum string) ([]byte, error) {
 	// The object of sum, when sum is a sha256 (the state says it; it never becomes
 	// a path unless it is one).
 	if isLowerHex(sum, 2*sha256.Size) {
+		readHook(w.objectPath(sum))
 		if obj, oerr := os.ReadFile(w.objectPath(sum)); oerr == nil && digest(obj) == sum {
 			return obj, nil
 		}

@@ -289,6 +289,9 @@ func (o *objectWriter) treeHolds(dir string, entries []treeEntry) bool {
 			return false
 		}
 		p := filepath.Join(dir, e.name)
+		if sum, ok := o.keptFiles.Load(p); ok && sum == e.sum {
+			continue // the object of e.sum, found so by keep in this publish
+		}
 		fi, err := os.Lstat(p)
 		if err != nil || !fi.Mode().IsRegular() {
 			return false
@@ -297,6 +300,7 @@ func (o *objectWriter) treeHolds(dir string, entries []treeEntry) bool {
 		if err == nil && os.SameFile(fi, oi) {
 			continue // the object, checked against its content in this publish
 		}
+		readHook(p)
 		data, err := os.ReadFile(p)
 		if err != nil || digest(data) != e.sum {
 			return false
@@ -307,6 +311,7 @@ func (o *objectWriter) treeHolds(dir string, entries []treeEntry) bool {
 
 // copyObject writes p as a copy of object obj, checked against sum.
 func copyObject(obj, sum, p string) error {
+	readHook(obj)
 	data, err := os.ReadFile(obj)
 	if err != nil {
 		return err

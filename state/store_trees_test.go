@@ -47,7 +47,7 @@ func checkSet(t *testing.T, w *Workdir, n int64, files map[string]string) {
 	got := map[string]string{}
 	set := w.SetFS(n)
 	err := fs.WalkDir(set, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || p == ".state.json" {
+		if err != nil || d.IsDir() || p == ".state.json" || p == sealName {
 			return err
 		}
 		data, err := fs.ReadFile(set, p)

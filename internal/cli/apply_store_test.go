@@ -84,7 +84,7 @@ func TestApplyStoreOneClusterChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	st2 := apply()
-	changed := []string{".state.json"}
+	changed := []string{".seal", ".state.json"}
 	changedDirs := map[string]bool{}
 	for name, sum := range st2.Artifacts {
 		if st1.Artifacts[name] != sum {
@@ -104,7 +104,7 @@ func TestApplyStoreOneClusterChange(t *testing.T) {
 	var fresh, ownDirs, newTrees []string
 	nodeDirs := 0
 	for name, v := range set2 {
-		if _, isFile := st2.Artifacts[name]; isFile || name == ".state.json" {
+		if _, isFile := st2.Artifacts[name]; isFile || name == ".state.json" || name == ".seal" {
 			if !inodes1[v[0]] {
 				fresh = append(fresh, name)
 				files += v[1]

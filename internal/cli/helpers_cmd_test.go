@@ -75,7 +75,7 @@ func checkWorkdir(t *testing.T, wd string) *state.State {
 	found := map[string]bool{}
 	cur := w.SetFS(st.Serial)
 	err = fs.WalkDir(cur, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || p == ".state.json" {
+		if err != nil || d.IsDir() || p == ".state.json" || p == ".seal" {
 			return err
 		}
 		data, err := fs.ReadFile(cur, p)

@@ -1,0 +1,211 @@
+package state
+
+// Unchanged files by their stat (the seal). A publish that keeps most of the
+// applied set — a one-node change in a fleet — would otherwise read and hash
+// every file it keeps, only to catch one changed in place. Instead, as git
+// trusts an index entry whose stat has not changed, a file the applied set
+// keeps is linked by its digest without being read when:
+//
+//   - the state of the applied set records that digest for it;
+//   - the set's file (through its node directory's tree) is a regular file
+//     and the same inode as its object, objects/<sha[:2]>/<sha> (a hard
+//     link), itself a regular file;
+//   - its mtime is strictly before the applied set's seal.
+//
+// The seal of a set (<set>/.seal: the time, in nanoseconds since the Unix
+// epoch, as one decimal line) is when the publish that made it began, read
+// from the file system's own clock: the publish writes the lock file again
+// (stamp) and takes its mtime, before it checks or writes any content. Every
+// content that publish puts in the set is checked (read, or kept as above)
+// or written after that time, so a file of the set whose mtime is still
+// before the seal has not been written since: writing a file sets its mtime
+// to the time of the write. An object the publish writes gets an mtime just
+// before its seal (set on its temporary file, before it is renamed into
+// place), so that the next publish trusts it too; it was written whole,
+// after the seal. Equal is not before: on a file system with coarse
+// timestamps, a write in the same tick as the seal is not trusted.
+//
+// Anything else — another inode (a copy, a file replaced), no object, an
+// mtime at or after the seal, a set without a seal (written by an older
+// fuelsync, or by WriteSet) — is read, hashed and checked as before, and
+// rewritten when it differs. What this does not catch, like git: a file
+// written with its mtime set back before the seal (touch -d, or cp -p of an
+// older file over it) — a deliberate act; or a write while the system clock
+// is set back. A directory's mtime is never the reference: an
+// editor's swap file changes it after an in-place edit.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// sealName is the seal of a set, in the set's top directory beside
+// .state.json (render makes no name that begins with a dot).
+const sealName = ".seal"
+
+// maxSealSize bounds what is read of a seal.
+const maxSealSize = 32
+
+// ErrNotStaged is what a publish's link returns for a file whose object the
+// stage does not hold and whose applied file cannot be kept by its stat: the
+// caller puts its content instead (read, checked and written as before).
+var ErrNotStaged = errors.New("no object was staged for it, and the applied set does not hold it unchanged by its stat")
+
+// stamp returns the file system's time now: it writes the lock file's
+// content again and returns its mtime (zero when it cannot).
+func (l *Lock) stamp() time.Time {
+	if l == nil || l.f == nil || len(l.holder) == 0 {
+		return time.Time{}
+	}
+	if _, err := l.f.WriteAt(l.holder, 0); err != nil {
+		return time.Time{}
+	}
+	fi, err := l.f.Stat()
+	if err != nil {
+		return time.Time{}
+	}
+	return fi.ModTime()
+}
+
+// newObjectWriter is an object writer for a set published under lock l (nil:
+// none; the set gets no seal and its objects keep their mtimes).
+func (w *Workdir) newObjectWriter(l *Lock) *objectWriter {
+	return &objectWriter{w: w, dirs: map[string]bool{}, since: l.stamp()}
+}
+
+// appliedSet is the set a publish follows, whose unchanged files it keeps
+// by their stat.
+type appliedSet struct {
+	set   string // its directory
+	trees string // the work directory's trees
+	seal  time.Time
+	sums  map[string]string // path → sha256, as its state records them
+	dirs  sync.Map          // directory in the set → its path on disk (or error)
+}
+
+// follow makes the applied set of cur the set o keeps files of by their
+// stat, when that set has a seal.
+func (o *objectWriter) follow(cur *State) {
+	if o.since.IsZero() || cur == nil || cur.Serial <= 0 {
+		return
+	}
+	seal, ok := readSeal(o.w.SetDir(cur.Serial))
+	if !ok {
+		return
+	}
+	o.applied = &appliedSet{set: o.w.SetDir(cur.Serial), trees: o.w.trees(), seal: seal, sums: cur.Artifacts}
+}
+
+// readSeal returns the seal of the set in dir: ok only for a regular file of
+// one line of decimal digits, a time after the epoch.
+func readSeal(dir string) (time.Time, bool) {
+	f, err := openNoFollow(filepath.Join(dir, sealName))
+	if err != nil {
+		return time.Time{}, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxSealSize {
+		return time.Time{}, false
+	}
+	buf := make([]byte, maxSealSize+1)
+	n, _ := f.Read(buf)
+	line, ok := strings.CutSuffix(string(buf[:n]), "\n")
+	if !ok || line == "" || strings.Trim(line, "0123456789") != "" {
+		return time.Time{}, false
+	}
+	ns, err := strconv.ParseInt(line, 10, 64)
+	if err != nil || ns <= 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, ns), true
+}
+
+// writeSeal writes the seal of the set in dir: when o began.
+func (o *objectWriter) writeSeal(dir string) error {
+	if o.since.IsZero() {
+		return nil
+	}
+	return writeSynced(filepath.Join(dir, sealName), fmt.Appendf(nil, "%d\n", o.since.UnixNano()))
+}
+
+// sealObject gives the new object tmp (not yet renamed into place) an mtime
+// before o's seal, so that the next publish keeps it by its stat; nothing
+// when o has no seal.
+func (o *objectWriter) sealObject(tmp string) error {
+	if o.since.IsZero() {
+		return nil
+	}
+	return os.Chtimes(tmp, time.Time{}, o.since.Add(-time.Nanosecond))
+}
+
+// keep reports whether the applied set's file name is unchanged by its stat
+// (see above) and holds sum; the object sum then counts as checked for this
+// publish (staged) and is linked without being read.
+func (o *objectWriter) keep(name, sum string) bool {
+	a := o.applied
+	if a == nil || o.w.noLinks.Load() || a.sums[name] != sum || !isLowerHex(sum, 64) {
+		return false
+	}
+	dir, err := a.dir(path.Dir(name))
+	if err != nil {
+		return false
+	}
+	p := filepath.Join(dir, path.Base(name))
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.Mode().IsRegular() || !fi.ModTime().Before(a.seal) {
+		return false
+	}
+	oi, err := os.Lstat(o.w.objectPath(sum))
+	if err != nil || !oi.Mode().IsRegular() || !os.SameFile(fi, oi) {
+		return false
+	}
+	_ = o.done.do(sum, func() error { return nil })
+	if !o.done.succeeded(sum) {
+		return false
+	}
+	// A tree's file just found to be the object of sum: the tree's check
+	// need not stat it again (treeHolds).
+	o.keptFiles.Store(p, sum)
+	return true
+}
+
+// dir is the path on disk of directory name of the applied set: a node
+// directory's tree (its link read once), or the directory in the set. It is
+// only where keep looks for the file: what makes the file the one to keep is
+// that it is its object's inode, wherever it is found.
+func (a *appliedSet) dir(name string) (string, error) {
+	if _, _, ok := nodeDirOf(name + "/f"); !ok {
+		return filepath.Join(a.set, filepath.FromSlash(name)), nil
+	}
+	type resolved struct {
+		p   string
+		err error
+	}
+	if v, ok := a.dirs.Load(name); ok {
+		r := v.(resolved)
+		return r.p, r.err
+	}
+	p := filepath.Join(a.set, filepath.FromSlash(name))
+	target, err := os.Readlink(p)
+	switch {
+	case err == nil:
+		if id, ok := treeOfLink(target); ok {
+			p = filepath.Join(a.trees, id)
+		} else {
+			err = errForeignSymlink
+		}
+	case errors.Is(err, syscall.EINVAL):
+		err = nil // a real node directory
+	}
+	a.dirs.Store(name, resolved{p, err})
+	return p, err
+}

@@ -1,0 +1,188 @@
+//go:build linux && fuelsync_testhooks
+
+package state
+
+import (
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// sealFiles is a set of two clusters: files of node directories (trees) and
+// of the clusters' own directories.
+var sealFiles = map[string]string{
+	"a/cluster.yaml":        "cluster a\n",
+	"a/nodes/n1/graph.yaml": "a n1\n",
+	"a/nodes/n2/graph.yaml": "a n2\n",
+	"b/cluster.yaml":        "cluster b\n",
+	"b/nodes/n1/graph.yaml": "b n1\n",
+	"b/nodes/n1/tasks.yaml": "b n1 tasks\n",
+}
+
+// publishSealed publishes serial files as Publish's put (every content
+// given) when keep is false; else as a publish that keeps the applied set's
+// files: link first, put (and read) what link refuses with ErrNotStaged.
+// It returns the names link refused and what the publish read to check.
+func publishSealed(t *testing.T, w *Workdir, l *Lock, serial int64, files map[string]string, keep bool) (refused, read []string) {
+	t.Helper()
+	st := Empty()
+	st.Serial = serial
+	for name, data := range files {
+		st.Artifacts[name] = shaHex([]byte(data))
+	}
+	var mu sync.Mutex
+	TestHookRead = func(what string) {
+		mu.Lock()
+		defer mu.Unlock()
+		read = append(read, what)
+	}
+	defer func() { TestHookRead = nil }()
+	s, err := w.NewStage(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = w.PublishStaged(l, st, s, func(put func(string, []byte) error, link func(string, string) error) error {
+		for _, name := range slices.Sorted(maps.Keys(files)) {
+			if keep {
+				err := link(name, st.Artifacts[name])
+				if err == nil {
+					continue
+				}
+				if !errors.Is(err, ErrNotStaged) {
+					return err
+				}
+				refused = append(refused, name)
+			}
+			if err := put(name, []byte(files[name])); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("publishing serial %d: %v", serial, err)
+	}
+	slices.Sort(refused)
+	return refused, read
+}
+
+// setFile is the path on disk of name in set n (a node directory's file is
+// its tree's).
+func setFile(t *testing.T, w *Workdir, n int64, name string) string {
+	t.Helper()
+	s := &setFS{w: w, dir: w.SetDir(n)}
+	p, err := s.resolve("stat", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestPublishKeepsUnchangedFilesByStat: a publish that keeps the applied set's
+// files reads none of them when their stat says they are unchanged (the
+// objects written by the publish before included); a file written in place
+// after the publish, another inode, a mtime not before the seal or a set
+// without a seal is read and checked, and rewritten; a file written with its
+// mtime forged back before the seal is kept (git does the same), until the
+// seal is removed.
+func TestPublishKeepsUnchangedFilesByStat(t *testing.T) {
+	w, l := lockedWorkdir(t)
+	serial := int64(1)
+	publishSealed(t, w, l, serial, sealFiles, false)
+	checkSet(t, w, serial, sealFiles)
+	if _, ok := readSeal(w.SetDir(serial)); !ok {
+		t.Fatal("set 1 has no seal")
+	}
+	// next publishes the same files, keeping them; it returns what it refused.
+	next := func(what string, wantRefused ...string) {
+		t.Helper()
+		serial++
+		refused, read := publishSealed(t, w, l, serial, sealFiles, true)
+		if diff := cmp.Diff(wantRefused, refused); diff != "" {
+			t.Errorf("%s: the files read and checked (-want +got):\n%s", what, diff)
+		}
+		if len(wantRefused) == 0 && len(read) > 0 {
+			t.Errorf("%s: the publish read %q", what, read)
+		}
+		checkSet(t, w, serial, sealFiles)
+	}
+	next("the set just published")
+	next("again")
+
+	// Written in place (one inode: the set's file, its tree's and its
+	// object): read, found changed, and written anew from the content given.
+	p := setFile(t, w, serial, "a/nodes/n1/graph.yaml")
+	if err := os.WriteFile(p, []byte("a n1 edited\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	next("a node's file written in place", "a/nodes/n1/graph.yaml")
+	next("after its repair")
+
+	p = setFile(t, w, serial, "b/cluster.yaml")
+	if err := os.WriteFile(p, []byte("cluster B\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	next("a cluster's file written in place", "b/cluster.yaml")
+
+	// Another inode, with an old mtime: read.
+	p = setFile(t, w, serial, "a/cluster.yaml")
+	old := time.Now().Add(-time.Hour)
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(sealFiles["a/cluster.yaml"]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, old, old); err != nil {
+		t.Fatal(err)
+	}
+	next("a file replaced by a copy", "a/cluster.yaml")
+
+	// An mtime equal to the seal is not before it.
+	seal, _ := readSeal(w.SetDir(serial))
+	p = setFile(t, w, serial, "b/nodes/n1/tasks.yaml")
+	if err := os.Chtimes(p, seal, seal); err != nil {
+		t.Fatal(err)
+	}
+	next("an mtime equal to the seal", "b/nodes/n1/tasks.yaml")
+
+	// Forged: the content changed in place, the mtime set back before the
+	// seal. Kept, as the stat says (a deliberate act, documented).
+	p = setFile(t, w, serial, "b/nodes/n1/graph.yaml")
+	if err := os.WriteFile(p, []byte("b N1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, old, old); err != nil {
+		t.Fatal(err)
+	}
+	serial++
+	if refused, _ := publishSealed(t, w, l, serial, sealFiles, true); refused != nil {
+		t.Errorf("a file with a forged mtime: refused %q, want it kept", refused)
+	}
+	forged := maps.Clone(sealFiles)
+	forged["b/nodes/n1/graph.yaml"] = "b N1\n"
+	checkSet(t, w, serial, forged)
+
+	// Without the seal of the current set (removed by hand, or a set an
+	// older fuelsync wrote), the next publish reads and checks every file it
+	// keeps, and repairs the forged one.
+	if err := os.Remove(filepath.Join(w.SetDir(serial), sealName)); err != nil {
+		t.Fatal(err)
+	}
+	serial++
+	refused, read := publishSealed(t, w, l, serial, sealFiles, true)
+	if want := slices.Sorted(maps.Keys(sealFiles)); !slices.Equal(refused, want) {
+		t.Errorf("after a set without a seal, refused %q, want every file", refused)
+	}
+	if len(read) < len(sealFiles) {
+		t.Errorf("after a set without a seal, read %q, want every file", read)
+	}
+	checkSet(t, w, serial, sealFiles)
+}
