@@ -584,6 +584,32 @@ func (w *Workdir) LinkSet(n int64) (bool, error) {
 // it. There is no commit point of its own (the state is the Backend's). The
 // Keep newest sets are kept, as an apply keeps them.
 func (w *Workdir) WriteSet(st *State, write func(put func(name string, data []byte) error) error) error {
+	return w.writeCommittedSet(st, nil, withoutLink(write))
+}
+
+// WriteSetLinked is WriteSet whose write may also link: link(name, sum) makes
+// the file name of the set the object sum that the work directory holds,
+// read and checked against sum first (once per object), without the caller
+// reading it. A replica makes most of a committed set so, from the objects of
+// the sets before.
+func (w *Workdir) WriteSetLinked(st *State, write func(put func(name string, data []byte) error, link func(name, sum string) error) error) error {
+	objs := &objectWriter{w: w, dirs: map[string]bool{}}
+	return w.writeCommittedSet(st, objs, func(put func(string, []byte) error, link func(string, string) error) error {
+		return write(put, func(name, sum string) error {
+			err := objs.done.do(sum, func() error {
+				_, err := w.ReadObject(sum)
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			return link(name, sum)
+		})
+	})
+}
+
+// writeCommittedSet is WriteSet and WriteSetLinked.
+func (w *Workdir) writeCommittedSet(st *State, objs *objectWriter, write func(put func(name string, data []byte) error, link func(name, sum string) error) error) error {
 	if err := os.MkdirAll(w.artifacts(), 0o755); err != nil {
 		return err
 	}
@@ -595,7 +621,7 @@ func (w *Workdir) WriteSet(st *State, write func(put func(name string, data []by
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
-	if err := w.writeSet(tmp, st, nil, withoutLink(write)); err != nil {
+	if err := w.writeSet(tmp, st, objs, write); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, w.SetDir(st.Serial)); err != nil {
