@@ -596,10 +596,7 @@ func (w *Workdir) WriteSetLinked(st *State, write func(put func(name string, dat
 	objs := &objectWriter{w: w, dirs: map[string]bool{}}
 	return w.writeCommittedSet(st, objs, func(put func(string, []byte) error, link func(string, string) error) error {
 		return write(put, func(name, sum string) error {
-			err := objs.done.do(sum, func() error {
-				_, err := w.ReadObject(sum)
-				return err
-			})
+			err := objs.done.do(sum, func() error { return w.checkObject(sum) })
 			if err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
@@ -607,6 +604,33 @@ func (w *Workdir) WriteSetLinked(st *State, write func(put func(name string, dat
 		})
 	})
 }
+
+// checkObject is ReadObject without keeping the content: the object is
+// hashed as it is read, with a buffer of its own.
+func (w *Workdir) checkObject(sum string) error {
+	if len(sum) != 64 || strings.Trim(sum, "0123456789abcdef") != "" {
+		return fmt.Errorf("%q is not a sha256", sum)
+	}
+	f, err := os.Open(w.objectPath(sum))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := sha256.New()
+	buf := checkBuffers.Get().(*[]byte)
+	_, err = io.CopyBuffer(h, struct{ io.Reader }{f}, *buf) // not os.File's WriteTo, which takes a buffer of its own
+	checkBuffers.Put(buf)
+	if err != nil {
+		return err
+	}
+	if hex.EncodeToString(h.Sum(nil)) != sum {
+		return errors.New("the object " + sum + " differs from its digest")
+	}
+	return nil
+}
+
+// checkBuffers are checkObject's read buffers.
+var checkBuffers = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
 // writeCommittedSet is WriteSet and WriteSetLinked.
 func (w *Workdir) writeCommittedSet(st *State, objs *objectWriter, write func(put func(name string, data []byte) error, link func(name, sum string) error) error) error {
