@@ -53,6 +53,13 @@ type Sharder interface {
 	// Release gives up m's owner keys of clusters (those m does not hold are
 	// left alone).
 	Release(ctx context.Context, m Membership, clusters []string) error
+	// SetBusy says m reconciles (busy) or no longer does: the others wait
+	// for the busy members' commits before they make a committed set, so
+	// that they make one set for a change that every owner commits, not one
+	// for each owner's commit. The mark goes with m's lease.
+	SetBusy(ctx context.Context, m Membership, busy bool) error
+	// Busy lists the members marked busy.
+	Busy(ctx context.Context) ([]string, error)
 	// Owners maps each cluster that has an owner key to its holder.
 	Owners(ctx context.Context) (map[string]string, error)
 	// CommitShard commits next, the state an apply of clusters (each owned
