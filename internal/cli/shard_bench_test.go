@@ -256,7 +256,7 @@ func shardRun(t *testing.T, spec repogen.Spec, n, run int) ([]time.Duration, tim
 		for _, r := range reps {
 			r.logMu.Lock()
 			for _, l := range r.logs {
-				if strings.Contains(l, "shard:") || strings.Contains(l, "reconcile") || strings.Contains(l, "render") {
+				if strings.Contains(l, "shard:") || strings.Contains(l, "reconcile") || strings.Contains(l, "render") || strings.Contains(l, "replica: serving") {
 					t.Logf("%s: %.400s", r.id, l)
 				}
 			}
