@@ -327,9 +327,20 @@ func (b *shardBackend) CommitMerged(ctx context.Context, prev int64, next *state
 	return b.sh.CommitShard(ctx, s.member, clusters, prev, next, merge)
 }
 
+// DeferSet is state.SetDeferrer: while another member is busy (its commit
+// of the same change is coming), the set is left to the follow loop, which
+// makes the newest once the others are done.
+func (b *shardBackend) DeferSet() bool {
+	s, err := b.member()
+	return err == nil && s.othersBusy(context.Background())
+}
+
 func (b *shardBackend) Close() error { return nil }
 
-var _ state.MergingBackend = (*shardBackend)(nil)
+var (
+	_ state.MergingBackend = (*shardBackend)(nil)
+	_ state.SetDeferrer    = (*shardBackend)(nil)
+)
 
 // runShard runs the replica as a shard until ctx ends: it joins the
 // members, and reconciles the clusters rendezvous gives it, while it makes
