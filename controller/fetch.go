@@ -61,9 +61,12 @@ func CheckAdvertiseURL(s string) error {
 // followed (the token goes to the URL advertised, nowhere else).
 var fetchClient = &http.Client{
 	Transport: &http.Transport{
-		MaxIdleConnsPerHost:   fetchParallel,
-		IdleConnTimeout:       30 * time.Second,
-		ResponseHeaderTimeout: 30 * time.Second,
+		MaxIdleConnsPerHost: fetchParallel,
+		IdleConnTimeout:     30 * time.Second,
+		// An owner answers at once (it streams the files it has); one that
+		// does not is stopped or stuck, and its clusters are rendered
+		// rather than hold up the reconcile that needs the set.
+		ResponseHeaderTimeout: 5 * time.Second,
 	},
 	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 }

@@ -501,7 +501,7 @@ func settle(ctx context.Context, serials <-chan int64, quiet, max time.Duration)
 
 // shardBusyMax bounds how long a replica waits for the other members' marks
 // of busy before it makes the newest committed set all the same.
-const shardBusyMax = 10 * time.Second
+const shardBusyMax = 5 * time.Second
 
 // waitForBusy waits, taking the serials that come, while another member is
 // busy (it reconciles: its commit of the same change is coming), at most
