@@ -61,9 +61,12 @@ func CheckAdvertiseURL(s string) error {
 // followed (the token goes to the URL advertised, nowhere else).
 var fetchClient = &http.Client{
 	Transport: &http.Transport{
-		MaxIdleConnsPerHost:   fetchParallel,
-		IdleConnTimeout:       30 * time.Second,
-		ResponseHeaderTimeout: 30 * time.Second,
+		MaxIdleConnsPerHost: fetchParallel,
+		IdleConnTimeout:     30 * time.Second,
+		// An owner answers at once (it streams the files it has); one that
+		// does not is stopped or stuck, and its clusters are rendered
+		// rather than hold up the reconcile that needs the set.
+		ResponseHeaderTimeout: 5 * time.Second,
 	},
 	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 }
@@ -154,17 +157,24 @@ func (r *Replica) fetchOthers(ctx context.Context, s *shardState, st *state.Stat
 	}
 }
 
-// fetchCluster fetches the files names of st from the owner at base and
-// stores each whose sha256 is st's digest; an error, and nothing more
-// stored, at the first that is not, or beyond the bounds. It returns the
-// bytes stored.
+// fetchCluster fetches the files names of st that the work directory lacks
+// from the owner at base and stores each whose sha256 is st's digest; an
+// error, and nothing more stored, at the first that is not, or beyond the
+// bounds. It returns the bytes stored.
 func (r *Replica) fetchCluster(ctx context.Context, base string, st *state.State, names []string) (int64, error) {
 	var sums []string
 	for _, name := range names {
-		sums = append(sums, st.Artifacts[name])
+		// Only the files it lacks: after a change most of a cluster's
+		// files are the objects of the sets before.
+		if !r.Loop.Workdir.HasObjects(st.Artifacts, []string{name}) {
+			sums = append(sums, st.Artifacts[name])
+		}
 	}
 	slices.Sort(sums)
 	sums = slices.Compact(sums)
+	if len(sums) == 0 {
+		return 0, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(base, "/")+"/api/v1/objects", strings.NewReader(strings.Join(sums, "\n")+"\n"))

@@ -3,6 +3,7 @@ package controller_test
 import (
 	"bufio"
 	"fmt"
+	"io/fs"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -88,6 +89,10 @@ func TestEtcdShardsFetchOthersFiles(t *testing.T) {
 		owners[o] = append(owners[o], cl)
 	}
 	counts.reset()
+	before := map[string]int{}
+	for _, r := range reps {
+		before[r.id] = len(logged(t, r, "shard: fetched the other owners' clusters", nil))
+	}
 
 	second := releaseChange(t, dir, repo, "3601")
 	for _, r := range reps {
@@ -103,8 +108,27 @@ func TestEtcdShardsFetchOthersFiles(t *testing.T) {
 		if !slices.Equal(rendered[r.id], owners[r.id]) {
 			t.Errorf("%s rendered %v at the release change; want only its own clusters %v", r.id, rendered[r.id], owners[r.id])
 		}
-		if len(logged(t, r, "shard: fetched the other owners' clusters", nil)) == 0 {
+		fetches := logged(t, r, "shard: fetched the other owners' clusters", nil)[before[r.id]:]
+		if len(fetches) == 0 {
 			t.Errorf("%s fetched no other owner's clusters", r.id)
+		}
+		// Only the files it lacked: fewer bytes than the clusters' files.
+		for _, rec := range fetches {
+			var all int
+			for _, cl := range rec["clusters"].([]any) {
+				for name := range st.Artifacts {
+					if state.ClusterOf(name) == cl {
+						data, err := fs.ReadFile(r.w.SetFS(st.Serial), name)
+						if err != nil {
+							t.Fatal(err)
+						}
+						all += len(data)
+					}
+				}
+			}
+			if got := int(rec["bytes"].(float64)); got <= 0 || got >= all {
+				t.Errorf("%s fetched %d bytes of %v at the release change; want more than none, less than all their files' %d", r.id, got, rec["clusters"], all)
+			}
 		}
 		checkServes(t, r, st)
 	}

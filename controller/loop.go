@@ -126,6 +126,7 @@ type Loop struct {
 	// shardClusters (when set) makes the status lines, with owners.
 	guard         sync.Locker
 	beforeRun     func()
+	afterRun      func() // at the end of each reconcile, still under guard
 	owns          func(cluster string) bool
 	shardClusters func(st *state.State, live []*operation.ClusterResult, head string) []operation.ClusterInfo
 	// lastApply is when each cluster's changes were last applied by this
@@ -238,6 +239,9 @@ func (l *Loop) ReconcileOnce(ctx context.Context) operation.Outcome {
 	}
 	if l.beforeRun != nil {
 		l.beforeRun()
+	}
+	if l.afterRun != nil {
+		defer l.afterRun()
 	}
 	start := time.Now()
 	l.mu.Lock()

@@ -531,7 +531,7 @@ func materialise(ctx context.Context, w *state.Workdir, src source.Source, st *s
 	}
 	// Each cluster rendered, its files checked and written, one after the
 	// other: the set is made with the memory of a few clusters.
-	return w.WriteSet(st, func(put func(string, []byte) error) error {
+	return w.WriteSetLinked(st, func(put func(string, []byte) error, link func(string, string) error) error {
 		var mu sync.Mutex
 		got := map[string]bool{}
 		check := func(rev, name string, data []byte) error {
@@ -544,15 +544,14 @@ func materialise(ctx context.Context, w *state.Workdir, src source.Source, st *s
 			mu.Unlock()
 			return put(name, data)
 		}
+		// The files taken from the objects: each object is read and checked
+		// against the committed digest (WriteSetLinked) before it is linked.
 		for _, c := range stored {
 			for _, name := range files[c] {
-				data, err := w.ReadObject(st.Artifacts[name])
-				if err != nil {
-					return fmt.Errorf("making the applied set of serial %d: %s: %w", st.Serial, name, err)
+				if err := link(name, st.Artifacts[name]); err != nil {
+					return fmt.Errorf("making the applied set of serial %d: %w", st.Serial, err)
 				}
-				if err := check(appliedRevision(st, c), name, data); err != nil {
-					return err
-				}
+				got[name] = true
 			}
 		}
 		for _, pt := range parts {
@@ -586,15 +585,6 @@ func materialise(ctx context.Context, w *state.Workdir, src source.Source, st *s
 		}
 		return nil
 	})
-}
-
-// appliedRevision is the revision cluster c's applied artifacts are the
-// render of in st.
-func appliedRevision(st *state.State, c string) string {
-	if cs := st.Clusters[c]; cs != nil && cs.Revision != "" {
-		return cs.Revision
-	}
-	return st.Revision
 }
 
 // sleep waits d, or less when ctx ends first; it says whether ctx is still

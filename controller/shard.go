@@ -69,6 +69,7 @@ type shardState struct {
 	claimed map[string]bool // owner keys held
 	run     []string        // the clusters the reconcile under way owns, sorted
 	retry   bool            // a cluster of this replica is still another's: try again
+	busy    bool            // marked busy (Sharder.SetBusy)
 	owners  map[string]string
 }
 
@@ -139,6 +140,39 @@ func (s *shardState) owns(cluster string) bool {
 	return true
 }
 
+// setBusy marks this replica busy in etcd (a reconcile that plans is under
+// way) or not. A mark that fails costs the others only a set made early.
+func (s *shardState) setBusy(busy bool) {
+	s.mu.Lock()
+	was := s.busy
+	s.busy = busy
+	s.mu.Unlock()
+	if was == busy {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = s.sh.SetBusy(ctx, s.member, busy)
+}
+
+// othersBusy says whether another live member is marked busy.
+func (s *shardState) othersBusy(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	busy, err := s.sh.Busy(ctx)
+	if err != nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range busy {
+		if id != s.member.ID() && slices.Contains(s.members, id) {
+			return true
+		}
+	}
+	return false
+}
+
 // owned lists the clusters whose owner key this replica holds, sorted.
 func (s *shardState) owned() []string {
 	s.mu.Lock()
@@ -195,6 +229,11 @@ func NewShard(loop *Loop, sh state.Sharder, id string) *Replica {
 	loop.beforeRun = func() {
 		if s := r.currentShard(); s != nil {
 			s.beforeRun()
+		}
+	}
+	loop.afterRun = func() {
+		if s := r.currentShard(); s != nil {
+			s.setBusy(false)
 		}
 	}
 	loop.shardClusters = func(st *state.State, live []*operation.ClusterResult, head string) []operation.ClusterInfo {
@@ -288,9 +327,20 @@ func (b *shardBackend) CommitMerged(ctx context.Context, prev int64, next *state
 	return b.sh.CommitShard(ctx, s.member, clusters, prev, next, merge)
 }
 
+// DeferSet is state.SetDeferrer: while another member is busy (its commit
+// of the same change is coming), the set is left to the follow loop, which
+// makes the newest once the others are done.
+func (b *shardBackend) DeferSet() bool {
+	s, err := b.member()
+	return err == nil && s.othersBusy(context.Background())
+}
+
 func (b *shardBackend) Close() error { return nil }
 
-var _ state.MergingBackend = (*shardBackend)(nil)
+var (
+	_ state.MergingBackend = (*shardBackend)(nil)
+	_ state.SetDeferrer    = (*shardBackend)(nil)
+)
 
 // runShard runs the replica as a shard until ctx ends: it joins the
 // members, and reconciles the clusters rendezvous gives it, while it makes
@@ -319,13 +369,20 @@ func (r *Replica) runShard(ctx context.Context) error {
 	// Every replica makes every committed set, from its objects where it
 	// has them, rendering the rest.
 	r.Loop.prepare = func(ctx context.Context, st *state.State) error {
+		if s := r.currentShard(); s != nil {
+			s.setBusy(true) // until the reconcile ends (afterRun)
+		}
 		r.fetchOthers(ctx, r.currentShard(), st)
 		err := materialise(ctx, r.Loop.Workdir, r.Loop.Source, st, r.Loop.ToolVersion, true, r.Loop.onRender)
 		r.served(st, err)
 		return err
 	}
 	follow := func(ctx context.Context) {
-		for range r.Etcd.WatchSerial(ctx) {
+		serials := r.Etcd.WatchSerial(ctx)
+		for range serials {
+			if !settle(ctx, serials, shardSettle, shardSettleMax) || !r.waitForBusy(ctx, serials) {
+				return
+			}
 			r.local.Lock()
 			r.materialiseShard(ctx)
 			r.local.Unlock()
@@ -406,6 +463,70 @@ func (r *Replica) runShard(ctx context.Context) error {
 		r.Loop.Log.Warn("shard: the membership was lost (its lease expired: etcd out of reach, or a pause?); joining again", "replica", id)
 	}
 	return nil
+}
+
+// The owners of a change commit it one after the other, each at a serial of
+// its own: a replica that made the set of every one of them would make N sets
+// for one change, all but the last in vain. It waits until no new serial has
+// come for shardSettle (at most shardSettleMax), then makes the newest.
+const (
+	shardSettle    = 500 * time.Millisecond
+	shardSettleMax = 2 * time.Second
+)
+
+// settle takes the serials that come from serials until none has come for
+// quiet, or max has passed; false when ctx ends or serials is closed.
+func settle(ctx context.Context, serials <-chan int64, quiet, max time.Duration) bool {
+	deadline := time.Now().Add(max)
+	t := time.NewTimer(quiet)
+	defer t.Stop()
+	for {
+		select {
+		case _, ok := <-serials:
+			if !ok {
+				return false
+			}
+			left := time.Until(deadline)
+			if left <= 0 {
+				return true
+			}
+			t.Reset(min(quiet, left))
+		case <-t.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// shardBusyMax bounds how long a replica waits for the other members' marks
+// of busy before it makes the newest committed set all the same.
+const shardBusyMax = 5 * time.Second
+
+// waitForBusy waits, taking the serials that come, while another member is
+// busy (it reconciles: its commit of the same change is coming), at most
+// shardBusyMax; false when ctx ends or serials is closed.
+func (r *Replica) waitForBusy(ctx context.Context, serials <-chan int64) bool {
+	deadline := time.Now().Add(shardBusyMax)
+	for time.Now().Before(deadline) {
+		s := r.currentShard()
+		if s == nil || !s.othersBusy(ctx) {
+			return true
+		}
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case _, ok := <-serials:
+			t.Stop()
+			if !ok {
+				return false
+			}
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		}
+	}
+	return true
 }
 
 // materialiseShard makes the committed set, as materialise does, from the

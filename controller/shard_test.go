@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"time"
 )
 
 func clusterNames(n int) []string {
@@ -71,5 +72,49 @@ func TestOwnerRendezvous(t *testing.T) {
 func TestOwnerScoreNoConcatenation(t *testing.T) {
 	if score("ab", "c") == score("a", "bc") {
 		t.Fatal("score(ab, c) == score(a, bc)")
+	}
+}
+
+// settle returns once no serial has come for the quiet time, or at the
+// bound, whatever keeps coming; false when the serials end.
+func TestShardSettle(t *testing.T) {
+	serials := make(chan int64)
+	go func() {
+		for i := range 5 { // one every 20ms: not quiet for 50ms until the last
+			serials <- int64(i)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	start := time.Now()
+	if !settle(t.Context(), serials, 50*time.Millisecond, time.Second) {
+		t.Fatal("settle said the serials ended")
+	}
+	if d := time.Since(start); d < 100*time.Millisecond || d > 600*time.Millisecond {
+		t.Errorf("settled after %s; want after the last serial (80ms) and 50ms of quiet", d)
+	}
+	busy := make(chan int64)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case busy <- 1:
+			case <-stop:
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	start = time.Now()
+	if !settle(t.Context(), busy, 50*time.Millisecond, 200*time.Millisecond) {
+		t.Fatal("settle said the serials ended")
+	}
+	if d := time.Since(start); d < 190*time.Millisecond || d > 800*time.Millisecond {
+		t.Errorf("settled after %s with serials every 10ms; want at the bound, 200ms", d)
+	}
+	closed := make(chan int64)
+	close(closed)
+	if settle(t.Context(), closed, 50*time.Millisecond, time.Second) {
+		t.Error("settle on closed serials said true")
 	}
 }

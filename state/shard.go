@@ -53,6 +53,13 @@ type Sharder interface {
 	// Release gives up m's owner keys of clusters (those m does not hold are
 	// left alone).
 	Release(ctx context.Context, m Membership, clusters []string) error
+	// SetBusy says m reconciles (busy) or no longer does: the others wait
+	// for the busy members' commits before they make a committed set, so
+	// that they make one set for a change that every owner commits, not one
+	// for each owner's commit. The mark goes with m's lease.
+	SetBusy(ctx context.Context, m Membership, busy bool) error
+	// Busy lists the members marked busy.
+	Busy(ctx context.Context) ([]string, error)
 	// Owners maps each cluster that has an owner key to its holder.
 	Owners(ctx context.Context) (map[string]string, error)
 	// CommitShard commits next, the state an apply of clusters (each owned
@@ -88,6 +95,14 @@ func (e *ShardLostError) Error() string {
 type MergingBackend interface {
 	Backend
 	CommitMerged(ctx context.Context, prev int64, next *State) (*State, bool, error)
+}
+
+// SetDeferrer is a MergingBackend that may say, after a commit of the state
+// as it is, that its set need not be made now: other owners are about to
+// commit their clusters over it (controller/shard.go), and the set of the
+// newest serial is made then, as after a merge.
+type SetDeferrer interface {
+	DeferSet() bool
 }
 
 // MergeShard is the state to commit when an apply of clusters wrote next over
@@ -225,6 +240,9 @@ func (w *Workdir) publishMerged(mb MergingBackend, cur, st *State, objs *objectW
 		*st = *committed
 		return nil
 	}
+	if d, ok := mb.(SetDeferrer); ok && d.DeferSet() {
+		return nil // as for a merge: the set of the newest serial is made later
+	}
 	tmp, err := os.MkdirTemp(w.artifacts(), ".tmp-"+fmt.Sprint(st.Serial)+"-")
 	if err != nil {
 		return &AppliedError{Serial: st.Serial, Err: err}
@@ -233,13 +251,15 @@ func (w *Workdir) publishMerged(mb MergingBackend, cur, st *State, objs *objectW
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return &AppliedError{Serial: st.Serial, Err: err}
 	}
-	err = w.writeSet(tmp, st, nil, func(put func(string, []byte) error, _ func(string, string) error) error {
+	// Each file is the object of its digest: written (and checked) by this
+	// publish, or read and checked against the digest here, once.
+	err = w.writeSet(tmp, st, objs, func(_ func(string, []byte) error, link func(string, string) error) error {
 		for _, name := range slices.Sorted(maps.Keys(st.Artifacts)) {
-			data, err := w.ReadObject(st.Artifacts[name])
-			if err != nil {
+			sum := st.Artifacts[name]
+			if err := objs.done.do(sum, func() error { return w.checkObject(sum) }); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
-			if err := put(name, data); err != nil {
+			if err := link(name, sum); err != nil {
 				return err
 			}
 		}

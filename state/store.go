@@ -593,6 +593,56 @@ func (w *Workdir) LinkSet(n int64) (bool, error) {
 // it. There is no commit point of its own (the state is the Backend's). The
 // Keep newest sets are kept, as an apply keeps them.
 func (w *Workdir) WriteSet(st *State, write func(put func(name string, data []byte) error) error) error {
+	return w.writeCommittedSet(st, nil, withoutLink(write))
+}
+
+// WriteSetLinked is WriteSet whose write may also link: link(name, sum) makes
+// the file name of the set the object sum that the work directory holds,
+// read and checked against sum first (once per object), without the caller
+// reading it. A replica makes most of a committed set so, from the objects of
+// the sets before.
+func (w *Workdir) WriteSetLinked(st *State, write func(put func(name string, data []byte) error, link func(name, sum string) error) error) error {
+	objs := &objectWriter{w: w, dirs: map[string]bool{}}
+	return w.writeCommittedSet(st, objs, func(put func(string, []byte) error, link func(string, string) error) error {
+		return write(put, func(name, sum string) error {
+			err := objs.done.do(sum, func() error { return w.checkObject(sum) })
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			return link(name, sum)
+		})
+	})
+}
+
+// checkObject is ReadObject without keeping the content: the object is
+// hashed as it is read, with a buffer of its own.
+func (w *Workdir) checkObject(sum string) error {
+	if len(sum) != 64 || strings.Trim(sum, "0123456789abcdef") != "" {
+		return fmt.Errorf("%q is not a sha256", sum)
+	}
+	f, err := os.Open(w.objectPath(sum))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := sha256.New()
+	buf := checkBuffers.Get().(*[]byte)
+	_, err = io.CopyBuffer(h, struct{ io.Reader }{f}, *buf) // not os.File's WriteTo, which takes a buffer of its own
+	checkBuffers.Put(buf)
+	if err != nil {
+		return err
+	}
+	if hex.EncodeToString(h.Sum(nil)) != sum {
+		return errors.New("the object " + sum + " differs from its digest")
+	}
+	return nil
+}
+
+// checkBuffers are checkObject's read buffers.
+var checkBuffers = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
+// writeCommittedSet is WriteSet and WriteSetLinked.
+func (w *Workdir) writeCommittedSet(st *State, objs *objectWriter, write func(put func(name string, data []byte) error, link func(name, sum string) error) error) error {
 	if err := os.MkdirAll(w.artifacts(), 0o755); err != nil {
 		return err
 	}
@@ -604,7 +654,7 @@ func (w *Workdir) WriteSet(st *State, write func(put func(name string, data []by
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
-	if err := w.writeSet(tmp, st, nil, withoutLink(write)); err != nil {
+	if err := w.writeSet(tmp, st, objs, write); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, w.SetDir(st.Serial)); err != nil {

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -188,6 +189,62 @@ func TestStoreRewritesDamagedObject(t *testing.T) {
 			}
 			if got, err := os.ReadFile(obj); err != nil || string(got) != content {
 				t.Errorf("object = %q, %v", got, err)
+			}
+		})
+	}
+}
+
+// TestWriteSetLinkedChecksObjects makes a committed set with WriteSetLinked
+// from the objects of set 1: intact, the set reads right and its files are
+// the objects; an object damaged in each of three ways fails the set, which
+// is not made, and current stays.
+func TestWriteSetLinkedChecksObjects(t *testing.T) {
+	files := map[string]string{"c/a.yaml": "cluster: a\n", "c/nodes/n1/g.yaml": "graph\n"}
+	for _, tc := range []struct {
+		name   string
+		damage func(obj string) error
+	}{
+		{"intact", nil},
+		{"other bytes", func(obj string) error { return os.WriteFile(obj, []byte("GRAPH\n"), 0o644) }},
+		{"truncated", func(obj string) error { return os.Truncate(obj, 2) }},
+		{"missing", func(obj string) error { return os.Remove(obj) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, l := lockedWorkdir(t)
+			if err := publish(t, w, l, 1, files); err != nil {
+				t.Fatal(err)
+			}
+			st := Empty()
+			st.Serial, st.Revision = 2, "rev-2"
+			for name, data := range files {
+				st.Artifacts[name] = shaHex([]byte(data))
+			}
+			obj := w.objectPath(shaHex([]byte("graph\n")))
+			if tc.damage != nil {
+				if err := tc.damage(obj); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := w.WriteSetLinked(st, func(_ func(string, []byte) error, link func(string, string) error) error {
+				for _, name := range slices.Sorted(maps.Keys(files)) {
+					if err := link(name, st.Artifacts[name]); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if tc.damage == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkSet(t, w, 2, files)
+				return
+			}
+			if err == nil {
+				t.Fatal("a set was made of a damaged object")
+			}
+			if _, serr := os.Stat(w.SetDir(2)); serr == nil || w.CurrentSerial() != 1 {
+				t.Errorf("after %v: set 2 is there (%v) or current is %d, not 1", err, serr, w.CurrentSerial())
 			}
 		})
 	}

@@ -241,3 +241,58 @@ func TestSetFSFollowsOnlyTrees(t *testing.T) {
 		t.Error("a cluster directory linked to another directory of the set is read")
 	}
 }
+
+// TestStoreTreeLinksShared publishes three sets: a node directory whose tree
+// is the one the current set links is a hard link to the current set's
+// symlink (one inode for both sets: no new inode for it), one whose tree
+// changed is a new symlink, and a current set's node directory that is a
+// symlink to anything but the tree (replaced by hand) is never linked: the
+// new set has a symlink of its own to the right tree.
+func TestStoreTreeLinksShared(t *testing.T) {
+	w, l := lockedWorkdir(t)
+	files := func(n2 string) map[string]string {
+		return map[string]string{"c/nodes/n1/a.yaml": "a\n", "c/nodes/n2/a.yaml": n2, "c/nodes/n3/a.yaml": "c\n"}
+	}
+	if err := publish(t, w, l, 1, files("b1\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := publish(t, w, l, 2, files("b2\n")); err != nil {
+		t.Fatal(err)
+	}
+	checkSet(t, w, 2, files("b2\n"))
+	node := func(n int64, nd string) string { return filepath.Join(w.SetDir(n), "c", "nodes", nd) }
+	ino1, _ := inode(t, node(1, "n1"))
+	ino2, nlink := inode(t, node(2, "n1"))
+	if ino1 != ino2 || nlink != 2 {
+		t.Errorf("c/nodes/n1 of sets 1 and 2: inodes %d and %d, %d links; want one inode with 2 links", ino1, ino2, nlink)
+	}
+	if a, _ := inode(t, node(1, "n2")); a == func() uint64 { b, _ := inode(t, node(2, "n2")); return b }() {
+		t.Errorf("c/nodes/n2 changed its tree but is the same inode in sets 1 and 2")
+	}
+	// Set 2's n3 is replaced by a symlink elsewhere (the same text would be
+	// the tree): set 3 must not share it.
+	id3 := treeOfNode(t, w, 2, "c/nodes/n3")
+	other := filepath.Join(t.TempDir(), "elsewhere")
+	if err := os.Mkdir(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(node(2, "n3")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, node(2, "n3")); err != nil {
+		t.Fatal(err)
+	}
+	if err := publish(t, w, l, 3, files("b2\n")); err != nil {
+		t.Fatal(err)
+	}
+	checkSet(t, w, 3, files("b2\n"))
+	if got := treeOfNode(t, w, 3, "c/nodes/n3"); got != id3 {
+		t.Errorf("set 3 links c/nodes/n3 to tree %s, want %s", got, id3)
+	}
+	if a, _ := inode(t, node(2, "n3")); a == func() uint64 { b, _ := inode(t, node(3, "n3")); return b }() {
+		t.Errorf("set 3's c/nodes/n3 is the inode of set 2's foreign symlink")
+	}
+	if _, nlink := inode(t, node(3, "n1")); nlink != 3 {
+		t.Errorf("c/nodes/n1 has %d links, want 3 (sets 1, 2 and 3)", nlink)
+	}
+}

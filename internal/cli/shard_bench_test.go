@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
 	"github.com/fuelsync/fuelsync/internal/repogen"
 	"github.com/fuelsync/fuelsync/state"
@@ -95,6 +96,28 @@ func TestBenchShards(t *testing.T) {
 	one := median(results[0].cpu)
 	var b strings.Builder
 	fmt.Fprintf(&b, "CPU time per replica for a release change (%d nodes, %d clusters; median of %d runs):\n", nodes, clusters, runs)
+	for _, r := range results {
+		// Rendezvous hashing splits few clusters unevenly: the share of
+		// the clusters each replica owns is the floor of its part.
+		var ids, names []string
+		for i := 1; i <= r.n; i++ {
+			ids = append(ids, fmt.Sprintf("r%d", i))
+		}
+		for i := 1; i <= clusters; i++ {
+			names = append(names, fmt.Sprintf("c-%02d", i))
+		}
+		var shares []string
+		for _, id := range ids {
+			owned := 0
+			for _, c := range names {
+				if controller.Owner(c, ids) == id {
+					owned++
+				}
+			}
+			shares = append(shares, fmt.Sprintf("%s %d/%d", id, owned, clusters))
+		}
+		fmt.Fprintf(&b, "  N=%d: clusters owned: %s\n", r.n, strings.Join(shares, ", "))
+	}
 	for _, r := range results {
 		m, most := median(r.cpu), slices.Max(r.cpu)
 		var sum time.Duration
@@ -233,7 +256,7 @@ func shardRun(t *testing.T, spec repogen.Spec, n, run int) ([]time.Duration, tim
 		for _, r := range reps {
 			r.logMu.Lock()
 			for _, l := range r.logs {
-				if strings.Contains(l, "shard:") || strings.Contains(l, "reconcile") || strings.Contains(l, "render") {
+				if strings.Contains(l, "shard:") || strings.Contains(l, "reconcile") || strings.Contains(l, "render") || strings.Contains(l, "replica: serving") {
 					t.Logf("%s: %.400s", r.id, l)
 				}
 			}

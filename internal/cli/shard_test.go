@@ -32,11 +32,20 @@ import (
 // nothing of the cluster it lost (its record stays as the new owner wrote
 // it) and joins again. Over the whole run the serials etcd recorded follow
 // each other with no gap and no duplicate, and every cluster ends synced at
-// its last change. 4 rounds; FUELSYNC_SHARD_KILLS=20 for more.
+// its last change. 4 rounds; FUELSYNC_SHARD_KILLS=20 for more. The delay
+// before the kill is at most FUELSYNC_SHARD_KILL_DELAY_MS (600; make takeover
+// sets 0, so that the owner has not committed the change yet and every round
+// is a takeover). The takeover times are summed up over every round and over
+// the rounds whose owner was killed before its commit (the others' change
+// was applied already).
 func TestEtcdShardsOwnerKilled(t *testing.T) {
 	rounds := 4
 	if n, err := strconv.Atoi(os.Getenv("FUELSYNC_SHARD_KILLS")); err == nil && n > 0 {
 		rounds = n
+	}
+	maxDelay := 600
+	if n, err := strconv.Atoi(os.Getenv("FUELSYNC_SHARD_KILL_DELAY_MS")); err == nil && n >= 0 {
+		maxDelay = n
 	}
 	c := etcdtest.Start(t, 1)
 	url := c.URL("fuelsync/shards")
@@ -98,7 +107,7 @@ func TestEtcdShardsOwnerKilled(t *testing.T) {
 	})
 	t.Logf("six clusters applied by the shards: serial %d", st.Serial)
 
-	var takeovers []time.Duration
+	var takeovers, beforeCommit []time.Duration
 	lastRev := map[string]string{} // of each cluster changed
 	var commits []string           // in order
 	for round := 1; round <= rounds; round++ {
@@ -137,7 +146,9 @@ func TestEtcdShardsOwnerKilled(t *testing.T) {
 		}
 		lastRev[cl] = h.String()
 		commits = append(commits, h.String())
-		time.Sleep(time.Duration(rand.IntN(600)) * time.Millisecond)
+		if maxDelay > 0 {
+			time.Sleep(time.Duration(rand.IntN(maxDelay)) * time.Millisecond)
+		}
 		how := "SIGKILL"
 		if round%2 == 0 {
 			how = "SIGSTOP"
@@ -156,6 +167,9 @@ func TestEtcdShardsOwnerKilled(t *testing.T) {
 		})
 		took := time.Since(killed)
 		takeovers = append(takeovers, took)
+		if before == "before its commit" {
+			beforeCommit = append(beforeCommit, took)
+		}
 		now, _ := e.Owners(ctx)
 		t.Logf("round %d: %s of %s's owner %s %s; %s applied it %s after, serial %d",
 			round, how, cl, ownerID, before, now[cl], took.Round(time.Millisecond), st.Serial)
@@ -230,8 +244,17 @@ func TestEtcdShardsOwnerKilled(t *testing.T) {
 	})
 	// The serials etcd recorded, in order, from the first.
 	checkSerialsGapless(t, c.Endpoints(), cfg.Prefix, st.Serial)
-	slices.Sort(takeovers)
-	t.Logf("takeover over %d owner kills and stops (lease TTL 2s): median %s, max %s", len(takeovers), takeovers[len(takeovers)/2].Round(time.Millisecond), takeovers[len(takeovers)-1].Round(time.Millisecond))
+	for _, ds := range []struct {
+		what string
+		d    []time.Duration
+	}{{"owner kills and stops", takeovers}, {"of them before the owner's commit", beforeCommit}} {
+		if len(ds.d) == 0 {
+			t.Logf("takeover over 0 %s", ds.what)
+			continue
+		}
+		slices.Sort(ds.d)
+		t.Logf("takeover over %d %s (lease TTL 2s): median %s, max %s", len(ds.d), ds.what, ds.d[len(ds.d)/2].Round(time.Millisecond), ds.d[len(ds.d)-1].Round(time.Millisecond))
+	}
 }
 
 // clusterIndex is i of the generated cluster c-0i.

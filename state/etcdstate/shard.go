@@ -255,6 +255,45 @@ func (e *Etcd) Release(ctx context.Context, m state.Membership, clusters []strin
 	return nil
 }
 
+// SetBusy implements state.Sharder: <ns>/busy/<id> is put on m's lease
+// while m reconciles, and deleted after.
+func (e *Etcd) SetBusy(ctx context.Context, m state.Membership, busy bool) error {
+	mm, err := asMember(m)
+	if err != nil {
+		return err
+	}
+	k := e.key("busy/" + mm.id)
+	err = e.retry(ctx, func(ctx context.Context) (err error) {
+		if busy {
+			_, err = e.client.Put(ctx, k, "", clientv3.WithLease(mm.lease()))
+		} else {
+			_, err = e.client.Delete(ctx, k)
+		}
+		return err
+	})
+	if err != nil {
+		return e.wrap("marking replica "+mm.id+" busy in", err)
+	}
+	return nil
+}
+
+// Busy implements state.Sharder.
+func (e *Etcd) Busy(ctx context.Context) ([]string, error) {
+	var resp *clientv3.GetResponse
+	err := e.retry(ctx, func(ctx context.Context) (err error) {
+		resp, err = e.client.Get(ctx, e.key("busy/"), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		return err
+	})
+	if err != nil {
+		return nil, e.wrap("reading the shards of", err)
+	}
+	var out []string
+	for _, kv := range resp.Kvs {
+		out = append(out, strings.TrimPrefix(string(kv.Key), e.key("busy/")))
+	}
+	return out, nil
+}
+
 // Owners implements state.Sharder.
 func (e *Etcd) Owners(ctx context.Context) (map[string]string, error) {
 	if err := e.reach(ctx, "reading the owners of"); err != nil {

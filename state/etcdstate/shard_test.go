@@ -236,3 +236,42 @@ func TestEtcdShardCommitsMerge(t *testing.T) {
 		t.Fatalf("a commit after the member's lease is gone: %v; want a ShardLostError", err)
 	}
 }
+
+// A member marked busy is listed until it is marked no longer busy, or its
+// lease goes (a killed replica's mark does not hold the others up).
+func TestEtcdShardBusy(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	const ttl = 2 * time.Second
+	a, b := shardBackend(t, c, "busy", ttl), shardBackend(t, c, "busy", ttl)
+	ctx := context.Background()
+	ma, err := a.Join(ctx, "r1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, err := b.Join(ctx, "r2", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := func(want ...string) {
+		t.Helper()
+		got, err := b.Busy(ctx)
+		if err != nil || !slices.Equal(got, want) {
+			t.Fatalf("busy: %q, %v; want %q", got, err, want)
+		}
+	}
+	busy()
+	for _, m := range []state.Membership{ma, mb} {
+		if err := a.SetBusy(ctx, m, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	busy("r1", "r2")
+	if err := a.SetBusy(ctx, ma, false); err != nil {
+		t.Fatal(err)
+	}
+	busy("r2")
+	if err := mb.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	busy()
+}
