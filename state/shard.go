@@ -251,6 +251,7 @@ func (w *Workdir) publishMerged(mb MergingBackend, cur, st *State, objs *objectW
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return &AppliedError{Serial: st.Serial, Err: err}
 	}
+	objs = sealFromDir(w, objs, tmp)
 	// Each file is the object of its digest: written (and checked) by this
 	// publish, or read and checked against the digest here, once.
 	err = w.writeSet(tmp, st, objs, func(_ func(string, []byte) error, link func(string, string) error) error {

@@ -654,6 +654,7 @@ func (w *Workdir) writeCommittedSet(st *State, objs *objectWriter, write func(pu
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
+	objs = sealFromDir(w, objs, tmp)
 	if err := w.writeSet(tmp, st, objs, write); err != nil {
 		return err
 	}

@@ -27,7 +27,7 @@ package state
 //
 // Anything else — another inode (a copy, a file replaced), no object, an
 // mtime at or after the seal, a set without a seal (written by an older
-// fuelsync, or by WriteSet) — is read, hashed and checked as before, and
+// fuelsync) — is read, hashed and checked as before, and
 // rewritten when it differs. What this does not catch, like git: a file
 // written with its mtime set back before the seal (touch -d, or cp -p of an
 // older file over it) — a deliberate act; or a write while the system clock
@@ -79,6 +79,25 @@ func (l *Lock) stamp() time.Time {
 // none; the set gets no seal and its objects keep their mtimes).
 func (w *Workdir) newObjectWriter(l *Lock) *objectWriter {
 	return &objectWriter{w: w, dirs: map[string]bool{}, since: l.stamp()}
+}
+
+// sealFromDir returns objs (a new object writer when nil) with a seal taken
+// from dir, a directory just made and still empty, when objs has none: a
+// committed set that a replica makes without the writers' lock (WriteSet,
+// WriteSetLinked) checks or writes every content after its directory was
+// made, so its creation time, by the file system's clock, seals it as a
+// publish's stamp does; the apply that follows it then keeps its files by
+// their stat too. No seal when dir cannot be read.
+func sealFromDir(w *Workdir, objs *objectWriter, dir string) *objectWriter {
+	if objs == nil {
+		objs = &objectWriter{w: w, dirs: map[string]bool{}}
+	}
+	if objs.since.IsZero() {
+		if fi, err := os.Stat(dir); err == nil {
+			objs.since = fi.ModTime()
+		}
+	}
+	return objs
 }
 
 // appliedSet is the set a publish follows, whose unchanged files it keeps

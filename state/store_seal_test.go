@@ -186,3 +186,62 @@ func TestPublishKeepsUnchangedFilesByStat(t *testing.T) {
 	}
 	checkSet(t, w, serial, sealFiles)
 }
+
+// TestCommittedSetSealed: a committed set a replica makes without the
+// writers' lock — from contents (WriteSet) or from objects (WriteSetLinked),
+// as a follower or a shard does — has a seal, so the apply that follows it
+// keeps its files by their stat and reads none of them; a file written in
+// place after it is still read and repaired.
+func TestCommittedSetSealed(t *testing.T) {
+	for _, linked := range []bool{false, true} {
+		t.Run(map[bool]string{false: "WriteSet", true: "WriteSetLinked"}[linked], func(t *testing.T) {
+			w, l := lockedWorkdir(t)
+			publishSealed(t, w, l, 1, sealFiles, false)
+			st := Empty()
+			st.Serial, st.Revision = 2, "rev-2"
+			for name, data := range sealFiles {
+				st.Artifacts[name] = shaHex([]byte(data))
+			}
+			var err error
+			if linked {
+				err = w.WriteSetLinked(st, func(_ func(string, []byte) error, link func(string, string) error) error {
+					for _, name := range slices.Sorted(maps.Keys(sealFiles)) {
+						if err := link(name, st.Artifacts[name]); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+			} else {
+				err = w.WriteSet(st, func(put func(string, []byte) error) error {
+					for _, name := range slices.Sorted(maps.Keys(sealFiles)) {
+						if err := put(name, []byte(sealFiles[name])); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSet(t, w, 2, sealFiles)
+			if _, ok := readSeal(w.SetDir(2)); !ok {
+				t.Fatal("the committed set has no seal")
+			}
+			refused, read := publishSealed(t, w, l, 3, sealFiles, true)
+			if len(refused) > 0 || len(read) > 0 {
+				t.Errorf("the publish after the committed set refused %q and read %q, want none", refused, read)
+			}
+			checkSet(t, w, 3, sealFiles)
+			p := setFile(t, w, 3, "b/cluster.yaml")
+			if err := os.WriteFile(p, []byte("cluster B\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if refused, _ := publishSealed(t, w, l, 4, sealFiles, true); !slices.Equal(refused, []string{"b/cluster.yaml"}) {
+				t.Errorf("after an edit in place: refused %q, want b/cluster.yaml", refused)
+			}
+			checkSet(t, w, 4, sealFiles)
+		})
+	}
+}
