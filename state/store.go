@@ -598,13 +598,28 @@ func (w *Workdir) WriteSet(st *State, write func(put func(name string, data []by
 
 // WriteSetLinked is WriteSet whose write may also link: link(name, sum) makes
 // the file name of the set the object sum that the work directory holds,
-// read and checked against sum first (once per object), without the caller
-// reading it. A replica makes most of a committed set so, from the objects of
+// read and checked against sum first (once per object; not read when the
+// current set holds it unchanged by its stat, store_seal.go), without the
+// caller reading it. A replica makes most of a committed set so, from the objects of
 // the sets before.
 func (w *Workdir) WriteSetLinked(st *State, write func(put func(name string, data []byte) error, link func(name, sum string) error) error) error {
 	objs := &objectWriter{w: w, dirs: map[string]bool{}}
+	var follow sync.Once
 	return w.writeCommittedSet(st, objs, func(put func(string, []byte) error, link func(string, string) error) error {
 		return write(put, func(name, sum string) error {
+			// An object the current set holds unchanged by its stat (its
+			// seal) is linked unread; any other is read and checked. (Once
+			// the new set has its own seal time: writeCommittedSet.)
+			follow.Do(func() {
+				if n := w.CurrentSerial(); n > 0 {
+					if cur, err := w.SetState(n); err == nil && cur.Serial == n {
+						objs.follow(cur)
+					}
+				}
+			})
+			if objs.keep(name, sum) {
+				return link(name, sum)
+			}
 			err := objs.done.do(sum, func() error { return w.checkObject(sum) })
 			if err != nil {
 				return fmt.Errorf("%s: %w", name, err)
@@ -620,6 +635,7 @@ func (w *Workdir) checkObject(sum string) error {
 	if len(sum) != 64 || strings.Trim(sum, "0123456789abcdef") != "" {
 		return fmt.Errorf("%q is not a sha256", sum)
 	}
+	readHook(w.objectPath(sum))
 	f, err := os.Open(w.objectPath(sum))
 	if err != nil {
 		return err

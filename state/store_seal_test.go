@@ -191,7 +191,8 @@ func TestPublishKeepsUnchangedFilesByStat(t *testing.T) {
 // writers' lock — from contents (WriteSet) or from objects (WriteSetLinked),
 // as a follower or a shard does — has a seal, so the apply that follows it
 // keeps its files by their stat and reads none of them; a file written in
-// place after it is still read and repaired.
+// place after it is still read and repaired. WriteSetLinked itself reads
+// none of the objects the sealed current set holds unchanged.
 func TestCommittedSetSealed(t *testing.T) {
 	for _, linked := range []bool{false, true} {
 		t.Run(map[bool]string{false: "WriteSet", true: "WriteSetLinked"}[linked], func(t *testing.T) {
@@ -202,6 +203,14 @@ func TestCommittedSetSealed(t *testing.T) {
 			for name, data := range sealFiles {
 				st.Artifacts[name] = shaHex([]byte(data))
 			}
+			var read []string
+			var mu sync.Mutex
+			TestHookRead = func(what string) {
+				mu.Lock()
+				defer mu.Unlock()
+				read = append(read, what)
+			}
+			defer func() { TestHookRead = nil }()
 			var err error
 			if linked {
 				err = w.WriteSetLinked(st, func(_ func(string, []byte) error, link func(string, string) error) error {
@@ -224,6 +233,12 @@ func TestCommittedSetSealed(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			TestHookRead = nil
+			// Linked from the objects the sealed set 1 holds unchanged:
+			// none is read.
+			if linked && len(read) > 0 {
+				t.Errorf("WriteSetLinked after a sealed set read %q, want none", read)
 			}
 			checkSet(t, w, 2, sealFiles)
 			if _, ok := readSeal(w.SetDir(2)); !ok {
