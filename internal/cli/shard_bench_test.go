@@ -70,6 +70,13 @@ func TestBenchShards(t *testing.T) {
 	}
 	nodes, clusters, runs := shardEnvInt("SHARD_NODES", 2000), shardEnvInt("SHARD_CLUSTERS", 12), shardEnvInt("SHARD_RUNS", 3)
 	spec := repogen.Spec{Plugins: 8, Tasks: 600, Nodes: nodes, Clusters: clusters, Seed: 1}
+	if os.Getenv("SHARD_SHAPE") == "heavy" {
+		// The heavy shape's plugins and tasks (make bench-fleet's): a render
+		// that costs what a real release's does, rather than the light
+		// shape's, whose per-file work weighs as much as the render.
+		spec = repogen.Heavy(nodes)
+		spec.Clusters = clusters
+	}
 	t.Logf("repository: %d nodes in %d clusters, %d plugins, %d tasks; %d runs each; load before: %s", nodes, clusters, spec.Plugins, spec.Tasks, runs, loadavg())
 	type result struct {
 		n      int
