@@ -610,13 +610,7 @@ func (w *Workdir) WriteSetLinked(st *State, write func(put func(name string, dat
 			// An object the current set holds unchanged by its stat (its
 			// seal) is linked unread; any other is read and checked. (Once
 			// the new set has its own seal time: writeCommittedSet.)
-			follow.Do(func() {
-				if n := w.CurrentSerial(); n > 0 {
-					if cur, err := w.SetState(n); err == nil && cur.Serial == n {
-						objs.follow(cur)
-					}
-				}
-			})
+			follow.Do(func() { objs.follow(nil) })
 			if objs.keep(name, sum) {
 				return link(name, sum)
 			}

@@ -111,16 +111,34 @@ type appliedSet struct {
 }
 
 // follow makes the applied set of cur the set o keeps files of by their
-// stat, when that set has a seal.
+// stat, when that set has a seal. When the work directory does not hold the
+// set of cur (a serve replica that has not made the newest committed set
+// yet, or cur nil), it follows the current set, with the state it was made
+// of: what makes a file kept is that set's own record of it.
 func (o *objectWriter) follow(cur *State) {
-	if o.since.IsZero() || cur == nil || cur.Serial <= 0 {
+	if o.since.IsZero() {
 		return
 	}
-	seal, ok := readSeal(o.w.SetDir(cur.Serial))
+	if cur != nil && cur.Serial > 0 {
+		if seal, ok := readSeal(o.w.SetDir(cur.Serial)); ok {
+			o.applied = &appliedSet{set: o.w.SetDir(cur.Serial), trees: o.w.trees(), seal: seal, sums: cur.Artifacts}
+			return
+		}
+		if _, err := os.Lstat(o.w.SetDir(cur.Serial)); err == nil {
+			return // the set is here, without a seal
+		}
+	}
+	n := o.w.CurrentSerial()
+	if n <= 0 {
+		return
+	}
+	seal, ok := readSeal(o.w.SetDir(n))
 	if !ok {
 		return
 	}
-	o.applied = &appliedSet{set: o.w.SetDir(cur.Serial), trees: o.w.trees(), seal: seal, sums: cur.Artifacts}
+	if st, err := o.w.SetState(n); err == nil && st.Serial == n {
+		o.applied = &appliedSet{set: o.w.SetDir(n), trees: o.w.trees(), seal: seal, sums: st.Artifacts}
+	}
 }
 
 // readSeal returns the seal of the set in dir: ok only for a regular file of

@@ -260,3 +260,40 @@ func TestCommittedSetSealed(t *testing.T) {
 		})
 	}
 }
+
+// TestFollowCurrentSetWhenNewestMissing: a serve replica plans against the
+// newest committed state, whose set it may not have made yet; its publish
+// then keeps files by their stat from the set it has (the current one, with
+// that set's own record of them), not by reading every one.
+func TestFollowCurrentSetWhenNewestMissing(t *testing.T) {
+	w, l := lockedWorkdir(t)
+	publishSealed(t, w, l, 1, sealFiles, false)
+	newest := Empty()
+	newest.Serial = 7 // committed by another owner; no set 7 here
+	for name, data := range sealFiles {
+		newest.Artifacts[name] = shaHex([]byte(data))
+	}
+	newest.Artifacts["b/cluster.yaml"] = shaHex([]byte("cluster b, changed\n"))
+	o := w.newObjectWriter(l)
+	o.follow(newest)
+	if o.applied == nil || o.applied.set != w.SetDir(1) {
+		t.Fatalf("followed %+v, want the current set 1", o.applied)
+	}
+	for _, name := range slices.Sorted(maps.Keys(sealFiles)) {
+		if !o.keep(name, newest.Artifacts[name]) && name != "b/cluster.yaml" {
+			t.Errorf("%s, unchanged in set 1: not kept by its stat", name)
+		}
+	}
+	if o.keep("b/cluster.yaml", newest.Artifacts["b/cluster.yaml"]) {
+		t.Error("b/cluster.yaml, which set 1 records with another digest, was kept")
+	}
+	// A set of the newest serial without a seal: nothing is kept.
+	if err := os.Mkdir(w.SetDir(7), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o = w.newObjectWriter(l)
+	o.follow(newest)
+	if o.applied != nil {
+		t.Errorf("with set 7 present without a seal, followed %s", o.applied.set)
+	}
+}
