@@ -40,20 +40,9 @@ func (l *leadership) Resign(ctx context.Context) error {
 // identity), leads the replicas of the state, or ctx ends. A leader that dies
 // loses the election when its lease expires (LockTTL).
 func (e *Etcd) Campaign(ctx context.Context, id string) (state.Leadership, error) {
-	if err := e.reach(ctx, "campaigning on"); err != nil {
+	session, err := e.session(ctx, context.WithoutCancel(ctx), "campaigning on")
+	if err != nil {
 		return nil, err
-	}
-	var lease *clientv3.LeaseGrantResponse
-	err := e.retry(ctx, func(ctx context.Context) (err error) {
-		lease, err = e.client.Grant(ctx, int64(e.cfg.LockTTL/time.Second))
-		return err
-	})
-	if err != nil {
-		return nil, e.wrap("campaigning on", err)
-	}
-	session, err := concurrency.NewSession(e.client, concurrency.WithLease(lease.ID), concurrency.WithContext(context.WithoutCancel(ctx)))
-	if err != nil {
-		return nil, e.wrap("campaigning on", err)
 	}
 	el := concurrency.NewElection(session, e.key("leader"))
 	if err := el.Campaign(ctx, id); err != nil {

@@ -599,6 +599,28 @@ func (e *Etcd) gcParts(ctx context.Context, h etcdHeader, rev int64) {
 	}
 }
 
+// session opens a session on a new lease of LockTTL, kept alive while keep
+// lives: the lease of the lock, of a campaign, of a shard's membership. The
+// endpoints are reached first; what names the operation in its errors.
+func (e *Etcd) session(ctx, keep context.Context, what string) (*concurrency.Session, error) {
+	if err := e.reach(ctx, what); err != nil {
+		return nil, err
+	}
+	var lease *clientv3.LeaseGrantResponse
+	err := e.retry(ctx, func(ctx context.Context) (err error) {
+		lease, err = e.client.Grant(ctx, int64(e.cfg.LockTTL/time.Second))
+		return err
+	})
+	if err != nil {
+		return nil, e.wrap(what, err)
+	}
+	session, err := concurrency.NewSession(e.client, concurrency.WithLease(lease.ID), concurrency.WithContext(keep))
+	if err != nil {
+		return nil, e.wrap(what, err)
+	}
+	return session, nil
+}
+
 // Lock implements Backend: a concurrency.Mutex on <prefix>/.fuelsync/lock, on
 // a lease of LockTTL kept alive while this process lives. Once held, a state an
 // older fuelsync kept outside the namespace is moved into it (migrate).
@@ -606,22 +628,10 @@ func (e *Etcd) Lock(ctx context.Context, op string, timeout time.Duration) (func
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if err := e.reach(ctx, "taking the lock on"); err != nil {
+	// The session keeps its lease alive for as long as ctx lives.
+	session, err := e.session(ctx, ctx, "taking the lock on")
+	if err != nil {
 		return nil, err
-	}
-	// The lease first, bounded by the request timeout; the session keeps it
-	// alive for as long as ctx lives.
-	var lease *clientv3.LeaseGrantResponse
-	err := e.retry(ctx, func(ctx context.Context) (err error) {
-		lease, err = e.client.Grant(ctx, int64(e.cfg.LockTTL/time.Second))
-		return err
-	})
-	if err != nil {
-		return nil, e.wrap("taking the lock on", err)
-	}
-	session, err := concurrency.NewSession(e.client, concurrency.WithLease(lease.ID), concurrency.WithContext(ctx))
-	if err != nil {
-		return nil, e.wrap("taking the lock on", err)
 	}
 	info := state.HolderInfo(op)
 	data, _ := json.Marshal(info)

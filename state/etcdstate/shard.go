@@ -70,20 +70,9 @@ func (e *Etcd) Join(ctx context.Context, id, url string) (state.Membership, erro
 	if err := checkSegment("replica id", id); err != nil {
 		return nil, err
 	}
-	if err := e.reach(ctx, "joining the shards of"); err != nil {
+	session, err := e.session(ctx, context.WithoutCancel(ctx), "joining the shards of")
+	if err != nil {
 		return nil, err
-	}
-	var lease *clientv3.LeaseGrantResponse
-	err := e.retry(ctx, func(ctx context.Context) (err error) {
-		lease, err = e.client.Grant(ctx, int64(e.cfg.LockTTL/time.Second))
-		return err
-	})
-	if err != nil {
-		return nil, e.wrap("joining the shards of", err)
-	}
-	session, err := concurrency.NewSession(e.client, concurrency.WithLease(lease.ID), concurrency.WithContext(context.WithoutCancel(ctx)))
-	if err != nil {
-		return nil, e.wrap("joining the shards of", err)
 	}
 	info := map[string]string{"id": id, "since": time.Now().UTC().Format(time.RFC3339)}
 	if url != "" {
@@ -94,7 +83,7 @@ func (e *Etcd) Join(ctx context.Context, id, url string) (state.Membership, erro
 	var resp *clientv3.TxnResponse
 	err = e.retry(ctx, func(ctx context.Context) (err error) {
 		resp, err = e.client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
-			Then(clientv3.OpPut(k, string(data), clientv3.WithLease(lease.ID))).Else(clientv3.OpGet(k)).Commit()
+			Then(clientv3.OpPut(k, string(data), clientv3.WithLease(session.Lease()))).Else(clientv3.OpGet(k)).Commit()
 		return err
 	})
 	if err != nil {
@@ -102,7 +91,7 @@ func (e *Etcd) Join(ctx context.Context, id, url string) (state.Membership, erro
 		return nil, e.wrap("joining the shards of", err)
 	}
 	if !resp.Succeeded {
-		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 0 || clientv3.LeaseID(kvs[0].Lease) != lease.ID {
+		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 0 || clientv3.LeaseID(kvs[0].Lease) != session.Lease() {
 			session.Close()
 			return nil, fmt.Errorf("joining the shards of %s: another live replica has the id %q; give each replica its own --replica-id", e, id)
 		}
