@@ -170,17 +170,7 @@ func (r *Replica) Run(ctx context.Context) error {
 		return err
 	}
 	// The leader's own applies are served as they commit.
-	onState := r.Loop.OnState
-	r.Loop.OnState = func(st *state.State) {
-		if r.Loop.Workdir.CurrentSerial() == st.Serial {
-			r.mu.Lock()
-			r.serving, r.problem = st.Serial, nil
-			r.mu.Unlock()
-		}
-		if onState != nil {
-			onState(st)
-		}
-	}
+	r.serveOwnCommits()
 	for ctx.Err() == nil {
 		r.setRole(RoleFollower)
 		fctx, stopFollowing := context.WithCancel(ctx)
@@ -597,5 +587,22 @@ func sleep(ctx context.Context, d time.Duration) bool {
 		return true
 	case <-ctx.Done():
 		return false
+	}
+}
+
+// serveOwnCommits makes the loop's own commits (a leader's applies, a
+// shard's) served as they land: a state whose set the work directory now
+// links is the one this replica serves.
+func (r *Replica) serveOwnCommits() {
+	onState := r.Loop.OnState
+	r.Loop.OnState = func(st *state.State) {
+		if r.Loop.Workdir.CurrentSerial() == st.Serial {
+			r.mu.Lock()
+			r.serving, r.problem = st.Serial, nil
+			r.mu.Unlock()
+		}
+		if onState != nil {
+			onState(st)
+		}
 	}
 }

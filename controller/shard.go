@@ -355,17 +355,7 @@ func (r *Replica) runShard(ctx context.Context) error {
 		return fmt.Errorf("the state %s cannot be shared by shards", r.Etcd)
 	}
 	r.setRole(RoleShard)
-	onState := r.Loop.OnState
-	r.Loop.OnState = func(st *state.State) {
-		if r.Loop.Workdir.CurrentSerial() == st.Serial {
-			r.mu.Lock()
-			r.serving, r.problem = st.Serial, nil
-			r.mu.Unlock()
-		}
-		if onState != nil {
-			onState(st)
-		}
-	}
+	r.serveOwnCommits()
 	// Every replica makes every committed set, from its objects where it
 	// has them, rendering the rest.
 	r.Loop.prepare = func(ctx context.Context, st *state.State) error {
