@@ -32,18 +32,9 @@ var sealFiles = map[string]string{
 // It returns the names link refused and what the publish read to check.
 func publishSealed(t *testing.T, w *Workdir, l *Lock, serial int64, files map[string]string, keep bool) (refused, read []string) {
 	t.Helper()
-	st := Empty()
-	st.Serial = serial
-	for name, data := range files {
-		st.Artifacts[name] = shaHex([]byte(data))
-	}
-	var mu sync.Mutex
-	TestHookRead = func(what string) {
-		mu.Lock()
-		defer mu.Unlock()
-		read = append(read, what)
-	}
-	defer func() { TestHookRead = nil }()
+	st := filesState(serial, files)
+	reads := recordReads(t)
+	defer func() { read = reads() }()
 	s, err := w.NewStage(l)
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +62,36 @@ func publishSealed(t *testing.T, w *Workdir, l *Lock, serial int64, files map[st
 	}
 	slices.Sort(refused)
 	return refused, read
+}
+
+// filesState is a state of serial whose artifacts are files.
+func filesState(serial int64, files map[string]string) *State {
+	st := Empty()
+	st.Serial = serial
+	for name, data := range files {
+		st.Artifacts[name] = shaHex([]byte(data))
+	}
+	return st
+}
+
+// recordReads sets TestHookRead to record what is read until the function
+// it returns is called, which unsets it and returns the reads (or the test
+// ends).
+func recordReads(t *testing.T) func() []string {
+	t.Cleanup(func() { TestHookRead = nil })
+	var mu sync.Mutex
+	var read []string
+	TestHookRead = func(what string) {
+		mu.Lock()
+		defer mu.Unlock()
+		read = append(read, what)
+	}
+	return func() []string {
+		TestHookRead = nil
+		mu.Lock()
+		defer mu.Unlock()
+		return read
+	}
 }
 
 // setFile is the path on disk of name in set n (a node directory's file is
@@ -198,19 +219,9 @@ func TestCommittedSetSealed(t *testing.T) {
 		t.Run(map[bool]string{false: "WriteSet", true: "WriteSetLinked"}[linked], func(t *testing.T) {
 			w, l := lockedWorkdir(t)
 			publishSealed(t, w, l, 1, sealFiles, false)
-			st := Empty()
-			st.Serial, st.Revision = 2, "rev-2"
-			for name, data := range sealFiles {
-				st.Artifacts[name] = shaHex([]byte(data))
-			}
-			var read []string
-			var mu sync.Mutex
-			TestHookRead = func(what string) {
-				mu.Lock()
-				defer mu.Unlock()
-				read = append(read, what)
-			}
-			defer func() { TestHookRead = nil }()
+			st := filesState(2, sealFiles)
+			st.Revision = "rev-2"
+			reads := recordReads(t)
 			var err error
 			if linked {
 				err = w.WriteSetLinked(st, func(_ func(string, []byte) error, link func(string, string) error) error {
@@ -234,7 +245,7 @@ func TestCommittedSetSealed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			TestHookRead = nil
+			read := reads()
 			// Linked from the objects the sealed set 1 holds unchanged:
 			// none is read.
 			if linked && len(read) > 0 {
@@ -268,11 +279,7 @@ func TestCommittedSetSealed(t *testing.T) {
 func TestFollowCurrentSetWhenNewestMissing(t *testing.T) {
 	w, l := lockedWorkdir(t)
 	publishSealed(t, w, l, 1, sealFiles, false)
-	newest := Empty()
-	newest.Serial = 7 // committed by another owner; no set 7 here
-	for name, data := range sealFiles {
-		newest.Artifacts[name] = shaHex([]byte(data))
-	}
+	newest := filesState(7, sealFiles) // committed by another owner; no set 7 here
 	newest.Artifacts["b/cluster.yaml"] = shaHex([]byte("cluster b, changed\n"))
 	o := w.newObjectWriter(l)
 	o.follow(newest)
