@@ -84,8 +84,10 @@ func TestEtcdShardsFetchOthersFiles(t *testing.T) {
 	head, _ := repo.Head()
 	waitLong(t, 60*time.Second, "every cluster synced at the first commit, served by all", func() bool { return synced(t, reps, head.Hash().String(), 6) })
 	owners := map[string][]string{}
-	for _, cl := range []string{"c-01", "c-02", "c-03", "c-04", "c-05", "c-06"} {
-		o := controller.Owner(cl, ids)
+	all := []string{"c-01", "c-02", "c-03", "c-04", "c-05", "c-06"}
+	assigned := controller.Assign(all, ids)
+	for _, cl := range all {
+		o := assigned[cl]
 		owners[o] = append(owners[o], cl)
 	}
 	counts.reset()
@@ -184,8 +186,10 @@ func TestEtcdShardsRefuseWrongFile(t *testing.T) {
 	head, _ := repo.Head()
 	waitLong(t, 60*time.Second, "every cluster synced at the first commit, served by both", func() bool { return synced(t, reps, head.Hash().String(), 6) })
 	var ofA []string
-	for _, cl := range []string{"c-01", "c-02", "c-03", "c-04", "c-05", "c-06"} {
-		if controller.Owner(cl, []string{"shard-a", "shard-b"}) == "shard-a" {
+	all := []string{"c-01", "c-02", "c-03", "c-04", "c-05", "c-06"}
+	assigned := controller.Assign(all, []string{"shard-a", "shard-b"})
+	for _, cl := range all {
+		if assigned[cl] == "shard-a" {
 			ofA = append(ofA, cl)
 		}
 	}

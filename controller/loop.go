@@ -127,7 +127,7 @@ type Loop struct {
 	guard         sync.Locker
 	beforeRun     func()
 	afterRun      func() // at the end of each reconcile, still under guard
-	owns          func(cluster string) bool
+	owns          func(clusters []string) []string
 	shardClusters func(st *state.State, live []*operation.ClusterResult, head string) []operation.ClusterInfo
 	// lastApply is when each cluster's changes were last applied by this
 	// loop; approvals the clusters whose pending plan is approved (applied at

@@ -2,13 +2,14 @@ package controller
 
 // Shards (serve --shard): the replicas of a state on etcd share its clusters
 // instead of electing one leader. Each live replica is a member (a key on its
-// lease); each cluster belongs to the member that rendezvous hashing picks
-// (Owner), which claims the cluster's owner key on its lease and alone
+// lease); each cluster belongs to the member that consistent hashing with
+// bounded loads picks (Assign), which claims the cluster's owner key on its lease and alone
 // renders, plans, applies and commits it. Every replica serves every
 // cluster: it makes each committed set from the objects it has and renders
 // of the clusters it lacks, checked by digest, as followers do.
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -26,19 +27,71 @@ import (
 	"github.com/fuelsync/fuelsync/state"
 )
 
-// Owner is the member of members that owns cluster: the one whose hash with
-// the cluster is highest (rendezvous, or highest-random-weight, hashing). A
-// member that joins takes from each other member only the clusters it now
-// scores highest on, about 1/N of them; one that leaves gives only its own
-// clusters away, each to its runner-up. "" when there is no member.
-func Owner(cluster string, members []string) string {
-	best, bestScore := "", uint64(0)
-	for _, m := range members {
-		if s := score(cluster, m); best == "" || s > bestScore || s == bestScore && m < best {
-			best, bestScore = m, s
+// Assign gives each of clusters its owner among members: consistent hashing
+// with bounded loads over rendezvous scores (Argo CD's consistent-hashing
+// sharding does the same). Every (cluster, member) pair has a score (score);
+// the pairs are taken from the highest score down, and each gives its cluster
+// to its member unless the cluster has an owner already or the member holds
+// its share, ceil(clusters / members). So every member owns its share or one
+// fewer — the work divides evenly, as rendezvous hashing alone does not with a
+// few dozen clusters — and the choice depends on the names alone, whatever
+// their order: every replica that sees the same members and clusters makes the
+// same one. A member that joins or leaves, or a cluster added or removed,
+// moves little more than rendezvous hashing would (the clusters a member takes
+// or gives away, and a few more where a share changes). Names given twice
+// count once; an empty map when there is no member.
+func Assign(clusters, members []string) map[string]string {
+	cs, ms := unique(clusters), unique(members)
+	out := make(map[string]string, len(cs))
+	if len(ms) == 0 {
+		return out
+	}
+	type pair struct {
+		score     uint64
+		cl, owner int32
+	}
+	pairs := make([]pair, 0, len(cs)*len(ms))
+	for i, c := range cs {
+		for j, m := range ms {
+			pairs = append(pairs, pair{score(c, m), int32(i), int32(j)})
 		}
 	}
-	return best
+	slices.SortFunc(pairs, func(a, b pair) int {
+		if a.score != b.score {
+			return cmp.Compare(b.score, a.score)
+		}
+		if a.owner != b.owner {
+			return cmp.Compare(a.owner, b.owner)
+		}
+		return cmp.Compare(a.cl, b.cl)
+	})
+	// Each member's share is floor or, for the first extra members to
+	// reach it, floor+1: the shares add up to the clusters exactly, so
+	// every cluster finds a member.
+	floor, extra := len(cs)/len(ms), len(cs)%len(ms)
+	load := make([]int, len(ms))
+	for _, p := range pairs {
+		if len(out) == len(cs) {
+			break
+		}
+		if _, done := out[cs[p.cl]]; done {
+			continue
+		}
+		if n := load[p.owner]; n > floor || n == floor && extra == 0 {
+			continue
+		}
+		if load[p.owner] == floor {
+			extra--
+		}
+		out[cs[p.cl]] = ms[p.owner]
+		load[p.owner]++
+	}
+	return out
+}
+
+// unique is names sorted, each once.
+func unique(names []string) []string {
+	return slices.Compact(slices.Sorted(slices.Values(names)))
 }
 
 // score is the weight of member for cluster: the first 8 bytes of
@@ -66,10 +119,12 @@ type shardState struct {
 
 	mu      sync.Mutex
 	members []string
-	claimed map[string]bool // owner keys held
-	run     []string        // the clusters the reconcile under way owns, sorted
-	retry   bool            // a cluster of this replica is still another's: try again
-	busy    bool            // marked busy (Sharder.SetBusy)
+	names   []string          // every cluster of the last reconcile, sorted (Assign's clusters)
+	assign  map[string]string // Assign(names, members); nil: not made yet
+	claimed map[string]bool   // owner keys held
+	run     []string          // the clusters the reconcile under way owns, sorted
+	retry   bool              // a cluster of this replica is still another's: try again
+	busy    bool              // marked busy (Sharder.SetBusy)
 	owners  map[string]string
 }
 
@@ -77,14 +132,26 @@ type shardState struct {
 func (s *shardState) setMembers(ms []string) {
 	s.mu.Lock()
 	s.members = slices.Clone(ms)
+	s.assign = nil
 	s.mu.Unlock()
 }
 
-// owner is the member that owns cluster among the live ones.
+// owner is the member that owns cluster among the live ones (Assign over the
+// clusters of the last reconcile, and cluster).
 func (s *shardState) owner(cluster string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Owner(cluster, s.members)
+	return s.ownerLocked(cluster)
+}
+
+func (s *shardState) ownerLocked(cluster string) string {
+	if s.assign == nil {
+		s.assign = Assign(s.names, s.members)
+	}
+	if o, ok := s.assign[cluster]; ok || len(s.members) == 0 {
+		return o
+	}
+	return Assign(append(slices.Clone(s.names), cluster), s.members)[cluster]
 }
 
 // beforeRun, at the start of each reconcile: the owner keys of clusters that
@@ -92,14 +159,23 @@ func (s *shardState) owner(cluster string) string {
 // over), and the run's own clusters are forgotten.
 func (s *shardState) beforeRun() {
 	s.mu.Lock()
+	s.run = nil
+	s.mu.Unlock()
+	s.giveUp()
+}
+
+// giveUp gives up the owner keys this replica holds of clusters that are now
+// another member's, or no longer among the clusters (removed, and deleted by
+// the last reconcile).
+func (s *shardState) giveUp() {
+	s.mu.Lock()
 	var give []string
 	for c := range s.claimed {
-		if Owner(c, s.members) != s.member.ID() {
+		if _, known := slices.BinarySearch(s.names, c); s.names != nil && !known || s.ownerLocked(c) != s.member.ID() {
 			give = append(give, c)
 			delete(s.claimed, c)
 		}
 	}
-	s.run, s.retry = nil, false
 	s.mu.Unlock()
 	if len(give) > 0 {
 		slices.Sort(give)
@@ -113,31 +189,44 @@ func (s *shardState) beforeRun() {
 	}
 }
 
-// owns is the reconcile's operation.Request.Owns: the clusters rendezvous
-// gives this replica, each claimed (its owner key on this replica's lease)
-// before it is reconciled. A cluster whose key another live member still
-// holds (it is giving it up) is left for a retry.
-func (s *shardState) owns(cluster string) bool {
-	id := s.member.ID()
-	if s.owner(cluster) != id {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	holder, err := s.sh.Claim(ctx, s.member, cluster)
-	cancel()
+// owns is the reconcile's operation.Request.Owns: of every cluster of the
+// run, those Assign gives this replica, each claimed (its owner key on this
+// replica's lease) before it is reconciled. The keys of clusters that are now
+// another member's (a cluster added or removed changed the shares) are given
+// up first. A cluster whose key another live member still holds (it is giving
+// it up) is left for a retry.
+func (s *shardState) owns(clusters []string) []string {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err != nil || holder != id {
-		s.retry = true
-		return false
+	// A retry is due until a run that asks claims every cluster: a run that
+	// stops short of asking (its commit seen already) keeps it due.
+	s.names, s.assign, s.retry = unique(clusters), nil, false
+	s.mu.Unlock()
+	s.giveUp()
+	id := s.member.ID()
+	var mine []string
+	for _, c := range unique(clusters) {
+		if s.owner(c) != id {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		holder, err := s.sh.Claim(ctx, s.member, c)
+		cancel()
+		s.mu.Lock()
+		if err != nil || holder != id {
+			s.retry = true
+			s.mu.Unlock()
+			continue
+		}
+		if !s.claimed[c] {
+			s.r.Loop.Log.Info("shard: cluster claimed", "replica", id, "cluster", c)
+		}
+		s.claimed[c] = true
+		s.run = append(s.run, c)
+		slices.Sort(s.run)
+		s.mu.Unlock()
+		mine = append(mine, c)
 	}
-	if !s.claimed[cluster] {
-		s.r.Loop.Log.Info("shard: cluster claimed", "replica", id, "cluster", cluster)
-	}
-	s.claimed[cluster] = true
-	s.run = append(s.run, cluster)
-	slices.Sort(s.run)
-	return true
+	return mine
 }
 
 // setBusy marks this replica busy in etcd (a reconcile that plans is under
@@ -181,7 +270,7 @@ func (s *shardState) owned() []string {
 }
 
 // clusters are the status lines of st with each cluster's owner (from etcd's
-// owner keys; the rendezvous choice while a cluster has none). This
+// owner keys; Assign's choice while a cluster has none). This
 // replica's last results say only of its own clusters; the others' are as
 // their owners recorded them.
 func (s *shardState) clusters(st *state.State, live []*operation.ClusterResult, head string) []operation.ClusterInfo {
@@ -201,13 +290,12 @@ func (s *shardState) clusters(st *state.State, live []*operation.ClusterResult, 
 			own = append(own, c)
 		}
 	}
-	members := s.members
 	s.mu.Unlock()
 	infos := operation.ClusterInfos(st, own, head)
 	for i := range infos {
 		infos[i].Owner = owners[infos[i].Name]
 		if infos[i].Owner == "" {
-			infos[i].Owner = Owner(infos[i].Name, members)
+			infos[i].Owner = s.owner(infos[i].Name)
 		}
 	}
 	return infos
@@ -222,9 +310,11 @@ func NewShard(loop *Loop, sh state.Sharder, id string) *Replica {
 	r := &Replica{Loop: loop, Etcd: sh, ID: id, Shard: true}
 	loop.Workdir.Backend = &shardBackend{r: r, sh: sh, toolVersion: loop.ToolVersion}
 	loop.guard = &r.local
-	loop.owns = func(c string) bool {
-		s := r.currentShard()
-		return s != nil && s.owns(c)
+	loop.owns = func(clusters []string) []string {
+		if s := r.currentShard(); s != nil {
+			return s.owns(clusters)
+		}
+		return nil
 	}
 	loop.beforeRun = func() {
 		if s := r.currentShard(); s != nil {
@@ -343,7 +433,7 @@ var (
 )
 
 // runShard runs the replica as a shard until ctx ends: it joins the
-// members, and reconciles the clusters rendezvous gives it, while it makes
+// members, and reconciles the clusters Assign gives it, while it makes
 // and serves every committed set. A membership lost (its lease expired: a
 // pause, or etcd out of reach) stops the reconciles; the replica joins again
 // on a new lease. At the end it leaves, and its clusters move at once.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -154,8 +155,9 @@ func TestEtcdShardsShareClusters(t *testing.T) {
 	members := []string{"shard-a", "shard-b"}
 	waitLong(t, 30*time.Second, "every cluster synced at the first commit, served by both", func() bool { return synced(t, reps, first, 6) })
 	owners := map[string][]string{}
+	assigned := controller.Assign(clusters, members)
 	for _, cl := range clusters {
-		o := controller.Owner(cl, members)
+		o := assigned[cl]
 		owners[o] = append(owners[o], cl)
 	}
 	if len(owners["shard-a"]) == 0 || len(owners["shard-b"]) == 0 {
@@ -165,7 +167,7 @@ func TestEtcdShardsShareClusters(t *testing.T) {
 	for _, r := range reps {
 		waitLong(t, 10*time.Second, "the owners named by "+r.id, func() bool {
 			for _, info := range clustersOf(t, r) {
-				if info.Owner != controller.Owner(info.Name, members) {
+				if info.Owner != assigned[info.Name] {
 					return false
 				}
 			}
@@ -247,4 +249,92 @@ func TestEtcdShardsShareClusters(t *testing.T) {
 func sha256hex(data []byte) string {
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
+}
+
+// A cluster removed from the repository changes the shares. The reconciles
+// of the removal still count it (it is applied until they delete it); at the
+// next one, a remaining cluster whose owner the assignment changes is given
+// up by its old owner and claimed by its new one (retrying while the old
+// owner still holds it), the removed cluster's key is given up, and every
+// remaining cluster is applied.
+func TestEtcdShardsClusterRemovedMovesOwners(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	dir, repo := shardRepo(t)
+	members := []string{"shard-a", "shard-b"}
+	all := []string{"c-01", "c-02", "c-03", "c-04", "c-05", "c-06"}
+	before := controller.Assign(all, members)
+	// A cluster whose removal moves another cluster to the other member.
+	removed, moves := "", ""
+	var rest []string
+	for i, cl := range all {
+		left := slices.Delete(slices.Clone(all), i, i+1)
+		after := controller.Assign(left, members)
+		for _, o := range left {
+			if after[o] != before[o] {
+				removed, moves, rest = cl, o, left
+				break
+			}
+		}
+		if removed != "" {
+			break
+		}
+	}
+	if removed == "" {
+		t.Fatal("no removal of one of six clusters moves another between two members (pick other names)")
+	}
+	allowEmpty := func(tr *testReplica, _ *server.Server) { tr.loop.AllowEmpty = true }
+	a := startShardWith(t, c, dir, "shard-a", allowEmpty)
+	b := startShardWith(t, c, dir, "shard-b", allowEmpty)
+	reps := []*testReplica{a, b}
+	head, _ := repo.Head()
+	waitLong(t, 30*time.Second, "every cluster synced at the first commit", func() bool { return synced(t, reps, head.Hash().String(), 6) })
+	held := func(assign map[string]string) bool {
+		for _, r := range reps {
+			var want []string
+			for _, cl := range slices.Sorted(maps.Keys(assign)) {
+				if assign[cl] == r.id {
+					want = append(want, cl)
+				}
+			}
+			if !slices.Equal(r.status(t).Replica.Clusters, want) {
+				return false
+			}
+		}
+		return true
+	}
+	waitLong(t, 10*time.Second, "each replica holding its share of six", func() bool { return held(before) })
+
+	if err := os.Remove(filepath.Join(dir, repogen.ClusterFile(slices.Index(all, removed)+1))); err != nil {
+		t.Fatal(err)
+	}
+	third := gittest.Commit(t, repo, "remove "+removed)
+	a.loop.Trigger()
+	b.loop.Trigger()
+	waitLong(t, 30*time.Second, removed+" removed", func() bool {
+		st, err := a.w.Backend.ReadState(context.Background())
+		return err == nil && st.Revision == third && len(st.Clusters) == 5
+	})
+	// The reconciles of the removal counted the removed cluster (still
+	// applied) among the clusters; the next one moves the owners.
+	after := controller.Assign(rest, members)
+	defer func() {
+		if t.Failed() {
+			st, _ := a.w.ReadState()
+			for _, cl := range slices.Sorted(maps.Keys(st.Clusters)) {
+				t.Logf("%s: %s at %.12s", cl, st.Clusters[cl].StatusOf(), st.Clusters[cl].Revision)
+			}
+			for _, r := range reps {
+				t.Logf("%s holds %v", r.id, r.status(t).Replica.Clusters)
+				for _, l := range r.logs.Lines(t, "") {
+					t.Logf("%s: %v", r.id, l)
+				}
+			}
+		}
+	}()
+	fourth := releaseChange(t, dir, repo, "3601")
+	a.loop.Trigger()
+	b.loop.Trigger()
+	waitLong(t, 30*time.Second, "every remaining cluster synced at the next change, "+moves+" moved from "+before[moves]+" to "+after[moves], func() bool {
+		return synced(t, reps, fourth, 5) && held(after)
+	})
 }

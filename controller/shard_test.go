@@ -2,7 +2,7 @@ package controller
 
 import (
 	"fmt"
-	"math"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -16,58 +16,92 @@ func clusterNames(n int) []string {
 	return out
 }
 
-// Every cluster has one owner among the members, whatever their order; the
-// clusters spread about evenly; a member that joins takes about 1/N of the
-// clusters, only from the others and only for itself; one that leaves gives
-// away only its own.
-func TestOwnerRendezvous(t *testing.T) {
-	clusters := clusterNames(3000)
-	if got := Owner("env-001", nil); got != "" {
-		t.Fatalf("owner among no members: %q", got)
+// Every cluster has one owner among the members, whatever the order of the
+// names; each member owns its share, ceil(clusters/members), or one fewer;
+// a member that joins or leaves, or a cluster added or removed, moves little
+// more than it must.
+func TestAssignBoundedLoads(t *testing.T) {
+	if got := Assign(clusterNames(3), nil); len(got) != 0 {
+		t.Fatalf("owners among no members: %v", got)
 	}
-	members := []string{"r1", "r2", "r3"}
-	owners := map[string]string{}
-	count := map[string]int{}
-	for _, c := range clusters {
-		o := Owner(c, members)
-		if !slices.Contains(members, o) {
-			t.Fatalf("owner of %s: %q, not a member", c, o)
+	members := func(n int) []string {
+		var out []string
+		for i := 1; i <= n; i++ {
+			out = append(out, fmt.Sprintf("r%d", i))
 		}
-		if other := Owner(c, []string{"r3", "r1", "r2"}); other != o {
-			t.Fatalf("owner of %s depends on the members' order: %s, %s", c, o, other)
-		}
-		owners[c] = o
-		count[o]++
+		return out
 	}
-	for _, m := range members {
-		if share := float64(count[m]) / float64(len(clusters)); math.Abs(share-1.0/3) > 0.04 {
-			t.Errorf("%s owns %d of %d clusters (%.2f), not about a third", m, count[m], len(clusters), share)
-		}
-	}
-	// r4 joins: only clusters moving to r4, about a quarter.
-	joined := append(slices.Clone(members), "r4")
-	moved := 0
-	for _, c := range clusters {
-		o := Owner(c, joined)
-		if o != owners[c] {
-			if o != "r4" {
-				t.Fatalf("cluster %s moved from %s to %s when r4 joined", c, owners[c], o)
+	moved := func(a, b map[string]string) int {
+		n := 0
+		for c, o := range a {
+			if b[c] != o {
+				n++
 			}
-			moved++
 		}
+		return n
 	}
-	if share := float64(moved) / float64(len(clusters)); math.Abs(share-0.25) > 0.04 {
-		t.Errorf("%d of %d clusters moved when a fourth member joined (%.2f), not about a quarter", moved, len(clusters), share)
-	}
-	// r2 leaves: only r2's clusters move.
-	left := []string{"r1", "r3"}
-	for _, c := range clusters {
-		o := Owner(c, left)
-		if owners[c] != "r2" && o != owners[c] {
-			t.Fatalf("cluster %s moved from %s to %s when r2 left", c, owners[c], o)
+	for _, nc := range []int{1, 6, 16, 24, 50, 1000} {
+		for _, nm := range []int{1, 2, 3, 4, 8} {
+			clusters, ms := clusterNames(nc), members(nm)
+			got := Assign(clusters, ms)
+			if len(got) != nc {
+				t.Fatalf("%d clusters, %d members: %d owners", nc, nm, len(got))
+			}
+			load := map[string]int{}
+			for _, c := range clusters {
+				if !slices.Contains(ms, got[c]) {
+					t.Fatalf("owner of %s: %q, not a member", c, got[c])
+				}
+				load[got[c]]++
+			}
+			share := (nc + nm - 1) / nm
+			for _, m := range ms {
+				if load[m] > share || load[m] < share-1 && nc >= nm {
+					t.Errorf("%d clusters, %d members: %s owns %d (share %d): %v", nc, nm, m, load[m], share, load)
+				}
+			}
+			// The same, whatever the order (and repeats) of the names.
+			rc, rm := slices.Clone(clusters), slices.Clone(ms)
+			slices.Reverse(rc)
+			slices.Reverse(rm)
+			if again := Assign(append(rc, clusters[0]), append(rm, ms[0])); !maps.Equal(again, got) {
+				t.Fatalf("%d clusters, %d members: the owners depend on the order of the names", nc, nm)
+			}
+			// A member joins: it takes about its share, and few others move.
+			joined := Assign(clusters, members(nm+1))
+			took := 0
+			for _, o := range joined {
+				if o == fmt.Sprintf("r%d", nm+1) {
+					took++
+				}
+			}
+			if want := nc / (nm + 1); took < want {
+				t.Errorf("%d clusters, %d members: the new member took %d, not its share %d", nc, nm, took, want)
+			}
+			if m, most := moved(got, joined), bound(nc/(nm+1)); m > most {
+				t.Errorf("%d clusters, %d members: %d moved when one joined (at most %d)", nc, nm, m, most)
+			}
+			// A member leaves: its clusters move, and few others.
+			if nm > 1 {
+				left := Assign(clusters, ms[1:])
+				if m, most := moved(got, left), bound(load["r1"]); m > most {
+					t.Errorf("%d clusters, %d members: %d moved when r1 (%d clusters) left (at most %d)", nc, nm, m, load["r1"], most)
+				}
+			}
+			// A cluster added moves few of the others.
+			if nc > 1 {
+				added := Assign(clusterNames(nc+1), ms)
+				if m := moved(got, added); m > 3 {
+					t.Errorf("%d clusters, %d members: %d moved when a cluster was added", nc, nm, m)
+				}
+			}
 		}
 	}
 }
+
+// bound is the most clusters a change that must move n may move: n and a
+// fifth more, and 3 more where the shares change.
+func bound(n int) int { return n + n/5 + 3 }
 
 func TestOwnerScoreNoConcatenation(t *testing.T) {
 	if score("ab", "c") == score("a", "bc") {

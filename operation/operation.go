@@ -89,14 +89,16 @@ type Request struct {
 	// Targets limits the operation to these clusters (--cluster): the others
 	// keep their applied artifacts and their status.
 	Targets []string
-	// Owns, when set, limits the operation to the clusters it says yes to,
-	// asked once each (a serve replica's shard, controller/shard.go): the
-	// others are untouched, as with Targets. Unlike Targets it is no
-	// explicit apply (a sync: manual cluster still waits for approval), and
+	// Owns, when set, limits the operation to the clusters it returns of
+	// those it is given: every cluster of the run (of the revision and of the
+	// applied state), sorted, once per run (a serve replica's shard, which
+	// claims what it returns, controller/shard.go); with Targets, to those of
+	// them targeted too. The others are untouched, as with Targets. Unlike
+	// Targets it is no explicit apply (a sync: manual cluster still waits for approval), and
 	// a cluster waits for a dependency it does not own until the state
 	// records that dependency synced at the revision. A run that owns no
 	// cluster applies nothing.
-	Owns func(cluster string) bool
+	Owns func(clusters []string) []string
 	// Apply applies the plan, under the lock; without it the operation plans.
 	Apply bool
 	// Saved, when set, is a saved plan (plan --out) to apply exactly: the
@@ -303,6 +305,12 @@ func (o *Operation) Run(ctx context.Context, req Request) (*Result, error) {
 		res.Plan = UnchangedPlan(st, req.Revision.SHA, o.ToolVersion, files)
 		res.Outcome = NoChange
 		res.Clusters = recordedClusters(st)
+		if req.Owns != nil {
+			// A shard still learns the clusters (another owner's commit
+			// may have added or removed one, which moves owners), here
+			// those the state records: the revision's, as applied.
+			req.Owns(slices.Sorted(maps.Keys(st.Clusters)))
+		}
 		return res, nil
 	}
 	// 4. Load, validate, render what changed, and plan; an apply writes the
@@ -543,8 +551,8 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 	targeted := func(c string) bool { return len(req.Targets) == 0 || slices.Contains(req.Targets, c) }
 	var owned []string // a shard's clusters (Owns)
 	if req.Owns != nil {
-		for _, name := range names {
-			if targeted(name) && req.Owns(name) {
+		for _, name := range req.Owns(slices.Clone(names)) {
+			if targeted(name) && slices.Contains(names, name) {
 				owned = append(owned, name)
 			}
 		}

@@ -87,9 +87,10 @@ func TestEtcdShardsOwnerKilled(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	// The clusters whose spec is YAML, each changed in turn.
-	var clusters []string
+	// The clusters whose spec is YAML, each changed in turn, of all six.
+	var clusters, all []string
 	for i := 1; i <= 6; i++ {
+		all = append(all, fmt.Sprintf("c-%02d", i))
 		if f := repogen.ClusterFile(i); filepath.Ext(f) == ".yaml" {
 			clusters = append(clusters, fmt.Sprintf("c-%02d", i))
 		}
@@ -213,7 +214,7 @@ func TestEtcdShardsOwnerKilled(t *testing.T) {
 		}
 	}
 	// Every cluster ends synced at its last change or later, each owned by its
-	// rendezvous owner.
+	// assigned owner.
 	members := []string{"r1", "r2", "r3"}
 	defer func() {
 		if t.Failed() {
@@ -222,11 +223,11 @@ func TestEtcdShardsOwnerKilled(t *testing.T) {
 			st, _ := e.ReadState(ctx)
 			for _, cl := range slices.Sorted(maps.Keys(st.Clusters)) {
 				cs := st.Clusters[cl]
-				t.Logf("%s: %s at %.12s (last change %.12s), owner %q, rendezvous %s of %v", cl, cs.StatusOf(), cs.Revision, lastRev[cl], owners[cl], controller.Owner(cl, ms), ms)
+				t.Logf("%s: %s at %.12s (last change %.12s), owner %q, assigned %s of %v", cl, cs.StatusOf(), cs.Revision, lastRev[cl], owners[cl], controller.Assign(all, ms)[cl], ms)
 			}
 		}
 	}()
-	st = waitState("every cluster synced at its last change, owned by its rendezvous owner", 30*time.Second, func(st *state.State) bool {
+	st = waitState("every cluster synced at its last change, owned by its assigned owner", 30*time.Second, func(st *state.State) bool {
 		for name, cs := range st.Clusters {
 			// At its last change, or a later commit (a later apply
 			// records the revision of the clusters it keeps).
@@ -235,8 +236,9 @@ func TestEtcdShardsOwnerKilled(t *testing.T) {
 			}
 		}
 		owners, _ := e.Owners(ctx)
+		assigned := controller.Assign(all, members)
 		for _, cl := range clusters {
-			if owners[cl] != controller.Owner(cl, members) {
+			if owners[cl] != assigned[cl] {
 				return false
 			}
 		}
