@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"sync"
 
 	"go.yaml.in/yaml/v3"
@@ -94,6 +95,9 @@ func indentBlock(b []byte, prefix string) []byte {
 // scalar returns s as yaml.v3 writes it as a plain block value (plain or quoted);
 // ok is false when yaml.v3 would write it as a multi-line block scalar.
 func (e *nodeEncoder) scalar(s string) (string, bool) {
+	if plainWord(s) {
+		return s, true
+	}
 	if q, ok := e.scalars[s]; ok {
 		return q, q != ""
 	}
@@ -104,6 +108,36 @@ func (e *nodeEncoder) scalar(s string) (string, bool) {
 	}
 	e.scalars[s] = q
 	return q, q != ""
+}
+
+// plainWord says whether yaml.v3 writes s as it is, without asking it (a new
+// yaml.v3 encoder for each distinct scalar was a fifth of render's
+// allocation): at most 64 bytes (a long key is written otherwise), a letter,
+// then letters, digits and _ . / -, and no word YAML reads as a boolean or
+// null (true, yes, on, y, null and their other cases).
+// Anything else is left to yaml.v3; FuzzPlainWord checks the rule against it.
+func plainWord(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	if c := s[0]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '.', c == '/', c == '-':
+		default:
+			return false
+		}
+	}
+	if len(s) > 5 {
+		return true
+	}
+	switch strings.ToLower(s) {
+	case "y", "n", "yes", "no", "on", "off", "true", "false", "null":
+		return false
+	}
+	return true
 }
 
 // errSlowPath says a value needs yaml.v3's general encoder.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/fuelsync/fuelsync/internal/repogen"
 	"github.com/fuelsync/fuelsync/loader"
@@ -285,4 +286,43 @@ func TestTargetFlow(t *testing.T) {
 			}
 		}
 	}
+}
+
+// plainWord says yes only to what yaml.v3 writes as it is, as a value and as a
+// key; the words YAML reads as booleans or null, numbers and indicators are
+// left to yaml.v3.
+func TestPlainWord(t *testing.T) {
+	for s, want := range map[string]bool{
+		"controller": true, "primary-controller": true, "fuel_pkgs": true, "a/b.pp": true, "Node-01": true,
+		"NO": false, "Off": false, "y": false, "N": false, "yes": false, "True": false, "null": false, "NULL": false,
+		"nulls": true, "yesterday": true, "": false, "1.5": false, "-a": false, ".inf": false, "a:b": false,
+		"a b": false, "a#b": false, strings.Repeat("a", 64): true, strings.Repeat("a", 65): false, "é": false,
+	} {
+		if got := plainWord(s); got != want {
+			t.Errorf("plainWord(%q) = %v, want %v", s, got, want)
+		}
+		checkPlainWord(t, s)
+	}
+}
+
+// checkPlainWord fails when plainWord says s is written as it is and yaml.v3
+// writes it otherwise, as a value or as a key.
+func checkPlainWord(t *testing.T, s string) {
+	t.Helper()
+	if !plainWord(s) {
+		return
+	}
+	if b, err := yaml.Marshal(s); err != nil || string(b) != s+"\n" {
+		t.Errorf("yaml.v3 writes %q as %q (%v), not as it is", s, b, err)
+	}
+	if b, err := yaml.Marshal(map[string]int{s: 1}); err != nil || string(b) != s+": 1\n" {
+		t.Errorf("yaml.v3 writes the key %q as %q (%v), not as it is", s, b, err)
+	}
+}
+
+func FuzzPlainWord(f *testing.F) {
+	for _, s := range []string{"controller", "on", "Yes", "a-1.b/c_d", "x1e5", "n0"} {
+		f.Add(s)
+	}
+	f.Fuzz(checkPlainWord)
 }
