@@ -47,6 +47,8 @@ import (
 //	              what the loop holds between reconciles (its model, caches)
 //	peak-rss-MB   the process's peak RSS during the reconciles (VmHWM, reset
 //	              before them; Linux)
+//	decodes       the median number of files a reconcile decoded (the
+//	              misses of the loop's loader cache)
 func BenchmarkLoopCommit(b *testing.B) {
 	nodes := 200
 	if s := os.Getenv("FUELSYNC_BENCH_NODES"); s != "" {
@@ -160,7 +162,7 @@ func benchCommit(b *testing.B, repo *git.Repository) {
 // reconcileMetrics are the wall and CPU times of the reconciles of a
 // benchmark (BenchmarkLoopCommit's metrics).
 type reconcileMetrics struct {
-	wall, cpu []float64
+	wall, cpu, decodes []float64
 }
 
 // startReconcileMetrics resets the process's peak RSS (Linux: VmHWM := VmRSS).
@@ -171,12 +173,15 @@ func startReconcileMetrics() *reconcileMetrics {
 
 // reconcile runs one reconcile of loop, timed.
 func (m *reconcileMetrics) reconcile(ctx context.Context, loop *Loop) operation.Outcome {
+	_, d0 := loop.cache.Stats()
 	c0, _ := benchutil.ProcessCPU()
 	t0 := time.Now()
 	o := loop.ReconcileOnce(ctx)
 	m.wall = append(m.wall, float64(time.Since(t0)))
 	c1, _ := benchutil.ProcessCPU()
 	m.cpu = append(m.cpu, float64(c1-c0))
+	_, d1 := loop.cache.Stats()
+	m.decodes = append(m.decodes, float64(d1-d0))
 	return o
 }
 
@@ -186,6 +191,7 @@ func (m *reconcileMetrics) report(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(benchutil.Median(m.wall)/1e6, "median-ms")
 	b.ReportMetric(benchutil.Median(m.cpu)/1e6, "cpu-ms")
+	b.ReportMetric(benchutil.Median(m.decodes), "decodes")
 	if rss := vmHWM(); rss > 0 {
 		b.ReportMetric(float64(rss)/mb, "peak-rss-MB")
 	}
