@@ -6,12 +6,16 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	git "github.com/go-git/go-git/v5"
 
+	"github.com/fuelsync/fuelsync/internal/benchutil"
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/internal/repogen"
 	"github.com/fuelsync/fuelsync/operation"
@@ -33,7 +37,18 @@ import (
 //	               take it away, in turn: each is rendered (that cluster only),
 //	               planned and applied
 //
-// Making the commit is not timed.
+// Making the commit is not timed. Each reports, besides the time per reconcile:
+//
+//	median-ms     the median wall time of a reconcile
+//	cpu-ms        the median CPU time of the process (user + system, every
+//	              thread) during a reconcile: steadier than wall time on a
+//	              shared machine
+//	live-MB       the heap in use after the last reconcile and a collection:
+//	              what the loop holds between reconciles (its model, caches)
+//	peak-rss-MB   the process's peak RSS during the reconciles (VmHWM, reset
+//	              before them; Linux)
+//	decodes       the median number of files a reconcile decoded (the
+//	              misses of the loop's loader cache)
 func BenchmarkLoopCommit(b *testing.B) {
 	nodes := 200
 	if s := os.Getenv("FUELSYNC_BENCH_NODES"); s != "" {
@@ -67,8 +82,10 @@ func BenchmarkLoopCommit(b *testing.B) {
 	} {
 		b.Run(fmt.Sprintf("nodes=%d/%s", nodes, c.name), func(b *testing.B) {
 			name := filepath.Join(dir, filepath.FromSlash(c.file))
+			m := startReconcileMetrics()
+			defer m.report(b)
 			if c.name == "one-node" {
-				benchOneNode(b, loop, repo, name)
+				benchOneNode(b, loop, repo, name, m)
 				return
 			}
 			for i := 0; b.Loop(); i++ {
@@ -81,7 +98,7 @@ func BenchmarkLoopCommit(b *testing.B) {
 				f.Close()
 				benchCommit(b, repo)
 				b.StartTimer()
-				if o := loop.ReconcileOnce(ctx); o != operation.NoChange {
+				if o := m.reconcile(ctx, loop); o != operation.NoChange {
 					b.Fatalf("reconcile: %s %q", o, loop.Status().Errors)
 				}
 			}
@@ -92,7 +109,7 @@ func BenchmarkLoopCommit(b *testing.B) {
 // benchOneNode reconciles commits that assign the tag cinder to one compute
 // node of the cluster file name, and take it away again, in turn: each is
 // applied.
-func benchOneNode(b *testing.B, loop *Loop, repo *git.Repository, name string) {
+func benchOneNode(b *testing.B, loop *Loop, repo *git.Repository, name string, m *reconcileMetrics) {
 	src, err := os.ReadFile(name)
 	if err != nil {
 		b.Fatal(err)
@@ -121,7 +138,7 @@ func benchOneNode(b *testing.B, loop *Loop, repo *git.Repository, name string) {
 		}
 		benchCommit(b, repo)
 		b.StartTimer()
-		if o := loop.ReconcileOnce(ctx); o != operation.Applied {
+		if o := m.reconcile(ctx, loop); o != operation.Applied {
 			b.Fatalf("reconcile: %s %q", o, loop.Status().Errors)
 		}
 	}
@@ -140,4 +157,65 @@ func benchCommit(b *testing.B, repo *git.Repository) {
 	if _, err := wt.Commit("bench", &git.CommitOptions{Author: &s, Committer: &s}); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// reconcileMetrics are the wall and CPU times of the reconciles of a
+// benchmark (BenchmarkLoopCommit's metrics).
+type reconcileMetrics struct {
+	wall, cpu, decodes []float64
+}
+
+// startReconcileMetrics resets the process's peak RSS (Linux: VmHWM := VmRSS).
+func startReconcileMetrics() *reconcileMetrics {
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+	return &reconcileMetrics{}
+}
+
+// reconcile runs one reconcile of loop, timed.
+func (m *reconcileMetrics) reconcile(ctx context.Context, loop *Loop) operation.Outcome {
+	_, d0 := loop.cache.Stats()
+	c0, _ := benchutil.ProcessCPU()
+	t0 := time.Now()
+	o := loop.ReconcileOnce(ctx)
+	m.wall = append(m.wall, float64(time.Since(t0)))
+	c1, _ := benchutil.ProcessCPU()
+	m.cpu = append(m.cpu, float64(c1-c0))
+	_, d1 := loop.cache.Stats()
+	m.decodes = append(m.decodes, float64(d1-d0))
+	return o
+}
+
+// report reports the medians, the live heap and the peak RSS.
+func (m *reconcileMetrics) report(b *testing.B) {
+	const mb = 1 << 20
+	b.StopTimer()
+	b.ReportMetric(benchutil.Median(m.wall)/1e6, "median-ms")
+	b.ReportMetric(benchutil.Median(m.cpu)/1e6, "cpu-ms")
+	b.ReportMetric(benchutil.Median(m.decodes), "decodes")
+	if rss := vmHWM(); rss > 0 {
+		b.ReportMetric(float64(rss)/mb, "peak-rss-MB")
+	}
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	b.ReportMetric(float64(s[0].Value.Uint64())/mb, "live-MB")
+}
+
+// vmHWM is the peak resident set size of the process (Linux), in bytes; 0
+// where it cannot be read.
+func vmHWM() uint64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			if f := strings.Fields(rest); len(f) == 2 && f[1] == "kB" {
+				if kb, err := strconv.ParseUint(f[0], 10, 64); err == nil {
+					return kb << 10
+				}
+			}
+		}
+	}
+	return 0
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fuelsync/fuelsync/diff"
@@ -92,6 +93,15 @@ type Loop struct {
 	// committed (current switched). The artifact API wakes its waiting agents
 	// from it.
 	OnState func(*state.State)
+	// Load tunes every load of a revision, the reconciles' and the applied
+	// sets a replica makes: the loading budget (serve's and watch's
+	// FUELSYNC_MAX_FILE_SIZE and FUELSYNC_MAX_REPO_SIZE) and the cache of
+	// decoded files. Without a Cache the loop makes one for its life. Either
+	// way the cache is swept after each reconcile, and after each applied
+	// set a replica makes between reconciles: it keeps what those loads read
+	// (about one revision), so that the next reconcile decodes only the
+	// files its commit changed.
+	Load loader.Options
 
 	// prepare, when set, runs under the lock before the plan, with the
 	// applied state (a replica makes the applied set it lacks).
@@ -144,6 +154,12 @@ type Loop struct {
 	waitingOn  map[string]bool
 	applied    *state.State
 	onReportMu sync.Once
+
+	// cache is Load.Cache, or the loop's own (init). reconciling is set
+	// while ReconcileOnce runs (under guard): the loads of an applied set a
+	// replica makes then leave the sweep to the reconcile's end.
+	cache       *loader.Cache
+	reconciling atomic.Bool
 }
 
 // Model is the repository of the revision the loop loaded last (valid or not),
@@ -160,7 +176,28 @@ func (l *Loop) init() {
 		if l.Log == nil {
 			l.Log = slog.New(slog.DiscardHandler)
 		}
+		l.cache = l.Load.Cache
+		if l.cache == nil {
+			l.cache = loader.NewCache()
+		}
 	})
+}
+
+// loadOptions are the options of the loop's loads: Load, with the loop's
+// cache.
+func (l *Loop) loadOptions() loader.Options {
+	opts := l.Load
+	opts.Cache = l.cache
+	return opts
+}
+
+// sweepBetween sweeps the loop's cache after the loads of an applied set a
+// replica made, unless a reconcile runs: it sweeps at its end (a sweep in
+// its middle would drop what the reconcile's own load is about to want).
+func (l *Loop) sweepBetween() {
+	if !l.reconciling.Load() {
+		l.cache.Sweep()
+	}
 }
 
 // Trigger asks for a reconcile; it never blocks.
@@ -247,7 +284,12 @@ func (l *Loop) ReconcileOnce(ctx context.Context) operation.Outcome {
 	l.mu.Lock()
 	last := l.status.Outcome // a skipped reconcile's reason
 	l.mu.Unlock()
+	l.reconciling.Store(true)
 	outcome, rev, cs, errs, st := l.reconcile(ctx)
+	// The cache keeps what this reconcile's loads read (nothing is dropped
+	// when it loaded nothing).
+	l.cache.Sweep()
+	l.reconciling.Store(false)
 	for i, e := range errs {
 		errs[i] = redact.Text(e) // an error may quote the remote's URL
 	}
@@ -399,6 +441,7 @@ func (l *Loop) operation() *operation.Operation {
 	op := &operation.Operation{
 		Workdir:     l.Workdir,
 		ToolVersion: l.ToolVersion,
+		Load:        l.loadOptions(),
 		Guard:       true,
 		AllowEmpty:  l.AllowEmpty,
 		Prepare:     l.prepare,

@@ -156,7 +156,7 @@ func (r *Replica) Run(ctx context.Context) error {
 	// A leader makes the applied set it lacks (another leader applied it)
 	// before each plan.
 	r.Loop.prepare = func(ctx context.Context, st *state.State) error {
-		err := Materialise(ctx, r.Loop.Workdir, r.Loop.Source, st, r.Loop.ToolVersion)
+		err := r.Loop.materialise(ctx, st)
 		r.served(st, err)
 		var gone *RevisionGoneError
 		if errors.As(err, &gone) {
@@ -268,7 +268,7 @@ func (r *Replica) follow(ctx context.Context) {
 func (r *Replica) materialise(ctx context.Context) {
 	st, err := r.Etcd.ReadState(ctx)
 	if err == nil {
-		err = Materialise(ctx, r.Loop.Workdir, r.Loop.Source, st, r.Loop.ToolVersion)
+		err = r.Loop.materialise(ctx, st)
 	}
 	r.served(st, err)
 	if err != nil {
@@ -454,14 +454,39 @@ func (e *RevisionGoneError) Unwrap() error { return e.Err }
 // artifact is copied between replicas. A *RenderMismatchError when this
 // tool version renders differently; nothing is kept then.
 func Materialise(ctx context.Context, w *state.Workdir, src source.Source, st *state.State, toolVersion string) error {
-	return materialise(ctx, w, src, st, toolVersion, false, nil)
+	return materialiseFor(ctx, nil, w, src, st, toolVersion, false, nil)
+}
+
+// materialise makes the applied set of st in the loop's work directory, as
+// Materialise does, with the loop's loads (a leader's or a follower's).
+func (l *Loop) materialise(ctx context.Context, st *state.State) error {
+	return materialiseFor(ctx, l, l.Workdir, l.Source, st, l.ToolVersion, false, nil)
 }
 
 // materialise is Materialise; with objects, a cluster whose every file is an
 // object of w already (a shard made it, or an earlier set had it) is taken
 // from the objects, checked by digest, instead of being rendered.
-// onRender, when set, is told the clusters it renders.
+// onRender, when set, is told the clusters it renders. A shard's work
+// directory (NewShard) is loaded with its loop's loads.
 func materialise(ctx context.Context, w *state.Workdir, src source.Source, st *state.State, toolVersion string, objects bool, onRender func([]string)) error {
+	var loop *Loop
+	if sb, ok := w.Backend.(*shardBackend); ok {
+		loop = sb.r.Loop
+	}
+	return materialiseFor(ctx, loop, w, src, st, toolVersion, objects, onRender)
+}
+
+// materialiseFor is materialise with the loads of loop, when not nil: its
+// load options and its cache, swept afterwards unless a reconcile of loop
+// runs (which sweeps at its end). A replica that makes the set of each
+// commit renders only the clusters it lacks, but loads the whole revision:
+// with the cache it decodes only the files the commit changed.
+func materialiseFor(ctx context.Context, loop *Loop, w *state.Workdir, src source.Source, st *state.State, toolVersion string, objects bool, onRender func([]string)) error {
+	var load loader.Options
+	if loop != nil {
+		load = loop.loadOptions()
+		defer loop.sweepBetween()
+	}
 	if st.Serial == 0 {
 		return nil
 	}
@@ -512,7 +537,7 @@ func materialise(ctx context.Context, w *state.Workdir, src source.Source, st *s
 		if err != nil {
 			return &RevisionGoneError{Revision: revName, Serial: st.Serial, Err: err}
 		}
-		repo, diags := loader.Load(rev.FS, loader.Options{})
+		repo, diags := loader.Load(rev.FS, load)
 		held, _ := operation.Hold(repo, st, diags)
 		if onRender != nil {
 			onRender(clusters)

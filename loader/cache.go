@@ -25,15 +25,23 @@ import (
 // The tests check it: concurrent loads rendered under -race, then every shared tree
 // compared with a fresh decode.
 //
-// A cache never forgets anything: make one for the loads that share it (diff's two
-// revisions), not one for the life of a process.
+// A cache forgets only when swept: one made for the loads that share it (diff's two
+// revisions) needs nothing more. One that lives as long as a process (serve's and
+// watch's loop, whose every reconcile loads a revision much like the last one) is
+// swept after each reconcile: Sweep drops what no load used since the sweep
+// before, so that the cache holds about what the last reconcile's loads read.
 type Cache struct {
 	mu      sync.Mutex
 	entries map[cacheKey]*cacheEntry
 	// blobs holds the bytes of files read from a file system that names its
 	// contents (BlobHasher, the git revisions of OpenRevision), by blob id, so that
 	// a file both revisions share is also read from the object store once.
-	blobs map[string][]byte
+	blobs map[string]*cacheBlob
+	// epoch counts the sweeps (those that found something used); an entry or
+	// a blob records the epoch it was last used in, and used says whether
+	// anything was used in this one. Under mu.
+	epoch uint64
+	used  bool
 
 	hits, misses atomic.Int64
 }
@@ -67,11 +75,64 @@ type cacheEntry struct {
 	once  sync.Once
 	value any
 	diags hcl.Diagnostics
+	epoch uint64 // last used in; under Cache.mu
+}
+
+type cacheBlob struct {
+	src   []byte
+	epoch uint64 // last used in; under Cache.mu
 }
 
 // NewCache returns an empty cache.
 func NewCache() *Cache {
-	return &Cache{entries: map[cacheKey]*cacheEntry{}, blobs: map[string][]byte{}}
+	return &Cache{entries: map[cacheKey]*cacheEntry{}, blobs: map[string]*cacheBlob{}}
+}
+
+// Sweep drops every decoded file and every blob that no load used since the
+// previous sweep (or since the cache was made): a file used again after the
+// sweep is decoded again. A sweep when nothing at all was used since the one
+// before drops nothing, so that idle sweeps (a reconcile that loaded nothing)
+// keep what the next load is likely to want. It returns how many decoded
+// files and blobs it dropped.
+//
+// Sweeping while loads run is safe: a load keeps every value it was given, and
+// a file it wants after the sweep is at worst decoded again (an entry still
+// being decoded when it is dropped is finished by the load decoding it, and
+// decoded anew by the next load that wants it).
+func (c *Cache) Sweep() (entries, blobs int) {
+	if c == nil {
+		return 0, 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.used {
+		return 0, 0
+	}
+	for k, e := range c.entries {
+		if e.epoch != c.epoch {
+			delete(c.entries, k)
+			entries++
+		}
+	}
+	for id, b := range c.blobs {
+		if b.epoch != c.epoch {
+			delete(c.blobs, id)
+			blobs++
+		}
+	}
+	c.epoch++
+	c.used = false
+	return entries, blobs
+}
+
+// Len returns how many decoded files and how many blobs the cache holds.
+func (c *Cache) Len() (entries, blobs int) {
+	if c == nil {
+		return 0, 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries), len(c.blobs)
 }
 
 // Stats returns how many file decodes the cache saved (hits) and how many it did
@@ -95,6 +156,7 @@ func (c *Cache) decode(kind decodeKind, name string, src []byte) (any, hcl.Diagn
 		e = &cacheEntry{}
 		c.entries[key] = e
 	}
+	e.epoch, c.used = c.epoch, true
 	c.mu.Unlock()
 	decoded := false
 	e.once.Do(func() {
@@ -116,8 +178,12 @@ func (c *Cache) blob(id string) ([]byte, bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	src, ok := c.blobs[id]
-	return src, ok
+	b, ok := c.blobs[id]
+	if !ok {
+		return nil, false
+	}
+	b.epoch, c.used = c.epoch, true
+	return b.src, true
 }
 
 // addBlob records the bytes of the blob id.
@@ -127,9 +193,12 @@ func (c *Cache) addBlob(id string, src []byte) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.blobs[id]; !ok {
-		c.blobs[id] = src
+	b, ok := c.blobs[id]
+	if !ok {
+		b = &cacheBlob{src: src}
+		c.blobs[id] = b
 	}
+	b.epoch, c.used = c.epoch, true
 }
 
 // cloneDiags copies diagnostics and their ranges.

@@ -272,6 +272,36 @@ func TestCacheDiagnostics(t *testing.T) {
 	}
 }
 
+// artifacts loads fsys and renders it: every file rendered, and the load's and
+// the render's diagnostics.
+func artifacts(fsys fs.FS, opts loader.Options) [2]string {
+	repo, diags := loader.Load(fsys, opts)
+	rs, rdiags := render.Render(repo, render.Options{})
+	files, err := render.Files(rs, "rev", "test")
+	if err != nil {
+		return [2]string{"", err.Error()}
+	}
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		fmt.Fprintf(&b, "== %s\n%s\n", name, files[name])
+	}
+	return [2]string{b.String(), fullDiagText(diags) + fullDiagText(rdiags)}
+}
+
+// wantArtifacts are the artifacts of each revision loaded without a cache.
+func wantArtifacts(t *testing.T, revs []fstest.MapFS) [][2]string {
+	t.Helper()
+	var want [][2]string
+	for i, fsys := range revs {
+		a := artifacts(fsys, loader.Options{})
+		if a[0] == "" {
+			t.Fatalf("revision %d renders nothing:\n%s", i, a[1])
+		}
+		want = append(want, a)
+	}
+	return want
+}
+
 // TestCacheConcurrent: loads of two revisions sharing a cache at once, each rendered
 // as it finishes (run with -race: a write into a shared tree by the loader or by
 // render is a race). The artifacts are those of loads without the cache, and the
@@ -280,33 +310,14 @@ func TestCacheConcurrent(t *testing.T) {
 	base := cacheRepo(t)
 	head := withFile(t, base, "clusters/c-02.yaml", func(s string) string { return strings.Replace(s, "mode: ha", "mode: multinode", 1) })
 	revs := []fstest.MapFS{base, head}
-	artifacts := func(fsys fs.FS, opts loader.Options) (string, string) {
-		repo, diags := loader.Load(fsys, opts)
-		rs, rdiags := render.Render(repo, render.Options{})
-		files, err := render.Files(rs, "rev", "test")
-		if err != nil {
-			return "", err.Error()
-		}
-		var b strings.Builder
-		for _, name := range slices.Sorted(maps.Keys(files)) {
-			fmt.Fprintf(&b, "== %s\n%s\n", name, files[name])
-		}
-		return b.String(), fullDiagText(diags) + fullDiagText(rdiags)
-	}
-	var want [2][2]string
-	for i, fsys := range revs {
-		want[i][0], want[i][1] = artifacts(fsys, loader.Options{})
-		if want[i][0] == "" {
-			t.Fatalf("revision %d renders nothing:\n%s", i, want[i][1])
-		}
-	}
+	want := wantArtifacts(t, revs)
 
 	c := loader.NewCache()
 	const loads = 6
 	var got [loads][2]string
 	var wg sync.WaitGroup
 	for i := range loads {
-		wg.Go(func() { got[i][0], got[i][1] = artifacts(revs[i%2], loader.Options{Cache: c}) })
+		wg.Go(func() { got[i] = artifacts(revs[i%2], loader.Options{Cache: c}) })
 	}
 	wg.Wait()
 	for i := range loads {

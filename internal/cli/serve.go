@@ -47,6 +47,9 @@ func watchFlags() []cli.Flag {
 
 // newLoop builds the reconcile loop of watch and serve.
 func newLoop(g *globals, c *cli.Context) (*controller.Loop, error) {
+	if err := checkLoadEnv(); err != nil {
+		return nil, err
+	}
 	settings, err := loopSettingsFor(c, g) // flags over fuelsync.yaml
 	if err != nil {
 		return nil, err
@@ -103,6 +106,8 @@ func newLoop(g *globals, c *cli.Context) (*controller.Loop, error) {
 		ToolVersion: version,
 		ToolCommit:  commit,
 		Log:         slog.New(h),
+		// The budget of every load; the loop makes its own cache.
+		Load: loadOptions(nil),
 	}, nil
 }
 

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // TestServeProcess runs `fuelsync serve` as a process on a loopback port chosen by
@@ -457,5 +459,98 @@ func stopServe(t *testing.T, cmd *exec.Cmd) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve did not stop within 10 s of SIGTERM")
+	}
+}
+
+// TestWatchLoadBudget: watch and serve load every revision within the budget
+// of FUELSYNC_MAX_FILE_SIZE and FUELSYNC_MAX_REPO_SIZE, as the other commands
+// do: a file over the limit makes the commit invalid, with the file named in
+// the log; a budget that is not a size stops them before they start.
+func TestWatchLoadBudget(t *testing.T) {
+	repo := quickstartRepo(t)
+	wd := filepath.Join(t.TempDir(), "wd")
+	cmd := fuelsyncCmd("--repo", repo, "--workdir", wd, "watch", "--interval", "1h", "--log-format", "json")
+	cmd.Env = append(cmd.Env, "FUELSYNC_MAX_FILE_SIZE=512")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := make(chan map[string]any, 100)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				lines <- m
+			}
+		}
+	}()
+	var outcome string
+	var problems []string
+	timeout := time.After(10 * time.Second)
+	// The reconcile's line, then (when invalid) its problems.
+	for outcome == "" || (outcome == "invalid" && len(problems) == 0) {
+		select {
+		case m, ok := <-lines:
+			if !ok {
+				t.Fatal("the log ended before the first reconcile")
+			}
+			switch m["msg"] {
+			case "reconcile":
+				outcome, _ = m["outcome"].(string)
+			case "reconcile problem":
+				p, _ := m["problem"].(string)
+				problems = append(problems, p)
+			}
+		case <-timeout:
+			t.Fatalf("no reconcile and problem within 10 s (outcome %q, problems %q)", outcome, problems)
+		}
+	}
+	if outcome != "invalid" || !regexp.MustCompile(`^plugins/\S+: error: file \S+ is \d+ bytes, over the 512 bytes limit`).MatchString(problems[0]) {
+		t.Errorf("the first reconcile: %s, problems %q; want invalid, a file over the 512 bytes limit", outcome, problems)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for range lines {
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("watch after SIGTERM: %v", err)
+	}
+	// Its clusters are recorded as held, without artifacts.
+	st, err := state.Open(wd).ReadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Artifacts) > 1 {
+		t.Errorf("a revision over the budget was applied: %d files", len(st.Artifacts))
+	}
+
+	for _, args := range [][]string{{"watch"}, {"serve", "--listen", "127.0.0.1:0"}} {
+		cmd := fuelsyncCmd(append([]string{"--repo", repo, "--workdir", wd}, args...)...)
+		cmd.Env = append(cmd.Env, "FUELSYNC_MAX_REPO_SIZE=lots")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			want := `FUELSYNC_MAX_REPO_SIZE="lots": want a positive size`
+			if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(stderr.String(), want) {
+				t.Errorf("%s with a budget that is not a size: %v (exit %d), stderr:\n%s\nwant exit 1 and %q", args[0], err, code, stderr.String(), want)
+			}
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			t.Errorf("%s with a budget that is not a size still runs after 10 s", args[0])
+		}
 	}
 }
