@@ -60,13 +60,16 @@ func TestLoopDecodesOnlyChangedFiles(t *testing.T) {
 	}
 	step("a new node", func() {
 		gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "node-4: {id: 4, roles: [compute]}", "node-4: {id: 4, roles: [compute]}\n  node-7: {id: 7, roles: [compute]}")
-	}, operation.Applied, 2, cacheStats{Hits: n - 1, Misses: n + 1, Entries: n})
+	// The plan of a changed cluster also loads the applied revision (the
+	// causes of its changes): every file of it the cache's, and both
+	// versions of demo.yaml held until the next sweep that loads.
+	}, operation.Applied, 2, cacheStats{Hits: 2*n - 1, Misses: n + 1, Entries: n + 1})
 	step("the README", func() {
 		gittest.EditFile(t, filepath.Join(dir, "README.md"), "#", "# Edited:")
-	}, operation.NoChange, 2, cacheStats{Hits: n - 1, Misses: n + 1, Entries: n})
+	}, operation.NoChange, 2, cacheStats{Hits: 2*n - 1, Misses: n + 1, Entries: n + 1})
 	step("a comment in the HCL cluster", func() {
 		gittest.EditFile(t, filepath.Join(dir, "clusters", "demo-hcl.hcl"), "# The HCL twin", "# Edited: the HCL twin")
-	}, operation.NoChange, 3, cacheStats{Hits: 2*n - 2, Misses: n + 2, Entries: n})
+	}, operation.NoChange, 3, cacheStats{Hits: 3*n - 2, Misses: n + 2, Entries: n})
 }
 
 // TestLoopCacheBounded: over many commits that each change three files, the
@@ -136,16 +139,13 @@ func TestMaterialiseDecodesOnlyChangedFiles(t *testing.T) {
 	follower.init()
 	shard := &Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "shard")), Source: src, ToolVersion: "test"}
 	shard.init()
-	shard.Workdir.Backend = &shardBackend{r: &Replica{Loop: shard}}
 	for _, tc := range []struct {
 		name string
 		loop *Loop
 		make func(st *state.State) error
 	}{
-		{"follower", follower, func(st *state.State) error { return follower.materialise(ctx, st) }},
-		{"shard", shard, func(st *state.State) error {
-			return materialise(ctx, shard.Workdir, src, st, "test", true, nil)
-		}},
+		{"follower", follower, func(st *state.State) error { return follower.materialise(ctx, st, false) }},
+		{"shard", shard, func(st *state.State) error { return shard.materialise(ctx, st, true) }},
 	} {
 		c := tc.loop.cache
 		if err := tc.make(st1); err != nil {

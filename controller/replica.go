@@ -156,7 +156,7 @@ func (r *Replica) Run(ctx context.Context) error {
 	// A leader makes the applied set it lacks (another leader applied it)
 	// before each plan.
 	r.Loop.prepare = func(ctx context.Context, st *state.State) error {
-		err := r.Loop.materialise(ctx, st)
+		err := r.Loop.materialise(ctx, st, false)
 		r.served(st, err)
 		var gone *RevisionGoneError
 		if errors.As(err, &gone) {
@@ -268,7 +268,7 @@ func (r *Replica) follow(ctx context.Context) {
 func (r *Replica) materialise(ctx context.Context) {
 	st, err := r.Etcd.ReadState(ctx)
 	if err == nil {
-		err = r.Loop.materialise(ctx, st)
+		err = r.Loop.materialise(ctx, st, false)
 	}
 	r.served(st, err)
 	if err != nil {
@@ -319,7 +319,7 @@ func (r *Replica) Model(ctx context.Context) (*loader.Repo, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("reading the applied revision %.12s: %w", rev, err)
 	}
-	repo, _ := loader.Load(at.FS, loader.Options{})
+	repo, _ := loader.Load(at.FS, r.Loop.loadOptions())
 	r.model, r.modelRev = repo, rev
 	return repo, rev, nil
 }
@@ -458,27 +458,19 @@ func Materialise(ctx context.Context, w *state.Workdir, src source.Source, st *s
 }
 
 // materialise makes the applied set of st in the loop's work directory, as
-// Materialise does, with the loop's loads (a leader's or a follower's).
-func (l *Loop) materialise(ctx context.Context, st *state.State) error {
-	return materialiseFor(ctx, l, l.Workdir, l.Source, st, l.ToolVersion, false, nil)
+// Materialise does, with the loop's loads (a leader's, a follower's or a
+// shard's); the loop's onRender is told the clusters it renders. With
+// objects (a shard), a cluster whose every file is an object of the work
+// directory already (a shard made it, or an earlier set had it) is taken from
+// the objects, checked by digest, instead of being rendered.
+func (l *Loop) materialise(ctx context.Context, st *state.State, objects bool) error {
+	return materialiseFor(ctx, l, l.Workdir, l.Source, st, l.ToolVersion, objects, l.onRender)
 }
 
-// materialise is Materialise; with objects, a cluster whose every file is an
-// object of w already (a shard made it, or an earlier set had it) is taken
-// from the objects, checked by digest, instead of being rendered.
-// onRender, when set, is told the clusters it renders. A shard's work
-// directory (NewShard) is loaded with its loop's loads.
-func materialise(ctx context.Context, w *state.Workdir, src source.Source, st *state.State, toolVersion string, objects bool, onRender func([]string)) error {
-	var loop *Loop
-	if sb, ok := w.Backend.(*shardBackend); ok {
-		loop = sb.r.Loop
-	}
-	return materialiseFor(ctx, loop, w, src, st, toolVersion, objects, onRender)
-}
-
-// materialiseFor is materialise with the loads of loop, when not nil: its
-// load options and its cache, swept afterwards unless a reconcile of loop
-// runs (which sweeps at its end). A replica that makes the set of each
+// materialiseFor is Materialise, with objects as Loop.materialise has it;
+// onRender, when set, is told the clusters it renders. With loop (not nil),
+// the loads take its load options and its cache, swept afterwards unless a
+// reconcile of loop runs (which sweeps at its end). A replica that makes the set of each
 // commit renders only the clusters it lacks, but loads the whole revision:
 // with the cache it decodes only the files the commit changed.
 func materialiseFor(ctx context.Context, loop *Loop, w *state.Workdir, src source.Source, st *state.State, toolVersion string, objects bool, onRender func([]string)) error {

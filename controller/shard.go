@@ -453,7 +453,7 @@ func (r *Replica) runShard(ctx context.Context) error {
 			s.setBusy(true) // until the reconcile ends (afterRun)
 		}
 		r.fetchOthers(ctx, r.currentShard(), st)
-		err := materialise(ctx, r.Loop.Workdir, r.Loop.Source, st, r.Loop.ToolVersion, true, r.Loop.onRender)
+		err := r.Loop.materialise(ctx, st, true)
 		r.served(st, err)
 		return err
 	}
@@ -615,7 +615,7 @@ func (r *Replica) materialiseShard(ctx context.Context) {
 	st, err := r.Etcd.ReadState(ctx)
 	if err == nil {
 		r.fetchOthers(ctx, r.currentShard(), st)
-		err = materialise(ctx, r.Loop.Workdir, r.Loop.Source, st, r.Loop.ToolVersion, true, r.Loop.onRender)
+		err = r.Loop.materialise(ctx, st, true)
 	}
 	r.served(st, err)
 	if err != nil {

@@ -184,6 +184,7 @@ func (p *planner) compare(wk *render.Walked) (*clusterOut, error) {
 // the renders of the applied revisions (causes, files to write again).
 type revisionRepos struct {
 	open func(rev string) (fs.FS, error)
+	load loader.Options // the operation's: its budget, and its cache
 	mu   sync.Mutex
 	revs map[string]*revisionRepo
 }
@@ -215,7 +216,7 @@ func (rr *revisionRepos) get(rev string) *revisionRepo {
 			return
 		}
 		var diags hcl.Diagnostics
-		r.repo, diags = loader.Load(fsys, loader.Options{})
+		r.repo, diags = loader.Load(fsys, rr.load)
 		r.held = map[string]hcl.Diagnostics{}
 		newAttribution(r.repo, nil).attribute(diags, r.held)
 	})

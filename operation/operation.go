@@ -300,7 +300,7 @@ func (o *Operation) Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	// 3. A revision whose inputs are those of the applied state: nothing to
 	// do, nothing loaded.
-	files := inputFingerprint(req.Revision.FS, req.Skip)
+	files := inputFingerprint(req.Revision.FS, o.Load, req.Skip)
 	if req.Saved == nil && len(req.Targets) == 0 && !req.Full && st.Unchanged(files, o.ToolVersion) && hasSet(w, st) {
 		res.Plan = UnchangedPlan(st, req.Revision.SHA, o.ToolVersion, files)
 		res.Outcome = NoChange
@@ -602,7 +602,7 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 	// Each cluster of list is rendered, compared with its applied artifacts
 	// and, for an apply, its new files staged, one after the other; the
 	// graphs of each are dropped once it is done.
-	repos := &revisionRepos{open: o.OpenRevision}
+	repos := &revisionRepos{open: o.OpenRevision, load: o.Load}
 	pl := &planner{
 		st: st, old: byCluster(st.Artifacts), applied: w.SetFS(st.Serial), unreadable: unreadable, stage: stage,
 		guard:     o.Guard && !o.AllowEmpty && !repo.Settings.AllowEmpty,
@@ -672,7 +672,7 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 		}
 		rendered = slices.DeleteFunc(rendered, func(name string) bool { return guarded[name] != "" })
 	}
-	if rev.SHA == source.WorkingTree && files != "" && inputFingerprint(rev.FS, req.Skip) != files {
+	if rev.SHA == source.WorkingTree && files != "" && inputFingerprint(rev.FS, o.Load, req.Skip) != files {
 		// A working tree edited while it was loaded: its fingerprint says
 		// nothing of what was rendered.
 		files, cfiles = "", nil
@@ -1064,10 +1064,10 @@ func recordedClusters(st *state.State) []*ClusterResult {
 	return out
 }
 
-// inputFingerprint is loader.InputFingerprint of fsys, "" when it cannot be
-// taken.
-func inputFingerprint(fsys fs.FS, skip []string) string {
-	files, err := loader.InputFingerprint(fsys, loader.Options{}, skip...)
+// inputFingerprint is loader.InputFingerprint of fsys with the load's
+// budget (which the fingerprint covers), "" when it cannot be taken.
+func inputFingerprint(fsys fs.FS, opts loader.Options, skip []string) string {
+	files, err := loader.InputFingerprint(fsys, opts, skip...)
 	if err != nil {
 		return ""
 	}
