@@ -232,6 +232,9 @@ bench-render:
 # N = 1, 2 and 3 replicas over one etcd on loopback, against one replica's
 # (internal/cli/shard_bench_test.go; docs/etcd.md, Shards). SHARD_NODES nodes in
 # SHARD_CLUSTERS clusters, the median of SHARD_RUNS runs. Needs /usr/bin/etcd.
+# SHARD_SHAPE=heavy takes bench-fleet's plugins and tasks; SHARD_GOMAXPROCS=1
+# runs each replica with one thread of Go code (the replicas share this
+# machine's cores); SHARD_PROFILE=DIR writes each replica's CPU profile.
 SHARD_NODES ?= 2000
 SHARD_CLUSTERS ?= 12
 SHARD_RUNS ?= 3

@@ -64,6 +64,14 @@ func shardEnvInt(name string, def int) int {
 // replica serves the new set. It prints each replica's CPU time and the mean
 // over the replicas against the single replica's. make bench-shards runs it
 // (FUELSYNC_BENCH_SHARDS=1; SHARD_NODES, SHARD_CLUSTERS, SHARD_RUNS).
+//
+// The N replicas share this machine's cores, as they would not in
+// production: with N×GOMAXPROCS threads on fewer cores, each Go runtime's
+// preemption and garbage collector spend CPU time that is contention, not
+// work (runtime.asyncPreempt alone was 0.3 s per replica at N=2 and 0.5 s at
+// N=3 in profiles, none at N=1). SHARD_GOMAXPROCS=1 gives every replica,
+// the single one too, one thread of Go code: the same comparison with less
+// of that contention.
 func TestBenchShards(t *testing.T) {
 	if os.Getenv("FUELSYNC_BENCH_SHARDS") == "" {
 		t.Skip("a measurement: make bench-shards")
@@ -173,7 +181,10 @@ func shardRun(t *testing.T, spec repogen.Spec, n, run int) ([]time.Duration, tim
 	for i := 1; i <= n; i++ {
 		r := &serveReplica{id: fmt.Sprintf("r%d", i), wd: filepath.Join(t.TempDir(), "wd"), args: args, shard: true}
 		if dir := os.Getenv("SHARD_PROFILE"); dir != "" {
-			r.env = []string{"FUELSYNC_TEST_CPUPROFILE=" + dir}
+			r.env = append(r.env, "FUELSYNC_TEST_CPUPROFILE="+dir)
+		}
+		if p := os.Getenv("SHARD_GOMAXPROCS"); p != "" {
+			r.env = append(r.env, "GOMAXPROCS="+p)
 		}
 		r.start(t)
 		reps = append(reps, r)
