@@ -58,11 +58,11 @@ func TestLoopDecodesOnlyChangedFiles(t *testing.T) {
 			t.Errorf("%s: the cache (-want +got):\n%s", what, diff)
 		}
 	}
+	// The plan of a changed cluster also loads the applied revision (the
+	// causes of its changes): every file of it the cache's, and both
+	// versions of demo.yaml held until the next sweep that loads.
 	step("a new node", func() {
 		gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "node-4: {id: 4, roles: [compute]}", "node-4: {id: 4, roles: [compute]}\n  node-7: {id: 7, roles: [compute]}")
-		// The plan of a changed cluster also loads the applied revision (the
-		// causes of its changes): every file of it the cache's, and both
-		// versions of demo.yaml held until the next sweep that loads.
 	}, operation.Applied, 2, cacheStats{Hits: 2*n - 1, Misses: n + 1, Entries: n + 1})
 	step("the README", func() {
 		gittest.EditFile(t, filepath.Join(dir, "README.md"), "#", "# Edited:")
