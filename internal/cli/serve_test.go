@@ -238,17 +238,11 @@ func TestServeRedactsCredentials(t *testing.T) {
 	}
 }
 
-// TestWatchLogs runs `fuelsync watch --repo file://<repository with a working
-// tree>` as a process and reads its JSON log: at start, what it follows (the
-// repository, the branch, the interval, the work directory); each reconcile
-// with one word for its outcome and, when it applies, the plan's summary line
-// and one line per cluster changed with its node counts; an interval that
-// finds the commit reconciled, skipped with the reason; at SIGTERM, that it
-// stopped.
-func TestWatchLogs(t *testing.T) {
-	repo := quickstartRepo(t)
-	wd := filepath.Join(t.TempDir(), "wd")
-	cmd := fuelsyncCmd("--repo", "file://"+repo, "--workdir", wd, "watch", "--interval", "200ms", "--log-format", "json")
+// startJSONLog starts cmd (a watch or serve with --log-format json) and
+// returns its log lines, decoded, until it ends; a line that is not JSON
+// fails the test. The process is killed when the test ends.
+func startJSONLog(t *testing.T, cmd *exec.Cmd) <-chan map[string]any {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -256,7 +250,7 @@ func TestWatchLogs(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
+	t.Cleanup(func() { cmd.Process.Kill() })
 	lines := make(chan map[string]any, 100)
 	go func() {
 		defer close(lines)
@@ -270,6 +264,21 @@ func TestWatchLogs(t *testing.T) {
 			lines <- m
 		}
 	}()
+	return lines
+}
+
+// TestWatchLogs runs `fuelsync watch --repo file://<repository with a working
+// tree>` as a process and reads its JSON log: at start, what it follows (the
+// repository, the branch, the interval, the work directory); each reconcile
+// with one word for its outcome and, when it applies, the plan's summary line
+// and one line per cluster changed with its node counts; an interval that
+// finds the commit reconciled, skipped with the reason; at SIGTERM, that it
+// stopped.
+func TestWatchLogs(t *testing.T) {
+	repo := quickstartRepo(t)
+	wd := filepath.Join(t.TempDir(), "wd")
+	cmd := fuelsyncCmd("--repo", "file://"+repo, "--workdir", wd, "watch", "--interval", "200ms", "--log-format", "json")
+	lines := startJSONLog(t, cmd)
 	var log []map[string]any
 	next := func(what string, match func(m map[string]any) bool) map[string]any {
 		t.Helper()
@@ -471,25 +480,7 @@ func TestWatchLoadBudget(t *testing.T) {
 	wd := filepath.Join(t.TempDir(), "wd")
 	cmd := fuelsyncCmd("--repo", repo, "--workdir", wd, "watch", "--interval", "1h", "--log-format", "json")
 	cmd.Env = append(cmd.Env, "FUELSYNC_MAX_FILE_SIZE=512")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	lines := make(chan map[string]any, 100)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) == nil {
-				lines <- m
-			}
-		}
-	}()
+	lines := startJSONLog(t, cmd)
 	var outcome string
 	var problems []string
 	timeout := time.After(10 * time.Second)
