@@ -3,8 +3,8 @@ package controller
 // Shards (serve --shard): the replicas of a state on etcd share its clusters
 // instead of electing one leader. Each live replica is a member (a key on its
 // lease); each cluster belongs to the member that consistent hashing with
-// bounded loads picks (Assign), which claims the cluster's owner key on its lease and alone
-// renders, plans, applies and commits it. Every replica serves every
+// bounded loads picks (Assign), which claims the cluster's owner key on its
+// lease and alone renders, plans, applies and commits it. Every replica serves every
 // cluster: it makes each committed set from the objects it has and renders
 // of the clusters it lacks, checked by digest, as followers do.
 
@@ -32,14 +32,15 @@ import (
 // sharding does the same). Every (cluster, member) pair has a score (score);
 // the pairs are taken from the highest score down, and each gives its cluster
 // to its member unless the cluster has an owner already or the member holds
-// its share, ceil(clusters / members). So every member owns its share or one
-// fewer — the work divides evenly, as rendezvous hashing alone does not with a
-// few dozen clusters — and the choice depends on the names alone, whatever
-// their order: every replica that sees the same members and clusters makes the
-// same one. A member that joins or leaves, or a cluster added or removed,
-// moves little more than rendezvous hashing would (the clusters a member takes
-// or gives away, and a few more where a share changes). Names given twice
-// count once; an empty map when there is no member.
+// its share: clusters / members rounded down, or up for the first (clusters
+// mod members) members to reach that. So the work divides evenly, as
+// rendezvous hashing alone does not with a few dozen clusters, and the choice
+// depends on the names alone, whatever their order: every replica that sees
+// the same members and clusters makes the same one. A member that joins or
+// leaves, or a cluster added or removed, moves little more than rendezvous
+// hashing would (the clusters a member takes or gives away, and a few more
+// where a share changes). Names given twice count once; an empty map when
+// there is no member.
 func Assign(clusters, members []string) map[string]string {
 	cs, ms := unique(clusters), unique(members)
 	out := make(map[string]string, len(cs))
@@ -196,15 +197,16 @@ func (s *shardState) giveUp() {
 // up first. A cluster whose key another live member still holds (it is giving
 // it up) is left for a retry.
 func (s *shardState) owns(clusters []string) []string {
+	names := unique(clusters)
 	s.mu.Lock()
 	// A retry is due until a run that asks claims every cluster: a run that
 	// stops short of asking (its commit seen already) keeps it due.
-	s.names, s.assign, s.retry = unique(clusters), nil, false
+	s.names, s.assign, s.retry = names, nil, false
 	s.mu.Unlock()
 	s.giveUp()
 	id := s.member.ID()
 	var mine []string
-	for _, c := range unique(clusters) {
+	for _, c := range names {
 		if s.owner(c) != id {
 			continue
 		}

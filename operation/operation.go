@@ -94,10 +94,12 @@ type Request struct {
 	// applied state), sorted, once per run (a serve replica's shard, which
 	// claims what it returns, controller/shard.go); with Targets, to those of
 	// them targeted too. The others are untouched, as with Targets. Unlike
-	// Targets it is no explicit apply (a sync: manual cluster still waits for approval), and
-	// a cluster waits for a dependency it does not own until the state
-	// records that dependency synced at the revision. A run that owns no
-	// cluster applies nothing.
+	// Targets it is no explicit apply (a sync: manual cluster still waits
+	// for approval), and a cluster waits for a dependency it does not own
+	// until the state records that dependency synced at the revision. A run
+	// that owns no cluster applies nothing. A run with nothing to do (its
+	// inputs are the applied state's) still gives Owns the clusters the
+	// state records.
 	Owns func(clusters []string) []string
 	// Apply applies the plan, under the lock; without it the operation plans.
 	Apply bool
