@@ -470,9 +470,9 @@ func (l *Loop) materialise(ctx context.Context, st *state.State, objects bool) e
 // materialiseFor is Materialise, with objects as Loop.materialise has it;
 // onRender, when set, is told the clusters it renders. With loop (not nil),
 // the loads take its load options and its cache, swept afterwards unless a
-// reconcile of loop runs (which sweeps at its end). A replica that makes the set of each
-// commit renders only the clusters it lacks, but loads the whole revision:
-// with the cache it decodes only the files the commit changed.
+// reconcile of loop runs (which sweeps at its end). A replica that makes the
+// set of each commit renders only the clusters it lacks, but loads the whole
+// revision: with the cache it decodes only the files the commit changed.
 func materialiseFor(ctx context.Context, loop *Loop, w *state.Workdir, src source.Source, st *state.State, toolVersion string, objects bool, onRender func([]string)) error {
 	var load loader.Options
 	if loop != nil {
