@@ -472,17 +472,7 @@ func (e *Etcd) Commit(ctx context.Context, prev int64, next *state.State) error 
 		if err != nil {
 			return err
 		}
-		cmps := []clientv3.Cmp{}
-		if prev == 0 {
-			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(e.key("serial")), "=", 0))
-		} else {
-			cmps = append(cmps, clientv3.Compare(clientv3.Value(e.key("serial")), "=", strconv.FormatInt(prev, 10)))
-		}
-		e.mu.Lock()
-		if e.held != nil {
-			cmps = append(cmps, e.held.IsOwner())
-		}
-		e.mu.Unlock()
+		cmps := append([]clientv3.Cmp{e.serialIs(prev)}, e.heldLock()...)
 		cmps = append(cmps, p.compares(e, len(cmps))...)
 		// 2. The commit point: header and serial, if nothing moved.
 		resp, err := e.client.Txn(ctx).If(cmps...).Then(
@@ -516,6 +506,26 @@ func (e *Etcd) Commit(ctx context.Context, prev int64, next *state.State) error 
 	}
 }
 
+// serialIs is the compare of a commit on serial prev: the stored serial is
+// prev, or there is none when prev is 0.
+func (e *Etcd) serialIs(prev int64) clientv3.Cmp {
+	if prev == 0 {
+		return clientv3.Compare(clientv3.CreateRevision(e.key("serial")), "=", 0)
+	}
+	return clientv3.Compare(clientv3.Value(e.key("serial")), "=", strconv.FormatInt(prev, 10))
+}
+
+// heldLock is the compare that this process still holds the lock, when it
+// took it (none otherwise).
+func (e *Etcd) heldLock() []clientv3.Cmp {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.held == nil {
+		return nil
+	}
+	return []clientv3.Cmp{e.held.IsOwner()}
+}
+
 // migrate moves a state an older fuelsync kept at <prefix>/state (and
 // <prefix>/serial, <prefix>/parts/) into the prefix's namespace, once, by the
 // first writer that holds the lock: the parts are written in the namespace,
@@ -546,7 +556,7 @@ func (e *Etcd) migrate(ctx context.Context) error {
 	}
 	tomb, _ := json.Marshal(etcdHeader{FormatVersion: movedVersion, Lineage: st.Lineage, Serial: st.Serial, MovedTo: e.key("")})
 	cmps := []clientv3.Cmp{
-		clientv3.Compare(clientv3.CreateRevision(e.key("serial")), "=", 0),
+		e.serialIs(0),
 		clientv3.Compare(clientv3.ModRevision(e.oldKey("state")), "=", old.stateModRev),
 	}
 	if old.hasSerial {
@@ -554,11 +564,7 @@ func (e *Etcd) migrate(ctx context.Context) error {
 	} else {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(e.oldKey("serial")), "=", 0))
 	}
-	e.mu.Lock()
-	if e.held != nil {
-		cmps = append(cmps, e.held.IsOwner())
-	}
-	e.mu.Unlock()
+	cmps = append(cmps, e.heldLock()...)
 	cmps = append(cmps, p.compares(e, len(cmps))...)
 	tr, err := e.client.Txn(ctx).If(cmps...).Then(
 		clientv3.OpPut(e.key("state"), string(p.header)),

@@ -327,12 +327,7 @@ func (e *Etcd) CommitShard(ctx context.Context, m state.Membership, clusters []s
 		if err != nil {
 			return nil, false, err
 		}
-		var cmps []clientv3.Cmp
-		if prev == 0 {
-			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(e.key("serial")), "=", 0))
-		} else {
-			cmps = append(cmps, clientv3.Compare(clientv3.Value(e.key("serial")), "=", strconv.FormatInt(prev, 10)))
-		}
+		cmps := []clientv3.Cmp{e.serialIs(prev)}
 		for _, c := range clusters {
 			cmps = append(cmps, clientv3.Compare(clientv3.LeaseValue(e.key("owners/"+c)), "=", mm.lease()))
 		}
