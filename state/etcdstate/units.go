@@ -46,6 +46,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -152,19 +153,10 @@ func (c *partCache) set(rev, serial int64, units map[string]cachedUnit, refs []*
 // the clusters by key.
 func (h *etcdHeader) units() []*etcdUnit {
 	out := []*etcdUnit{h.Rest}
-	for _, k := range sortedKeys(h.Clusters) {
+	for _, k := range slices.Sorted(maps.Keys(h.Clusters)) {
 		out = append(out, h.Clusters[k])
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // checkV2 checks a format-2 header: at most maxUnits units, each a cluster
@@ -251,7 +243,7 @@ func (e *Etcd) readV2(ctx context.Context, h etcdHeader, rev, hdrRev int64) (*st
 	if st.Serial != h.Serial || st.Lineage != h.Lineage {
 		return nil, fmt.Errorf("the state in %s: its header says serial %d, lineage %s, its document serial %d, lineage %s", e, h.Serial, h.Lineage, st.Serial, st.Lineage)
 	}
-	keys := sortedKeys(h.Clusters)
+	keys := slices.Sorted(maps.Keys(h.Clusters))
 	docs := make([]unitDoc, len(keys))
 	nc, na := len(st.Clusters), len(st.Artifacts)
 	for i, k := range keys {
@@ -496,7 +488,7 @@ func packV2(st *state.State, reuse func([32]byte) (etcdUnit, bool)) (etcdHeader,
 	if h.Rest, err = pack(rest); err != nil {
 		return h, nil, err
 	}
-	for _, k := range sortedKeys(docs) {
+	for _, k := range slices.Sorted(maps.Keys(docs)) {
 		if h.Clusters[k], err = pack(docs[k]); err != nil {
 			return h, nil, err
 		}
@@ -541,13 +533,7 @@ func (e *Etcd) knownParts(ctx context.Context, prev int64, force bool) (map[stri
 	if err != nil || h.FormatVersion != formatV2 || h.Serial != prev {
 		return nil, nil, 0
 	}
-	parts = map[string]bool{}
-	for _, u := range h.units() {
-		for _, p := range u.Parts {
-			parts[p] = true
-		}
-	}
-	return parts, nil, resp.Kvs[0].ModRevision
+	return h.digests(), nil, resp.Kvs[0].ModRevision
 }
 
 // writeState packs st and writes the parts that the header at serial prev
@@ -619,7 +605,7 @@ func (p *pending) compares(e *Etcd, have int) []clientv3.Cmp {
 	if p.base > 0 {
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(e.key("state")), "=", p.base))
 	}
-	for _, k := range sortedKeys(p.put) {
+	for _, k := range slices.Sorted(maps.Keys(p.put)) {
 		if have+len(cmps) >= maxPartCompares {
 			break
 		}

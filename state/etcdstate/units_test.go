@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -106,7 +107,7 @@ func TestEtcdUnitsRoundTrip(t *testing.T) {
 					t.Errorf("%d units for %d clusters; want one each", len(h.Clusters), tc.clusters)
 				}
 				if _, ok := h.Clusters["cluster-007"]; !ok {
-					t.Errorf("no unit of cluster-007: %v", sortedKeys(h.Clusters))
+					t.Errorf("no unit of cluster-007: %v", slices.Sorted(maps.Keys(h.Clusters)))
 				}
 			}
 			resp, _ := w.client.Get(ctx, w.key("state"))
