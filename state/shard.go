@@ -256,11 +256,10 @@ func (w *Workdir) publishMerged(mb MergingBackend, cur, st *State, objs *objectW
 	// publish, or read and checked against the digest here, once.
 	err = w.writeSet(tmp, st, objs, func(_ func(string, []byte) error, link func(string, string) error) error {
 		for _, name := range slices.Sorted(maps.Keys(st.Artifacts)) {
-			sum := st.Artifacts[name]
-			if err := objs.done.do(sum, func() error { return w.checkObject(sum) }); err != nil {
-				return fmt.Errorf("%s: %w", name, err)
+			if err := objs.checked(name, st.Artifacts[name]); err != nil {
+				return err
 			}
-			if err := link(name, sum); err != nil {
+			if err := link(name, st.Artifacts[name]); err != nil {
 				return err
 			}
 		}
@@ -293,7 +292,7 @@ func (w *Workdir) publishMerged(mb MergingBackend, cur, st *State, objs *objectW
 // differs. A replica makes an applied set from the objects it already has
 // instead of rendering their clusters again.
 func (w *Workdir) ReadObject(sum string) ([]byte, error) {
-	if len(sum) != 64 || strings.Trim(sum, "0123456789abcdef") != "" {
+	if !isLowerHex(sum, 2*sha256.Size) {
 		return nil, fmt.Errorf("%q is not a sha256", sum)
 	}
 	data, err := os.ReadFile(w.objectPath(sum))
@@ -312,7 +311,7 @@ func (w *Workdir) ReadObject(sum string) ([]byte, error) {
 func (w *Workdir) HasObjects(digests map[string]string, names []string) bool {
 	for _, name := range names {
 		sum := digests[name]
-		if len(sum) != 64 || strings.Trim(sum, "0123456789abcdef") != "" {
+		if !isLowerHex(sum, 2*sha256.Size) {
 			return false
 		}
 		if _, err := os.Stat(w.objectPath(sum)); err != nil {

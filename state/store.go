@@ -607,26 +607,34 @@ func (w *Workdir) WriteSetLinked(st *State, write func(put func(name string, dat
 	var follow sync.Once
 	return w.writeCommittedSet(st, objs, func(put func(string, []byte) error, link func(string, string) error) error {
 		return write(put, func(name, sum string) error {
-			// An object the current set holds unchanged by its stat (its
-			// seal) is linked unread; any other is read and checked. (Once
-			// the new set has its own seal time: writeCommittedSet.)
+			// Once the new set has its own seal time (writeCommittedSet),
+			// it follows the current set.
 			follow.Do(func() { objs.follow(nil) })
-			if objs.keep(name, sum) {
-				return link(name, sum)
-			}
-			err := objs.done.do(sum, func() error { return w.checkObject(sum) })
-			if err != nil {
-				return fmt.Errorf("%s: %w", name, err)
+			if err := objs.checked(name, sum); err != nil {
+				return err
 			}
 			return link(name, sum)
 		})
 	})
 }
 
+// checked makes sure the object sum may be linked as name of the set o
+// writes: it is the applied set's file kept unchanged by its stat (unread,
+// store_seal.go), or it is read and checked against sum (once per object).
+func (o *objectWriter) checked(name, sum string) error {
+	if o.keep(name, sum) {
+		return nil
+	}
+	if err := o.done.do(sum, func() error { return o.w.checkObject(sum) }); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
 // checkObject is ReadObject without keeping the content: the object is
 // hashed as it is read, with a buffer of its own.
 func (w *Workdir) checkObject(sum string) error {
-	if len(sum) != 64 || strings.Trim(sum, "0123456789abcdef") != "" {
+	if !isLowerHex(sum, 2*sha256.Size) {
 		return fmt.Errorf("%q is not a sha256", sum)
 	}
 	readHook(w.objectPath(sum))
