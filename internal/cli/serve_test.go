@@ -238,6 +238,25 @@ func TestServeRedactsCredentials(t *testing.T) {
 	}
 }
 
+// exitsWithin starts cmd and waits at most d for it to exit: whether it
+// exited (killed, and waited for, when it did not), and its error.
+func exitsWithin(t *testing.T, cmd *exec.Cmd, d time.Duration) (bool, error) {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return true, err
+	case <-time.After(d):
+		cmd.Process.Kill()
+		<-done
+		return false, nil
+	}
+}
+
 // startJSONLog starts cmd (a watch or serve with --log-format json) and
 // returns its log lines, decoded, until it ends; a line that is not JSON
 // fails the test. The process is killed when the test ends.
@@ -527,21 +546,13 @@ func TestWatchLoadBudget(t *testing.T) {
 		cmd.Env = append(cmd.Env, "FUELSYNC_MAX_REPO_SIZE=lots")
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			want := `FUELSYNC_MAX_REPO_SIZE="lots": want a positive size`
-			if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(stderr.String(), want) {
-				t.Errorf("%s with a budget that is not a size: %v (exit %d), stderr:\n%s\nwant exit 1 and %q", args[0], err, code, stderr.String(), want)
-			}
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
+		exited, err := exitsWithin(t, cmd, 10*time.Second)
+		want := `FUELSYNC_MAX_REPO_SIZE="lots": want a positive size`
+		switch {
+		case !exited:
 			t.Errorf("%s with a budget that is not a size still runs after 10 s", args[0])
+		case cmd.ProcessState.ExitCode() != 1 || !strings.Contains(stderr.String(), want):
+			t.Errorf("%s with a budget that is not a size: %v (exit %d), stderr:\n%s\nwant exit 1 and %q", args[0], err, cmd.ProcessState.ExitCode(), stderr.String(), want)
 		}
 	}
 }

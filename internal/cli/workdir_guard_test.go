@@ -156,20 +156,12 @@ func TestBareRepoWorkdirDotRefused(t *testing.T) {
 			cmd.Dir = t.TempDir()
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case err := <-done:
-				if err == nil || !strings.Contains(stderr.String(), "is a path in a bare repository") && !strings.Contains(stderr.String(), "is the repository itself") {
-					t.Errorf("watch: %v, stderr:\n%s\nwant it refused", err, stderr.String())
-				}
-			case <-time.After(5 * time.Second):
-				cmd.Process.Kill()
-				<-done
+			exited, err := exitsWithin(t, cmd, 5*time.Second)
+			switch {
+			case !exited:
 				t.Errorf("watch started on a bare repository whose workdir: is %s; stderr:\n%s", setting, stderr.String())
+			case err == nil || !strings.Contains(stderr.String(), "is a path in a bare repository") && !strings.Contains(stderr.String(), "is the repository itself"):
+				t.Errorf("watch: %v, stderr:\n%s\nwant it refused", err, stderr.String())
 			}
 			unchangedFiles(t, "the bare repository", before, snapshot(t, bare))
 			gitFsck(t, bare)
