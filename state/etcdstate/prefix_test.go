@@ -147,33 +147,6 @@ func TestEtcdPrefixesRefused(t *testing.T) {
 	}
 }
 
-// oldLayout writes st as a fuelsync before the namespace did, at
-// <prefix>/state, <prefix>/serial and <prefix>/parts/.
-func oldLayout(t *testing.T, e *Etcd, st *state.State) {
-	t.Helper()
-	h, parts, err := packStateV1(st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.PlainSize = 0 // older headers did not record it
-	ctx := context.Background()
-	for _, p := range parts {
-		sum := sha256.Sum256(p)
-		k := e.oldKey("parts/" + hex.EncodeToString(sum[:]))
-		h.Parts = append(h.Parts, k)
-		if _, err := e.client.Put(ctx, k, string(p)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	header, _ := json.Marshal(h)
-	if _, err := e.client.Put(ctx, e.oldKey("state"), string(header)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.client.Put(ctx, e.oldKey("serial"), strconv.FormatInt(st.Serial, 10)); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestEtcdOldLayoutMoved: a state an older fuelsync kept at <prefix>/state is
 // read there while the namespace holds none, and the first writer moves it in
 // (a tombstone left at the old header stops an older fuelsync); the lineage
@@ -183,7 +156,7 @@ func TestEtcdOldLayoutMoved(t *testing.T) {
 	ctx := context.Background()
 	e := etcdAt(t, c, "prod")
 	old := stateOf("lin", 7, 20000)
-	oldLayout(t, e, old)
+	v1Layout(t, e, old, e.oldKey)
 	got, err := e.ReadState(ctx)
 	if err != nil {
 		t.Fatal(err)

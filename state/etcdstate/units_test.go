@@ -226,28 +226,33 @@ func TestEtcdReaderFetchesChangedParts(t *testing.T) {
 	}
 }
 
-// v1Layout writes st in format 1 in e's namespace, as the fuelsync before
-// format 2 did.
-func v1Layout(t *testing.T, e *Etcd, st *state.State) {
+// v1Layout writes st in format 1 as the fuelsync before format 2 did, its
+// header, serial and parts at the keys key gives: e.key (the namespace) or
+// e.oldKey (as a fuelsync before the namespace did, whose headers did not
+// record the plain size either).
+func v1Layout(t *testing.T, e *Etcd, st *state.State, key func(string) string) {
 	t.Helper()
 	h, parts, err := packStateV1(st)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if key("state") == e.oldKey("state") {
+		h.PlainSize = 0
+	}
 	ctx := context.Background()
 	for _, p := range parts {
 		sum := sha256.Sum256(p)
-		k := e.key("parts/" + hex.EncodeToString(sum[:]))
+		k := key("parts/" + hex.EncodeToString(sum[:]))
 		h.Parts = append(h.Parts, k)
 		if _, err := e.client.Put(ctx, k, string(p)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	header, _ := json.Marshal(h)
-	if _, err := e.client.Put(ctx, e.key("state"), string(header)); err != nil {
+	if _, err := e.client.Put(ctx, key("state"), string(header)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.client.Put(ctx, e.key("serial"), strconv.FormatInt(st.Serial, 10)); err != nil {
+	if _, err := e.client.Put(ctx, key("serial"), strconv.FormatInt(st.Serial, 10)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -259,7 +264,7 @@ func TestEtcdFormat1Converted(t *testing.T) {
 	ctx := context.Background()
 	e := etcdAt(t, c, "v1")
 	st := fleetState("lin", 4, 10, 3000)
-	v1Layout(t, e, st)
+	v1Layout(t, e, st, e.key)
 	if h := storedHeader(t, e); h.FormatVersion != "1" || len(h.Parts) < 2 {
 		t.Fatalf("the format-1 header: %q, %d parts", h.FormatVersion, len(h.Parts))
 	}
