@@ -40,7 +40,7 @@ func TestRules(t *testing.T) {
 			want:   "x@a=succeeded y@a=succeeded z@a=succeeded", phase: Ended,
 		},
 		"sync-node tasks start when their requirements finished, failed or not": {
-			graph: "sync: end/stage<-x@a,x@b; post/stage<-end\na: x; z<-post@sync\nb: x; z<-post@sync\ngroups: g=1:a,b",
+			graph:  "sync: end/stage<-x@a,x@b; post/stage<-end\na: x; z<-post@sync\nb: x; z<-post@sync\ngroups: g=1:a,b",
 			script: []string{"d a x", "d b x", "fail a x boom", "d b -", "ok b x", "d b z", "ok b z"},
 			want:   "end@sync=skipped post@sync=skipped x@a=failed x@b=succeeded z@a=dep_failed z@b=succeeded",
 			phase:  Ended,
