@@ -130,14 +130,18 @@ func (s *State) applyDispatch(ev Event) error {
 	if err != nil {
 		return err
 	}
-	if next, ok := s.Next(ni); !ok || next != t || ev.Attempt != s.tasks[t].attempt+1 {
-		return fmt.Errorf("task %s is not the next of node %s", ev.Task, ev.Node)
-	}
+	// Any ready task the node may run now (not only Next's choice: a log
+	// written by another version, with other priorities, still replays).
 	n := &s.nodes[ni]
+	l := s.G.Tasks[t].Limit
+	if s.Phase != Active || n.busy >= 0 || n.halted || s.busy >= s.Opts.MaxNodes || !slices.Contains(n.ready, t) ||
+		(l >= 0 && int(s.running[l]) >= s.G.Limits[l]) || ev.Attempt != s.tasks[t].attempt+1 {
+		return fmt.Errorf("task %s may not start on node %s now", ev.Task, ev.Node)
+	}
 	n.ready = slices.DeleteFunc(n.ready, func(r int32) bool { return r == t })
 	n.busy = t
 	s.busy++
-	if l := s.G.Tasks[t].Limit; l >= 0 {
+	if l >= 0 {
 		s.running[l]++
 	}
 	ts := &s.tasks[t]

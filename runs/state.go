@@ -100,6 +100,9 @@ type State struct {
 	// TakeWoken; all says any node may (a slot was freed).
 	woken []int32
 	all   bool
+	// ended are nodes whose tasks of the run all finished, since the last
+	// TakeEnded.
+	ended []int32
 }
 
 type taskState struct {
@@ -118,6 +121,7 @@ type nodeState struct {
 	failed bool  // a task of its own failed or dep_failed
 	ready  []int32
 	noops  []int32 // no-ops ready while the node was busy
+	open   int32   // its tasks of the run not finished
 }
 
 // New returns a run's initial state: every task of the run pending (those
@@ -151,6 +155,7 @@ func New(g *Graph, opts Options, start int64) (*State, error) {
 			ts.status, ts.outside = Succeeded, true
 		default:
 			s.open++
+			s.nodes[g.Tasks[t].Node].open++
 		}
 	}
 	s.initWaiting(start)
@@ -257,8 +262,17 @@ func (s *State) finish(t int32, st Status, at int64, msg string) {
 	if msg != "" {
 		s.msgs[t] = msg
 	}
-	s.open--
+	s.closeTask(t)
 	s.passOn(t, at)
+}
+
+// closeTask counts a task of the run finished, in the run and its node.
+func (s *State) closeTask(t int32) {
+	s.open--
+	ni := s.G.Tasks[t].Node
+	if s.nodes[ni].open--; s.nodes[ni].open == 0 {
+		s.ended = append(s.ended, ni)
+	}
 }
 
 // passOn tells t's dependents that t finished: a sync task counts any end, a
@@ -352,7 +366,7 @@ func (s *State) stop(at int64, reason string) {
 		if s.tasks[t].status == Pending {
 			s.tasks[t].status, s.tasks[t].end = NotRun, at
 			s.msgs[int32(t)] = "the run stopped: " + reason
-			s.open--
+			s.closeTask(int32(t))
 		}
 	}
 	for ni := range s.nodes {
@@ -391,6 +405,14 @@ func (s *State) freeNode(ni int32, t int32) {
 	s.noops = append(s.noops, n.noops...)
 	n.noops = nil
 	s.woken = append(s.woken, ni)
+}
+
+// TakeEnded returns the nodes whose tasks of the run all finished since the
+// last call.
+func (s *State) TakeEnded() []int32 {
+	out := s.ended
+	s.ended = nil
+	return out
 }
 
 // TakeWoken returns the nodes that may have a task to dispatch since the last
