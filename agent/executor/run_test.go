@@ -178,7 +178,7 @@ func TestCancelStopsTheGroup(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan Result)
 	go func() {
-		done <- e.Run(ctx, shell("sleep 1000 & echo $! > child; echo started; wait", "cwd", dir, "retries", 3.0))
+		done <- e.Run(ctx, shell(waitRecord(e)+"sleep 1000 & echo $! > child; echo started; wait", "cwd", dir, "retries", 3.0))
 	}()
 	<-w.seen
 	if !exists(filepath.Join(e.cfg.StateDir, runningFile)) {
@@ -214,13 +214,19 @@ func TestRunningRecord(t *testing.T) {
 		}
 		os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
 	}()
-	r := e.Run(t.Context(), shell("echo $$ > leader; echo started; while [ ! -e go ]; do sleep 0.01; done", "cwd", dir))
+	r := e.Run(t.Context(), shell(waitRecord(e)+"echo $$ > leader; echo started; while [ ! -e go ]; do sleep 0.01; done", "cwd", dir))
 	if r.Status != Succeeded {
 		t.Fatalf("Run: %+v", r)
 	}
 	if exists(filepath.Join(e.cfg.StateDir, runningFile)) {
 		t.Error("running.json is left after the command ended")
 	}
+}
+
+// waitRecord is shell code that waits until the executor has written
+// running.json (just after it started the command).
+func waitRecord(e *testExec) string {
+	return "while [ ! -e '" + filepath.Join(e.cfg.StateDir, runningFile) + "' ]; do sleep 0.01; done; "
 }
 
 // TestRetries: a failed attempt runs again after its interval while
