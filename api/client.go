@@ -77,7 +77,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	u.RawQuery = query.Encode()
 	var body io.Reader
 	if in != nil {
-		data, err := json.Marshal(in)
+		data, err := Marshal(in)
 		if err != nil {
 			return 0, err
 		}

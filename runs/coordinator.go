@@ -288,6 +288,9 @@ func (c *Coordinator) Next(ctx context.Context, cluster, node string, wait time.
 			} else {
 				wake = l.waker(ni)
 				res := l.submit(ctx, &op{kind: opNext, node: ni})
+				if errors.Is(res.err, errRunEnded) {
+					continue // wait for the next run
+				}
 				if res.err != nil || res.assignment != nil {
 					return res.assignment, res.err
 				}

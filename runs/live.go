@@ -60,17 +60,29 @@ func (l *live) submit(ctx context.Context, o *op) opResult {
 	select {
 	case l.ops <- o:
 	case <-l.done:
-		return opResult{err: ErrStale}
+		return opResult{err: errRunEnded}
 	case <-ctx.Done():
 		return opResult{err: ctx.Err()}
 	}
 	select {
 	case r := <-o.reply:
 		return r
+	case <-l.done:
+		// The committer answers before it ends the run: an answer is
+		// there, or o came too late.
+		select {
+		case r := <-o.reply:
+			return r
+		default:
+			return opResult{err: errRunEnded}
+		}
 	case <-ctx.Done():
 		return opResult{err: ctx.Err()}
 	}
 }
+
+// errRunEnded says an operation came after its run ended.
+var errRunEnded = fmt.Errorf("the run has ended: %w", ErrStale)
 
 func (l *live) stopped() <-chan struct{} { return l.exit }
 

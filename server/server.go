@@ -29,6 +29,7 @@ import (
 	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/reports"
+	"github.com/fuelsync/fuelsync/runs"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -78,6 +79,12 @@ type Server struct {
 	// from (reports.Token): a node reports with its own token, and reads its
 	// own graphs with it too. Without it, no report is taken.
 	AgentSecret []byte
+	// Runs, when set, coordinates the deployments (serve with
+	// --agent-secret-file): the runs API and the agents' tasks.
+	Runs *runs.Coordinator
+
+	autoMu   sync.Mutex    // one autoDeploy at a time
+	autoKick chan struct{} // asks for autoDeploy (after an apply)
 
 	keptMu sync.Mutex
 	kept   map[int64]*state.State // the kept applied sets' states (keptState)
@@ -179,6 +186,14 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/v1/clusters/{cluster}/nodes/{node}/reports", s.report)
 	mux.HandleFunc("GET /api/v1/clusters/{cluster}/nodes/{node}", s.node)
 	mux.HandleFunc("POST /api/v1/objects", s.objects)
+	mux.HandleFunc("GET /api/v1/clusters/{cluster}/nodes/{node}/tasks/next", s.nextTask)
+	mux.HandleFunc("POST /api/v1/clusters/{cluster}/nodes/{node}/runs/{run}/tasks", s.taskReport)
+	mux.HandleFunc("GET /api/v1/clusters/{cluster}/runs", s.listRuns)
+	mux.HandleFunc("POST /api/v1/clusters/{cluster}/runs", s.startRun)
+	mux.HandleFunc("POST /api/v1/clusters/{cluster}/runs/retry", s.retryRun)
+	mux.HandleFunc("POST /api/v1/clusters/{cluster}/runs/stop", s.stopRun)
+	mux.HandleFunc("GET /api/v1/clusters/{cluster}/runs/{id}", s.getRun)
+	mux.HandleFunc("GET /api/v1/clusters/{cluster}/runs/{id}/output", s.runOutput)
 	mux.HandleFunc("/{$}", s.page)
 	mux.HandleFunc("GET /clusters/{cluster}", s.clusterPage)
 	mux.HandleFunc("GET /clusters/{cluster}/nodes/{node}", s.nodePage)

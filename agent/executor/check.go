@@ -237,6 +237,8 @@ type params struct {
 	m      map[string]any
 	prefix string
 	ps     *problems
+	// root is Config.Root: every absolute path is taken under it.
+	root string
 }
 
 // get is the value of key; a nil value is absent.
@@ -278,7 +280,7 @@ func (p params) path(key string, required bool) string {
 	case !filepath.IsAbs(s):
 		p.ps.add("%s%s: want an absolute path, not %s", p.prefix, key, describe(s))
 	default:
-		return filepath.Clean(s)
+		return filepath.Join(p.root, filepath.Clean(s))
 	}
 	return ""
 }

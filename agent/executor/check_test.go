@@ -72,8 +72,8 @@ func TestCheck(t *testing.T) {
 		{"puppet with a relative manifest", task("puppet", "puppet_manifest", "site.pp", "cwd", "/etc/puppet"), ""},
 		{"puppet without a manifest", task("puppet"), "parameters.puppet_manifest: required"},
 		{"puppet with an empty manifest", task("puppet", "puppet_manifest", ""), "parameters.puppet_manifest: empty"},
-		{"puppet with a relative module directory", task("puppet", "puppet_manifest", "/a.pp", "puppet_modules", "/etc/puppet/modules:modules"), `parameters.puppet_modules: want absolute directories separated by ':', not "modules"`},
-		{"puppet with an empty module directory", task("puppet", "puppet_manifest", "/a.pp", "puppet_modules", "/a::/b"), `parameters.puppet_modules: want absolute directories separated by ':', not ""`},
+		{"puppet with a module directory relative to cwd (a plugin's)", task("puppet", "puppet_manifest", "/a.pp", "puppet_modules", "puppet/modules:/etc/puppet/modules"), ""},
+		{"puppet with an empty module directory", task("puppet", "puppet_manifest", "/a.pp", "puppet_modules", "/a::/b"), `parameters.puppet_modules: an empty directory in "/a::/b"`},
 
 		{"upload_file", task("upload_file", "path", "/etc/x", "data", "", "permissions", "0640", "dir_permissions", "750"), ""},
 		{"upload_file without a path", task("upload_file", "data", "x"), "parameters.path: required"},

@@ -90,6 +90,11 @@ type Config struct {
 	// standard input and in the file named by FUELSYNC_TASK_FILE; exit 0 is
 	// success.
 	Overrides map[string][]string
+	// Root, when set, is the node's root directory: every absolute path of
+	// a task (cwd, puppet_manifest, puppet_modules, path, src, dst) is taken
+	// under it, as in a container that mounts the node's root there (or a
+	// test). A shell task's command is run as written.
+	Root string
 	// StateDir is where the executor keeps the running process group's
 	// record (running.json), the reboot marker (reboot.json) and an
 	// override's task file (task.json). It is created (0700) if missing.

@@ -85,16 +85,17 @@ func TestPuppet(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("exit %d noop %v", tt.code, tt.noop), func(t *testing.T) {
 			os.WriteFile(filepath.Join(dir, "code"), []byte(fmt.Sprint(tt.code)), 0o644)
-			tk := task("puppet", "puppet_manifest", "manifests/site.pp", "puppet_modules", "/m1:/m2", "cwd", cwd, "retries", 0.0)
+			tk := task("puppet", "puppet_manifest", "manifests/site.pp", "puppet_modules", "/m1:modules", "cwd", cwd, "retries", 0.0)
 			tk.Noop = tt.noop
 			r := e.Run(t.Context(), tk)
 			if r.Status != tt.status || r.Message != tt.message || string(r.Output) != "puppet output\n" {
 				t.Errorf("Run: %s %q %q, want %s %q", r.Status, r.Message, r.Output, tt.status, tt.message)
 			}
 			args, _ := os.ReadFile(filepath.Join(dir, "args"))
-			want := "apply\n--detailed-exitcodes\n--modulepath=/m1:/m2\n" + cwd + "/manifests/site.pp\n"
+			// A module directory relative to cwd is made absolute there.
+			want := "apply\n--detailed-exitcodes\n--modulepath=/m1:" + cwd + "/modules\n" + cwd + "/manifests/site.pp\n"
 			if tt.noop {
-				want = "apply\n--detailed-exitcodes\n--modulepath=/m1:/m2\n--noop\n" + cwd + "/manifests/site.pp\n"
+				want = "apply\n--detailed-exitcodes\n--modulepath=/m1:" + cwd + "/modules\n--noop\n" + cwd + "/manifests/site.pp\n"
 			}
 			if string(args) != want {
 				t.Errorf("puppet's arguments:\n%s\nwant\n%s", args, want)
@@ -422,5 +423,31 @@ func TestNew(t *testing.T) {
 	if strings.Join(c.Puppet, " ") != "puppet apply --detailed-exitcodes" || strings.Join(c.Reboot, " ") != "shutdown -r now" ||
 		strings.Join(c.Rsync, " ") != "rsync" || c.MaxOutput != 16<<10 || c.KillGrace != 10*time.Second {
 		t.Errorf("defaults: %+v", c)
+	}
+}
+
+// TestRoot: with Config.Root, every absolute path of a task is taken under
+// it: cwd, the manifest, the modules, a file written.
+func TestRoot(t *testing.T) {
+	root, state := t.TempDir(), t.TempDir()
+	bin := filepath.Join(state, "puppet")
+	os.WriteFile(bin, []byte("#!/bin/sh\necho \"$PWD $*\" > "+filepath.Join(state, "args")+"\n"), 0o755)
+	os.MkdirAll(filepath.Join(root, "etc/fuel/plugins/p-1.0"), 0o755)
+	e, err := New(Config{StateDir: filepath.Join(state, "x"), Root: root, Puppet: []string{bin}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.Run(t.Context(), task("puppet", "puppet_manifest", "m.pp", "puppet_modules", "modules:/etc/puppet/modules", "cwd", "/etc/fuel/plugins/p-1.0", "retries", 0.0))
+	if r.Status != Succeeded {
+		t.Fatalf("puppet: %s %s", r.Status, r.Message)
+	}
+	args, _ := os.ReadFile(filepath.Join(state, "args"))
+	cwd := filepath.Join(root, "etc/fuel/plugins/p-1.0")
+	if want := cwd + " --modulepath=" + cwd + "/modules:" + root + "/etc/puppet/modules " + cwd + "/m.pp\n"; string(args) != want {
+		t.Errorf("puppet ran as\n%s\nwant\n%s", args, want)
+	}
+	r = e.Run(t.Context(), task("upload_file", "path", "/etc/x.conf", "data", "hello"))
+	if data, err := os.ReadFile(filepath.Join(root, "etc/x.conf")); r.Status != Succeeded || string(data) != "hello" {
+		t.Errorf("upload_file under the root: %s %s, %q %v", r.Status, r.Message, data, err)
 	}
 }

@@ -94,8 +94,8 @@ var overrideDefaults = typeDefaults{timeout: 3600, retries: 0, interval: 2}
 func (e *Executor) plan(t Task) (*plan, error) {
 	var ps problems
 	checkTask(t, &ps)
-	p := &plan{task: t, cwd: "/"}
-	in := params{m: t.Parameters, prefix: "parameters.", ps: &ps}
+	p := &plan{task: t, cwd: filepath.Join("/", e.cfg.Root)}
+	in := params{m: t.Parameters, prefix: "parameters.", ps: &ps, root: e.cfg.Root}
 	build, known := builders[t.Type]
 	argv, over := e.cfg.Overrides[t.Type]
 	switch {
@@ -146,8 +146,9 @@ func buildShell(_ *Executor, p *plan, in params) {
 	p.action, p.label, p.argv = actCommand, "the command", []string{"/bin/sh", "-c", cmd}
 }
 
-// buildPuppet: the puppet command with --modulepath, --noop on a noop run,
-// and puppet_manifest (absolute, or relative to cwd).
+// buildPuppet: the puppet command with --modulepath (each directory
+// absolute, or relative to cwd), --noop on a noop run, and puppet_manifest
+// (absolute, or relative to cwd).
 func buildPuppet(e *Executor, p *plan, in params) {
 	common(p, in, defaultsFor["puppet"])
 	manifest, ok := in.str("puppet_manifest", true, maxPath)
@@ -158,17 +159,25 @@ func buildPuppet(e *Executor, p *plan, in params) {
 	case !filepath.IsAbs(manifest):
 		manifest = filepath.Join(p.cwd, manifest)
 	default:
-		manifest = filepath.Clean(manifest)
+		manifest = filepath.Join(in.root, filepath.Clean(manifest))
 	}
 	modules := "/etc/puppet/modules"
 	if m, ok := in.str("puppet_modules", false, maxModules); ok {
-		for _, dir := range strings.Split(m, ":") {
-			if !filepath.IsAbs(dir) {
-				in.ps.add("parameters.puppet_modules: want absolute directories separated by ':', not %s", describe(dir))
-				break
+		// A plugin's modules are relative to its cwd
+		// (puppet/modules:/etc/puppet/modules), as puppet, run in cwd,
+		// reads them.
+		dirs := strings.Split(m, ":")
+		for i, dir := range dirs {
+			switch {
+			case dir == "":
+				in.ps.add("parameters.puppet_modules: an empty directory in %s", describe(m))
+			case !filepath.IsAbs(dir):
+				dirs[i] = filepath.Join(p.cwd, dir)
+			default:
+				dirs[i] = filepath.Join(in.root, filepath.Clean(dir))
 			}
 		}
-		modules = m
+		modules = strings.Join(dirs, ":")
 	}
 	argv := append(slices.Clone(e.cfg.Puppet), "--modulepath="+modules)
 	if p.task.Noop {
@@ -189,6 +198,14 @@ func buildSync(e *Executor, p *plan, in params) {
 		in.ps.add("parameters.src: empty")
 	case !filepath.IsAbs(src) && !strings.HasPrefix(src, "rsync://"):
 		in.ps.add("parameters.src: want an absolute path or an rsync:// URL, not %s", describe(src))
+	case filepath.IsAbs(src) && in.root != "":
+		// Under the root; rsync's trailing slash (the directory's content)
+		// kept.
+		slash := strings.HasSuffix(src, "/")
+		src = filepath.Join(in.root, src)
+		if slash {
+			src += "/"
+		}
 	}
 	dst := in.path("dst", true)
 	argv := append(slices.Clone(e.cfg.Rsync), "-c", "-r", "--delete", "-l", src, dst)
@@ -236,7 +253,7 @@ func buildCopy(_ *Executor, p *plan, in params) {
 			in.ps.add("parameters.files[%d]: want a map {src, dst}, not %s", i, describe(x))
 			continue
 		}
-		f := params{m: m, prefix: fmt.Sprintf("parameters.files[%d].", i), ps: in.ps}
+		f := params{m: m, prefix: fmt.Sprintf("parameters.files[%d].", i), ps: in.ps, root: in.root}
 		p.files = append(p.files, fileCopy{src: f.path("src", true), dst: f.path("dst", true),
 			perm: f.mode("permissions", perm), dirPerm: f.mode("dir_permissions", dirPerm)})
 	}
