@@ -112,10 +112,9 @@ func TestCheck(t *testing.T) {
 		{"noop", task("noop"), ""},
 		{"unknown type", task("master_shell", "cmd", "true"), `unknown task type "master_shell": the known ones are copy_files, group, noop, puppet, reboot, shell, skipped, stage, sync, upload_file (or an override for it)`},
 		{"unknown type with an override", task("ansible", "playbook", "/x.yml"), ""},
-		{"an override's type keeps its checks", task("puppet"), "parameters.puppet_manifest: required"},
 		{"an override's common parameters are checked", task("ansible", "timeout", "x"), "parameters.timeout: want a number of seconds"},
 	}
-	e := newTestExec(t, func(c *Config) { c.Overrides = map[string][]string{"ansible": {"true"}, "puppet": {"true"}} })
+	e := newTestExec(t, func(c *Config) { c.Overrides = map[string][]string{"ansible": {"true"}} })
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := e.Check(tt.task)
@@ -234,6 +233,28 @@ func TestDefaults(t *testing.T) {
 		}
 		if p.timeout.Seconds() != tt.timeout || p.interval.Seconds() != tt.interval || p.retries != tt.retries || p.cwd != "/" && tt.task.Parameters["cwd"] == nil {
 			t.Errorf("%s: timeout %s, interval %s, retries %d, cwd %s; want %gs, %gs, %d, /", tt.task.Type, p.timeout, p.interval, p.retries, p.cwd, tt.timeout, tt.interval, tt.retries)
+		}
+	}
+}
+
+// TestCheckOverride: a type with an override is the operator's command's:
+// the type's own parameter checks do not apply (a yaql-valued data, which
+// fuelsync does not evaluate, is the command's to read); the common
+// parameters and the general rules still do.
+func TestCheckOverride(t *testing.T) {
+	e := newTestExec(t, func(c *Config) { c.Overrides = map[string][]string{"upload_file": {"true"}} })
+	for _, tt := range []struct {
+		name string
+		task Task
+		want string
+	}{
+		{"a yaql-valued parameter", task("upload_file", "path", "/x", "data", map[string]any{"yaql_exp": "$.toYaml()"}), ""},
+		{"no path at all", task("upload_file"), ""},
+		{"a bad timeout", task("upload_file", "timeout", "soon"), "parameters.timeout"},
+	} {
+		err := e.Check(tt.task)
+		if (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("%s: Check: %v, want %q", tt.name, err, tt.want)
 		}
 	}
 }

@@ -99,7 +99,7 @@ func (e *Executor) plan(t Task) (*plan, error) {
 	build, known := builders[t.Type]
 	argv, over := e.cfg.Overrides[t.Type]
 	switch {
-	case known:
+	case known && !over:
 		build(e, p, in)
 	case !over && validTypeName(t.Type):
 		ps.add("unknown task type %q: the known ones are %s (or an override for it)", t.Type, strings.Join(knownTypes, ", "))
