@@ -60,6 +60,12 @@ type deployHarness struct {
 // newDeployHarness writes the repository, the secrets, the recorder and
 // the failure markers (node/task, each) of a test.
 func newDeployHarness(t *testing.T, fail ...string) *deployHarness {
+	return newDeployHarnessWith(t, nil, fail...)
+}
+
+// newDeployHarnessWith is newDeployHarness with more files in the
+// repository (fuelsync.yaml's deploy: manual, say).
+func newDeployHarnessWith(t *testing.T, extra map[string]string, fail ...string) *deployHarness {
 	t.Helper()
 	testenv.Tool(t, "bash", "apt-get install bash")
 	dir := t.TempDir()
@@ -80,6 +86,9 @@ func newDeployHarness(t *testing.T, fail ...string) *deployHarness {
 		t.Fatal(err)
 	}
 	files["clusters/ha7.yaml"] = &fstest.MapFile{Data: spec}
+	for name, data := range extra {
+		files[name] = &fstest.MapFile{Data: []byte(data)}
+	}
 	if err := repogen.WriteDir(files, h.repo); err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +110,27 @@ func newDeployHarness(t *testing.T, fail ...string) *deployHarness {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// slow makes node/task take two seconds.
+func (h *deployHarness) slow(key string) {
+	node, task, _ := strings.Cut(key, "/")
+	if err := os.WriteFile(filepath.Join(h.dir, "slow-"+node+"-"+task), nil, 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// running says whether node/task runs in run.
+func running(run *api.Run, key string) bool {
+	node, task, _ := strings.Cut(key, "/")
+	for _, n := range run.Nodes {
+		for _, tk := range n.Tasks {
+			if n.Name == node && tk.ID == task {
+				return tk.Status == api.TaskRunning
+			}
+		}
+	}
+	return false
 }
 
 // startServe starts serve (again), with extra flags.
@@ -128,6 +158,22 @@ func (h *deployHarness) startServe(extra ...string) {
 	u, _ := url.Parse(h.base)
 	h.client = &api.Client{Base: u, Token: "tok"}
 	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+}
+
+// startRun starts a run, once serve applied the cluster.
+func (h *deployHarness) startRun(req *api.StartRun) *api.Run {
+	h.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		run, err := h.client.StartRun(context.Background(), "ha7", req)
+		if err == nil {
+			return run
+		}
+		if code := api.Code(err); (code != 404 && code != 503) || time.Now().After(deadline) {
+			h.t.Fatalf("starting a run: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // killServe SIGKILLs serve and waits for it to go.
@@ -194,7 +240,10 @@ func (h *deployHarness) waitRun(id string, timeout time.Duration, until func(*ap
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("run %s of ha7: after %v: %v; last: %+v\n%s", id, timeout, err, last, h.agentLogs())
+	if last != nil {
+		t.Fatalf("run %s of ha7: after %v: %v; last: %s %v, stopped %q\n%s", id, timeout, err, last.Status, last.Counts, last.Reason, h.agentLogs())
+	}
+	t.Fatalf("run %s of ha7: after %v: %v\n%s", id, timeout, err, h.agentLogs())
 	return nil
 }
 
