@@ -110,9 +110,9 @@ type taskState struct {
 	outside  bool
 	attempt  int32
 	waiting  int32 // requirements not yet satisfied (finished, for sync)
+	ready    int64 // when its requirements were met (unix ms)
 	start    int64
 	end      int64
-	noopWait bool // a no-op ready while its node was busy
 }
 
 type nodeState struct {
@@ -209,7 +209,7 @@ func (s *State) initWaiting(at int64) {
 	}
 	for t := range g.Tasks {
 		if s.tasks[t].status == Pending && s.tasks[t].waiting == 0 {
-			s.ready(int32(t))
+			s.ready(int32(t), at)
 		}
 	}
 }
@@ -226,7 +226,8 @@ func (s *State) failedRequirement(t int32) string {
 
 // ready makes a task whose requirements are met ready: a no-op is settled,
 // another joins its node's ready tasks.
-func (s *State) ready(t int32) {
+func (s *State) ready(t int32, at int64) {
+	s.tasks[t].ready = at
 	if s.G.Tasks[t].Noop {
 		s.noops = append(s.noops, t)
 		return
@@ -288,7 +289,7 @@ func (s *State) passOn(t int32, at int64) {
 		}
 		if g.Nodes[g.Tasks[d].Node].Sync || st.Satisfies() {
 			if ds.waiting--; ds.waiting == 0 {
-				s.ready(d)
+				s.ready(d, at)
 			}
 			continue
 		}

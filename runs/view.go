@@ -8,15 +8,16 @@ type TaskView struct {
 	Outside bool
 	// Attempt counts its dispatches.
 	Attempt int32
-	// Start and End are unix milliseconds (0 when not yet).
-	Start, End int64
+	// Ready is when its requirements were met; Start and End when it
+	// started and ended; unix milliseconds (0 when not yet).
+	Ready, Start, End int64
 	Message    string
 }
 
 // Task returns task t's state.
 func (s *State) Task(t int32) TaskView {
 	ts := s.tasks[t]
-	return TaskView{Status: ts.status, Outside: ts.outside, Attempt: ts.attempt, Start: ts.start, End: ts.end, Message: s.msgs[t]}
+	return TaskView{Status: ts.status, Outside: ts.outside, Attempt: ts.attempt, Ready: ts.ready, Start: ts.start, End: ts.end, Message: s.msgs[t]}
 }
 
 // Statuses returns every task's status, by index: what a retry carries.
