@@ -327,7 +327,8 @@ func (c *Coordinator) Report(ctx context.Context, cluster, node, id string, r *a
 	if res.err != nil {
 		return res.err
 	}
-	if r.Output != "" {
+	if r.Output != "" && r.Status == api.TaskFailed {
+		// A failed task's output is kept (the pages and the API link it).
 		if t, ok := l.g.Task(node, r.Task); ok {
 			if err := c.Store.PutOutput(ctx, cluster, id, t, []byte(r.Output)); err != nil {
 				c.log().Warn("keeping a task's output", "cluster", cluster, "run", id, "node", node, "task", r.Task, "error", err.Error())
@@ -345,6 +346,16 @@ func (c *Coordinator) Stop(ctx context.Context, cluster, reason string) (*Header
 	}
 	res := l.submit(ctx, &op{kind: opStop, reason: reason})
 	return l.h, res.err
+}
+
+// Pause stops coordinating (a replica that no longer leads): it waits for
+// the committers to stop (the context given to Resume must have ended) and
+// forgets the runs; Resume takes them up again.
+func (c *Coordinator) Pause() {
+	c.Shutdown()
+	c.mu.Lock()
+	c.runs, c.ctx = map[string]*live{}, nil
+	c.mu.Unlock()
 }
 
 // Shutdown waits for every run's committer to stop (after the context given

@@ -199,3 +199,6 @@ func checkOrder(t *testing.T, g *Graph, events []Event) {
 		}
 	}
 }
+
+// claimedDirExt is claimedDir for the package's external tests.
+

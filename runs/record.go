@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // Header is what a run was asked to do, written when it starts.
@@ -87,6 +88,15 @@ type Store interface {
 	// reads it back (nil when none).
 	PutOutput(ctx context.Context, cluster, id string, task int32, out []byte) error
 	Output(ctx context.Context, cluster, id string, task int32) ([]byte, error)
+}
+
+// Open returns the store of runs beside w's state: its backend's own (etcd),
+// or the work directory.
+func Open(w *state.Workdir) Store {
+	if p, ok := w.Backend.(interface{ Runs() Store }); ok {
+		return p.Runs()
+	}
+	return &Workdir{Dir: w.Dir}
 }
 
 // Listed is a run as List returns it.

@@ -32,13 +32,22 @@ import (
 // temporary file renamed over them; the log is appended and synced, and a
 // last line a crash cut short is dropped when read. Runs are written only
 // into a work directory fuelsync has claimed, and no directory on the way
-// may be a symbolic link. One serve writes them: it holds the work
-// directory's lock file for runs (its work directory lock) for its life.
+// may be a symbolic link. One serve writes them; a log another process
+// appended to (its size is not the one this process wrote) is read again
+// before an append, so that an append after a stale length is refused
+// (ErrConflict).
 type Workdir struct {
 	Dir string
 
 	mu   sync.Mutex
-	logs map[string]int // cluster/id → events in the log, as this process wrote them
+	logs map[string]logLen // cluster/id → the log as this process last saw it
+}
+
+// logLen is a log's number of events and its size in bytes then: a log of
+// another size was written by another process, and is counted again.
+type logLen struct {
+	n    int
+	size int64
 }
 
 func (w *Workdir) String() string { return "the work directory " + w.Dir }
@@ -221,15 +230,25 @@ func (w *Workdir) Append(_ context.Context, cluster, id string, n int, events []
 		return err
 	}
 	key := cluster + "/" + id
+	name := filepath.Join(dir, "events.jsonl")
+	var size int64
+	if fi, err := os.Lstat(name); err == nil {
+		size = fi.Size()
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
 	have, ok := w.logs[key]
-	if !ok {
-		evs, err := readEvents(filepath.Join(dir, "events.jsonl"), true)
+	if !ok || have.size != size {
+		evs, err := readEvents(name, true)
 		if err != nil {
 			return err
 		}
-		have = len(evs)
+		if fi, err := os.Lstat(name); err == nil {
+			size = fi.Size()
+		}
+		have = logLen{len(evs), size}
 	}
-	if have != n {
+	if have.n != n {
 		return ErrConflict
 	}
 	var buf bytes.Buffer
@@ -241,7 +260,7 @@ func (w *Workdir) Append(_ context.Context, cluster, id string, n int, events []
 		buf.Write(line)
 		buf.WriteByte('\n')
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "events.jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE|noFollow, 0o644)
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE|noFollow, 0o644)
 	if err != nil {
 		return err
 	}
@@ -257,9 +276,9 @@ func (w *Workdir) Append(_ context.Context, cluster, id string, n int, events []
 		return err
 	}
 	if w.logs == nil {
-		w.logs = map[string]int{}
+		w.logs = map[string]logLen{}
 	}
-	w.logs[key] = n + len(events)
+	w.logs[key] = logLen{n + len(events), size + int64(buf.Len())}
 	return nil
 }
 

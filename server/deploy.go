@@ -35,10 +35,15 @@ func (s *Server) EnableRuns(c *runs.Coordinator) {
 }
 
 // ResumeRuns resumes the runs that had not ended, then starts the runs due,
-// and keeps starting them after each apply until ctx ends.
+// and keeps starting them after each apply until ctx ends. A replica does so
+// while it leads (followLeadership).
 func (s *Server) ResumeRuns(ctx context.Context) error {
-	if err := s.Runs.Resume(ctx); err != nil {
-		return err
+	if s.Replica == nil {
+		if err := s.Runs.Resume(ctx); err != nil {
+			return err
+		}
+	} else {
+		go s.followLeadership(ctx)
 	}
 	go func() {
 		for {
@@ -51,6 +56,39 @@ func (s *Server) ResumeRuns(ctx context.Context) error {
 		}
 	}()
 	return nil
+}
+
+// followLeadership coordinates the runs while this replica leads: it
+// resumes them from the state backend when it becomes the leader, and lets
+// them go when it no longer is.
+func (s *Server) followLeadership(ctx context.Context) {
+	var cancel context.CancelFunc
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		leads := s.Replica.Role() == controller.RoleLeader
+		switch {
+		case leads && cancel == nil:
+			var cctx context.Context
+			cctx, cancel = context.WithCancel(ctx)
+			if err := s.Runs.Resume(cctx); err != nil {
+				s.Loop.Log.Error("resuming the deployment runs", "error", redact.Text(err.Error()))
+			}
+			s.kickAutoDeploy()
+		case !leads && cancel != nil:
+			cancel()
+			s.Runs.Pause()
+			cancel = nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			if cancel != nil {
+				cancel()
+			}
+			return
+		}
+	}
 }
 
 // kickAutoDeploy asks for the runs due to be started (after an apply).

@@ -357,11 +357,11 @@ func enableRuns(c *cli.Context, loop *controller.Loop, srv *server.Server) error
 	if hb := c.Duration("agent-heartbeat"); hb < time.Second {
 		return &exitError{code: 1, msg: "--agent-heartbeat must be at least 1s"}
 	}
-	if srv.Replica != nil {
-		loop.Log.Warn("deployment runs are coordinated by a serve on a work directory; with the state on etcd they are off")
+	if c.Bool("shard") {
+		loop.Log.Warn("deployment runs are not coordinated by replicas that share the clusters (serve --shard) yet: no run starts")
 		return nil
 	}
-	srv.EnableRuns(&runs.Coordinator{Store: &runs.Workdir{Dir: loop.Workdir.Dir}, Log: loop.Log,
+	srv.EnableRuns(&runs.Coordinator{Store: runs.Open(loop.Workdir), Log: loop.Log,
 		MaxNodes: c.Int("max-nodes"), Heartbeat: c.Duration("agent-heartbeat")})
 	return nil
 }
