@@ -41,6 +41,7 @@ type Coordinator struct {
 	runs    map[string]*live         // cluster → its active run
 	started map[string]chan struct{} // cluster → closed when a run starts there
 	ctx     context.Context
+	ready   bool // Resume loaded the runs
 }
 
 // DefaultHeartbeat is the agents' heartbeat when Coordinator.Heartbeat is 0.
@@ -121,7 +122,19 @@ func (c *Coordinator) Resume(ctx context.Context) error {
 		c.log().Info("deployment run resumed", "cluster", cluster, "run", id, "events", len(rec.Events))
 		c.launch(rec.Header, g, s, len(rec.Events))
 	}
+	c.mu.Lock()
+	c.ready = true
+	c.mu.Unlock()
 	return errors.Join(errs...)
+}
+
+// Ready says the coordinator has resumed the runs and takes requests (a
+// replica that does not lead, or one still reading the runs, does not: an
+// agent's report would find its run missing).
+func (c *Coordinator) Ready() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ready && c.ctx != nil && c.ctx.Err() == nil
 }
 
 // Start starts a run.
@@ -224,7 +237,12 @@ func (c *Coordinator) ctxOf() context.Context {
 func (c *Coordinator) launch(h *Header, g *Graph, s *State, n int) {
 	l := &live{c: c, h: h, g: g, s: s, n: n, ops: make(chan *op, 1024), done: make(chan struct{}), exit: make(chan struct{}),
 		wake: map[int32]chan struct{}{}, seen: make([]time.Time, len(g.Nodes)), reported: make([]bool, len(g.Nodes))}
+	// A run resumed (by a restarted serve, a new leader) gives the agents
+	// of its running tasks ten heartbeats to find it, not three.
 	now := c.clock()
+	if n > 0 {
+		now = now.Add(7 * c.heartbeat())
+	}
 	for ni := range l.seen {
 		l.seen[ni] = now
 	}
@@ -354,7 +372,7 @@ func (c *Coordinator) Stop(ctx context.Context, cluster, reason string) (*Header
 func (c *Coordinator) Pause() {
 	c.Shutdown()
 	c.mu.Lock()
-	c.runs, c.ctx = map[string]*live{}, nil
+	c.runs, c.ctx, c.ready = map[string]*live{}, nil, false
 	c.mu.Unlock()
 }
 

@@ -31,6 +31,11 @@ func (s *Server) runsReady(w http.ResponseWriter) bool {
 		http.Error(w, "this replica does not coordinate deployments: the leader does", http.StatusServiceUnavailable)
 		return false
 	}
+	if !s.Runs.Ready() {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "the deployment runs are being resumed; try again in a moment", http.StatusServiceUnavailable)
+		return false
+	}
 	return true
 }
 

@@ -167,6 +167,16 @@ func (s *Server) Handler() http.Handler {
 		}
 		io.WriteString(w, ready+"\n")
 	})
+	// /leaderz: 200 on the serve that coordinates the deployments (the
+	// leader of replicas, or a serve alone), 503 elsewhere: the health check
+	// of a load balancer that sends the agents to the leader.
+	mux.HandleFunc("/leaderz", func(w http.ResponseWriter, r *http.Request) {
+		if s.Replica != nil && s.Replica.Role() != controller.RoleLeader {
+			http.Error(w, "following: the leader coordinates the deployments", http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "leading\n")
+	})
 	mux.HandleFunc("/api/v1/status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
