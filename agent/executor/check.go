@@ -283,6 +283,16 @@ func (p params) path(key string, required bool) string {
 	return ""
 }
 
+// file is the absolute path of a file to write at key (required; not "/").
+func (p params) file(key string) string {
+	path := p.path(key, true)
+	if path == "/" {
+		p.ps.add("%s%s: \"/\" is not a file", p.prefix, key)
+		return ""
+	}
+	return path
+}
+
 // seconds is the duration at key in seconds (def when absent): a number,
 // over 0 (or at least 0 when zero is allowed), at most maxSeconds.
 func (p params) seconds(key string, def float64, zero bool) time.Duration {

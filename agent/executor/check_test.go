@@ -101,6 +101,7 @@ func TestCheck(t *testing.T) {
 		{"copy_files with too many", task("copy_files", "files", files), "parameters.files: 1001 files, want 1 to 1000"},
 		{"copy_files with a string entry", task("copy_files", "files", []any{"/a"}), `parameters.files[0]: want a map {src, dst}, not "/a"`},
 		{"copy_files with a relative src", task("copy_files", "files", []any{map[string]any{"src": "a", "dst": "/b"}}), `parameters.files[0].src: want an absolute path, not "a"`},
+		{"copy_files to /", task("copy_files", "files", []any{map[string]any{"src": "/a", "dst": "//"}}), `parameters.files[0].dst: "/" is not a file`},
 		{"copy_files without dst", task("copy_files", "files", []any{map[string]any{"src": "/a"}}), "parameters.files[0].dst: required"},
 		{"copy_files with a bad file mode", task("copy_files", "files", []any{map[string]any{"src": "/a", "dst": "/b", "permissions": "rw"}}), `parameters.files[0].permissions: want an octal mode`},
 
@@ -137,7 +138,8 @@ func TestCheck(t *testing.T) {
 }
 
 // TestCheckListsEveryProblem: all of a task's problems are reported, not
-// the first alone, and a task with very many stops at a bound.
+// the first alone, each once (an override of a known type too), and a task
+// with very many stops at a bound.
 func TestCheckListsEveryProblem(t *testing.T) {
 	e := newTestExec(t, nil)
 	err := e.Check(task("upload_file", "path", "x", "data", 1.0, "timeout", "t", "retries", -1.0))
@@ -147,6 +149,11 @@ func TestCheckListsEveryProblem(t *testing.T) {
 	}
 	if len(ce.Problems) != 4 {
 		t.Errorf("problems: %q, want 4", ce.Problems)
+	}
+	e = newTestExec(t, func(c *Config) { c.Overrides = map[string][]string{"puppet": {"true"}} })
+	err = e.Check(task("puppet", "puppet_manifest", "/x.pp", "timeout", "x"))
+	if ce, ok = err.(*CheckError); !ok || len(ce.Problems) != 1 {
+		t.Errorf("an override of a known type: %v, want one problem", err)
 	}
 	many := map[string]any{}
 	for i := range 50 {

@@ -314,3 +314,16 @@ func TestRebootStoppedDuringTheCommand(t *testing.T) {
 		t.Error("the marker is gone")
 	}
 }
+
+// TestRebootStoppedBefore: a reboot task whose ctx is done before it
+// starts runs nothing, writes no marker and is not deferred.
+func TestRebootStoppedBefore(t *testing.T) {
+	dir := t.TempDir()
+	e := newTestExec(t, func(c *Config) { c.Reboot = []string{"/bin/sh", "-c", "touch " + dir + "/ran"} })
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	r := e.Run(ctx, task("reboot"))
+	if r.Status != Failed || r.Deferred || r.Message != msgStopped || exists(dir+"/ran") || exists(filepath.Join(e.cfg.StateDir, rebootFile)) {
+		t.Errorf("Run: %+v", r)
+	}
+}

@@ -50,7 +50,8 @@ type typeDefaults struct {
 	retries           int
 }
 
-// builder checks a task of its type and fills in its plan.
+// builder checks a task of its type and fills in its plan (the common
+// parameters are read before).
 type builder func(e *Executor, p *plan, ps params)
 
 // builders are the built-in executors by task type.
@@ -98,18 +99,25 @@ func (e *Executor) plan(t Task) (*plan, error) {
 	in := params{m: t.Parameters, prefix: "parameters.", ps: &ps}
 	build, known := builders[t.Type]
 	argv, over := e.cfg.Overrides[t.Type]
+	d, common := defaultsFor[t.Type]
+	if over && !common {
+		d, common = overrideDefaults, true
+	}
+	if common {
+		p.timeout = in.seconds("timeout", d.timeout, false)
+		p.retries = in.count("retries", d.retries, maxRetries)
+		p.interval = in.seconds("interval", d.interval, true)
+		if cwd := in.path("cwd", false); cwd != "" {
+			p.cwd = cwd
+		}
+	}
 	switch {
 	case known:
-		build(e, p, in)
+		build(e, p, in) // an override keeps its type's checks
 	case !over && validTypeName(t.Type):
 		ps.add("unknown task type %q: the known ones are %s (or an override for it)", t.Type, strings.Join(knownTypes, ", "))
 	}
 	if over {
-		d, ok := defaultsFor[t.Type]
-		if !ok {
-			d = overrideDefaults
-		}
-		common(p, in, d)
 		*p = plan{task: t, action: actCommand, label: "the override command", argv: argv, override: true,
 			cwd: p.cwd, timeout: p.timeout, retries: p.retries, interval: p.interval}
 	}
@@ -122,23 +130,12 @@ func (e *Executor) plan(t Task) (*plan, error) {
 	return p, nil
 }
 
-// common reads the common parameters: timeout, retries, interval, cwd.
-func common(p *plan, in params, d typeDefaults) {
-	p.timeout = in.seconds("timeout", d.timeout, false)
-	p.retries = in.count("retries", d.retries, maxRetries)
-	p.interval = in.seconds("interval", d.interval, true)
-	if cwd := in.path("cwd", false); cwd != "" {
-		p.cwd = cwd
-	}
-}
-
 func buildNothing(_ *Executor, p *plan, _ params) {
 	p.action, p.skip = actSkip, fmt.Sprintf("a %s task: nothing to run", p.task.Type)
 }
 
 // buildShell: cmd, run by /bin/sh -c in cwd (the only type with a shell).
 func buildShell(_ *Executor, p *plan, in params) {
-	common(p, in, defaultsFor["shell"])
 	cmd, ok := in.str("cmd", true, maxCmd)
 	if ok && strings.TrimSpace(cmd) == "" {
 		in.ps.add("parameters.cmd: empty")
@@ -149,7 +146,6 @@ func buildShell(_ *Executor, p *plan, in params) {
 // buildPuppet: the puppet command with --modulepath, --noop on a noop run,
 // and puppet_manifest (absolute, or relative to cwd).
 func buildPuppet(e *Executor, p *plan, in params) {
-	common(p, in, defaultsFor["puppet"])
 	manifest, ok := in.str("puppet_manifest", true, maxPath)
 	switch {
 	case !ok:
@@ -181,7 +177,6 @@ func buildPuppet(e *Executor, p *plan, in params) {
 // buildSync: rsync -c -r --delete -l src dst, dst made first (astute's
 // options).
 func buildSync(e *Executor, p *plan, in params) {
-	common(p, in, defaultsFor["sync"])
 	src, ok := in.str("src", true, maxPath)
 	switch {
 	case !ok:
@@ -197,23 +192,18 @@ func buildSync(e *Executor, p *plan, in params) {
 
 // buildUpload: data written to path, atomically.
 func buildUpload(_ *Executor, p *plan, in params) {
-	common(p, in, defaultsFor["upload_file"])
-	f := fileCopy{dst: in.path("path", true)}
+	f := fileCopy{dst: in.file("path")}
 	if data, ok := in.str("data", true, maxData); ok {
 		f.data = &data
 	}
 	f.perm = in.mode("permissions", 0o644)
 	f.dirPerm = in.mode("dir_permissions", 0o755)
-	if f.dst == "/" {
-		in.ps.add("parameters.path: \"/\" is not a file")
-	}
 	p.action, p.files = actUpload, []fileCopy{f}
 }
 
 // buildCopy: files, each {src, dst} with optional permissions and
 // dir_permissions over the task's.
 func buildCopy(_ *Executor, p *plan, in params) {
-	common(p, in, defaultsFor["copy_files"])
 	perm := in.mode("permissions", 0o644)
 	dirPerm := in.mode("dir_permissions", 0o755)
 	p.action = actCopy
@@ -237,13 +227,13 @@ func buildCopy(_ *Executor, p *plan, in params) {
 			continue
 		}
 		f := params{m: m, prefix: fmt.Sprintf("parameters.files[%d].", i), ps: in.ps}
-		p.files = append(p.files, fileCopy{src: f.path("src", true), dst: f.path("dst", true),
+		p.files = append(p.files, fileCopy{src: f.path("src", true), dst: f.file("dst"),
 			perm: f.mode("permissions", perm), dirPerm: f.mode("dir_permissions", dirPerm)})
 	}
 }
 
-// buildReboot: the reboot command, then the wait for a new boot id.
-func buildReboot(e *Executor, p *plan, in params) {
-	p.timeout = in.seconds("timeout", defaultsFor["reboot"].timeout, false)
+// buildReboot: the reboot command, then the wait for a new boot id (no
+// retries).
+func buildReboot(e *Executor, p *plan, _ params) {
 	p.action, p.label, p.argv = actReboot, "the reboot command", e.cfg.Reboot
 }
