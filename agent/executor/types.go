@@ -136,21 +136,16 @@ func buildNothing(_ *Executor, p *plan, _ params) {
 
 // buildShell: cmd, run by /bin/sh -c in cwd (the only type with a shell).
 func buildShell(_ *Executor, p *plan, in params) {
-	cmd, ok := in.str("cmd", true, maxCmd)
-	if ok && strings.TrimSpace(cmd) == "" {
-		in.ps.add("parameters.cmd: empty")
-	}
+	cmd, _ := in.text("cmd", true, maxCmd)
 	p.action, p.label, p.argv = actCommand, "the command", []string{"/bin/sh", "-c", cmd}
 }
 
 // buildPuppet: the puppet command with --modulepath, --noop on a noop run,
 // and puppet_manifest (absolute, or relative to cwd).
 func buildPuppet(e *Executor, p *plan, in params) {
-	manifest, ok := in.str("puppet_manifest", true, maxPath)
+	manifest, ok := in.text("puppet_manifest", true, maxPath)
 	switch {
 	case !ok:
-	case manifest == "":
-		in.ps.add("parameters.puppet_manifest: empty")
 	case !filepath.IsAbs(manifest):
 		manifest = filepath.Join(p.cwd, manifest)
 	default:
@@ -177,12 +172,8 @@ func buildPuppet(e *Executor, p *plan, in params) {
 // buildSync: rsync -c -r --delete -l src dst, dst made first (astute's
 // options).
 func buildSync(e *Executor, p *plan, in params) {
-	src, ok := in.str("src", true, maxPath)
-	switch {
-	case !ok:
-	case src == "":
-		in.ps.add("parameters.src: empty")
-	case !filepath.IsAbs(src) && !strings.HasPrefix(src, "rsync://"):
+	src, ok := in.text("src", true, maxPath)
+	if ok && !filepath.IsAbs(src) && !strings.HasPrefix(src, "rsync://") {
 		in.ps.add("parameters.src: want an absolute path or an rsync:// URL, not %s", describe(src))
 	}
 	dst := in.path("dst", true)
