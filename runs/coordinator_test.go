@@ -201,4 +201,3 @@ func checkOrder(t *testing.T, g *Graph, events []Event) {
 }
 
 // claimedDirExt is claimedDir for the package's external tests.
-

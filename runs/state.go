@@ -106,13 +106,13 @@ type State struct {
 }
 
 type taskState struct {
-	status   Status
-	outside  bool
-	attempt  int32
-	waiting  int32 // requirements not yet satisfied (finished, for sync)
-	ready    int64 // when its requirements were met (unix ms)
-	start    int64
-	end      int64
+	status  Status
+	outside bool
+	attempt int32
+	waiting int32 // requirements not yet satisfied (finished, for sync)
+	ready   int64 // when its requirements were met (unix ms)
+	start   int64
+	end     int64
 }
 
 type nodeState struct {

@@ -11,7 +11,7 @@ type TaskView struct {
 	// Ready is when its requirements were met; Start and End when it
 	// started and ended; unix milliseconds (0 when not yet).
 	Ready, Start, End int64
-	Message    string
+	Message           string
 }
 
 // Task returns task t's state.

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"math"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -158,44 +159,29 @@ func sortedKeys(m map[string]any) []string {
 
 func hasNUL(s string) bool { return strings.IndexByte(s, 0) >= 0 }
 
-// number is v as a number, when it is one: float64, float32, json.Number
-// or a Go integer. A json.Number that does not parse, NaN and the
+// number is v as a number, when it is one: a float, a json.Number or an
+// integer of any Go type. A json.Number that does not parse, NaN and the
 // infinities are not numbers.
 func number(v any) (float64, bool) {
 	var f float64
-	switch v := v.(type) {
-	case float64:
-		f = v
-	case float32:
-		f = float64(v)
-	case json.Number:
-		x, err := strconv.ParseFloat(string(v), 64)
+	if n, ok := v.(json.Number); ok {
+		x, err := strconv.ParseFloat(string(n), 64)
 		if err != nil {
 			return 0, false
 		}
 		f = x
-	case int:
-		f = float64(v)
-	case int8:
-		f = float64(v)
-	case int16:
-		f = float64(v)
-	case int32:
-		f = float64(v)
-	case int64:
-		f = float64(v)
-	case uint:
-		f = float64(v)
-	case uint8:
-		f = float64(v)
-	case uint16:
-		f = float64(v)
-	case uint32:
-		f = float64(v)
-	case uint64:
-		f = float64(v)
-	default:
-		return 0, false
+	} else {
+		rv := reflect.ValueOf(v)
+		switch rv.Kind() {
+		case reflect.Float32, reflect.Float64:
+			f = rv.Float()
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			f = float64(rv.Int())
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+			f = float64(rv.Uint())
+		default:
+			return 0, false
+		}
 	}
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return 0, false
@@ -269,20 +255,38 @@ func (p params) str(key string, required bool, max int) (s string, ok bool) {
 	return "", false
 }
 
+// text is the string at key, as str, not blank.
+func (p params) text(key string, required bool, max int) (string, bool) {
+	s, ok := p.str(key, required, max)
+	if ok && strings.TrimSpace(s) == "" {
+		p.ps.add("%s%s: empty", p.prefix, key)
+		return "", false
+	}
+	return s, ok
+}
+
 // path is the absolute path at key, cleaned ("" when absent or wrong).
 func (p params) path(key string, required bool) string {
-	s, ok := p.str(key, required, maxPath)
+	s, ok := p.text(key, required, maxPath)
 	switch {
 	case !ok:
 		return ""
-	case s == "":
-		p.ps.add("%s%s: empty", p.prefix, key)
 	case !filepath.IsAbs(s):
 		p.ps.add("%s%s: want an absolute path, not %s", p.prefix, key, describe(s))
 	default:
 		return filepath.Join(p.root, filepath.Clean(s))
 	}
 	return ""
+}
+
+// file is the absolute path of a file to write at key (required; not "/").
+func (p params) file(key string) string {
+	path := p.path(key, true)
+	if path == "/" {
+		p.ps.add("%s%s: \"/\" is not a file", p.prefix, key)
+		return ""
+	}
+	return path
 }
 
 // seconds is the duration at key in seconds (def when absent): a number,

@@ -90,18 +90,6 @@ func dead(pid int) bool {
 	return !ok || f[0] == "Z" || f[0] == "X"
 }
 
-// waitDead waits for process pid to end (at most 10 s: a failure).
-func waitDead(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !dead(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still runs", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // readPid reads the pid a command wrote to file.
 func readPid(t *testing.T, file string) int {
 	t.Helper()
@@ -138,12 +126,6 @@ func (w *signalWriter) Write(p []byte) (int, error) {
 		w.once.Do(func() { close(w.seen) })
 	}
 	return len(p), nil
-}
-
-func (w *signalWriter) Len() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.Len()
 }
 
 // exists reports whether path exists.

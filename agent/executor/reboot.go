@@ -32,6 +32,9 @@ func readBootID() (string, error) {
 // to go down, which ends the agent; Recover at its next start gives the
 // result. Should the deadline pass first, the node did not reboot.
 func (e *Executor) reboot(ctx context.Context, p *plan) Result {
+	if ctx.Err() != nil {
+		return Result{Status: Failed, Message: msgStopped}
+	}
 	boot, err := e.cfg.bootID()
 	if err != nil {
 		return Result{Status: Failed, Message: "cannot tell when the node has rebooted: reading the boot id: " + err.Error()}

@@ -59,6 +59,9 @@ func TestRecoverKillsLeftover(t *testing.T) {
 		left.Result.Status != Failed || left.Result.Message != "the agent stopped during the task" || left.Started.IsZero() {
 		t.Fatalf("Recover: %+v", left)
 	}
+	if !dead(cmd.Process.Pid) {
+		t.Fatalf("the leader %d still runs", cmd.Process.Pid)
+	}
 	err = cmd.Wait()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Errorf("the leader ended with %v, want killed by SIGKILL", err)
@@ -288,5 +291,39 @@ func TestRecoverRebootCommandLeft(t *testing.T) {
 	}
 	if exists(filepath.Join(e.cfg.StateDir, rebootFile)) || len(e.sleeps()) != 0 {
 		t.Errorf("the marker is left or Recover waited (%v)", e.sleeps())
+	}
+}
+
+// TestRebootStoppedDuringTheCommand: the agent stopping while the reboot
+// command still runs (the shutdown under way) defers the result too: the
+// marker stays for Recover.
+func TestRebootStoppedDuringTheCommand(t *testing.T) {
+	w := newSignalWriter("going down\n")
+	e := newTestExec(t, func(c *Config) { c.Journal = w })
+	e.cfg.Reboot = []string{"/bin/sh", "-c", waitRecord(e) + "echo going down; exec sleep 1000"}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan Result)
+	go func() { done <- e.Run(ctx, task("reboot")) }()
+	<-w.seen
+	cancel()
+	r := <-done
+	if r.Status != Failed || !r.Deferred || r.Message != msgDeferred {
+		t.Errorf("Run: %+v", r)
+	}
+	if !exists(filepath.Join(e.cfg.StateDir, rebootFile)) {
+		t.Error("the marker is gone")
+	}
+}
+
+// TestRebootStoppedBefore: a reboot task whose ctx is done before it
+// starts runs nothing, writes no marker and is not deferred.
+func TestRebootStoppedBefore(t *testing.T) {
+	dir := t.TempDir()
+	e := newTestExec(t, func(c *Config) { c.Reboot = []string{"/bin/sh", "-c", "touch " + dir + "/ran"} })
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	r := e.Run(ctx, task("reboot"))
+	if r.Status != Failed || r.Deferred || r.Message != msgStopped || exists(dir+"/ran") || exists(filepath.Join(e.cfg.StateDir, rebootFile)) {
+		t.Errorf("Run: %+v", r)
 	}
 }

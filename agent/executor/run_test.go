@@ -225,9 +225,10 @@ func TestRunningRecord(t *testing.T) {
 }
 
 // waitRecord is shell code that waits until the executor has written
-// running.json (just after it started the command).
+// running.json (just after it started the command), or exits 99 after
+// about 20 s.
 func waitRecord(e *testExec) string {
-	return "while [ ! -e '" + filepath.Join(e.cfg.StateDir, runningFile) + "' ]; do sleep 0.01; done; "
+	return "i=0; while [ ! -e '" + filepath.Join(e.cfg.StateDir, runningFile) + "' ]; do [ $i -lt 2000 ] || exit 99; i=$((i+1)); sleep 0.01; done; "
 }
 
 // TestRetries: a failed attempt runs again after its interval while

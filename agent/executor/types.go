@@ -50,7 +50,8 @@ type typeDefaults struct {
 	retries           int
 }
 
-// builder checks a task of its type and fills in its plan.
+// builder checks a task of its type and fills in its plan (the common
+// parameters are read before).
 type builder func(e *Executor, p *plan, ps params)
 
 // builders are the built-in executors by task type.
@@ -98,18 +99,27 @@ func (e *Executor) plan(t Task) (*plan, error) {
 	in := params{m: t.Parameters, prefix: "parameters.", ps: &ps, root: e.cfg.Root}
 	build, known := builders[t.Type]
 	argv, over := e.cfg.Overrides[t.Type]
+	d, common := defaultsFor[t.Type]
+	if over && !common {
+		d, common = overrideDefaults, true
+	}
+	if common {
+		p.timeout = in.seconds("timeout", d.timeout, false)
+		p.retries = in.count("retries", d.retries, maxRetries)
+		p.interval = in.seconds("interval", d.interval, true)
+		if cwd := in.path("cwd", false); cwd != "" {
+			p.cwd = cwd
+		}
+	}
 	switch {
 	case known && !over:
+		// An override is the operator's command: the type's own parameter
+		// checks are its own (a yaql-valued parameter, say).
 		build(e, p, in)
 	case !over && validTypeName(t.Type):
 		ps.add("unknown task type %q: the known ones are %s (or an override for it)", t.Type, strings.Join(knownTypes, ", "))
 	}
 	if over {
-		d, ok := defaultsFor[t.Type]
-		if !ok {
-			d = overrideDefaults
-		}
-		common(p, in, d)
 		*p = plan{task: t, action: actCommand, label: "the override command", argv: argv, override: true,
 			cwd: p.cwd, timeout: p.timeout, retries: p.retries, interval: p.interval}
 	}
@@ -122,27 +132,13 @@ func (e *Executor) plan(t Task) (*plan, error) {
 	return p, nil
 }
 
-// common reads the common parameters: timeout, retries, interval, cwd.
-func common(p *plan, in params, d typeDefaults) {
-	p.timeout = in.seconds("timeout", d.timeout, false)
-	p.retries = in.count("retries", d.retries, maxRetries)
-	p.interval = in.seconds("interval", d.interval, true)
-	if cwd := in.path("cwd", false); cwd != "" {
-		p.cwd = cwd
-	}
-}
-
 func buildNothing(_ *Executor, p *plan, _ params) {
 	p.action, p.skip = actSkip, fmt.Sprintf("a %s task: nothing to run", p.task.Type)
 }
 
 // buildShell: cmd, run by /bin/sh -c in cwd (the only type with a shell).
 func buildShell(_ *Executor, p *plan, in params) {
-	common(p, in, defaultsFor["shell"])
-	cmd, ok := in.str("cmd", true, maxCmd)
-	if ok && strings.TrimSpace(cmd) == "" {
-		in.ps.add("parameters.cmd: empty")
-	}
+	cmd, _ := in.text("cmd", true, maxCmd)
 	p.action, p.label, p.argv = actCommand, "the command", []string{"/bin/sh", "-c", cmd}
 }
 
@@ -150,18 +146,15 @@ func buildShell(_ *Executor, p *plan, in params) {
 // absolute, or relative to cwd), --noop on a noop run, and puppet_manifest
 // (absolute, or relative to cwd).
 func buildPuppet(e *Executor, p *plan, in params) {
-	common(p, in, defaultsFor["puppet"])
-	manifest, ok := in.str("puppet_manifest", true, maxPath)
+	manifest, ok := in.text("puppet_manifest", true, maxPath)
 	switch {
 	case !ok:
-	case manifest == "":
-		in.ps.add("parameters.puppet_manifest: empty")
 	case !filepath.IsAbs(manifest):
 		manifest = filepath.Join(p.cwd, manifest)
 	default:
 		manifest = filepath.Join(in.root, filepath.Clean(manifest))
 	}
-	modules := "/etc/puppet/modules"
+	modules := filepath.Join("/", in.root, "etc/puppet/modules")
 	if m, ok := in.str("puppet_modules", false, maxModules); ok {
 		// A plugin's modules are relative to its cwd
 		// (puppet/modules:/etc/puppet/modules), as puppet, run in cwd,
@@ -190,15 +183,11 @@ func buildPuppet(e *Executor, p *plan, in params) {
 // buildSync: rsync -c -r --delete -l src dst, dst made first (astute's
 // options).
 func buildSync(e *Executor, p *plan, in params) {
-	common(p, in, defaultsFor["sync"])
-	src, ok := in.str("src", true, maxPath)
+	src, ok := in.text("src", true, maxPath)
 	switch {
-	case !ok:
-	case src == "":
-		in.ps.add("parameters.src: empty")
-	case !filepath.IsAbs(src) && !strings.HasPrefix(src, "rsync://"):
+	case ok && !filepath.IsAbs(src) && !strings.HasPrefix(src, "rsync://"):
 		in.ps.add("parameters.src: want an absolute path or an rsync:// URL, not %s", describe(src))
-	case filepath.IsAbs(src) && in.root != "":
+	case ok && filepath.IsAbs(src) && in.root != "":
 		// Under the root; rsync's trailing slash (the directory's content)
 		// kept.
 		slash := strings.HasSuffix(src, "/")
@@ -214,23 +203,18 @@ func buildSync(e *Executor, p *plan, in params) {
 
 // buildUpload: data written to path, atomically.
 func buildUpload(_ *Executor, p *plan, in params) {
-	common(p, in, defaultsFor["upload_file"])
-	f := fileCopy{dst: in.path("path", true)}
+	f := fileCopy{dst: in.file("path")}
 	if data, ok := in.str("data", true, maxData); ok {
 		f.data = &data
 	}
 	f.perm = in.mode("permissions", 0o644)
 	f.dirPerm = in.mode("dir_permissions", 0o755)
-	if f.dst == "/" {
-		in.ps.add("parameters.path: \"/\" is not a file")
-	}
 	p.action, p.files = actUpload, []fileCopy{f}
 }
 
 // buildCopy: files, each {src, dst} with optional permissions and
 // dir_permissions over the task's.
 func buildCopy(_ *Executor, p *plan, in params) {
-	common(p, in, defaultsFor["copy_files"])
 	perm := in.mode("permissions", 0o644)
 	dirPerm := in.mode("dir_permissions", 0o755)
 	p.action = actCopy
@@ -254,13 +238,13 @@ func buildCopy(_ *Executor, p *plan, in params) {
 			continue
 		}
 		f := params{m: m, prefix: fmt.Sprintf("parameters.files[%d].", i), ps: in.ps, root: in.root}
-		p.files = append(p.files, fileCopy{src: f.path("src", true), dst: f.path("dst", true),
+		p.files = append(p.files, fileCopy{src: f.path("src", true), dst: f.file("dst"),
 			perm: f.mode("permissions", perm), dirPerm: f.mode("dir_permissions", dirPerm)})
 	}
 }
 
-// buildReboot: the reboot command, then the wait for a new boot id.
-func buildReboot(e *Executor, p *plan, in params) {
-	p.timeout = in.seconds("timeout", defaultsFor["reboot"].timeout, false)
+// buildReboot: the reboot command, then the wait for a new boot id (no
+// retries).
+func buildReboot(e *Executor, p *plan, _ params) {
 	p.action, p.label, p.argv = actReboot, "the reboot command", e.cfg.Reboot
 }

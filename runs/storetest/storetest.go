@@ -34,7 +34,9 @@ func Run(t *testing.T, open func() runs.Store) {
 	if active, err := s.Active(ctx); err != nil || active["demo"] != "1" || len(active) != 1 {
 		t.Fatalf("Active: %v %v", active, err)
 	}
-	ev := func(i int) runs.Event { return runs.Event{Kind: runs.KindDispatch, At: int64(i), Node: "n", Task: fmt.Sprint(i), Attempt: 1} }
+	ev := func(i int) runs.Event {
+		return runs.Event{Kind: runs.KindDispatch, At: int64(i), Node: "n", Task: fmt.Sprint(i), Attempt: 1}
+	}
 	if err := s.Append(ctx, "demo", "1", 0, []runs.Event{ev(0), ev(1)}); err != nil {
 		t.Fatal(err)
 	}
