@@ -100,7 +100,7 @@ func (gb *graphBuilder) buildRelation() {
 	}
 	for i, id := range gb.ids {
 		x := int32(i)
-		d := gb.defs[id][0]
+		d := gb.defs[id]
 		var src *EdgeSource
 		var srcItem *loader.Value
 		expand(d.Task.Data.Get("requires"), id, "requires", func(m int32, it *loader.Value) {
@@ -604,7 +604,7 @@ func (gb *graphBuilder) defEdges(d *TaskDef) {
 				continue
 			}
 			nm := gb.matcher(name)
-			if nm.re == nil && len(gb.defs[name]) == 0 {
+			if nm.re == nil && gb.defs[name] == nil {
 				gb.warnOnce(it.Get("name").Range, "task %s: %s %q: no task of that name in graph %s", d.Task.ID, key, name, gb.typ)
 				continue
 			}

@@ -5,11 +5,14 @@ package render
 // examples/fuel-mitaka beside its four plugins.
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/fuelsync/fuelsync/loader"
@@ -127,5 +130,49 @@ func TestPlugins90NullValues(t *testing.T) {
 			_, diags := Check(loadMitakaWith(t, cluster, tc.plugin))
 			expectDiags(t, map[string]string{mitakaCluster: cluster}, errorsOnly(diags), tc.want...)
 		})
+	}
+}
+
+// TestPlugins90TaskOverlap: midonet and nsx-t both define openstack-network-networks
+// and five other tasks (all skipped, without a selector, so they meet on no node).
+// nailgun refuses such a cluster whatever the nodes
+// (PluginManager.get_plugins_deployment_graph); so does fuelsync, once per task id, at
+// the later plugin's plugins: entry, with both definitions. Either plugin alone
+// overrides the release's tasks of those ids, which is no overlap.
+func TestPlugins90TaskOverlap(t *testing.T) {
+	cluster := strings.Replace(midonetCluster, "plugins: [midonet]", "plugins: [midonet, nsx-t]", 1)
+	diags := renderMitakaWith(t, cluster, "midonet", "nsx-t")
+	var got []string
+	for _, d := range diags {
+		if strings.Contains(d.Summary, "overlapping") {
+			got = append(got, fmt.Sprintf("%s: %s\n%s", at(*d.Subject), d.Summary, d.Detail))
+		}
+	}
+	sort.Strings(got)
+	line := func(plugin, id string) string {
+		data, err := os.ReadFile(filepath.Join(plugins90, plugin, "deployment_tasks.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, _ := locate(t, string(data), "- id: "+id, id)
+		return fmt.Sprintf("plugins/%s/deployment_tasks.yaml:%d", plugin, l)
+	}
+	var want []string
+	for _, id := range []string{"enable_nova_compute_service", "openstack-network-agents-l3", "openstack-network-networks",
+		"openstack-network-plugins-l2", "primary-openstack-network-agents-l3", "primary-openstack-network-plugins-l2"} {
+		want = append(want, fmt.Sprintf("clusters/mitaka.yaml:4: Plugin nsx-t-1.0.0 is overlapping with plugin midonet-9.2.0 by introducing the same deployment task with id %s\n"+
+			"Graph default: task %s is defined by plugin midonet at %s and by plugin nsx-t at %s. nailgun refuses to deploy a cluster whose enabled plugins define the same task; enable only one of them.",
+			id, id, line("midonet", id), line("nsx-t", id)))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("overlaps (-want +got):\n%s", diff)
+	}
+	nsxt := strings.NewReplacer("plugins: [midonet]", "plugins: [nsx-t]", "network:neutron:midonet", "network:neutron:core:nsx").Replace(midonetCluster)
+	for alone, cluster := range map[string]string{"midonet": midonetCluster, "nsx-t": nsxt} {
+		for _, d := range renderMitakaWith(t, cluster, "midonet", "nsx-t") {
+			if strings.Contains(d.Summary, "overlapping") {
+				t.Errorf("%s alone: %s", alone, d.Summary)
+			}
+		}
 	}
 }
