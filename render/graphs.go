@@ -398,7 +398,7 @@ func (gb *graphBuilder) resolve(d *TaskDef) []int32 {
 		// skipped}); a yaql selector is evaluated by the deployer.
 		return nil
 	}
-	names, _ := gb.ix.Resolve(sel, "")
+	names, _ := gb.ix.Resolve(sel)
 	return gb.ranks(names, false)
 }
 
@@ -574,7 +574,7 @@ func (pt *PlacedTask) Via() []Via {
 			add(Via{Selector: key, Item: mt.Item, Tag: mt.Tag})
 		}
 		if len(matches) == 0 {
-			if names, _ := g.ix.Resolve(sel, ""); slices.Contains(names, ng.Node) {
+			if names, _ := g.ix.Resolve(sel); slices.Contains(names, ng.Node) {
 				add(Via{Selector: key})
 			}
 		}
@@ -585,7 +585,7 @@ func (pt *PlacedTask) Via() []Via {
 		if sel == nil || sel.IsMap() {
 			continue
 		}
-		if names, _ := g.ix.Resolve(sel, ""); slices.Contains(names, ng.Node) {
+		if names, _ := g.ix.Resolve(sel); slices.Contains(names, ng.Node) {
 			add(Via{Selector: "group", Item: gid})
 		}
 	}

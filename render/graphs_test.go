@@ -834,6 +834,56 @@ func TestGraphSemantics(t *testing.T) {
 	}
 }
 
+// TestPolicyAny: a cross dependency with policy any binds the node with the lowest
+// id among the nodes it selects that run the task it names, so that the edge is kept
+// whenever some node runs it. fuel-library's ntp-client cross-depends on ntp-server
+// with policy any and no role (every node): here ntp-server runs only on the
+// controllers node-11 and node-12, and the edge goes to node-11. (nailgun takes one
+// node of the selection first, in practice uid "1" or "11", and drops the edge when
+// that node lacks the task: here node-1, a compute node.) The class-wise check of
+// validate binds the same nodes.
+func TestPolicyAny(t *testing.T) {
+	const cluster = `cluster: prod
+release: base-1.0
+nodes:
+  node-1: {id: 1, roles: [compute]}
+  node-2: {id: 2, roles: [cinder]}
+  node-11: {id: 11, roles: [controller]}
+  node-12: {id: 12, roles: [controller]}
+`
+	const tasks = `- {id: ntp-server, type: shell, role: ['/(primary-)?controller/']}
+- {id: ntp-check, type: shell, role: [controller]}
+- {id: nowhere, type: shell}
+- id: ntp-client
+  type: shell
+  role: [compute, cinder]
+  cross-depends: [{name: ntp-server, policy: any}]
+- id: check-client
+  type: shell
+  role: [compute]
+  cross-depends: [{name: ntp-check, role: '*', policy: any}, {name: nowhere, policy: any}]
+- id: announce
+  type: shell
+  role: [cinder]
+  cross-depended-by: [{name: ntp-server, tags: [compute, controller, primary-controller], policy: any}]
+`
+	files := graphFiles(semRelease, map[string]string{"default": tasks}, cluster)
+	r, diags := renderFiles(t, files, nil)
+	noErrors(t, diags)
+	want := map[string][]string{
+		"node-1":  {"check-client shell <- ntp-check@node-12", "ntp-client shell <- ntp-server@node-11"},
+		"node-2":  {"announce shell", "ntp-client shell <- ntp-server@node-11"},
+		"node-11": {"ntp-server shell <- announce@node-2"},
+		"node-12": {"ntp-check shell", "ntp-server shell"},
+	}
+	if diff := cmp.Diff(want, nonEmpty(taskSets(r.Graph("default")))); diff != "" {
+		t.Errorf("tasks (-want +got):\n%s", diff)
+	}
+	repo, ld := loader.Load(mapFS(files), loader.Options{})
+	noErrors(t, ld)
+	noErrors(t, Validate(repo, Options{}))
+}
+
 // TestGraphEdgeOrigins: Edge.Origin says where each edge comes from (for explain).
 func TestGraphEdgeOrigins(t *testing.T) {
 	tasks := `- {id: deploy_start, type: stage}
