@@ -40,10 +40,16 @@ func checkMitaka(t *testing.T, cluster string) (map[string]*Model, hcl.Diagnosti
 	return models, more
 }
 
-// loadMitaka loads a copy of the example with cluster as its cluster spec.
-func loadMitaka(t *testing.T, cluster string) *loader.Repo {
+// loadMitaka loads a copy of the example with cluster as its cluster spec (unless
+// cluster is ""), and the named plugins of testdata/plugins-9.0 added.
+func loadMitaka(t *testing.T, cluster string, plugins ...string) *loader.Repo {
 	t.Helper()
 	dir := copyDir(t, mitakaExample)
+	for _, p := range plugins {
+		if err := os.Rename(copyDir(t, filepath.Join(plugins90, p)), filepath.Join(dir, "plugins", p)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if cluster != "" {
 		if err := os.WriteFile(filepath.Join(dir, mitakaCluster), []byte(cluster), 0o644); err != nil {
 			t.Fatal(err)

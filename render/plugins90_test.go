@@ -14,37 +14,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/hcl/v2"
-
-	"github.com/fuelsync/fuelsync/loader"
 )
 
 const plugins90 = "testdata/plugins-9.0"
 
-// loadMitakaWith loads a copy of the example with the named plugins of
-// testdata/plugins-9.0 added and cluster as clusters/mitaka.yaml.
-func loadMitakaWith(t *testing.T, cluster string, plugins ...string) *loader.Repo {
-	t.Helper()
-	dir := copyDir(t, mitakaExample)
-	for _, p := range plugins {
-		src := copyDir(t, filepath.Join(plugins90, p))
-		if err := os.Rename(src, filepath.Join(dir, "plugins", p)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, mitakaCluster), []byte(cluster), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	repo, diags := loader.Load(os.DirFS(dir), loader.Options{})
-	if diags.HasErrors() {
-		t.Fatalf("the repository does not load:\n%s", diagText(diags))
-	}
-	return repo
-}
-
-// renderMitakaWith renders clusters/mitaka.yaml of loadMitakaWith.
+// renderMitakaWith renders clusters/mitaka.yaml of loadMitaka.
 func renderMitakaWith(t *testing.T, cluster string, plugins ...string) hcl.Diagnostics {
 	t.Helper()
-	_, diags := Render(loadMitakaWith(t, cluster, plugins...), Options{Clusters: []string{"mitaka"}})
+	_, diags := Render(loadMitaka(t, cluster, plugins...), Options{Clusters: []string{"mitaka"}})
 	return diags
 }
 
@@ -127,7 +104,7 @@ func TestPlugins90NullValues(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			cluster := strings.Replace(tc.cluster, "settings:\n", "settings:\n  "+tc.settings+"\n", 1)
-			_, diags := Check(loadMitakaWith(t, cluster, tc.plugin))
+			_, diags := Check(loadMitaka(t, cluster, tc.plugin))
 			expectDiags(t, map[string]string{mitakaCluster: cluster}, errorsOnly(diags), tc.want...)
 		})
 	}
