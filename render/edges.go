@@ -650,13 +650,13 @@ func (gb *graphBuilder) crossTargets(it *loader.Value) ([]int32, bool) {
 		}
 	}
 	if sel == nil {
-		return gb.ranks(gb.ix.ResolveNames(nil, true), false), false
+		return gb.ranks(gb.ix.ResolveNames(nil, true)), false
 	}
 	if names, ok := sel.Strings(); ok && len(names) == 1 && names[0] == "self" {
 		return nil, true
 	}
 	names, _ := gb.ix.Resolve(sel)
-	return gb.ranks(names, false), false
+	return gb.ranks(names), false
 }
 
 // firstRunning is policy any: of the nodes a cross-dependency entry selects (the

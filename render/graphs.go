@@ -399,14 +399,13 @@ func (gb *graphBuilder) resolve(d *TaskDef) []int32 {
 		return nil
 	}
 	names, _ := gb.ix.Resolve(sel)
-	return gb.ranks(names, false)
+	return gb.ranks(names)
 }
 
 // ranks returns the ranks of the nodes named, each the first node of its class,
-// with every node of their classes (unless one, for policy any): first the pseudo
-// nodes named (the master comes first in a selection), then the cluster nodes by
-// rank.
-func (gb *graphBuilder) ranks(names []string, one bool) []int32 {
+// with every node of their classes: first the pseudo nodes named (the master comes
+// first in a selection), then the cluster nodes by rank.
+func (gb *graphBuilder) ranks(names []string) []int32 {
 	var out []int32
 	classes := 0
 	for _, n := range names {
@@ -415,7 +414,7 @@ func (gb *graphBuilder) ranks(names []string, one bool) []int32 {
 			continue
 		}
 		ng := gb.nodes[r]
-		if ng.Tags == nil || one {
+		if ng.Tags == nil {
 			out = append(out, r)
 			continue
 		}
