@@ -121,3 +121,27 @@ func httpDo(ts *testscript.TestScript, method, url, tokenFile string) (int, stri
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
 	return resp.StatusCode, string(b), err
 }
+
+// cmdHTTPServe: http-serve VAR CODE FILE serves, on a free port of
+// 127.0.0.1, every request with status CODE and FILE's bytes as a JSON body,
+// until the script ends; VAR is set to its URL. It stands for a serve that
+// answers what it should not (a hostile or broken one).
+func cmdHTTPServe(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: http-serve VAR CODE FILE")
+	}
+	code, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	body, err := os.ReadFile(ts.MkAbs(args[2]))
+	ts.Check(err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ts.Check(err)
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		w.Write(body)
+	})}
+	go srv.Serve(ln)
+	ts.Defer(func() { srv.Close() })
+	ts.Setenv(args[0], "http://"+ln.Addr().String())
+}

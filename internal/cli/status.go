@@ -159,19 +159,25 @@ func writeStatusTable(w io.Writer, infos []operation.ClusterInfo) {
 		if health == "" {
 			health = "-" // a serve of an older version
 		}
+		// Every column may come from a serve (--server): each is a cell.
+		cols := []string{cell(c.Name), cell(c.Status), cell(health), fmt.Sprintf("%d/%d", c.NodesConverged, c.Nodes),
+			cell(shortRev(c.AppliedRevision)), cell(shortRev(c.HeadRevision)), fmt.Sprint(c.Nodes)}
 		if owners {
 			owner := c.Owner
 			if owner == "" {
 				owner = "-"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%d\t%s\t%s\n", c.Name, c.Status, health, c.NodesConverged, c.Nodes,
-				shortRev(c.AppliedRevision), shortRev(c.HeadRevision), c.Nodes, safetext.Line(owner), safetext.Line(problem))
-			continue
+			cols = append(cols, cell(owner))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%d\t%s\n", c.Name, c.Status, health, c.NodesConverged, c.Nodes,
-			shortRev(c.AppliedRevision), shortRev(c.HeadRevision), c.Nodes, safetext.Line(problem))
+		fmt.Fprintln(tw, strings.Join(append(cols, cell(problem)), "\t"))
 	}
 	tw.Flush()
+}
+
+// cell is s escaped to print as a cell of a table: on one line, as
+// safetext.Line escapes it, and without a tab, which would end the cell.
+func cell(s string) string {
+	return strings.ReplaceAll(safetext.Line(s), "\t", `\t`)
 }
 
 func shortRev(rev string) string {
