@@ -84,18 +84,20 @@ func cmdHTTPWait(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// cmdHTTPPost: http-post [-token FILE] URL CODE POSTs to URL (no body) and
-// fails unless the answer's status is CODE; the body is written to stdout.
+// cmdHTTPPost: http-post [-token FILE] [-body TEXT] URL CODE POSTs TEXT (by
+// default nothing) to URL and fails unless the answer's status is CODE; the
+// answer's body is written to stdout.
 func cmdHTTPPost(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("unsupported: ! http-post")
 	}
 	fl := flag.NewFlagSet("http-post", flag.ContinueOnError)
 	token := fl.String("token", "", "bearer token file")
+	send := fl.String("body", "", "the request's body")
 	if err := fl.Parse(args); err != nil || fl.NArg() != 2 {
-		ts.Fatalf("usage: http-post [-token FILE] URL CODE")
+		ts.Fatalf("usage: http-post [-token FILE] [-body TEXT] URL CODE")
 	}
-	code, body, err := httpDo(ts, http.MethodPost, fl.Arg(0), *token)
+	code, body, err := httpSend(ts, http.MethodPost, fl.Arg(0), *token, *send)
 	ts.Check(err)
 	ts.Stdout().Write([]byte(body))
 	if strconv.Itoa(code) != fl.Arg(1) {
@@ -104,7 +106,12 @@ func cmdHTTPPost(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func httpDo(ts *testscript.TestScript, method, url, tokenFile string) (int, string, error) {
-	req, err := http.NewRequest(method, url, nil)
+	return httpSend(ts, method, url, tokenFile, "")
+}
+
+// httpSend is httpDo with body as the request's body.
+func httpSend(ts *testscript.TestScript, method, url, tokenFile, body string) (int, string, error) {
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		return 0, "", err
 	}

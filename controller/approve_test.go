@@ -1,0 +1,61 @@
+package controller
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fuelsync/fuelsync/internal/gittest"
+	"github.com/fuelsync/fuelsync/operation"
+	"github.com/fuelsync/fuelsync/source"
+	"github.com/fuelsync/fuelsync/state"
+)
+
+// TestLoopApprovalPinned: an approval names the plan approved (what serve
+// answered, what the reviewer read). When a newer commit replaced that plan
+// before the loop applies it, nothing is applied and the loop says so; the
+// plan now pending, approved by name, is applied.
+func TestLoopApprovalPinned(t *testing.T) {
+	ctx := context.Background()
+	dir, repo := gittest.Quickstart(t)
+	demo := filepath.Join(dir, "clusters", "demo.yaml")
+	gittest.EditFile(t, demo, "mode: ha ", "sync: manual\nmode: ha ")
+	gittest.Commit(t, repo, "demo manual")
+	wd := state.Open(filepath.Join(t.TempDir(), "wd"))
+	loop := &Loop{Workdir: wd, Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
+	if o := loop.ReconcileOnce(ctx); o != operation.Applied {
+		t.Fatalf("first reconcile: %s %q", o, loop.Status().Errors)
+	}
+	pending := func() state.Pending {
+		t.Helper()
+		st, err := wd.ReadState()
+		if err != nil || st.Clusters["demo"] == nil || st.Clusters["demo"].Pending == nil {
+			t.Fatalf("demo has no pending plan: %v", err)
+		}
+		return *st.Clusters["demo"].Pending
+	}
+	a := pending()
+	// Reviewed and approved: plan A. Commit B lands and is planned first.
+	gittest.EditFile(t, demo, "node-4: {id: 4, roles: [compute]}", "node-4: {id: 4, roles: [compute, storage]}")
+	b := gittest.Commit(t, repo, "node-4 storage")
+	loop.ReconcileOnce(ctx)
+	if got := pending(); got.Revision != b {
+		t.Fatalf("the pending plan is of %s, want %s", got.Revision, b)
+	}
+	loop.Approve("demo", a)
+	loop.ReconcileOnce(ctx)
+	st, _ := wd.ReadState()
+	if cs := st.Clusters["demo"]; cs.StatusOf() != state.StatusAwaitingApproval || cs.Revision == b {
+		t.Errorf("approving plan A applied the plan of B: status %s, revision %s", cs.StatusOf(), cs.Revision)
+	}
+	if errs := strings.Join(loop.Status().Errors, "\n"); !strings.Contains(errs, "approve it again") {
+		t.Errorf("the loop's errors say nothing of the approval refused: %q", errs)
+	}
+	loop.Approve("demo", pending())
+	loop.ReconcileOnce(ctx)
+	st, _ = wd.ReadState()
+	if cs := st.Clusters["demo"]; cs.StatusOf() != state.StatusSynced || cs.Revision != b {
+		t.Errorf("approving plan B: status %s, revision %s", cs.StatusOf(), cs.Revision)
+	}
+}
