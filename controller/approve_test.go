@@ -59,3 +59,30 @@ func TestLoopApprovalPinned(t *testing.T) {
 		t.Errorf("approving plan B: status %s, revision %s", cs.StatusOf(), cs.Revision)
 	}
 }
+
+// TestLoopDependencySuspendedNoHotLoop: a cluster that depends on a suspended
+// one waits, and the loop does not reconcile the same revision again at once
+// (it did, 8 times a second, for as long as the dependency was suspended):
+// the next reconcile of that revision is skipped. The cluster's problem says
+// the dependency is suspended.
+func TestLoopDependencySuspendedNoHotLoop(t *testing.T) {
+	ctx := context.Background()
+	dir, repo := gittest.Quickstart(t)
+	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "mode: ha ", "suspend: true\nmode: ha ")
+	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo-hcl.hcl"), `release = "quickstart-1.0"`, `release = "quickstart-1.0"`+"\n  depends_on = [\"demo\"]")
+	gittest.Commit(t, repo, "demo suspended; demo-hcl after demo")
+	loop := &Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
+	loop.ReconcileOnce(ctx)
+	if o := loop.ReconcileOnce(ctx); o != operation.Skipped {
+		t.Errorf("the same revision again: %s; want skipped", o)
+	}
+	st, err := loop.Workdir.ReadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range loop.Clusters(st) {
+		if c.Name == "demo-hcl" && (len(c.Problems) == 0 || !strings.Contains(c.Problems[0], "and it is suspended (suspend: true)")) {
+			t.Errorf("demo-hcl's problems: %q", c.Problems)
+		}
+	}
+}

@@ -728,15 +728,15 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 		}
 	}
 	deferred := func(name string) bool { return awaiting[name] || len(waiting[name])+len(unhealthy[name]) > 0 }
-	res.Again = len(waiting) > 0
-	if req.Owns != nil {
-		// Only a dependency this run applied makes the next run
-		// different; another shard's commit triggers its own.
-		res.Again = false
-		for _, deps := range waiting {
-			for _, dep := range deps {
-				res.Again = res.Again || disp[dep] != dispUntouched
-			}
+	// Once more at once only when this run applies a cluster that another
+	// waits for: else the next run of the revision plans the same (a
+	// dependency suspended, held or awaiting approval waits for a commit
+	// or an approval, another shard's commit triggers its own); a loop
+	// reconciled such a revision again 8 times a second.
+	res.Again = false
+	for _, deps := range waiting {
+		for _, dep := range deps {
+			res.Again = res.Again || req.Apply && res.heldAll == "" && disp[dep] == dispRender && changes[dep] != nil && !deferred(dep)
 		}
 	}
 	if len(unhealthy) > 0 {
@@ -780,7 +780,7 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 		// A cluster waiting for a health is not applied: the state is not the
 		// outcome of these inputs (the same commit is planned again once the
 		// health comes).
-		Again: res.Again || len(unhealthy) > 0,
+		Again: len(waiting)+len(unhealthy) > 0,
 	}
 	if req.Owns != nil {
 		p.Targets = owned
@@ -837,7 +837,7 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 			case len(waiting[name]) > 0:
 				cr.Status = state.StatusOutOfSync
 				for _, dep := range waiting[name] {
-					cr.Problems = append(cr.Problems, fmt.Sprintf("waiting for cluster %s to be synced at revision %s", dep, source.Short(rev.SHA)))
+					cr.Problems = append(cr.Problems, waitingProblem(repo, name, dep, rev.SHA))
 				}
 				cr.Problems = append(cr.Problems, unhealthy[name]...)
 			case len(unhealthy[name]) > 0:
@@ -899,6 +899,17 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 	}
 	res.Problems = append(res.Problems, ProblemLines(res.Orphans, state.MaxClusterProblems)...)
 	return nil
+}
+
+// waitingProblem says why cluster name waits for dep (depends_on): dep is not
+// synced at revision rev yet; and when the revision suspends dep, that it
+// waits until dep is resumed (nothing else moves it).
+func waitingProblem(repo *loader.Repo, name, dep, rev string) string {
+	why := fmt.Sprintf("waiting for cluster %s to be synced at revision %s", dep, source.Short(rev))
+	if c := repo.Cluster(dep); c != nil && repo.Suspended(c) {
+		why += fmt.Sprintf(", and it is suspended (suspend: true): %s waits until %s is resumed", name, dep)
+	}
+	return why
 }
 
 // ApprovalError says a pending plan cannot be applied as approved.
