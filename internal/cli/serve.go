@@ -291,6 +291,10 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			if shard != nil {
 				srv.Replica, run = shard, shard.Run
 			}
+			if err := checkReplicaRoles(ctx, srv.Replica); err != nil {
+				ln.Close()
+				return err
+			}
 			hs, limited := server.HTTPServer(srv.Handler(), ln, limits)
 			errc := make(chan error, 1)
 			go func() { errc <- hs.Serve(limited) }()
@@ -313,9 +317,11 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 				}
 			}()
 			done := make(chan struct{})
-			go func() { run(ctx); close(done) }()
+			var runErr error // a replica's refusal to run (RoleConflictError)
+			go func() { runErr = run(ctx); close(done) }()
 			select {
 			case <-ctx.Done():
+			case <-done:
 			case err := <-errc:
 				if !errors.Is(err, http.ErrServerClosed) {
 					stop()
@@ -327,10 +333,30 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			defer cancel()
 			_ = hs.Shutdown(shutdown)
 			<-done
+			if runErr != nil && ctx.Err() == nil {
+				return &exitError{code: 1, msg: runErr.Error()}
+			}
 			loop.Log.Info("stopped", "reason", "signal")
 			return nil
 		},
 	}
+}
+
+// checkReplicaRoles refuses to start a replica (nil: none) beside replicas
+// of the other kind on its state: shards, without --shard; a leader, with
+// it. When etcd does not answer within 10 s, the replica starts, and checks
+// again once it leads or joins (controller.Replica.Run).
+func checkReplicaRoles(ctx context.Context, r *controller.Replica) error {
+	if r == nil {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var conflict *controller.RoleConflictError
+	if err := r.CheckRoles(cctx); errors.As(err, &conflict) {
+		return &exitError{code: 1, msg: err.Error()}
+	}
+	return nil
 }
 
 // readSecret reads the webhook secret of file, trimmed; an empty one is refused,
