@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -293,14 +294,14 @@ func approveCommand(stdout, stderr io.Writer) *cli.Command {
 	}
 }
 
-// serverApprove asks serve at url to apply the pending plan of cluster name
+// serverApprove asks serve at server (its URL) to apply the pending plan of cluster name
 // (the plan of ref, when ref is not empty), and says which plan it approved.
-func serverApprove(c *cli.Context, url, name, ref string, stdout, stderr io.Writer) error {
+func serverApprove(c *cli.Context, server, name, ref string, stdout, stderr io.Writer) error {
 	g, err := readGlobals(c, stdout, stderr)
 	if err != nil {
 		return err
 	}
-	a, err := newAPIClient(c, url)
+	a, err := newAPIClient(c, server)
 	if err != nil {
 		return err
 	}
@@ -314,7 +315,7 @@ func serverApprove(c *cli.Context, url, name, ref string, stdout, stderr io.Writ
 		Summary  diff.Summary `json:"summary"`
 	}
 	var raw json.RawMessage
-	if err := a.do(c, http.MethodPost, "/api/v1/clusters/"+name+"/approve", body, &raw); err != nil {
+	if err := a.do(c, http.MethodPost, "/api/v1/clusters/"+url.PathEscape(name)+"/approve", body, &raw); err != nil {
 		return err
 	}
 	if g.format == "json" {
@@ -325,7 +326,7 @@ func serverApprove(c *cli.Context, url, name, ref string, stdout, stderr io.Writ
 	}
 	if !g.quiet {
 		pd := &state.Pending{Revision: answer.Revision, Digest: answer.Digest, Summary: answer.Summary}
-		fmt.Fprintf(stdout, "Approved: cluster %s, %s; serve applies it at its next reconcile.\n", name, approvedPlan(pd))
+		fmt.Fprintf(stdout, "Approved: cluster %s, %s; serve applies it at its next reconcile.\n", safetext.Line(name), approvedPlan(pd))
 	}
 	return nil
 }
@@ -382,7 +383,7 @@ func (e *opEnv) approve(name, ref string, lockTimeout time.Duration) error {
 		if err := v.plan(res); err != nil {
 			return err
 		}
-		fmt.Fprintf(e.g.stdout, "Approved: cluster %s, %s\n", name, approvedPlan(cs.Pending))
+		fmt.Fprintf(e.g.stdout, "Approved: cluster %s, %s\n", safetext.Line(name), approvedPlan(cs.Pending))
 	}
 	return v.applied(res, w)
 }
