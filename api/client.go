@@ -226,7 +226,13 @@ func (c *Client) Runs(ctx context.Context, cluster string) ([]Run, error) {
 // Run reads one run of cluster, with its nodes and tasks ("latest": the
 // newest).
 func (c *Client) Run(ctx context.Context, cluster, id string) (*Run, error) {
+	return c.RunTasks(ctx, cluster, id, TasksAll)
+}
+
+// RunTasks reads one run of cluster with the tasks asked: TasksAll,
+// TasksFailed or TasksNone.
+func (c *Client) RunTasks(ctx context.Context, cluster, id, tasks string) (*Run, error) {
 	var run Run
-	_, err := c.do(ctx, http.MethodGet, clusterPath(cluster, "runs", id), nil, nil, &run, time.Minute)
+	_, err := c.do(ctx, http.MethodGet, clusterPath(cluster, "runs", id), url.Values{"tasks": {tasks}}, nil, &run, time.Minute)
 	return &run, err
 }

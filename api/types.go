@@ -127,8 +127,21 @@ type Run struct {
 	// failed, dep_failed, skipped).
 	Counts      map[string]int `json:"counts"`
 	FailedNodes []string       `json:"failed_nodes,omitempty"`
-	Nodes       []RunNode      `json:"nodes,omitempty"`
+	// Running are the tasks running now, "task@node" (at most
+	// MaxRunningListed of them).
+	Running []string  `json:"running,omitempty"`
+	Nodes   []RunNode `json:"nodes,omitempty"`
 }
+
+// MaxRunningListed bounds Run.Running.
+const MaxRunningListed = 50
+
+// Which tasks GET …/runs/<id>?tasks= lists under its nodes.
+const (
+	TasksAll    = "all"    // every task (the default)
+	TasksFailed = "failed" // the failed ones (their nodes only)
+	TasksNone   = "none"   // no node: the run's summary
+)
 
 // RunNode is a node of a run.
 type RunNode struct {

@@ -161,7 +161,7 @@ func TestCoordinatorRunsAndResumes(t *testing.T) {
 			t.Errorf("node %s was not told done", n)
 		}
 	}
-	r, err := c2.Run(context.Background(), "demo", "latest")
+	r, err := c2.Run(context.Background(), "demo", "latest", api.TasksAll)
 	if err != nil || r.Status != api.RunSucceeded || len(r.Nodes) == 0 {
 		t.Errorf("run view: %+v %v", r, err)
 	}

@@ -70,8 +70,9 @@ func nodeTasks(g *Graph, s *State, ni int32, outside bool, hasOutput func(int32)
 	return out
 }
 
-// runView is the API's view of a run.
-func runView(h *Header, g *Graph, s *State, withNodes bool) api.Run {
+// runView is the API's view of a run, with the tasks asked (api.TasksAll,
+// TasksFailed, TasksNone).
+func runView(h *Header, g *Graph, s *State, tasks string) api.Run {
 	r := api.Run{Cluster: h.Cluster, ID: h.ID, Graph: h.Graph, Serial: h.Serial, Revision: h.Revision, Noop: h.Noop,
 		Only: h.Nodes, RetryOf: h.RetryOf, Trigger: h.Trigger, Created: h.Created, Counts: map[string]int{}}
 	sum := summaryOf(s)
@@ -86,12 +87,24 @@ func runView(h *Header, g *Graph, s *State, withNodes bool) api.Run {
 	default:
 		r.Status, r.Ended = api.RunSucceeded, &sum.Ended
 	}
-	if withNodes {
-		for ni, n := range g.Nodes {
-			rn := api.RunNode{Name: n.Name, Critical: n.Critical, Tasks: nodeTasks(g, s, int32(ni), true, nil)}
-			rn.Status = nodeStatus(s, int32(ni), rn.Tasks)
-			r.Nodes = append(r.Nodes, rn)
+	for ni := range g.Nodes {
+		if t, busy := s.Running(int32(ni)); busy && len(r.Running) < api.MaxRunningListed {
+			r.Running = append(r.Running, g.Name(t))
 		}
+	}
+	if tasks == api.TasksNone {
+		return r
+	}
+	for ni, n := range g.Nodes {
+		rn := api.RunNode{Name: n.Name, Critical: n.Critical, Tasks: nodeTasks(g, s, int32(ni), true, nil)}
+		rn.Status = nodeStatus(s, int32(ni), rn.Tasks)
+		if tasks == api.TasksFailed {
+			rn.Tasks = slices.DeleteFunc(rn.Tasks, func(t api.RunTask) bool { return t.Status != api.TaskFailed })
+			if len(rn.Tasks) == 0 {
+				continue
+			}
+		}
+		r.Nodes = append(r.Nodes, rn)
 	}
 	return r
 }
@@ -136,7 +149,7 @@ func (c *Coordinator) Runs(ctx context.Context, cluster string) ([]api.Run, erro
 	for _, it := range list {
 		if l != nil && l.h.ID == it.Header.ID {
 			l.mu.Lock()
-			out = append(out, runView(l.h, l.g, l.s, false))
+			out = append(out, runView(l.h, l.g, l.s, api.TasksNone))
 			l.mu.Unlock()
 			continue
 		}
@@ -160,8 +173,9 @@ func listedView(it *Listed) api.Run {
 }
 
 // Run returns one of cluster's runs with its nodes and tasks ("latest": the
-// newest).
-func (c *Coordinator) Run(ctx context.Context, cluster, id string) (*api.Run, error) {
+// newest): every task, the failed ones, or none (api.TasksAll, TasksFailed,
+// TasksNone).
+func (c *Coordinator) Run(ctx context.Context, cluster, id, tasks string) (*api.Run, error) {
 	if id == "latest" {
 		list, err := c.Store.List(ctx, cluster)
 		if err != nil {
@@ -174,9 +188,9 @@ func (c *Coordinator) Run(ctx context.Context, cluster, id string) (*api.Run, er
 	}
 	if l, _ := c.active(cluster); l != nil && l.h.ID == id {
 		l.mu.Lock()
-		r := runView(l.h, l.g, l.s, true)
+		r := runView(l.h, l.g, l.s, tasks)
 		l.mu.Unlock()
-		c.markOutputs(ctx, &r)
+		c.markOutputs(ctx, l.g, &r)
 		return &r, nil
 	}
 	rec, err := c.Store.Read(ctx, cluster, id)
@@ -191,27 +205,28 @@ func (c *Coordinator) Run(ctx context.Context, cluster, id string) (*api.Run, er
 	if err != nil {
 		return nil, err
 	}
-	r := runView(rec.Header, g, s, true)
+	r := runView(rec.Header, g, s, tasks)
 	if rec.Summary == nil && s.Phase == Ended {
 		r.Status = api.RunRunning // the end not yet written
 	}
-	c.markOutputs(ctx, &r)
+	c.markOutputs(ctx, g, &r)
 	return &r, nil
 }
 
 // markOutputs says which failed tasks have an output kept (the links of
 // the run's page and API).
-func (c *Coordinator) markOutputs(ctx context.Context, r *api.Run) {
-	idx := int32(0)
+func (c *Coordinator) markOutputs(ctx context.Context, g *Graph, r *api.Run) {
 	for ni := range r.Nodes {
 		for ti := range r.Nodes[ni].Tasks {
 			t := &r.Nodes[ni].Tasks[ti]
-			if t.Attempt > 0 && t.Status == api.TaskFailed {
+			if t.Attempt == 0 || t.Status != api.TaskFailed {
+				continue
+			}
+			if idx, ok := g.Task(r.Nodes[ni].Name, t.ID); ok {
 				if out, err := c.Store.Output(ctx, r.Cluster, r.ID, idx); err == nil && len(out) > 0 {
 					t.Output = true
 				}
 			}
-			idx++
 		}
 	}
 }

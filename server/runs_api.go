@@ -281,7 +281,7 @@ func (s *Server) stopRun(w http.ResponseWriter, r *http.Request) {
 
 // answerRun answers with a run's view.
 func (s *Server) answerRun(w http.ResponseWriter, r *http.Request, cluster, id string, code int) {
-	run, err := s.Runs.Run(r.Context(), cluster, id)
+	run, err := s.Runs.Run(r.Context(), cluster, id, api.TasksNone)
 	if err != nil {
 		http.Error(w, "reading the run: "+redact.Text(err.Error()), http.StatusInternalServerError)
 		return
@@ -312,7 +312,16 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	if !checkNames(w, "cluster", cluster) || !s.authorized(w, r) || !s.runsReady(w) {
 		return
 	}
-	run, err := s.Runs.Run(r.Context(), cluster, id)
+	tasks := r.URL.Query().Get("tasks")
+	switch tasks {
+	case "":
+		tasks = api.TasksAll
+	case api.TasksAll, api.TasksFailed, api.TasksNone:
+	default:
+		http.Error(w, fmt.Sprintf("tasks=%q: want all, failed or none", tasks), http.StatusBadRequest)
+		return
+	}
+	run, err := s.Runs.Run(r.Context(), cluster, id, tasks)
 	switch {
 	case errors.Is(err, runs.ErrNotFound):
 		http.Error(w, fmt.Sprintf("cluster %s has no run %q", cluster, id), http.StatusNotFound)

@@ -114,7 +114,11 @@ func deployCommand(stdout, stderr io.Writer) *cli.Command {
 					if err != nil {
 						return err
 					}
-					run, err := d.client.Run(c.Context, c.String("cluster"), c.String("run"))
+					tasks := api.TasksFailed
+					if d.format == "json" {
+						tasks = api.TasksAll
+					}
+					run, err := d.client.RunTasks(c.Context, c.String("cluster"), c.String("run"), tasks)
 					if err != nil {
 						return d.fail("reading the run", err)
 					}
@@ -181,13 +185,16 @@ func (d *deployer) follow(run *api.Run, watch bool) error {
 			return &exitError{code: 1, msg: "interrupted; the run goes on"}
 		}
 		ctx, cancel := context.WithTimeout(d.c.Context, 30*time.Second)
-		next, err := d.client.Run(ctx, run.Cluster, run.ID)
+		next, err := d.client.RunTasks(ctx, run.Cluster, run.ID, api.TasksNone)
 		cancel()
 		if err != nil {
 			fmt.Fprintln(d.stderr, "reading the run:", redact.Text(err.Error()))
 			continue
 		}
 		run = next
+	}
+	if full, err := d.client.RunTasks(d.c.Context, run.Cluster, run.ID, api.TasksFailed); err == nil {
+		run = full // its failed tasks, for show
 	}
 	if err := d.show(run); err != nil {
 		return err
@@ -208,12 +215,8 @@ func progressLine(run *api.Run) string {
 		}
 	}
 	var running []string
-	for _, n := range run.Nodes {
-		for _, t := range n.Tasks {
-			if t.Status == api.TaskRunning {
-				running = append(running, safetext.Line(t.ID+"@"+n.Name))
-			}
-		}
+	for _, t := range run.Running {
+		running = append(running, safetext.Line(t))
 	}
 	line := fmt.Sprintf("run %s of %s: %s, %d/%d tasks done", run.ID, run.Cluster, run.Status, done, total)
 	if len(running) > 0 {
