@@ -171,6 +171,5 @@ func (s *Server) nodePage(w http.ResponseWriter, r *http.Request) {
 func writePage(w http.ResponseWriter, t *template.Template, data any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'")
 	_ = t.Execute(w, data)
 }
