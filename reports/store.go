@@ -50,15 +50,21 @@ const MaxReconcileProblems = 5
 // (state/etcdstate). Every name it is given is a name the loader accepts for
 // paths (loader.IsName); it refuses any other.
 type Backend interface {
-	// Put stores r as its node's newest report, numbering it (r.Seq): it
-	// takes the place of the newest one when that is an earlier report of
-	// the same run (running, then its result), else it is added; then the
-	// node's reports beyond keep are dropped, oldest first.
+	// Put stores r as its node's newest report, numbering it (r.Seq): its
+	// summary (Summarize) in the node's history, where it takes the place
+	// of the newest one when that is an earlier report of the same run
+	// (running, then its result), else it is added; then the node's
+	// reports beyond keep are dropped, oldest first. r itself, with its
+	// tasks, is kept as the node's last report, in place of the one
+	// before: a node's history holds summaries, and one report whole.
 	Put(ctx context.Context, r *Report, keep int) error
-	// Last returns every node's last report.
+	// Last returns every node's last report, summarized.
 	Last(ctx context.Context) ([]*Report, error)
-	// History returns a node's kept reports, newest first.
+	// History returns a node's kept reports, newest first, summarized.
 	History(ctx context.Context, cluster, node string) ([]*Report, error)
+	// Whole returns a node's last report with its tasks (when they were
+	// kept); nil when it has none.
+	Whole(ctx context.Context, cluster, node string) (*Report, error)
 	// PutReconcile adds rec to its cluster's reconciles, numbering it
 	// (rec.Seq), and drops those beyond keep, oldest first.
 	PutReconcile(ctx context.Context, rec *Reconcile, keep int) error
@@ -105,6 +111,11 @@ type Store struct {
 	mu     sync.RWMutex
 	last   map[string]map[string]*Report // cluster → node → last report (summarized)
 	loaded bool
+	// wholes are the last reports read whole (Whole), the newest
+	// maxWholes; wholeReads bounds the reads of whole reports at once.
+	wholeMu    sync.Mutex
+	wholes     []*Report
+	wholeReads chan struct{}
 	// changed, when set, is called after a report changed a node's last
 	// report, with its cluster.
 	changed func(cluster string)
@@ -112,7 +123,8 @@ type Store struct {
 
 // NewStore makes a store over b with the default bounds.
 func NewStore(b Backend) *Store {
-	return &Store{Backend: b, HistoryKeep: DefaultHistoryKeep, ReconcileKeep: DefaultReconcileKeep, last: map[string]map[string]*Report{}}
+	return &Store{Backend: b, HistoryKeep: DefaultHistoryKeep, ReconcileKeep: DefaultReconcileKeep, last: map[string]map[string]*Report{},
+		wholeReads: make(chan struct{}, maxWholeReads)}
 }
 
 // OnChange makes the store call f with a report's cluster after each report
@@ -235,9 +247,65 @@ func (s *Store) Clusters() []string {
 	return slices.Sorted(maps.Keys(s.last))
 }
 
-// History returns a node's kept reports, newest first, with their tasks.
+// History returns a node's kept reports, newest first, summarized (their
+// task counts and first failed tasks; Whole has the last one's tasks).
 func (s *Store) History(ctx context.Context, cluster, node string) ([]*Report, error) {
 	return s.Backend.History(ctx, cluster, node)
+}
+
+// The bounds of the whole reports a Store reads: at most maxWholeReads at
+// once (each up to MaxBody of JSON, a few MiB decoded), and the newest
+// maxWholes kept, so that many views of one node decode its report once.
+const (
+	maxWholeReads = 4
+	maxWholes     = 8
+)
+
+// Whole returns a node's last report with its tasks (nil when none): the
+// one read before while it is still the node's last report, else read from
+// the backend, at most maxWholeReads at once. The caller does not modify it.
+func (s *Store) Whole(ctx context.Context, cluster, node string) (*Report, error) {
+	if r := s.cachedWhole(cluster, node); r != nil {
+		return r, nil
+	}
+	select {
+	case s.wholeReads <- struct{}{}:
+		defer func() { <-s.wholeReads }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if r := s.cachedWhole(cluster, node); r != nil {
+		return r, nil // read by another meanwhile
+	}
+	r, err := s.Backend.Whole(ctx, cluster, node)
+	if err != nil || r == nil {
+		return r, err
+	}
+	s.wholeMu.Lock()
+	defer s.wholeMu.Unlock()
+	s.wholes = slices.DeleteFunc(s.wholes, func(w *Report) bool { return w.Cluster == cluster && w.Node == node })
+	if len(s.wholes) == maxWholes {
+		s.wholes = slices.Delete(s.wholes, 0, 1)
+	}
+	s.wholes = append(s.wholes, r)
+	return r, nil
+}
+
+// cachedWhole is the node's whole report read before, when it is still the
+// node's last report.
+func (s *Store) cachedWhole(cluster, node string) *Report {
+	last := s.Last(cluster, node)
+	if last == nil {
+		return nil
+	}
+	s.wholeMu.Lock()
+	defer s.wholeMu.Unlock()
+	for _, w := range s.wholes {
+		if w.Cluster == cluster && w.Node == node && w.Seq == last.Seq && w.ReceivedAt.Equal(last.ReceivedAt) {
+			return w
+		}
+	}
+	return nil
 }
 
 // AddReconcile records a reconcile of its cluster.

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/internal/safetext"
@@ -189,10 +190,14 @@ func (s *Server) logReport(cluster, node, result string, code int, why string) {
 	log.Log(context.Background(), level, "node report", attrs...)
 }
 
-// cut cuts s to n bytes.
+// cut cuts s to at most n bytes, at a character's start, ending with "…"
+// when cut.
 func cut(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }
