@@ -292,6 +292,13 @@ func jsonProblem(err error) string {
 	return strings.TrimPrefix(msg, "json: ")
 }
 
+// MaxSummary bounds a report's summary as stored (MarshalSummary): a
+// message of MaxMessage control characters escaped to six bytes each, five
+// failed task ids of MaxTaskID quotes, the longest names
+// (TestSummaryBound). The history of a node keeps at most its --report-history
+// of them, and one report whole.
+const MaxSummary = 32 << 10
+
 // maxFailedNames is how many failed tasks' ids a Store keeps in memory per node.
 const maxFailedNames = 5
 

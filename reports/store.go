@@ -3,6 +3,7 @@ package reports
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"slices"
 	"sync"
@@ -86,6 +87,13 @@ type Watcher interface {
 	Watch(ctx context.Context, put func(*Report), remove func(cluster, node string)) error
 }
 
+// WriteChecker is a Backend that can say whether it takes writes now: etcd
+// refuses every write while an alarm is raised (NOSPACE: its database over
+// its quota).
+type WriteChecker interface {
+	CheckWrites(ctx context.Context) error
+}
+
 // provider is a state Backend that keeps reports too (etcd).
 type provider interface {
 	Reports() Backend
@@ -116,6 +124,15 @@ type Store struct {
 	wholeMu    sync.Mutex
 	wholes     []*Report
 	wholeReads chan struct{}
+	// puts serializes the Puts of a node (by a hash of its names): on etcd,
+	// concurrent reports of one node would retry each other's
+	// transactions.
+	puts [64]sync.Mutex
+	// writeErr is the error of the last write to the backend (nil after a
+	// write that succeeded); checked and checkedAt the last CheckWrites.
+	writeMu               sync.Mutex
+	writeErr, checked     error
+	writeErrAt, checkedAt time.Time
 	// changed, when set, is called after a report changed a node's last
 	// report, with its cluster.
 	changed func(cluster string)
@@ -219,7 +236,12 @@ func (s *Store) Put(ctx context.Context, r *Report) error {
 	if !loader.IsName(r.Cluster) || !loader.IsName(r.Node) {
 		return fmt.Errorf("cluster %q, node %q: not names the loader accepts", r.Cluster, r.Node)
 	}
-	if err := s.Backend.Put(ctx, r, s.historyKeep()); err != nil {
+	h := fnv.New32a()
+	h.Write([]byte(r.Cluster + "/" + r.Node))
+	mu := &s.puts[h.Sum32()%uint32(len(s.puts))]
+	mu.Lock()
+	defer mu.Unlock()
+	if err := s.wrote(ctx, s.Backend.Put(ctx, r, s.historyKeep())); err != nil {
 		return err
 	}
 	s.set(Summarize(r))
@@ -316,7 +338,55 @@ func (s *Store) AddReconcile(ctx context.Context, rec *Reconcile) error {
 	if len(rec.Problems) > MaxReconcileProblems {
 		rec.Problems = rec.Problems[:MaxReconcileProblems]
 	}
-	return s.Backend.PutReconcile(ctx, rec, s.reconcileKeep())
+	return s.wrote(ctx, s.Backend.PutReconcile(ctx, rec, s.reconcileKeep()))
+}
+
+// The bounds of Writable: a write that failed says the backend refuses
+// writes for writeErrorFor (unless a write succeeds meanwhile: the backend
+// is not written to while nobody reports); the backend's own answer is
+// asked at most every checkEvery.
+const (
+	writeErrorFor = 30 * time.Second
+	checkEvery    = time.Second
+)
+
+// wrote records the outcome err of a write to the backend, and returns it.
+// A write the caller gave up on (ctx ended) says nothing of the backend.
+func (s *Store) wrote(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return err
+	}
+	s.writeMu.Lock()
+	s.writeErr, s.writeErrAt = err, time.Now()
+	s.writeMu.Unlock()
+	return err
+}
+
+// Writable says why the backend refuses writes now, nil when it takes them:
+// what it says of itself (a WriteChecker: etcd's alarms), else the error of
+// the last write to it, if it failed within writeErrorFor.
+func (s *Store) Writable(ctx context.Context) error {
+	if wc, ok := s.Backend.(WriteChecker); ok {
+		s.writeMu.Lock()
+		fresh := time.Since(s.checkedAt) < checkEvery
+		err := s.checked
+		s.writeMu.Unlock()
+		if !fresh {
+			err = wc.CheckWrites(ctx)
+			s.writeMu.Lock()
+			s.checked, s.checkedAt = err, time.Now()
+			s.writeMu.Unlock()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if s.writeErr != nil && time.Since(s.writeErrAt) < writeErrorFor {
+		return fmt.Errorf("the last write to %s failed %s ago: %w", s.Backend, time.Since(s.writeErrAt).Round(time.Second), s.writeErr)
+	}
+	return nil
 }
 
 // Reconciles returns a cluster's kept reconciles, newest first.

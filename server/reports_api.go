@@ -39,12 +39,13 @@ const (
 	reportNotFound     = "not_found"
 	reportConflict     = "conflict"
 	reportTooLarge     = "too_large"
+	reportTooMany      = "too_many"
 	reportUnavailable  = "unavailable"
 	reportError        = "error"
 )
 
 // ReportResults lists the results of a report (the metric's label values).
-var ReportResults = []string{reportAccepted, reportBadRequest, reportUnauthorized, reportForbidden, reportNotFound, reportConflict, reportTooLarge, reportUnavailable, reportError}
+var ReportResults = []string{reportAccepted, reportBadRequest, reportUnauthorized, reportForbidden, reportNotFound, reportConflict, reportTooLarge, reportTooMany, reportUnavailable, reportError}
 
 // bearer is the request's bearer token ("" when none).
 func bearer(r *http.Request) (string, bool) {
@@ -119,6 +120,10 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) {
 		refuse(reportForbidden, http.StatusForbidden, fmt.Sprintf("the bearer token is not the token of node %s of cluster %s: a node reports only for itself", node, cluster))
 		return
 	}
+	if !s.nodeAllowed(w, cluster, node) {
+		result, code, why = reportTooMany, http.StatusTooManyRequests, "over the node's rate of requests"
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, reports.MaxBody))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
@@ -164,12 +169,62 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) {
 	if rep.Revision == "" {
 		rep.Revision = served.StateRevision
 	}
+	if !s.chargeReport(w, rep, len(body)) {
+		result, code, why = reportTooMany, http.StatusTooManyRequests, "over the node's budget of bytes"
+		return
+	}
 	if err := s.Loop.Reports.Put(r.Context(), rep); err != nil {
 		fail(reportError, http.StatusInternalServerError, "keeping the report: "+redact.Text(err.Error()))
 		return
 	}
 	writeJSONBody(w, http.StatusOK, ReportAnswer{Cluster: cluster, Node: node, Seq: rep.Seq, Serial: rep.Serial,
 		State: reports.NodeState(st, cluster, node, rep)})
+}
+
+// keyOverhead is what chargeReport counts for each key a report writes (3
+// puts and the removal of the history's oldest entry on etcd) besides its
+// bytes: etcd's own per-key cost (its quota counts 256 bytes a put, and a
+// revision keeps the key beside the value).
+const keyOverhead = 256
+
+// chargeReport takes what rep (of a body of n bytes) writes to the state
+// backend from its node's budget of bytes (Server.ReportBytes): the report
+// whole (at most its body and the fields the server adds) and its summary
+// twice (the node's last report and its history entry). When the budget
+// has not that much, the report is kept without its tasks (their counts and
+// first failed ones; TasksDropped), if the budget has that; else it answers
+// 429 with Retry-After and returns false.
+func (s *Server) chargeReport(w http.ResponseWriter, rep *reports.Report, n int) bool {
+	summary, err := reports.MarshalSummary(rep)
+	if err != nil {
+		return true // the store says why
+	}
+	k := nodeKey{rep.Cluster, rep.Node}
+	const fields = 1024 // the fields the server adds, at most
+	if ok, _ := s.nodeBytes.take(k, float64(n+fields+2*len(summary)+4*keyOverhead)); ok {
+		return true
+	}
+	ok, wait := s.nodeBytes.take(k, float64(3*len(summary)+4*keyOverhead))
+	if !ok {
+		w.Header().Set("Retry-After", retrySeconds(wait))
+		http.Error(w, fmt.Sprintf("node %s of cluster %s wrote over its budget of bytes (%s at once, then %s an hour): not kept; retry in %s s",
+			rep.Node, rep.Cluster, mib(s.nodeBytes.rate.Burst), mib(s.nodeBytes.rate.PerSecond*3600), retrySeconds(wait)), http.StatusTooManyRequests)
+		return false
+	}
+	*rep = *reports.Summarize(rep)
+	rep.TasksDropped = true
+	return true
+}
+
+// mib says a number of bytes: "4 MiB", "39.06 KiB", "12 bytes".
+func mib(n float64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.4g MiB", n/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.4g KiB", n/(1<<10))
+	}
+	return fmt.Sprintf("%.0f bytes", n)
 }
 
 // logReport logs a report: at debug level when accepted (thousands of nodes

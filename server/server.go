@@ -78,6 +78,12 @@ type Server struct {
 	// from (reports.Token): a node reports with its own token, and reads its
 	// own graphs with it too. Without it, no report is taken.
 	AgentSecret []byte
+	// ReportRate and ReportBytes bound what one node writes (see
+	// nodeAllowed, chargeReport): its requests, and the bytes its reports
+	// write to the state backend. Read by Handler.
+	ReportRate, ReportBytes Rate
+
+	nodeRate, nodeBytes *nodeBuckets
 
 	keptMu sync.Mutex
 	kept   map[int64]*state.State // the kept applied sets' states (keptState)
@@ -119,6 +125,7 @@ type componentsCache struct {
 func New(loop *controller.Loop, secret []byte) *Server {
 	s := &Server{Loop: loop, Secret: secret, seen: map[string]time.Time{},
 		reads: make(chan struct{}, MaxBodyReads), MaxWait: DefaultMaxWait, MaxWaiting: DefaultMaxWaiting,
+		ReportRate: DefaultReportRate, ReportBytes: DefaultReportBytes,
 		writeTimeout: DefaultLimits.WriteTimeout, trigger: loop.Trigger}
 	if loop.Log == nil {
 		loop.Log = slog.New(slog.DiscardHandler) // the webhooks log to it from the start
@@ -147,6 +154,7 @@ func New(loop *controller.Loop, secret []byte) *Server {
 // Handler routes the server's endpoints.
 func (s *Server) Handler() http.Handler {
 	s.waiters = make(chan struct{}, max(s.MaxWaiting, 0))
+	s.nodeRate, s.nodeBytes = newNodeBuckets(s.ReportRate), newNodeBuckets(s.ReportBytes)
 	mux := http.NewServeMux()
 	for _, p := range []string{"github", "gitlab", "gitea", "generic"} {
 		mux.HandleFunc("/hooks/"+p, func(w http.ResponseWriter, r *http.Request) { s.hook(p, w, r) })
@@ -233,6 +241,8 @@ func (s *Server) status(ctx context.Context) controller.Status {
 // serving serial 3)"), else why it is not. rs is this replica's status (nil
 // for a server that is no replica). A replica that cannot read the election
 // is cut from the state: it neither reconciles nor sees new commits. A
+// server whose state backend refuses writes (etcd's NOSPACE alarm, a write
+// that failed) takes no report and applies nothing. A
 // follower is ready once it serves the committed serial, rendered and
 // checked itself; a leader, or a server that is no replica, after its first
 // successful reconcile.
@@ -243,6 +253,11 @@ func (s *Server) readiness(ctx context.Context, rs *controller.ReplicaStatus) (s
 			return "", errors.New("the state on etcd is out of reach: " + rs.Error)
 		case rs.Leader == "" && rs.Role != controller.RoleShard: // shards have no leader
 			return "", errors.New("no replica leads")
+		}
+	}
+	if s.Loop.Reports != nil {
+		if err := s.Loop.Reports.Writable(ctx); err != nil {
+			return "", errors.New("the state backend refuses writes: " + redact.Text(err.Error()))
 		}
 	}
 	if rs != nil && rs.Role != controller.RoleLeader {

@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fuelsync/fuelsync/loader"
@@ -393,4 +394,30 @@ func unmarshal(data []byte, v any) error {
 		return errNotJSON
 	}
 	return json.Unmarshal(data, v)
+}
+
+// CheckWrites implements reports.WriteChecker: etcd refuses every write,
+// of every prefix, while an alarm is raised (NOSPACE: its database reached
+// its quota, --quota-backend-bytes; CORRUPT: a member's data differs). A
+// user not allowed to list the alarms (etcd's authentication) learns
+// nothing here: nil.
+func (r *etcdReports) CheckWrites(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, min(r.e.cfg.Timeout, 2*time.Second))
+	defer cancel()
+	resp, err := r.e.client.AlarmList(ctx)
+	if err != nil {
+		if strings.Contains(err.Error(), "permission denied") {
+			return nil
+		}
+		return r.e.wrap("listing the alarms of", err)
+	}
+	for _, a := range resp.Alarms {
+		switch a.Alarm {
+		case etcdserverpb.AlarmType_NOSPACE:
+			return fmt.Errorf("%s refuses every write: its member %x raised the NOSPACE alarm (its database reached its quota, --quota-backend-bytes); compact, defragment and disarm it (etcdctl alarm disarm): see docs/etcd.md", r.e, a.MemberID)
+		case etcdserverpb.AlarmType_CORRUPT:
+			return fmt.Errorf("%s refuses every write: its member %x raised the CORRUPT alarm (its data differs from the others')", r.e, a.MemberID)
+		}
+	}
+	return nil
 }
