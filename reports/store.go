@@ -119,6 +119,9 @@ type Store struct {
 	mu     sync.RWMutex
 	last   map[string]map[string]*Report // cluster → node → last report (summarized)
 	loaded bool
+	// reconciled are the clusters this store recorded reconciles of, for
+	// Prune.
+	reconciled map[string]bool
 	// wholes are the last reports read whole (Whole), the newest
 	// maxWholes; wholeReads bounds the reads of whole reports at once.
 	wholeMu    sync.Mutex
@@ -338,6 +341,12 @@ func (s *Store) AddReconcile(ctx context.Context, rec *Reconcile) error {
 	if len(rec.Problems) > MaxReconcileProblems {
 		rec.Problems = rec.Problems[:MaxReconcileProblems]
 	}
+	s.mu.Lock()
+	if s.reconciled == nil {
+		s.reconciled = map[string]bool{}
+	}
+	s.reconciled[rec.Cluster] = true
+	s.mu.Unlock()
 	return s.wrote(ctx, s.Backend.PutReconcile(ctx, rec, s.reconcileKeep()))
 }
 
@@ -395,11 +404,18 @@ func (s *Store) Reconciles(ctx context.Context, cluster string) ([]*Reconcile, e
 }
 
 // Prune forgets the reports of every node that st, the applied state, does
-// not have (a node removed, a cluster removed), so that nothing is kept of
-// nodes that are gone. Only nodes seen in the store are looked at.
+// not have (a node removed, a cluster removed), and the reconciles of every
+// cluster it does not have, so that nothing is kept of nodes and clusters
+// that are gone. Only nodes seen in the store, and clusters it recorded
+// reconciles of, are looked at.
 func (s *Store) Prune(ctx context.Context, st *state.State) error {
 	s.mu.RLock()
 	var gone [][2]string
+	for cluster := range s.reconciled {
+		if st.Clusters[cluster] == nil && s.last[cluster] == nil {
+			gone = append(gone, [2]string{cluster, ""})
+		}
+	}
 	for cluster, nodes := range s.last {
 		cs := st.Clusters[cluster]
 		for node := range nodes {
@@ -428,6 +444,7 @@ func (s *Store) forget(cluster, node string) {
 	defer s.mu.Unlock()
 	if node == "" {
 		delete(s.last, cluster)
+		delete(s.reconciled, cluster)
 		return
 	}
 	delete(s.last[cluster], node)

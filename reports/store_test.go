@@ -311,3 +311,30 @@ func TestWorkdirWholeAndOlderHistory(t *testing.T) {
 		})
 	}
 }
+
+// TestPruneReconciles: the reconciles of a cluster no longer in the applied
+// state are removed with it, even when none of its nodes reported.
+func TestPruneReconciles(t *testing.T) {
+	ctx := context.Background()
+	dir := claimed(t)
+	s := NewStore(&Workdir{Dir: dir})
+	for _, c := range []string{"kept", "gone"} {
+		if err := s.AddReconcile(ctx, &Reconcile{Cluster: c, Serial: 1, Status: "synced", Applied: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := &state.State{Clusters: map[string]*state.ClusterState{"kept": {}}}
+	if err := s.Prune(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	if recs, _ := s.Reconciles(ctx, "gone"); len(recs) != 0 {
+		t.Errorf("a removed cluster's reconciles are kept: %d", len(recs))
+	}
+	if recs, _ := s.Reconciles(ctx, "kept"); len(recs) != 1 {
+		t.Errorf("an applied cluster's reconciles: %d, want 1", len(recs))
+	}
+	entries, _ := os.ReadDir(filepath.Join(dir, "reports", "reconciles"))
+	if len(entries) != 1 {
+		t.Errorf("%d reconcile directories; want 1", len(entries))
+	}
+}
