@@ -346,18 +346,14 @@ func MarshalSummary(r *Report) ([]byte, error) {
 }
 
 // UnmarshalSummary decodes what MarshalSummary encoded; a report stored
-// whole (Marshal: what backends kept in their history before they kept
-// summaries) is summarized.
+// whole (MarshalWhole, or Marshal as backends kept their history before) is
+// summarized.
 func UnmarshalSummary(data []byte) (*Report, error) {
-	in := summaryJSON{Report: &Report{}}
-	if err := json.Unmarshal(data, &in); err != nil {
+	r, err := UnmarshalWhole(data)
+	if err != nil {
 		return nil, err
 	}
-	in.Report.FailedTasks, in.Report.TaskCounts = in.FailedTasks, in.TaskCounts
-	if len(in.Report.Tasks) > 0 {
-		return Summarize(in.Report), nil
-	}
-	return in.Report, nil
+	return Summarize(r), nil
 }
 
 // MarshalWhole encodes r whole, its tasks with their counts and first

@@ -2,7 +2,6 @@ package server
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -29,15 +28,9 @@ func TestConnectionCapLosesNoAnswer(t *testing.T) {
 		mu.Unlock()
 		io.WriteString(w, "kept\n")
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	lim := DefaultLimits
 	lim.MaxConnections = 4
-	hs, limited := HTTPServer(handler, ln, lim)
-	go hs.Serve(limited)
-	t.Cleanup(func() { hs.Close() })
+	base := serveOn(t, handler, lim)
 
 	const clients, each = 24, 150
 	answered := map[string]bool{}
@@ -49,7 +42,7 @@ func TestConnectionCapLosesNoAnswer(t *testing.T) {
 			defer client.CloseIdleConnections()
 			for i := range each {
 				id := strconv.Itoa(c) + "-" + strconv.Itoa(i)
-				req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/reports", strings.NewReader(`{"status":"success"}`))
+				req, _ := http.NewRequest(http.MethodPost, base+"/reports", strings.NewReader(`{"status":"success"}`))
 				req.Header.Set("X-Id", id)
 				resp, err := client.Do(req)
 				if err != nil {

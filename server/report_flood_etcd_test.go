@@ -1,4 +1,4 @@
-package server_test
+package server
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	git "github.com/go-git/go-git/v5"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fuelsync/fuelsync/controller"
@@ -21,7 +21,6 @@ import (
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/reports"
-	"github.com/fuelsync/fuelsync/server"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -29,6 +28,44 @@ import (
 // floodQuota is the etcd quota of the flood test: 64 MiB (the default is
 // 2 GiB). Before the bounds, 64 reports of 1 MiB from one node filled it.
 const floodQuota = 64 << 20
+
+// etcdServe is a serve of the quickstart on a state on etcd, applied once.
+type etcdServe struct {
+	etcd      *etcdtest.Cluster
+	dir, base string
+	repo      *git.Repository
+	loop      *controller.Loop
+	srv       *Server
+}
+
+// startEtcdServe starts an etcd of the given quota and a serve on it
+// (setup, when not nil, sets the server up before it serves), and applies
+// the quickstart.
+func startEtcdServe(t *testing.T, quota int, setup func(*Server)) *etcdServe {
+	t.Helper()
+	c := etcdtest.StartWith(t, 1, "--quota-backend-bytes", fmt.Sprint(quota))
+	dir, repo := gittest.Quickstart(t)
+	cfg, err := state.ParseURL(c.URL("fuelsync/serve"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Timeout = 10 * time.Second
+	e, err := state.OpenEtcd(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	loop := &controller.Loop{Workdir: &state.Workdir{Dir: filepath.Join(t.TempDir(), "wd"), Backend: e}, Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
+	srv := New(loop, nil)
+	if setup != nil {
+		setup(srv)
+	}
+	base := serveOn(t, srv.Handler(), DefaultLimits)
+	if o := loop.ReconcileOnce(context.Background()); o != operation.Applied {
+		t.Fatalf("first reconcile: %s %v", o, loop.Status().Errors)
+	}
+	return &etcdServe{etcd: c, dir: dir, base: base, repo: repo, loop: loop, srv: srv}
+}
 
 // bigReportBody is a report body of about 1 MiB on etag: 900 tasks with a
 // message of 1,000 bytes each.
@@ -54,32 +91,8 @@ func bigReportBody(etag string, run int) []byte {
 // failed, "taking the lock … database space exceeded", while /readyz said
 // ready.)
 func TestEtcdOneNodeCannotFillEtcd(t *testing.T) {
-	c := etcdtest.StartWith(t, 1, "--quota-backend-bytes", fmt.Sprint(floodQuota))
-	dir, repo := gittest.Quickstart(t)
-	cfg, err := state.ParseURL(c.URL("fuelsync/flood"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Timeout = 10 * time.Second
-	e, err := state.OpenEtcd(*cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	loop := &controller.Loop{Workdir: &state.Workdir{Dir: filepath.Join(t.TempDir(), "wd"), Backend: e}, Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
-	srv := server.New(loop, nil)
-	srv.AgentSecret = []byte("agent-s3cret")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs, limited := server.HTTPServer(srv.Handler(), ln, server.DefaultLimits)
-	go hs.Serve(limited)
-	t.Cleanup(func() { hs.Close() })
-	base := "http://" + ln.Addr().String()
-	if o := loop.ReconcileOnce(context.Background()); o != operation.Applied {
-		t.Fatalf("first reconcile: %s %v", o, loop.Status().Errors)
-	}
+	es := startEtcdServe(t, floodQuota, func(s *Server) { s.AgentSecret = []byte("agent-s3cret") })
+	c, dir, repo, loop, srv, base := es.etcd, es.dir, es.repo, es.loop, es.srv, es.base
 	resp, err := http.Get(base + "/api/v1/clusters/demo/nodes/node-2/graphs/default")
 	if err != nil {
 		t.Fatal(err)
@@ -175,38 +188,9 @@ func TestEtcdOneNodeCannotFillEtcd(t *testing.T) {
 // say serve is not ready, and why; once the space is reclaimed and the
 // alarm disarmed, ready again.
 func TestEtcdReadyzSaysWhenEtcdRefusesWrites(t *testing.T) {
-	c := etcdtest.StartWith(t, 1, "--quota-backend-bytes", fmt.Sprint(16<<20))
-	dir, _ := gittest.Quickstart(t)
-	cfg, err := state.ParseURL(c.URL("fuelsync/ready"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := state.OpenEtcd(*cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	loop := &controller.Loop{Workdir: &state.Workdir{Dir: filepath.Join(t.TempDir(), "wd"), Backend: e}, Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
-	srv := server.New(loop, nil)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: srv.Handler()}
-	go hs.Serve(ln)
-	t.Cleanup(func() { hs.Close() })
-	if o := loop.ReconcileOnce(context.Background()); o != operation.Applied {
-		t.Fatalf("first reconcile: %s %v", o, loop.Status().Errors)
-	}
-	readyz := func() (int, string) {
-		resp, err := http.Get("http://" + ln.Addr().String() + "/readyz")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	es := startEtcdServe(t, 16<<20, nil)
+	c, base := es.etcd, es.base
+	readyz := func() (int, string) { return httpGet(t, base, "/readyz") }
 	if code, body := readyz(); code != 200 {
 		t.Fatalf("/readyz before: %d %s", code, body)
 	}

@@ -1,22 +1,12 @@
 package server
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/fuelsync/fuelsync/controller"
-	"github.com/fuelsync/fuelsync/internal/gittest"
-	"github.com/fuelsync/fuelsync/operation"
-	"github.com/fuelsync/fuelsync/source"
-	"github.com/fuelsync/fuelsync/state"
 )
 
 // TestStatusPagePaginated: 300 cluster specs that do not validate, beside
@@ -26,37 +16,12 @@ import (
 // only for clusters applied (10,000 broken specs gave a 3.4 MB page and
 // 10,002 history directories, one per cluster named, applied or not).
 func TestStatusPagePaginated(t *testing.T) {
-	dir, repo := gittest.Quickstart(t)
 	const n = 300
-	for i := range n {
-		spec := fmt.Sprintf("name: broken-%03d\nrelease: nope\nnodes: {}\n", i)
-		if err := os.WriteFile(filepath.Join(dir, "clusters", fmt.Sprintf("broken-%03d.yaml", i)), []byte(spec), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	gittest.Commit(t, repo, "300 broken cluster specs")
-	wd := filepath.Join(t.TempDir(), "wd")
-	loop := &controller.Loop{Workdir: state.Open(wd), Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
-	srv := New(loop, nil)
-	if o := loop.ReconcileOnce(context.Background()); o != operation.Applied {
-		t.Fatalf("reconcile: %s %v", o, loop.Status().Errors)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: srv.Handler()}
-	go hs.Serve(ln)
-	t.Cleanup(func() { hs.Close() })
-	get := func(path string) (int, string) {
-		resp, err := http.Get("http://" + ln.Addr().String() + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	srv, wd := withSpecs(t, n, nil, func(i int) (string, string) {
+		return fmt.Sprintf("broken-%03d.yaml", i), fmt.Sprintf("name: broken-%03d\nrelease: nope\nnodes: {}\n", i)
+	})
+	base := serveOn(t, srv.Handler(), DefaultLimits)
+	get := func(path string) (int, string) { return httpGet(t, base, path) }
 	rows := regexp.MustCompile(`<tr><td><a href="/clusters/([^"]+)">`)
 	code, page := get("/")
 	clusters := rows.FindAllStringSubmatch(page, -1)
