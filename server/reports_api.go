@@ -96,32 +96,8 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) {
 		result, code, why = res, c, msg
 		http.Error(w, msg, c)
 	}
-	refuse := func(res string, c int, msg string) {
-		w.Header().Set("Connection", "close") // the body is left unread
-		fail(res, c, msg)
-	}
-	if len(s.AgentSecret) == 0 {
-		refuse(reportForbidden, http.StatusForbidden, "this serve takes no report: start it with --agent-secret-file (the secret the nodes' tokens are derived from)")
-		return
-	}
-	for _, n := range [][2]string{{"cluster", cluster}, {"node", node}} {
-		if !loaderName(n[1]) {
-			refuse(reportBadRequest, http.StatusBadRequest, nameProblem(n[0], n[1]))
-			return
-		}
-	}
-	tok, ok := bearer(r)
-	if !ok || tok == "" {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="fuelsync"`)
-		refuse(reportUnauthorized, http.StatusUnauthorized, "a report needs Authorization: Bearer <the node's token> (fuelsync agent-token --cluster C --node N)")
-		return
-	}
-	if !reports.CheckToken(s.AgentSecret, cluster, node, tok) {
-		refuse(reportForbidden, http.StatusForbidden, fmt.Sprintf("the bearer token is not the token of node %s of cluster %s: a node reports only for itself", node, cluster))
-		return
-	}
-	if !s.nodeAllowed(w, cluster, node) {
-		result, code, why = reportTooMany, http.StatusTooManyRequests, "over the node's rate of requests"
+	if res, c, msg := s.admitReport(w, r, cluster, node); res != "" {
+		result, code, why = res, c, msg
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, reports.MaxBody))
@@ -179,6 +155,38 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSONBody(w, http.StatusOK, ReportAnswer{Cluster: cluster, Node: node, Seq: rep.Seq, Serial: rep.Serial,
 		State: reports.NodeState(st, cluster, node, rep)})
+}
+
+// admitReport checks what costs nothing, before a report's body is read:
+// the agent secret, the names, the node's token, the node's rate. When it
+// refuses, it answers w (with Connection: close: the body is left unread)
+// and returns the result, the status and why; result "" when admitted.
+func (s *Server) admitReport(w http.ResponseWriter, r *http.Request, cluster, node string) (result string, code int, why string) {
+	refuse := func(res string, c int, msg string) (string, int, string) {
+		w.Header().Set("Connection", "close")
+		http.Error(w, msg, c)
+		return res, c, msg
+	}
+	if len(s.AgentSecret) == 0 {
+		return refuse(reportForbidden, http.StatusForbidden, "this serve takes no report: start it with --agent-secret-file (the secret the nodes' tokens are derived from)")
+	}
+	for _, n := range [][2]string{{"cluster", cluster}, {"node", node}} {
+		if !loaderName(n[1]) {
+			return refuse(reportBadRequest, http.StatusBadRequest, nameProblem(n[0], n[1]))
+		}
+	}
+	tok, ok := bearer(r)
+	if !ok || tok == "" {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="fuelsync"`)
+		return refuse(reportUnauthorized, http.StatusUnauthorized, "a report needs Authorization: Bearer <the node's token> (fuelsync agent-token --cluster C --node N)")
+	}
+	if !reports.CheckToken(s.AgentSecret, cluster, node, tok) {
+		return refuse(reportForbidden, http.StatusForbidden, fmt.Sprintf("the bearer token is not the token of node %s of cluster %s: a node reports only for itself", node, cluster))
+	}
+	if !s.nodeAllowed(w, cluster, node) {
+		return reportTooMany, http.StatusTooManyRequests, "over the node's rate of requests"
+	}
+	return "", 0, ""
 }
 
 // keyOverhead is what chargeReport counts for each key a report writes (3
