@@ -100,19 +100,26 @@ func retrySeconds(wait time.Duration) string {
 }
 
 // nodeAllowed takes one request of node of cluster from the node's rate
-// (Server.ReportRate); when it has none left, it answers 429 with
-// Retry-After (and Connection: close: the body is left unread) and returns
-// false. Call it once the node's token is checked (an entry is made per
-// node), before the body is read.
+// of requests (Server.ReportRate, shared by every endpoint that calls it);
+// when it has none left, it answers 429 with Retry-After (and Connection:
+// close: the body is left unread) and returns false. Call it once the
+// node's token is checked (an entry is made per node), before the body is
+// read.
 func (s *Server) nodeAllowed(w http.ResponseWriter, cluster, node string) bool {
-	ok, wait := s.nodeRate.take(nodeKey{cluster, node}, 1)
+	return s.nodeRate.allowed(w, cluster, node)
+}
+
+// allowed takes one token of node of cluster; when there is none, it
+// answers 429 with Retry-After and Connection: close, and returns false.
+func (b *nodeBuckets) allowed(w http.ResponseWriter, cluster, node string) bool {
+	ok, wait := b.take(nodeKey{cluster, node}, 1)
 	if ok {
 		return true
 	}
 	w.Header().Set("Retry-After", retrySeconds(wait))
 	w.Header().Set("Connection", "close")
 	http.Error(w, fmt.Sprintf("node %s of cluster %s sends too many requests: at most %g at once, then one every %s; retry in %s s",
-		node, cluster, s.nodeRate.rate.Burst, perOne(s.nodeRate.rate), retrySeconds(wait)), http.StatusTooManyRequests)
+		node, cluster, b.rate.Burst, perOne(b.rate), retrySeconds(wait)), http.StatusTooManyRequests)
 	return false
 }
 
