@@ -120,6 +120,9 @@ func TestReportRateAndBudget(t *testing.T) {
 	if d := a.get(t, "/api/v1/clusters/demo/nodes/node-2", nil); !strings.Contains(d.body, `"tasks_dropped": true`) {
 		t.Errorf("the API does not say which report's tasks were dropped:\n%s", d.body)
 	}
+	if p := a.get(t, "/clusters/demo/nodes/node-2", nil); !strings.Contains(p.body, "Its tasks were not kept (the node wrote over its budget); their counts: failed 100; failed: <code>t-0</code>, <code>t-1</code>") {
+		t.Errorf("the node page does not say its last report's tasks were not kept:\n%s", p.body)
+	}
 	// Another node has its own bounds.
 	etag3 := a.get(t, "/api/v1/clusters/demo/nodes/node-3/graphs/default", nil).h.Get("ETag")
 	if r := a.post(t, "demo", "node-3", reports.Token(agentSecret, "demo", "node-3"), reportBody(etag3, reports.Success)); r.code != 200 {

@@ -63,7 +63,7 @@ var nodePageTemplate = sync.OnceValue(func() *template.Template {
 <p>State <span class="state-{{.Node.State}}">{{.Node.State}}</span>; id {{.Node.ID}}; roles {{range $i, $r := .Node.Roles}}{{if $i}}, {{end}}{{$r}}{{end}}; applied serial {{.Node.Serial}}, revision <code>{{printf "%.12s" .Node.Revision}}</code>.</p>
 <h2>Last report</h2>
 {{with .Node.Last}}<p><span class="report-{{.Status}}">{{.Status}}</span>, graph {{.Graph}} (ETag <code>{{printf "%.12s" .ETag}}</code>, serial {{.Serial}}), started {{.StartedAt.Format "2006-01-02 15:04:05 MST"}}{{with .FinishedAt}}, finished {{.Format "2006-01-02 15:04:05 MST"}}{{end}}.{{with .Message}} <code>{{.}}</code>{{end}}</p>
-{{if .TasksDropped}}<p>Its tasks were not kept (the node wrote over its budget): {{range $s, $n := .TaskCounts}}{{$n}} {{$s}} {{end}}{{with .FailedTasks}}; failed {{range $i, $t := .}}{{if $i}}, {{end}}<code>{{$t}}</code>{{end}}{{end}}.</p>{{end}}{{end}}
+{{if .TasksDropped}}<p>Its tasks were not kept (the node wrote over its budget); their counts:{{range $s, $n := .TaskCounts}} {{$s}} {{$n}}{{end}}{{with .FailedTasks}}; failed: {{range $i, $t := .}}{{if $i}}, {{end}}<code>{{$t}}</code>{{end}}{{end}}.</p>{{end}}{{end}}
 {{with .Tasks}}<table><tr><th>task</th><th>status</th><th>started</th><th>finished</th><th>message</th></tr>
 {{range .}}<tr><td><code>{{.ID}}</code></td><td class="report-{{.Status}}">{{.Status}}</td><td>{{with .StartedAt}}{{.Format "15:04:05"}}{{end}}</td><td>{{with .FinishedAt}}{{.Format "15:04:05"}}{{end}}</td><td>{{.Message}}</td></tr>
 {{end}}</table>{{end}}{{with .MoreTasks}}<p>{{.}}</p>{{end}}{{if not .Node.Last}}<p>No report yet.</p>{{end}}
