@@ -20,7 +20,7 @@ FUZZTIME  ?= 30s
 BENCHTIME ?= 5x
 BENCHCOUNT ?= 5
 
-.PHONY: all build image test test-etcd vet cross fmtcheck demo fuzz bench bench-render bench-large bench-fleet bench-shards takeover golden soak burst clean ci
+.PHONY: bench-deploy all build image test test-etcd vet cross fmtcheck demo fuzz bench bench-render bench-large bench-fleet bench-shards takeover golden soak burst clean ci
 
 all: build
 
@@ -30,6 +30,7 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -tags "$(TAGS)" -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/fuelsync
 	CGO_ENABLED=0 $(GO) build -tags "$(TAGS)" -ldflags "$(LDFLAGS)" -o $(SERVER_BIN) ./cmd/fuelsync-server
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(dir $(BIN))fuelsync-agent ./cmd/fuelsync-agent
 
 # The OCI image of fuelsync-server (with fuelsync beside it), as a tarball for
 # docker load, podman load or crane push: no container daemon, no base image,
@@ -55,6 +56,15 @@ image:
 # (internal/testreport).
 test: fmtcheck vet cross
 	$(GO) run ./internal/testreport -count=1 -tags "$(TESTTAGS)" $(PKGS)
+
+# Deployment runs at scale: serve's coordinator and API here, simulated agents
+# in a child process over loopback HTTP, each task 0-50 ms, on a generated
+# repository of DEPLOY_NODES nodes in DEPLOY_CLUSTERS clusters deployed at once
+# (docs/deploy.md, Scale). The rendered set is kept in $$TMPDIR between runs.
+DEPLOY_NODES ?= 2000
+DEPLOY_CLUSTERS ?= 1
+bench-deploy:
+	DEPLOY_NODES=$(DEPLOY_NODES) DEPLOY_CLUSTERS=$(DEPLOY_CLUSTERS) $(GO) test -run '^$$' -bench 'BenchmarkDeploy$$' -benchtime 1x -count $(or $(DEPLOY_COUNT),1) -timeout 3h ./server
 
 # Only the tests that run a real etcd (Debian: apt-get install etcd-server);
 # make test runs them too, but skips them when etcd is missing: here that fails.

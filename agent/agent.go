@@ -1,84 +1,70 @@
 package agent
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/fuelsync/fuelsync/loader"
-	"github.com/fuelsync/fuelsync/reports"
+	"github.com/fuelsync/fuelsync/agent/executor"
+	"github.com/fuelsync/fuelsync/api"
+	"github.com/fuelsync/fuelsync/internal/names"
 )
 
 // The agent's bounds and defaults.
 const (
-	// DefaultWait is how long one long-poll asks serve to wait (serve
-	// shortens a longer wait to its --max-wait).
+	// DefaultWait is how long one long-poll asks serve to wait for a task
+	// (serve shortens a longer wait to its --max-wait).
 	DefaultWait = 60 * time.Second
-	// MaxGraph is the largest graph the agent reads, in bytes.
-	MaxGraph = 256 << 20
 	// MinBackoff and MaxBackoff bound the wait between two attempts after an
-	// error: it doubles from MinBackoff up to MaxBackoff, with full jitter.
+	// error: it doubles from MinBackoff up to MaxBackoff, with jitter.
 	MinBackoff = time.Second
 	MaxBackoff = time.Minute
-	// MaxRetryAfter bounds a Retry-After the agent honours.
-	MaxRetryAfter = 10 * time.Minute
-	// StateFile and GraphFile are the files the agent keeps in its state
-	// directory.
+	// StateFile is the agent's state file in its state directory.
 	StateFile = "agent-state.json"
-	GraphFile = "graph.yaml"
+	lockFile  = "agent.lock"
 )
 
-// Agent runs one node's graph of one type whenever serve hands it a new one.
+// Agent runs its node's tasks as serve hands them out.
 type Agent struct {
 	// Server is serve's base URL (http://host:port, or https).
 	Server *url.URL
-	// Cluster, Node and Graph name the graph the agent runs (names the
-	// loader accepts; Graph "default" when empty).
-	Cluster, Node, Graph string
-	// Token is the node's token (fuelsync agent-token): it reports with it
-	// and reads its graph with it.
+	// Cluster and Node name the node (names as the loader accepts them).
+	Cluster, Node string
+	// Token is the node's token (fuelsync agent-token).
 	Token string
-	// Command is run with the graph: argv, its first element the program.
-	Command []string
-	// Env is the environment the command starts from (os.Environ when nil);
-	// the agent adds FUELSYNC_* to it.
-	Env []string
-	// Dir is the state directory: the state file, and the graph file the
-	// command reads.
+	// Dir is the state directory: the state file, and the executor's.
 	Dir string
 	// Wait is the long-poll's wait (DefaultWait when 0).
 	Wait time.Duration
-	// Once makes Run return after one graph is run (or found run already).
+	// Once makes Run return after a poll that brought no task: ErrTaskFailed
+	// when a task it ran failed.
 	Once bool
-	// Stdout and Stderr receive the command's output (task lines too).
-	Stdout, Stderr io.Writer
-	// Client is the HTTP client (one without a timeout: each request has its
-	// own deadline).
-	Client *http.Client
-	Log    *slog.Logger
-	// KillGrace is how long a command has to end after SIGTERM when the
-	// agent stops (10 s when 0).
-	KillGrace time.Duration
+	// Executor configures the executors (StateDir is set to Dir/executor).
+	Executor executor.Config
+	// HTTP is the HTTP client (one that follows no redirect when nil).
+	HTTP *http.Client
+	Log  *slog.Logger
 
-	// sleep waits d or until ctx ends (tests shorten it).
+	// sleep waits d or until ctx ends; now is the clock (tests set them).
 	sleep func(ctx context.Context, d time.Duration) error
-	// now is the clock (tests fix it).
-	now func() time.Time
+	now   func() time.Time
+
+	client *api.Client
+	exec   *executor.Executor
+	failed bool // a task failed (Once)
 }
+
+// ErrTaskFailed is Run's error with Once when a task the agent ran failed.
+var ErrTaskFailed = errors.New("a task failed")
 
 // Check checks the agent's settings before Run.
 func (a *Agent) Check() error {
@@ -88,16 +74,10 @@ func (a *Agent) Check() error {
 	if a.Server.User != nil {
 		return errors.New("--server: the URL holds a user or password; give the node's token with --token-file")
 	}
-	if a.Graph == "" {
-		a.Graph = "default"
-	}
-	for _, n := range [][2]string{{"--cluster", a.Cluster}, {"--node", a.Node}, {"--graph", a.Graph}} {
-		if !loader.IsName(n[1]) {
-			return fmt.Errorf("%s %q is not a name the loader accepts (%s)", n[0], n[1], loader.NamePattern)
+	for _, n := range [][2]string{{"--cluster", a.Cluster}, {"--node", a.Node}} {
+		if !names.Valid(n[1]) {
+			return fmt.Errorf("%s %q is not a name (%s, at most %d characters)", n[0], n[1], names.Pattern, names.MaxLength)
 		}
-	}
-	if len(a.Command) == 0 || a.Command[0] == "" {
-		return errors.New("--exec: no command")
 	}
 	if a.Token == "" || strings.ContainsAny(a.Token, " \t\r\n") {
 		return errors.New("the token is empty or holds a blank")
@@ -108,24 +88,12 @@ func (a *Agent) Check() error {
 	return nil
 }
 
-func (a *Agent) init() {
+func (a *Agent) init() error {
 	if a.Wait <= 0 {
 		a.Wait = DefaultWait
 	}
-	if a.KillGrace <= 0 {
-		a.KillGrace = 10 * time.Second
-	}
-	if a.Client == nil {
-		a.Client = &http.Client{}
-	}
 	if a.Log == nil {
 		a.Log = slog.New(slog.DiscardHandler)
-	}
-	if a.Stdout == nil {
-		a.Stdout = io.Discard
-	}
-	if a.Stderr == nil {
-		a.Stderr = io.Discard
 	}
 	if a.sleep == nil {
 		a.sleep = sleepCtx
@@ -133,6 +101,15 @@ func (a *Agent) init() {
 	if a.now == nil {
 		a.now = time.Now
 	}
+	a.client = &api.Client{Base: a.Server, Token: a.Token, HTTP: a.HTTP}
+	cfg := a.Executor
+	cfg.StateDir = filepath.Join(a.Dir, "executor")
+	if cfg.Log == nil {
+		cfg.Log = a.Log
+	}
+	var err error
+	a.exec, err = executor.New(cfg)
+	return err
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -146,21 +123,25 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// State is the agent's state file: the ETag of the last graph it ran (its
-// 64 hexadecimal digits), and that run's final report while serve does not
-// have it yet.
+// State is the agent's state file: the task it runs, and a report serve
+// does not have yet.
 type State struct {
 	Cluster string          `json:"cluster"`
 	Node    string          `json:"node"`
-	Graph   string          `json:"graph"`
-	ETag    string          `json:"etag,omitempty"`
-	Pending *reports.Report `json:"pending,omitempty"`
+	Current *api.Assignment `json:"current,omitempty"`
+	Pending *Pending        `json:"pending,omitempty"`
 }
 
-// readState reads the state file; a missing one is an empty state, and so is
-// one of another cluster, node or graph (the agent was moved).
+// Pending is a report not yet delivered.
+type Pending struct {
+	Run    string         `json:"run"`
+	Report api.TaskReport `json:"report"`
+}
+
+// readState reads the state file; a missing one is an empty state, and so
+// is one of another cluster or node (the agent was moved).
 func (a *Agent) readState() (State, error) {
-	st := State{Cluster: a.Cluster, Node: a.Node, Graph: a.Graph}
+	st := State{Cluster: a.Cluster, Node: a.Node}
 	data, err := os.ReadFile(filepath.Join(a.Dir, StateFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return st, nil
@@ -173,12 +154,9 @@ func (a *Agent) readState() (State, error) {
 		a.Log.Warn("agent state file unreadable; starting afresh", "file", filepath.Join(a.Dir, StateFile), "error", err.Error())
 		return st, nil
 	}
-	if got.Cluster != a.Cluster || got.Node != a.Node || got.Graph != a.Graph {
-		a.Log.Warn("agent state file is another node's or graph's; starting afresh", "cluster", got.Cluster, "node", got.Node, "graph", got.Graph)
+	if got.Cluster != a.Cluster || got.Node != a.Node {
+		a.Log.Warn("agent state file is another node's; starting afresh", "cluster", got.Cluster, "node", got.Node)
 		return st, nil
-	}
-	if _, ok := reports.NormalizeETag(got.ETag); !ok {
-		got.ETag = ""
 	}
 	return got, nil
 }
@@ -220,90 +198,59 @@ func writeFileAtomic(name string, data []byte) error {
 	return nil
 }
 
-// Run runs the agent until ctx ends (nil then), or, with Once, until one
-// graph is run: its error then says the run failed (ErrRunFailed).
+// Run runs the agent until ctx ends (nil then), or, with Once, until a poll
+// brings no task.
 func (a *Agent) Run(ctx context.Context) error {
 	if err := a.Check(); err != nil {
 		return err
 	}
-	a.init()
 	if err := os.MkdirAll(a.Dir, 0o700); err != nil {
 		return err
 	}
-	st, err := a.readState()
+	unlock, err := lockDir(filepath.Join(a.Dir, lockFile))
 	if err != nil {
 		return err
 	}
-	// A result serve did not get before a restart is sent first.
-	if st.Pending != nil {
-		if err := a.deliver(ctx, st.Pending); err != nil {
-			return stopped(ctx, err)
-		}
-		st.Pending = nil
-		if err := a.writeState(st); err != nil {
-			return err
-		}
+	defer unlock()
+	if err := a.init(); err != nil {
+		return err
 	}
-	b := backoff{}
-	for {
-		graph, etag, err := a.poll(ctx, st.ETag)
-		if ctx.Err() != nil {
-			return nil
-		}
-		var re *retryError
-		switch {
-		case errors.As(err, &re) && a.Once && re.refused():
-			return re
-		case errors.As(err, &re):
-			d := b.next()
-			if re.after > 0 {
-				d = re.after + time.Duration(rand.Int64N(int64(re.after/10)+1))
-			}
-			a.Log.Warn("agent: reading the graph", "error", re.Error(), "retry_in", d.Round(time.Millisecond).String())
-			if a.sleep(ctx, d) != nil {
-				return nil
-			}
-			continue
-		case err != nil:
-			return err
-		}
-		b = backoff{}
-		if graph == nil {
-			// 304: the graph the agent ran is still the applied one.
-			if a.Once {
-				a.Log.Info("agent: the applied graph is the one run last", "etag", st.ETag)
-				return nil
-			}
-			continue
-		}
-		res := a.runGraph(ctx, graph, etag)
-		if ctx.Err() != nil {
-			// Stopped while the command ran: no result, and the ETag is
-			// not noted, so that the graph runs again after a restart.
-			return nil
-		}
-		st.ETag, st.Pending = etag, res
-		if err := a.writeState(st); err != nil {
-			return err
-		}
-		if err := a.deliver(ctx, res); err != nil {
-			return stopped(ctx, err)
-		}
-		st.Pending = nil
-		if err := a.writeState(st); err != nil {
-			return err
-		}
-		if a.Once {
-			if res.Status != reports.Success {
-				return ErrRunFailed
-			}
-			return nil
-		}
+	st, err := a.recover(ctx)
+	if err != nil {
+		return err
 	}
+	if err := a.deliverPending(ctx, &st); err != nil {
+		return stopped(ctx, err)
+	}
+	return a.loop(ctx, &st)
 }
 
-// ErrRunFailed is Run's error with Once when the graph's run failed.
-var ErrRunFailed = errors.New("the graph's run failed")
+// recover finds what became of the task an earlier agent ran (the
+// executor stops its leftover process group) and makes it the pending
+// report: failed, "the agent stopped during the task", or a reboot's
+// verdict.
+func (a *Agent) recover(ctx context.Context) (State, error) {
+	st, err := a.readState()
+	if err != nil {
+		return st, err
+	}
+	left, err := a.exec.Recover(ctx)
+	if err != nil {
+		return st, err
+	}
+	if st.Current == nil || st.Pending != nil {
+		return st, nil
+	}
+	res := executor.Result{Status: executor.Failed, Message: "the agent stopped during the task"}
+	start := a.now()
+	if left != nil && left.Task == st.Current.Task.ID {
+		res, start = left.Result, left.Started
+	}
+	a.Log.Warn("agent: the task an earlier agent ran", "run", st.Current.Run, "task", st.Current.Task.ID, "status", string(res.Status), "message", res.Message)
+	st.Pending = &Pending{Run: st.Current.Run, Report: a.reportOf(st.Current, res, start, a.now())}
+	st.Current = nil
+	return st, a.writeState(st)
+}
 
 func stopped(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
@@ -312,7 +259,182 @@ func stopped(ctx context.Context, err error) error {
 	return err
 }
 
-// backoff is the exponential backoff with full jitter between attempts.
+// loop takes and runs tasks.
+func (a *Agent) loop(ctx context.Context, st *State) error {
+	b, quick := backoff{}, backoff{}
+	for {
+		asked := a.now()
+		as, err := a.client.NextTask(ctx, a.Cluster, a.Node, a.Wait)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			code := api.Code(err)
+			if a.Once && (code == http.StatusUnauthorized || code == http.StatusForbidden) {
+				return err
+			}
+			d := a.retryIn(&b, err)
+			a.Log.Warn("agent: asking for a task", "error", err.Error(), "retry_in", d.Round(time.Millisecond).String())
+			if a.sleep(ctx, d) != nil {
+				return nil
+			}
+			continue
+		}
+		b = backoff{}
+		if as == nil {
+			if a.Once {
+				if a.failed {
+					return ErrTaskFailed
+				}
+				return nil
+			}
+			// An answer much sooner than asked (a proxy that answers at
+			// once): wait before asking again.
+			if a.now().Sub(asked) < a.Wait/4 {
+				if a.sleep(ctx, quick.next()) != nil {
+					return nil
+				}
+			} else {
+				quick = backoff{}
+			}
+			continue
+		}
+		quick = backoff{}
+		if as.Cluster != a.Cluster || as.Node != a.Node {
+			a.Log.Error("agent: serve gave another node's task; not run", "cluster", as.Cluster, "node", as.Node, "task", as.Task.ID)
+			if a.sleep(ctx, b.next()) != nil {
+				return nil
+			}
+			continue
+		}
+		if err := a.runTask(ctx, st, as); err != nil {
+			return stopped(ctx, err)
+		}
+	}
+}
+
+// retryIn is how long to wait after err: serve's Retry-After, else the
+// backoff's next wait.
+func (a *Agent) retryIn(b *backoff, err error) time.Duration {
+	if after := api.RetryAfter(err); after > 0 {
+		return after + time.Duration(rand.Int64N(int64(after/10)+1))
+	}
+	return b.next()
+}
+
+// runTask runs one task and reports it: the state file says which task runs
+// while it runs, then holds its report until serve has it.
+func (a *Agent) runTask(ctx context.Context, st *State, as *api.Assignment) error {
+	st.Current = as
+	if err := a.writeState(*st); err != nil {
+		return err
+	}
+	task := executor.Task{ID: as.Task.ID, Type: as.Task.Type, Parameters: as.Task.Parameters, Noop: as.Noop}
+	a.Log.Info("agent: running a task", "run", as.Run, "task", as.Task.ID, "type", as.Task.Type, "attempt", as.Attempt)
+	start := a.now()
+	hbCtx, stopHeartbeat := context.WithCancel(ctx)
+	go a.heartbeat(hbCtx, as)
+	res := a.exec.Run(ctx, task)
+	stopHeartbeat()
+	if res.Deferred {
+		// Stopped while the node reboots: the next start reports it.
+		return ctx.Err()
+	}
+	if ctx.Err() != nil {
+		res.Status, res.Message = executor.Failed, "the agent stopped during the task"
+	}
+	if res.Status == executor.Failed {
+		a.failed = true
+	}
+	st.Current = nil
+	st.Pending = &Pending{Run: as.Run, Report: a.reportOf(as, res, start, a.now())}
+	if err := a.writeState(*st); err != nil {
+		return err
+	}
+	dctx := ctx
+	if ctx.Err() != nil {
+		// Stopping: one short try to say so, else the next start does.
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+	}
+	return a.deliverPending(dctx, st)
+}
+
+// reportOf is the report of a task's result, made to fit serve's rules.
+func (a *Agent) reportOf(as *api.Assignment, res executor.Result, start, end time.Time) api.TaskReport {
+	if end.Before(start) {
+		end = start
+	}
+	start, end = start.UTC(), end.UTC()
+	r := api.TaskReport{Task: as.Task.ID, Attempt: as.Attempt, Status: string(res.Status),
+		StartedAt: &start, FinishedAt: &end, Message: res.Message, Output: string(res.Output)}
+	r.Fit()
+	return r
+}
+
+// heartbeat says every HeartbeatSeconds that the task still runs, until ctx
+// ends.
+func (a *Agent) heartbeat(ctx context.Context, as *api.Assignment) {
+	every := time.Duration(max(as.HeartbeatSeconds, 1)) * time.Second
+	for a.sleep(ctx, every) == nil {
+		now := a.now().UTC()
+		err := a.client.ReportTask(ctx, a.Cluster, a.Node, as.Run, &api.TaskReport{Task: as.Task.ID, Attempt: as.Attempt, Status: api.TaskRunning, StartedAt: &now})
+		switch {
+		case ctx.Err() != nil:
+			return
+		case api.Code(err) == http.StatusConflict:
+			a.Log.Warn("agent: serve no longer holds this task running (it gave it up); its result will be refused", "task", as.Task.ID)
+			return
+		case err != nil:
+			a.Log.Debug("agent: heartbeat", "error", err.Error())
+		}
+	}
+}
+
+// deliverPending posts the pending report until serve has it; a report
+// serve refuses for its content (400, 413) is sent again as a minimal
+// failed one, and one it no longer wants (409: the task is not running
+// there any more) is dropped. It returns only ctx's error.
+func (a *Agent) deliverPending(ctx context.Context, st *State) error {
+	if st.Pending == nil {
+		return nil
+	}
+	p := st.Pending
+	b := backoff{}
+	for {
+		err := a.client.ReportTask(ctx, a.Cluster, a.Node, p.Run, &p.Report)
+		code := api.Code(err)
+		switch {
+		case err == nil:
+			a.Log.Info("agent: reported", "run", p.Run, "task", p.Report.Task, "status", p.Report.Status)
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case code == http.StatusConflict:
+			a.Log.Warn("agent: serve refused the report: the task no longer runs there; dropped", "run", p.Run, "task", p.Report.Task, "error", err.Error())
+		case (code == http.StatusBadRequest || code == http.StatusRequestEntityTooLarge) && p.Report.Output != "":
+			a.Log.Error("agent: serve refused the report; sending it without its output and message", "task", p.Report.Task, "error", err.Error())
+			p.Report.Output, p.Report.Message = "", api.OneLine("the agent's full report was refused: "+err.Error(), api.MaxMessage)
+			if p.Report.Status == api.TaskSucceeded || p.Report.Status == api.TaskSkipped {
+				p.Report.Message = ""
+			}
+			continue
+		case code == http.StatusBadRequest || code == http.StatusRequestEntityTooLarge:
+			a.Log.Error("agent: serve refused the report; not reported", "task", p.Report.Task, "status", p.Report.Status, "error", err.Error())
+		default:
+			d := a.retryIn(&b, err)
+			a.Log.Warn("agent: reporting", "task", p.Report.Task, "error", err.Error(), "retry_in", d.Round(time.Millisecond).String())
+			if err := a.sleep(ctx, d); err != nil {
+				return err
+			}
+			continue
+		}
+		st.Pending = nil
+		return a.writeState(*st)
+	}
+}
+
+// backoff is the exponential backoff with jitter between attempts.
 type backoff struct{ n int }
 
 func (b *backoff) next() time.Duration {
@@ -321,174 +443,5 @@ func (b *backoff) next() time.Duration {
 		d = MaxBackoff
 	}
 	b.n++
-	// Full jitter, never below half: d/2 + [0, d/2].
 	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
-}
-
-// retryError is an attempt to try again after a while: serve away, 5xx, 429,
-// or a 4xx that a later apply may mend (404). after is serve's Retry-After.
-type retryError struct {
-	msg   string
-	after time.Duration
-	code  int // the HTTP status; 0 when serve did not answer
-}
-
-// refused says the token was refused (401, 403): retried by an agent that
-// runs on (the token may be mended on the server), final with Once.
-func (e *retryError) refused() bool {
-	return e.code == http.StatusUnauthorized || e.code == http.StatusForbidden
-}
-
-func (e *retryError) Error() string { return e.msg }
-
-// retryAfter reads a Retry-After header (seconds or an HTTP date), bounded.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	var d time.Duration
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-		d = time.Duration(s) * time.Second
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = t.Sub(now)
-	}
-	return max(0, min(d, MaxRetryAfter))
-}
-
-func (a *Agent) endpoint(suffix string) string {
-	u := *a.Server
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/api/v1/clusters/" + a.Cluster + "/nodes/" + a.Node + suffix
-	u.RawQuery = ""
-	return u.String()
-}
-
-// poll asks for the graph, waiting for a change of etag: the graph and its
-// ETag (200), or nil (304). A *retryError is worth retrying.
-func (a *Agent) poll(ctx context.Context, etag string) ([]byte, string, error) {
-	u := a.endpoint("/graphs/" + a.Graph)
-	if etag != "" && !a.Once {
-		u += "?wait=" + strconv.Itoa(int(a.Wait/time.Second)) + "s"
-	}
-	rctx, cancel := context.WithTimeout(ctx, a.Wait+30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, "", err
-	}
-	req.Header.Set("Accept", "application/yaml")
-	req.Header.Set("Authorization", "Bearer "+a.Token)
-	if etag != "" {
-		req.Header.Set("If-None-Match", `"`+etag+`"`)
-	}
-	resp, err := a.Client.Do(req)
-	if err != nil {
-		return nil, "", &retryError{msg: "serve unreachable: " + scrub(err.Error(), a.Token)}
-	}
-	defer resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusNotModified:
-		return nil, "", nil
-	case http.StatusOK:
-	default:
-		return nil, "", statusError("GET the graph", resp, a.now())
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxGraph+1))
-	if err != nil {
-		return nil, "", &retryError{msg: "reading the graph: " + err.Error()}
-	}
-	if len(body) > MaxGraph {
-		return nil, "", &retryError{msg: fmt.Sprintf("the graph is over %d bytes", MaxGraph)}
-	}
-	got, ok := reports.NormalizeETag(resp.Header.Get("ETag"))
-	sum := sha256.Sum256(body)
-	if !ok || got != hex.EncodeToString(sum[:]) {
-		return nil, "", &retryError{msg: "the graph's ETag is not the sha256 of its bytes (a proxy changed it?)"}
-	}
-	return body, got, nil
-}
-
-// statusError describes an answer that is not what was asked: a retryError
-// for every status, since 401, 403 and 404 may be mended on the server (a
-// token or a node added) without restarting the agent; its message is the
-// answer's first line.
-func statusError(what string, resp *http.Response, now time.Time) error {
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	line, _, _ := strings.Cut(strings.TrimSpace(string(body)), "\n")
-	e := &retryError{msg: fmt.Sprintf("%s: %s: %s", what, resp.Status, sanitize(line, 200)), code: resp.StatusCode}
-	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-		e.after = retryAfter(resp.Header, now)
-	}
-	return e
-}
-
-// scrub takes the token out of a message (a URL or header echoed in an error).
-func scrub(msg, token string) string {
-	if token == "" {
-		return msg
-	}
-	return strings.ReplaceAll(msg, token, "<token>")
-}
-
-// report posts r: nil once serve kept it; a *retryError when it may take it
-// later; another error when it never will (400, 409: the report is dropped).
-func (a *Agent) report(ctx context.Context, r *reports.Report) error {
-	body, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, a.endpoint("/reports"), bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+a.Token)
-	resp, err := a.Client.Do(req)
-	if err != nil {
-		return &retryError{msg: "serve unreachable: " + scrub(err.Error(), a.Token)}
-	}
-	defer resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusOK:
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		return nil
-	case resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusConflict || resp.StatusCode == http.StatusRequestEntityTooLarge:
-		err := statusError("POST the report", resp, a.now())
-		return errors.New(err.Error())
-	default:
-		return statusError("POST the report", resp, a.now())
-	}
-}
-
-// deliver posts r until serve keeps it, backing off between attempts; a
-// report serve refuses for good is logged and dropped. It returns only ctx's
-// error.
-func (a *Agent) deliver(ctx context.Context, r *reports.Report) error {
-	b := backoff{}
-	for {
-		err := a.report(ctx, r)
-		var re *retryError
-		switch {
-		case err == nil:
-			a.Log.Info("agent: reported", "graph", r.Graph, "etag", r.ETag, "status", r.Status)
-			return nil
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case !errors.As(err, &re):
-			a.Log.Error("agent: serve refused the report; dropped", "status", r.Status, "error", err.Error())
-			return nil
-		case a.Once && re.refused():
-			return re
-		}
-		d := b.next()
-		if re.after > 0 {
-			d = re.after + time.Duration(rand.Int64N(int64(re.after/10)+1))
-		}
-		a.Log.Warn("agent: reporting", "status", r.Status, "error", re.Error(), "retry_in", d.Round(time.Millisecond).String())
-		if err := a.sleep(ctx, d); err != nil {
-			return err
-		}
-	}
 }

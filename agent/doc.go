@@ -1,13 +1,16 @@
-// Package agent is fuelsync's reference node agent (`fuelsync agent`): it
-// long-polls its node's applied graph from serve's artifact API, runs a
-// command with the graph, and reports the run back to serve
-// (POST /api/v1/clusters/<c>/nodes/<n>/reports). fuelsync runs no puppet
-// itself: the command is where astute, Ansible or a script plugs in.
+// Package agent is fuelsync's node agent (fuelsync agent, and the small
+// fuelsync-agent binary): it asks serve for its node's next task of the
+// cluster's deployment run (a long-poll), runs it with the built-in
+// executors of agent/executor (or an override per task type), says while it
+// runs that it still does (heartbeats), and reports how it ended at once.
+// Serve decides the order; the agent runs only what it is given for its own
+// node, exactly as rendered.
 //
-// The agent keeps a small state file (the ETag of the last graph it ran, and
-// that run's report until serve has it) so that a restarted agent neither runs
-// the same graph again nor loses a result. It backs off with jitter while
-// serve is away or answers 429 or 503, honouring Retry-After. It is a client
-// only: it imports reports (the report's wire form and checks) and nothing
-// of serve.
+// The agent keeps a small state file (the task it runs, and a result serve
+// does not have yet), so that a restarted agent reports what became of the
+// task it ran (an earlier agent's leftover process group is stopped by the
+// executor) and loses no result. It backs off with jitter while serve is
+// away or answers 429 or 503, honouring Retry-After, and follows no
+// redirect. It speaks to serve through package api only: it links none of
+// the loader, render, diff or git.
 package agent

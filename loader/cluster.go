@@ -23,7 +23,7 @@ var knownClusterKeys = map[string]bool{
 	"cluster": true, "release": true, "mode": true, "plugins": true, "components": true, "settings": true,
 	"resolution": true, "tags": true, "roles": true, "instances": true, "nodes": true, "tasks_path": true,
 	"tasks": true, "environments": true, "requires": true, "resource_registry": true,
-	"sync": true, "suspend": true, "depends_on": true,
+	"sync": true, "suspend": true, "depends_on": true, "deploy": true,
 }
 
 var knownNodeKeys = map[string]bool{"id": true, "roles": true, "tags": true}
@@ -160,6 +160,19 @@ func (l *loadCtx) clusterFromValue(file string, v *Value) (*Cluster, hcl.Diagnos
 	return cl, c.diags
 }
 
+// deployPolicy reads a deploy: policy (auto or manual; "" when not written).
+func deployPolicy(c *checker, v *Value, what, detail string) string {
+	s, ok := c.str(v, "deploy", what, false)
+	if !ok {
+		return ""
+	}
+	if s != "auto" && s != "manual" {
+		c.add(withDetail(errorAt(v.Get("deploy").Range, "%s: deploy must be auto or manual, not %s", what, quoteShort(s)), detail))
+		return ""
+	}
+	return s
+}
+
 // clusterPolicy reads the cluster's sync policy: sync, suspend and depends_on
 // (a list of cluster names, or of {cluster: NAME, healthy: BOOL}). The names are
 // checked against the other clusters, and for cycles, by checkClusterSet.
@@ -173,6 +186,7 @@ func clusterPolicy(c *checker, v *Value, cl *Cluster, what string) {
 		}
 	}
 	cl.Suspend, cl.SuspendSet = c.boolean(v, "suspend", what)
+	cl.Deploy = deployPolicy(c, v, what, "deploy: auto starts a deployment run after each apply that changes the cluster (serve with agents); deploy: manual waits for fuelsync deploy.")
 	d := v.Get("depends_on")
 	if d.IsNull() {
 		return

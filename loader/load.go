@@ -504,7 +504,8 @@ func (l *loadCtx) loadSettings() (Settings, hcl.Diagnostics) {
 			}
 		}
 		s.Suspend, _ = c.boolean(v, "suspend", name)
-		c.misspelled(v, map[string]bool{"workdir": true, "interval": true, "publish": true, "publish_branch": true, "allow_empty": true, "state": true, "feature_groups": true, "sync": true, "suspend": true}, name)
+		s.Deploy = deployPolicy(c, v, name, "deploy: is every cluster's default deployment policy; a cluster's own deploy: overrides it.")
+		c.misspelled(v, map[string]bool{"workdir": true, "interval": true, "publish": true, "publish_branch": true, "allow_empty": true, "state": true, "feature_groups": true, "sync": true, "suspend": true, "deploy": true}, name)
 		return s, c.diags
 	}
 	return s, nil

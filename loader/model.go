@@ -46,7 +46,9 @@ type Settings struct {
 	// suspend: ("" and false when not written: auto, not suspended).
 	Sync    string
 	Suspend bool
-	Data    *Value
+	// Deploy is the clusters' default deploy: policy ("" when not written).
+	Deploy string
+	Data   *Value
 }
 
 // SyncPolicy is the sync policy of cluster c: its own sync:, else the
@@ -59,6 +61,18 @@ func (repo *Repo) SyncPolicy(c *Cluster) string {
 		return repo.Settings.Sync
 	}
 	return "auto"
+}
+
+// DeployPolicy is the deploy policy of cluster c: its own deploy:, else the
+// repository's default, else dflt (serve's: auto when it takes agents).
+func (repo *Repo) DeployPolicy(c *Cluster, dflt string) string {
+	switch {
+	case c.Deploy != "":
+		return c.Deploy
+	case repo.Settings.Deploy != "":
+		return repo.Settings.Deploy
+	}
+	return dflt
 }
 
 // Suspended says whether cluster c is suspended: its own suspend:, else the
@@ -227,6 +241,10 @@ type Cluster struct {
 	// when it is not written (Repo.Suspended).
 	Suspend    bool
 	SuspendSet bool
+	// Deploy is the cluster's deploy policy as written: auto (a deployment
+	// run after each apply that changes it), manual, or "" (the
+	// repository's default, Repo.DeployPolicy).
+	Deploy string
 	// DependsOn are the clusters that must be synced at a revision before this
 	// one is applied at it (staging before production).
 	DependsOn []Dependency

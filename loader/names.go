@@ -2,20 +2,17 @@ package loader
 
 import (
 	"fmt"
-	"regexp"
-	"sync"
+
+	"github.com/fuelsync/fuelsync/internal/names"
 )
 
 // NamePattern is the pattern of every name from the repository that becomes a
 // path segment of the rendered artifacts: cluster names, node names and graph
-// types. It cannot spell "." or "..", a separator or a hidden file.
-const NamePattern = `^[a-z0-9][a-z0-9._-]*$`
+// types (names.Pattern).
+const NamePattern = names.Pattern
 
-// MaxNameLength is the longest such name: with an extension added, a segment stays
-// under the 255 bytes file systems allow.
-const MaxNameLength = 128
-
-var reName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(NamePattern) })
+// MaxNameLength is the longest such name (names.MaxLength).
+const MaxNameLength = names.MaxLength
 
 // nameMatcher matches NamePattern within MaxNameLength.
 type nameMatcher struct{}
@@ -23,7 +20,7 @@ type nameMatcher struct{}
 func (nameMatcher) MatchString(s string) bool { return IsName(s) }
 
 // IsName reports whether s may become a path segment of the artifacts.
-func IsName(s string) bool { return len(s) <= MaxNameLength && reName().MatchString(s) }
+func IsName(s string) bool { return names.Valid(s) }
 
 // nameRule explains NamePattern for a kind of name ("node names").
 func nameRule(what string) string {

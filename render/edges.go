@@ -100,7 +100,7 @@ func (gb *graphBuilder) buildRelation() {
 	}
 	for i, id := range gb.ids {
 		x := int32(i)
-		d := gb.defs[id][0]
+		d := gb.defs[id]
 		var src *EdgeSource
 		var srcItem *loader.Value
 		expand(d.Task.Data.Get("requires"), id, "requires", func(m int32, it *loader.Value) {
@@ -604,7 +604,7 @@ func (gb *graphBuilder) defEdges(d *TaskDef) {
 				continue
 			}
 			nm := gb.matcher(name)
-			if nm.re == nil && len(gb.defs[name]) == 0 {
+			if nm.re == nil && gb.defs[name] == nil {
 				gb.warnOnce(it.Get("name").Range, "task %s: %s %q: no task of that name in graph %s", d.Task.ID, key, name, gb.typ)
 				continue
 			}
@@ -613,6 +613,9 @@ func (gb *graphBuilder) defEdges(d *TaskDef) {
 				ce.src.Origin = "cross-depended-by of " + d.Task.ID
 			}
 			ce.targets, ce.self = gb.crossTargets(it)
+			if it.Get("policy").String() == "any" && !ce.self {
+				ce.targets = gb.firstRunning(ce.targets, nm)
+			}
 			d.cross = append(d.cross, ce)
 		}
 	}
@@ -633,9 +636,9 @@ func (gb *graphBuilder) defEdges(d *TaskDef) {
 }
 
 // crossTargets resolves a cross-dependency entry's nodes: tags, else role, else all
-// nodes; "self" is the same node (self is true) and role: null the sync node.
+// nodes; "self" is the same node (self is true) and role: null the sync node. The
+// policy is left to the caller: every node selected is returned.
 func (gb *graphBuilder) crossTargets(it *loader.Value) ([]int32, bool) {
-	policy := it.Get("policy").String()
 	var sel *loader.Value
 	for _, k := range []string{"tags", "role", "roles"} {
 		if f := it.Field(k); f != nil {
@@ -647,13 +650,34 @@ func (gb *graphBuilder) crossTargets(it *loader.Value) ([]int32, bool) {
 		}
 	}
 	if sel == nil {
-		return gb.ranks(gb.ix.ResolveNames(nil, true, policy), policy == "any"), false
+		return gb.ranks(gb.ix.ResolveNames(nil, true)), false
 	}
 	if names, ok := sel.Strings(); ok && len(names) == 1 && names[0] == "self" {
 		return nil, true
 	}
-	names, _ := gb.ix.Resolve(sel, policy)
-	return gb.ranks(names, policy == "any"), false
+	names, _ := gb.ix.Resolve(sel)
+	return gb.ranks(names), false
+}
+
+// firstRunning is policy any: of the nodes a cross-dependency entry selects (the
+// master first, then by id), the first that runs a task the entry names, so that
+// the edge is kept whenever some selected node runs it. nailgun takes one node of
+// the selection before looking at the tasks (the first of a Python set) and drops
+// the edge when that node lacks the task. The dependent task itself counts: an entry
+// naming its own id binds every other node's task to the first node's, and that one
+// to nothing, as nailgun excludes the task itself.
+func (gb *graphBuilder) firstRunning(targets []int32, nm *nameMatcher) []int32 {
+	n := len(gb.ids)
+	ids := gb.matching(nm)
+	for i, r := range targets {
+		row := gb.slot[int(r)*n : int(r+1)*n]
+		for _, xid := range ids {
+			if row[xid] != nil {
+				return targets[i : i+1 : i+1]
+			}
+		}
+	}
+	return nil
 }
 
 // crossEdges binds pt's cross-depends and cross-depended-by entries across nodes.

@@ -158,43 +158,52 @@ func TestExpandGenerated(t *testing.T) {
 	}
 }
 
-// TestStoredInlineDefinition: two plugins define one task id for disjoint nodes,
-// with different parameters. The catalogue holds the definition that won the
-// merge; the other plugin's nodes carry theirs inline, and their expanded view
-// has their own parameters.
+// TestStoredInlineDefinition: a node file of format 2 may carry a task's definition
+// inline (an older fuelsync wrote one when two plugins defined one id for disjoint
+// nodes, which is now an error of the model): the catalogue's entry of the id stands
+// for the other nodes, and the node's expanded view has its own definition.
 func TestStoredInlineDefinition(t *testing.T) {
 	files := graphFiles(semRelease, map[string]string{"default": overrideTasks},
-		strings.Replace(semCluster, "nodes:\n", "plugins: [p1, p2]\nnodes:\n", 1))
-	addPlugin(files, "p1", map[string]string{"deployment_tasks.yaml": "- {id: l2, type: shell, role: ['/(primary-)?controller/'], parameters: {cmd: p1.sh}}\n"})
-	addPlugin(files, "p2", map[string]string{"deployment_tasks.yaml": "- {id: l2, type: puppet, role: [compute], required_for: [deploy_end], parameters: {puppet_manifest: p2.pp}}\n"})
+		strings.Replace(semCluster, "nodes:\n", "plugins: [p1]\nnodes:\n", 1))
+	addPlugin(files, "p1", map[string]string{"deployment_tasks.yaml": "- {id: l2, type: shell, role: '*', parameters: {cmd: p1.sh}}\n"})
 	r, diags := renderFiles(t, files, nil)
 	noErrors(t, diags)
 	fsys := checkExpand(t, []*Rendered{r})
-	cat := string(fsys["prod/tasks/default.yaml"].Data)
-	if !strings.Contains(cat, "  l2:\n    parameters:\n      cmd: p1.sh\n      cwd: /etc/fuel/plugins/p1-1.0/\n    type: shell\n") {
-		t.Errorf("the catalogue's l2 is not p1's:\n%s", cat)
+	if cat := string(fsys["prod/tasks/default.yaml"].Data); !strings.Contains(cat, "  l2:\n    parameters:\n      cmd: p1.sh\n") {
+		t.Fatalf("the catalogue's l2 is not p1's:\n%s", cat)
 	}
-	for node, inline := range map[string]bool{"node-1": false, "node-4": true, "node-5": true} {
-		data := string(fsys["prod/nodes/"+node+"/default.yaml"].Data)
-		if got := strings.Contains(data, "puppet_manifest: p2.pp"); got != inline {
-			t.Errorf("%s: p2's definition inline = %v, want %v:\n%s", node, got, inline, data)
-		}
-		nf, err := ParseNodeFile([]byte(data))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, task := range nf.Tasks {
-			if task.ID == "l2" && task.Inline != inline {
-				t.Errorf("%s: ParseNodeFile says l2 is inline: %v", node, task.Inline)
-			}
+	name := "prod/nodes/node-4/default.yaml"
+	data := string(fsys[name].Data)
+	if strings.Contains(data, "p1.sh") {
+		t.Fatalf("%s has a definition inline:\n%s", name, data)
+	}
+	edited := strings.Replace(data, "  - id: l2\n", "  - id: l2\n    parameters:\n      puppet_manifest: p2.pp\n    type: puppet\n", 1)
+	if edited == data {
+		t.Fatalf("%s has no task l2:\n%s", name, data)
+	}
+	fsys[name] = &fstest.MapFile{Data: []byte(edited)}
+	nf, err := ParseNodeFile([]byte(edited))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range nf.Tasks {
+		if task.Inline != (task.ID == "l2") {
+			t.Errorf("ParseNodeFile: %s inline = %v", task.ID, task.Inline)
 		}
 	}
 	expanded, err := ExpandNode(fsys, "prod", "node-4", "default")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(expanded), "  - id: l2\n    parameters:\n      cwd: /etc/fuel/plugins/p2-1.0/\n      puppet_manifest: p2.pp\n") {
-		t.Errorf("node-4's expanded l2 is not p2's:\n%s", expanded)
+	if !strings.Contains(string(expanded), "  - id: l2\n    parameters:\n      puppet_manifest: p2.pp\n    type: puppet\n") {
+		t.Errorf("node-4's expanded l2 is not its inline definition:\n%s", expanded)
+	}
+	expanded, err = ExpandNode(fsys, "prod", "node-5", "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(expanded), "cmd: p1.sh") {
+		t.Errorf("node-5's expanded l2 is not the catalogue's:\n%s", expanded)
 	}
 }
 

@@ -145,8 +145,8 @@ func (r *Rendered) WhyNot(graph, node, task, prefix string) ([]string, error) {
 		}
 		return []string{fmt.Sprintf("%s is on %s (position %d of %d); see explain %s", task, node, indexOf(ng.Tasks, pt)+1, len(ng.Tasks), task)}, nil
 	}
-	defs := g.defs[task]
-	if len(defs) == 0 {
+	d := g.defs[task]
+	if d == nil {
 		ids := make([]string, 0, len(g.defs))
 		for id := range g.defs {
 			ids = append(ids, id)
@@ -157,39 +157,32 @@ func (r *Rendered) WhyNot(graph, node, task, prefix string) ([]string, error) {
 		}
 		return nil, errors.New(msg)
 	}
-	var out []string
-	for _, d := range defs {
-		t := d.Task
-		desc := fmt.Sprintf("%s is defined by the %s at %s", task, d.Layer, at(t.Range))
-		for _, o := range d.Overrode {
-			desc += fmt.Sprintf(", overriding the %s's definition at %s", o.Layer, at(o.Task.Range))
-		}
-		out = append(out, desc)
-		switch t.Type {
-		case "group":
-			out = append(out, "it is a group: groups are not emitted; their tasks: are placed on the group's nodes")
-			continue
-		case "stage":
-			out = append(out, "it is a stage: stages run on the sync node only")
-			continue
-		}
-		key, sel := r.Model.selectorOf(t)
-		if sel == nil {
-			out = append(out, "it has no selector (tags, roles, role or groups), so it runs on no node")
-			continue
-		}
-		if sel.IsMap() {
-			out = append(out, fmt.Sprintf("its %s is a yaql expression, evaluated by the deployer", key))
-			continue
-		}
-		tags := []string{}
-		if ng.Tags != nil {
-			tags = ng.Tags.Resolution
-		}
-		out = append(out, fmt.Sprintf("no entry of its %s %s matches a tag of %s: %s", key, selectorText(sel), node, strings.Join(tags, ", ")))
-		for _, grp := range g.groupsListing(task) {
-			out = append(out, fmt.Sprintf("group %s lists it, but the group does not select %s", grp, node))
-		}
+	t := d.Task
+	desc := fmt.Sprintf("%s is defined by the %s at %s", task, d.Layer, at(t.Range))
+	for _, o := range d.Overrode {
+		desc += fmt.Sprintf(", overriding the %s's definition at %s", o.Layer, at(o.Task.Range))
+	}
+	out := []string{desc}
+	switch t.Type {
+	case "group":
+		return append(out, "it is a group: groups are not emitted; their tasks: are placed on the group's nodes"), nil
+	case "stage":
+		return append(out, "it is a stage: stages run on the sync node only"), nil
+	}
+	key, sel := r.Model.selectorOf(t)
+	if sel == nil {
+		return append(out, "it has no selector (tags, roles, role or groups), so it runs on no node"), nil
+	}
+	if sel.IsMap() {
+		return append(out, fmt.Sprintf("its %s is a yaql expression, evaluated by the deployer", key)), nil
+	}
+	tags := []string{}
+	if ng.Tags != nil {
+		tags = ng.Tags.Resolution
+	}
+	out = append(out, fmt.Sprintf("no entry of its %s %s matches a tag of %s: %s", key, selectorText(sel), node, strings.Join(tags, ", ")))
+	for _, grp := range g.groupsListing(task) {
+		out = append(out, fmt.Sprintf("group %s lists it, but the group does not select %s", grp, node))
 	}
 	return out, nil
 }

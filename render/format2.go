@@ -1,7 +1,6 @@
 package render
 
 import (
-	"bytes"
 	"slices"
 	"strings"
 
@@ -37,63 +36,28 @@ func NodePath(cluster, node, graph string) string {
 }
 
 // catalogueChoice is what the task catalogue of a graph holds: one placed task per
-// id standing for its entry, and the placed tasks whose entry differs from it.
+// id standing for its entry.
 type catalogueChoice struct {
-	tasks  []*PlacedTask          // one per id, sorted by id
-	byID   map[string]*PlacedTask // the same, by id
-	inline map[*PlacedTask]bool   // placed tasks whose node file holds their definition
-	err    error
+	tasks []*PlacedTask          // one per id, sorted by id
+	byID  map[string]*PlacedTask // the same, by id
 }
 
-// catalogueOf chooses the entries of g's task catalogue, once per graph. Every
-// task id has one entry: the definition Graph.Definition gives when it is placed,
-// else the first placed one (nodes in order). Two plugins may define one id for
-// disjoint nodes: a placed task whose entry differs from its id's is written with
-// its definition inline in its node file.
+// catalogueOf chooses the entries of g's task catalogue, once per graph: the first
+// placed task of each id (nodes in order). Every placed task of an id has the same
+// definition (Graph.Definition) and type, so no node file carries a definition
+// inline; the format allows it (ParseNodeFile reads it), for sets written by an
+// older fuelsync, which rendered two plugins' definitions of one id for disjoint
+// nodes (now an error of the model).
 func catalogueOf(g *Graph) *catalogueChoice {
 	g.catOnce.Do(func() {
 		c := &catalogueChoice{byID: map[string]*PlacedTask{}}
 		for _, ng := range g.Nodes {
 			for _, pt := range ng.Tasks {
-				rep, ok := c.byID[pt.ID]
-				if !ok || (rep.Def != pt.Def && pt.Def == g.Definition(pt.ID) && rep.Def != g.Definition(pt.ID)) {
+				if _, ok := c.byID[pt.ID]; !ok {
 					c.byID[pt.ID] = pt
+					c.tasks = append(c.tasks, pt)
 				}
 			}
-		}
-		same := map[[2]*TaskDef]bool{}
-		for _, ng := range g.Nodes {
-			for _, pt := range ng.Tasks {
-				rep := c.byID[pt.ID]
-				if rep.Def == pt.Def && rep.Type == pt.Type {
-					continue
-				}
-				key := [2]*TaskDef{rep.Def, pt.Def}
-				eq, ok := same[key]
-				if !ok {
-					a, err := encodeYAML(catalogueEntry(rep))
-					if err != nil {
-						c.err = err
-						return
-					}
-					b, err := encodeYAML(catalogueEntry(pt))
-					if err != nil {
-						c.err = err
-						return
-					}
-					eq = bytes.Equal(a, b) && rep.Type == pt.Type
-					same[key] = eq
-				}
-				if !eq {
-					if c.inline == nil {
-						c.inline = map[*PlacedTask]bool{}
-					}
-					c.inline[pt] = true
-				}
-			}
-		}
-		for _, pt := range c.byID {
-			c.tasks = append(c.tasks, pt)
 		}
 		slices.SortFunc(c.tasks, func(a, b *PlacedTask) int { return strings.Compare(a.ID, b.ID) })
 		g.cat = c
@@ -159,9 +123,6 @@ func catalogueDocument(cluster string, g *Graph, tasks []*PlacedTask) map[string
 // catalogue returns the task catalogue of graph g of cluster m.
 func (e *nodeEncoder) catalogue(m *Model, g *Graph) ([]byte, error) {
 	c := catalogueOf(g)
-	if c.err != nil {
-		return nil, c.err
-	}
 	return e.encode(func() error { return e.writeCatalogue(m.Cluster.Name, g, c.tasks) },
 		func() any { return catalogueDocument(m.Cluster.Name, g, c.tasks) })
 }
@@ -341,8 +302,7 @@ func storedRequires(ng *NodeGraph, pt *PlacedTask) []Edge {
 }
 
 // nodeFileDocument is the node file of ng as generic values, for yaml.v3: the
-// writer's reference and fallback. A task whose definition is not its id's
-// catalogue entry has the entry's keys inline.
+// writer's reference and fallback.
 func nodeFileDocument(m *Model, g *Graph, ng *NodeGraph) map[string]any {
 	doc := map[string]any{"cluster": m.Cluster.Name, "format_version": 2, "graph": g.Type, "node": ng.Node}
 	if ng.Tags != nil {
@@ -352,15 +312,9 @@ func nodeFileDocument(m *Model, g *Graph, ng *NodeGraph) map[string]any {
 	} else {
 		doc["roles"], doc["tags"], doc["instances"] = []any{}, []any{}, map[string]any{}
 	}
-	inline := catalogueOf(g).inline
 	tasks := make([]any, 0, len(ng.Tasks))
 	for _, pt := range ng.Tasks {
 		t := map[string]any{"id": pt.ID}
-		if inline[pt] {
-			for k, v := range catalogueEntry(pt) {
-				t[k] = v
-			}
-		}
 		if reqs := storedRequires(ng, pt); len(reqs) > 0 {
 			list := make([]string, len(reqs))
 			for i, ed := range reqs {
@@ -377,9 +331,6 @@ func nodeFileDocument(m *Model, g *Graph, ng *NodeGraph) map[string]any {
 // nodeFile returns the format-2 node file of ng, in the encoder's buffer (valid
 // until its next use) unless it took the fallback.
 func (e *nodeEncoder) nodeFile(m *Model, g *Graph, ng *NodeGraph) ([]byte, error) {
-	if err := catalogueOf(g).err; err != nil {
-		return nil, err
-	}
 	return e.encode(func() error { return e.writeNodeFile(m, g, ng) }, func() any { return nodeFileDocument(m, g, ng) })
 }
 
@@ -397,11 +348,7 @@ func (e *nodeEncoder) writeNodeFile(m *Model, g *Graph, ng *NodeGraph) error {
 	if !ok || self != ng.Node {
 		return errSlowPath
 	}
-	inline := catalogueOf(g).inline
 	for _, pt := range ng.Tasks {
-		if inline[pt] {
-			return errSlowPath // rare: yaml.v3 writes the definition
-		}
 		q, ok := e.scalar(pt.ID)
 		if !ok {
 			return errSlowPath

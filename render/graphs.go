@@ -25,7 +25,7 @@ type Graph struct {
 	// FaultTolerance lists the groups with their nodes and fault tolerance.
 	FaultTolerance []FaultToleranceGroup
 	byNode         map[string]*NodeGraph
-	defs           map[string][]*TaskDef
+	defs           map[string]*TaskDef // the winning definition of each id
 	ix             *selector.Index
 	m              *Model
 	ids            []string // every task id of the graph, sorted
@@ -43,12 +43,7 @@ func (g *Graph) Node(name string) *NodeGraph { return g.byNode[name] }
 
 // Definition returns the definition of task id that won the merge, or nil when the
 // graph has no task id.
-func (g *Graph) Definition(id string) *TaskDef {
-	if defs := g.defs[id]; len(defs) > 0 {
-		return defs[0]
-	}
-	return nil
-}
+func (g *Graph) Definition(id string) *TaskDef { return g.defs[id] }
 
 // FaultToleranceGroup is a group task's nodes and tolerated failures.
 type FaultToleranceGroup struct {
@@ -195,10 +190,11 @@ func (m *Model) graphTypes() []string {
 }
 
 // mergeTasks merges the task definitions of one graph type: cluster, then plugins,
-// then release; the first definition of an id wins wholesale. Definitions of one id
-// by several plugins are all kept (they may apply on different nodes).
-func (m *Model) mergeTasks(typ string) (map[string][]*TaskDef, []string) {
-	defs := map[string][]*TaskDef{}
+// then release; the first definition of an id wins wholesale. Two plugins defining
+// one id are an error of the model (pluginTaskOverlaps), which is then not rendered;
+// the later definition is left out.
+func (m *Model) mergeTasks(typ string) (map[string]*TaskDef, []string) {
+	defs := map[string]*TaskDef{}
 	var order []string
 	layer := func(tasks []*loader.Task, name string, p *loader.Plugin, defaults map[*loader.Task][]TaskDefault) {
 		seen := map[string]bool{}
@@ -208,17 +204,12 @@ func (m *Model) mergeTasks(typ string) (map[string][]*TaskDef, []string) {
 			}
 			seen[t.ID] = true
 			d := &TaskDef{Task: t, Layer: name, Plugin: p, Defaults: defaults[t]}
-			prev := defs[t.ID]
-			switch {
-			case len(prev) == 0:
-				defs[t.ID] = []*TaskDef{d}
+			switch w := defs[t.ID]; {
+			case w == nil:
+				defs[t.ID] = d
 				order = append(order, t.ID)
-			case p != nil && prev[0].Plugin != nil:
-				defs[t.ID] = append(prev, d) // another plugin's definition
-			default:
-				for _, w := range prev {
-					w.Overrode = append(w.Overrode, d)
-				}
+			case p == nil || w.Plugin == nil:
+				w.Overrode = append(w.Overrode, d)
 			}
 		}
 	}
@@ -264,7 +255,7 @@ type graphBuilder struct {
 	typ   string
 	g     *Graph
 	ix    *selector.Index
-	defs  map[string][]*TaskDef
+	defs  map[string]*TaskDef
 	ids   []string
 	index map[string]int32 // task id → idx
 	nodes []*NodeGraph     // by rank
@@ -296,9 +287,7 @@ func (m *Model) renderGraph(typ string, classes bool) (*Graph, hcl.Diagnostics) 
 	gb.index = make(map[string]int32, len(gb.ids))
 	for i, id := range gb.ids {
 		gb.index[id] = int32(i)
-		for _, d := range gb.defs[id] {
-			d.idx = int32(i)
-		}
+		gb.defs[id].idx = int32(i)
 	}
 	nodeTags := m.nodeTagList()
 	nodes := make([]selector.Node, 0, len(nodeTags))
@@ -349,16 +338,13 @@ func (m *Model) renderGraph(typ string, classes bool) (*Graph, hcl.Diagnostics) 
 
 	// 1. Resolve every non-group task to its nodes; stages go to the sync node.
 	for _, id := range gb.ids {
-		for _, d := range gb.defs[id] {
-			if d.Task.Type != "group" {
-				gb.placeTask(d)
-			}
+		if d := gb.defs[id]; d.Task.Type != "group" {
+			gb.placeTask(d)
 		}
 	}
-	gb.checkPluginOverlap()
 	// 2. Groups: each member is placed on the group's nodes.
 	for _, id := range gb.ids {
-		if d := gb.defs[id][0]; d.Task.Type == "group" {
+		if d := gb.defs[id]; d.Task.Type == "group" {
 			gb.placeGroup(d)
 		}
 	}
@@ -387,21 +373,17 @@ func (gb *graphBuilder) newPlaced() *PlacedTask {
 	return pt
 }
 
-// place puts definition d on the node of rank r, or keeps the existing placement: a
-// non-skipped task beats a skipped one.
+// place puts definition d on the node of rank r, unless it is there already
+// (selected by its own selector and by a group, say).
 func (gb *graphBuilder) place(d *TaskDef, r int32) {
 	s := &gb.slot[int(r)*len(gb.ids)+int(d.idx)]
-	typ := gb.typeOf(d)
-	if *s == nil {
-		pt := gb.newPlaced()
-		pt.ID, pt.Type, pt.Def, pt.Condition = d.Task.ID, typ, d, d.condVal
-		pt.node, pt.idx = gb.nodes[r], d.idx
-		*s = pt
+	if *s != nil {
 		return
 	}
-	if pt := *s; pt.Def != d && pt.Type == "skipped" && typ != "skipped" {
-		pt.Type, pt.Def, pt.Condition = typ, d, d.condVal
-	}
+	pt := gb.newPlaced()
+	pt.ID, pt.Type, pt.Def, pt.Condition = d.Task.ID, gb.typeOf(d), d, d.condVal
+	pt.node, pt.idx = gb.nodes[r], d.idx
+	*s = pt
 }
 
 // resolve returns the ranks of the nodes a definition selects (nil for a task
@@ -416,15 +398,14 @@ func (gb *graphBuilder) resolve(d *TaskDef) []int32 {
 		// skipped}); a yaql selector is evaluated by the deployer.
 		return nil
 	}
-	names, _ := gb.ix.Resolve(sel, "")
-	return gb.ranks(names, false)
+	names, _ := gb.ix.Resolve(sel)
+	return gb.ranks(names)
 }
 
 // ranks returns the ranks of the nodes named, each the first node of its class,
-// with every node of their classes (unless one, for policy any): first the pseudo
-// nodes named (the master comes first in a selection), then the cluster nodes by
-// rank.
-func (gb *graphBuilder) ranks(names []string, one bool) []int32 {
+// with every node of their classes: first the pseudo nodes named (the master comes
+// first in a selection), then the cluster nodes by rank.
+func (gb *graphBuilder) ranks(names []string) []int32 {
 	var out []int32
 	classes := 0
 	for _, n := range names {
@@ -433,7 +414,7 @@ func (gb *graphBuilder) ranks(names []string, one bool) []int32 {
 			continue
 		}
 		ng := gb.nodes[r]
-		if ng.Tags == nil || one {
+		if ng.Tags == nil {
 			out = append(out, r)
 			continue
 		}
@@ -471,38 +452,6 @@ func (gb *graphBuilder) placeTask(d *TaskDef) {
 	}
 }
 
-// checkPluginOverlap reports two plugins' definitions of one id that resolve to a
-// common node.
-func (gb *graphBuilder) checkPluginOverlap() {
-	for _, id := range gb.ids {
-		defs := gb.defs[id]
-		if len(defs) < 2 {
-			continue
-		}
-		for i := 1; i < len(defs); i++ {
-			for j := 0; j < i; j++ {
-				a, b := defs[j], defs[i]
-				if n := gb.commonNode(a, b); n != "" {
-					ep := gb.m.Plugin(b.Plugin.Name)
-					gb.diags = append(gb.diags, withDetail(errorAt(ep.Cause.Range, "Plugin %s is overlapping with plugin %s by introducing the same deployment task with id %s on node %s", b.Plugin.Name, a.Plugin.Name, id, n),
-						"Graph %s: both definitions (%s and %s) select node %s.", gb.typ, at(a.Task.Range), at(b.Task.Range), n))
-				}
-			}
-		}
-	}
-}
-
-// commonNode returns the first node (by rank) where both definitions resolve.
-func (gb *graphBuilder) commonNode(a, b *TaskDef) string {
-	nb := gb.resolve(b)
-	for _, r := range gb.resolve(a) {
-		if slices.Contains(nb, r) {
-			return gb.nodes[r].Node
-		}
-	}
-	return ""
-}
-
 // placeGroup resolves a group and places its members on its nodes.
 func (gb *graphBuilder) placeGroup(d *TaskDef) {
 	t := d.Task
@@ -519,16 +468,16 @@ func (gb *graphBuilder) placeGroup(d *TaskDef) {
 		id := it.String()
 		md := gb.defs[id]
 		switch {
-		case len(md) == 0:
+		case md == nil:
 			gb.diags = append(gb.diags, withDetail(errorAt(it.Range, "group %s lists task %q, which is not in graph %s", t.ID, id, gb.typ),
 				"A group's tasks: names tasks of the same graph."))
-		case md[0].Task.Type == "group":
+		case md.Task.Type == "group":
 			gb.diags = append(gb.diags, errorAt(it.Range, "group %s lists %s, which is a group: a group's tasks cannot be groups", t.ID, id))
-		case md[0].Task.Type == "stage":
+		case md.Task.Type == "stage":
 			gb.warnOnce(it.Range, "group %s lists the stage %s, which is ignored: stages run on the sync node", t.ID, id)
 		default:
 			for _, r := range ranks {
-				gb.place(md[0], r)
+				gb.place(md, r)
 			}
 		}
 	}
@@ -608,37 +557,34 @@ func (pt *PlacedTask) Via() []Via {
 			out = append(out, v)
 		}
 	}
-	for _, d := range g.defs[pt.ID] {
-		switch d.Task.Type {
-		case "group":
-			continue
-		case "stage":
-			if ng.Node == SyncNode {
-				add(Via{Selector: "stage"})
-			}
-			continue
+	switch pt.Def.Task.Type {
+	case "group":
+	case "stage":
+		if ng.Node == SyncNode {
+			add(Via{Selector: "stage"})
 		}
-		key, sel := g.m.selectorOf(d.Task)
+	default:
+		key, sel := g.m.selectorOf(pt.Def.Task)
 		if sel == nil || sel.IsMap() {
-			continue
+			break
 		}
 		matches := g.ix.Matches(sel, ng.Node)
 		for _, mt := range matches {
 			add(Via{Selector: key, Item: mt.Item, Tag: mt.Tag})
 		}
 		if len(matches) == 0 {
-			if names, _ := g.ix.Resolve(sel, ""); slices.Contains(names, ng.Node) {
+			if names, _ := g.ix.Resolve(sel); slices.Contains(names, ng.Node) {
 				add(Via{Selector: key})
 			}
 		}
 	}
 	for _, gid := range g.groupsListing(pt.ID) {
-		gd := g.defs[gid][0]
+		gd := g.defs[gid]
 		_, sel := g.m.selectorOf(gd.Task)
 		if sel == nil || sel.IsMap() {
 			continue
 		}
-		if names, _ := g.ix.Resolve(sel, ""); slices.Contains(names, ng.Node) {
+		if names, _ := g.ix.Resolve(sel); slices.Contains(names, ng.Node) {
 			add(Via{Selector: "group", Item: gid})
 		}
 	}
@@ -650,7 +596,7 @@ func (g *Graph) groupsListing(id string) []string {
 	g.memberOnce.Do(func() {
 		g.memberOf = map[string][]string{}
 		for _, gid := range g.ids {
-			d := g.defs[gid][0]
+			d := g.defs[gid]
 			if d.Task.Type != "group" {
 				continue
 			}

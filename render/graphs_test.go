@@ -834,6 +834,56 @@ func TestGraphSemantics(t *testing.T) {
 	}
 }
 
+// TestPolicyAny: a cross dependency with policy any binds the node with the lowest
+// id among the nodes it selects that run the task it names, so that the edge is kept
+// whenever some node runs it. fuel-library's ntp-client cross-depends on ntp-server
+// with policy any and no role (every node): here ntp-server runs only on the
+// controllers node-11 and node-12, and the edge goes to node-11. (nailgun takes one
+// node of the selection first, in practice uid "1" or "11", and drops the edge when
+// that node lacks the task: here node-1, a compute node.) The class-wise check of
+// validate binds the same nodes.
+func TestPolicyAny(t *testing.T) {
+	const cluster = `cluster: prod
+release: base-1.0
+nodes:
+  node-1: {id: 1, roles: [compute]}
+  node-2: {id: 2, roles: [cinder]}
+  node-11: {id: 11, roles: [controller]}
+  node-12: {id: 12, roles: [controller]}
+`
+	const tasks = `- {id: ntp-server, type: shell, role: ['/(primary-)?controller/']}
+- {id: ntp-check, type: shell, role: [controller]}
+- {id: nowhere, type: shell}
+- id: ntp-client
+  type: shell
+  role: [compute, cinder]
+  cross-depends: [{name: ntp-server, policy: any}]
+- id: check-client
+  type: shell
+  role: [compute]
+  cross-depends: [{name: ntp-check, role: '*', policy: any}, {name: nowhere, policy: any}]
+- id: announce
+  type: shell
+  role: [cinder]
+  cross-depended-by: [{name: ntp-server, tags: [compute, controller, primary-controller], policy: any}]
+`
+	files := graphFiles(semRelease, map[string]string{"default": tasks}, cluster)
+	r, diags := renderFiles(t, files, nil)
+	noErrors(t, diags)
+	want := map[string][]string{
+		"node-1":  {"check-client shell <- ntp-check@node-12", "ntp-client shell <- ntp-server@node-11"},
+		"node-2":  {"announce shell", "ntp-client shell <- ntp-server@node-11"},
+		"node-11": {"ntp-server shell <- announce@node-2"},
+		"node-12": {"ntp-check shell", "ntp-server shell"},
+	}
+	if diff := cmp.Diff(want, nonEmpty(taskSets(r.Graph("default")))); diff != "" {
+		t.Errorf("tasks (-want +got):\n%s", diff)
+	}
+	repo, ld := loader.Load(mapFS(files), loader.Options{})
+	noErrors(t, ld)
+	noErrors(t, Validate(repo, Options{}))
+}
+
 // TestGraphEdgeOrigins: Edge.Origin says where each edge comes from (for explain).
 func TestGraphEdgeOrigins(t *testing.T) {
 	tasks := `- {id: deploy_start, type: stage}
@@ -1056,36 +1106,59 @@ nodes:
 	}
 }
 
-// TestPluginTaskOverlap: two enabled plugins defining one task id is fine while the
-// definitions resolve to disjoint nodes (each applies on its own nodes), an error
-// naming the first common node otherwise (role-as-a-plugin).
+// TestPluginTaskOverlap: two enabled plugins defining one task id is an error
+// wherever the definitions resolve (nailgun's get_plugins_deployment_graph refuses
+// the cluster), reported once per id and graph at the later plugin's plugins: entry.
+// A plugin overriding the release's task (the release being a release-as-a-plugin)
+// is no overlap, nor is a plugin that is not enabled.
 func TestPluginTaskOverlap(t *testing.T) {
-	build := func(p2Role string) map[string]string {
+	build := func(plugins, p2Role string) map[string]string {
 		files := graphFiles(semRelease, map[string]string{"default": overrideTasks},
-			strings.Replace(semCluster, "nodes:\n", "plugins: [p1, p2]\nnodes:\n", 1))
-		addPlugin(files, "p1", map[string]string{"deployment_tasks.yaml": "- {id: l2, type: shell, role: ['/(primary-)?controller/']}\n"})
-		addPlugin(files, "p2", map[string]string{"deployment_tasks.yaml": "- {id: l2, type: shell, role: " + p2Role + "}\n"})
+			strings.Replace(semCluster, "nodes:\n", "plugins: "+plugins+"\nnodes:\n", 1))
+		addPlugin(files, "p1", map[string]string{"deployment_tasks.yaml": "- {id: l2, type: shell, role: ['/(primary-)?controller/']}\n- {id: keystone, type: shell, role: [controller]}\n"})
+		addPlugin(files, "p2", map[string]string{"deployment_tasks.yaml": "- {id: l2, type: shell, role: " + p2Role + "}\n- {id: horizon, type: shell, role: [compute]}\n"})
 		return files
 	}
-	t.Run("disjoint", func(t *testing.T) {
-		r, diags := renderFiles(t, build("[compute]"), nil)
-		noErrors(t, diags)
-		g := r.Graph("default")
-		got := map[string]string{}
-		for _, n := range nodesOf(g, "l2") {
-			got[n] = g.Node(n).Task("l2").Def.Layer
-		}
-		want := map[string]string{"node-1": "plugin p1", "node-2": "plugin p1", "node-3": "plugin p1", "node-4": "plugin p2", "node-5": "plugin p2"}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("l2's definition per node (-want +got):\n%s", diff)
-		}
-	})
-	t.Run("common node", func(t *testing.T) {
-		files := build("'*'")
-		_, diags := renderFiles(t, files, nil)
-		expectDiags(t, files, diags, diagAt{file: "clusters/prod.yaml", lineOf: "plugins: [p1, p2]", token: "p2",
-			summary: "Plugin p2 is overlapping with plugin p1 by introducing the same deployment task with id l2 on node node-1"})
-	})
+	overlap := func(files map[string]string) diagAt {
+		return diagAt{file: "clusters/prod.yaml", lineOf: "plugins: [p1, p2]", token: "p2",
+			summary: "Plugin p2-1.0.0 is overlapping with plugin p1-1.0.0 by introducing the same deployment task with id l2"}
+	}
+	for _, tc := range []struct {
+		name, plugins, p2Role string
+		overlap               bool
+	}{
+		{name: "different roles", plugins: "[p1, p2]", p2Role: "[compute]", overlap: true},
+		{name: "a common node", plugins: "[p1, p2]", p2Role: "'*'", overlap: true},
+		{name: "no selector", plugins: "[p1, p2]", p2Role: "null", overlap: true},
+		{name: "each alone, overriding the release's tasks", plugins: "[p1]", p2Role: "[compute]"},
+		{name: "the other alone", plugins: "[p2]", p2Role: "[compute]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files := build(tc.plugins, tc.p2Role)
+			repo, ld := loader.Load(mapFS(files), loader.Options{})
+			noErrors(t, ld)
+			rs, diags := Render(repo, Options{})
+			if !tc.overlap {
+				noErrors(t, diags)
+				if len(rs) != 1 {
+					t.Fatalf("%d clusters rendered, want 1", len(rs))
+				}
+				return
+			}
+			expectDiags(t, files, diags, overlap(files))
+			if len(rs) != 0 {
+				t.Errorf("the cluster was rendered despite the overlap")
+			}
+			if len(diags) != 1 {
+				return
+			}
+			d := diags[0]
+			want := "Graph default: task l2 is defined by plugin p1 at plugins/p1/deployment_tasks.yaml:1 and by plugin p2 at plugins/p2/deployment_tasks.yaml:1."
+			if !strings.HasPrefix(d.Detail, want) {
+				t.Errorf("detail = %q, want it to start with %q", d.Detail, want)
+			}
+		})
+	}
 }
 
 // TestEveryGraphType: every graph type of the release is rendered, for every node

@@ -184,6 +184,7 @@ func (b *builder) build(c *loader.Cluster) (*Model, hcl.Diagnostics) {
 	for _, ep := range m.Plugins {
 		ep.tasks = b.pluginTasks(ep.Plugin)
 	}
+	diags = append(diags, pluginTaskOverlaps(m)...)
 	// Roles and tags, volumes and network roles: release ← plugins ← cluster.
 	diags = append(diags, b.mergeRoles(m)...)
 	diags = append(diags, b.mergeTags(m)...)

@@ -155,3 +155,42 @@ func pathRule(packageVersion string) string {
 	}
 	return "<name>-<major.minor>"
 }
+
+// pluginTaskOverlaps is nailgun's refusal of two enabled plugins that define the
+// same task id in one graph type (PluginManager.get_plugins_deployment_graph: "Plugin
+// <later> is overlapping with plugin <earlier> by introducing the same deployment
+// task with id <id>", the plugins named with their versions), wherever the two
+// definitions would resolve. One error per id and graph type, at the plugins: entry
+// (or component) that enabled the later plugin. A release-as-a-plugin is a release,
+// never among the enabled plugins: a plugin overriding its tasks is no overlap.
+func pluginTaskOverlaps(m *Model) hcl.Diagnostics {
+	type definition struct {
+		ep *EnabledPlugin
+		t  *loader.Task
+	}
+	var diags hcl.Diagnostics
+	byType := map[string]map[string]definition{}
+	for _, ep := range m.Plugins {
+		for _, g := range ep.Plugin.Graphs {
+			first := byType[g.Type]
+			if first == nil {
+				first = map[string]definition{}
+				byType[g.Type] = first
+			}
+			for _, t := range g.Tasks {
+				a, seen := first[t.ID]
+				switch {
+				case t.ID == "":
+				case !seen:
+					first[t.ID] = definition{ep, t}
+				case a.ep != ep: // a plugin's own duplicates are the loader's
+					p, q := a.ep.Plugin, ep.Plugin
+					diags = append(diags, withDetail(errorAt(ep.Cause.Range, "Plugin %s-%s is overlapping with plugin %s-%s by introducing the same deployment task with id %s", q.Name, q.Version, p.Name, p.Version, t.ID),
+						"Graph %s: task %s is defined by plugin %s at %s and by plugin %s at %s. nailgun refuses to deploy a cluster whose enabled plugins define the same task; enable only one of them.",
+						g.Type, t.ID, p.Name, at(a.t.Range), q.Name, at(t.Range)))
+				}
+			}
+		}
+	}
+	return diags
+}

@@ -39,7 +39,7 @@ func refRelation(g *Graph) map[string][]string {
 	}
 	preds := map[string][]string{}
 	for _, id := range g.ids {
-		d := g.defs[id][0].Task.Data
+		d := g.defs[id].Task.Data
 		for _, it := range items(d.Get("requires")) {
 			for _, other := range g.ids {
 				if other != id && match(it.String(), other) {

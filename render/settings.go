@@ -161,7 +161,15 @@ func valueTypeProblem(typ string, attr, v *loader.Value) string {
 		if v.Kind != loader.KindBool {
 			return fmt.Sprintf("a checkbox: its value is true or false, not %s", describe(v))
 		}
-	case "text", "textarea", "password", "radio", "select":
+	case "text":
+		// NULLABLE_STRING: null is the attribute's own business (check_data).
+		if v.Kind != loader.KindString && v.Kind != loader.KindNull {
+			return fmt.Sprintf("a %s attribute: its value is a string or null, not %s", typ, describeTyped(v))
+		}
+		return nullableProblem(typ, attr)
+	case "number":
+		return nullableProblem(typ, attr)
+	case "textarea", "password", "radio", "select":
 		if v.Kind != loader.KindString {
 			return fmt.Sprintf("a %s attribute: its value is a string, not %s", typ, describeTyped(v))
 		}
@@ -170,8 +178,11 @@ func valueTypeProblem(typ string, attr, v *loader.Value) string {
 			return fmt.Sprintf("a %s attribute: its value is a string or an integer, not %s", typ, describeTyped(v))
 		}
 	case "text_list", "textarea_list":
-		if !v.IsList() || len(v.Items) == 0 {
-			return fmt.Sprintf("a %s attribute: its value is a list of at least one string, not %s", typ, describeTyped(v))
+		// MULTIPLE_TEXT_FIELDS_SCHEMA since fuel-web's "text_list attributes could be
+		// empty": any number of strings, min and max at least 0 (the lengths are
+		// check_data's).
+		if !v.IsList() {
+			return fmt.Sprintf("a %s attribute: its value is a list of strings, not %s", typ, describeTyped(v))
 		}
 		for i, it := range v.Items {
 			if it.Kind != loader.KindString {
@@ -179,8 +190,8 @@ func valueTypeProblem(typ string, attr, v *loader.Value) string {
 			}
 		}
 		for _, k := range []string{"min", "max"} {
-			if l := attr.Get(k); l != nil && (l.Kind != loader.KindInt || l.Int < 1) {
-				return fmt.Sprintf("a %s attribute: its %s is %s, not a positive integer", typ, k, describeTyped(l))
+			if l := attr.Get(k); l != nil && (l.Kind != loader.KindInt || l.Int < 0) {
+				return fmt.Sprintf("a %s attribute: its %s is %s, not a non-negative integer", typ, k, describeTyped(l))
 			}
 		}
 	case "custom_repo_configuration":
@@ -204,6 +215,15 @@ func valueTypeProblem(typ string, attr, v *loader.Value) string {
 				}
 			}
 		}
+	}
+	return ""
+}
+
+// nullableProblem checks the nullable key of a text or number attribute: a boolean
+// when present.
+func nullableProblem(typ string, attr *loader.Value) string {
+	if n := attr.Get("nullable"); n != nil && n.Kind != loader.KindBool {
+		return fmt.Sprintf("a %s attribute: its nullable is %s, not true or false", typ, describeTyped(n))
 	}
 	return ""
 }

@@ -171,8 +171,36 @@ func settingsFiles() map[string]string {
         message: "Cache cannot be used with Redis plugin enabled"
   size: {value: "64", type: text, label: Size}
 `,
+		// A plugin whose defaults are an empty text_list (min 0) and null texts: one
+		// nullable, one hidden and one disabled until forwarding is on.
+		"plugins/dns/metadata.yaml": pluginMeta("dns", "DNS"),
+		"plugins/dns/environment_config.yaml": `attributes:
+  servers:
+    value: []
+    type: text_list
+    min: 0
+    max: 3
+    label: DNS servers
+    regex: {source: '^\d+\.\d+\.\d+\.\d+$', error: "Invalid IP address"}
+  domain: {value: null, type: text, nullable: true, label: Search domain}
+  forwarding: {value: false, type: checkbox, label: Forwarding}
+  forwarder:
+    value: null
+    type: text
+    label: Forwarder
+    restrictions:
+      - condition: "settings:dns.forwarding.value == false"
+        action: hide
+  key:
+    value: null
+    type: text
+    label: TSIG key
+    restrictions:
+      - condition: "settings:dns.forwarding.value == false"
+        message: "Forwarding must be on"
+`,
 	}
-	for _, p := range []string{"ldap", "redis", "cache"} {
+	for _, p := range []string{"ldap", "redis", "cache", "dns"} {
 		files["plugins/"+p+"/deployment_scripts/.keep"] = ""
 		files["plugins/"+p+"/repositories/ubuntu/.keep"] = ""
 	}
@@ -218,6 +246,68 @@ func TestSettingsChecks(t *testing.T) {
 			name:  "regex on each item of a list",
 			edits: []edit{set(`common.servers.value: [alpha, "B1"]`)},
 			want:  []diagAt{{file: cl, lineOf: "common.servers", token: `"B1"`, summary: "cluster prod: settings: common.servers: Invalid server"}},
+		},
+		{
+			name:  "list shorter than min",
+			edits: []edit{set(`common.servers.value: []`)},
+			want:  []diagAt{{file: cl, lineOf: "common.servers", token: "[]", summary: "cluster prod: settings: common.servers: Value [] should have at least 1 items"}},
+		},
+		{
+			name:  "list of the wrong type",
+			edits: []edit{set(`common.servers.value: alpha`)},
+			want: []diagAt{{file: cl, lineOf: "common.servers", token: "alpha",
+				summary: `cluster prod: settings: common.servers.value is a text_list attribute: its value is a list of strings, not "alpha"`}},
+		},
+		{
+			name:  "list min below 0",
+			edits: []edit{{rel, "        min: 1\n", "        min: -1\n"}},
+			want:  []diagAt{atRelease("cluster prod: settings: common.servers.value is a text_list attribute: its min is the integer -1, not a non-negative integer")},
+		},
+		{
+			// dns.servers is [] with min 0: valid (fuel-web's "text_list attributes
+			// could be empty"); its null texts are nullable, hidden and disabled.
+			name:  "empty list with min 0, null texts nullable, hidden and disabled",
+			edits: []edit{{cl, "plugins: []", "plugins: [dns]"}},
+		},
+		{
+			name:  "list with min 0 and max 3, set",
+			edits: []edit{{cl, "plugins: []", "plugins: [dns]"}, set(`dns.servers.value: [8.8.8.8, 8.8.4.4]`)},
+		},
+		{
+			name:  "list with min 0 and max 3, one item too many",
+			edits: []edit{{cl, "plugins: []", "plugins: [dns]"}, set(`dns.servers.value: [1.1.1.1, 2.2.2.2, 3.3.3.3, 4.4.4.4]`)},
+			want: []diagAt{{file: cl, lineOf: "dns.servers", token: "[1.1.1.1",
+				summary: "cluster prod: settings: dns.servers: Value ['1.1.1.1', '2.2.2.2', '3.3.3.3', '4.4.4.4'] should not have more than 3 items"}},
+		},
+		{
+			name:  "list with min 0, an item failing the regex",
+			edits: []edit{{cl, "plugins: []", "plugins: [dns]"}, set(`dns.servers.value: [8.8.8.8, dns.example.com]`)},
+			want:  []diagAt{{file: cl, lineOf: "dns.servers", token: "dns.example.com", summary: "cluster prod: settings: dns.servers: Invalid IP address"}},
+		},
+		{
+			// Forwarding on: the forwarder is no longer hidden nor the key disabled,
+			// and neither is nullable.
+			name:  "null texts visible and enabled",
+			edits: []edit{{cl, "plugins: []", "plugins: [dns]"}, set(`dns.forwarding.value: true`)},
+			want: []diagAt{
+				{file: cl, lineOf: "plugins:", token: "dns", summary: "cluster prod: settings: dns.forwarder: Null value is forbidden for 'Forwarder'"},
+				{file: cl, lineOf: "plugins:", token: "dns", summary: "cluster prod: settings: dns.key: Null value is forbidden for 'TSIG key'"},
+			},
+		},
+		{
+			name:  "null text set in the cluster",
+			edits: []edit{set(`common.port.value: null`)},
+			want:  []diagAt{{file: cl, lineOf: "common.port", token: "null", summary: "cluster prod: settings: common.port: Null value is forbidden for 'Port'"}},
+		},
+		{
+			name:  "null text set in the cluster, hidden",
+			edits: []edit{set(`common.hidden_name.value: null`)},
+		},
+		{
+			name:  "nullable not a boolean",
+			edits: []edit{{cl, "plugins: []", "plugins: [dns]"}, {"plugins/dns/environment_config.yaml", "nullable: true", `nullable: "yes"`}},
+			want: []diagAt{{file: cl, lineOf: "plugins:", token: "dns",
+				summary: `cluster prod: settings: dns.domain.value is a text attribute: its nullable is "yes", not true or false`}},
 		},
 		{
 			name:  "list longer than max",
@@ -279,7 +369,7 @@ func TestSettingsChecks(t *testing.T) {
 			name:  "text value of the wrong type",
 			edits: []edit{set(`common.port.value: 514`)},
 			want: []diagAt{{file: cl, lineOf: "common.port", token: "514",
-				summary: "cluster prod: settings: common.port.value is a text attribute: its value is a string, not the integer 514"}},
+				summary: "cluster prod: settings: common.port.value is a text attribute: its value is a string or null, not the integer 514"}},
 		},
 		{
 			name:  "null value",

@@ -83,6 +83,9 @@ func (s *Server) observe(st *state.State) {
 	}
 	old := ix.st
 	ix.st = st
+	if old == nil || old.Serial != st.Serial {
+		s.kickAutoDeploy()
+	}
 	if s.Loop.Reports != nil && st.Serial > 0 && (old == nil || old.Serial != st.Serial) {
 		// The reports of nodes no longer applied go (in the background: the
 		// backend is written).

@@ -29,6 +29,7 @@ import (
 	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/reports"
+	"github.com/fuelsync/fuelsync/runs"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -84,6 +85,13 @@ type Server struct {
 	ReportRate, ReportBytes Rate
 
 	nodeRate, nodeBytes *nodeBuckets
+
+	// Runs, when set, coordinates the deployments (serve with
+	// --agent-secret-file): the runs API and the agents' tasks.
+	Runs *runs.Coordinator
+
+	autoMu   sync.Mutex    // one autoDeploy at a time
+	autoKick chan struct{} // asks for autoDeploy (after an apply)
 
 	keptMu sync.Mutex
 	kept   map[int64]*state.State // the kept applied sets' states (keptState)
@@ -168,6 +176,16 @@ func (s *Server) Handler() http.Handler {
 		}
 		io.WriteString(w, ready+"\n")
 	})
+	// /leaderz: 200 on the serve that coordinates the deployments (the
+	// leader of replicas, or a serve alone), 503 elsewhere: the health check
+	// of a load balancer that sends the agents to the leader.
+	mux.HandleFunc("/leaderz", func(w http.ResponseWriter, r *http.Request) {
+		if s.Replica != nil && s.Replica.Role() != controller.RoleLeader {
+			http.Error(w, "following: the leader coordinates the deployments", http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "leading\n")
+	})
 	mux.HandleFunc("/api/v1/status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
@@ -187,6 +205,14 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/v1/clusters/{cluster}/nodes/{node}/reports", s.report)
 	mux.HandleFunc("GET /api/v1/clusters/{cluster}/nodes/{node}", s.node)
 	mux.HandleFunc("POST /api/v1/objects", s.objects)
+	mux.HandleFunc("GET /api/v1/clusters/{cluster}/nodes/{node}/tasks/next", s.nextTask)
+	mux.HandleFunc("POST /api/v1/clusters/{cluster}/nodes/{node}/runs/{run}/tasks", s.taskReport)
+	mux.HandleFunc("GET /api/v1/clusters/{cluster}/runs", s.listRuns)
+	mux.HandleFunc("POST /api/v1/clusters/{cluster}/runs", s.startRun)
+	mux.HandleFunc("POST /api/v1/clusters/{cluster}/runs/retry", s.retryRun)
+	mux.HandleFunc("POST /api/v1/clusters/{cluster}/runs/stop", s.stopRun)
+	mux.HandleFunc("GET /api/v1/clusters/{cluster}/runs/{id}", s.getRun)
+	mux.HandleFunc("GET /api/v1/clusters/{cluster}/runs/{id}/output", s.runOutput)
 	mux.HandleFunc("/{$}", s.page)
 	mux.HandleFunc("GET /clusters/{cluster}", s.clusterPage)
 	mux.HandleFunc("GET /clusters/{cluster}/nodes/{node}", s.nodePage)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,8 +18,8 @@ import (
 )
 
 // TestEtcdAgentsReportsSurviveLeaderKill: two serve replicas on one state on
-// etcd, and one fuelsync agent per node of demo reporting to the leader (a
-// process each, --once). Once every agent has its answer, the leader is
+// etcd, and one report per node of demo posted to the leader (as an agent of
+// its own would: the graph read, its ETag reported on). Once every agent has its answer, the leader is
 // SIGKILLed: the other replica leads, and it has every node's report: demo is
 // healthy there, each node's last report is the success its agent sent. A
 // report is answered only once etcd holds it, so a killed leader loses none.
@@ -76,14 +78,8 @@ func TestEtcdAgentsReportsSurviveLeaderKill(t *testing.T) {
 
 	nodes := []string{"node-1", "node-2", "node-3", "node-4", "node-5", "node-6"}
 	for _, n := range nodes {
-		tok := filepath.Join(tmp, n+".token")
-		if err := os.WriteFile(tok, []byte(reports.Token([]byte("s3cret"), "demo", n)), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cmd := fuelsyncCmd("agent", "--server", leader.base, "--cluster", "demo", "--node", n, "--token-file", tok,
-			"--state-dir", filepath.Join(tmp, "agents", n), "--once", "--exec", `echo "fuelsync-task hiera success"`)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("the agent of %s: %v\n%s", n, err, out)
+		if err := reportSuccess(leader.base, "demo", n, reports.Token([]byte("s3cret"), "demo", n)); err != nil {
+			t.Fatalf("the report of %s: %v", n, err)
 		}
 	}
 	leader.kill()
@@ -145,4 +141,41 @@ func TestEtcdAgentsReportsSurviveLeaderKill(t *testing.T) {
 			t.Errorf("%s on the new leader: %+v", n, d)
 		}
 	}
+}
+
+// reportSuccess reads node's default graph from serve at base and reports a
+// run of it that succeeded (its task hiera), with the node's token.
+func reportSuccess(base, cluster, node, token string) error {
+	req, err := http.NewRequest(http.MethodGet, base+"/api/v1/clusters/"+cluster+"/nodes/"+node+"/graphs/default", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET the graph: %s", resp.Status)
+	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	body := fmt.Sprintf(`{"graph": "default", "etag": %q, "status": "success", "started_at": %q, "finished_at": %q, "tasks": [{"id": "hiera", "status": "success"}]}`,
+		resp.Header.Get("ETag"), now, now)
+	req, err = http.NewRequest(http.MethodPost, base+"/api/v1/clusters/"+cluster+"/nodes/"+node+"/reports", strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("POST the report: %s: %s", resp.Status, msg)
+	}
+	return nil
 }

@@ -205,6 +205,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			rolesCommand(stdout, stderr),
 			watchCommand(stdout, stderr),
 			serveCommand(stdout, stderr),
+			deployCommand(stdout, stderr),
 			agentCommand(stdout, stderr),
 			agentTokenCommand(stdout, stderr),
 			triggerCommand(stdout, stderr),

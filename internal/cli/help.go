@@ -326,11 +326,45 @@ var helpTable = map[string]commandHelp{
 		formats: "text",
 		examples: []string{
 			"# on node-1 of demo, with its token (fuelsync agent-token, where serve's agent secret is)",
-			"fuelsync agent --server http://fuelsync:8080 --cluster demo --node node-1 --token-file node-1.token --state-dir /var/lib/fuelsync-agent --exec /usr/local/lib/fuelsync/run-graph",
-			"# run the graph once if it changed, then exit (cron, or a test)",
-			"fuelsync agent --server http://127.0.0.1:8080 --cluster demo --node node-1 --token-file node-1.token --state-dir st --exec ./run.sh --once",
+			"fuelsync agent --server http://fuelsync:8080 --cluster demo --node node-1 --token-file node-1.token --state-dir /var/lib/fuelsync-agent",
+			"# take tasks until none comes within 5 s, with another puppet command and shell tasks run by a script",
+			"fuelsync agent --server http://127.0.0.1:8080 --cluster demo --node node-1 --token-file node-1.token --state-dir st --once --wait 5s --puppet './puppet-wrapper apply' --exec shell=./run-shell.sh",
 		},
-		exit: "0 stopped by SIGINT or SIGTERM (--once: the run succeeded, or the graph was run already), 1 a start-up error (--once: the run failed, or the token was refused)",
+		exit: "0 stopped by SIGINT or SIGTERM (--once: every task it ran succeeded), 1 a start-up error (--once: a task failed, or the token was refused)",
+	},
+	"deploy": {
+		formats: "text json",
+		examples: []string{
+			"# deploy demo's applied default graph on every node, and follow the run until it ends",
+			"fuelsync deploy --cluster demo --server http://127.0.0.1:8080 --api-token-file token --watch",
+			"# a noop run of two nodes",
+			"fuelsync deploy --cluster demo --node node-4 --node node-5 --noop --server http://127.0.0.1:8080 --api-token-file token",
+		},
+		exit: "0 the run started (--watch: it succeeded), 1 refused (another run is running: 409) or, with --watch, the run failed",
+	},
+	"deploy retry": {
+		formats: "text json",
+		examples: []string{
+			"# run again what did not succeed in demo's last run, on node-2 only",
+			"fuelsync deploy retry --cluster demo --node node-2 --server http://127.0.0.1:8080 --api-token-file token",
+		},
+		exit: "0 the retry started, 1 refused (no run, or one still running)",
+	},
+	"deploy stop": {
+		formats: "text json",
+		examples: []string{
+			"# stop demo's run: running tasks finish, nothing new starts, the rest ends skipped",
+			"fuelsync deploy stop --cluster demo --server http://127.0.0.1:8080 --api-token-file token --watch",
+		},
+		exit: "0 the run is stopping (--watch: it ended), 1 no run is running",
+	},
+	"deploy status": {
+		formats: "text json",
+		examples: []string{
+			"# demo's last run: its verdict, its counts, its failed nodes and tasks",
+			"fuelsync deploy status --cluster demo --server http://127.0.0.1:8080 --api-token-file token",
+		},
+		exit: "0 shown, 1 no such run or serve not reachable",
 	},
 	"agent-token": {
 		formats: "text",

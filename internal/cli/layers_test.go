@@ -18,7 +18,7 @@ func TestPackagesPointOneWay(t *testing.T) {
 		t.Skip("runs go list")
 	}
 	const mod = "github.com/fuelsync/fuelsync/"
-	layers := [][]string{{"internal/cli"}, {"server", "agent"}, {"controller"}, {"operation"}, {"source", "state"}, {"diff"}, {"render"}, {"loader"}}
+	layers := [][]string{{"internal/cli"}, {"server", "agent"}, {"controller"}, {"operation"}, {"runs", "reports"}, {"source", "state"}, {"diff"}, {"render"}, {"loader"}, {"api", "internal/names"}}
 	for i, layer := range layers {
 		for _, pkg := range layer {
 			deps := goListDeps(t, "./"+pkg)
@@ -51,4 +51,23 @@ func goListDeps(t testing.TB, pkg string) []string {
 		t.Fatalf("go list -deps %s: %v", pkg, err)
 	}
 	return strings.Fields(string(out))
+}
+
+// TestAgentLinksLittle: the agent binary links the API package and its
+// executors, none of the loader, render, diff, state or git.
+func TestAgentLinksLittle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	deps := goListDeps(t, "./cmd/fuelsync-agent")
+	for _, d := range deps {
+		for _, banned := range []string{"/loader", "/render", "/diff", "/state", "/reports", "/runs", "go-git", "hcl/v2", "yaml"} {
+			if strings.Contains(d, banned) {
+				t.Errorf("fuelsync-agent links %s", d)
+			}
+		}
+	}
+	if !slices.Contains(deps, "github.com/fuelsync/fuelsync/api") || !slices.Contains(deps, "github.com/fuelsync/fuelsync/agent/executor") {
+		t.Errorf("fuelsync-agent does not link the API package and the executors: %v", deps)
+	}
 }

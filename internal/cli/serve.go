@@ -26,6 +26,7 @@ import (
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/reports"
+	"github.com/fuelsync/fuelsync/runs"
 	"github.com/fuelsync/fuelsync/server"
 	gitsource "github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
@@ -188,6 +189,8 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			&cli.IntFlag{Name: "reconcile-history", Value: reports.DefaultReconcileKeep, Usage: "keep the last `M` reconciles of each cluster"},
 			&cli.StringFlag{Name: "replica-id", Usage: "with the state on etcd, this replica's `NAME` in the election and the status (default: host:pid)"},
 			&cli.BoolFlag{Name: "shard", Usage: "with the state on etcd, share the clusters among the replicas (each owned by one) instead of electing one leader"},
+			&cli.IntFlag{Name: "max-nodes", Value: runs.DefaultMaxNodes, Usage: "a deployment run keeps at most `N` nodes busy at once (astute's max_nodes_per_call)"},
+			&cli.DurationFlag{Name: "agent-heartbeat", Value: runs.DefaultHeartbeat, Usage: "how often an agent says it still runs its task; a task whose agent was silent for three times `DURATION` fails"},
 			&cli.StringFlag{Name: "advertise-url", Usage: "with --shard, the `URL` where the other replicas fetch this replica's clusters' files (default: http:// and the --listen address, unless it is a wildcard)"},
 		),
 		Action: func(c *cli.Context) error {
@@ -291,6 +294,10 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			if shard != nil {
 				srv.Replica, run = shard, shard.Run
 			}
+			if err := enableRuns(c, loop, srv); err != nil {
+				ln.Close()
+				return err
+			}
 			hs, limited := server.HTTPServer(srv.Handler(), ln, limits)
 			errc := make(chan error, 1)
 			go func() { errc <- hs.Serve(limited) }()
@@ -312,6 +319,11 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 					loop.Log.Warn("not following the nodes' reports; the health shown may lag", "error", redact.Text(err.Error()))
 				}
 			}()
+			if srv.Runs != nil {
+				if err := srv.ResumeRuns(ctx); err != nil {
+					loop.Log.Error("resuming the deployment runs", "error", redact.Text(err.Error()))
+				}
+			}
 			done := make(chan struct{})
 			go func() { run(ctx); close(done) }()
 			select {
@@ -331,6 +343,27 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			return nil
 		},
 	}
+}
+
+// enableRuns makes serve coordinate deployments when it takes agents
+// (--agent-secret-file): the runs are kept in the work directory.
+func enableRuns(c *cli.Context, loop *controller.Loop, srv *server.Server) error {
+	if len(srv.AgentSecret) == 0 {
+		return nil
+	}
+	if c.Int("max-nodes") < 1 {
+		return &exitError{code: 1, msg: "--max-nodes must be at least 1"}
+	}
+	if hb := c.Duration("agent-heartbeat"); hb < time.Second {
+		return &exitError{code: 1, msg: "--agent-heartbeat must be at least 1s"}
+	}
+	if c.Bool("shard") {
+		loop.Log.Warn("deployment runs are not coordinated by replicas that share the clusters (serve --shard) yet: no run starts")
+		return nil
+	}
+	srv.EnableRuns(&runs.Coordinator{Store: runs.Open(loop.Workdir), Log: loop.Log,
+		MaxNodes: c.Int("max-nodes"), Heartbeat: c.Duration("agent-heartbeat")})
+	return nil
 }
 
 // readSecret reads the webhook secret of file, trimmed; an empty one is refused,

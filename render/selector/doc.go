@@ -17,8 +17,10 @@
 //     malformed, so that the caller can warn.
 //
 // Results are node names sorted by node id, the master pseudo node first when it is
-// selected, without duplicates. The policy "any" keeps only the first of them (the
-// node with the lowest id), where nailgun keeps an arbitrary one.
+// selected, without duplicates. A cross dependency's policy is not the resolver's
+// business here: with policy any, nailgun's TagResolver keeps one node of the result
+// (the first of a Python set), while fuelsync's render keeps the first node of the
+// result that runs the task the dependency names.
 //
 // An Index is built once per cluster and then answers queries quickly: tags are
 // indexed to nodes when it is built, and each regular expression is compiled and

@@ -17,9 +17,6 @@ const Master = "master"
 // star is the selector string that selects every node.
 const star = "*"
 
-// policyAny is the cross-dependency policy that keeps a single node.
-const policyAny = "any"
-
 // Node is a node as the resolver sees it: its name, id and resolution tags (already
 // with primary-<tag> substitution done by the caller). The pseudo node "master" is
 // never in this list; the resolver returns the name "master" for the item 'master'.
@@ -122,30 +119,30 @@ func NewIndex(nodes []Node) *Index {
 // that is not a string (the item is ignored, the other items still select), so the
 // caller can warn. An empty list selects nothing and is fine.
 //
-// policy "any" keeps only the first node of the result (the master when selected,
-// else the matching node with the lowest id); "all", "" and anything else keep all.
-func (ix *Index) Resolve(sel *loader.Value, policy string) (nodes []string, ok bool) {
+// A cross dependency's policy is the caller's: with policy any, nailgun keeps one
+// node of this result, and fuelsync's render chooses it by the tasks the nodes run.
+func (ix *Index) Resolve(sel *loader.Value) (nodes []string, ok bool) {
 	switch {
 	case sel.IsNull():
 		return nil, false
 	case sel.Kind == loader.KindString:
 		if sel.Text == star {
-			return ix.every(policy), true
+			return ix.every(), true
 		}
-		return resolveItems(ix, oneItem(sel.Text), policy)
+		return resolveItems(ix, oneItem(sel.Text))
 	case sel.Kind == loader.KindList:
-		return resolveItems(ix, valueItems(sel.Items), policy)
+		return resolveItems(ix, valueItems(sel.Items))
 	}
 	return nil, false
 }
 
 // ResolveNames is Resolve for a selector already extracted into strings: star is true
 // for the string "*" form (items are then ignored), else items is the list.
-func (ix *Index) ResolveNames(items []string, star bool, policy string) []string {
+func (ix *Index) ResolveNames(items []string, star bool) []string {
 	if star {
-		return ix.every(policy)
+		return ix.every()
 	}
-	nodes, _ := resolveItems(ix, stringItems(items), policy)
+	nodes, _ := resolveItems(ix, stringItems(items))
 	return nodes
 }
 
@@ -221,12 +218,9 @@ func (ix *Index) matchItem(item string, pos int32) (Match, bool) {
 }
 
 // every is the result of the string "*": all nodes, never the master.
-func (ix *Index) every(policy string) []string {
+func (ix *Index) every() []string {
 	if len(ix.names) == 0 {
 		return nil
-	}
-	if policy == policyAny {
-		return []string{ix.names[0]}
 	}
 	return slices.Clone(ix.names)
 }
@@ -337,7 +331,7 @@ func (s valueItems) at(i int) (string, bool) {
 
 // resolveItems resolves a selector list. A single selecting item (the usual case) is
 // answered from the index directly; several are merged through a pooled bitset.
-func resolveItems[L items](ix *Index, list L, policy string) ([]string, bool) {
+func resolveItems[L items](ix *Index, list L) ([]string, bool) {
 	ok := true
 	master := false
 	var first []int32
@@ -363,7 +357,7 @@ func resolveItems[L items](ix *Index, list L, policy string) ([]string, bool) {
 	}
 
 	if !several {
-		return ix.namesOf(first, master, policy), ok
+		return ix.namesOf(first, master), ok
 	}
 
 	bp := ix.scratch.Get().(*[]uint64)
@@ -377,27 +371,19 @@ func resolveItems[L items](ix *Index, list L, policy string) ([]string, bool) {
 			set[pos>>6] |= 1 << (pos & 63)
 		}
 	}
-	var out []string
-	switch {
-	case policy == policyAny && master:
-		out = []string{Master}
-	case policy == policyAny:
-		out = []string{ix.names[firstPosition(set)]}
-	default:
-		cnt := popcount(set)
-		if master {
-			cnt++
-		}
-		out = make([]string, 0, cnt)
-		if master {
-			out = append(out, Master)
-		}
-		for w, word := range set {
-			for word != 0 {
-				b := bits.TrailingZeros64(word)
-				out = append(out, ix.names[w<<6|b])
-				word &= word - 1
-			}
+	cnt := popcount(set)
+	if master {
+		cnt++
+	}
+	out := make([]string, 0, cnt)
+	if master {
+		out = append(out, Master)
+	}
+	for w, word := range set {
+		for word != 0 {
+			b := bits.TrailingZeros64(word)
+			out = append(out, ix.names[w<<6|b])
+			word &= word - 1
 		}
 	}
 	clear(set)
@@ -406,16 +392,10 @@ func resolveItems[L items](ix *Index, list L, policy string) ([]string, bool) {
 }
 
 // namesOf returns the names of the nodes at positions (ascending), after the master
-// when master is set, filtered by policy.
-func (ix *Index) namesOf(positions []int32, master bool, policy string) []string {
+// when master is set.
+func (ix *Index) namesOf(positions []int32, master bool) []string {
 	if len(positions) == 0 && !master {
 		return nil
-	}
-	if policy == policyAny {
-		if master {
-			return []string{Master}
-		}
-		return []string{ix.names[positions[0]]}
 	}
 	cnt := len(positions)
 	if master {
@@ -437,15 +417,6 @@ func popcount(set []uint64) int {
 		n += bits.OnesCount64(w)
 	}
 	return n
-}
-
-func firstPosition(set []uint64) int {
-	for w, word := range set {
-		if word != 0 {
-			return w<<6 | bits.TrailingZeros64(word)
-		}
-	}
-	return -1
 }
 
 func appendPositions(dst []int32, set []uint64) []int32 {

@@ -37,16 +37,15 @@ func TestResolve(t *testing.T) {
 	everyNode := []string{"node-1", "node-2", "node-3", "node-4", "node-5", "node-7", "node-10"}
 	tagged := []string{"node-1", "node-2", "node-3", "node-4", "node-5", "node-10"}
 	tests := []struct {
-		name   string
-		sel    string // YAML; "" for an absent selector
-		policy string
-		want   []string
-		notOK  bool
+		name  string
+		sel   string // YAML; "" for an absent selector
+		want  []string
+		notOK bool
 	}{
 		// '*' the string vs the list item.
 		{name: "string star is every node", sel: `"*"`, want: everyNode},
 		{name: "list star is the tag named *", sel: `["*"]`, want: []string{"node-4"}},
-		{name: "star string never selects master", sel: `'*'`, policy: "all", want: everyNode},
+		{name: "star string never selects master", sel: `'*'`, want: everyNode},
 
 		// Strings and lists.
 		{name: "string is a one-item list", sel: `compute`, want: []string{"node-3", "node-5"}},
@@ -83,16 +82,8 @@ func TestResolve(t *testing.T) {
 		{name: "duplicates removed", sel: `[compute, compute, "/comp/", "/c.+/", cinder]`, want: []string{"node-2", "node-3", "node-4", "node-5"}},
 		{name: "same item twice", sel: `[compute, compute]`, want: []string{"node-3", "node-5"}},
 
-		// Policies.
-		{name: "any picks the lowest id", sel: `[compute, glance-db, controller]`, policy: "any", want: []string{"node-2"}},
-		{name: "any of one item", sel: `["/c.+/"]`, policy: "any", want: []string{"node-2"}},
-		{name: "any of star", sel: `"*"`, policy: "any", want: []string{"node-1"}},
-		{name: "any prefers master", sel: `[compute, master]`, policy: "any", want: []string{Master}},
-		{name: "any of nothing", sel: `[swift]`, policy: "any"},
-		{name: "any prefers master over several items", sel: `[compute, master, glance-db]`, policy: "any", want: []string{Master}},
+		// Several items with master.
 		{name: "several items with master", sel: `[compute, master, glance-db]`, want: []string{Master, "node-3", "node-5", "node-10"}},
-		{name: "all", sel: `[compute]`, policy: "all", want: []string{"node-3", "node-5"}},
-		{name: "unknown policy is all", sel: `[compute]`, policy: "each", want: []string{"node-3", "node-5"}},
 
 		// Malformed selectors.
 		{name: "absent", notOK: true},
@@ -109,12 +100,12 @@ func TestResolve(t *testing.T) {
 			if tt.sel != "" {
 				sel = val(t, tt.sel)
 			}
-			got, ok := ix.Resolve(sel, tt.policy)
+			got, ok := ix.Resolve(sel)
 			if ok == tt.notOK {
 				t.Errorf("ok = %v, want %v", ok, !tt.notOK)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("Resolve(%s, %q) (-want +got):\n%s", tt.sel, tt.policy, diff)
+				t.Errorf("Resolve(%s) (-want +got):\n%s", tt.sel, diff)
 			}
 		})
 	}
@@ -123,23 +114,21 @@ func TestResolve(t *testing.T) {
 func TestResolveNames(t *testing.T) {
 	ix := NewIndex(cluster)
 	tests := []struct {
-		items  []string
-		star   bool
-		policy string
-		want   []string
+		items []string
+		star  bool
+		want  []string
 	}{
 		{star: true, want: []string{"node-1", "node-2", "node-3", "node-4", "node-5", "node-7", "node-10"}},
-		{items: []string{"swift"}, star: true, policy: "any", want: []string{"node-1"}},
+		{items: []string{"swift"}, star: true, want: []string{"node-1", "node-2", "node-3", "node-4", "node-5", "node-7", "node-10"}},
 		{items: []string{"*"}, want: []string{"node-4"}},
 		{items: []string{"master", "/c.+/"}, want: []string{Master, "node-2", "node-3", "node-4", "node-5"}},
 		{items: []string{"compute", "cinder"}, want: []string{"node-3", "node-5"}},
-		{items: []string{"compute", "cinder"}, policy: "any", want: []string{"node-3"}},
 		{items: nil},
 	}
 	for _, tt := range tests {
-		got := ix.ResolveNames(tt.items, tt.star, tt.policy)
+		got := ix.ResolveNames(tt.items, tt.star)
 		if diff := cmp.Diff(tt.want, got); diff != "" {
-			t.Errorf("ResolveNames(%q, %v, %q) (-want +got):\n%s", tt.items, tt.star, tt.policy, diff)
+			t.Errorf("ResolveNames(%q, %v) (-want +got):\n%s", tt.items, tt.star, diff)
 		}
 	}
 }
@@ -147,9 +136,9 @@ func TestResolveNames(t *testing.T) {
 func TestResolveResultIsACopy(t *testing.T) {
 	ix := NewIndex(cluster)
 	for _, sel := range []string{`"*"`, `[compute]`, `["/c.+/"]`} {
-		got, _ := ix.Resolve(val(t, sel), "")
+		got, _ := ix.Resolve(val(t, sel))
 		got[0] = "changed"
-		again, _ := ix.Resolve(val(t, sel), "")
+		again, _ := ix.Resolve(val(t, sel))
 		if again[0] == "changed" {
 			t.Errorf("Resolve(%s) returns shared storage", sel)
 		}
@@ -159,13 +148,11 @@ func TestResolveResultIsACopy(t *testing.T) {
 func TestEmptyIndex(t *testing.T) {
 	ix := NewIndex(nil)
 	for _, sel := range []string{`"*"`, `[compute]`, `["/.*/"]`} {
-		for _, policy := range []string{"", "any"} {
-			if got, ok := ix.Resolve(val(t, sel), policy); len(got) != 0 || !ok {
-				t.Errorf("Resolve(%s, %q) = %v, %v; want nothing, true", sel, policy, got, ok)
-			}
+		if got, ok := ix.Resolve(val(t, sel)); len(got) != 0 || !ok {
+			t.Errorf("Resolve(%s) = %v, %v; want nothing, true", sel, got, ok)
 		}
 	}
-	if got, _ := ix.Resolve(val(t, `[master]`), "any"); !cmp.Equal(got, []string{Master}) {
+	if got, _ := ix.Resolve(val(t, `[master]`)); !cmp.Equal(got, []string{Master}) {
 		t.Errorf("Resolve([master]) = %v", got)
 	}
 }
@@ -218,7 +205,7 @@ func TestMatchesAgreesWithResolve(t *testing.T) {
 	names := []string{Master, "node-1", "node-2", "node-3", "node-4", "node-5", "node-7", "node-10"}
 	for _, sel := range []string{`"*"`, `["*"]`, `[master, "/c.+/"]`, `["/.*/", glance-db]`, `compute`, `[]`, `["/(/"]`} {
 		v := val(t, sel)
-		got, _ := ix.Resolve(v, "")
+		got, _ := ix.Resolve(v)
 		var want []string
 		for _, n := range names {
 			if len(ix.Matches(v, n)) > 0 {
@@ -241,14 +228,14 @@ func TestConcurrentUse(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 200; i++ {
 				for _, s := range sels {
-					ix.Resolve(s, "")
+					ix.Resolve(s)
 					ix.Matches(s, "node-3")
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	got, _ := ix.Resolve(sels[2], "")
+	got, _ := ix.Resolve(sels[2])
 	if diff := cmp.Diff([]string{"node-2", "node-3", "node-4", "node-5", "node-10"}, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -365,7 +352,7 @@ func BenchmarkResolve(b *testing.B) {
 	b.ResetTimer()
 	n := 0
 	for i := 0; b.Loop(); i++ {
-		nodes, _ := ix.Resolve(sels[i%len(sels)], "")
+		nodes, _ := ix.Resolve(sels[i%len(sels)])
 		n += len(nodes)
 	}
 	_ = n
@@ -377,16 +364,6 @@ func BenchmarkResolveExact(b *testing.B) {
 	sel := val(b, `[role-17]`)
 	b.ReportAllocs()
 	for b.Loop() {
-		ix.Resolve(sel, "")
-	}
-}
-
-// BenchmarkResolveAny is a cross-dependency with policy any: no result list is built.
-func BenchmarkResolveAny(b *testing.B) {
-	ix := NewIndex(benchCluster())
-	sel := val(b, `["/(primary-)?controller/", compute]`)
-	b.ReportAllocs()
-	for b.Loop() {
-		ix.Resolve(sel, "any")
+		ix.Resolve(sel)
 	}
 }

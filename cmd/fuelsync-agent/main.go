@@ -1,0 +1,12 @@
+// Command fuelsync-agent is fuelsync's node agent alone (fuelsync agent):
+// a small binary for the nodes, linking none of the loader, render, diff or
+// git.
+package main
+
+import (
+	"os"
+
+	"github.com/fuelsync/fuelsync/agent"
+)
+
+func main() { os.Exit(agent.Main(os.Args[1:], os.Stdout, os.Stderr)) }

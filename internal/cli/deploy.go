@@ -1,0 +1,255 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/fuelsync/fuelsync/api"
+	"github.com/fuelsync/fuelsync/internal/redact"
+	"github.com/fuelsync/fuelsync/internal/safetext"
+)
+
+// deployCommand is fuelsync deploy: the deployment runs of a running serve.
+func deployCommand(stdout, stderr io.Writer) *cli.Command {
+	server := func() []cli.Flag {
+		return []cli.Flag{
+			&cli.StringFlag{Name: "server", Value: "http://127.0.0.1:8080", Usage: "the running fuelsync serve at `URL` that coordinates the runs"},
+			&cli.StringFlag{Name: "api-token-file", Usage: "the bearer token of serve's API, in `FILE`"},
+			&cli.StringFlag{Name: "cluster", Usage: "the cluster `C` (required)"},
+			formatFlag(),
+		}
+	}
+	nodes := &cli.StringSliceFlag{Name: "node", Usage: "only node `N` (repeatable)"}
+	return &cli.Command{
+		Name:         "deploy",
+		Usage:        "deploy a cluster's applied graph with its nodes' agents, as Fuel's astute did; retry, stop, show runs",
+		ArgsUsage:    " ",
+		OnUsageError: usageError,
+		Description: "Asks the running serve (--server) to start a deployment run of the cluster's applied graph\n" +
+			"(--graph, default default), on every node or those of --node: each node's agent (fuelsync agent)\n" +
+			"takes its tasks in dependency order, across nodes, with the tasks' strategies and at most\n" +
+			"--max-nodes busy nodes; a failed task fails its node, and the fault-tolerance groups decide\n" +
+			"when the run stops. --noop runs puppet with --noop and nothing else. --watch follows the run\n" +
+			"until it ends (exit 1 when it failed). Needs serve --agent-secret-file and --api-token-file.\n" +
+			"docs/deploy.md.",
+		Flags: append(server(),
+			&cli.StringFlag{Name: "graph", Value: "default", Usage: "the graph type `G` to deploy"},
+			nodes,
+			&cli.BoolFlag{Name: "noop", Usage: "a noop run: puppet --noop, nothing else runs"},
+			&cli.IntFlag{Name: "max-nodes", Usage: "at most `N` nodes busy at once (serve's --max-nodes by default)"},
+			&cli.BoolFlag{Name: "watch", Usage: "follow the run until it ends; exit 1 when it failed"},
+		),
+		Action: func(c *cli.Context) error {
+			d, err := newDeployer(c, stdout, stderr)
+			if err != nil {
+				return err
+			}
+			run, err := d.client.StartRun(c.Context, c.String("cluster"), &api.StartRun{Graph: c.String("graph"),
+				Nodes: c.StringSlice("node"), Noop: c.Bool("noop"), MaxNodes: c.Int("max-nodes")})
+			if err != nil {
+				return d.fail("starting the run", err)
+			}
+			return d.follow(run, c.Bool("watch"))
+		},
+		Subcommands: []*cli.Command{
+			{
+				Name:         "retry",
+				Usage:        "run again what failed, was dep_failed or did not run in the cluster's last run",
+				ArgsUsage:    " ",
+				OnUsageError: usageError,
+				Flags:        append(server(), &cli.StringSliceFlag{Name: "node", Usage: "only node `N` (repeatable)"}, &cli.BoolFlag{Name: "watch", Usage: "follow the run until it ends"}),
+				Action: func(c *cli.Context) error {
+					d, err := newDeployer(c, stdout, stderr)
+					if err != nil {
+						return err
+					}
+					run, err := d.client.RetryRun(c.Context, c.String("cluster"), &api.RetryRun{Nodes: c.StringSlice("node")})
+					if err != nil {
+						return d.fail("retrying", err)
+					}
+					return d.follow(run, c.Bool("watch"))
+				},
+			},
+			{
+				Name:         "stop",
+				Usage:        "stop the cluster's running run: running tasks finish, nothing new starts",
+				ArgsUsage:    " ",
+				OnUsageError: usageError,
+				Flags:        append(server(), &cli.BoolFlag{Name: "watch", Usage: "follow the run until it ends"}),
+				Action: func(c *cli.Context) error {
+					d, err := newDeployer(c, stdout, stderr)
+					if err != nil {
+						return err
+					}
+					run, err := d.client.StopRun(c.Context, c.String("cluster"))
+					if err != nil {
+						return d.fail("stopping", err)
+					}
+					return d.follow(run, c.Bool("watch"))
+				},
+			},
+			{
+				Name:         "status",
+				Usage:        "show the cluster's runs, and one run's nodes and failed tasks",
+				ArgsUsage:    " ",
+				OnUsageError: usageError,
+				Flags:        append(server(), &cli.StringFlag{Name: "run", Value: "latest", Usage: "the run `ID`"}),
+				Action: func(c *cli.Context) error {
+					d, err := newDeployer(c, stdout, stderr)
+					if err != nil {
+						return err
+					}
+					run, err := d.client.Run(c.Context, c.String("cluster"), c.String("run"))
+					if err != nil {
+						return d.fail("reading the run", err)
+					}
+					return d.show(run)
+				},
+			},
+		},
+	}
+}
+
+// deployer is what the deploy commands share: the client and the output.
+type deployer struct {
+	c              *cli.Context
+	client         *api.Client
+	format         string
+	stdout, stderr io.Writer
+}
+
+func newDeployer(c *cli.Context, stdout, stderr io.Writer) (*deployer, error) {
+	if c.NArg() > 0 {
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("%s takes no arguments (got %q)", c.Command.HelpName, c.Args().First())}
+	}
+	if c.String("cluster") == "" {
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("%s: --cluster is required", c.Command.HelpName)}
+	}
+	d := &deployer{c: c, format: commandFormat(c), stdout: stdout, stderr: stderr}
+	if d.format != "text" && d.format != "json" {
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("deploy prints text or json, not %q", d.format)}
+	}
+	u, err := url.Parse(c.String("server"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, &exitError{code: 1, msg: "--server: want serve's http:// or https:// URL"}
+	}
+	d.client = &api.Client{Base: u}
+	if f := c.String("api-token-file"); f != "" {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, &exitError{code: 1, msg: "--api-token-file: " + err.Error()}
+		}
+		d.client.Token = strings.TrimSpace(string(data))
+	}
+	return d, nil
+}
+
+func (d *deployer) fail(what string, err error) error {
+	return &exitError{code: 1, msg: what + ": " + redact.Text(err.Error())}
+}
+
+// follow shows a run, and with watch follows it until it ends (exit 1 when
+// it failed).
+func (d *deployer) follow(run *api.Run, watch bool) error {
+	if !watch {
+		return d.show(run)
+	}
+	last := ""
+	for run.Status == api.RunRunning || run.Status == api.RunStopping {
+		if line := progressLine(run); line != last && d.format == "text" {
+			fmt.Fprintln(d.stdout, line)
+			last = line
+		}
+		select {
+		case <-time.After(time.Second):
+		case <-d.c.Context.Done():
+			return &exitError{code: 1, msg: "interrupted; the run goes on"}
+		}
+		ctx, cancel := context.WithTimeout(d.c.Context, 30*time.Second)
+		next, err := d.client.Run(ctx, run.Cluster, run.ID)
+		cancel()
+		if err != nil {
+			fmt.Fprintln(d.stderr, "reading the run:", redact.Text(err.Error()))
+			continue
+		}
+		run = next
+	}
+	if err := d.show(run); err != nil {
+		return err
+	}
+	if run.Status == api.RunFailed {
+		return &exitError{code: 1}
+	}
+	return nil
+}
+
+// progressLine says how far a run is, with the tasks running.
+func progressLine(run *api.Run) string {
+	total, done := 0, 0
+	for st, n := range run.Counts {
+		total += n
+		if st != "pending" && st != "running" {
+			done += n
+		}
+	}
+	var running []string
+	for _, n := range run.Nodes {
+		for _, t := range n.Tasks {
+			if t.Status == api.TaskRunning {
+				running = append(running, safetext.Line(t.ID+"@"+n.Name))
+			}
+		}
+	}
+	line := fmt.Sprintf("run %s of %s: %s, %d/%d tasks done", run.ID, run.Cluster, run.Status, done, total)
+	if len(running) > 0 {
+		if len(running) > 5 {
+			running = append(running[:5], fmt.Sprintf("and %d more", len(running)-5))
+		}
+		line += "; running " + strings.Join(running, ", ")
+	}
+	return line
+}
+
+// show prints a run: its status, counts, failed nodes and failed tasks.
+func (d *deployer) show(run *api.Run) error {
+	if d.format == "json" {
+		return writeJSON(d.stdout, run)
+	}
+	w := d.stdout
+	fmt.Fprintf(w, "run %s of cluster %s: %s (graph %s, serial %d", run.ID, safetext.Line(run.Cluster), run.Status, run.Graph, run.Serial)
+	if run.Revision != "" {
+		fmt.Fprintf(w, ", revision %s", shortRev(run.Revision))
+	}
+	if run.Noop {
+		fmt.Fprint(w, ", noop")
+	}
+	fmt.Fprintln(w, ")")
+	if run.Reason != "" {
+		fmt.Fprintf(w, "  stopped: %s\n", safetext.Line(run.Reason))
+	}
+	var counts []string
+	for _, st := range []string{"succeeded", "failed", "dep_failed", "skipped", "running", "pending"} {
+		if n := run.Counts[st]; n > 0 {
+			counts = append(counts, fmt.Sprintf("%d %s", n, st))
+		}
+	}
+	fmt.Fprintf(w, "  tasks: %s\n", strings.Join(counts, ", "))
+	if len(run.FailedNodes) > 0 {
+		fmt.Fprintf(w, "  failed nodes: %s\n", safetext.Line(strings.Join(run.FailedNodes, ", ")))
+	}
+	for _, n := range run.Nodes {
+		for _, t := range n.Tasks {
+			if t.Status == api.TaskFailed {
+				fmt.Fprintf(w, "  %s@%s failed: %s\n", safetext.Line(t.ID), n.Name, safetext.Line(t.Message))
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,203 @@
+package runs
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/fuelsync/fuelsync/api"
+	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/state"
+)
+
+// exampleSet renders an example repository into an artifact set.
+func exampleSet(t *testing.T, name string) fstest.MapFS {
+	t.Helper()
+	repo, diags := loader.Load(os.DirFS(filepath.Join("..", "examples", name)), loader.Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	rs, diags := render.Render(repo, render.Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	files, err := render.Files(rs, "rev", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys := fstest.MapFS{}
+	for n, d := range files {
+		fsys[n] = &fstest.MapFile{Data: d}
+	}
+	return fsys
+}
+
+// claimedDir is a work directory fuelsync would claim: its marker is there.
+func claimedDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, state.MarkerName), []byte("fuelsync work directory, format 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// agents runs an agent per node against c until ctx ends: each takes its
+// next task and reports it succeeded, unless fail says otherwise; the
+// starts and ends are recorded in order.
+type agents struct {
+	mu     sync.Mutex
+	starts []string // task@node, in the order they were given
+	ends   map[string]int
+}
+
+func (a *agents) run(ctx context.Context, t *testing.T, c *Coordinator, cluster string, nodes []string, fail func(node, task string) bool) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	a.ends = map[string]int{}
+	for _, node := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				as, err := c.Next(ctx, cluster, node, time.Second)
+				if err != nil || as == nil {
+					continue
+				}
+				a.mu.Lock()
+				a.starts = append(a.starts, as.Task.ID+"@"+node)
+				a.mu.Unlock()
+				st := api.TaskSucceeded
+				if fail != nil && fail(node, as.Task.ID) {
+					st = api.TaskFailed
+				}
+				err = c.Report(ctx, cluster, node, as.Run, &api.TaskReport{Task: as.Task.ID, Attempt: as.Attempt, Status: st, Output: "out of " + as.Task.ID})
+				if err != nil && ctx.Err() == nil {
+					t.Errorf("report %s@%s: %v", as.Task.ID, node, err)
+				}
+				a.mu.Lock()
+				a.ends[as.Task.ID+"@"+node] = len(a.starts)
+				a.mu.Unlock()
+			}
+		}()
+	}
+	return &wg
+}
+
+func TestCoordinatorRunsAndResumes(t *testing.T) {
+	set := exampleSet(t, "quickstart")
+	store := &Workdir{Dir: claimedDir(t)}
+	ended := make(chan *Summary, 1)
+	var doneNodes sync.Map
+	newCoord := func() *Coordinator {
+		return &Coordinator{Store: store, OnEnd: func(h *Header, s *Summary) { ended <- s },
+			OnNodeDone: func(h *Header, node string, failed bool, tasks []api.RunTask) { doneNodes.Store(node, len(tasks)) }}
+	}
+	ctx1, cancel1 := context.WithCancel(context.Background())
+	c1 := newCoord()
+	if err := c1.Resume(ctx1); err != nil {
+		t.Fatal(err)
+	}
+	h, err := c1.Start(ctx1, StartRequest{Cluster: "demo", Graph: "default", Serial: 1, Set: set, Trigger: "request"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c1.Start(ctx1, StartRequest{Cluster: "demo", Graph: "default", Serial: 1, Set: set}); err == nil {
+		t.Fatal("a second run of a busy cluster started")
+	}
+	nodes := []string{"node-1", "node-2", "node-3", "node-4", "node-5", "node-6"}
+	// node-1 alone runs its first tasks, then serve goes away.
+	a := &agents{}
+	actx, acancel := context.WithCancel(ctx1)
+	for range 2 {
+		as, err := c1.Next(actx, "demo", "node-1", time.Second)
+		if err != nil || as == nil {
+			t.Fatalf("node-1: %v %v", as, err)
+		}
+		if err := c1.Report(actx, "demo", "node-1", as.Run, &api.TaskReport{Task: as.Task.ID, Attempt: as.Attempt, Status: api.TaskSucceeded}); err != nil {
+			t.Fatal(err)
+		}
+		a.starts = append(a.starts, as.Task.ID+"@node-1")
+	}
+	acancel()
+	cancel1()
+	c1.Shutdown()
+
+	// A new coordinator resumes the run from the store.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	c2 := newCoord()
+	if err := c2.Resume(ctx2); err != nil {
+		t.Fatal(err)
+	}
+	wg := a.run(ctx2, t, c2, "demo", nodes, nil)
+	var sum *Summary
+	select {
+	case sum = <-ended:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run did not end")
+	}
+	cancel2()
+	wg.Wait()
+	if sum.Failed || sum.Counts["failed"]+sum.Counts["dep_failed"] > 0 {
+		t.Errorf("summary %+v", sum)
+	}
+	// Nothing ran twice, and every task started after its requirements.
+	rec, err := store.Read(context.Background(), "demo", h.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := GraphOf(rec.Snapshot, "demo", "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkOrder(t, g, rec.Events)
+	for _, n := range nodes {
+		if _, ok := doneNodes.Load(n); !ok {
+			t.Errorf("node %s was not told done", n)
+		}
+	}
+	r, err := c2.Run(context.Background(), "demo", "latest")
+	if err != nil || r.Status != api.RunSucceeded || len(r.Nodes) == 0 {
+		t.Errorf("run view: %+v %v", r, err)
+	}
+}
+
+// checkOrder checks a run's log: every task of the run is dispatched once,
+// after every requirement (not a no-op) finished, and no no-op is dispatched.
+func checkOrder(t *testing.T, g *Graph, events []Event) {
+	t.Helper()
+	dispatched, finished := map[string]int{}, map[string]int{}
+	for i, ev := range events {
+		name := ev.Task + "@" + ev.Node
+		switch ev.Kind {
+		case KindDispatch:
+			if _, dup := dispatched[name]; dup {
+				t.Errorf("%s dispatched twice", name)
+			}
+			dispatched[name] = i
+			tk, _ := g.Task(ev.Node, ev.Task)
+			if g.Tasks[tk].Noop {
+				t.Errorf("no-op %s was given to an agent", name)
+			}
+			for _, r := range g.Requires(tk) {
+				if j, ok := finished[g.Name(r)]; !g.Tasks[r].Noop && (!ok || j > i) {
+					t.Errorf("%s started before its requirement %s finished", name, g.Name(r))
+				}
+			}
+		case KindFinish:
+			finished[name] = i
+		}
+	}
+	for ti, tk := range g.Tasks {
+		if _, ok := dispatched[g.Name(int32(ti))]; !ok && !tk.Noop {
+			t.Errorf("%s never started", g.Name(int32(ti)))
+		}
+	}
+}
+
+// claimedDirExt is claimedDir for the package's external tests.

@@ -1,0 +1,4 @@
+package runs
+
+// ClaimedDir is claimedDir for the external tests.
+var ClaimedDir = claimedDir
