@@ -219,10 +219,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := a.deliverPending(ctx, &st); err != nil {
+	next, err := a.deliverPending(ctx, &st)
+	if err != nil {
 		return stopped(ctx, err)
 	}
-	return a.loop(ctx, &st)
+	return a.loop(ctx, &st, next)
 }
 
 // recover finds what became of the task an earlier agent ran (the
@@ -259,10 +260,21 @@ func stopped(ctx context.Context, err error) error {
 	return err
 }
 
-// loop takes and runs tasks.
-func (a *Agent) loop(ctx context.Context, st *State) error {
+// loop takes and runs tasks: next first, when serve's last answer carried
+// one, then those it asks for.
+func (a *Agent) loop(ctx context.Context, st *State, next *api.Assignment) error {
 	b, quick := backoff{}, backoff{}
 	for {
+		for next != nil {
+			if err := a.checkOwn(next); err != nil {
+				a.Log.Error("agent: "+err.Error(), "task", next.Task.ID)
+				break
+			}
+			var err error
+			if next, err = a.runTask(ctx, st, next); err != nil {
+				return stopped(ctx, err)
+			}
+		}
 		asked := a.now()
 		as, err := a.client.NextTask(ctx, a.Cluster, a.Node, a.Wait)
 		if ctx.Err() != nil {
@@ -300,17 +312,23 @@ func (a *Agent) loop(ctx context.Context, st *State) error {
 			continue
 		}
 		quick = backoff{}
-		if as.Cluster != a.Cluster || as.Node != a.Node {
-			a.Log.Error("agent: serve gave another node's task; not run", "cluster", as.Cluster, "node", as.Node, "task", as.Task.ID)
+		if err := a.checkOwn(as); err != nil {
+			a.Log.Error("agent: "+err.Error(), "task", as.Task.ID)
 			if a.sleep(ctx, b.next()) != nil {
 				return nil
 			}
 			continue
 		}
-		if err := a.runTask(ctx, st, as); err != nil {
-			return stopped(ctx, err)
-		}
+		next = as
 	}
+}
+
+// checkOwn refuses an assignment of another node.
+func (a *Agent) checkOwn(as *api.Assignment) error {
+	if as.Cluster != a.Cluster || as.Node != a.Node {
+		return fmt.Errorf("serve gave a task of node %s of cluster %s; not run", as.Node, as.Cluster)
+	}
+	return nil
 }
 
 // retryIn is how long to wait after err: serve's Retry-After, else the
@@ -323,11 +341,12 @@ func (a *Agent) retryIn(b *backoff, err error) time.Duration {
 }
 
 // runTask runs one task and reports it: the state file says which task runs
-// while it runs, then holds its report until serve has it.
-func (a *Agent) runTask(ctx context.Context, st *State, as *api.Assignment) error {
+// while it runs, then holds its report until serve has it. It returns the
+// node's next task when serve's answer carried one.
+func (a *Agent) runTask(ctx context.Context, st *State, as *api.Assignment) (*api.Assignment, error) {
 	st.Current = as
 	if err := a.writeState(*st); err != nil {
-		return err
+		return nil, err
 	}
 	task := executor.Task{ID: as.Task.ID, Type: as.Task.Type, Parameters: as.Task.Parameters, Noop: as.Noop}
 	a.Log.Info("agent: running a task", "run", as.Run, "task", as.Task.ID, "type", as.Task.Type, "attempt", as.Attempt)
@@ -338,7 +357,7 @@ func (a *Agent) runTask(ctx context.Context, st *State, as *api.Assignment) erro
 	stopHeartbeat()
 	if res.Deferred {
 		// Stopped while the node reboots: the next start reports it.
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 	if ctx.Err() != nil {
 		res.Status, res.Message = executor.Failed, "the agent stopped during the task"
@@ -349,9 +368,10 @@ func (a *Agent) runTask(ctx context.Context, st *State, as *api.Assignment) erro
 	st.Current = nil
 	st.Pending = &Pending{Run: as.Run, Report: a.reportOf(as, res, start, a.now())}
 	if err := a.writeState(*st); err != nil {
-		return err
+		return nil, err
 	}
 	dctx := ctx
+	st.Pending.Report.Next = ctx.Err() == nil // the next task in the answer, unless stopping
 	if ctx.Err() != nil {
 		// Stopping: one short try to say so, else the next start does.
 		var cancel context.CancelFunc
@@ -379,7 +399,7 @@ func (a *Agent) heartbeat(ctx context.Context, as *api.Assignment) {
 	every := time.Duration(max(as.HeartbeatSeconds, 1)) * time.Second
 	for a.sleep(ctx, every) == nil {
 		now := a.now().UTC()
-		err := a.client.ReportTask(ctx, a.Cluster, a.Node, as.Run, &api.TaskReport{Task: as.Task.ID, Attempt: as.Attempt, Status: api.TaskRunning, StartedAt: &now})
+		_, err := a.client.ReportTask(ctx, a.Cluster, a.Node, as.Run, &api.TaskReport{Task: as.Task.ID, Attempt: as.Attempt, Status: api.TaskRunning, StartedAt: &now})
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -392,24 +412,27 @@ func (a *Agent) heartbeat(ctx context.Context, as *api.Assignment) {
 	}
 }
 
-// deliverPending posts the pending report until serve has it; a report
-// serve refuses for its content (400, 413) is sent again as a minimal
-// failed one, and one it no longer wants (409: the task is not running
-// there any more) is dropped. It returns only ctx's error.
-func (a *Agent) deliverPending(ctx context.Context, st *State) error {
+// deliverPending posts the pending report until serve has it, and returns
+// the node's next task when serve's answer carries one; a report serve
+// refuses for its content (400, 413) is sent again as a minimal failed one,
+// and one it no longer wants (409: the task is not running there any more)
+// is dropped. Its error is ctx's, or the state file's.
+func (a *Agent) deliverPending(ctx context.Context, st *State) (*api.Assignment, error) {
 	if st.Pending == nil {
-		return nil
+		return nil, nil
 	}
 	p := st.Pending
 	b := backoff{}
+	var next *api.Assignment
 	for {
-		err := a.client.ReportTask(ctx, a.Cluster, a.Node, p.Run, &p.Report)
+		ans, err := a.client.ReportTask(ctx, a.Cluster, a.Node, p.Run, &p.Report)
 		code := api.Code(err)
 		switch {
 		case err == nil:
 			a.Log.Info("agent: reported", "run", p.Run, "task", p.Report.Task, "status", p.Report.Status)
+			next = ans.Next
 		case ctx.Err() != nil:
-			return ctx.Err()
+			return nil, ctx.Err()
 		case code == http.StatusConflict:
 			a.Log.Warn("agent: serve refused the report: the task no longer runs there; dropped", "run", p.Run, "task", p.Report.Task, "error", err.Error())
 		case (code == http.StatusBadRequest || code == http.StatusRequestEntityTooLarge) && p.Report.Output != "":
@@ -425,12 +448,12 @@ func (a *Agent) deliverPending(ctx context.Context, st *State) error {
 			d := a.retryIn(&b, err)
 			a.Log.Warn("agent: reporting", "task", p.Report.Task, "error", err.Error(), "retry_in", d.Round(time.Millisecond).String())
 			if err := a.sleep(ctx, d); err != nil {
-				return err
+				return nil, err
 			}
 			continue
 		}
 		st.Pending = nil
-		return a.writeState(*st)
+		return next, a.writeState(*st)
 	}
 }
 

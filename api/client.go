@@ -187,10 +187,12 @@ func (c *Client) NextTask(ctx context.Context, cluster, node string, wait time.D
 	return &a, nil
 }
 
-// ReportTask reports a task of run.
-func (c *Client) ReportTask(ctx context.Context, cluster, node, run string, r *TaskReport) error {
-	_, err := c.do(ctx, http.MethodPost, clusterPath(cluster, "nodes", node, "runs", run, "tasks"), nil, r, nil, 30*time.Second)
-	return err
+// ReportTask reports a task of run; the answer may carry the node's next
+// task (ReportAnswer.Next).
+func (c *Client) ReportTask(ctx context.Context, cluster, node, run string, r *TaskReport) (*ReportAnswer, error) {
+	var a ReportAnswer
+	_, err := c.do(ctx, http.MethodPost, clusterPath(cluster, "nodes", node, "runs", run, "tasks"), nil, r, &a, 30*time.Second)
+	return &a, err
 }
 
 // StartRun starts a run of cluster.

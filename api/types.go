@@ -54,6 +54,22 @@ type TaskReport struct {
 	Message string `json:"message,omitempty"`
 	// Output is the end of the task's output (at most MaxOutput bytes).
 	Output string `json:"output,omitempty"`
+	// Next asks for the node's next task in the answer, when one may start
+	// at once (ReportAnswer.Next): an agent that goes on asks, one that
+	// stops does not.
+	Next bool `json:"next,omitempty"`
+}
+
+// ReportAnswer is serve's answer to a report: with the end of a task, the
+// node's next task when one may start at once (the agent runs it without
+// asking: one request a task instead of two).
+type ReportAnswer struct {
+	Cluster string      `json:"cluster"`
+	Node    string      `json:"node"`
+	Run     string      `json:"run"`
+	Task    string      `json:"task"`
+	Status  string      `json:"status"`
+	Next    *Assignment `json:"next,omitempty"`
 }
 
 // Bounds of a TaskReport.

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -143,7 +144,7 @@ type Loop struct {
 	// loop; approvals the clusters whose pending plan is approved (applied at
 	// the next reconcile). Under mu.
 	lastApply map[string]time.Time
-	approvals []string
+	approvals []approval
 	// recorded is each cluster's status and serial as last recorded in
 	// Reports (recordReconciles). Under mu.
 	recorded map[string]string
@@ -376,10 +377,11 @@ func (l *Loop) reconcile(ctx context.Context) (operation.Outcome, string, *diff.
 	if err != nil {
 		return operation.Failed, "", nil, []string{err.Error()}, nil
 	}
-	// 2. Approved plans (sync: manual) first, exactly as planned.
+	// 2. Approved plans (sync: manual) first, exactly as planned. An
+	// approval refused is a problem of this reconcile, which is not skipped.
 	approved, napproved := l.approve(ctx)
 	l.mu.Lock()
-	seen := rev.SHA != source.WorkingTree && l.status.Revision == rev.SHA && !l.again && napproved == 0 && (l.status.Outcome == operation.Applied || l.status.Outcome == operation.NoChange ||
+	seen := rev.SHA != source.WorkingTree && l.status.Revision == rev.SHA && !l.again && napproved == 0 && len(approved) == 0 && (l.status.Outcome == operation.Applied || l.status.Outcome == operation.NoChange ||
 		l.status.Outcome == operation.Invalid || l.status.Outcome == operation.Planned || l.status.Outcome == operation.Held)
 	l.again = false
 	l.mu.Unlock()
@@ -541,14 +543,21 @@ func (l *Loop) LastApplied() map[string]time.Time {
 	return out
 }
 
-// Approve asks the loop to apply the pending plan of cluster (sync: manual)
-// at its next reconcile, which it triggers.
-func (l *Loop) Approve(cluster string) {
+// approval is an approved plan: cluster's pending plan as it was approved.
+type approval struct {
+	cluster string
+	plan    state.Pending
+}
+
+// Approve asks the loop to apply plan, the pending plan of cluster (sync:
+// manual) as it was approved, at its next reconcile, which it triggers. A
+// plan that is no longer the one pending then (a newer commit replaced it)
+// is not applied: the reconcile's problems say so.
+func (l *Loop) Approve(cluster string, plan state.Pending) {
 	l.init()
 	l.mu.Lock()
-	if !slices.Contains(l.approvals, cluster) {
-		l.approvals = append(l.approvals, cluster)
-	}
+	l.approvals = slices.DeleteFunc(l.approvals, func(a approval) bool { return a.cluster == cluster })
+	l.approvals = append(l.approvals, approval{cluster, plan})
 	l.mu.Unlock()
 	l.Trigger()
 }
@@ -561,29 +570,13 @@ func (l *Loop) approve(ctx context.Context) (problems []string, applied int) {
 	approvals := l.approvals
 	l.approvals = nil
 	l.mu.Unlock()
-	for _, name := range approvals {
-		st, err := l.Workdir.ReadState()
+	for _, a := range approvals {
+		res, err := l.applyApproved(ctx, a)
 		if err != nil {
-			problems = append(problems, "approving cluster "+name+": "+err.Error())
-			continue
-		}
-		cs := st.Clusters[name]
-		if cs == nil || cs.Pending == nil {
-			problems = append(problems, "approving cluster "+name+": it has no plan awaiting approval")
-			continue
-		}
-		rs, ok := l.Source.(source.RevisionSource)
-		if !ok {
-			problems = append(problems, "approving cluster "+name+": this source cannot read revision "+source.Short(cs.Pending.Revision))
-			continue
-		}
-		rev, err := rs.At(ctx, cs.Pending.Revision)
-		if err != nil {
-			problems = append(problems, "approving cluster "+name+": "+err.Error())
-			continue
-		}
-		res, err := l.operation().Run(ctx, operation.Request{Revision: rev, Targets: []string{name}, Apply: true, Approve: cs.Pending, Lock: "approve", LockTimeout: time.Minute})
-		if err != nil {
+			var ae *operation.ApprovalError
+			if !errors.As(err, &ae) { // which says the cluster
+				err = fmt.Errorf("approving cluster %s: %w", a.cluster, err)
+			}
 			problems = append(problems, redact.Text(err.Error()))
 			continue
 		}
@@ -594,10 +587,31 @@ func (l *Loop) approve(ctx context.Context) (problems []string, applied int) {
 			if l.OnState != nil {
 				l.OnState(res.Next)
 			}
-			l.Log.Info("approved", "cluster", name, "revision", cs.Pending.Revision, "serial", res.Next.Serial)
+			l.Log.Info("approved", "cluster", a.cluster, "revision", a.plan.Revision, "serial", res.Next.Serial)
 		}
 	}
 	return problems, applied
+}
+
+// applyApproved applies the plan a approved, when it is still the pending
+// plan of its cluster (checked again under the lock).
+func (l *Loop) applyApproved(ctx context.Context, a approval) (*operation.Result, error) {
+	st, err := l.Workdir.ReadState()
+	if err != nil {
+		return nil, err
+	}
+	if err := operation.CheckPending(a.cluster, st.Clusters[a.cluster], &a.plan); err != nil {
+		return nil, err
+	}
+	rs, ok := l.Source.(source.RevisionSource)
+	if !ok {
+		return nil, errors.New("this source cannot read revision " + source.Short(a.plan.Revision))
+	}
+	rev, err := rs.At(ctx, a.plan.Revision)
+	if err != nil {
+		return nil, err
+	}
+	return l.operation().Run(ctx, operation.Request{Revision: rev, Targets: []string{a.cluster}, Apply: true, Approve: &a.plan, Lock: "approve", LockTimeout: time.Minute})
 }
 
 // noteApplied records when the clusters res applied were applied.

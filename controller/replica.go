@@ -146,7 +146,8 @@ func (r *Replica) served(st *state.State, err error) {
 // lease expired with the leadership's, so it either commits its serial whole
 // or not at all). A follower keeps its status's applied serial and revision
 // up to date from the state on etcd. At the end, a leader resigns so that
-// another replica takes over at once.
+// another replica takes over at once. It refuses to lead while shards share
+// the state (RoleConflictError, which ends it).
 func (r *Replica) Run(ctx context.Context) error {
 	if r.Shard {
 		return r.runShard(ctx)
@@ -185,6 +186,14 @@ func (r *Replica) Run(ctx context.Context) error {
 			}
 			r.Loop.Log.Warn("replica: campaigning for the leadership failed; retrying", "replica", id, "error", redact.Text(err.Error()))
 			sleep(ctx, time.Second)
+			continue
+		}
+		// Shards on this state would apply its clusters too.
+		ok, err := r.checkRolesAfter(ctx, lead.Resign)
+		if err != nil {
+			return err
+		}
+		if !ok {
 			continue
 		}
 		r.setRole(RoleLeader)

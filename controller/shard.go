@@ -438,7 +438,8 @@ var (
 // members, and reconciles the clusters Assign gives it, while it makes
 // and serves every committed set. A membership lost (its lease expired: a
 // pause, or etcd out of reach) stops the reconciles; the replica joins again
-// on a new lease. At the end it leaves, and its clusters move at once.
+// on a new lease. At the end it leaves, and its clusters move at once. It
+// refuses to join while a replica without --shard leads (RoleConflictError).
 func (r *Replica) runShard(ctx context.Context) error {
 	r.Loop.init()
 	id := r.id()
@@ -486,6 +487,15 @@ func (r *Replica) runShard(ctx context.Context) error {
 			}
 			r.Loop.Log.Warn("shard: joining the members failed; retrying", "replica", id, "error", redact.Text(err.Error()))
 			sleep(ctx, time.Second)
+			continue
+		}
+		// A leader on this state (a replica without --shard) would apply
+		// the clusters too.
+		ok, err := r.checkRolesAfter(ctx, m.Leave)
+		if err != nil {
+			return err
+		}
+		if !ok {
 			continue
 		}
 		s := &shardState{r: r, sh: sh, member: m, claimed: map[string]bool{}}

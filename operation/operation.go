@@ -728,15 +728,15 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 		}
 	}
 	deferred := func(name string) bool { return awaiting[name] || len(waiting[name])+len(unhealthy[name]) > 0 }
-	res.Again = len(waiting) > 0
-	if req.Owns != nil {
-		// Only a dependency this run applied makes the next run
-		// different; another shard's commit triggers its own.
-		res.Again = false
-		for _, deps := range waiting {
-			for _, dep := range deps {
-				res.Again = res.Again || disp[dep] != dispUntouched
-			}
+	// Once more at once only when this run applies a cluster that another
+	// waits for: else the next run of the revision plans the same (a
+	// dependency suspended, held or awaiting approval waits for a commit
+	// or an approval, another shard's commit triggers its own); a loop
+	// reconciled such a revision again 8 times a second.
+	res.Again = false
+	for _, deps := range waiting {
+		for _, dep := range deps {
+			res.Again = res.Again || req.Apply && res.heldAll == "" && disp[dep] == dispRender && changes[dep] != nil && !deferred(dep)
 		}
 	}
 	if len(unhealthy) > 0 {
@@ -780,7 +780,7 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 		// A cluster waiting for a health is not applied: the state is not the
 		// outcome of these inputs (the same commit is planned again once the
 		// health comes).
-		Again: res.Again || len(unhealthy) > 0,
+		Again: len(waiting)+len(unhealthy) > 0,
 	}
 	if req.Owns != nil {
 		p.Targets = owned
@@ -837,7 +837,7 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 			case len(waiting[name]) > 0:
 				cr.Status = state.StatusOutOfSync
 				for _, dep := range waiting[name] {
-					cr.Problems = append(cr.Problems, fmt.Sprintf("waiting for cluster %s to be synced at revision %s", dep, source.Short(rev.SHA)))
+					cr.Problems = append(cr.Problems, waitingProblem(repo, name, dep, rev.SHA))
 				}
 				cr.Problems = append(cr.Problems, unhealthy[name]...)
 			case len(unhealthy[name]) > 0:
@@ -901,6 +901,17 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 	return nil
 }
 
+// waitingProblem says why cluster name waits for dep (depends_on): dep is not
+// synced at revision rev yet; and when the revision suspends dep, that it
+// waits until dep is resumed (nothing else moves it).
+func waitingProblem(repo *loader.Repo, name, dep, rev string) string {
+	why := fmt.Sprintf("waiting for cluster %s to be synced at revision %s", dep, source.Short(rev))
+	if c := repo.Cluster(dep); c != nil && repo.Suspended(c) {
+		why += fmt.Sprintf(", and it is suspended (suspend: true): %s waits until %s is resumed", name, dep)
+	}
+	return why
+}
+
 // ApprovalError says a pending plan cannot be applied as approved.
 type ApprovalError struct {
 	Cluster string
@@ -911,11 +922,46 @@ func (e *ApprovalError) Error() string {
 	return fmt.Sprintf("cannot approve the plan of cluster %s: %s; nothing was changed", e.Cluster, e.Why)
 }
 
+// PendingRef names a pending plan to its reviewer: its revision (short) and
+// the first 12 hex digits of its artifacts' digest.
+func PendingRef(pd *state.Pending) string {
+	return fmt.Sprintf("revision %s (artifacts sha256 %s)", source.Short(pd.Revision), source.Short(pd.Digest))
+}
+
+// CheckApproved says why the approval of cluster's pending plan pd that
+// names ref (approve --revision, the approve API's "revision") is refused:
+// ref names another plan (pd.Matches). nil when it names pd, or nothing.
+func CheckApproved(cluster string, pd *state.Pending, ref string) error {
+	if ref == "" || pd.Matches(ref) {
+		return nil
+	}
+	return &ApprovalError{Cluster: cluster, Why: fmt.Sprintf("the plan awaiting approval is of %s, not %s; a newer commit replaced the plan reviewed: review it and approve it again", PendingRef(pd), ref)}
+}
+
+// CheckPending says why the plan approved is not the pending plan of
+// cluster, whose record is cs: a newer commit replaced it (or an apply
+// dropped it) since it was approved. nil when it is the one pending.
+func CheckPending(cluster string, cs *state.ClusterState, approved *state.Pending) error {
+	if cs != nil && approved.Same(cs.Pending) {
+		return nil
+	}
+	why := "it has no plan awaiting approval any more"
+	if cs != nil && cs.Pending != nil {
+		why = "the plan awaiting approval is now of " + PendingRef(cs.Pending)
+	}
+	return &ApprovalError{Cluster: cluster, Why: fmt.Sprintf("%s, not the plan approved, of %s: review it and approve it again", why, PendingRef(approved))}
+}
+
 // checkApproval checks that the plan res made for the approval of req is the
-// pending plan: made against the same applied artifacts, rendering the same.
+// pending plan: still the one the state records (read under the lock: a
+// newer commit may have replaced the one approved), made against the same
+// applied artifacts, rendering the same.
 func checkApproval(res *Result, req Request) error {
 	name := req.Targets[0]
 	pd := req.Approve
+	if err := CheckPending(name, res.State.Clusters[name], pd); err != nil {
+		return err
+	}
 	if base := ArtifactsDigest(res.State.Artifacts, name); base != pd.Base {
 		return &ApprovalError{Cluster: name, Why: "its applied artifacts changed since the plan was made (another apply); the next reconcile plans it again"}
 	}

@@ -174,12 +174,7 @@ func nodeHeader(data []byte) (header []byte, version string, err error) {
 // data. The block comes indented by four spaces, as the keys of a task
 // entry of the expanded view are.
 func keyBlocks(data []byte, entries, heads []*yaml.Node) (func(k *yaml.Node) ([]byte, error), error) {
-	starts := []int{0}
-	for i, c := range data {
-		if c == '\n' && i+1 < len(data) {
-			starts = append(starts, i+1)
-		}
-	}
+	starts := yamlLineStarts(data)
 	var bounds []int
 	for i, v := range entries {
 		if heads != nil {
@@ -196,6 +191,9 @@ func keyBlocks(data []byte, entries, heads []*yaml.Node) (func(k *yaml.Node) ([]
 		if bounds[i] <= bounds[i-1] {
 			return nil, fmt.Errorf("line %d: keys are not one per line", bounds[i])
 		}
+	}
+	if n := len(bounds); n > 0 && (bounds[0] < 1 || bounds[n-1] > len(starts)) {
+		return nil, fmt.Errorf("line %d: a key past the file's lines", bounds[n-1])
 	}
 	return func(k *yaml.Node) ([]byte, error) {
 		i, found := slices.BinarySearch(bounds, k.Line)
@@ -215,6 +213,34 @@ func keyBlocks(data []byte, entries, heads []*yaml.Node) (func(k *yaml.Node) ([]
 		}
 		return nil, fmt.Errorf("line %d: key %s is not where fuelsync writes it", k.Line, k.Value)
 	}, nil
+}
+
+// yamlLineStarts returns the offset of each line of data as YAML counts lines
+// (which is how yaml.v3 numbers a node's Line): a line ends at LF, CR, CRLF (one
+// break), NEL, LS or PS. A break at the very end starts no line.
+func yamlLineStarts(data []byte) []int {
+	starts := []int{0}
+	for i := 0; i < len(data); i++ {
+		n := 0
+		switch {
+		case data[i] == '\r' && i+1 < len(data) && data[i+1] == '\n':
+			n = 2
+		case data[i] == '\n' || data[i] == '\r':
+			n = 1
+		case data[i] == 0xC2 && i+1 < len(data) && data[i+1] == 0x85:
+			n = 2
+		case data[i] == 0xE2 && i+2 < len(data) && data[i+1] == 0x80 && (data[i+2] == 0xA8 || data[i+2] == 0xA9):
+			n = 3
+		}
+		if n == 0 {
+			continue
+		}
+		i += n - 1
+		if i+1 < len(data) {
+			starts = append(starts, i+1)
+		}
+	}
+	return starts
 }
 
 // catalogue is a task catalogue, parsed: each entry's blocks as written.

@@ -239,6 +239,35 @@ func TestParseNodeFileErrors(t *testing.T) {
 	}
 }
 
+// TestKeyBlocksLineBreaks: the blocks of a node file's and a catalogue's keys
+// are cut at the line breaks YAML counts (a lone CR, CRLF, NEL, LS, PS, as well
+// as LF), so a file holding one neither panics nor cuts a key's block at another
+// line; yaml.v3 writes LS raw in a parameter's value, as the last case shows.
+func TestKeyBlocksLineBreaks(t *testing.T) {
+	head := "cluster: c\nformat_version: 2\ngraph: default\ninstances: {}\nnode: n-1\nroles: [r]\ntags: [r]\n"
+	for name, br := range map[string]string{"LF": "\n", "CR": "\r", "CRLF": "\r\n", "NEL": "\u0085", "LS": "\u2028", "PS": "\u2029"} {
+		nf, err := ParseNodeFile([]byte(head + "tasks:\n  - id: a\n    type: shell" + br + "    parameters: {x: 1}\n"))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		def := nf.Tasks[0].def
+		if got, want := string(def.typ), "    type: shell"+br; got != want {
+			t.Errorf("%s: type block %q, want %q", name, got, want)
+		}
+		if got, want := string(def.params), "    parameters: {x: 1}\n"; got != want {
+			t.Errorf("%s: parameters block %q, want %q", name, got, want)
+		}
+	}
+	cat, err := parseCatalogue([]byte("cluster: c\nformat_version: 2\ngraph: default\ntasks:\n  a:\n    parameters:\n      x: |-\n        a\u2028        b\n        c\n    type: shell\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(cat.entries["a"].typ), "    type: shell\n"; got != want {
+		t.Errorf("catalogue: type block %q, want %q", got, want)
+	}
+}
+
 // FuzzParseNodeFile: whatever a node file holds, parsing it and expanding it
 // against a small catalogue never panics; what parses has requirements with a
 // task and a node, and a node name without '@'.

@@ -327,23 +327,24 @@ func (c *Coordinator) Next(ctx context.Context, cluster, node string, wait time.
 }
 
 // Report takes an agent's report on a task of run id: a heartbeat (running)
-// or its end. ErrStale when the task is not running on the node in that
-// attempt (the report came too late, or twice).
-func (c *Coordinator) Report(ctx context.Context, cluster, node, id string, r *api.TaskReport) error {
+// or its end, and returns the node's next task when one may start at once
+// (in the same commit). ErrStale when the task is not running on the node in
+// that attempt (the report came too late, or twice).
+func (c *Coordinator) Report(ctx context.Context, cluster, node, id string, r *api.TaskReport) (*api.Assignment, error) {
 	l, _ := c.active(cluster)
 	if l == nil || l.h.ID != id {
-		return ErrStale
+		return nil, ErrStale
 	}
 	ni, ok := l.g.Node(node)
 	if !ok {
-		return ErrStale
+		return nil, ErrStale
 	}
 	if r.Status == api.TaskRunning {
-		return l.heard(ni, r.Task, r.Attempt)
+		return nil, l.heard(ni, r.Task, r.Attempt)
 	}
 	res := l.submit(ctx, &op{kind: opFinish, node: ni, report: r})
 	if res.err != nil {
-		return res.err
+		return nil, res.err
 	}
 	if r.Output != "" && r.Status == api.TaskFailed {
 		// A failed task's output is kept (the pages and the API link it).
@@ -353,7 +354,7 @@ func (c *Coordinator) Report(ctx context.Context, cluster, node, id string, r *a
 			}
 		}
 	}
-	return nil
+	return res.assignment, nil
 }
 
 // Stop stops cluster's active run: running tasks finish, nothing new starts.

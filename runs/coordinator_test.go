@@ -75,7 +75,7 @@ func (a *agents) run(ctx context.Context, t *testing.T, c *Coordinator, cluster 
 				if fail != nil && fail(node, as.Task.ID) {
 					st = api.TaskFailed
 				}
-				err = c.Report(ctx, cluster, node, as.Run, &api.TaskReport{Task: as.Task.ID, Attempt: as.Attempt, Status: st, Output: "out of " + as.Task.ID})
+				_, err = c.Report(ctx, cluster, node, as.Run, &api.TaskReport{Task: as.Task.ID, Attempt: as.Attempt, Status: st, Output: "out of " + as.Task.ID})
 				if err != nil && ctx.Err() == nil {
 					t.Errorf("report %s@%s: %v", as.Task.ID, node, err)
 				}
@@ -118,7 +118,7 @@ func TestCoordinatorRunsAndResumes(t *testing.T) {
 		if err != nil || as == nil {
 			t.Fatalf("node-1: %v %v", as, err)
 		}
-		if err := c1.Report(actx, "demo", "node-1", as.Run, &api.TaskReport{Task: as.Task.ID, Attempt: as.Attempt, Status: api.TaskSucceeded}); err != nil {
+		if _, err := c1.Report(actx, "demo", "node-1", as.Run, &api.TaskReport{Task: as.Task.ID, Attempt: as.Attempt, Status: api.TaskSucceeded}); err != nil {
 			t.Fatal(err)
 		}
 		a.starts = append(a.starts, as.Task.ID+"@node-1")

@@ -219,7 +219,20 @@ func (l *live) apply(o *op, at int64, now time.Time, events *[]Event) opResult {
 		if r.StartedAt != nil {
 			ev.Started = r.StartedAt.UnixMilli()
 		}
-		return opResult{err: add(ev)}
+		if err := add(ev); err != nil {
+			return opResult{err: err}
+		}
+		if !r.Next {
+			return opResult{}
+		}
+		// The node's next task, in the same commit, when it may start now.
+		s.settle(at)
+		next, ok := s.Dispatch(o.node, at)
+		if !ok || add(next) != nil {
+			return opResult{}
+		}
+		l.seen[o.node] = now
+		return opResult{assignment: l.assignment(o.node, next)}
 	case opStop:
 		if s.Phase != Active {
 			return opResult{}

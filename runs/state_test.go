@@ -124,9 +124,9 @@ func TestRules(t *testing.T) {
 			want:   "x@a=failed y@a=dep_failed", phase: Ended,
 		},
 		"no-op tasks of a busy node wait until it is idle": {
-			graph:  "a: x; n/skipped<-s@b; y<-n\nb: s",
-			script: []string{"d a x", "d b s", "ok b s", "d a -", "ok a x", "d a y", "ok a y"},
-			phase:  Ended, want: "n@a=skipped s@b=succeeded x@a=succeeded y@a=succeeded",
+			graph:  "a: x; n/skipped<-s@b\nb: s\nc: z<-n@a",
+			script: []string{"d a x", "d b s", "ok b s", "d c -", "ok a x", "d c z", "ok c z"},
+			phase:  Ended, want: "n@a=skipped s@b=succeeded x@a=succeeded z@c=succeeded",
 		},
 		"a noop run: a failure ends skipped and stops nothing": {
 			graph:  "a: x; y<-x",

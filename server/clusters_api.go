@@ -1,12 +1,15 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/redact"
+	"github.com/fuelsync/fuelsync/operation"
 )
 
 // clusters is GET /api/v1/clusters: every cluster's status line (as fuelsync
@@ -39,6 +42,10 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
 	if !checkNames(w, "cluster", cluster) {
 		return
 	}
+	ref, ok := approveRef(w, r)
+	if !ok {
+		return
+	}
 	if s.Replica != nil && s.Replica.Role() == controller.RoleShard {
 		http.Error(w, "replicas that share the clusters (serve --shard) do not approve over the API yet: stop the shards, or approve with fuelsync approve against the state", http.StatusServiceUnavailable)
 		return
@@ -62,8 +69,41 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("cluster %s has no plan awaiting approval (its status is %s)", cluster, cs.StatusOf()), http.StatusConflict)
 		return
 	}
-	s.Loop.Approve(cluster)
-	writeJSONBody(w, http.StatusAccepted, map[string]any{"cluster": cluster, "revision": cs.Pending.Revision, "summary": cs.Pending.Summary, "approved": true})
+	if err := operation.CheckApproved(cluster, cs.Pending, ref); err != nil {
+		http.Error(w, err.Error(), http.StatusConflict)
+		return
+	}
+	// The plan approved is the one answered: a newer commit that replaces
+	// it before the loop applies it is not applied in its stead.
+	s.Loop.Approve(cluster, *cs.Pending)
+	writeJSONBody(w, http.StatusAccepted, map[string]any{"cluster": cluster, "revision": cs.Pending.Revision, "digest": cs.Pending.Digest, "summary": cs.Pending.Summary, "approved": true})
+}
+
+// maxApproveBody bounds the body of an approval: {"revision": REV}.
+const maxApproveBody = 4 << 10
+
+// approveRef reads the revision (or digest) an approval names from its body,
+// {"revision": REV}; an empty body names none. A body that is not that
+// object is answered 400 (413 above maxApproveBody) and ok is false.
+func approveRef(w http.ResponseWriter, r *http.Request) (ref string, ok bool) {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxApproveBody))
+	if err != nil {
+		http.Error(w, fmt.Sprintf("the approval's body is over %d bytes", maxApproveBody), http.StatusRequestEntityTooLarge)
+		return "", false
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return "", true
+	}
+	var body struct {
+		Revision string `json:"revision"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil || dec.More() {
+		http.Error(w, `the approval's body is not {"revision": "<revision or digest of the plan approved>"}`, http.StatusBadRequest)
+		return "", false
+	}
+	return body.Revision, true
 }
 
 func writeJSONBody(w http.ResponseWriter, code int, v any) {

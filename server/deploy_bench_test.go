@@ -140,20 +140,27 @@ func TestBenchDeployAgents(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				cl := &api.Client{Base: u, Token: reports.Token([]byte("bench"), cluster, node), HTTP: hc}
+				var a *api.Assignment
 				for {
-					a, err := cl.NextTask(context.Background(), cluster, node, 30*time.Second)
-					if err != nil {
-						time.Sleep(100 * time.Millisecond)
-						continue
-					}
 					if a == nil {
-						continue
+						var err error
+						if a, err = cl.NextTask(context.Background(), cluster, node, 30*time.Second); err != nil {
+							time.Sleep(100 * time.Millisecond)
+						}
+						if a == nil {
+							continue
+						}
 					}
 					start := time.Now()
 					time.Sleep(taskDuration(node, a.Task.ID))
 					end := time.Now()
-					for cl.ReportTask(context.Background(), cluster, node, a.Run, &api.TaskReport{Task: a.Task.ID, Attempt: a.Attempt,
-						Status: api.TaskSucceeded, StartedAt: &start, FinishedAt: &end}) != nil {
+					for {
+						ans, err := cl.ReportTask(context.Background(), cluster, node, a.Run, &api.TaskReport{Task: a.Task.ID, Attempt: a.Attempt,
+							Status: api.TaskSucceeded, StartedAt: &start, FinishedAt: &end, Next: true})
+						if err == nil {
+							a = ans.Next
+							break
+						}
 						time.Sleep(100 * time.Millisecond)
 					}
 				}

@@ -127,14 +127,14 @@ func (s *Server) taskReport(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "refusing the report: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	err := s.Runs.Report(r.Context(), cluster, node, run, &rep)
+	next, err := s.Runs.Report(r.Context(), cluster, node, run, &rep)
 	switch {
 	case errors.Is(err, runs.ErrStale):
 		http.Error(w, fmt.Sprintf("task %s (attempt %d) is not running on node %s in run %s of cluster %s: the report is late or repeated", rep.Task, rep.Attempt, node, run, cluster), http.StatusConflict)
 	case err != nil:
 		http.Error(w, "keeping the report: "+redact.Text(err.Error()), http.StatusInternalServerError)
 	default:
-		writeJSONBody(w, http.StatusOK, map[string]any{"cluster": cluster, "node": node, "run": run, "task": rep.Task, "status": rep.Status})
+		writeJSONBody(w, http.StatusOK, api.ReportAnswer{Cluster: cluster, Node: node, Run: run, Task: rep.Task, Status: rep.Status, Next: next})
 	}
 }
 

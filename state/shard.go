@@ -187,6 +187,9 @@ func (w *Workdir) publishMerged(mb MergingBackend, cur, st *State, objs *objectW
 	if st.Serial <= 0 {
 		return fmt.Errorf("publishing serial %d: a shard commits the serial after the one it read", st.Serial)
 	}
+	if err := checkSerialRoom(cur, st); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(w.artifacts(), 0o755); err != nil {
 		return err
 	}

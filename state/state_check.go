@@ -3,7 +3,6 @@ package state
 import (
 	"errors"
 	"fmt"
-	"math"
 	"path"
 	"strings"
 	"unicode/utf8"
@@ -33,9 +32,28 @@ const (
 	maxArtifactPath = 1024
 )
 
+// The bounds of a serial. Serials end at 2^53, the largest integer every
+// JSON reader keeps exactly (JavaScript and jq read numbers as doubles); at
+// one apply a second that is 285 million years away. state push takes
+// serials up to 2^52, so that a pushed state leaves room for 2^52 applies;
+// nothing is published past 2^53, so a serial never wraps (2^63-1 + 1 is
+// -2^63 in an int64).
+const (
+	MaxSerial     = 1 << 53
+	MaxPushSerial = 1 << 52
+)
+
+// NextSerial is the serial of the apply after serial cur, or why there is none.
+func NextSerial(cur int64) (int64, error) {
+	if cur < 0 || cur >= MaxSerial {
+		return 0, fmt.Errorf("the state is at serial %d, and serials end at %d (2^53): no apply can follow it; nothing was changed", cur, int64(MaxSerial))
+	}
+	return cur + 1, nil
+}
+
 // Check reports why st is not a state fuelsync stores when it comes from
-// outside (state push): nil when it is one. Its serial must leave room for a
-// later one (1 to 2^63-2), its fields and counts stay within the bounds above,
+// outside (state push): nil when it is one. Its serial must leave room for
+// applies after it (1 to MaxPushSerial), its fields and counts stay within the bounds above,
 // its cluster and node names are names the repository could have given
 // (loader.IsName), its artifacts clean relative paths with sha256 digests.
 // Checked whole before anything is written, so a state that is refused
@@ -47,8 +65,8 @@ func Check(st *State) error {
 	if st.Serial <= 0 {
 		return bad("its serial %d is not positive", st.Serial)
 	}
-	if st.Serial == math.MaxInt64 {
-		return bad("its serial %d is the largest there is: no apply could follow it", st.Serial)
+	if st.Serial > MaxPushSerial {
+		return bad("its serial %d leaves no room for the applies after it: state push takes serials up to %d (2^52)", st.Serial, int64(MaxPushSerial))
 	}
 	for _, f := range []struct{ name, v string }{
 		{"lineage", st.Lineage}, {"revision", st.Revision}, {"tool_version", st.ToolVersion}, {"inputs", st.Inputs},

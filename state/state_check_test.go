@@ -21,12 +21,19 @@ func TestCheckState(t *testing.T) {
 	if err := Check(good()); err != nil {
 		t.Fatalf("a good state: %v", err)
 	}
+	roomy := good()
+	roomy.Serial = 1 << 52
+	if err := Check(roomy); err != nil {
+		t.Errorf("serial 2^52: %v", err)
+	}
 	for _, tc := range []struct {
 		name   string
 		change func(*State)
 		want   string
 	}{
-		{"serial 2^63-1", func(st *State) { st.Serial = math.MaxInt64 }, "no apply could follow it"},
+		{"serial 2^63-1", func(st *State) { st.Serial = math.MaxInt64 }, "leaves no room"},
+		{"serial 2^63-2", func(st *State) { st.Serial = math.MaxInt64 - 1 }, "leaves no room"},
+		{"serial 2^52+1", func(st *State) { st.Serial = 1<<52 + 1 }, "state push takes serials up to 4503599627370496 (2^52)"},
 		{"serial 0", func(st *State) { st.Serial = 0 }, "is not positive"},
 		{"a 30 MB revision", func(st *State) { st.Revision = strings.Repeat("r", 30<<20) }, "its revision is 31457280 bytes long, over 256"},
 		{"a long lineage", func(st *State) { st.Lineage = strings.Repeat("l", 257) }, "its lineage is 257 bytes long"},

@@ -468,6 +468,18 @@ func withoutLink(write func(put func(name string, data []byte) error) error) fun
 	}
 }
 
+// checkSerialRoom refuses to publish st over cur when cur leaves no serial
+// after it, or st is past the last one (NextSerial): a serial never wraps.
+func checkSerialRoom(cur, st *State) error {
+	if _, err := NextSerial(cur.Serial); err != nil {
+		return err
+	}
+	if st.Serial > MaxSerial {
+		return fmt.Errorf("publishing serial %d: serials end at %d (2^53); nothing was changed", st.Serial, int64(MaxSerial))
+	}
+	return nil
+}
+
 // publish is Publish; a push may skip serials. objs, when not nil, holds the
 // objects staged for the set.
 func (w *Workdir) publish(l *Lock, st *State, push bool, objs *objectWriter, write func(put func(name string, data []byte) error, link func(name, sum string) error) error) error {
@@ -488,6 +500,9 @@ func (w *Workdir) publish(l *Lock, st *State, push bool, objs *objectWriter, wri
 	objs.follow(cur)
 	if mb, ok := w.Backend.(MergingBackend); ok && !push {
 		return w.publishMerged(mb, cur, st, objs, write) // a shard's (shard.go)
+	}
+	if err := checkSerialRoom(cur, st); err != nil {
+		return err
 	}
 	if st.Serial != cur.Serial+1 && !(push && st.Serial > cur.Serial) {
 		return fmt.Errorf("publishing serial %d over serial %d: serials must follow each other", st.Serial, cur.Serial)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -352,5 +353,50 @@ func TestSetMode(t *testing.T) {
 		if fi.Mode().Perm() != 0o755 {
 			t.Errorf("%s has mode %v, want 0755", dir, fi.Mode().Perm())
 		}
+	}
+}
+
+// TestSerialNeverWraps: serials end at 2^53 (exact in every JSON reader). A
+// set at the last serial is kept, and nothing is published after it: the
+// serial after it, and the one an int64 wraps to (2^63-1 + 1 = -2^63), are
+// refused and change nothing. A state beyond the end (an older fuelsync let
+// state push take 2^63-2) is followed by nothing either.
+func TestSerialNeverWraps(t *testing.T) {
+	const last = int64(1) << 53
+	w := Open(filepath.Join(t.TempDir(), "wd"))
+	l, err := w.Lock(context.Background(), "test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock()
+	pushAt := func(serial int64) error {
+		st := Empty()
+		st.Lineage, st.Serial = "lin", serial
+		st.Artifacts["c/a.yaml"] = "x"
+		return w.publish(l, st, true, nil, func(put func(string, []byte) error, _ func(string, string) error) error {
+			return put("c/a.yaml", []byte("a"))
+		})
+	}
+	if err := pushAt(last); err != nil {
+		t.Fatalf("a set at serial 2^53: %v", err)
+	}
+	for _, serial := range []int64{last + 1, math.MinInt64} {
+		if err := publish(t, w, l, serial, map[string]string{"c/a.yaml": "b"}); err == nil || !strings.Contains(err.Error(), "no apply can follow it") {
+			t.Errorf("publishing serial %d after 2^53: %v", serial, err)
+		}
+	}
+	if st, err := w.ReadState(); err != nil || st.Serial != last {
+		t.Errorf("state after refused publishes: serial %d, %v", st.Serial, err)
+	}
+	w2 := Open(filepath.Join(t.TempDir(), "wd"))
+	l2, err := w2.Lock(context.Background(), "test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Unlock()
+	beyond := Empty()
+	beyond.Lineage, beyond.Serial = "lin", math.MaxInt64-1
+	if err := w2.publish(l2, beyond, true, nil, func(func(string, []byte) error, func(string, string) error) error { return nil }); err == nil || !strings.Contains(err.Error(), "serials end at") {
+		t.Errorf("publishing serial 2^63-2: %v", err)
 	}
 }

@@ -60,9 +60,12 @@ func deployCommand(stdout, stderr io.Writer) *cli.Command {
 		},
 		Subcommands: []*cli.Command{
 			{
-				Name:         "retry",
-				Usage:        "run again what failed, was dep_failed or did not run in the cluster's last run",
-				ArgsUsage:    " ",
+				Name:      "retry",
+				Usage:     "run again what failed, was dep_failed or did not run in the cluster's last run",
+				ArgsUsage: " ",
+				Description: "A new run of the last run's graph and serial, in which every task that succeeded there is\n" +
+					"done already; on the nodes retried (all, or --node), the rest runs again. Refused while the last\n" +
+					"run runs. docs/deploy.md.",
 				OnUsageError: usageError,
 				Flags:        append(server(), &cli.StringSliceFlag{Name: "node", Usage: "only node `N` (repeatable)"}, &cli.BoolFlag{Name: "watch", Usage: "follow the run until it ends"}),
 				Action: func(c *cli.Context) error {
@@ -78,9 +81,11 @@ func deployCommand(stdout, stderr io.Writer) *cli.Command {
 				},
 			},
 			{
-				Name:         "stop",
-				Usage:        "stop the cluster's running run: running tasks finish, nothing new starts",
-				ArgsUsage:    " ",
+				Name:      "stop",
+				Usage:     "stop the cluster's running run: running tasks finish, nothing new starts",
+				ArgsUsage: " ",
+				Description: "As a fault-tolerance group over its tolerance stops a run: the tasks running finish and are\n" +
+					"reported, nothing new starts, the tasks not started end skipped. docs/deploy.md.",
 				OnUsageError: usageError,
 				Flags:        append(server(), &cli.BoolFlag{Name: "watch", Usage: "follow the run until it ends"}),
 				Action: func(c *cli.Context) error {
@@ -96,9 +101,12 @@ func deployCommand(stdout, stderr io.Writer) *cli.Command {
 				},
 			},
 			{
-				Name:         "status",
-				Usage:        "show the cluster's runs, and one run's nodes and failed tasks",
-				ArgsUsage:    " ",
+				Name:      "status",
+				Usage:     "show the cluster's runs, and one run's nodes and failed tasks",
+				ArgsUsage: " ",
+				Description: "A run (--run ID, the newest by default): its status (running, stopping, succeeded, failed), why\n" +
+					"it stopped, its tasks by status, its failed nodes and failed tasks with their messages; with\n" +
+					"--format json, the whole run (every node's tasks, times, requirements).",
 				OnUsageError: usageError,
 				Flags:        append(server(), &cli.StringFlag{Name: "run", Value: "latest", Usage: "the run `ID`"}),
 				Action: func(c *cli.Context) error {

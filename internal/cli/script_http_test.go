@@ -84,18 +84,20 @@ func cmdHTTPWait(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// cmdHTTPPost: http-post [-token FILE] URL CODE POSTs to URL (no body) and
-// fails unless the answer's status is CODE; the body is written to stdout.
+// cmdHTTPPost: http-post [-token FILE] [-body TEXT] URL CODE POSTs TEXT (by
+// default nothing) to URL and fails unless the answer's status is CODE; the
+// answer's body is written to stdout.
 func cmdHTTPPost(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("unsupported: ! http-post")
 	}
 	fl := flag.NewFlagSet("http-post", flag.ContinueOnError)
 	token := fl.String("token", "", "bearer token file")
+	send := fl.String("body", "", "the request's body")
 	if err := fl.Parse(args); err != nil || fl.NArg() != 2 {
-		ts.Fatalf("usage: http-post [-token FILE] URL CODE")
+		ts.Fatalf("usage: http-post [-token FILE] [-body TEXT] URL CODE")
 	}
-	code, body, err := httpDo(ts, http.MethodPost, fl.Arg(0), *token)
+	code, body, err := httpSend(ts, http.MethodPost, fl.Arg(0), *token, *send)
 	ts.Check(err)
 	ts.Stdout().Write([]byte(body))
 	if strconv.Itoa(code) != fl.Arg(1) {
@@ -104,7 +106,12 @@ func cmdHTTPPost(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func httpDo(ts *testscript.TestScript, method, url, tokenFile string) (int, string, error) {
-	req, err := http.NewRequest(method, url, nil)
+	return httpSend(ts, method, url, tokenFile, "")
+}
+
+// httpSend is httpDo with body as the request's body.
+func httpSend(ts *testscript.TestScript, method, url, tokenFile, body string) (int, string, error) {
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		return 0, "", err
 	}
@@ -120,4 +127,28 @@ func httpDo(ts *testscript.TestScript, method, url, tokenFile string) (int, stri
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
 	return resp.StatusCode, string(b), err
+}
+
+// cmdHTTPServe: http-serve VAR CODE FILE serves, on a free port of
+// 127.0.0.1, every request with status CODE and FILE's bytes as a JSON body,
+// until the script ends; VAR is set to its URL. It stands for a serve that
+// answers what it should not (a hostile or broken one).
+func cmdHTTPServe(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: http-serve VAR CODE FILE")
+	}
+	code, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	body, err := os.ReadFile(ts.MkAbs(args[2]))
+	ts.Check(err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ts.Check(err)
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		w.Write(body)
+	})}
+	go srv.Serve(ln)
+	ts.Defer(func() { srv.Close() })
+	ts.Setenv(args[0], "http://"+ln.Addr().String())
 }

@@ -83,6 +83,7 @@ func TestScripts(t *testing.T) {
 			"head-sha":       cmdHeadSHA,
 			"http-wait":      cmdHTTPWait,
 			"http-post":      cmdHTTPPost,
+			"http-serve":     cmdHTTPServe,
 		},
 	})
 }

@@ -294,6 +294,10 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			if shard != nil {
 				srv.Replica, run = shard, shard.Run
 			}
+			if err := checkReplicaRoles(ctx, srv.Replica); err != nil {
+				ln.Close()
+				return err
+			}
 			if err := enableRuns(c, loop, srv); err != nil {
 				ln.Close()
 				return err
@@ -325,9 +329,11 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 				}
 			}
 			done := make(chan struct{})
-			go func() { run(ctx); close(done) }()
+			var runErr error // a replica's refusal to run (RoleConflictError)
+			go func() { runErr = run(ctx); close(done) }()
 			select {
 			case <-ctx.Done():
+			case <-done:
 			case err := <-errc:
 				if !errors.Is(err, http.ErrServerClosed) {
 					stop()
@@ -339,6 +345,9 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			defer cancel()
 			_ = hs.Shutdown(shutdown)
 			<-done
+			if runErr != nil && ctx.Err() == nil {
+				return &exitError{code: 1, msg: runErr.Error()}
+			}
 			loop.Log.Info("stopped", "reason", "signal")
 			return nil
 		},
@@ -363,6 +372,23 @@ func enableRuns(c *cli.Context, loop *controller.Loop, srv *server.Server) error
 	}
 	srv.EnableRuns(&runs.Coordinator{Store: runs.Open(loop.Workdir), Log: loop.Log,
 		MaxNodes: c.Int("max-nodes"), Heartbeat: c.Duration("agent-heartbeat")})
+	return nil
+}
+
+// checkReplicaRoles refuses to start a replica (nil: none) beside replicas
+// of the other kind on its state: shards, without --shard; a leader, with
+// it. When etcd does not answer within 10 s, the replica starts, and checks
+// again once it leads or joins (controller.Replica.Run).
+func checkReplicaRoles(ctx context.Context, r *controller.Replica) error {
+	if r == nil {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var conflict *controller.RoleConflictError
+	if err := r.CheckRoles(cctx); errors.As(err, &conflict) {
+		return &exitError{code: 1, msg: err.Error()}
+	}
 	return nil
 }
 

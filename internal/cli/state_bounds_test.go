@@ -39,8 +39,9 @@ func TestStateURLCredentialsRefused(t *testing.T) {
 	}
 }
 
-// TestStatePushBoundsCLI: state push refuses serial 2^63-1 and a state with a
-// 30 MB field, saying why, and the work directory is as it was.
+// TestStatePushBoundsCLI: state push refuses serials that leave no room for
+// applies (above 2^52: 2^63-2 was taken, and two applies wrapped it to -2^63)
+// and a state with a 30 MB field, saying why, and the work directory is as it was.
 func TestStatePushBoundsCLI(t *testing.T) {
 	repo := quickstartRepo(t)
 	wd := filepath.Join(t.TempDir(), "wd")
@@ -58,7 +59,9 @@ func TestStatePushBoundsCLI(t *testing.T) {
 		edit func(map[string]any)
 		want string
 	}{
-		{"serial 2^63-1", func(m map[string]any) { m["serial"] = json.Number("9223372036854775807") }, "no apply could follow it"},
+		{"serial 2^63-1", func(m map[string]any) { m["serial"] = json.Number("9223372036854775807") }, "leaves no room"},
+		{"serial 2^63-2", func(m map[string]any) { m["serial"] = json.Number("9223372036854775806") }, "leaves no room"},
+		{"serial 2^52+1", func(m map[string]any) { m["serial"] = json.Number("4503599627370497") }, "state push takes serials up to 4503599627370496 (2^52)"},
 		{"a 30 MB revision", func(m map[string]any) { m["revision"] = strings.Repeat("r", 30<<20) }, "its revision is 31457280 bytes long, over 256"},
 	} {
 		dec := json.NewDecoder(strings.NewReader(pulled))
@@ -79,4 +82,40 @@ func TestStatePushBoundsCLI(t *testing.T) {
 		}
 	}
 	unchangedFiles(t, "the work directory", before, snapshot(t, wd))
+}
+
+// TestStatePushSerialRoom: a state pushed at serial 2^52, the largest push
+// takes, is applied over: the next apply is serial 2^52+1.
+func TestStatePushSerialRoom(t *testing.T) {
+	repo := quickstartRepo(t)
+	wd := filepath.Join(t.TempDir(), "wd")
+	base := []string{"--repo", repo, "--workdir", wd}
+	if code, _, stderr := fuelsyncRun(t, append(base, "apply", "--auto-approve", "-q")...); code != 0 {
+		t.Fatalf("apply: exit %d\n%s", code, stderr)
+	}
+	_, pulled, _ := fuelsyncRun(t, append(base, "state", "pull")...)
+	const top = "4503599627370496"
+	pushed := strings.Replace(pulled, `"serial": 1,`, `"serial": `+top+`,`, 1)
+	file := filepath.Join(t.TempDir(), "state.json")
+	if err := os.WriteFile(file, []byte(pushed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A push into a work directory needs the set of its serial there.
+	if err := os.CopyFS(filepath.Join(wd, "artifacts", top), os.DirFS(filepath.Join(wd, "artifacts", "1"))); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, stderr := fuelsyncRun(t, append(base, "state", "push", file)...); code != 0 {
+		t.Fatalf("state push of serial 2^52: exit %d\n%s%s", code, out, stderr)
+	}
+	cluster := filepath.Join(repo, "clusters", "demo.yaml")
+	data, err := os.ReadFile(cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cluster, []byte(strings.Replace(string(data), "node-4: {id: 4, roles: [compute]}", "node-4: {id: 4, roles: [compute, storage]}", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, stderr := fuelsyncRun(t, append(base, "apply", "--auto-approve")...); code != 0 || !strings.Contains(out, "serial 4503599627370497") {
+		t.Errorf("apply after serial 2^52: exit %d\n%s%s", code, out, stderr)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/fuelsync/fuelsync/diff"
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/internal/safetext"
 	"github.com/fuelsync/fuelsync/loader"
@@ -159,19 +161,25 @@ func writeStatusTable(w io.Writer, infos []operation.ClusterInfo) {
 		if health == "" {
 			health = "-" // a serve of an older version
 		}
+		// Every column may come from a serve (--server): each is a cell.
+		cols := []string{cell(c.Name), cell(c.Status), cell(health), fmt.Sprintf("%d/%d", c.NodesConverged, c.Nodes),
+			cell(shortRev(c.AppliedRevision)), cell(shortRev(c.HeadRevision)), fmt.Sprint(c.Nodes)}
 		if owners {
 			owner := c.Owner
 			if owner == "" {
 				owner = "-"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%d\t%s\t%s\n", c.Name, c.Status, health, c.NodesConverged, c.Nodes,
-				shortRev(c.AppliedRevision), shortRev(c.HeadRevision), c.Nodes, safetext.Line(owner), safetext.Line(problem))
-			continue
+			cols = append(cols, cell(owner))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%d\t%s\n", c.Name, c.Status, health, c.NodesConverged, c.Nodes,
-			shortRev(c.AppliedRevision), shortRev(c.HeadRevision), c.Nodes, safetext.Line(problem))
+		fmt.Fprintln(tw, strings.Join(append(cols, cell(problem)), "\t"))
 	}
 	tw.Flush()
+}
+
+// cell is s escaped to print as a cell of a table: on one line, as
+// safetext.Line escapes it, and without a tab, which would end the cell.
+func cell(s string) string {
+	return strings.ReplaceAll(safetext.Line(s), "\t", `\t`)
 }
 
 func shortRev(rev string) string {
@@ -214,6 +222,9 @@ func (a *apiClient) do(c *cli.Context, method, path string, body []byte, out any
 		req.Header.Set("Authorization", "Bearer "+a.token)
 	}
 	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := a.http.Do(req)
 	if err != nil {
 		return &exitError{code: 1, msg: redact.Text(err.Error())}
@@ -256,51 +267,79 @@ func approveCommand(stdout, stderr io.Writer) *cli.Command {
 		Description: "A cluster with sync: manual is planned on every commit and waits (awaiting_approval)\n" +
 			"with its plan; approve applies exactly that plan: the revision it was made of, rendered\n" +
 			"again, must give the planned artifacts, and the cluster's applied artifacts must be those\n" +
-			"it was made against. It works on the state (the work directory, or --state etcd://...),\n" +
-			"or asks a running serve with --server URL (with the API token). fuelsync status shows the\n" +
-			"clusters awaiting approval.",
+			"it was made against. --revision REV pins the plan reviewed: when a newer commit replaced\n" +
+			"it, approve refuses and changes nothing. It works on the state (the work directory, or\n" +
+			"--state etcd://...), or asks a running serve with --server URL (with the API token).\n" +
+			"fuelsync status shows the clusters awaiting approval.",
 		Flags: append(serverFlags(),
 			&cli.StringFlag{Name: "cluster", Required: true, Usage: "the cluster `C` whose plan to apply"},
+			&cli.StringFlag{Name: "revision", Usage: "apply the plan only if it is the plan of revision `REV` (a commit, 7 hex digits or more of it, or the plan's artifacts digest)"},
 			&cli.DurationFlag{Name: "lock-timeout", Usage: "wait up to `DURATION` for the lock", DefaultText: "fail at once"},
 			formatFlag()),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return &exitError{code: 1, msg: fmt.Sprintf("approve takes no arguments (got %q)", c.Args().First())}
 			}
-			name := c.String("cluster")
+			name, ref := c.String("cluster"), c.String("revision")
 			if url := c.String("server"); url != "" {
-				g, err := readGlobals(c, stdout, stderr)
-				if err != nil {
-					return err
-				}
-				a, err := newAPIClient(c, url)
-				if err != nil {
-					return err
-				}
-				var answer map[string]any
-				if err := a.do(c, http.MethodPost, "/api/v1/clusters/"+name+"/approve", nil, &answer); err != nil {
-					return err
-				}
-				if g.format == "json" {
-					return writeJSON(stdout, answer)
-				}
-				if !g.quiet {
-					fmt.Fprintf(stdout, "Approved: serve applies the plan of cluster %s at its next reconcile.\n", name)
-				}
-				return nil
+				return serverApprove(c, url, name, ref, stdout, stderr)
 			}
 			env, err := openOpEnv(c, stdout, stderr)
 			if err != nil {
 				return err
 			}
 			defer env.close()
-			return env.approve(name, c.Duration("lock-timeout"))
+			return env.approve(name, ref, c.Duration("lock-timeout"))
 		},
 	}
 }
 
-// approve applies the pending plan of cluster name, read from the state.
-func (e *opEnv) approve(name string, lockTimeout time.Duration) error {
+// serverApprove asks serve at server (its URL) to apply the pending plan of cluster name
+// (the plan of ref, when ref is not empty), and says which plan it approved.
+func serverApprove(c *cli.Context, server, name, ref string, stdout, stderr io.Writer) error {
+	g, err := readGlobals(c, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	a, err := newAPIClient(c, server)
+	if err != nil {
+		return err
+	}
+	var body []byte
+	if ref != "" {
+		body, _ = json.Marshal(map[string]string{"revision": ref})
+	}
+	var answer struct {
+		Revision string       `json:"revision"`
+		Digest   string       `json:"digest"`
+		Summary  diff.Summary `json:"summary"`
+	}
+	var raw json.RawMessage
+	if err := a.do(c, http.MethodPost, "/api/v1/clusters/"+url.PathEscape(name)+"/approve", body, &raw); err != nil {
+		return err
+	}
+	if g.format == "json" {
+		return writeJSON(stdout, raw)
+	}
+	if err := json.Unmarshal(raw, &answer); err != nil {
+		return &exitError{code: 1, msg: "the approval's answer: " + err.Error()}
+	}
+	if !g.quiet {
+		pd := &state.Pending{Revision: answer.Revision, Digest: answer.Digest, Summary: answer.Summary}
+		fmt.Fprintf(stdout, "Approved: cluster %s, %s; serve applies it at its next reconcile.\n", safetext.Line(name), approvedPlan(pd))
+	}
+	return nil
+}
+
+// approvedPlan says which plan was approved: its revision and digest (short)
+// and its summary, escaped (a serve's answer is text from elsewhere).
+func approvedPlan(pd *state.Pending) string {
+	return safetext.Line("the plan of " + operation.PendingRef(pd) + ": " + pd.Summary.Line())
+}
+
+// approve applies the pending plan of cluster name, read from the state
+// (when ref is not empty, only if it is the plan of ref).
+func (e *opEnv) approve(name, ref string, lockTimeout time.Duration) error {
 	w, err := e.workdir()
 	if err != nil {
 		return err
@@ -315,6 +354,9 @@ func (e *opEnv) approve(name string, lockTimeout time.Duration) error {
 		return &exitError{code: 1, msg: fmt.Sprintf("no cluster %q in the applied state (%s)", name, w.StateName())}
 	case cs.Pending == nil:
 		return &exitError{code: 1, msg: fmt.Sprintf("cluster %s has no plan awaiting approval (its status is %s)", name, cs.StatusOf())}
+	}
+	if err := operation.CheckApproved(name, cs.Pending, ref); err != nil {
+		return &exitError{code: 1, msg: err.Error()}
 	}
 	pg := *e.g
 	pg.rev = cs.Pending.Revision
@@ -341,6 +383,7 @@ func (e *opEnv) approve(name string, lockTimeout time.Duration) error {
 		if err := v.plan(res); err != nil {
 			return err
 		}
+		fmt.Fprintf(e.g.stdout, "Approved: cluster %s, %s\n", safetext.Line(name), approvedPlan(cs.Pending))
 	}
 	return v.applied(res, w)
 }

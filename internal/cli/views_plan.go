@@ -7,6 +7,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/diff"
 	"github.com/fuelsync/fuelsync/operation"
+	gitsource "github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -79,7 +80,7 @@ func writeClusterStatuses(w io.Writer, g *globals, res *operation.Result) {
 				fmt.Fprintf(&b, "  %s\n", p)
 			}
 		case state.StatusAwaitingApproval:
-			fmt.Fprintf(&b, "Awaiting approval (sync: manual): cluster %s; apply it with: %s\n", c.Name, commandLine(g, "approve", "--cluster", c.Name))
+			fmt.Fprintf(&b, "Awaiting approval (sync: manual): cluster %s; apply it with: %s\n", c.Name, commandLine(g, approveArgs(res, c.Name)...))
 			writeDeferred(&b, colors, c)
 		case state.StatusSuspended:
 			fmt.Fprintf(&b, "Suspended: cluster %s is not reconciled (suspend: true); its applied artifacts stay\n", c.Name)
@@ -97,6 +98,26 @@ func writeClusterStatuses(w io.Writer, g *globals, res *operation.Result) {
 	if b.Len() > 0 {
 		fmt.Fprintf(w, "\n%s", b.String())
 	}
+}
+
+// approveArgs is the approve command for the pending plan of cluster name
+// that res planned, pinned to it (--revision: its commit, or its digest when
+// it has none).
+func approveArgs(res *operation.Result, name string) []string {
+	args := []string{"approve", "--cluster", name}
+	if res.Plan == nil {
+		return args
+	}
+	for _, rec := range res.Plan.Clusters {
+		if pd := rec.Pending; rec.Name == name && pd != nil {
+			ref := pd.Revision
+			if ref == gitsource.WorkingTree {
+				ref = pd.Digest
+			}
+			return append(args, "--revision", gitsource.Short(ref))
+		}
+	}
+	return args
 }
 
 // writeDeferred prints the changes of a cluster that are planned but not

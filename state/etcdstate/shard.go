@@ -361,6 +361,9 @@ func (e *Etcd) CommitShard(ctx context.Context, m state.Membership, clusters []s
 		if cur.Lineage != "" && next.Lineage != "" && cur.Lineage != next.Lineage && prev > 0 {
 			return nil, false, fmt.Errorf("committing to %s: the state there has lineage %s, not %s (was it replaced by a push?); nothing was committed", e, cur.Lineage, next.Lineage)
 		}
+		if _, err := state.NextSerial(cur.Serial); err != nil {
+			return nil, false, err // a merge would wrap the serial
+		}
 		if st, err = merge(cur); err != nil {
 			return nil, false, err
 		}

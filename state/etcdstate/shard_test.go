@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -234,6 +235,35 @@ func TestEtcdShardCommitsMerge(t *testing.T) {
 	_, _, err = a.CommitShard(ctx, ma, []string{"env-c"}, before.Serial, next, merge([]string{"env-c"}, next))
 	if !errors.As(err, &lost) {
 		t.Fatalf("a commit after the member's lease is gone: %v; want a ShardLostError", err)
+	}
+}
+
+// A merge into a state at the last serial (2^53) is refused, and nothing is
+// committed: the serial never wraps.
+func TestEtcdShardMergeNeverWraps(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	a := shardBackend(t, c, "wrap", 2*time.Second)
+	ctx := context.Background()
+	m, err := a.Join(ctx, "r1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := a.Claim(ctx, m, "env-a"); err != nil || got != "r1" {
+		t.Fatalf("claim env-a: %q, %v", got, err)
+	}
+	const last = int64(1) << 53
+	if _, _, err := a.CommitShard(ctx, m, []string{"env-a"}, 0, shardState(last, map[string]int{"env-a": 0}), nil); err != nil {
+		t.Fatalf("a commit at serial 2^53: %v", err)
+	}
+	next := shardState(2, map[string]int{"env-a": 1})
+	merge := func(cur *state.State) (*state.State, error) {
+		return state.MergeShard(cur, next, []string{"env-a"}), nil
+	}
+	if _, _, err := a.CommitShard(ctx, m, []string{"env-a"}, 1, next, merge); err == nil || !strings.Contains(err.Error(), "no apply can follow it") {
+		t.Errorf("a merge over serial 2^53: %v", err)
+	}
+	if got, err := a.ReadState(ctx); err != nil || got.Serial != last {
+		t.Errorf("the state after the refused merge: serial %d, %v", got.Serial, err)
 	}
 }
 
