@@ -7,7 +7,7 @@ import (
 
 // FuzzParse: a report body from the network either is refused with a
 // reports.Error, or is a report within its bounds (tasks, status, stored
-// size) — never a panic.
+// size, its summary's) — never a panic.
 func FuzzParse(f *testing.F) {
 	etag := strings.Repeat("ab", 32)
 	f.Add([]byte(`{"graph":"default","etag":"` + etag + `","status":"running","started_at":"2026-01-02T03:04:05Z"}`))
@@ -28,6 +28,9 @@ func FuzzParse(f *testing.F) {
 		data, err := Marshal(r)
 		if err != nil || len(data) > MaxBody {
 			t.Fatalf("the accepted report stores as %d bytes (%v)", len(data), err)
+		}
+		if data, err := MarshalSummary(r); err != nil || len(data) > MaxSummary {
+			t.Fatalf("the accepted report's summary stores as %d bytes (%v)", len(data), err)
 		}
 	})
 }

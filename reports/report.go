@@ -75,6 +75,10 @@ type Report struct {
 	// same run (same graph, ETag and start) share one: a run's result
 	// replaces its running report in the history.
 	Seq int64 `json:"seq,omitempty"`
+	// TasksDropped says that the report's tasks were not kept: the server
+	// kept its status, message, task counts and first failed tasks only
+	// (its node wrote over its budget of bytes; see the server).
+	TasksDropped bool `json:"tasks_dropped,omitempty"`
 
 	// FailedTasks and TaskCounts are what a Store keeps of Tasks in memory
 	// (the failed tasks' ids, at most maxFailedNames, and the count of each
@@ -288,6 +292,13 @@ func jsonProblem(err error) string {
 	return strings.TrimPrefix(msg, "json: ")
 }
 
+// MaxSummary bounds a report's summary as stored (MarshalSummary): a
+// message of MaxMessage control characters escaped to six bytes each, five
+// failed task ids of MaxTaskID quotes, the longest names
+// (TestSummaryBound). The history of a node keeps at most its --report-history
+// of them, and one report whole.
+const MaxSummary = 32 << 10
+
 // maxFailedNames is how many failed tasks' ids a Store keeps in memory per node.
 const maxFailedNames = 5
 
@@ -334,14 +345,41 @@ func MarshalSummary(r *Report) ([]byte, error) {
 	return Marshal(summaryJSON{Report: s, FailedTasks: s.FailedTasks, TaskCounts: s.TaskCounts})
 }
 
-// UnmarshalSummary decodes what MarshalSummary encoded.
+// UnmarshalSummary decodes what MarshalSummary encoded; a report stored
+// whole (MarshalWhole, or Marshal as backends kept their history before) is
+// summarized.
 func UnmarshalSummary(data []byte) (*Report, error) {
+	r, err := UnmarshalWhole(data)
+	if err != nil {
+		return nil, err
+	}
+	return Summarize(r), nil
+}
+
+// MarshalWhole encodes r whole, its tasks with their counts and first
+// failed ones (a backend's last report of a node, which UnmarshalWhole
+// reads).
+func MarshalWhole(r *Report) ([]byte, error) {
+	s := Summarize(r)
+	return Marshal(summaryJSON{Report: r, FailedTasks: s.FailedTasks, TaskCounts: s.TaskCounts})
+}
+
+// UnmarshalWhole decodes a report stored whole (MarshalWhole, or Marshal as
+// backends kept their history before), or a summary (MarshalSummary), with
+// its task counts and failed tasks either way.
+func UnmarshalWhole(data []byte) (*Report, error) {
 	in := summaryJSON{Report: &Report{}}
 	if err := json.Unmarshal(data, &in); err != nil {
 		return nil, err
 	}
-	in.Report.FailedTasks, in.Report.TaskCounts = in.FailedTasks, in.TaskCounts
-	return in.Report, nil
+	r := in.Report
+	if len(r.Tasks) > 0 {
+		s := Summarize(r)
+		r.FailedTasks, r.TaskCounts = s.FailedTasks, s.TaskCounts
+	} else {
+		r.FailedTasks, r.TaskCounts = in.FailedTasks, in.TaskCounts
+	}
+	return r, nil
 }
 
 // Marshal encodes a report or a reconcile as stored: JSON, HTML characters

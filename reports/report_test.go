@@ -1,12 +1,16 @@
 package reports
 
 import (
+	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/fuelsync/fuelsync/loader"
 )
 
 const etag = "5f0c2b1d7e3a9c8b4f6d0e1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e"
@@ -105,5 +109,29 @@ func TestToken(t *testing.T) {
 	// The names are separated: ("a", "bc") and ("ab", "c") differ.
 	if Token(secret, "a", "bc") == Token(secret, "ab", "c") {
 		t.Error("the token of (a, bc) is that of (ab, c)")
+	}
+}
+
+// TestSummaryBound: the largest summary a report can have (a message of
+// 4,096 control characters, each escaped to six bytes; five failed task ids
+// of 256 quotes; names of the longest) is at most MaxSummary bytes, the
+// figure the bounds of what one node keeps are computed with.
+func TestSummaryBound(t *testing.T) {
+	long := func(c byte, n int) string { return strings.Repeat(string(c), n) }
+	name := long('n', loader.MaxNameLength)
+	end := time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.FixedZone("x", -12*3600))
+	r := &Report{Cluster: name, Node: name, Graph: name, ETag: long('e', 64), Status: Failed, StartedAt: end, FinishedAt: &end,
+		Message: long(1, MaxMessage), ReceivedAt: end, Serial: math.MaxInt64, Revision: long('r', 64), View: long('v', 64), Seq: math.MaxInt64, TasksDropped: true}
+	for i := range MaxTasks {
+		st := []string{Running, Success, Failed, Skipped}[i%4]
+		r.Tasks = append(r.Tasks, Task{ID: long('"', MaxTaskID-4) + fmt.Sprintf("%04d", i), Status: st})
+	}
+	data, err := MarshalSummary(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the largest summary: %d bytes", len(data))
+	if len(data) > MaxSummary {
+		t.Errorf("a summary of %d bytes, over MaxSummary (%d)", len(data), MaxSummary)
 	}
 }

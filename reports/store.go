@@ -3,6 +3,7 @@ package reports
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"slices"
 	"sync"
@@ -50,15 +51,21 @@ const MaxReconcileProblems = 5
 // (state/etcdstate). Every name it is given is a name the loader accepts for
 // paths (loader.IsName); it refuses any other.
 type Backend interface {
-	// Put stores r as its node's newest report, numbering it (r.Seq): it
-	// takes the place of the newest one when that is an earlier report of
-	// the same run (running, then its result), else it is added; then the
-	// node's reports beyond keep are dropped, oldest first.
+	// Put stores r as its node's newest report, numbering it (r.Seq): its
+	// summary (Summarize) in the node's history, where it takes the place
+	// of the newest one when that is an earlier report of the same run
+	// (running, then its result), else it is added; then the node's
+	// reports beyond keep are dropped, oldest first. r itself, with its
+	// tasks, is kept as the node's last report, in place of the one
+	// before: a node's history holds summaries, and one report whole.
 	Put(ctx context.Context, r *Report, keep int) error
-	// Last returns every node's last report.
+	// Last returns every node's last report, summarized.
 	Last(ctx context.Context) ([]*Report, error)
-	// History returns a node's kept reports, newest first.
+	// History returns a node's kept reports, newest first, summarized.
 	History(ctx context.Context, cluster, node string) ([]*Report, error)
+	// Whole returns a node's last report with its tasks (when they were
+	// kept); nil when it has none.
+	Whole(ctx context.Context, cluster, node string) (*Report, error)
 	// PutReconcile adds rec to its cluster's reconciles, numbering it
 	// (rec.Seq), and drops those beyond keep, oldest first.
 	PutReconcile(ctx context.Context, rec *Reconcile, keep int) error
@@ -78,6 +85,13 @@ type Backend interface {
 // ends.
 type Watcher interface {
 	Watch(ctx context.Context, put func(*Report), remove func(cluster, node string)) error
+}
+
+// WriteChecker is a Backend that can say whether it takes writes now: etcd
+// refuses every write while an alarm is raised (NOSPACE: its database over
+// its quota).
+type WriteChecker interface {
+	CheckWrites(ctx context.Context) error
 }
 
 // provider is a state Backend that keeps reports too (etcd).
@@ -105,6 +119,23 @@ type Store struct {
 	mu     sync.RWMutex
 	last   map[string]map[string]*Report // cluster → node → last report (summarized)
 	loaded bool
+	// reconciled are the clusters this store recorded reconciles of, for
+	// Prune.
+	reconciled map[string]bool
+	// wholes are the last reports read whole (Whole), the newest
+	// maxWholes; wholeReads bounds the reads of whole reports at once.
+	wholeMu    sync.Mutex
+	wholes     []*Report
+	wholeReads chan struct{}
+	// puts serializes the Puts of a node (by a hash of its names): on etcd,
+	// concurrent reports of one node would retry each other's
+	// transactions.
+	puts [64]sync.Mutex
+	// writeErr is the error of the last write to the backend (nil after a
+	// write that succeeded); checked and checkedAt the last CheckWrites.
+	writeMu               sync.Mutex
+	writeErr, checked     error
+	writeErrAt, checkedAt time.Time
 	// changed, when set, is called after a report changed a node's last
 	// report, with its cluster.
 	changed func(cluster string)
@@ -112,7 +143,8 @@ type Store struct {
 
 // NewStore makes a store over b with the default bounds.
 func NewStore(b Backend) *Store {
-	return &Store{Backend: b, HistoryKeep: DefaultHistoryKeep, ReconcileKeep: DefaultReconcileKeep, last: map[string]map[string]*Report{}}
+	return &Store{Backend: b, HistoryKeep: DefaultHistoryKeep, ReconcileKeep: DefaultReconcileKeep, last: map[string]map[string]*Report{},
+		wholeReads: make(chan struct{}, maxWholeReads)}
 }
 
 // OnChange makes the store call f with a report's cluster after each report
@@ -207,7 +239,12 @@ func (s *Store) Put(ctx context.Context, r *Report) error {
 	if !loader.IsName(r.Cluster) || !loader.IsName(r.Node) {
 		return fmt.Errorf("cluster %q, node %q: not names the loader accepts", r.Cluster, r.Node)
 	}
-	if err := s.Backend.Put(ctx, r, s.historyKeep()); err != nil {
+	h := fnv.New32a()
+	h.Write([]byte(r.Cluster + "/" + r.Node))
+	mu := &s.puts[h.Sum32()%uint32(len(s.puts))]
+	mu.Lock()
+	defer mu.Unlock()
+	if err := s.wrote(ctx, s.Backend.Put(ctx, r, s.historyKeep())); err != nil {
 		return err
 	}
 	s.set(Summarize(r))
@@ -235,9 +272,65 @@ func (s *Store) Clusters() []string {
 	return slices.Sorted(maps.Keys(s.last))
 }
 
-// History returns a node's kept reports, newest first, with their tasks.
+// History returns a node's kept reports, newest first, summarized (their
+// task counts and first failed tasks; Whole has the last one's tasks).
 func (s *Store) History(ctx context.Context, cluster, node string) ([]*Report, error) {
 	return s.Backend.History(ctx, cluster, node)
+}
+
+// The bounds of the whole reports a Store reads: at most maxWholeReads at
+// once (each up to MaxBody of JSON, a few MiB decoded), and the newest
+// maxWholes kept, so that many views of one node decode its report once.
+const (
+	maxWholeReads = 4
+	maxWholes     = 8
+)
+
+// Whole returns a node's last report with its tasks (nil when none): the
+// one read before while it is still the node's last report, else read from
+// the backend, at most maxWholeReads at once. The caller does not modify it.
+func (s *Store) Whole(ctx context.Context, cluster, node string) (*Report, error) {
+	if r := s.cachedWhole(cluster, node); r != nil {
+		return r, nil
+	}
+	select {
+	case s.wholeReads <- struct{}{}:
+		defer func() { <-s.wholeReads }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if r := s.cachedWhole(cluster, node); r != nil {
+		return r, nil // read by another meanwhile
+	}
+	r, err := s.Backend.Whole(ctx, cluster, node)
+	if err != nil || r == nil {
+		return r, err
+	}
+	s.wholeMu.Lock()
+	defer s.wholeMu.Unlock()
+	s.wholes = slices.DeleteFunc(s.wholes, func(w *Report) bool { return w.Cluster == cluster && w.Node == node })
+	if len(s.wholes) == maxWholes {
+		s.wholes = slices.Delete(s.wholes, 0, 1)
+	}
+	s.wholes = append(s.wholes, r)
+	return r, nil
+}
+
+// cachedWhole is the node's whole report read before, when it is still the
+// node's last report.
+func (s *Store) cachedWhole(cluster, node string) *Report {
+	last := s.Last(cluster, node)
+	if last == nil {
+		return nil
+	}
+	s.wholeMu.Lock()
+	defer s.wholeMu.Unlock()
+	for _, w := range s.wholes {
+		if w.Cluster == cluster && w.Node == node && w.Seq == last.Seq && w.ReceivedAt.Equal(last.ReceivedAt) {
+			return w
+		}
+	}
+	return nil
 }
 
 // AddReconcile records a reconcile of its cluster.
@@ -248,7 +341,61 @@ func (s *Store) AddReconcile(ctx context.Context, rec *Reconcile) error {
 	if len(rec.Problems) > MaxReconcileProblems {
 		rec.Problems = rec.Problems[:MaxReconcileProblems]
 	}
-	return s.Backend.PutReconcile(ctx, rec, s.reconcileKeep())
+	s.mu.Lock()
+	if s.reconciled == nil {
+		s.reconciled = map[string]bool{}
+	}
+	s.reconciled[rec.Cluster] = true
+	s.mu.Unlock()
+	return s.wrote(ctx, s.Backend.PutReconcile(ctx, rec, s.reconcileKeep()))
+}
+
+// The bounds of Writable: a write that failed says the backend refuses
+// writes for writeErrorFor (unless a write succeeds meanwhile: the backend
+// is not written to while nobody reports); the backend's own answer is
+// asked at most every checkEvery.
+const (
+	writeErrorFor = 30 * time.Second
+	checkEvery    = time.Second
+)
+
+// wrote records the outcome err of a write to the backend, and returns it.
+// A write the caller gave up on (ctx ended) says nothing of the backend.
+func (s *Store) wrote(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return err
+	}
+	s.writeMu.Lock()
+	s.writeErr, s.writeErrAt = err, time.Now()
+	s.writeMu.Unlock()
+	return err
+}
+
+// Writable says why the backend refuses writes now, nil when it takes them:
+// what it says of itself (a WriteChecker: etcd's alarms), else the error of
+// the last write to it, if it failed within writeErrorFor.
+func (s *Store) Writable(ctx context.Context) error {
+	if wc, ok := s.Backend.(WriteChecker); ok {
+		s.writeMu.Lock()
+		fresh := time.Since(s.checkedAt) < checkEvery
+		err := s.checked
+		s.writeMu.Unlock()
+		if !fresh {
+			err = wc.CheckWrites(ctx)
+			s.writeMu.Lock()
+			s.checked, s.checkedAt = err, time.Now()
+			s.writeMu.Unlock()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if s.writeErr != nil && time.Since(s.writeErrAt) < writeErrorFor {
+		return fmt.Errorf("the last write to %s failed %s ago: %w", s.Backend, time.Since(s.writeErrAt).Round(time.Second), s.writeErr)
+	}
+	return nil
 }
 
 // Reconciles returns a cluster's kept reconciles, newest first.
@@ -257,11 +404,18 @@ func (s *Store) Reconciles(ctx context.Context, cluster string) ([]*Reconcile, e
 }
 
 // Prune forgets the reports of every node that st, the applied state, does
-// not have (a node removed, a cluster removed), so that nothing is kept of
-// nodes that are gone. Only nodes seen in the store are looked at.
+// not have (a node removed, a cluster removed), and the reconciles of every
+// cluster it does not have, so that nothing is kept of nodes and clusters
+// that are gone. Only nodes seen in the store, and clusters it recorded
+// reconciles of, are looked at.
 func (s *Store) Prune(ctx context.Context, st *state.State) error {
 	s.mu.RLock()
 	var gone [][2]string
+	for cluster := range s.reconciled {
+		if st.Clusters[cluster] == nil && s.last[cluster] == nil {
+			gone = append(gone, [2]string{cluster, ""})
+		}
+	}
 	for cluster, nodes := range s.last {
 		cs := st.Clusters[cluster]
 		for node := range nodes {
@@ -290,6 +444,7 @@ func (s *Store) forget(cluster, node string) {
 	defer s.mu.Unlock()
 	if node == "" {
 		delete(s.last, cluster)
+		delete(s.reconciled, cluster)
 		return
 	}
 	delete(s.last[cluster], node)

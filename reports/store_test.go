@@ -70,14 +70,24 @@ func TestWorkdirHistory(t *testing.T) {
 	if d := cmp.Diff([]int64{5, 4, 3}, seqsOf(h)); d != "" {
 		t.Errorf("history seqs (-want +got):\n%s", d)
 	}
+	// The history holds summaries: the tasks' counts, not the tasks; the
+	// last report is kept whole apart.
 	for _, r := range h {
-		if r.Status != Success || len(r.Tasks) != 2 {
-			t.Errorf("history entry %d: %s with %d tasks; want the run's success, with its tasks", r.Seq, r.Status, len(r.Tasks))
+		if r.Status != Success || len(r.Tasks) != 0 || r.TaskCounts[Success] != 1 || r.TaskCounts[Skipped] != 1 {
+			t.Errorf("history entry %d: %s with %d tasks, counts %v; want the run's success, summarized", r.Seq, r.Status, len(r.Tasks), r.TaskCounts)
 		}
 	}
+	w, err := s.Whole(ctx, "demo", "node-1")
+	if err != nil || w == nil || w.Seq != 5 || len(w.Tasks) != 2 || w.TaskCounts[Success] != 1 {
+		t.Errorf("the last report whole: %+v, %v; want seq 5 with its 2 tasks", w, err)
+	}
+	// Read once while it is the last report; read again once it is not.
+	if again, _ := s.Whole(ctx, "demo", "node-1"); again != w {
+		t.Error("the last report whole was read again")
+	}
 	files, _ := os.ReadDir(filepath.Join(dir, "reports", "nodes", "demo", "node-1"))
-	if len(files) != 3 {
-		t.Errorf("%d files in the node's directory; want 3", len(files))
+	if len(files) != 4 {
+		t.Errorf("%d files in the node's directory; want 3 and last.json", len(files))
 	}
 	// A report of another run while the last is a success is a new entry.
 	if err := s.Put(ctx, report("node-1", Failed, etag, t0.Add(time.Hour))); err != nil {
@@ -85,6 +95,10 @@ func TestWorkdirHistory(t *testing.T) {
 	}
 	if err := s.Put(ctx, report("node-2", Running, etag, t0)); err != nil {
 		t.Fatal(err)
+	}
+
+	if w, _ := s.Whole(ctx, "demo", "node-1"); w == nil || w.Seq != 6 || w.Status != Failed {
+		t.Errorf("the last report whole after a new report: %+v", w)
 	}
 
 	again := NewStore(&Workdir{Dir: dir})
@@ -226,5 +240,101 @@ func TestHealth(t *testing.T) {
 	}
 	if len(s.Clusters()) != 0 {
 		t.Errorf("clusters left: %v", s.Clusters())
+	}
+}
+
+// TestWorkdirWholeAndOlderHistory: the node's last report whole is last.json
+// only while it is the history's newest entry (a crash between the two
+// writes leaves an older one: the newest summary is answered then); a history
+// kept whole by an older fuelsync reads as summaries, and its newest entry is
+// the last report whole.
+func TestWorkdirWholeAndOlderHistory(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	withTasks := func(seq int64) *Report {
+		r := report("node-1", Failed, etag, t0.Add(time.Duration(seq)*time.Hour))
+		r.Seq, r.ReceivedAt, r.Tasks = seq, t0.Add(time.Duration(seq)*time.Hour+time.Minute), []Task{{ID: "a", Status: Success}, {ID: "keystone", Status: Failed}}
+		return r
+	}
+	for name, tc := range map[string]struct {
+		files     map[string]*Report // file name → report, stored whole (Marshal) or summarized
+		summaries bool
+		wantSeq   int64
+		wantTasks int
+	}{
+		"an older history, whole":    {files: map[string]*Report{seqName(1): withTasks(1), seqName(2): withTasks(2)}, wantSeq: 2, wantTasks: 2},
+		"last.json of an older seq":  {files: map[string]*Report{seqName(2): withTasks(2), lastName: withTasks(1)}, summaries: true, wantSeq: 2},
+		"last.json of the newest":    {files: map[string]*Report{seqName(1): withTasks(1), seqName(2): withTasks(2), lastName: withTasks(2)}, summaries: true, wantSeq: 2, wantTasks: 2},
+		"no last.json, a summary":    {files: map[string]*Report{seqName(3): withTasks(3)}, summaries: true, wantSeq: 3},
+		"last.json without its node": {files: map[string]*Report{lastName: withTasks(1)}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := claimed(t)
+			nd := filepath.Join(dir, "reports", "nodes", "demo", "node-1")
+			if err := os.MkdirAll(nd, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for file, r := range tc.files {
+				data, _ := Marshal(r)
+				if file == lastName {
+					data, _ = MarshalWhole(r)
+				} else if tc.summaries {
+					data, _ = MarshalSummary(r)
+				}
+				if err := os.WriteFile(filepath.Join(nd, file), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s := NewStore(&Workdir{Dir: dir})
+			w, err := s.Whole(ctx, "demo", "node-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantSeq == 0 {
+				if w != nil {
+					t.Errorf("a whole report without a history: %+v", w)
+				}
+				return
+			}
+			if w == nil || w.Seq != tc.wantSeq || len(w.Tasks) != tc.wantTasks || w.TaskCounts[Failed] != 1 || len(w.FailedTasks) != 1 {
+				t.Errorf("Whole: %+v; want seq %d with %d tasks, its counts", w, tc.wantSeq, tc.wantTasks)
+			}
+			h, err := s.History(ctx, "demo", "node-1")
+			if err != nil || len(h) == 0 {
+				t.Fatal(h, err)
+			}
+			for _, r := range h {
+				if len(r.Tasks) != 0 || r.TaskCounts[Failed] != 1 || r.FailedTasks[0] != "keystone" {
+					t.Errorf("history entry %d: %d tasks, counts %v, failed %v; want a summary", r.Seq, len(r.Tasks), r.TaskCounts, r.FailedTasks)
+				}
+			}
+		})
+	}
+}
+
+// TestPruneReconciles: the reconciles of a cluster no longer in the applied
+// state are removed with it, even when none of its nodes reported.
+func TestPruneReconciles(t *testing.T) {
+	ctx := context.Background()
+	dir := claimed(t)
+	s := NewStore(&Workdir{Dir: dir})
+	for _, c := range []string{"kept", "gone"} {
+		if err := s.AddReconcile(ctx, &Reconcile{Cluster: c, Serial: 1, Status: "synced", Applied: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := &state.State{Clusters: map[string]*state.ClusterState{"kept": {}}}
+	if err := s.Prune(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	if recs, _ := s.Reconciles(ctx, "gone"); len(recs) != 0 {
+		t.Errorf("a removed cluster's reconciles are kept: %d", len(recs))
+	}
+	if recs, _ := s.Reconciles(ctx, "kept"); len(recs) != 1 {
+		t.Errorf("an applied cluster's reconciles: %d, want 1", len(recs))
+	}
+	entries, _ := os.ReadDir(filepath.Join(dir, "reports", "reconciles"))
+	if len(entries) != 1 {
+		t.Errorf("%d reconcile directories; want 1", len(entries))
 	}
 }

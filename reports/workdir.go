@@ -21,7 +21,8 @@ import (
 // Workdir keeps the reports in the work directory Dir, beside (not inside)
 // the applied sets:
 //
-//	<workdir>/reports/nodes/<cluster>/<node>/<seq>.json   a node's reports, the highest seq its last
+//	<workdir>/reports/nodes/<cluster>/<node>/<seq>.json   a node's reports, summarized (MarshalSummary), the highest seq its last
+//	<workdir>/reports/nodes/<cluster>/<node>/last.json    the node's last report whole, with its tasks (MarshalWhole)
 //	<workdir>/reports/reconciles/<cluster>/<seq>.json     a cluster's reconciles
 //
 // (<seq> in 16 decimal digits). Each file is written whole through a synced
@@ -115,24 +116,52 @@ func seqs(dir string, clean bool) ([]int64, error) {
 	return out, nil
 }
 
-// readJSON reads a stored file (at most maxStoredFile bytes) into v.
-func readJSON(name string, v any) error {
+// lastName is the file of a node's last report, whole.
+const lastName = "last.json"
+
+// readFile reads a stored file, at most maxStoredFile bytes.
+func readFile(name string) ([]byte, error) {
 	f, err := os.OpenFile(name, os.O_RDONLY|noFollow, 0)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxStoredFile+1))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(data) > maxStoredFile {
-		return fmt.Errorf("%s is over %d bytes", name, maxStoredFile)
+		return nil, fmt.Errorf("%s is over %d bytes", name, maxStoredFile)
 	}
-	if err := json.Unmarshal(data, v); err != nil {
+	return data, nil
+}
+
+// readJSON reads a stored file into v.
+func readJSON(name string, v any) error {
+	return readWith(name, func(data []byte) error { return json.Unmarshal(data, v) })
+}
+
+// readWith reads a stored file and decodes it with decode.
+func readWith(name string, decode func([]byte) error) error {
+	data, err := readFile(name)
+	if err != nil {
+		return err
+	}
+	if err := decode(data); err != nil {
 		return fmt.Errorf("%s does not parse: %w", name, err)
 	}
 	return nil
+}
+
+// readSummary reads a history file: a summary (or a report kept whole
+// before, summarized).
+func readSummary(name string) (*Report, error) {
+	var r *Report
+	err := readWith(name, func(data []byte) (err error) {
+		r, err = UnmarshalSummary(data)
+		return err
+	})
+	return r, err
 }
 
 // trim removes the files of dir whose seq is at most last-keep.
@@ -158,24 +187,69 @@ func (w *Workdir) Put(_ context.Context, r *Report, keep int) error {
 	r.Seq = 1
 	if len(have) > 0 {
 		newest := have[len(have)-1]
-		var prev Report
-		if err := readJSON(filepath.Join(dir, seqName(newest)), &prev); err != nil {
+		prev, err := readSummary(filepath.Join(dir, seqName(newest)))
+		if err != nil {
 			return err
 		}
 		r.Seq = newest + 1
-		if SameRun(&prev, r) {
+		if SameRun(prev, r) {
 			r.Seq = newest
 		}
 	}
-	data, err := Marshal(r)
+	summary, err := MarshalSummary(r)
 	if err != nil {
 		return err
 	}
-	if err := state.WriteFileAtomic(filepath.Join(dir, seqName(r.Seq)), data); err != nil {
+	whole, err := MarshalWhole(r)
+	if err != nil {
+		return err
+	}
+	// The history's entry first: it is the node's last report (Last); the
+	// whole one is taken only when it is that report (Whole).
+	if err := state.WriteFileAtomic(filepath.Join(dir, seqName(r.Seq)), summary); err != nil {
+		return err
+	}
+	if err := state.WriteFileAtomic(filepath.Join(dir, lastName), whole); err != nil {
 		return err
 	}
 	trim(dir, have, r.Seq, keep)
 	return nil
+}
+
+// Whole implements Backend: last.json when it is the report of the
+// history's newest entry (same seq and receipt), else that entry (a report
+// kept whole before, or a summary).
+func (w *Workdir) Whole(_ context.Context, cluster, node string) (*Report, error) {
+	dir, err := w.dir(false, "nodes", cluster, node)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	have, err := seqs(dir, false)
+	if err != nil || len(have) == 0 {
+		return nil, err
+	}
+	var newest *Report
+	if err := readWith(filepath.Join(dir, seqName(have[len(have)-1])), func(data []byte) (err error) {
+		newest, err = UnmarshalWhole(data)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	var last *Report
+	err = readWith(filepath.Join(dir, lastName), func(data []byte) (err error) {
+		last, err = UnmarshalWhole(data)
+		return err
+	})
+	if err == nil && last.Seq == newest.Seq && last.ReceivedAt.Equal(newest.ReceivedAt) {
+		newest = last
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	newest.Cluster, newest.Node = cluster, node
+	return newest, nil
 }
 
 // Last implements Backend.
@@ -209,8 +283,8 @@ func (w *Workdir) Last(context.Context) ([]*Report, error) {
 			if err != nil || len(have) == 0 {
 				continue
 			}
-			r := &Report{}
-			if err := readJSON(filepath.Join(dir, seqName(have[len(have)-1])), r); err != nil {
+			r, err := readSummary(filepath.Join(dir, seqName(have[len(have)-1])))
+			if err != nil {
 				return nil, err
 			}
 			r.Cluster, r.Node = c.Name(), n.Name()
@@ -222,17 +296,18 @@ func (w *Workdir) Last(context.Context) ([]*Report, error) {
 
 // History implements Backend.
 func (w *Workdir) History(_ context.Context, cluster, node string) ([]*Report, error) {
-	out, err := newestFirst[Report](w.dir(false, "nodes", cluster, node))
+	dir, err := w.dir(false, "nodes", cluster, node)
+	out, err := newestFirst(dir, err, readSummary)
 	for _, r := range out {
 		r.Cluster, r.Node = cluster, node
 	}
 	return out, err
 }
 
-// newestFirst reads the numbered files of dir (seqs), newest first, each into
-// a new T, skipping a file dropped meanwhile; none when dir does not exist.
-// err is the error of finding dir.
-func newestFirst[T any](dir string, err error) ([]*T, error) {
+// newestFirst reads the numbered files of dir (seqs), newest first, each by
+// read, skipping a file dropped meanwhile; none when dir does not exist. err
+// is the error of finding dir.
+func newestFirst[T any](dir string, err error, read func(name string) (*T, error)) ([]*T, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -245,8 +320,8 @@ func newestFirst[T any](dir string, err error) ([]*T, error) {
 	}
 	out := make([]*T, 0, len(have))
 	for _, n := range slices.Backward(have) {
-		v := new(T)
-		if err := readJSON(filepath.Join(dir, seqName(n)), v); errors.Is(err, fs.ErrNotExist) {
+		v, err := read(filepath.Join(dir, seqName(n)))
+		if errors.Is(err, fs.ErrNotExist) {
 			continue // dropped meanwhile
 		} else if err != nil {
 			return nil, err
@@ -284,7 +359,11 @@ func (w *Workdir) PutReconcile(_ context.Context, rec *Reconcile, keep int) erro
 
 // Reconciles implements Backend.
 func (w *Workdir) Reconciles(_ context.Context, cluster string) ([]*Reconcile, error) {
-	return newestFirst[Reconcile](w.dir(false, "reconciles", cluster))
+	dir, err := w.dir(false, "reconciles", cluster)
+	return newestFirst(dir, err, func(name string) (*Reconcile, error) {
+		rec := &Reconcile{}
+		return rec, readJSON(name, rec)
+	})
 }
 
 // Remove implements Backend.

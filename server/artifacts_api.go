@@ -40,6 +40,10 @@ import (
 const (
 	// DefaultMaxWait is the longest ?wait= served; a longer one is shortened.
 	DefaultMaxWait = 60 * time.Second
+	// MinMaxWait is the floor of MaxWait (serve --max-wait): below it, an
+	// agent whose poll is answered at once polls again at once (--max-wait 0s
+	// let one agent make 18,650 requests in 11 s).
+	MinMaxWait = time.Second
 	// DefaultMaxWaiting is how many requests may wait at once; beyond it, 429
 	// with Retry-After. A waiting request costs about 26 KB of memory (its
 	// goroutine, the connection's buffers and the request), so 10,000 of them

@@ -48,14 +48,21 @@ func startAPI(t testing.TB, setup func(*Server, *Limits)) *apiServer {
 	if setup != nil {
 		setup(srv, &lim)
 	}
+	return &apiServer{dir: dir, repo: repo, wd: wd, loop: loop, srv: srv, base: serveOn(t, srv.Handler(), lim)}
+}
+
+// serveOn serves h on a new loopback port with lim until the test ends, and
+// returns its base URL.
+func serveOn(t testing.TB, h http.Handler, lim Limits) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs, limited := HTTPServer(srv.Handler(), ln, lim)
+	hs, limited := HTTPServer(h, ln, lim)
 	go hs.Serve(limited)
 	t.Cleanup(func() { hs.Close() })
-	return &apiServer{dir: dir, repo: repo, wd: wd, loop: loop, srv: srv, base: "http://" + ln.Addr().String()}
+	return "http://" + ln.Addr().String()
 }
 
 func (a *apiServer) reconcile(t *testing.T, want operation.Outcome) {

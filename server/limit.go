@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,10 +28,13 @@ type Limits struct {
 	// MaxHeaderBytes bounds a request's headers.
 	MaxHeaderBytes int
 	// MaxConnections caps the connections open at once. At the cap, a new
-	// connection closes an idle keep-alive connection, else refuses the oldest
-	// one that has not finished sending its headers within SlowHeaders (it is
-	// answered 429 with Retry-After, never closed without an answer), else it
-	// waits, in the kernel's accept queue, for one to close or to wait.
+	// connection closes an idle keep-alive connection from which nothing of
+	// a next request has been read (one whose request arrives as it is
+	// closed is answered 503 with Connection: close, not served), else
+	// refuses the oldest one that has not finished sending its headers
+	// within SlowHeaders (it is answered 429 with Retry-After, never closed
+	// without an answer), else it waits, in the kernel's accept queue, for
+	// one to close or to wait.
 	// Connections of long-polls (see Waiting) do not count while they wait.
 	MaxConnections int
 	// SlowHeaders is how long a connection may take to send its headers
@@ -138,7 +142,8 @@ func Waiting(ctx context.Context) (done func()) {
 // connLimiter is a listener with at most max connections open, like
 // golang.org/x/net/netutil.LimitListener, except that when it is full a new
 // connection first makes room: it closes an idle keep-alive connection (which
-// costs its client nothing to reopen), else it refuses (429, Retry-After) the
+// costs its client nothing to reopen) from which nothing has been read since
+// its last answer (see limitedConn.phase), else it refuses (429, Retry-After) the
 // oldest connection that has not sent its headers within slow. So neither idle
 // nor slow-header connections can lock the others out, and no connection that
 // may carry a request is closed without an answer. Connections younger than
@@ -153,8 +158,8 @@ type connLimiter struct {
 	cond    *sync.Cond
 	open    map[*limitedConn]connInfo
 	waiting int // of open, those waiting in a long-poll: not counted
-	// refusing counts the connections refused to make room (429) and not yet
-	// closed; they are no longer in open. At most max.
+	// refusing counts the connections refused (429) or closed (idle) to
+	// make room and not yet closed; they are no longer in open. At most max.
 	refusing int
 	closed   bool
 }
@@ -177,10 +182,15 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 	for len(l.open)-l.waiting >= l.max && !l.closed {
 		idle, slow, next := l.victim(time.Now())
 		if idle != nil {
-			delete(l.open, idle)
-			l.mu.Unlock()
-			idle.Conn.Close()
-			l.mu.Lock()
+			// Its place is the newcomer's unless a request has come on it
+			// meanwhile (then it is busy: look again).
+			if idle.phase.CompareAndSwap(phaseIdle, phaseClosing) {
+				delete(l.open, idle)
+				l.refusing++
+				// Wake the server's wait for its next request: it reads
+				// nothing more (Read), and closes it.
+				idle.Conn.SetReadDeadline(time.Now())
+			}
 			continue
 		}
 		if slow != nil {
@@ -214,15 +224,20 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 }
 
 // victim is what makes room at the cap: the idle connection whose last
-// request is the oldest, to close; else the oldest new one that has not sent
-// its headers within l.slow, to refuse; else, when a new one may be refused
-// later, how long until then. Called with mu held.
+// request is the oldest and from which nothing has been read since, to close;
+// else the oldest new one that has not sent its headers within l.slow, to
+// refuse; else, when a new one may be refused later, how long until then.
+// None while max connections are being refused or closed. Called with mu
+// held.
 func (l *connLimiter) victim(now time.Time) (idle, slow *limitedConn, next time.Duration) {
+	if l.refusing >= l.max {
+		return nil, nil, 0
+	}
 	var fresh *limitedConn
 	var idleAt, freshAt time.Time
 	for c, info := range l.open {
 		switch {
-		case info.state == http.StateIdle:
+		case info.state == http.StateIdle && c.phase.Load() == phaseIdle:
 			if idle == nil || info.since.Before(idleAt) {
 				idle, idleAt = c, info.since
 			}
@@ -232,7 +247,7 @@ func (l *connLimiter) victim(now time.Time) (idle, slow *limitedConn, next time.
 			}
 		}
 	}
-	if idle != nil || fresh == nil || l.refusing >= l.max {
+	if idle != nil || fresh == nil {
 		return idle, nil, 0
 	}
 	if age := now.Sub(freshAt); age >= l.slow {
@@ -250,6 +265,10 @@ func (l *connLimiter) connState(c net.Conn, state http.ConnState) {
 	case http.StateClosed, http.StateHijacked:
 		lc.release()
 		return
+	case http.StateIdle:
+		lc.phase.CompareAndSwap(phaseBusy, phaseIdle)
+	case http.StateActive:
+		lc.phase.CompareAndSwap(phaseIdle, phaseBusy)
 	}
 	l.mu.Lock()
 	if info, ok := l.open[lc]; ok {
@@ -273,7 +292,18 @@ type limitedConn struct {
 	l       *connLimiter
 	once    sync.Once
 	refused atomic.Bool // answered by refuse: the server reads nothing more, writes nothing more
+	// phase says whether the connection may be closed to make room:
+	// phaseIdle from its answer (the server's idle hook) until anything is
+	// read from it; phaseClosing once chosen to make room.
+	phase atomic.Int32
 }
+
+// The phases of a limitedConn.
+const (
+	phaseBusy    = iota // new, or a request read or being served
+	phaseIdle           // answered, and nothing read since
+	phaseClosing        // closed to make room: its next request is not served
+)
 
 // The linger of a refused connection: after its 429, it is read (and what is
 // read thrown away) for at most refuseLinger or refuseDrain bytes before it is
@@ -289,9 +319,21 @@ const (
 // sent (see Read) until it closes. c has not sent its headers yet; its
 // request, if it completes meanwhile, is not served.
 func (c *limitedConn) refuse(msg string) {
+	c.answer("429 Too Many Requests", retryAfter(), msg)
+}
+
+// answer writes a whole answer (status, Retry-After and msg, with
+// Connection: close and the security headers) on c in place of the server,
+// marks c refused, ends its writing side and sets its linger.
+func (c *limitedConn) answer(status, retry, msg string) {
+	c.refused.Store(true)
 	c.Conn.SetWriteDeadline(time.Now().Add(refuseLinger))
-	fmt.Fprintf(c.Conn, "HTTP/1.1 429 Too Many Requests\r\nRetry-After: %s\r\nContent-Type: text/plain; charset=utf-8\r\n"+
-		"Content-Length: %d\r\nConnection: close\r\n\r\n%s", retryAfter(), len(msg), msg)
+	var head strings.Builder
+	for _, kv := range SecurityHeaders {
+		head.WriteString(kv[0] + ": " + kv[1] + "\r\n")
+	}
+	fmt.Fprintf(c.Conn, "HTTP/1.1 %s\r\nRetry-After: %s\r\nContent-Type: text/plain; charset=utf-8\r\n%s"+
+		"Content-Length: %d\r\nConnection: close\r\n\r\n%s", status, retry, head.String(), len(msg), msg)
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
 		cw.CloseWrite()
 	}
@@ -301,11 +343,19 @@ func (c *limitedConn) refuse(msg string) {
 // Read reads the request, unless the connection was refused: then it reads
 // and throws away what the client sends, until the client closes, the linger
 // ends or refuseDrain bytes, and returns io.EOF (the server then closes the
-// connection without a word).
+// connection without a word). A connection closed to make room reads
+// nothing more: io.EOF at once, or, when a request comes as it is closed, an
+// answer 503 with Connection: close in place of the server, and the drain.
 func (c *limitedConn) Read(p []byte) (int, error) {
 	if !c.refused.Load() {
 		n, err := c.Conn.Read(p)
+		if n > 0 && !c.phase.CompareAndSwap(phaseIdle, phaseBusy) && c.phase.Load() == phaseClosing && !c.refused.Load() {
+			c.answer("503 Service Unavailable", "1", fmt.Sprintf("too many connections (%d open); this one was closed to make room as this request came: it was not served, send it again\n", c.l.max))
+		}
 		if !c.refused.Load() {
+			if c.phase.Load() == phaseClosing && n == 0 {
+				return 0, io.EOF
+			}
 			return n, err
 		}
 	}
@@ -329,17 +379,18 @@ func (c *limitedConn) Write(p []byte) (int, error) {
 }
 
 // SetReadDeadline sets the read deadline, unless the connection was refused
-// (it keeps its linger).
+// (it keeps its linger) or closed to make room (it keeps its deadline, past).
 func (c *limitedConn) SetReadDeadline(t time.Time) error {
-	if c.refused.Load() {
+	if c.refused.Load() || c.phase.Load() == phaseClosing {
 		return nil
 	}
 	return c.Conn.SetReadDeadline(t)
 }
 
-// SetDeadline sets the deadlines, unless the connection was refused.
+// SetDeadline sets the deadlines, unless the connection was refused or
+// closed to make room.
 func (c *limitedConn) SetDeadline(t time.Time) error {
-	if c.refused.Load() {
+	if c.refused.Load() || c.phase.Load() == phaseClosing {
 		return nil
 	}
 	return c.Conn.SetDeadline(t)
@@ -353,7 +404,7 @@ func (c *limitedConn) release() {
 				c.l.waiting--
 			}
 			delete(c.l.open, c)
-		} else if c.refused.Load() {
+		} else if c.refused.Load() || c.phase.Load() == phaseClosing {
 			c.l.refusing--
 		}
 		c.l.cond.Broadcast()

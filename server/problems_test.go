@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,26 +20,40 @@ import (
 	"github.com/fuelsync/fuelsync/state"
 )
 
+// withSpecs commits n more cluster specs (spec gives each one's file name
+// and content) to a copy of the quickstart, and reconciles it once into a
+// new work directory, which it returns with its server (its loop logging to
+// log, when not nil). Each spec holds only its own cluster: demo and
+// demo-hcl apply.
+func withSpecs(t *testing.T, n int, log *slog.Logger, spec func(i int) (name, data string)) (*Server, string) {
+	t.Helper()
+	dir, repo := gittest.Quickstart(t)
+	for i := range n {
+		name, data := spec(i)
+		if err := os.WriteFile(filepath.Join(dir, "clusters", name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gittest.Commit(t, repo, fmt.Sprintf("%d more cluster specs", n))
+	wd := filepath.Join(t.TempDir(), "wd")
+	loop := &controller.Loop{Workdir: state.Open(wd), Source: &source.LocalSource{Path: dir}, ToolVersion: "test", Log: log}
+	srv := New(loop, nil)
+	if o := loop.ReconcileOnce(context.Background()); o != operation.Applied {
+		t.Fatalf("reconcile: %s, want %s", o, operation.Applied)
+	}
+	return srv, wd
+}
+
 // A commit with more problems than MaxProblems: the log, the status and the
 // status page show the first MaxProblems and count the rest. 60,000 empty
 // cluster specs logged 60,000 lines for one reconcile and made a status
 // document of 5.3 MB; 250 here.
 func TestProblemsCapped(t *testing.T) {
-	dir, repo := gittest.Quickstart(t)
 	const n = 250
-	for i := range n {
-		if err := os.WriteFile(filepath.Join(dir, "clusters", fmt.Sprintf("empty-%03d.yaml", i)), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	gittest.Commit(t, repo, "250 empty cluster specs")
 	var logged bytes.Buffer
-	loop := &controller.Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &source.LocalSource{Path: dir}, ToolVersion: "test",
-		Log: slog.New(slog.NewJSONHandler(&logged, nil))}
-	// Each empty spec holds only its own cluster: demo and demo-hcl apply.
-	if o := loop.ReconcileOnce(context.Background()); o != operation.Applied {
-		t.Fatalf("reconcile: %s, want %s", o, operation.Applied)
-	}
+	srv, _ := withSpecs(t, n, slog.New(slog.NewJSONHandler(&logged, nil)), func(i int) (string, string) {
+		return fmt.Sprintf("empty-%03d.yaml", i), ""
+	})
 	more := fmt.Sprintf("and %d more problems (%d in all)", n-controller.MaxProblems, n)
 
 	// The log: one line a problem up to MaxProblems, then one with the count.
@@ -69,20 +82,14 @@ func TestProblemsCapped(t *testing.T) {
 	}
 
 	// The status, in Go and over HTTP, and the status page.
+	loop := srv.Loop
 	st := loop.Status()
 	if len(st.Errors) != controller.MaxProblems || st.ErrorsOmitted != n-controller.MaxProblems || !strings.Contains(st.Errors[0], "clusters/empty-000.yaml") {
 		t.Errorf("status: %d errors (the first %q), %d omitted; want %d and %d", len(st.Errors), st.Errors[0], st.ErrorsOmitted, controller.MaxProblems, n-controller.MaxProblems)
 	}
-	srv := New(loop, nil)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: srv.Handler()}
-	go hs.Serve(ln)
-	t.Cleanup(func() { hs.Close() })
+	base := serveOn(t, srv.Handler(), DefaultLimits)
 	get := func(path string) string {
-		resp, err := http.Get("http://" + ln.Addr().String() + path)
+		resp, err := http.Get(base + path)
 		if err != nil {
 			t.Fatal(err)
 		}

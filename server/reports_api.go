@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/internal/safetext"
@@ -38,12 +39,13 @@ const (
 	reportNotFound     = "not_found"
 	reportConflict     = "conflict"
 	reportTooLarge     = "too_large"
+	reportTooMany      = "too_many"
 	reportUnavailable  = "unavailable"
 	reportError        = "error"
 )
 
 // ReportResults lists the results of a report (the metric's label values).
-var ReportResults = []string{reportAccepted, reportBadRequest, reportUnauthorized, reportForbidden, reportNotFound, reportConflict, reportTooLarge, reportUnavailable, reportError}
+var ReportResults = []string{reportAccepted, reportBadRequest, reportUnauthorized, reportForbidden, reportNotFound, reportConflict, reportTooLarge, reportTooMany, reportUnavailable, reportError}
 
 // bearer is the request's bearer token ("" when none).
 func bearer(r *http.Request) (string, bool) {
@@ -94,28 +96,8 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) {
 		result, code, why = res, c, msg
 		http.Error(w, msg, c)
 	}
-	refuse := func(res string, c int, msg string) {
-		w.Header().Set("Connection", "close") // the body is left unread
-		fail(res, c, msg)
-	}
-	if len(s.AgentSecret) == 0 {
-		refuse(reportForbidden, http.StatusForbidden, "this serve takes no report: start it with --agent-secret-file (the secret the nodes' tokens are derived from)")
-		return
-	}
-	for _, n := range [][2]string{{"cluster", cluster}, {"node", node}} {
-		if !loaderName(n[1]) {
-			refuse(reportBadRequest, http.StatusBadRequest, nameProblem(n[0], n[1]))
-			return
-		}
-	}
-	tok, ok := bearer(r)
-	if !ok || tok == "" {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="fuelsync"`)
-		refuse(reportUnauthorized, http.StatusUnauthorized, "a report needs Authorization: Bearer <the node's token> (fuelsync agent-token --cluster C --node N)")
-		return
-	}
-	if !reports.CheckToken(s.AgentSecret, cluster, node, tok) {
-		refuse(reportForbidden, http.StatusForbidden, fmt.Sprintf("the bearer token is not the token of node %s of cluster %s: a node reports only for itself", node, cluster))
+	if res, c, msg := s.admitReport(w, r, cluster, node); res != "" {
+		result, code, why = res, c, msg
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, reports.MaxBody))
@@ -163,12 +145,94 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) {
 	if rep.Revision == "" {
 		rep.Revision = served.StateRevision
 	}
+	if !s.chargeReport(w, rep, len(body)) {
+		result, code, why = reportTooMany, http.StatusTooManyRequests, "over the node's budget of bytes"
+		return
+	}
 	if err := s.Loop.Reports.Put(r.Context(), rep); err != nil {
 		fail(reportError, http.StatusInternalServerError, "keeping the report: "+redact.Text(err.Error()))
 		return
 	}
 	writeJSONBody(w, http.StatusOK, ReportAnswer{Cluster: cluster, Node: node, Seq: rep.Seq, Serial: rep.Serial,
 		State: reports.NodeState(st, cluster, node, rep)})
+}
+
+// admitReport checks what costs nothing, before a report's body is read:
+// the agent secret, the names, the node's token, the node's rate. When it
+// refuses, it answers w (with Connection: close: the body is left unread)
+// and returns the result, the status and why; result "" when admitted.
+func (s *Server) admitReport(w http.ResponseWriter, r *http.Request, cluster, node string) (result string, code int, why string) {
+	refuse := func(res string, c int, msg string) (string, int, string) {
+		w.Header().Set("Connection", "close")
+		http.Error(w, msg, c)
+		return res, c, msg
+	}
+	if len(s.AgentSecret) == 0 {
+		return refuse(reportForbidden, http.StatusForbidden, "this serve takes no report: start it with --agent-secret-file (the secret the nodes' tokens are derived from)")
+	}
+	for _, n := range [][2]string{{"cluster", cluster}, {"node", node}} {
+		if !loaderName(n[1]) {
+			return refuse(reportBadRequest, http.StatusBadRequest, nameProblem(n[0], n[1]))
+		}
+	}
+	tok, ok := bearer(r)
+	if !ok || tok == "" {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="fuelsync"`)
+		return refuse(reportUnauthorized, http.StatusUnauthorized, "a report needs Authorization: Bearer <the node's token> (fuelsync agent-token --cluster C --node N)")
+	}
+	if !reports.CheckToken(s.AgentSecret, cluster, node, tok) {
+		return refuse(reportForbidden, http.StatusForbidden, fmt.Sprintf("the bearer token is not the token of node %s of cluster %s: a node reports only for itself", node, cluster))
+	}
+	if !s.nodeAllowed(w, cluster, node) {
+		return reportTooMany, http.StatusTooManyRequests, "over the node's rate of requests"
+	}
+	return "", 0, ""
+}
+
+// keyOverhead is what chargeReport counts for each key a report writes (3
+// puts and the removal of the history's oldest entry on etcd) besides its
+// bytes: etcd's own per-key cost (its quota counts 256 bytes a put, and a
+// revision keeps the key beside the value).
+const keyOverhead = 256
+
+// chargeReport takes what rep (of a body of n bytes) writes to the state
+// backend from its node's budget of bytes (Server.ReportBytes): the report
+// whole (at most its body and the fields the server adds) and its summary
+// twice (the node's last report and its history entry). When the budget
+// has not that much, the report is kept without its tasks (their counts and
+// first failed ones; TasksDropped), if the budget has that; else it answers
+// 429 with Retry-After and returns false.
+func (s *Server) chargeReport(w http.ResponseWriter, rep *reports.Report, n int) bool {
+	summary, err := reports.MarshalSummary(rep)
+	if err != nil {
+		return true // the store says why
+	}
+	k := nodeKey{rep.Cluster, rep.Node}
+	const fields = 1024 // the fields the server adds, at most
+	if ok, _ := s.nodeBytes.take(k, float64(n+fields+2*len(summary)+4*keyOverhead)); ok {
+		return true
+	}
+	ok, wait := s.nodeBytes.take(k, float64(3*len(summary)+4*keyOverhead))
+	if !ok {
+		w.Header().Set("Retry-After", retrySeconds(wait))
+		http.Error(w, fmt.Sprintf("node %s of cluster %s wrote over its budget of bytes (%s at once, then %s an hour): not kept; retry in %s s",
+			rep.Node, rep.Cluster, mib(s.nodeBytes.rate.Burst), mib(s.nodeBytes.rate.PerSecond*3600), retrySeconds(wait)), http.StatusTooManyRequests)
+		return false
+	}
+	*rep = *reports.Summarize(rep)
+	rep.TasksDropped = true
+	return true
+}
+
+// mib says a number of bytes: "4 MiB", "39.06 KiB", "12 bytes".
+func mib(n float64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.4g MiB", n/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.4g KiB", n/(1<<10))
+	}
+	return fmt.Sprintf("%.0f bytes", n)
 }
 
 // logReport logs a report: at debug level when accepted (thousands of nodes
@@ -189,10 +253,14 @@ func (s *Server) logReport(cluster, node, result string, code int, why string) {
 	log.Log(context.Background(), level, "node report", attrs...)
 }
 
-// cut cuts s to n bytes.
+// cut cuts s to at most n bytes, at a character's start, ending with "…"
+// when cut.
 func cut(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }

@@ -79,6 +79,13 @@ type Server struct {
 	// from (reports.Token): a node reports with its own token, and reads its
 	// own graphs with it too. Without it, no report is taken.
 	AgentSecret []byte
+	// ReportRate and ReportBytes bound what one node writes (see
+	// nodeAllowed, chargeReport): its requests, and the bytes its reports
+	// write to the state backend. Read by Handler.
+	ReportRate, ReportBytes Rate
+
+	nodeRate, nodeBytes *nodeBuckets
+
 	// Runs, when set, coordinates the deployments (serve with
 	// --agent-secret-file): the runs API and the agents' tasks.
 	Runs *runs.Coordinator
@@ -126,6 +133,7 @@ type componentsCache struct {
 func New(loop *controller.Loop, secret []byte) *Server {
 	s := &Server{Loop: loop, Secret: secret, seen: map[string]time.Time{},
 		reads: make(chan struct{}, MaxBodyReads), MaxWait: DefaultMaxWait, MaxWaiting: DefaultMaxWaiting,
+		ReportRate: DefaultReportRate, ReportBytes: DefaultReportBytes,
 		writeTimeout: DefaultLimits.WriteTimeout, trigger: loop.Trigger}
 	if loop.Log == nil {
 		loop.Log = slog.New(slog.DiscardHandler) // the webhooks log to it from the start
@@ -154,6 +162,7 @@ func New(loop *controller.Loop, secret []byte) *Server {
 // Handler routes the server's endpoints.
 func (s *Server) Handler() http.Handler {
 	s.waiters = make(chan struct{}, max(s.MaxWaiting, 0))
+	s.nodeRate, s.nodeBytes = newNodeBuckets(s.ReportRate), newNodeBuckets(s.ReportBytes)
 	mux := http.NewServeMux()
 	for _, p := range []string{"github", "gitlab", "gitea", "generic"} {
 		mux.HandleFunc("/hooks/"+p, func(w http.ResponseWriter, r *http.Request) { s.hook(p, w, r) })
@@ -207,7 +216,28 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/{$}", s.page)
 	mux.HandleFunc("GET /clusters/{cluster}", s.clusterPage)
 	mux.HandleFunc("GET /clusters/{cluster}/nodes/{node}", s.nodePage)
-	return mux
+	return securityHeaders(mux)
+}
+
+// SecurityHeaders are the headers of every answer of serve, page or API,
+// success or error: the pages load nothing but their inline style (no
+// script, no other origin), no page may be framed (clickjacking), and no
+// answer is sniffed as another type than it says.
+var SecurityHeaders = [][2]string{
+	{"Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"},
+	{"X-Frame-Options", "DENY"},
+	{"X-Content-Type-Options", "nosniff"},
+	{"Referrer-Policy", "no-referrer"},
+}
+
+// securityHeaders sets SecurityHeaders on every answer of h.
+func securityHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, kv := range SecurityHeaders {
+			w.Header().Set(kv[0], kv[1])
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // replicaStatus is this replica's part of the status (nil for a server that
@@ -237,6 +267,8 @@ func (s *Server) status(ctx context.Context) controller.Status {
 // serving serial 3)"), else why it is not. rs is this replica's status (nil
 // for a server that is no replica). A replica that cannot read the election
 // is cut from the state: it neither reconciles nor sees new commits. A
+// server whose state backend refuses writes (etcd's NOSPACE alarm, a write
+// that failed) takes no report and applies nothing. A
 // follower is ready once it serves the committed serial, rendered and
 // checked itself; a leader, or a server that is no replica, after its first
 // successful reconcile.
@@ -247,6 +279,11 @@ func (s *Server) readiness(ctx context.Context, rs *controller.ReplicaStatus) (s
 			return "", errors.New("the state on etcd is out of reach: " + rs.Error)
 		case rs.Leader == "" && rs.Role != controller.RoleShard: // shards have no leader
 			return "", errors.New("no replica leads")
+		}
+	}
+	if s.Loop.Reports != nil {
+		if err := s.Loop.Reports.Writable(ctx); err != nil {
+			return "", errors.New("the state backend refuses writes: " + redact.Text(err.Error()))
 		}
 	}
 	if rs != nil && rs.Role != controller.RoleLeader {
@@ -527,14 +564,16 @@ var pageTemplate = sync.OnceValue(func() *template.Template {
 {{if .Errors}}<h2 class="error">Errors</h2><ul class="error">{{range .Errors}}<li><code>{{.}}</code></li>{{end}}{{with .MoreErrors}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{if .Changes}}<h2>Last change set</h2><pre>{{.Changes.Text .NoColors}}</pre>{{end}}
 <h2>Clusters</h2>
+{{with .Pages}}<p class="pages">Clusters {{.From}}–{{.To}} of {{.Total}}.{{if .Prev}} <a href="/?page={{.Prev}}">previous</a>{{end}}{{if .Next}} <a href="/?page={{.Next}}">next</a>{{end}}</p>{{end}}
 {{if .Infos}}<table><tr><th>cluster</th><th>status</th><th>health</th><th>converged</th><th>applied</th><th>head</th><th>nodes</th>{{if .Owners}}<th>owner</th>{{end}}<th>problems</th></tr>
 {{range .Infos}}<tr><td><a href="/clusters/{{.Name}}">{{.Name}}</a></td><td class="status-{{.Status}}">{{.Status}}</td><td class="health-{{.Health}}">{{.Health}}</td><td>{{.NodesConverged}}/{{.Nodes}}</td><td><code>{{printf "%.12s" .AppliedRevision}}</code></td><td><code>{{printf "%.12s" .HeadRevision}}</code></td><td>{{.Nodes}}</td>{{if $.Owners}}<td><code>{{.Owner}}</code></td>{{end}}<td class="error">{{range .Problems}}<code>{{.}}</code><br>{{end}}{{range .HealthProblems}}<code>{{.}}</code><br>{{end}}</td></tr>
 {{end}}</table>{{end}}
-{{range .Clusters}}<h3>{{.Name}}</h3>
+{{range $c := .Shown}}<h3>{{$c.Name}}</h3>
 <table><tr><th>node</th><th>id</th><th>roles</th><th>tags</th></tr>
-{{range .Nodes}}<tr><td>{{.Name}}</td><td>{{.ID}}</td><td>{{range $i, $r := .Roles}}{{if $i}}, {{end}}{{$r}}{{end}}</td><td>{{range $i, $t := .Tags}}{{if $i}}, {{end}}{{$t}}{{end}}</td></tr>
-{{end}}</table>
-{{else}}<p>No cluster rendered yet.</p>{{end}}
+{{range $c.Nodes}}<tr><td>{{.Name}}</td><td>{{.ID}}</td><td>{{range $i, $r := .Roles}}{{if $i}}, {{end}}{{$r}}{{end}}</td><td>{{range $i, $t := .Tags}}{{if $i}}, {{end}}{{$t}}{{end}}</td></tr>
+{{end}}</table>{{with $c.More}}<p>and {{.}} more nodes: see <a href="/clusters/{{$c.Name}}">its page</a>.</p>{{end}}
+{{else}}{{if not .Infos}}<p>No cluster rendered yet.</p>{{end}}{{end}}
+{{with .Pages}}<p class="pages">Clusters {{.From}}–{{.To}} of {{.Total}}.{{if .Prev}} <a href="/?page={{.Prev}}">previous</a>{{end}}{{if .Next}} <a href="/?page={{.Next}}">next</a>{{end}}</p>{{end}}
 </body></html>
 `))
 })
@@ -588,12 +627,53 @@ func (s *Server) components(w http.ResponseWriter, r *http.Request) {
 	w.Write(body)
 }
 
-// page is the status page: server-rendered, no JavaScript.
+// The bounds of the status page: at most maxPageClusters clusters a page
+// (/?page=N), and maxPageNodes rows of their nodes' tables (10,000 cluster
+// specs that did not validate made a page of 3.4 MB).
+const (
+	maxPageClusters = 100
+	maxPageNodes    = 2000
+)
+
+// pageNav is the status page's place among its pages (nil when one is
+// enough).
+type pageNav struct{ From, To, Total, Prev, Next int }
+
+// pageCluster is a cluster's table of nodes on the status page, cut to the
+// page's bound (More: how many nodes are left out).
+type pageCluster struct {
+	Name  string
+	Nodes []controller.NodeStatus
+	More  int
+}
+
+// page is the status page: server-rendered, no JavaScript; the clusters of
+// one page (?page=N, from 1), in the order of their names.
 func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	st := s.status(r.Context())
 	var infos []operation.ClusterInfo
 	if applied, err := s.applied(); err == nil {
 		infos = s.Loop.Clusters(applied)
+	}
+	pages := max(1, (len(infos)+maxPageClusters-1)/maxPageClusters)
+	n := 1
+	if q := r.URL.Query().Get("page"); q != "" {
+		var err error
+		if n, err = strconv.Atoi(q); err != nil || n < 1 || n > pages {
+			http.Error(w, fmt.Sprintf("page %s: the status page has pages 1 to %d (%d clusters, %d a page)", strconv.Quote(cut(q, 20)), pages, len(infos), maxPageClusters), http.StatusBadRequest)
+			return
+		}
+	}
+	var nav *pageNav
+	if pages > 1 {
+		nav = &pageNav{From: (n-1)*maxPageClusters + 1, To: min(n*maxPageClusters, len(infos)), Total: len(infos)}
+		if n > 1 {
+			nav.Prev = n - 1
+		}
+		if n < pages {
+			nav.Next = n + 1
+		}
+		infos = infos[nav.From-1 : nav.To]
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	// An owner column when the replicas share the clusters (serve --shard).
@@ -601,8 +681,32 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	_ = pageTemplate().Execute(w, struct {
 		controller.Status
 		Infos      []operation.ClusterInfo
+		Shown      []pageCluster
+		Pages      *pageNav
 		Owners     bool
 		NoColors   diff.Colors
 		MoreErrors string
-	}{st, infos, owners, diff.Colors{}, controller.MoreProblems(st.ErrorsOmitted)})
+	}{st, infos, shownClusters(st.Clusters, infos, nav != nil), nav, owners, diff.Colors{}, controller.MoreProblems(st.ErrorsOmitted)})
+}
+
+// shownClusters are the node tables of the status page: of the clusters of
+// infos when paged (all otherwise), in the order of their names, with at
+// most maxPageNodes rows in all.
+func shownClusters(all []controller.ClusterStatus, infos []operation.ClusterInfo, paged bool) []pageCluster {
+	on := map[string]bool{}
+	for _, i := range infos {
+		on[i.Name] = true
+	}
+	sorted := slices.SortedFunc(slices.Values(all), func(a, b controller.ClusterStatus) int { return strings.Compare(a.Name, b.Name) })
+	var out []pageCluster
+	left := maxPageNodes
+	for _, c := range sorted {
+		if paged && !on[c.Name] {
+			continue
+		}
+		shown := c.Nodes[:min(len(c.Nodes), left)]
+		left -= len(shown)
+		out = append(out, pageCluster{Name: c.Name, Nodes: shown, More: len(c.Nodes) - len(shown)})
+	}
+	return out
 }

@@ -237,8 +237,8 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 					return &exitError{code: 1, msg: fmt.Sprintf("--%s must be between 1 and %d", f, reports.MaxKeep)}
 				}
 			}
-			if c.Duration("max-wait") < 0 {
-				return &exitError{code: 1, msg: "--max-wait must not be negative"}
+			if d := c.Duration("max-wait"); d < server.MinMaxWait {
+				return &exitError{code: 1, msg: fmt.Sprintf("--max-wait must be at least %s (the longest wait of an artifact long-poll); got %s", server.MinMaxWait, d)}
 			}
 			if c.Int("max-waiting") < 0 {
 				return &exitError{code: 1, msg: "--max-waiting must not be negative"}

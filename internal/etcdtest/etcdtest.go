@@ -75,6 +75,14 @@ func Start(t testing.TB, n int) *Cluster {
 	return start(t, n, nil)
 }
 
+// StartWith starts an n-member cluster whose members take the flags args
+// besides the test's own (e.g. "--quota-backend-bytes", "33554432"), and
+// waits until it has a leader.
+func StartWith(t testing.TB, n int, args ...string) *Cluster {
+	t.Helper()
+	return start(t, n, nil, args...)
+}
+
 // StartTLS starts one member that serves clients over TLS only, with
 // certificates of certs, and requires a client certificate signed by its CA.
 func StartTLS(t testing.TB, certs Certs) *Cluster {
@@ -84,10 +92,10 @@ func StartTLS(t testing.TB, certs Certs) *Cluster {
 
 // start makes up to three attempts: the ports are free when picked, but
 // another process on the machine may take one before etcd binds it.
-func start(t testing.TB, n int, certs *Certs) *Cluster {
+func start(t testing.TB, n int, certs *Certs, args ...string) *Cluster {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
-		c := startOnce(t, n, certs)
+		c := startOnce(t, n, certs, args)
 		if c.waitHealthy(20 * time.Second) {
 			return c
 		}
@@ -102,7 +110,7 @@ func start(t testing.TB, n int, certs *Certs) *Cluster {
 	}
 }
 
-func startOnce(t testing.TB, n int, certs *Certs) *Cluster {
+func startOnce(t testing.TB, n int, certs *Certs, args []string) *Cluster {
 	t.Helper()
 	scheme := "http"
 	if certs != nil {
@@ -142,6 +150,7 @@ func startOnce(t testing.TB, n int, certs *Certs) *Cluster {
 			m.args = append(m.args, "--cert-file", certs.ServerCert, "--key-file", certs.ServerKey,
 				"--trusted-ca-file", certs.CA, "--client-cert-auth")
 		}
+		m.args = append(m.args, args...)
 		c.start(m)
 	}
 	c.certs = certs

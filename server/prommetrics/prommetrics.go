@@ -46,7 +46,7 @@ func New(g server.Gauges) server.Metrics {
 		Name: "fuelsync_webhook_deliveries_total", Help: "Webhook deliveries by provider and result.",
 	}, []string{"provider", "result"})
 	m.reports = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "fuelsync_reports_total", Help: "Nodes' reports by result: accepted, or why refused (bad_request, unauthorized, forbidden, not_found, conflict, too_large, unavailable, error).",
+		Name: "fuelsync_reports_total", Help: "Nodes' reports by result: accepted, or why refused (bad_request, unauthorized, forbidden, not_found, conflict, too_large, too_many, unavailable, error).",
 	}, []string{"result"})
 	for _, r := range server.ReportResults {
 		m.reports.WithLabelValues(r) // every result shown, 0 at first

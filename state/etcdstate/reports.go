@@ -4,11 +4,15 @@ package etcdstate
 // <prefix>/.fuelsync):
 //
 //	<ns>/reports/last/<cluster>/<node>              the node's last report, without its tasks (their counts, the failed ones)
-//	<ns>/reports/history/<cluster>/<node>/<seq>     the node's reports, whole (<seq>: 16 digits)
+//	<ns>/reports/history/<cluster>/<node>/<seq>     the node's reports, summarized as last/ (<seq>: 16 digits)
+//	<ns>/reports/whole/<cluster>/<node>             the node's last report, whole (with its tasks)
 //	<ns>/reports/reconciles/<cluster>/<seq>         the cluster's reconciles
 //
-// A report is stored by one transaction that puts both keys of the node and
-// removes its reports beyond the history's bound, if the node's last report
+// What one node keeps is bounded: its history's summaries and one report
+// whole (the history kept whole reports before: a node's 20 reports of up to
+// 1 MiB each, and every one of them again in etcd's revisions until a
+// compaction). A report is stored by one transaction that puts the three
+// keys of the node and removes its reports beyond the history's bound, if the node's last report
 // is still the one read (another replica may take a report of the same node
 // meanwhile: read again, and number it after). Every replica takes reports;
 // each follows the others' through a watch on <ns>/reports/last/.
@@ -22,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fuelsync/fuelsync/loader"
@@ -94,7 +99,7 @@ func (r *etcdReports) Put(ctx context.Context, rep *reports.Report, keep int) er
 				rep.Seq = prev.Seq
 			}
 		}
-		whole, err := reports.Marshal(rep)
+		whole, err := reports.MarshalWhole(rep)
 		if err != nil {
 			return err
 		}
@@ -102,7 +107,8 @@ func (r *etcdReports) Put(ctx context.Context, rep *reports.Report, keep int) er
 		if err != nil {
 			return err
 		}
-		ops := []clientv3.Op{clientv3.OpPut(last, string(summary)), clientv3.OpPut(hist+reports.SeqKey(rep.Seq), string(whole))}
+		ops := []clientv3.Op{clientv3.OpPut(last, string(summary)), clientv3.OpPut(hist+reports.SeqKey(rep.Seq), string(summary)),
+			clientv3.OpPut(r.key("whole", rep.Cluster, rep.Node), string(whole))}
 		if drop := rep.Seq - int64(keep); drop >= 1 {
 			ops = append(ops, clientv3.OpDelete(hist, clientv3.WithRange(hist+reports.SeqKey(drop+1))))
 		}
@@ -224,8 +230,8 @@ func (r *etcdReports) History(ctx context.Context, cluster, node string) ([]*rep
 		}
 		out = out[:0]
 		for _, kv := range resp.Kvs {
-			rep := &reports.Report{}
-			if err := unmarshal(kv.Value, rep); err != nil {
+			rep, err := decodeReport(kv.Value, reports.UnmarshalSummary)
+			if err != nil {
 				return fmt.Errorf("%s does not parse: %w", kv.Key, err)
 			}
 			rep.Cluster, rep.Node = cluster, node
@@ -235,6 +241,37 @@ func (r *etcdReports) History(ctx context.Context, cluster, node string) ([]*rep
 	})
 	if err != nil {
 		return nil, r.e.wrap("reading a node's reports from", err)
+	}
+	return out, nil
+}
+
+// Whole implements reports.Backend: the node's whole/ key, or, for a node
+// that has reported only before it was kept, its history's newest entry
+// (kept whole then).
+func (r *etcdReports) Whole(ctx context.Context, cluster, node string) (*reports.Report, error) {
+	if err := checkNames(cluster, node); err != nil {
+		return nil, err
+	}
+	var out *reports.Report
+	err := r.e.retry(ctx, func(ctx context.Context) error {
+		resp, err := r.e.client.Get(ctx, r.key("whole", cluster, node))
+		if err == nil && len(resp.Kvs) == 0 {
+			resp, err = r.e.client.Get(ctx, r.key("history", cluster, node)+"/", clientv3.WithLastKey()...)
+		}
+		if err != nil {
+			return err
+		}
+		out = nil
+		if len(resp.Kvs) > 0 {
+			if out, err = decodeReport(resp.Kvs[0].Value, reports.UnmarshalWhole); err != nil {
+				return fmt.Errorf("%s does not parse: %w", resp.Kvs[0].Key, err)
+			}
+			out.Cluster, out.Node = cluster, node
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, r.e.wrap("reading a node's last report from", err)
 	}
 	return out, nil
 }
@@ -321,14 +358,15 @@ func (r *etcdReports) Remove(ctx context.Context, cluster, node string) error {
 		if err := checkNames(cluster); err != nil {
 			return err
 		}
-		for _, kind := range []string{"last", "history", "reconciles"} {
+		for _, kind := range []string{"last", "history", "whole", "reconciles"} {
 			ops = append(ops, clientv3.OpDelete(r.key(kind, cluster)+"/", clientv3.WithPrefix()))
 		}
 	} else {
 		if err := checkNames(cluster, node); err != nil {
 			return err
 		}
-		ops = append(ops, clientv3.OpDelete(r.key("last", cluster, node)), clientv3.OpDelete(r.key("history", cluster, node)+"/", clientv3.WithPrefix()))
+		ops = append(ops, clientv3.OpDelete(r.key("last", cluster, node)), clientv3.OpDelete(r.key("whole", cluster, node)),
+			clientv3.OpDelete(r.key("history", cluster, node)+"/", clientv3.WithPrefix()))
 	}
 	err := r.e.retry(ctx, func(ctx context.Context) error {
 		_, err := r.e.client.Txn(ctx).Then(ops...).Commit()
@@ -342,10 +380,44 @@ func (r *etcdReports) Remove(ctx context.Context, cluster, node string) error {
 
 var errNotJSON = errors.New("not a JSON object")
 
+// decodeReport decodes a stored report by decode, at most 4 MiB.
+func decodeReport(data []byte, decode func([]byte) (*reports.Report, error)) (*reports.Report, error) {
+	if len(data) > 4*reports.MaxBody || len(data) == 0 || data[0] != '{' {
+		return nil, errNotJSON
+	}
+	return decode(data)
+}
+
 // unmarshal decodes a stored report or reconcile, at most 4 MiB.
 func unmarshal(data []byte, v any) error {
 	if len(data) > 4*reports.MaxBody || len(data) == 0 || data[0] != '{' {
 		return errNotJSON
 	}
 	return json.Unmarshal(data, v)
+}
+
+// CheckWrites implements reports.WriteChecker: etcd refuses every write,
+// of every prefix, while an alarm is raised (NOSPACE: its database reached
+// its quota, --quota-backend-bytes; CORRUPT: a member's data differs). A
+// user not allowed to list the alarms (etcd's authentication) learns
+// nothing here: nil.
+func (r *etcdReports) CheckWrites(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, min(r.e.cfg.Timeout, 2*time.Second))
+	defer cancel()
+	resp, err := r.e.client.AlarmList(ctx)
+	if err != nil {
+		if strings.Contains(err.Error(), "permission denied") {
+			return nil
+		}
+		return r.e.wrap("listing the alarms of", err)
+	}
+	for _, a := range resp.Alarms {
+		switch a.Alarm {
+		case etcdserverpb.AlarmType_NOSPACE:
+			return fmt.Errorf("%s refuses every write: its member %x raised the NOSPACE alarm (its database reached its quota, --quota-backend-bytes); compact, defragment and disarm it (etcdctl alarm disarm): see docs/etcd.md", r.e, a.MemberID)
+		case etcdserverpb.AlarmType_CORRUPT:
+			return fmt.Errorf("%s refuses every write: its member %x raised the CORRUPT alarm (its data differs from the others')", r.e, a.MemberID)
+		}
+	}
+	return nil
 }

@@ -66,12 +66,16 @@ func TestEtcdReports(t *testing.T) {
 	var seqs []int64
 	for _, r := range h {
 		seqs = append(seqs, r.Seq)
-		if r.Status != reports.Failed || len(r.Tasks) != 2 {
-			t.Errorf("entry %d: %s, %d tasks", r.Seq, r.Status, len(r.Tasks))
+		if r.Status != reports.Failed || len(r.Tasks) != 0 || r.TaskCounts[reports.Failed] != 1 || r.FailedTasks[0] != "keystone" {
+			t.Errorf("entry %d: %s, %d tasks, counts %v; want a summary", r.Seq, r.Status, len(r.Tasks), r.TaskCounts)
 		}
 	}
 	if len(seqs) != 3 || seqs[0] != 5 || seqs[2] != 3 {
 		t.Errorf("history seqs %v, want [5 4 3]", seqs)
+	}
+	// The last report is kept whole, once.
+	if w, err := a.Whole(ctx, "demo", "node-1"); err != nil || w == nil || w.Seq != 5 || len(w.Tasks) != 2 || w.TaskCounts[reports.Success] != 1 {
+		t.Errorf("node-1's last report whole: %+v, %v", w, err)
 	}
 	// The other replica sees the last report through the watch, summarized.
 	deadline := time.Now().Add(10 * time.Second)
@@ -148,5 +152,35 @@ func TestEtcdReports(t *testing.T) {
 	resp, err := cli.Get(ctx, "/fs/.fuelsync/reports/history/demo/node-1/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil || resp.Count != 0 {
 		t.Errorf("node-1's history after its removal: %d keys (%v)", resp.Count, err)
+	}
+	if w, err := a.Backend.Whole(ctx, "demo", "node-1"); w != nil || err != nil {
+		t.Errorf("node-1's last report whole after its removal: %+v, %v", w, err)
+	}
+}
+
+// TestEtcdReportsOlderHistory: a history kept whole by an older fuelsync
+// (no whole/ key) reads as summaries, and its newest entry is the node's last
+// report whole.
+func TestEtcdReportsOlderHistory(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	ctx := context.Background()
+	w := etcdWorkdir(t, c, "/fs", state.DefaultLockTTL, 5*time.Second)
+	b := reports.Open(w)
+	cli := b.(*etcdReports).e.client
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	for seq := int64(1); seq <= 2; seq++ {
+		r := etcdReport("node-1", reports.Failed, t0.Add(time.Duration(seq)*time.Hour))
+		r.Seq = seq
+		data, _ := reports.Marshal(r)
+		if _, err := cli.Put(ctx, "/fs/.fuelsync/reports/history/demo/node-1/"+reports.SeqKey(seq), string(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := b.History(ctx, "demo", "node-1")
+	if err != nil || len(h) != 2 || len(h[0].Tasks) != 0 || h[0].TaskCounts[reports.Failed] != 1 {
+		t.Fatalf("the older history: %+v, %v; want 2 summaries", h, err)
+	}
+	if whole, err := b.Whole(ctx, "demo", "node-1"); err != nil || whole == nil || whole.Seq != 2 || len(whole.Tasks) != 2 {
+		t.Errorf("the last report whole of an older history: %+v, %v", whole, err)
 	}
 }
