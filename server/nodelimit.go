@@ -33,6 +33,11 @@ var (
 	// size), then 8 MiB an hour (2.3 KiB/s: 400 reports of 20 KB, the size
 	// of a run of 150 tasks, an hour).
 	DefaultReportBytes = Rate{Burst: 4 << 20, PerSecond: float64(8<<20) / 3600}
+	// DefaultRunRate: the requests of a node's agent during a deployment
+	// run (asking for its next task, reporting each task twice, beating
+	// while one runs): 400 at once, room for the largest graph of no-op
+	// tasks (a mitaka controller has 146), then 10 a second.
+	DefaultRunRate = Rate{Burst: 400, PerSecond: 10}
 )
 
 // maxNodeBuckets bounds the nodes a nodeBuckets remembers: two generations

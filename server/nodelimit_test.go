@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -139,5 +140,49 @@ func TestReportRateAndBudget(t *testing.T) {
 		if r := a.post(t, "demo", "node-3", tok3, reportBody(etag3, reports.Success)); r.code != 200 {
 			t.Errorf("node-3's report %d after 10 with another node's token: %d %s", i+2, r.code, r.body)
 		}
+	}
+}
+
+// TestRunRate: a node's requests to the runs API (its next task, its task
+// reports) come out of a bucket of their own, checked after the node's
+// token and before anything else: 429 with Retry-After once it is empty,
+// while another node, and the node's graph reports, are not held back.
+func TestRunRate(t *testing.T) {
+	a := startAPI(t, func(s *Server, _ *Limits) {
+		s.AgentSecret = agentSecret
+		s.RunRate = Rate{Burst: 3, PerSecond: 1.0 / 3600}
+	})
+	a.reconcile(t, operation.Applied)
+	bearer := func(node string) map[string]string {
+		return map[string]string{"Authorization": "Bearer " + reports.Token(agentSecret, "demo", node)}
+	}
+	next := "/api/v1/clusters/demo/nodes/node-2/tasks/next?wait=0s"
+	for range 5 { // another node's token takes nothing from node-2's bucket
+		if r := a.get(t, next, bearer("node-3")); r.code != 403 {
+			t.Fatalf("node-2's next task with node-3's token: %d %s", r.code, r.body)
+		}
+	}
+	for i := range 3 { // this serve runs no deployments: 503, each one counted
+		if r := a.get(t, next, bearer("node-2")); r.code != 503 {
+			t.Fatalf("request %d of the burst: %d %s", i, r.code, r.body)
+		}
+	}
+	r := a.get(t, next, bearer("node-2"))
+	if r.code != 429 || r.h.Get("Retry-After") == "" || !strings.Contains(r.body, "node node-2 of cluster demo sends too many requests: at most 3 at once") {
+		t.Fatalf("the 4th request: %d %s (Retry-After %q); want 429", r.code, r.body, r.h.Get("Retry-After"))
+	}
+	req, _ := http.NewRequest(http.MethodPost, a.base+"/api/v1/clusters/demo/nodes/node-2/runs/0000000000000001/tasks", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", bearer("node-2")["Authorization"])
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 429 {
+		t.Fatalf("a task report past the burst: %v %v; want 429", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	rep := a.post(t, "demo", "node-2", reports.Token(agentSecret, "demo", "node-2"), []byte("{}"))
+	if rep.code == 429 {
+		t.Errorf("node-2's graph report was held back by its runs bucket: %s", rep.body)
+	}
+	if r := a.get(t, "/api/v1/clusters/demo/nodes/node-3/tasks/next?wait=0s", bearer("node-3")); r.code != 503 {
+		t.Errorf("node-3 was held back by node-2's bucket: %d %s", r.code, r.body)
 	}
 }

@@ -77,7 +77,7 @@ func (s *Server) writerAuthorized(w http.ResponseWriter, r *http.Request) bool {
 // the wait.
 func (s *Server) nextTask(w http.ResponseWriter, r *http.Request) {
 	cluster, node := r.PathValue("cluster"), r.PathValue("node")
-	if !s.agentAuthorized(w, r, cluster, node) || !s.runsReady(w) {
+	if !s.agentAuthorized(w, r, cluster, node) || !s.runRate.allowed(w, cluster, node) || !s.runsReady(w) {
 		return
 	}
 	wait, err := parseWait(r.URL.Query().Get("wait"))
@@ -116,7 +116,7 @@ func (s *Server) nextTask(w http.ResponseWriter, r *http.Request) {
 // node in that attempt any more.
 func (s *Server) taskReport(w http.ResponseWriter, r *http.Request) {
 	cluster, node, run := r.PathValue("cluster"), r.PathValue("node"), r.PathValue("run")
-	if !s.agentAuthorized(w, r, cluster, node) || !s.runsReady(w) {
+	if !s.agentAuthorized(w, r, cluster, node) || !s.runRate.allowed(w, cluster, node) || !s.runsReady(w) {
 		return
 	}
 	var rep api.TaskReport

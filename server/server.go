@@ -83,8 +83,11 @@ type Server struct {
 	// nodeAllowed, chargeReport): its requests, and the bytes its reports
 	// write to the state backend. Read by Handler.
 	ReportRate, ReportBytes Rate
+	// RunRate bounds the requests of a node's agent to the runs API (its
+	// next task, its task reports), apart from its graph reports.
+	RunRate Rate
 
-	nodeRate, nodeBytes *nodeBuckets
+	nodeRate, nodeBytes, runRate *nodeBuckets
 
 	// Runs, when set, coordinates the deployments (serve with
 	// --agent-secret-file): the runs API and the agents' tasks.
@@ -133,7 +136,7 @@ type componentsCache struct {
 func New(loop *controller.Loop, secret []byte) *Server {
 	s := &Server{Loop: loop, Secret: secret, seen: map[string]time.Time{},
 		reads: make(chan struct{}, MaxBodyReads), MaxWait: DefaultMaxWait, MaxWaiting: DefaultMaxWaiting,
-		ReportRate: DefaultReportRate, ReportBytes: DefaultReportBytes,
+		ReportRate: DefaultReportRate, ReportBytes: DefaultReportBytes, RunRate: DefaultRunRate,
 		writeTimeout: DefaultLimits.WriteTimeout, trigger: loop.Trigger}
 	if loop.Log == nil {
 		loop.Log = slog.New(slog.DiscardHandler) // the webhooks log to it from the start
@@ -163,6 +166,7 @@ func New(loop *controller.Loop, secret []byte) *Server {
 func (s *Server) Handler() http.Handler {
 	s.waiters = make(chan struct{}, max(s.MaxWaiting, 0))
 	s.nodeRate, s.nodeBytes = newNodeBuckets(s.ReportRate), newNodeBuckets(s.ReportBytes)
+	s.runRate = newNodeBuckets(s.RunRate)
 	mux := http.NewServeMux()
 	for _, p := range []string{"github", "gitlab", "gitea", "generic"} {
 		mux.HandleFunc("/hooks/"+p, func(w http.ResponseWriter, r *http.Request) { s.hook(p, w, r) })
