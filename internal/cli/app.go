@@ -80,6 +80,9 @@ type globals struct {
 	command string
 	stdout  io.Writer
 	stderr  io.Writer
+	// failure collects the diagnostics printed, for the JSON error document
+	// of a failure (errors.go); nil outside run.
+	failure *failure
 }
 
 func (g *globals) useColor(w io.Writer) bool {
@@ -92,6 +95,9 @@ func (g *globals) useColor(w io.Writer) bool {
 	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
 		return false
 	}
+	if s, ok := w.(*stdoutWatch); ok {
+		w = s.w
+	}
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
@@ -103,6 +109,7 @@ func readGlobals(c *cli.Context, stdout, stderr io.Writer) (*globals, error) {
 		format: commandFormat(c), color: globalString(c, "color"), quiet: globalSet(c, "quiet") != nil,
 		stdout: stdout, stderr: stderr,
 	}
+	g.failure, _ = c.App.Metadata[failureKey].(*failure)
 	if c.Command != nil {
 		g.command = strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ")
 	}
@@ -264,23 +271,31 @@ func usageError(c *cli.Context, err error, _ bool) error {
 }
 
 // run executes the CLI and returns the process exit code.
+// A failure's message is printed on stderr; with --format json, when the
+// command printed nothing on stdout, its JSON error document is printed there
+// too (failure.report).
 func run(args []string, stdout, stderr io.Writer) int {
-	app := newApp(stdout, stderr)
-	app.Metadata = map[string]any{argsKey: args} // as given, for a dispatch to fuelsync-server
+	out := &stdoutWatch{w: stdout}
+	app := newApp(out, stderr)
+	fail := &failure{}
+	// args as given, for a dispatch to fuelsync-server
+	app.Metadata = map[string]any{argsKey: args, failureKey: fail}
 	err := app.Run(flagsFirst(app, args))
 	if err == nil {
 		return 0
 	}
+	code, msg := 1, strings.TrimSpace(err.Error())
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.msg != "" {
-			fmt.Fprintf(stderr, "fuelsync: %s\n", safetext.Lines(ee.msg))
-		}
-		return ee.code
+		code, msg = ee.code, ee.msg
 	}
-	msg := err.Error()
-	fmt.Fprintf(stderr, "fuelsync: %s\n", safetext.Lines(strings.TrimSpace(msg)))
-	return 1
+	if msg != "" {
+		fmt.Fprintf(stderr, "fuelsync: %s\n", safetext.Lines(msg))
+		if !out.wrote && formatOf(args) == "json" {
+			fail.report(stdout, msg)
+		}
+	}
+	return code
 }
 
 // flagsFirst puts a command's flags before its arguments: urfave/cli v2 stops
