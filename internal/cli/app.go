@@ -64,7 +64,10 @@ func exitCode(code int) error { return &exitError{code: code} }
 
 // globals are the flags every command shares.
 type globals struct {
+	// repo is --repo; with --path, the folder it names (usePath), but for
+	// a bare repository or a URL, whose folder is path.
 	repo    string
+	path    string
 	rev     string
 	workdir string
 	// workdirErr says why the repository's workdir setting is refused
@@ -104,7 +107,7 @@ func (g *globals) useColor(w io.Writer) bool {
 
 func readGlobals(c *cli.Context, stdout, stderr io.Writer) (*globals, error) {
 	g := &globals{
-		repo: globalString(c, "repo"), rev: globalString(c, "rev"), workdir: globalString(c, "workdir"),
+		repo: globalString(c, "repo"), path: globalString(c, "path"), rev: globalString(c, "rev"), workdir: globalString(c, "workdir"),
 		state:  globalString(c, "state"),
 		format: commandFormat(c), color: globalString(c, "color"), quiet: globalSet(c, "quiet") != nil,
 		stdout: stdout, stderr: stderr,
@@ -117,6 +120,9 @@ func readGlobals(c *cli.Context, stdout, stderr io.Writer) (*globals, error) {
 	case "auto", "always", "never":
 	default:
 		return nil, &exitError{code: 1, msg: fmt.Sprintf("--color must be auto, always or never, not %q", g.color)}
+	}
+	if err := g.usePath(); err != nil {
+		return nil, err
 	}
 	g.locateRepo()
 	return g, nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/diff"
 	"github.com/fuelsync/fuelsync/operation"
+	gitsource "github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -124,7 +125,7 @@ func (v *planTextView) applied(res *operation.Result, w *state.Workdir) error {
 		fmt.Fprintln(g.stdout, "Nothing to apply.")
 		return nil
 	}
-	fmt.Fprintf(g.stdout, "Apply complete: serial %d, revision %.12s; artifacts in %s.\n", res.Next.Serial, res.Next.Revision, w.CurrentDir())
+	fmt.Fprintf(g.stdout, "Apply complete: serial %d, revision %s; artifacts in %s.\n", res.Next.Serial, gitsource.Short(res.Next.Revision), w.CurrentDir())
 	return nil
 }
 
