@@ -49,7 +49,7 @@ func leafCommands(cmds []*cli.Command, parent string) map[string]*cli.Command {
 // command does not list is refused there.
 func TestGlobalFlagsInAnyPosition(t *testing.T) {
 	values := map[string][]string{
-		"repo": {"R1", "R2"}, "rev": {"V1", "V2"}, "workdir": {"W1", "W2"},
+		"repo": {"R1", "R2"}, "path": {"P1", "P2"}, "rev": {"V1", "V2"}, "workdir": {"W1", "W2"},
 		"format": {"json", "markdown"}, "color": {"never", "always"},
 		"state": {"etcd://127.0.0.1:1/a", "etcd://127.0.0.1:2/b"}, "etcd-cacert": {"CA1", "CA2"},
 		"etcd-cert": {"C1", "C2"}, "etcd-key": {"K1", "K2"}, "etcd-auth-file": {"A1", "A2"},
@@ -58,6 +58,8 @@ func TestGlobalFlagsInAnyPosition(t *testing.T) {
 	get := func(g *globals, name string) string {
 		switch name {
 		case "repo":
+			return g.repo
+		case "path": // --repo (.) joined with --path
 			return g.repo
 		case "rev":
 			return g.rev

@@ -1,7 +1,9 @@
 // Command testreport runs go test with -json and prints what go test prints
 // without -v (each package's ok or FAIL line, the output of the tests that
-// fail), then a summary of the tests that were skipped and why, as make test
-// promises: a skip must not pass unseen. Its exit status is go test's.
+// fail, and of those still running when their package failed: go test's
+// -timeout panic), then a summary of the tests that were skipped and why, as
+// make test promises: a skip must not pass unseen, and the slowest packages
+// and tests. Its exit status is go test's.
 //
 //	go run ./internal/testreport -count=1 ./...
 package main
@@ -60,6 +62,7 @@ func main() {
 type result struct {
 	skips                []skip
 	slow                 []string // the three slowest packages
+	slowTests            []string // the five slowest top-level tests
 	passed, failed, skip int      // top-level tests
 }
 
@@ -69,15 +72,15 @@ func report(r io.Reader, w io.Writer) result {
 	var res result
 	type key struct{ pkg, test string }
 	buffered := map[key][]string{}
-	type pkgTime struct {
-		pkg string
-		s   float64
-	}
-	var times []pkgTime
+	var times, testTimes []pkgTime
 	// Packages run side by side and their events interleave: a package's
 	// lines (its failing tests' output, its ok or FAIL line) are kept until
 	// it ends, and printed together, as go test prints them.
 	pkgOut := map[string][]string{}
+	// running are the tests with output not yet ended, in the order they
+	// began: a package that fails with tests still running (a -timeout
+	// panic, a crash) prints theirs (unfinished).
+	var running []key
 	flush := func(pkg string) {
 		for _, out := range pkgOut[pkg] {
 			fmt.Fprint(w, out)
@@ -94,6 +97,9 @@ func report(r io.Reader, w io.Writer) result {
 			continue
 		}
 		k := key{e.Package, e.Test}
+		if _, ok := buffered[k]; !ok && e.Test != "" && e.Action == "output" {
+			running = append(running, k)
+		}
 		switch e.Action {
 		case "build-output":
 			fmt.Fprint(w, e.Output)
@@ -111,11 +117,21 @@ func report(r io.Reader, w io.Writer) result {
 		case "fail":
 			if e.Test == "" {
 				times = append(times, pkgTime{e.Package, e.Elapsed})
+				for _, rk := range running {
+					if lines, ok := buffered[rk]; ok && rk.pkg == e.Package {
+						if !strings.Contains(rk.test, "/") {
+							res.failed++
+						}
+						pkgOut[e.Package] = append(unfinished(lines), pkgOut[e.Package]...)
+						delete(buffered, rk)
+					}
+				}
 				flush(e.Package)
 				continue
 			}
 			if !strings.Contains(e.Test, "/") {
 				res.failed++
+				testTimes = append(testTimes, pkgTime{e.Package + " " + e.Test, e.Elapsed})
 			}
 			for _, out := range buffered[k] {
 				if !strings.HasPrefix(out, "=== ") {
@@ -140,17 +156,59 @@ func report(r io.Reader, w io.Writer) result {
 				flush(e.Package)
 			} else if !strings.Contains(e.Test, "/") {
 				res.passed++
+				testTimes = append(testTimes, pkgTime{e.Package + " " + e.Test, e.Elapsed})
 			}
 		}
 	}
 	for pkg := range pkgOut { // a package whose end never came (go test killed)
 		flush(pkg)
 	}
-	sort.Slice(times, func(i, j int) bool { return times[i].s > times[j].s })
-	for i := 0; i < len(times) && i < 3; i++ {
-		res.slow = append(res.slow, fmt.Sprintf("%s %.0fs", strings.TrimPrefix(times[i].pkg, "github.com/fuelsync/fuelsync/"), times[i].s))
-	}
+	res.slow = slowest(times, 3)
+	res.slowTests = slowest(testTimes, 5)
 	return res
+}
+
+// pkgTime is how long a package (or "package Test") took.
+type pkgTime struct {
+	pkg string
+	s   float64
+}
+
+// slowest are the n longest of times, "name 12s", the longest first.
+func slowest(times []pkgTime, n int) []string {
+	sort.SliceStable(times, func(i, j int) bool { return times[i].s > times[j].s })
+	var out []string
+	for i := 0; i < len(times) && i < n; i++ {
+		out = append(out, fmt.Sprintf("%s %.0fs", strings.TrimPrefix(times[i].pkg, "github.com/fuelsync/fuelsync/"), times[i].s))
+	}
+	return out
+}
+
+// dumpShown is how many lines of a goroutine dump unfinished prints.
+const dumpShown = 40
+
+// unfinished is the output of a test that had not ended when its package
+// failed: its lines but the run's headers, a goroutine dump (from the first
+// line after a panic's that begins "goroutine ") cut after dumpShown lines.
+func unfinished(lines []string) []string {
+	var out []string
+	dump, panicked := -1, false
+	for i, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "=== "):
+			continue
+		case strings.HasPrefix(l, "panic: "):
+			panicked = true
+		case panicked && dump < 0 && strings.HasPrefix(l, "goroutine "):
+			dump = i
+		}
+		if dump >= 0 && i-dump >= dumpShown {
+			out = append(out, fmt.Sprintf("... (%d more lines)\n", len(lines)-i))
+			break
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 // print writes the summary: the skipped tests with their reasons, the
@@ -159,6 +217,9 @@ func (res result) print(w io.Writer) {
 	printSkips(w, res.skips)
 	if len(res.slow) > 0 {
 		fmt.Fprintf(w, "slowest packages: %s\n", strings.Join(res.slow, ", "))
+	}
+	if len(res.slowTests) > 0 {
+		fmt.Fprintf(w, "slowest tests: %s\n", strings.Join(res.slowTests, ", "))
 	}
 	fmt.Fprintf(w, "tests: %d passed, %d failed, %d skipped\n", res.passed, res.failed, res.skip)
 }
