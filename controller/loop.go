@@ -214,12 +214,13 @@ func (l *Loop) Trigger() {
 	}
 }
 
-// resetSeen forgets the commit reconciled last, so that the next reconcile
-// plans against the applied state whatever commit it finds: a replica that
-// leads again, after another leader may have applied.
+// resetSeen forgets the commit reconciled last, and its tree, so that the
+// next reconcile plans against the applied state whatever commit it finds: a
+// replica that leads again, after another leader may have applied; a shard
+// whose clusters moved.
 func (l *Loop) resetSeen() {
 	l.mu.Lock()
-	l.status.Revision = ""
+	l.status.Revision, l.tree = "", ""
 	l.mu.Unlock()
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -385,7 +386,14 @@ func TestRenderFormatJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(manifest)
-	want := renderSummary{FormatVersion: "1", Revision: "working-tree", Out: out, Clusters: []string{"demo"}, Nodes: 6,
+	// The working tree's revision: the commit of this clone when
+	// examples/quickstart is as committed (else +dirty), the manifest's.
+	var m struct{ Revision string }
+	if err := json.Unmarshal(manifest, &m); err != nil || m.Revision != got.Revision ||
+		!regexp.MustCompile(`^([0-9a-f]{40}(\+dirty\.[0-9a-f]{12})?|working-tree)$`).MatchString(got.Revision) {
+		t.Errorf("revision %q, the manifest's %q (%v): want the same, a commit or a working tree's", got.Revision, m.Revision, err)
+	}
+	want := renderSummary{FormatVersion: "1", Revision: got.Revision, Out: out, Clusters: []string{"demo"}, Nodes: 6,
 		Files: files, Bytes: size, ManifestSHA256: hex.EncodeToString(sum[:])}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("render --format json (-want +got):\n%s", diff)
