@@ -11,7 +11,6 @@ import (
 	"testing/fstest"
 
 	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/fuelsync/fuelsync/internal/gittest"
@@ -110,15 +109,7 @@ func TestRevisionNames(t *testing.T) {
 // publish names the folder.
 func TestFolderSources(t *testing.T) {
 	source.InstallFileTransport()
-	dir, work := gittest.Quickstart(t)
-	remote := filepath.Join(t.TempDir(), "remote.git")
-	if _, err := git.PlainInit(remote, true); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := work.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{"file://" + remote}}); err != nil {
-		t.Fatal(err)
-	}
-	gittest.Push(t, work, false)
+	dir, work, remote := gittest.QuickstartRemote(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
