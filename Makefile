@@ -20,7 +20,7 @@ FUZZTIME  ?= 30s
 BENCHTIME ?= 5x
 BENCHCOUNT ?= 5
 
-.PHONY: bench-deploy all build image test test-etcd vet cross fmtcheck demo fuzz bench bench-render bench-large bench-fleet bench-shards takeover golden soak burst clean ci
+.PHONY: all build image bench-deploy test test-e2e test-etcd vet cross fmtcheck demo fuzz bench bench-render bench-large bench-fleet bench-shards takeover golden soak burst clean ci
 
 all: build
 
@@ -51,11 +51,26 @@ image:
 	  -tag $(IMAGE_TAG) -o $(IMAGE)
 
 # The test command CI runs: formatting and vet first, then every test (fuzz seed
-# corpora included), with the test hooks built in: go test's output without -v,
-# then the tests that were skipped and why, the slowest packages and the counts
-# (internal/testreport).
+# corpora included) but the end-to-end ones below, with the test hooks built
+# in: go test's output without -v, then the tests that were skipped and why,
+# the slowest packages and tests, and the counts (internal/testreport). Each
+# package's tests are stopped after TEST_TIMEOUT (go test's default, 10m,
+# ended internal/cli on a loaded two-core machine before it could say which
+# test hung); TEST_PARALLEL tests marked parallel run at once (the CLI's
+# scripts wait on processes, servers and git more than they compute).
+TEST_TIMEOUT  ?= 30m
+TEST_PARALLEL ?= 4
 test: fmtcheck vet cross
-	$(GO) run ./internal/testreport -count=1 -tags "$(TESTTAGS)" $(PKGS)
+	$(GO) run ./internal/testreport -count=1 -timeout $(TEST_TIMEOUT) -parallel $(TEST_PARALLEL) -tags "$(TESTTAGS)" -skip '$(E2E_TESTS)' $(PKGS)
+
+# The end-to-end tests that build binaries of their own (with the flags of make
+# build, go install and make image) or kill and fail applies by the hundred:
+# more than half of make test's time on two cores. make test leaves them out,
+# test-e2e runs them, and CI runs both (.ci/run, make ci).
+E2E_TESTS := ^(TestApplyCrashSafety|TestApplyFailedStepReportsState|TestDispatchToServer|TestVersionFromGoBuild|TestReleasedBuildHasNoTestHooks|TestImage)$$
+E2E_PKGS  := ./internal/cli ./internal/image
+test-e2e:
+	$(GO) run ./internal/testreport -count=1 -timeout $(TEST_TIMEOUT) -tags "$(TESTTAGS)" -run '$(E2E_TESTS)' $(E2E_PKGS)
 
 # Deployment runs at scale: serve's coordinator and API here, simulated agents
 # in a child process over loopback HTTP, each task 0-50 ms, on a generated
@@ -288,7 +303,7 @@ burst:
 golden:
 	FUELSYNC_UPDATE=1 $(GO) test -count=1 -tags "$(TESTTAGS)" $(PKGS)
 
-ci: test
+ci: test test-e2e
 
 clean:
 	rm -rf bin rendered

@@ -129,6 +129,11 @@ type Loop struct {
 	// again says a cluster waits for one the last run changed: the same
 	// revision is reconciled once more. Under mu.
 	again bool
+	// tree is the tree (source.Revision.Tree) of the revision reconciled
+	// last, and reconciled its commit: a commit with the same tree (a push
+	// that changes nothing in the folder followed) is not reconciled again.
+	// skipped says why the last reconcile was skipped. Under mu.
+	tree, reconciled, skipped string
 	// leading, when set, says whether this replica still leads (nil: it does).
 	leading func() error
 	// A shard's (shard.go): guard is held through each reconcile (the
@@ -210,12 +215,13 @@ func (l *Loop) Trigger() {
 	}
 }
 
-// resetSeen forgets the commit reconciled last, so that the next reconcile
-// plans against the applied state whatever commit it finds: a replica that
-// leads again, after another leader may have applied.
+// resetSeen forgets the commit reconciled last, and its tree, so that the
+// next reconcile plans against the applied state whatever commit it finds: a
+// replica that leads again, after another leader may have applied; a shard
+// whose clusters moved.
 func (l *Loop) resetSeen() {
 	l.mu.Lock()
-	l.status.Revision = ""
+	l.status.Revision, l.tree = "", ""
 	l.mu.Unlock()
 }
 
@@ -282,9 +288,6 @@ func (l *Loop) ReconcileOnce(ctx context.Context) operation.Outcome {
 		defer l.afterRun()
 	}
 	start := time.Now()
-	l.mu.Lock()
-	last := l.status.Outcome // a skipped reconcile's reason
-	l.mu.Unlock()
 	l.reconciling.Store(true)
 	outcome, rev, cs, errs, st := l.reconcile(ctx)
 	// The cache keeps what this reconcile's loads read (nothing is dropped
@@ -319,7 +322,7 @@ func (l *Loop) ReconcileOnce(ctx context.Context) operation.Outcome {
 	if st != nil && l.OnState != nil {
 		l.OnState(st)
 	}
-	l.logOutcome(outcome, rev, time.Since(start), cs, errs, last)
+	l.logOutcome(outcome, rev, time.Since(start), cs, errs)
 	if l.OnReconcile != nil {
 		l.OnReconcile(outcome, time.Since(start))
 	}
@@ -329,9 +332,9 @@ func (l *Loop) ReconcileOnce(ctx context.Context) operation.Outcome {
 // logOutcome logs a reconcile: one line with its outcome and, when it changed
 // or would change something, the plan's summary line, then one line per
 // cluster changed with its counts, and one line per problem. A skipped
-// reconcile (the commit already reconciled, every interval) says why: the
-// outcome last of that commit.
-func (l *Loop) logOutcome(outcome operation.Outcome, rev string, d time.Duration, cs *diff.ChangeSet, errs []string, last operation.Outcome) {
+// reconcile (the commit already reconciled, or one with the same files,
+// every interval) says why: the outcome last of that commit (Loop.seen).
+func (l *Loop) logOutcome(outcome operation.Outcome, rev string, d time.Duration, cs *diff.ChangeSet, errs []string) {
 	level := slog.LevelInfo
 	switch outcome {
 	case operation.Invalid, operation.Failed, operation.Held:
@@ -339,7 +342,10 @@ func (l *Loop) logOutcome(outcome operation.Outcome, rev string, d time.Duration
 	}
 	attrs := []any{"outcome", string(outcome), "revision", rev, "duration", d.Round(time.Millisecond).String(), "errors", len(errs)}
 	if outcome == operation.Skipped {
-		attrs = append(attrs, "reason", "this commit was reconciled already ("+string(last)+") and nothing was approved since")
+		l.mu.Lock()
+		why := l.skipped
+		l.mu.Unlock()
+		attrs = append(attrs, "reason", why)
 	}
 	changed := cs != nil && !cs.Empty() && (outcome == operation.Applied || outcome == operation.Planned || outcome == operation.Held)
 	if changed {
@@ -380,12 +386,7 @@ func (l *Loop) reconcile(ctx context.Context) (operation.Outcome, string, *diff.
 	// 2. Approved plans (sync: manual) first, exactly as planned. An
 	// approval refused is a problem of this reconcile, which is not skipped.
 	approved, napproved := l.approve(ctx)
-	l.mu.Lock()
-	seen := rev.SHA != source.WorkingTree && l.status.Revision == rev.SHA && !l.again && napproved == 0 && len(approved) == 0 && (l.status.Outcome == operation.Applied || l.status.Outcome == operation.NoChange ||
-		l.status.Outcome == operation.Invalid || l.status.Outcome == operation.Planned || l.status.Outcome == operation.Held)
-	l.again = false
-	l.mu.Unlock()
-	if seen {
+	if l.seen(rev, napproved+len(approved)) {
 		return operation.Skipped, rev.SHA, nil, nil, nil
 	}
 	// 3. The operation plan and apply run: validate, render what changed,
@@ -412,6 +413,9 @@ func (l *Loop) reconcile(ctx context.Context) (operation.Outcome, string, *diff.
 	for _, w := range res.Warnings {
 		l.Log.Warn("reconcile warning", "revision", rev.SHA, "warning", w)
 	}
+	l.mu.Lock()
+	l.tree, l.reconciled = rev.Tree, rev.SHA
+	l.mu.Unlock()
 	l.record(res)
 	l.noteApplied(res)
 	l.recordReconciles(ctx, res)
@@ -435,6 +439,39 @@ func (l *Loop) reconcile(ctx context.Context) (operation.Outcome, string, *diff.
 		}
 	}
 	return res.Outcome, rev.SHA, cs, problems, st
+}
+
+// seen says whether rev needs no reconcile (and why, in l.skipped): its
+// commit was reconciled already, or one with the same tree (a commit that
+// changes nothing in the folder followed), with an outcome that another
+// reconcile would not change, and nothing was approved (napproved) or
+// asked again since. A working tree's changes are never seen.
+func (l *Loop) seen(rev source.Revision, napproved int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	again := l.again
+	l.again = false
+	switch l.status.Outcome {
+	case operation.Applied, operation.NoChange, operation.Invalid, operation.Planned, operation.Held:
+	default:
+		return false
+	}
+	if source.IsWorkingTree(rev.SHA) || again || napproved > 0 {
+		return false
+	}
+	sameTree := rev.Tree != "" && rev.Tree == l.tree
+	switch {
+	case l.status.Revision == rev.SHA && l.reconciled != rev.SHA && sameTree:
+		// Skipped for its tree before: l.skipped says so still.
+	case l.status.Revision == rev.SHA:
+		l.skipped = "this commit was reconciled already (" + string(l.status.Outcome) + ") and nothing was approved since"
+	case sameTree:
+		l.skipped = "this commit changes nothing in the files read since " + source.Short(l.reconciled) +
+			" was reconciled (" + string(l.status.Outcome) + ")"
+	default:
+		return false
+	}
+	return true
 }
 
 // operation is the reconcile operation of the loop: the one plan and apply

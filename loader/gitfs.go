@@ -69,15 +69,28 @@ var storeMu sync.Mutex
 // The file system implements fs.ReadFileFS, fs.ReadDirFS, fs.StatFS,
 // fs.ReadLinkFS and BlobHasher, and is safe for concurrent use.
 func OpenRevision(repoPath, rev string) (fs.FS, string, error) {
-	repo, err := git.PlainOpenWithOptions(repoPath, &git.PlainOpenOptions{DetectDotGit: false})
+	fsys, commit, _, err := OpenRevisionDir(repoPath, rev, "")
+	return fsys, commit, err
+}
+
+// OpenRevisionDir is OpenRevision of the folder dir of the revision's tree (a
+// slash path from the top, such as "config/prod"; "" or "." is the whole
+// tree), as Argo CD's path and Flux's spec.path read one: the file system's
+// root is that folder, and a symbolic link that leads out of it is refused as
+// one that leads out of the tree is (ErrEscapesRepo). It returns the commit's
+// hash and the hash of the folder's tree besides: two revisions whose folders
+// have the same tree hash hold the same files there. A folder that is not in
+// the revision is an error that wraps fs.ErrNotExist.
+func OpenRevisionDir(repoPath, rev, dir string) (fsys fs.FS, commit, tree string, err error) {
+	repo, err := git.PlainOpenWithOptions(repoPath, &git.PlainOpenOptions{DetectDotGit: false, EnableDotGitCommonDir: true})
 	if err != nil {
-		return nil, "", fmt.Errorf("opening git repository %s: %w", repoPath, err)
+		return nil, "", "", fmt.Errorf("opening git repository %s: %w", repoPath, err)
 	}
 	// go-git's parser accepts reflog selectors (main@{1}) and paths
 	// (HEAD:file) but silently ignores them, resolving to another commit
 	// than git would; neither can appear in a ref name, so refuse them.
 	if strings.Contains(rev, "@{") || strings.Contains(rev, ":") {
-		return nil, "", fmt.Errorf("resolving revision %q in %s: %w", rev, repoPath, errUnsupportedRevision)
+		return nil, "", "", fmt.Errorf("resolving revision %q in %s: %w", rev, repoPath, errUnsupportedRevision)
 	}
 	storeMu.Lock()
 	h, err := repo.ResolveRevision(plumbing.Revision(rev))
@@ -87,13 +100,13 @@ func OpenRevision(repoPath, rev string) (fs.FS, string, error) {
 		err = fmt.Errorf("%w: no such ancestor", plumbing.ErrReferenceNotFound)
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("resolving revision %q in %s: %w", rev, repoPath, err)
+		return nil, "", "", fmt.Errorf("resolving revision %q in %s: %w", rev, repoPath, err)
 	}
-	fsys, err := RevisionFS(repo, *h)
+	fsys, t, err := RevisionDirFS(repo, *h, dir)
 	if err != nil {
-		return nil, "", fmt.Errorf("revision %q in %s: %w", rev, repoPath, err)
+		return nil, "", "", fmt.Errorf("revision %q in %s: %w", rev, repoPath, err)
 	}
-	return fsys, h.String(), nil
+	return fsys, h.String(), t.String(), nil
 }
 
 // RevisionFS returns the read-only file system of the tree of commit in an
@@ -101,27 +114,70 @@ func OpenRevision(repoPath, rev string) (fs.FS, string, error) {
 // commits of one repository may be used side by side, from several
 // goroutines.
 func RevisionFS(repo *git.Repository, commit plumbing.Hash) (fs.FS, error) {
+	fsys, _, err := RevisionDirFS(repo, commit, "")
+	return fsys, err
+}
+
+// RevisionDirFS is RevisionFS of the folder dir of the commit's tree, as
+// OpenRevisionDir reads it, and the hash of that folder's tree.
+func RevisionDirFS(repo *git.Repository, commit plumbing.Hash, dir string) (fs.FS, plumbing.Hash, error) {
 	if repo == nil {
-		return nil, errors.New("reading commit: nil repository")
+		return nil, plumbing.ZeroHash, errors.New("reading commit: nil repository")
 	}
 	storeMu.Lock()
 	c, err := repo.CommitObject(commit)
 	storeMu.Unlock()
 	if err != nil {
-		return nil, fmt.Errorf("reading commit %s: %w", commit, err)
+		return nil, plumbing.ZeroHash, fmt.Errorf("reading commit %s: %w", commit, err)
+	}
+	root, err := folderTree(repo, c.TreeHash, dir)
+	if err != nil {
+		return nil, plumbing.ZeroHash, err
 	}
 	g := &gitFS{
 		repo:     repo,
-		rootTree: c.TreeHash,
+		rootTree: root,
 		modTime:  c.Committer.When,
 		dirs:     make(map[string]*gitDirNode),
 		sizes:    make(map[plumbing.Hash]int64),
 		links:    make(map[plumbing.Hash]string),
 	}
-	if _, err := g.loadTree("", c.TreeHash); err != nil {
-		return nil, fmt.Errorf("reading tree %s of commit %s: %w", c.TreeHash, commit, err)
+	if _, err := g.loadTree("", root); err != nil {
+		return nil, plumbing.ZeroHash, fmt.Errorf("reading tree %s of commit %s: %w", root, commit, err)
 	}
-	return g, nil
+	return g, root, nil
+}
+
+// folderTree is the hash of the tree of folder dir (a slash path) under the
+// tree root: each of its components a directory there (not a symbolic link,
+// nor a submodule).
+func folderTree(repo *git.Repository, root plumbing.Hash, dir string) (plumbing.Hash, error) {
+	dir = path.Clean("/" + dir)[1:]
+	if dir == "" {
+		return root, nil
+	}
+	h, at := root, ""
+	for _, comp := range strings.Split(dir, "/") {
+		storeMu.Lock()
+		t, err := object.GetTree(repo.Storer, h)
+		var e *object.TreeEntry
+		if err == nil {
+			e, _ = t.FindEntry(comp)
+		}
+		storeMu.Unlock()
+		if err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("reading tree %s: %w", h, err)
+		}
+		at = path.Join(at, comp)
+		switch {
+		case e == nil:
+			return plumbing.ZeroHash, fmt.Errorf("no folder %s in the tree: %w", at, fs.ErrNotExist)
+		case e.Mode != filemode.Dir:
+			return plumbing.ZeroHash, fmt.Errorf("%s is not a folder in the tree (a file, a symbolic link or a submodule): %w", at, fs.ErrNotExist)
+		}
+		h = e.Hash
+	}
+	return h, nil
 }
 
 // gitFS is the file system of one commit's tree.

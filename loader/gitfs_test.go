@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -922,5 +923,60 @@ func TestGitConcurrentReads(t *testing.T) {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// TestGitOpenRevisionDir: a folder of the tree is read as the root, a link
+// out of it is refused as one out of the tree is, a folder that is not one
+// is an error, and the folder's tree hash changes only with its files.
+func TestGitOpenRevisionDir(t *testing.T) {
+	r := newGitTestRepo(t)
+	for _, tc := range []struct {
+		rev, dir string
+		want     map[string]string
+	}{
+		{"HEAD", "pkg", map[string]string{"a/a.txt": "a v1\n", "link-to-a": "a v1\n", "a/b/deep.txt": "deep\n"}},
+		{"HEAD", "pkg/a/", map[string]string{"a.txt": "a v1\n", "b/deep.txt": "deep\n"}},
+		{"HEAD", "./pkg/a", map[string]string{"a.txt": "a v1\n"}},
+		{"HEAD", "", map[string]string{"README.md": "hello v2\n"}},
+		{"HEAD", ".", map[string]string{"README.md": "hello v2\n"}},
+		// pkg/a/b/up leads to the top's README.md: out of pkg/a.
+		{"HEAD", "pkg/a", map[string]string{"b/up": "ERR open b/up: symlink b/up -> ../../../README.md: " + ErrEscapesRepo.Error()}},
+	} {
+		fsys, commit, _, err := OpenRevisionDir(r.dir, tc.rev, tc.dir)
+		if err != nil {
+			t.Fatalf("OpenRevisionDir(%s, %q): %v", tc.rev, tc.dir, err)
+		}
+		if commit != r.commits[2].String() {
+			t.Errorf("OpenRevisionDir(%s, %q): commit %s, want %s", tc.rev, tc.dir, commit, r.commits[2])
+		}
+		names := slices.Sorted(maps.Keys(tc.want))
+		if diff := cmp.Diff(tc.want, gitTestRead(t, fsys, names...)); diff != "" {
+			t.Errorf("OpenRevisionDir(%s, %q) (-want +got):\n%s", tc.rev, tc.dir, diff)
+		}
+	}
+	for _, dir := range []string{"nope", "pkg/nope", "README.md", "dirlink", "pkg/a/a.txt/x"} {
+		_, _, _, err := OpenRevisionDir(r.dir, "HEAD", dir)
+		if !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("OpenRevisionDir(HEAD, %q): %v, want an error wrapping fs.ErrNotExist", dir, err)
+		}
+	}
+	// c2 changed the top's README.md and added new.txt; c3 added links at
+	// the top and pkg/sneaky: pkg/a is the same tree in all three.
+	tree := func(rev, dir string) string {
+		_, _, h, err := OpenRevisionDir(r.dir, rev, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	if a1, a3 := tree("HEAD~2", "pkg/a"), tree("HEAD", "pkg/a"); a1 != a3 {
+		t.Errorf("pkg/a: tree %s at c1, %s at c3, want the same", a1, a3)
+	}
+	if p2, p3 := tree("HEAD~1", "pkg"), tree("HEAD", "pkg"); p2 == p3 {
+		t.Errorf("pkg: the same tree %s at c2 and c3, which added pkg/sneaky", p2)
+	}
+	if top1, top2 := tree("HEAD~2", ""), tree("HEAD~1", ""); top1 == top2 {
+		t.Errorf("the top: the same tree %s at c1 and c2", top1)
 	}
 }

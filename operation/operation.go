@@ -674,7 +674,7 @@ func (o *Operation) plan(res *Result, req Request, st *state.State, files string
 		}
 		rendered = slices.DeleteFunc(rendered, func(name string) bool { return guarded[name] != "" })
 	}
-	if rev.SHA == source.WorkingTree && files != "" && inputFingerprint(rev.FS, o.Load, req.Skip) != files {
+	if source.IsWorkingTree(rev.SHA) && files != "" && inputFingerprint(rev.FS, o.Load, req.Skip) != files {
 		// A working tree edited while it was loaded: its fingerprint says
 		// nothing of what was rendered.
 		files, cfiles = "", nil

@@ -29,7 +29,8 @@ type Plan struct {
 	// refuses the plan once the state has moved.
 	Lineage string `json:"lineage"`
 	Serial  int64  `json:"serial"`
-	// Revision is the source revision rendered (a commit sha, or "working-tree").
+	// Revision is the source revision rendered: a commit sha, or a working
+	// tree's ("<sha>+dirty.<digest>", or "working-tree": source.IsWorkingTree).
 	Revision    string `json:"revision"`
 	ToolVersion string `json:"tool_version"`
 	// Artifacts are the digests of every desired artifact (path → sha256).

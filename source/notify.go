@@ -10,21 +10,6 @@ import (
 	"github.com/fsnotify/fsnotify"
 )
 
-// WorkingTree is the revision name of a working tree (watch --worktree): it is
-// reconciled on every change, never skipped as already seen.
-const WorkingTree = "working-tree"
-
-// WorktreeSource is the working tree of a repository, as files on disk.
-type WorktreeSource struct{ Path string }
-
-// Latest implements Source.
-func (s *WorktreeSource) Latest(context.Context) (Revision, error) {
-	if _, err := os.Stat(s.Path); err != nil {
-		return Revision{}, err
-	}
-	return Revision{SHA: WorkingTree, FS: os.DirFS(s.Path)}, nil
-}
-
 // WatchTree calls trigger once for every burst of changes under root: events
 // closer than debounce to each other are one burst, so that an editor's save
 // (write a temporary file, rename it over the original) is one change. New

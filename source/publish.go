@@ -80,7 +80,7 @@ func followedBranch(ctx context.Context, src Source) (string, error) {
 		}
 		return head(s.Path)
 	case *WorktreeSource:
-		return head(s.Path) // a commit onto the checked-out branch
+		return head(s.repository()) // a commit onto the checked-out branch
 	case *RemoteSource:
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -102,7 +102,7 @@ func (s *LocalSource) target() (*git.Repository, func(context.Context, plumbing.
 }
 
 func (s *WorktreeSource) target() (*git.Repository, func(context.Context, plumbing.ReferenceName) error, error) {
-	r, err := git.PlainOpen(s.Path)
+	r, err := git.PlainOpen(s.repository())
 	return r, nil, err
 }
 
@@ -163,7 +163,7 @@ func (p *Publisher) Commit(ctx context.Context, src Source, set fs.FS, revision 
 	sig := object.Signature{Name: "fuelsync", Email: "fuelsync@localhost", When: time.Now()}
 	c := &object.Commit{
 		Author: sig, Committer: sig, TreeHash: tree, ParentHashes: parents,
-		Message: fmt.Sprintf("fuelsync: artifacts of %s (serial %d)\n\nRendered from %s.\n", Short(revision), serial, revision),
+		Message: fmt.Sprintf("fuelsync: artifacts of %s (serial %d)\n\nRendered from %s%s.\n", Short(revision), serial, revision, folderOf(src)),
 	}
 	obj := repo.Storer.NewEncodedObject()
 	if err := c.Encode(obj); err != nil {
@@ -184,13 +184,35 @@ func (p *Publisher) Commit(ctx context.Context, src Source, set fs.FS, revision 
 	return h.String(), nil
 }
 
-// Short is a revision as messages name it: a commit's first 12 hex digits
-// (working-tree as it is).
-func Short(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
+// folderOf is ", folder DIR" for a source that reads a folder of its
+// commits' trees, else "".
+func folderOf(src Source) string {
+	var dir string
+	switch s := src.(type) {
+	case *LocalSource:
+		dir = s.Dir
+	case *RemoteSource:
+		dir = s.Dir
+	case *WorktreeSource:
+		dir = s.Dir
 	}
-	return rev
+	if dir == "" {
+		return ""
+	}
+	return ", folder " + dir
+}
+
+// Short is a revision as messages name it: a commit's first 12 hex digits
+// (working-tree as it is; a dirty working tree's with its +dirty.<digest>).
+func Short(rev string) string {
+	sha, dirty, _ := strings.Cut(rev, "+")
+	if len(sha) > 12 {
+		sha = sha[:12]
+	}
+	if dirty != "" {
+		return sha + "+" + dirty
+	}
+	return sha
 }
 
 // writeTree stores the files under dir of set (but the set's own files at its

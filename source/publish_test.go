@@ -26,15 +26,7 @@ import (
 // naming the source revision; a remote repository gets the branch pushed.
 func TestPublishBranch(t *testing.T) {
 	source.InstallFileTransport()
-	dir, work := gittest.Quickstart(t)
-	remote := filepath.Join(t.TempDir(), "remote.git")
-	if _, err := git.PlainInit(remote, true); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := work.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{"file://" + remote}}); err != nil {
-		t.Fatal(err)
-	}
-	gittest.Push(t, work, false)
+	dir, work, remote := gittest.QuickstartRemote(t)
 	for _, tc := range []struct {
 		name string
 		src  func(wd string) source.Source

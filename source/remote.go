@@ -53,7 +53,9 @@ func (fileLoader) Load(ep *transport.Endpoint) (storer.Storer, error) {
 // fetched with a forced refspec, so a force-push is followed.
 type RemoteSource struct {
 	URL, Branch, CacheDir string
-	Auth                  transport.AuthMethod
+	// Dir is the folder of the commits' trees that is read (LocalSource.Dir).
+	Dir  string
+	Auth transport.AuthMethod
 
 	mu       sync.Mutex
 	resolved string // the branch followed, once known
@@ -155,24 +157,22 @@ func (s *RemoteSource) Latest(ctx context.Context) (Revision, error) {
 	if err != nil {
 		return Revision{}, fmt.Errorf("branch %s of %s: %w", branch, redact.URL(s.URL), err)
 	}
-	fsys, err := loader.RevisionFS(repo, head.Hash())
+	fsys, tree, err := loader.RevisionDirFS(repo, head.Hash(), s.Dir)
 	if err != nil {
 		return Revision{}, err
 	}
-	return Revision{SHA: head.Hash().String(), FS: fsys}, nil
+	return Revision{SHA: head.Hash().String(), FS: fsys, Tree: tree.String()}, nil
 }
 
 // At implements RevisionSource: from the cache, fetched first when the
 // commit is not in it yet.
 func (s *RemoteSource) At(ctx context.Context, sha string) (Revision, error) {
-	fsys, got, err := loader.OpenRevision(s.CacheDir, sha)
+	rev, err := openAt(s.CacheDir, sha, s.Dir)
 	if err != nil {
 		if _, lerr := s.Latest(ctx); lerr != nil {
 			return Revision{}, lerr
 		}
-		if fsys, got, err = loader.OpenRevision(s.CacheDir, sha); err != nil {
-			return Revision{}, err
-		}
+		return openAt(s.CacheDir, sha, s.Dir)
 	}
-	return Revision{SHA: got, FS: fsys}, nil
+	return rev, nil
 }

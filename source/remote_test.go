@@ -8,7 +8,6 @@ import (
 	"time"
 
 	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
 
 	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/gittest"
@@ -22,15 +21,7 @@ import (
 // the loop survives (errors, backoff) and catches up once it is back.
 func TestRemoteSource(t *testing.T) {
 	source.InstallFileTransport()
-	dir, work := gittest.Quickstart(t)
-	remote := filepath.Join(t.TempDir(), "remote.git")
-	if _, err := git.PlainInit(remote, true); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := work.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{"file://" + remote}}); err != nil {
-		t.Fatal(err)
-	}
-	gittest.Push(t, work, false)
+	dir, work, remote := gittest.QuickstartRemote(t)
 	wd := filepath.Join(t.TempDir(), "wd")
 	loop := &controller.Loop{Workdir: state.Open(wd), Source: &source.RemoteSource{URL: "file://" + remote, Branch: "main", CacheDir: filepath.Join(wd, "cache")}, ToolVersion: "test"}
 	head, _ := work.Head()

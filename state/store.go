@@ -71,7 +71,8 @@ type State struct {
 	Lineage string `json:"lineage"`
 	// Serial counts applies; 0 is nothing applied yet.
 	Serial int64 `json:"serial"`
-	// Revision is the applied source revision (a commit sha, or "working-tree").
+	// Revision is the applied source revision: a commit sha, or a working
+	// tree's ("<sha>+dirty.<digest>", or "working-tree").
 	Revision    string                   `json:"revision"`
 	ToolVersion string                   `json:"tool_version"`
 	Clusters    map[string]*ClusterState `json:"clusters"`

@@ -64,7 +64,10 @@ func exitCode(code int) error { return &exitError{code: code} }
 
 // globals are the flags every command shares.
 type globals struct {
+	// repo is --repo; with --path, the folder it names (usePath), but for
+	// a bare repository or a URL, whose folder is path.
 	repo    string
+	path    string
 	rev     string
 	workdir string
 	// workdirErr says why the repository's workdir setting is refused
@@ -80,6 +83,9 @@ type globals struct {
 	command string
 	stdout  io.Writer
 	stderr  io.Writer
+	// failure collects the diagnostics printed, for the JSON error document
+	// of a failure (errors.go); nil outside run.
+	failure *failure
 }
 
 func (g *globals) useColor(w io.Writer) bool {
@@ -92,17 +98,21 @@ func (g *globals) useColor(w io.Writer) bool {
 	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
 		return false
 	}
+	if s, ok := w.(*stdoutWatch); ok {
+		w = s.w
+	}
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 func readGlobals(c *cli.Context, stdout, stderr io.Writer) (*globals, error) {
 	g := &globals{
-		repo: globalString(c, "repo"), rev: globalString(c, "rev"), workdir: globalString(c, "workdir"),
+		repo: globalString(c, "repo"), path: globalString(c, "path"), rev: globalString(c, "rev"), workdir: globalString(c, "workdir"),
 		state:  globalString(c, "state"),
 		format: commandFormat(c), color: globalString(c, "color"), quiet: globalSet(c, "quiet") != nil,
 		stdout: stdout, stderr: stderr,
 	}
+	g.failure, _ = c.App.Metadata[failureKey].(*failure)
 	if c.Command != nil {
 		g.command = strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ")
 	}
@@ -110,6 +120,9 @@ func readGlobals(c *cli.Context, stdout, stderr io.Writer) (*globals, error) {
 	case "auto", "always", "never":
 	default:
 		return nil, &exitError{code: 1, msg: fmt.Sprintf("--color must be auto, always or never, not %q", g.color)}
+	}
+	if err := g.usePath(); err != nil {
+		return nil, err
 	}
 	g.locateRepo()
 	return g, nil
@@ -265,23 +278,31 @@ func usageError(c *cli.Context, err error, _ bool) error {
 }
 
 // run executes the CLI and returns the process exit code.
+// A failure's message is printed on stderr; with --format json, when the
+// command printed nothing on stdout, its JSON error document is printed there
+// too (failure.report).
 func run(args []string, stdout, stderr io.Writer) int {
-	app := newApp(stdout, stderr)
-	app.Metadata = map[string]any{argsKey: args} // as given, for a dispatch to fuelsync-server
+	out := &stdoutWatch{w: stdout}
+	app := newApp(out, stderr)
+	fail := &failure{}
+	// args as given, for a dispatch to fuelsync-server
+	app.Metadata = map[string]any{argsKey: args, failureKey: fail}
 	err := app.Run(flagsFirst(app, args))
 	if err == nil {
 		return 0
 	}
+	code, msg := 1, strings.TrimSpace(err.Error())
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.msg != "" {
-			fmt.Fprintf(stderr, "fuelsync: %s\n", safetext.Lines(ee.msg))
-		}
-		return ee.code
+		code, msg = ee.code, ee.msg
 	}
-	msg := err.Error()
-	fmt.Fprintf(stderr, "fuelsync: %s\n", safetext.Lines(strings.TrimSpace(msg)))
-	return 1
+	if msg != "" {
+		fmt.Fprintf(stderr, "fuelsync: %s\n", safetext.Lines(msg))
+		if !out.wrote && formatOf(args) == "json" {
+			fail.report(stdout, msg)
+		}
+	}
+	return code
 }
 
 // flagsFirst puts a command's flags before its arguments: urfave/cli v2 stops

@@ -60,7 +60,7 @@ func TestApplyPlanFileChecks(t *testing.T) {
 		setup: func(t *testing.T, e env) {
 			mustRun(t, "--repo", e.repo, "--workdir", e.wd, "-q", "apply", "--auto-approve")
 		},
-		want: `^fuelsync: the plan \S+/the\.plan is stale: it was made against state serial 0, but the state is now at serial 1 \(applied revision working-tree\); run plan again; nothing was changed\n$`,
+		want: `^fuelsync: the plan \S+/the\.plan is stale: it was made against state serial 0, but the state is now at serial 1 \(applied revision [0-9a-f]{12}\); run plan again; nothing was changed\n$`,
 	}, {
 		name:  "another work directory's plan",
 		check: "Plan.CheckFresh in apply (internal/cli/plan.go), the lineage",
@@ -117,7 +117,19 @@ func TestApplyPlanFileChecks(t *testing.T) {
 		name:  "the configuration changed since the plan",
 		check: "operation.samePlan (before Apply's own check): a rendered file's digest is not the plan's",
 		setup: func(t *testing.T, e env) {
+			// The plan of a clean tree names its commit, which no edit
+			// changes: the plan of an edited (dirty) tree, then the edit
+			// undone.
+			p := filepath.Join(e.repo, "clusters", "demo.yaml")
+			orig, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
 			unassignRabbitmq(t, e.repo)
+			mustRun(t, "--repo", e.repo, "--workdir", e.wd, "-q", "plan", "--out", e.plan)
+			if err := os.WriteFile(p, orig, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		},
 		// Files are checked as they are rendered, in parallel: the first to
 		// differ (a file of demo, or the manifest) is named, and others may
@@ -164,6 +176,24 @@ func TestApplyPlanFileChecks(t *testing.T) {
 		mustRun(t, "--repo", repo, "--workdir", wd, "apply", plan)
 		if got := workdirSnapshot(t, wd); !strings.HasPrefix(got, "serial 1 ") {
 			t.Errorf("after applying the plan: %s", got)
+		}
+	})
+
+	// The plan of a clean tree is the plan of its commit: it applies that
+	// commit, whatever the working tree became since.
+	t.Run("a commit's plan", func(t *testing.T) {
+		dir := t.TempDir()
+		repo, wd, plan := quickstartRepo(t), filepath.Join(dir, "wd"), filepath.Join(dir, "the.plan")
+		mustRun(t, "--repo", repo, "--workdir", wd, "-q", "plan", "--out", plan)
+		unassignRabbitmq(t, repo)
+		mustRun(t, "--repo", repo, "--workdir", wd, "apply", plan)
+		got := workdirSnapshot(t, wd)
+		if !regexp.MustCompile(`^serial 1 lineage "[0-9a-f]+" revision "[0-9a-f]{40}" `).MatchString(got) {
+			t.Errorf("after applying the plan: %s, want serial 1 at the commit", got)
+		}
+		data, err := os.ReadFile(filepath.Join(wd, "artifacts", "current", "demo", "nodes", "node-2", "default.yaml"))
+		if err != nil || !strings.Contains(string(data), "id: rabbitmq") {
+			t.Errorf("node-2's tasks: %v; want the commit's, rabbitmq among them\n%s", err, data)
 		}
 	})
 }

@@ -119,7 +119,7 @@ func complete(app *cli.App, words []string) []string {
 	var out []string
 	switch {
 	case prev == "--cluster" || prev == "--node" || prev == "--release" || prev == "--repo":
-		out = repoNames(flagValue("--repo"), prev, flagValue("--cluster"), "")
+		out = repoNames(flagValue("--repo"), flagValue("--path"), prev, flagValue("--cluster"), "")
 	case strings.HasPrefix(cur, "-"):
 		var flags []cli.Flag
 		if cmd != nil {
@@ -143,11 +143,11 @@ func complete(app *cli.App, words []string) []string {
 	default:
 		switch strings.Join(path, " ") {
 		case "tags assign", "tags unassign", "tags update", "tags delete":
-			out = repoNames(flagValue("--repo"), "tags", flagValue("--cluster"), flagValue("--node"))
+			out = repoNames(flagValue("--repo"), flagValue("--path"), "tags", flagValue("--cluster"), flagValue("--node"))
 		case "roles assign", "roles unassign":
-			out = repoNames(flagValue("--repo"), "roles", flagValue("--cluster"), flagValue("--node"))
+			out = repoNames(flagValue("--repo"), flagValue("--path"), "roles", flagValue("--cluster"), flagValue("--node"))
 		case "explain":
-			out = repoNames(flagValue("--repo"), "tasks", flagValue("--cluster"), flagValue("--node"))
+			out = repoNames(flagValue("--repo"), flagValue("--path"), "tasks", flagValue("--cluster"), flagValue("--node"))
 		}
 	}
 	var matched []string
@@ -168,18 +168,23 @@ func findCommand(cmds []*cli.Command, name string) *cli.Command {
 	return nil
 }
 
-// repoNames lists names from the repository at repo (default "."): what is
+// repoNames lists names from the repository at repo (default "."), in its
+// folder folder (--path; "" for none): what is
 // "--cluster" (clusters), "--node" (the cluster's nodes), "--release" (release
 // versions), "tags" (the cluster's tags, the node's own first), "roles" (the
 // cluster's roles), "tasks" (the node's tasks in the default graph).
-func repoNames(repoPath, what, cluster, node string) []string {
+func repoNames(repoPath, folder, what, cluster, node string) []string {
 	if what == "--repo" {
 		return nil // the shell completes paths
 	}
 	if repoPath == "" {
 		repoPath = "."
 	}
-	src, err := openSource(&globals{repo: repoPath})
+	g := &globals{repo: repoPath, path: folder}
+	if g.usePath() != nil {
+		return nil
+	}
+	src, err := openSource(g)
 	if err != nil {
 		return nil
 	}

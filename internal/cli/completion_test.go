@@ -33,8 +33,10 @@ func TestComplete(t *testing.T) {
 		{"tags create --repo R --release ", []string{"quickstart-1.0"}},
 		{"explain --repo R --cluster demo --node node-1 k", []string{"keystone"}},
 		{"plan --d", []string{"--detailed-exitcode"}},
+		// --path: the folder of --repo.
+		{"tags assign --repo E --path quickstart --cluster demo --node node-", []string{"node-1", "node-2", "node-3", "node-4", "node-5", "node-6"}},
 	} {
-		words := strings.Split(strings.ReplaceAll(tc.words, " R ", " "+repo+" "), " ")
+		words := strings.Split(strings.ReplaceAll(strings.ReplaceAll(tc.words, " R ", " "+repo+" "), " E ", " "+filepath.Dir(repo)+" "), " ")
 		if diff := cmp.Diff(tc.want, complete(app, words)); diff != "" {
 			t.Errorf("%q (-want +got):\n%s", tc.words, diff)
 		}

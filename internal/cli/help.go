@@ -23,6 +23,8 @@ func globalFlag(name string) cli.Flag {
 	switch name {
 	case "repo":
 		return &cli.StringFlag{Name: "repo", Value: ".", Usage: "repository `PATH` (a working tree or a bare repository)"}
+	case "path":
+		return &cli.StringFlag{Name: "path", Usage: "read the repository in folder `DIR` of --repo (a path from its top, as Argo CD's path and Flux's spec.path)"}
 	case "rev":
 		return &cli.StringFlag{Name: "rev", Usage: "read revision `REV` (branch, tag, HEAD~2, sha) from git objects instead of the working tree"}
 	case "workdir":
@@ -49,7 +51,7 @@ func globalFlag(name string) cli.Flag {
 	return nil // not a global flag: globalNames lists them
 }
 
-var globalNames = []string{"repo", "rev", "workdir", "format", "color", "quiet",
+var globalNames = []string{"repo", "path", "rev", "workdir", "format", "color", "quiet",
 	"state", "etcd-cacert", "etcd-cert", "etcd-key", "etcd-auth-file", "etcd-lock-ttl"}
 
 // stateGlobals are the global flags of the commands that read or write the state.
@@ -583,6 +585,9 @@ func requiredFlags(c *cli.Command) cli.BeforeFunc {
 // it honours (its help table's), and the output flags every command takes.
 func commandGlobals(path string) []string {
 	globals := slices.Clone(helpTable[path].globals)
+	if i := slices.Index(globals, "repo"); i >= 0 {
+		globals = slices.Insert(globals, i+1, "path") // where the repository is
+	}
 	for _, name := range outputGlobals {
 		if !slices.Contains(globals, name) {
 			globals = append(globals, name)

@@ -14,6 +14,7 @@ import (
 // above it, source and state do not reach each other, and nothing reaches
 // internal/cli. go list -deps of each (its own code, tests aside).
 func TestPackagesPointOneWay(t *testing.T) {
+	t.Parallel() // go list, in a process of its own
 	if testing.Short() {
 		t.Skip("runs go list")
 	}

@@ -83,7 +83,11 @@ func (e *opEnv) operation(src *source) *operation.Operation {
 		ToolVersion: version,
 		Load:        loadOptions(src.cache),
 		OpenRevision: func(rev string) (fs.FS, error) {
-			fsys, _, err := loader.OpenRevision(e.g.repo, rev)
+			top, dir, err := e.g.gitRepo("")
+			if err != nil {
+				return nil, err
+			}
+			fsys, _, _, err := loader.OpenRevisionDir(top, rev, dir)
 			return fsys, err
 		},
 	}
@@ -122,6 +126,7 @@ func (e *opEnv) plan(args opArgs) error {
 	if err != nil {
 		return err
 	}
+	src.pin(e.g)
 	if _, err := e.workdir(); err != nil {
 		return err
 	}
@@ -165,8 +170,8 @@ func (e *opEnv) apply(args opArgs) error {
 			return &exitError{code: 1, msg: err.Error()}
 		}
 		src, err = planSource(e.g, saved)
-	} else {
-		src, err = openSource(e.g)
+	} else if src, err = openSource(e.g); err == nil {
+		src.pin(e.g)
 	}
 	if err != nil {
 		return err

@@ -256,6 +256,7 @@ func warningKind(d *hcl.Diagnostic) string {
 // with -q, and past a few warnings of one kind a count of the others instead
 // (validate --format json lists every one).
 func (g *globals) writeDiagnostics(w io.Writer, diags hcl.Diagnostics, files map[string]*hcl.File, prefix string) {
+	g.failure.note(diags, prefix)
 	total := map[string]int{}
 	for _, d := range diags {
 		if d.Severity != hcl.DiagError {

@@ -129,7 +129,7 @@ func reinitFlag() cli.Flag {
 // inputSkip is the work directory when it lies inside the working tree src.
 func inputSkip(g *globals, src *source) []string {
 	var skip []string
-	if src.revision == gitsource.WorkingTree {
+	if src.worktree {
 		repo, err1 := filepath.Abs(g.repo)
 		wd, err2 := filepath.Abs(g.workdir)
 		if rel, err := filepath.Rel(repo, wd); err1 == nil && err2 == nil && err == nil && rel != "." && filepath.IsLocal(rel) {
@@ -139,12 +139,18 @@ func inputSkip(g *globals, src *source) []string {
 	return skip
 }
 
-// planSource opens what a saved plan rendered: its commit, or the working tree.
+// planSource opens what a saved plan rendered: its commit, or the working
+// tree (pinned, as the plan was).
 func planSource(g *globals, p *operation.Plan) (*source, error) {
 	pg := *g
 	pg.rev = ""
-	if p.Revision != "working-tree" {
+	if !gitsource.IsWorkingTree(p.Revision) {
 		pg.rev = p.Revision
 	}
-	return openSource(&pg)
+	src, err := openSource(&pg)
+	if err != nil {
+		return nil, err
+	}
+	src.pin(&pg)
+	return src, nil
 }

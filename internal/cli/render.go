@@ -57,6 +57,7 @@ func renderCommand(stdout, stderr io.Writer) *cli.Command {
 			if err != nil {
 				return err
 			}
+			src.pin(g) // the manifest's revision: the commit when the tree is clean
 			out := c.String("out")
 			if err := checkRenderOut(out, g.repo); err != nil {
 				return &exitError{code: 1, msg: err.Error()}

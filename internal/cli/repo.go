@@ -6,11 +6,13 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/fuelsync/fuelsync/loader"
+	gitsource "github.com/fuelsync/fuelsync/source"
 )
 
 // source is one repository revision to load.
@@ -18,8 +20,11 @@ type source struct {
 	fsys fs.FS
 	// label describes it for humans: the path, or path@rev (sha).
 	label string
-	// revision is the commit sha read, or "working-tree".
+	// revision is the commit sha read, or a working tree's revision
+	// ("working-tree", or <sha>+dirty.<digest> once pinned: pin).
 	revision string
+	// worktree says fsys is the working tree on disk (g.repo).
+	worktree bool
 	// prefix is prepended to repository-relative file names in diagnostics so they
 	// are relative to the current directory, as compilers print them.
 	prefix string
@@ -116,7 +121,8 @@ func (g *globals) locateRepo() {
 }
 
 // openSource opens the working tree of g.repo, or revision g.rev from its git
-// objects. A bare repository has no working tree, so it is read at HEAD by default.
+// objects (the folder g.repo is in its git repository's trees: gitRepo). A
+// bare repository has no working tree, so it is read at HEAD by default.
 // g.repo must be a fuelsync repository (plugins/ or clusters/ present); when it is
 // the current directory and is not one, the root is looked for upward, as git
 // does, and g.repo becomes that root.
@@ -131,17 +137,24 @@ func openSource(g *globals) (*source, error) {
 			g.repo, g.command, g.repo)}
 	}
 	fi, err := os.Stat(g.repo)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) && g.rev != "" {
+		// A folder that is not in the working tree may be in the
+		// revision: its git repository says.
+		if _, _, gerr := g.gitRepo(""); gerr == nil {
+			err, fi = nil, nil
+		}
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, &exitError{code: 1, msg: fmt.Sprintf("repository %s does not exist", g.repo)}
-	}
-	if err != nil {
+	case err != nil:
 		return nil, &exitError{code: 1, msg: fmt.Sprintf("repository %s: %v", g.repo, err)}
-	}
-	if !fi.IsDir() {
+	case fi != nil && !fi.IsDir():
 		return nil, &exitError{code: 1, msg: fmt.Sprintf("repository %s is not a directory", g.repo)}
 	}
+	shown := g.shownRepo()
 	prefix := ""
-	if clean := filepath.ToSlash(filepath.Clean(g.repo)); clean != "." {
+	if clean := filepath.ToSlash(filepath.Clean(shown)); clean != "." {
 		prefix = clean + "/"
 	}
 	rev := g.rev
@@ -153,54 +166,119 @@ func openSource(g *globals) (*source, error) {
 		if !hasRepoLayout(fsys) {
 			return nil, notARepo(g.repo, "")
 		}
-		return &source{fsys: fsys, label: g.repo, prefix: prefix, revision: "working-tree"}, nil
+		return &source{fsys: fsys, label: g.repo, prefix: prefix, revision: gitsource.WorkingTree, worktree: true}, nil
 	}
-	if err := checkGitTop(g.repo, "--rev and diff read"); err != nil {
+	top, dir, err := g.gitRepo("--rev and diff read")
+	if err != nil {
 		return nil, err
 	}
-	fsys, hash, err := loader.OpenRevision(g.repo, rev)
+	fsys, hash, _, err := loader.OpenRevisionDir(top, rev, dir)
 	if err != nil {
 		return nil, &exitError{code: 1, msg: err.Error()}
 	}
 	if !hasRepoLayout(fsys) {
-		return nil, notARepo(g.repo, fmt.Sprintf(" at %s (%.12s)", rev, hash))
+		return nil, notARepo(shown, fmt.Sprintf(" at %s (%.12s)", rev, hash))
 	}
-	return &source{fsys: fsys, label: fmt.Sprintf("%s@%s (%.12s)", g.repo, rev, hash), prefix: prefix, revision: hash}, nil
+	return &source{fsys: fsys, label: fmt.Sprintf("%s@%s (%.12s)", shown, rev, hash), prefix: prefix, revision: hash}, nil
 }
 
-// checkGitTop returns nil when dir is the top of a git work tree (it holds
-// .git) or a bare repository, and otherwise the error that says what is wrong:
-// a directory inside a git work tree (examples/quickstart of this clone), or
-// in none. what names who reads commits ("--rev and diff read", "watch
-// follows"): the commits of a git repository whose top is the fuelsync
-// repository.
-func checkGitTop(dir, what string) error {
-	if isBareRepo(dir) {
-		return nil
+// pin names a working tree by its commit: the commit at HEAD, read from git,
+// when the tree's inputs are that commit's, else <commit>+dirty.<digest>
+// (source.PinWorktree); a tree in no git repository stays "working-tree". The
+// revision a plan or an apply records is then a commit whenever it can be.
+func (src *source) pin(g *globals) {
+	if !src.worktree {
+		return
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
-		return nil
-	}
-	abs, err := filepath.Abs(dir)
+	top, dir, err := g.gitRepo("")
 	if err != nil {
-		return &exitError{code: 1, msg: fmt.Sprintf("repository %s: %v", dir, err)}
+		return
 	}
-	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
+	rev := gitsource.PinWorktree(top, dir, src.fsys, loadOptions(src.cache), inputSkip(g, src)...)
+	src.revision, src.fsys = rev.SHA, rev.FS
+	src.worktree = gitsource.IsWorkingTree(rev.SHA)
+}
+
+// gitRepo is where the commits of the repository g.repo are: the git
+// repository to open (g.repo itself when it is bare, else the top of the git
+// work tree it is in, as git finds it) and the folder to read of its trees (a
+// slash path: g.path for a bare repository, else the way from the top to
+// g.repo; "" for the top). what names who reads the commits, for the error
+// when there is no git repository ("--rev and diff read", "watch follows").
+func (g *globals) gitRepo(what string) (top, dir string, err error) {
+	if isBareRepo(g.repo) {
+		return g.repo, g.path, nil
+	}
+	abs, err := filepath.Abs(g.repo)
+	if err != nil {
+		return "", "", &exitError{code: 1, msg: fmt.Sprintf("repository %s: %v", g.repo, err)}
+	}
+	for p := abs; ; p = filepath.Dir(p) {
 		if _, err := os.Stat(filepath.Join(p, ".git")); err == nil {
-			fix := fmt.Sprintf("make %s a git repository of its own (git init)", dir)
-			if isFuelsyncRoot(p) {
-				fix += fmt.Sprintf(", or give --repo %s", p)
+			rel, err := filepath.Rel(p, abs)
+			if err != nil {
+				return "", "", &exitError{code: 1, msg: fmt.Sprintf("repository %s: %v", g.repo, err)}
 			}
-			return &exitError{code: 1, msg: fmt.Sprintf("%s is not the top of a git repository: its top is %s\n"+
-				"hint: %s commits of a git repository whose top holds plugins/ and clusters/; %s", dir, p, what, fix)}
+			if rel == "." {
+				return g.repo, "", nil
+			}
+			return p, filepath.ToSlash(rel), nil
 		}
 		if filepath.Dir(p) == p {
 			break
 		}
 	}
-	return &exitError{code: 1, msg: fmt.Sprintf("%s is not a git repository (no .git in it or above it)\n"+
-		"hint: %s commits of a git repository whose top holds plugins/ and clusters/; make %s one (git init, git add, git commit)",
-		dir, what, dir)}
+	return "", "", &exitError{code: 1, msg: fmt.Sprintf("%s is not a git repository (no .git in it or above it)\n"+
+		"hint: %s commits of a git repository; make %s one (git init, git add, git commit)", g.repo, what, g.repo)}
+}
+
+// shownRepo is the repository as messages and file names show it: g.repo,
+// and the folder read of a bare repository's trees.
+func (g *globals) shownRepo() string {
+	if g.path != "" {
+		return filepath.Join(g.repo, filepath.FromSlash(g.path))
+	}
+	return g.repo
+}
+
+// usePath checks --path and, for a repository with a working tree, makes
+// g.repo the folder it names (--repo joined with --path), the fuelsync
+// repository on disk: its git repository is found from there (gitRepo). A
+// bare repository or a URL keeps it in g.path, the folder read of its trees.
+func (g *globals) usePath() error {
+	if g.path == "" {
+		return nil
+	}
+	p, err := repoFolder(g.path)
+	if err != nil {
+		return &exitError{code: 1, msg: fmt.Sprintf("--path %s: %v", g.path, err)}
+	}
+	g.path = p
+	if p == "" || isRemote(g.repo) || isBareRepo(g.repo) {
+		return nil
+	}
+	g.repo, g.path = filepath.Join(g.repo, filepath.FromSlash(p)), ""
+	return nil
+}
+
+// repoFolder is --path as a slash path from the top of the repository ("" for
+// the top): relative, never out of it ("..") nor into a .git directory.
+func repoFolder(p string) (string, error) {
+	clean := path.Clean(filepath.ToSlash(p))
+	switch {
+	case clean == ".":
+		return "", nil
+	case path.IsAbs(clean) || filepath.IsAbs(p) || filepath.VolumeName(p) != "":
+		return "", errors.New("is absolute: it is the folder's path from the top of the repository (--repo)")
+	case !fs.ValidPath(clean):
+		return "", errors.New("leads out of the repository: it is the folder's path from its top (--repo)")
+	}
+	for _, comp := range strings.Split(clean, "/") {
+		if strings.EqualFold(comp, ".git") {
+			return "", errors.New("is inside a .git directory")
+		}
+	}
+	return clean, nil
 }
 
 // Environment variables that change the loading budget (sizes in bytes, or with

@@ -51,6 +51,7 @@ func TestMain(m *testing.M) {
 // TestScripts runs the CLI scripts in testdata/script. Update their expected output
 // with FUELSYNC_UPDATE=1 go test ./internal/cli -run TestScripts, then read the diff.
 func TestScripts(t *testing.T) {
+	t.Parallel() // beside the other parallel tests: each script is a subtest of its own, run in parallel
 	examples, err := filepath.Abs(filepath.Join("..", "..", "examples"))
 	if err != nil {
 		t.Fatal(err)

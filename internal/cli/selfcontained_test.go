@@ -38,6 +38,7 @@ func findForeign(text string) []string {
 // rendered artifacts of every example), and every file of the repository — docs,
 // examples, test data, Makefile, CI script, Go code with its comments and tests.
 func TestNoForeignReferences(t *testing.T) {
+	t.Parallel() // reads files and runs the help pages as processes
 	check := func(t *testing.T, what, text string) {
 		t.Helper()
 		for _, l := range findForeign(text) {

@@ -58,27 +58,9 @@ func newLoop(g *globals, c *cli.Context) (*controller.Loop, error) {
 	if err := checkBranchFlags(c, settings); err != nil {
 		return nil, err
 	}
-	var src gitsource.Source
-	if isRemote(g.repo) {
-		auth, err := gitAuth(g.repo, c.String("ssh-key"))
-		if err != nil {
-			return nil, &exitError{code: 1, msg: err.Error()}
-		}
-		src = &gitsource.RemoteSource{URL: g.repo, Branch: c.String("branch"), CacheDir: filepath.Join(g.workdir, "cache"), Auth: auth}
-	} else {
-		if _, err := os.Stat(g.repo); err != nil {
-			return nil, &exitError{code: 1, msg: fmt.Sprintf("repository %s: %v", g.repo, err)}
-		}
-		src = &gitsource.LocalSource{Path: g.repo, Branch: c.String("branch")}
-		if c.Bool("worktree") {
-			src = &gitsource.WorktreeSource{Path: g.repo}
-		} else if err := checkGitTop(g.repo, c.Command.Name+" follows the"); err != nil {
-			var ee *exitError
-			if errors.As(err, &ee) {
-				ee.msg += ", or follow its working tree (--worktree)"
-			}
-			return nil, err
-		}
+	src, err := loopSource(g, c)
+	if err != nil {
+		return nil, err
 	}
 	var h slog.Handler
 	switch c.String("log-format") {
@@ -110,6 +92,40 @@ func newLoop(g *globals, c *cli.Context) (*controller.Loop, error) {
 		// The budget of every load; the loop makes its own cache.
 		Load: loadOptions(nil),
 	}, nil
+}
+
+// loopSource is what watch and serve follow: a branch of a remote repository
+// (--repo URL), of a local one, or with --worktree its working tree; the
+// folder --path (or the way from the top of the git work tree to --repo) of
+// each. A local repository that does not exist, or is in no git repository,
+// fails at start-up.
+func loopSource(g *globals, c *cli.Context) (gitsource.Source, error) {
+	if isRemote(g.repo) {
+		auth, err := gitAuth(g.repo, c.String("ssh-key"))
+		if err != nil {
+			return nil, &exitError{code: 1, msg: err.Error()}
+		}
+		return &gitsource.RemoteSource{URL: g.repo, Branch: c.String("branch"), CacheDir: filepath.Join(g.workdir, "cache"), Dir: g.path, Auth: auth}, nil
+	}
+	if _, err := os.Stat(g.repo); err != nil {
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("repository %s: %v", g.repo, err)}
+	}
+	top, dir, err := g.gitRepo(c.Command.Name + " follows the")
+	if c.Bool("worktree") {
+		wt := &gitsource.WorktreeSource{Path: g.repo, Load: loadOptions(nil), Skip: inputSkip(g, &source{worktree: true})}
+		if err == nil {
+			wt.Top, wt.Dir = top, dir
+		}
+		return wt, nil
+	}
+	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			ee.msg += ", or follow its working tree (--worktree)"
+		}
+		return nil, err
+	}
+	return &gitsource.LocalSource{Path: top, Branch: c.String("branch"), Dir: dir}, nil
 }
 
 func watchCommand(stdout, stderr io.Writer) *cli.Command {
@@ -503,9 +519,13 @@ func watchLocal(ctx context.Context, g *globals, c *cli.Context, loop *controlle
 		return
 	}
 	workdir, _ := filepath.Abs(g.workdir)
-	root, skip := filepath.Join(g.repo, ".git"), func(p string) bool { return filepath.Base(p) == "objects" || filepath.Base(p) == "logs" }
+	top, _, err := g.gitRepo("")
+	if err != nil {
+		top = g.repo
+	}
+	root, skip := filepath.Join(top, ".git"), func(p string) bool { return filepath.Base(p) == "objects" || filepath.Base(p) == "logs" }
 	if _, err := os.Stat(root); err != nil {
-		root = g.repo // a bare repository
+		root = top // a bare repository
 	}
 	if c.Bool("worktree") {
 		root = g.repo

@@ -122,8 +122,10 @@ func statusView(stdout io.Writer, g *globals, infos []operation.ClusterInfo) err
 // read (the state alone is shown then).
 func headStatuses(g *globals, st *state.State) ([]*operation.ClusterResult, string) {
 	if g.rev == "" {
-		if _, _, err := loader.OpenRevision(g.repo, "HEAD"); err == nil {
-			g.rev = "HEAD"
+		if top, dir, err := g.gitRepo(""); err == nil {
+			if _, _, _, err := loader.OpenRevisionDir(top, "HEAD", dir); err == nil {
+				g.rev = "HEAD"
+			}
 		}
 	}
 	src, err := openSource(g)
@@ -183,13 +185,10 @@ func cell(s string) string {
 }
 
 func shortRev(rev string) string {
-	switch {
-	case rev == "":
+	if rev == "" {
 		return "-"
-	case len(rev) > 12:
-		return rev[:12]
 	}
-	return rev
+	return gitsource.Short(rev)
 }
 
 // apiClient is an HTTP client for serve's API at url (without a trailing /),
@@ -360,13 +359,14 @@ func (e *opEnv) approve(name, ref string, lockTimeout time.Duration) error {
 	}
 	pg := *e.g
 	pg.rev = cs.Pending.Revision
-	if pg.rev == gitsource.WorkingTree {
+	if gitsource.IsWorkingTree(pg.rev) {
 		pg.rev = ""
 	}
 	src, err := openSource(&pg)
 	if err != nil {
 		return err
 	}
+	src.pin(&pg)
 	req := e.request(src, opArgs{targets: []string{name}, lockTimeout: lockTimeout})
 	req.Apply, req.Approve, req.Lock = true, cs.Pending, "approve"
 	res, err := e.operation(src).Run(e.c.Context, req)

@@ -145,7 +145,7 @@ func (v *planTextView) applied(res *operation.Result, w *state.Workdir) error {
 		fmt.Fprintln(g.stdout, "Nothing to apply.")
 		return nil
 	}
-	fmt.Fprintf(g.stdout, "Apply complete: serial %d, revision %.12s; artifacts in %s.\n", res.Next.Serial, res.Next.Revision, w.CurrentDir())
+	fmt.Fprintf(g.stdout, "Apply complete: serial %d, revision %s; artifacts in %s.\n", res.Next.Serial, gitsource.Short(res.Next.Revision), w.CurrentDir())
 	return nil
 }
 

@@ -47,6 +47,22 @@ func Quickstart(t testing.TB) (string, *git.Repository) {
 	return dir, r
 }
 
+// QuickstartRemote is Quickstart with a remote, origin: a bare repository
+// on disk (its path returned last) that the commit was pushed to as main.
+func QuickstartRemote(t *testing.T) (string, *git.Repository, string) {
+	t.Helper()
+	dir, work := Quickstart(t)
+	remote := filepath.Join(t.TempDir(), "remote.git")
+	if _, err := git.PlainInit(remote, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := work.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{"file://" + remote}}); err != nil {
+		t.Fatal(err)
+	}
+	Push(t, work, false)
+	return dir, work, remote
+}
+
 // moduleRoot is the directory of the go.mod above the test's working
 // directory (its package's directory).
 func moduleRoot(t testing.TB) string {

@@ -1,7 +1,9 @@
 // Command testreport runs go test with -json and prints what go test prints
 // without -v (each package's ok or FAIL line, the output of the tests that
-// fail), then a summary of the tests that were skipped and why, as make test
-// promises: a skip must not pass unseen. Its exit status is go test's.
+// fail, and of those still running when their package failed: go test's
+// -timeout panic), then a summary of the tests that were skipped and why, as
+// make test promises: a skip must not pass unseen, and the slowest packages
+// and tests. Its exit status is go test's.
 //
 //	go run ./internal/testreport -count=1 ./...
 package main
@@ -60,30 +62,14 @@ func main() {
 type result struct {
 	skips                []skip
 	slow                 []string // the three slowest packages
+	slowTests            []string // the five slowest top-level tests
 	passed, failed, skip int      // top-level tests
 }
 
 // report reads go test -json from r and prints to w what go test prints
 // without -v, and returns what it counted.
 func report(r io.Reader, w io.Writer) result {
-	var res result
-	type key struct{ pkg, test string }
-	buffered := map[key][]string{}
-	type pkgTime struct {
-		pkg string
-		s   float64
-	}
-	var times []pkgTime
-	// Packages run side by side and their events interleave: a package's
-	// lines (its failing tests' output, its ok or FAIL line) are kept until
-	// it ends, and printed together, as go test prints them.
-	pkgOut := map[string][]string{}
-	flush := func(pkg string) {
-		for _, out := range pkgOut[pkg] {
-			fmt.Fprint(w, out)
-		}
-		delete(pkgOut, pkg)
-	}
+	rp := &reporter{w: w, buffered: map[testKey][]string{}, pkgOut: map[string][]string{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -93,64 +79,158 @@ func report(r io.Reader, w io.Writer) result {
 			fmt.Fprintf(w, "%s\n", line) // not an event: as it is
 			continue
 		}
-		k := key{e.Package, e.Test}
-		switch e.Action {
-		case "build-output":
-			fmt.Fprint(w, e.Output)
-		case "output":
-			if e.Test == "" {
-				// The package's own lines: ok, FAIL, build errors; not the
-				// PASS that -v adds, nor the runs' headers.
-				if e.Output == "PASS\n" || strings.HasPrefix(e.Output, "=== ") {
-					continue
-				}
-				pkgOut[e.Package] = append(pkgOut[e.Package], e.Output)
-				continue
-			}
-			buffered[k] = append(buffered[k], e.Output)
-		case "fail":
-			if e.Test == "" {
-				times = append(times, pkgTime{e.Package, e.Elapsed})
-				flush(e.Package)
-				continue
-			}
-			if !strings.Contains(e.Test, "/") {
-				res.failed++
-			}
-			for _, out := range buffered[k] {
-				if !strings.HasPrefix(out, "=== ") {
-					pkgOut[e.Package] = append(pkgOut[e.Package], out)
-				}
-			}
-			delete(buffered, k)
-		case "skip":
-			if e.Test == "" {
-				flush(e.Package)
-				continue
-			}
-			res.skips = append(res.skips, skip{e.Package, e.Test, reason(buffered[k])})
-			if !strings.Contains(e.Test, "/") {
-				res.skip++
-			}
-			delete(buffered, k)
-		case "pass":
-			delete(buffered, k)
-			if e.Test == "" {
-				times = append(times, pkgTime{e.Package, e.Elapsed})
-				flush(e.Package)
-			} else if !strings.Contains(e.Test, "/") {
-				res.passed++
+		rp.event(e)
+	}
+	for pkg := range rp.pkgOut { // a package whose end never came (go test killed)
+		rp.flush(pkg)
+	}
+	rp.res.slow = slowest(rp.times, 3)
+	rp.res.slowTests = slowest(rp.testTimes, 5)
+	return rp.res
+}
+
+// testKey is a test of a package ("" for the package's own events).
+type testKey struct{ pkg, test string }
+
+// reporter is report's state.
+type reporter struct {
+	w   io.Writer
+	res result
+	// buffered are the lines of each test not ended yet.
+	buffered map[testKey][]string
+	// Packages run side by side and their events interleave: a package's
+	// lines (its failing tests' output, its ok or FAIL line) are kept
+	// until it ends, and printed together, as go test prints them.
+	pkgOut map[string][]string
+	// running are the tests with output, in the order they began: a
+	// package that fails with tests still running (a -timeout panic, a
+	// crash) prints theirs (unfinished).
+	running          []testKey
+	times, testTimes []pkgTime
+}
+
+func (rp *reporter) flush(pkg string) {
+	for _, out := range rp.pkgOut[pkg] {
+		fmt.Fprint(rp.w, out)
+	}
+	delete(rp.pkgOut, pkg)
+}
+
+// event takes one event of go test -json.
+func (rp *reporter) event(e event) {
+	k := testKey{e.Package, e.Test}
+	top := e.Test != "" && !strings.Contains(e.Test, "/")
+	if _, ok := rp.buffered[k]; !ok && e.Test != "" && e.Action == "output" {
+		rp.running = append(rp.running, k)
+	}
+	switch e.Action {
+	case "build-output":
+		fmt.Fprint(rp.w, e.Output)
+	case "output":
+		if e.Test != "" {
+			rp.buffered[k] = append(rp.buffered[k], e.Output)
+		} else if e.Output != "PASS\n" && !strings.HasPrefix(e.Output, "=== ") {
+			// The package's own lines: ok, FAIL, build errors; not the
+			// PASS that -v adds, nor the runs' headers.
+			rp.pkgOut[e.Package] = append(rp.pkgOut[e.Package], e.Output)
+		}
+	case "fail":
+		if e.Test == "" {
+			rp.times = append(rp.times, pkgTime{e.Package, e.Elapsed})
+			rp.failPackage(e.Package)
+			rp.flush(e.Package)
+			return
+		}
+		if top {
+			rp.res.failed++
+			rp.testTimes = append(rp.testTimes, pkgTime{e.Package + " " + e.Test, e.Elapsed})
+		}
+		for _, out := range rp.buffered[k] {
+			if !strings.HasPrefix(out, "=== ") {
+				rp.pkgOut[e.Package] = append(rp.pkgOut[e.Package], out)
 			}
 		}
+		delete(rp.buffered, k)
+	case "skip":
+		if e.Test == "" {
+			rp.flush(e.Package)
+			return
+		}
+		rp.res.skips = append(rp.res.skips, skip{e.Package, e.Test, reason(rp.buffered[k])})
+		if top {
+			rp.res.skip++
+		}
+		delete(rp.buffered, k)
+	case "pass":
+		delete(rp.buffered, k)
+		switch {
+		case e.Test == "":
+			rp.times = append(rp.times, pkgTime{e.Package, e.Elapsed})
+			rp.flush(e.Package)
+		case top:
+			rp.res.passed++
+			rp.testTimes = append(rp.testTimes, pkgTime{e.Package + " " + e.Test, e.Elapsed})
+		}
 	}
-	for pkg := range pkgOut { // a package whose end never came (go test killed)
-		flush(pkg)
+}
+
+// failPackage puts the output of the tests of pkg still running (they
+// failed with it) before its own lines.
+func (rp *reporter) failPackage(pkg string) {
+	var lines []string
+	for _, k := range rp.running {
+		if out, ok := rp.buffered[k]; ok && k.pkg == pkg {
+			if !strings.Contains(k.test, "/") {
+				rp.res.failed++
+			}
+			lines = append(lines, unfinished(out)...)
+			delete(rp.buffered, k)
+		}
 	}
-	sort.Slice(times, func(i, j int) bool { return times[i].s > times[j].s })
-	for i := 0; i < len(times) && i < 3; i++ {
-		res.slow = append(res.slow, fmt.Sprintf("%s %.0fs", strings.TrimPrefix(times[i].pkg, "github.com/fuelsync/fuelsync/"), times[i].s))
+	rp.pkgOut[pkg] = append(lines, rp.pkgOut[pkg]...)
+}
+
+// pkgTime is how long a package (or "package Test") took.
+type pkgTime struct {
+	pkg string
+	s   float64
+}
+
+// slowest are the n longest of times, "name 12s", the longest first.
+func slowest(times []pkgTime, n int) []string {
+	sort.SliceStable(times, func(i, j int) bool { return times[i].s > times[j].s })
+	var out []string
+	for i := 0; i < len(times) && i < n; i++ {
+		out = append(out, fmt.Sprintf("%s %.0fs", strings.TrimPrefix(times[i].pkg, "github.com/fuelsync/fuelsync/"), times[i].s))
 	}
-	return res
+	return out
+}
+
+// dumpShown is how many lines of a goroutine dump unfinished prints.
+const dumpShown = 40
+
+// unfinished is the output of a test that had not ended when its package
+// failed: its lines but the run's headers, a goroutine dump (from the first
+// line after a panic's that begins "goroutine ") cut after dumpShown lines.
+func unfinished(lines []string) []string {
+	var out []string
+	dump, panicked := -1, false
+	for i, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "=== "):
+			continue
+		case strings.HasPrefix(l, "panic: "):
+			panicked = true
+		case panicked && dump < 0 && strings.HasPrefix(l, "goroutine "):
+			dump = i
+		}
+		if dump >= 0 && i-dump >= dumpShown {
+			out = append(out, fmt.Sprintf("... (%d more lines)\n", len(lines)-i))
+			break
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 // print writes the summary: the skipped tests with their reasons, the
@@ -159,6 +239,9 @@ func (res result) print(w io.Writer) {
 	printSkips(w, res.skips)
 	if len(res.slow) > 0 {
 		fmt.Fprintf(w, "slowest packages: %s\n", strings.Join(res.slow, ", "))
+	}
+	if len(res.slowTests) > 0 {
+		fmt.Fprintf(w, "slowest tests: %s\n", strings.Join(res.slowTests, ", "))
 	}
 	fmt.Fprintf(w, "tests: %d passed, %d failed, %d skipped\n", res.passed, res.failed, res.skip)
 }
