@@ -452,6 +452,7 @@ func decorate(cmds []*cli.Command, parent string) {
 			c.Before = chainBefore(checkFormat(path, strings.Fields(h.formats)), c.Before)
 		}
 		if len(c.Subcommands) > 0 {
+			c.Action = groupAction(path)
 			decorate(c.Subcommands, path)
 		}
 	}
@@ -610,18 +611,60 @@ func chainBefore(a, b cli.BeforeFunc) cli.BeforeFunc {
 	}
 }
 
+// groupAction is the action of a command group (state, tags, …) given no
+// subcommand it knows: its help page without a word, else the word named as
+// unknown, with a suggestion and the group's commands.
+func groupAction(path string) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if c.Args().Present() {
+			return unknownCommand(path, c.Args().First(), c.Command.Subcommands, usageCode(c))
+		}
+		return cli.ShowSubcommandHelp(c)
+	}
+}
+
 // suggest returns the candidate that word is probably a typo of ("validat" →
-// "validate", "asign" → "assign", "comp" → "components"), or "".
+// "validate", "asign" → "assign", "shwo" → "show", "lst" → "list", "comp" →
+// "components"), or "".
 func suggest(word string, candidates []string) string {
 	if s := loader.Suggest(word, candidates); s != "" {
 		return s
 	}
-	for _, c := range candidates {
-		if len(word) >= 3 && strings.HasPrefix(c, word) {
-			return c
+	if len(word) >= 3 {
+		for _, c := range candidates {
+			if oneEdit(word, c) {
+				return c
+			}
+		}
+		for _, c := range candidates {
+			if strings.HasPrefix(c, word) {
+				return c
+			}
 		}
 	}
 	return ""
+}
+
+// oneEdit reports whether a becomes b by one edit: a letter dropped, added or
+// changed, or two adjacent letters swapped (loader.Suggest's distance takes a
+// swap for two edits, and no word under four letters).
+func oneEdit(a, b string) bool {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	i := 0
+	for i < len(a) && a[i] == b[i] {
+		i++
+	}
+	switch {
+	case len(b)-len(a) == 1:
+		return a[i:] == b[i+1:]
+	case len(a) != len(b) || i == len(a):
+		return false
+	case a[i+1:] == b[i+1:]:
+		return true
+	}
+	return i+1 < len(a) && a[i] == b[i+1] && a[i+1] == b[i] && a[i+2:] == b[i+2:]
 }
 
 // commandNames lists the visible commands' names.
