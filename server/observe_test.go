@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -288,4 +289,63 @@ func str(v any) string {
 func num(v any) float64 {
 	f, _ := v.(float64)
 	return f
+}
+
+// Issue 38: /readyz says the deadline it used. An etcd that accepts
+// connections and never answers (a hung member, a black-holing proxy) makes
+// every read wait out its deadline: /readyz, the status and the page say how
+// long they waited ("no answer within 2s"), not only "context deadline
+// exceeded".
+func TestReadyzSaysItsDeadline(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var held []net.Conn // accepted, never answered
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	cfg, err := state.ParseURL("etcd://" + ln.Addr().String() + "/silent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := state.OpenEtcd(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	dir, _ := gittest.Quickstart(t)
+	loop := &controller.Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &source.LocalSource{Path: dir}}
+	srv := New(loop, nil)
+	srv.Replica = &controller.Replica{Loop: loop, Etcd: b.(state.Coordinator), ID: "replica-a"}
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+
+	start := time.Now()
+	code, readyz := httpGet(t, hs.URL, "/readyz")
+	took := time.Since(start)
+	want := ": no answer within " + controller.StatusTimeout.String() + " "
+	if code != 503 || !strings.HasPrefix(readyz, "not ready: the state on etcd is out of reach: ") || !strings.Contains(readyz, want) {
+		t.Errorf("/readyz: %d %q, want 503, out of reach, and %q", code, readyz, want)
+	}
+	if took > 3*controller.StatusTimeout {
+		t.Errorf("/readyz took %v with a deadline of %v", took, controller.StatusTimeout)
+	}
 }
