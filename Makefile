@@ -31,8 +31,9 @@ build:
 	CGO_ENABLED=0 $(GO) build -tags "$(TAGS)" -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/fuelsync
 	CGO_ENABLED=0 $(GO) build -tags "$(TAGS)" -ldflags "$(LDFLAGS)" -o $(SERVER_BIN) ./cmd/fuelsync-server
 
-# The OCI image of fuelsync-server (with fuelsync beside it), as a tarball for
-# docker load, podman load or crane push: no container daemon, no base image,
+# The image of fuelsync-server (with fuelsync beside it), as a docker-archive
+# tarball (docker save's layout, OCI media types) for docker load, podman load
+# or crane push: no container daemon, no base image,
 # nothing fetched but Go modules. Static binaries (CGO_ENABLED=0), user 65532,
 # entrypoint fuelsync-server, working directory and volume /var/lib/fuelsync,
 # the CA certificates of this machine (Debian: ca-certificates), labels

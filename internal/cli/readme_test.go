@@ -131,3 +131,26 @@ func TestREADMEQuickStart(t *testing.T) {
 		t.Errorf("only %d quick start commands ran", ran)
 	}
 }
+
+// TestREADMEMakeBuild: the lines the README shows for `make build` are what
+// make runs (make -n), the version and commit aside (shown as ...).
+func TestREADMEMakeBuild(t *testing.T) {
+	testenv.Tool(t, "make", "the README's make build: apt-get install make")
+	var want string
+	for _, st := range readmeQuickStart(t) {
+		if strings.TrimSpace(st.script) == "make build" {
+			want = st.want
+		}
+	}
+	if want == "" {
+		t.Fatal("the quick start shows no output of make build")
+	}
+	out, err := exec.Command("make", "-n", "--no-print-directory", "-C", filepath.Join("..", ".."), "build").Output()
+	if err != nil {
+		t.Fatalf("make -n build: %v", err)
+	}
+	got := regexp.MustCompile(`(main\.(version|commit))=[^\s"]+`).ReplaceAllString(string(out), "${1}=...")
+	if got != want {
+		t.Errorf("make -n build prints:\n%s\nthe README shows:\n%s", got, want)
+	}
+}
