@@ -17,7 +17,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/urfave/cli/v2"
-
 )
 
 // leafCommands returns every visible command that runs something, by its path
