@@ -90,12 +90,7 @@ func ciReleases(t *testing.T) string {
 	if err := os.Mkdir(bins, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, mode := range map[string]string{"fuelsync": "1", ServerBinary: "server"} {
-		wrapper := "#!/bin/sh\nFUELSYNC_RUN_MAIN=" + mode + " exec '" + os.Args[0] + "' \"$@\"\n"
-		if err := os.WriteFile(filepath.Join(bins, name), []byte(wrapper), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeBinaries(t, bins)
 	dist := t.TempDir()
 	if _, err := release.Write(dist, ciRelease, filepath.Join("..", "..", "README.md"), time.Unix(0, 0), []string{bins}); err != nil {
 		t.Fatal(err)

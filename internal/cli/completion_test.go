@@ -67,10 +67,7 @@ func TestCompletionScripts(t *testing.T) {
 		}
 		// A fuelsync on PATH: this test binary as the CLI.
 		bin := t.TempDir()
-		wrapper := "#!/bin/sh\nFUELSYNC_RUN_MAIN=1 exec '" + os.Args[0] + "' \"$@\"\n"
-		if err := os.WriteFile(filepath.Join(bin, "fuelsync"), []byte(wrapper), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		writeBinaries(t, bin)
 		script := filepath.Join(bin, "completion.bash")
 		if err := os.WriteFile(script, out.Bytes(), 0o644); err != nil {
 			t.Fatal(err)

@@ -19,10 +19,7 @@ func TestMakeDemo(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "fuelsync")
-	wrapper := "#!/bin/sh\nFUELSYNC_RUN_MAIN=1 exec '" + os.Args[0] + "' \"$@\"\n"
-	if err := os.WriteFile(bin, []byte(wrapper), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeBinaries(t, dir)
 	// -o build: the test binary is the build.
 	cmd := exec.Command("make", "--no-print-directory", "-C", filepath.Join("..", ".."), "-o", "build", "demo",
 		"BIN="+bin, "DEMO="+filepath.Join(dir, "demo"))
@@ -58,9 +55,9 @@ func TestMakeDemo(t *testing.T) {
 func TestMakeInstall(t *testing.T) {
 	testenv.Tool(t, "make", "make install needs it: apt-get install make")
 	built := t.TempDir()
-	for name, mode := range map[string]string{"fuelsync": "1", ServerBinary: "server"} {
-		wrapper := "#!/bin/sh\nFUELSYNC_RUN_MAIN=" + mode + " exec '" + os.Args[0] + "' \"$@\"\n"
-		if err := os.WriteFile(filepath.Join(built, name), []byte(wrapper), 0o700); err != nil {
+	writeBinaries(t, built)
+	for _, name := range []string{"fuelsync", ServerBinary} { // install sets the mode
+		if err := os.Chmod(filepath.Join(built, name), 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}

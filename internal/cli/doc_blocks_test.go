@@ -226,7 +226,7 @@ func runDocPage(t *testing.T, n newcomer, name string, blocks []docBlock) {
 			t.Fatal(err)
 		}
 	}
-	m := &docMover{root: scratch, ports: map[string]string{}}
+	m := &docMover{root: scratch, ports: freePorts{}}
 	var groups []int // the process groups of the blocks, stopped with the page
 	t.Cleanup(func() {
 		for _, g := range groups {
@@ -267,27 +267,34 @@ func runDocPage(t *testing.T, n newcomer, name string, blocks []docBlock) {
 // ones, and back in what the commands print.
 type docMover struct {
 	root  string
-	ports map[string]string
+	ports freePorts
 }
 
-var (
-	docPortRE = regexp.MustCompile(`127\.0\.0\.1:(\d+)`)
-	docPathRE = regexp.MustCompile(`(^|[^\w/.-])(/var/lib/fuelsync|/etc/fuelsync|/backup|/srv|/tmp)\b`)
-)
+var docPathRE = regexp.MustCompile(`(^|[^\w/.-])(/var/lib/fuelsync|/etc/fuelsync|/backup|/srv|/tmp)\b`)
 
 func (m *docMover) move(t *testing.T, s string) string {
-	s = docPathRE.ReplaceAllString(s, "${1}"+m.root+"${2}")
-	return docPortRE.ReplaceAllStringFunc(s, func(hostPort string) string {
-		if p, ok := m.ports[hostPort]; ok {
-			return p
+	return m.ports.move(t, docPathRE.ReplaceAllString(s, "${1}"+m.root+"${2}"))
+}
+
+// freePorts maps the 127.0.0.1 addresses a page or help example documents to
+// free ones, the same each time.
+type freePorts map[string]string
+
+var loopbackAddr = regexp.MustCompile(`127\.0\.0\.1:\d+`)
+
+// move replaces the documented addresses of s.
+func (p freePorts) move(t *testing.T, s string) string {
+	return loopbackAddr.ReplaceAllStringFunc(s, func(doc string) string {
+		if a, ok := p[doc]; ok {
+			return a
 		}
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer ln.Close()
-		m.ports[hostPort] = ln.Addr().String()
-		return m.ports[hostPort]
+		p[doc] = ln.Addr().String()
+		return p[doc]
 	})
 }
 

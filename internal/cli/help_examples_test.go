@@ -5,7 +5,6 @@ package cli
 import (
 	"bytes"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -50,7 +49,7 @@ func TestHelpExamples(t *testing.T) {
 			t.Errorf("help page %q is not in helpOrder", path)
 		}
 	}
-	r := &exampleRunner{n: afterQuickStart(t), ports: map[string]string{}}
+	r := &exampleRunner{n: afterQuickStart(t), ports: freePorts{}}
 	defer r.stopServe(t)
 	for _, path := range helpOrder {
 		var out bytes.Buffer
@@ -77,25 +76,14 @@ func TestHelpExamples(t *testing.T) {
 // exampleRunner runs help examples in a newcomer's clone.
 type exampleRunner struct {
 	n     newcomer
-	ports map[string]string // documented 127.0.0.1 address → a free one
+	ports freePorts
 	ran   int
 	serve *daemon // the serve of serve's page, until the end
 }
 
 // script is line as it runs here: /tmp and the documented ports moved.
 func (r *exampleRunner) script(t *testing.T, line string) string {
-	return regexp.MustCompile(`127\.0\.0\.1:\d+`).ReplaceAllStringFunc(r.n.moveTmp(line), func(doc string) string {
-		if p, ok := r.ports[doc]; ok {
-			return p
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		r.ports[doc] = ln.Addr().String()
-		return r.ports[doc]
-	})
+	return r.ports.move(t, r.n.moveTmp(line))
 }
 
 func (r *exampleRunner) run(t *testing.T, page, line string) {

@@ -28,10 +28,7 @@ import (
 func fuelsyncOnPath(t *testing.T) string {
 	t.Helper()
 	bin := t.TempDir()
-	wrapper := "#!/bin/sh\nFUELSYNC_RUN_MAIN=1 exec '" + os.Args[0] + "' \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(bin, "fuelsync"), []byte(wrapper), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeBinaries(t, bin)
 	return bin + string(os.PathListSeparator) + os.Getenv("PATH")
 }
 

@@ -66,12 +66,7 @@ func afterQuickStart(t *testing.T) newcomer {
 			t.Fatal(err)
 		}
 	}
-	for name, mode := range map[string]string{"fuelsync": "1", ServerBinary: "server"} {
-		wrapper := "#!/bin/sh\nFUELSYNC_RUN_MAIN=" + mode + " exec '" + os.Args[0] + "' \"$@\"\n"
-		if err := os.WriteFile(filepath.Join(bin, name), []byte(wrapper), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeBinaries(t, bin)
 	steps := readmeQuickStart(t)
 	if len(steps) < 9 {
 		t.Fatalf("only %d commands in the quick start", len(steps))

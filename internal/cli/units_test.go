@@ -133,12 +133,7 @@ func TestShippedUnitsTogether(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for name, mode := range map[string]string{"fuelsync": "1", ServerBinary: "server"} {
-		wrapper := "#!/bin/sh\nFUELSYNC_RUN_MAIN=" + mode + " exec '" + os.Args[0] + "' \"$@\"\n"
-		if err := os.WriteFile(filepath.Join(bin, name), []byte(wrapper), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeBinaries(t, bin)
 	// docs/production.md: openssl rand -hex 32 > /etc/fuelsync/… and serve.env.
 	for _, name := range []string{"webhook-secret", "api-token", "agent-secret"} {
 		b := make([]byte, 32)
