@@ -30,6 +30,7 @@ const ciRelease = "v0.0.0-test"
 // job's script) run in a repository whose HEAD changes one node's tags against
 // origin/main.
 func TestCIExamples(t *testing.T) {
+	t.Parallel()
 	for _, tool := range []string{"bash", "curl", "sha256sum", "tar"} {
 		testenv.Tool(t, tool, "the CI examples' install step runs it")
 	}

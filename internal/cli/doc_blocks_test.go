@@ -188,6 +188,7 @@ func TestDocBlocks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every doc page's commands: serve, etcd, replicas")
 	}
+	t.Parallel() // and its pages: they mostly wait on what they start
 	for tool, pkg := range map[string]string{"curl": "curl", "jq": "jq", "openssl": "openssl",
 		"etcd": "etcd-server", "etcdctl": "etcd-client", "rsync": "rsync"} {
 		testenv.Tool(t, tool, "the doc pages run it: apt-get install "+pkg)
@@ -207,7 +208,10 @@ func TestDocBlocks(t *testing.T) {
 			}
 		}
 		if len(run) > 0 {
-			t.Run(strings.ReplaceAll(name, "/", "_"), func(t *testing.T) { runDocPage(t, n, name, run) })
+			t.Run(strings.ReplaceAll(name, "/", "_"), func(t *testing.T) {
+				t.Parallel()
+				runDocPage(t, n, name, run)
+			})
 		}
 	}
 }

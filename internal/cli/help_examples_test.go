@@ -43,6 +43,7 @@ func TestHelpExamples(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every help example in a clone, serve and an agent among them")
 	}
+	t.Parallel()
 	testenv.Tool(t, "openssl", "serve's help page makes its secrets with it: apt-get install openssl")
 	for path := range helpTable {
 		if !slices.Contains(helpOrder, path) {

@@ -134,5 +134,6 @@ func overlayWorkingTree(t *testing.T, src, clone string) {
 // reader would paste it in a fresh clone (bin/fuelsync is this test binary,
 // /tmp a temporary directory), and checks each shown output.
 func TestREADMEQuickStart(t *testing.T) {
+	t.Parallel()
 	afterQuickStart(t)
 }

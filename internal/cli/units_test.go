@@ -125,6 +125,7 @@ func TestShippedUnitsTogether(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs serve and an agent")
 	}
+	t.Parallel()
 	root := t.TempDir()
 	bin := filepath.Join(root, "usr", "local", "bin")
 	etc := filepath.Join(root, "etc", "fuelsync")
