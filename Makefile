@@ -20,7 +20,7 @@ FUZZTIME  ?= 30s
 BENCHTIME ?= 5x
 BENCHCOUNT ?= 5
 
-.PHONY: all build image bench-deploy test test-e2e test-etcd vet cross fmtcheck demo fuzz bench bench-render bench-large bench-fleet bench-shards takeover golden soak burst clean ci
+.PHONY: all build install release image bench-deploy test test-e2e test-etcd vet cross fmtcheck demo fuzz bench bench-render bench-large bench-fleet bench-shards takeover golden soak burst clean ci
 
 all: build
 
@@ -32,8 +32,38 @@ build:
 	CGO_ENABLED=0 $(GO) build -tags "$(TAGS)" -ldflags "$(LDFLAGS)" -o $(SERVER_BIN) ./cmd/fuelsync-server
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(dir $(BIN))fuelsync-agent ./cmd/fuelsync-agent
 
-# The OCI image of fuelsync-server (with fuelsync beside it), as a tarball for
-# docker load, podman load or crane push: no container daemon, no base image,
+# The three binaries (fuelsync, fuelsync-server, fuelsync-agent), built as make
+# build does, into $(DESTDIR)$(PREFIX)/bin:
+#   make install                       (/usr/local/bin, as root)
+#   make install PREFIX=$HOME/.local    (~/.local/bin, no root)
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+install: build
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 0755 $(BIN) $(SERVER_BIN) $(dir $(BIN))fuelsync-agent $(DESTDIR)$(BINDIR)/
+
+# The release archives: the three binaries cross-compiled (static, -trimpath) for
+# each of RELEASE_PLATFORMS into bin/release/OS-ARCH, then packed by
+# internal/release/pack into $(DIST)/fuelsync-$(VERSION)-OS-ARCH.tar.gz (the
+# binaries and README.md in one directory, files dated at the commit: the same
+# commit gives the same bytes) and $(DIST)/SHA256SUMS (sha256sum -c checks it).
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+DIST ?= dist
+release:
+	@rm -rf bin/release $(DIST)
+	@for p in $(RELEASE_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+	  echo "GOOS=$$os GOARCH=$$arch go build ./cmd/fuelsync ./cmd/fuelsync-server ./cmd/fuelsync-agent"; \
+	  for cmd in fuelsync fuelsync-server fuelsync-agent; do \
+	    CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -tags "$(TAGS)" -ldflags "$(LDFLAGS)" \
+	      -o bin/release/$$os-$$arch/$$cmd$$ext ./cmd/$$cmd || exit 1; \
+	  done; \
+	done
+	$(GO) run ./internal/release/pack -version $(VERSION) -created $$(git log -1 --format=%ct 2>/dev/null || echo 0) \
+	  -o $(DIST) $(addprefix bin/release/,$(subst /,-,$(RELEASE_PLATFORMS)))
+
+# The image of fuelsync-server (with fuelsync beside it), as a docker-archive
+# tarball (docker save's layout, OCI media types) for docker load, podman load
+# or crane push: no container daemon, no base image,
 # nothing fetched but Go modules. Static binaries (CGO_ENABLED=0), user 65532,
 # entrypoint fuelsync-server, working directory and volume /var/lib/fuelsync,
 # the CA certificates of this machine (Debian: ca-certificates), labels
@@ -306,4 +336,4 @@ golden:
 ci: test test-e2e
 
 clean:
-	rm -rf bin rendered
+	rm -rf bin rendered dist

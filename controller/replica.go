@@ -360,7 +360,7 @@ func (r *Replica) Trigger() error {
 // Leader returns the leader's identity as etcd says now ("" when none, or
 // etcd is out of reach; the last one seen then, with the error).
 func (r *Replica) Leader(ctx context.Context) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, StatusTimeout)
 	defer cancel()
 	id, err := r.Etcd.Leader(ctx)
 	if errors.Is(err, state.ErrNoLeader) {
@@ -374,6 +374,10 @@ func (r *Replica) Leader(ctx context.Context) (string, error) {
 	r.leader = id
 	return id, nil
 }
+
+// StatusTimeout bounds each read from etcd of a replica's status and
+// readiness (the leader, the members, the committed serial).
+const StatusTimeout = 2 * time.Second
 
 // ReplicaStatus is a replica's part of the status.
 type ReplicaStatus struct {
@@ -403,7 +407,7 @@ func (r *Replica) Status(ctx context.Context) *ReplicaStatus {
 		rs = &ReplicaStatus{ID: r.id(), Role: RoleShard}
 		rs.Members, rs.Clusters = r.Shards()
 		if sh, ok := r.Etcd.(state.Sharder); ok {
-			mctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			mctx, cancel := context.WithTimeout(ctx, StatusTimeout)
 			if ms, err := sh.Members(mctx); err != nil {
 				rs.Error = redact.Text(err.Error())
 			} else {

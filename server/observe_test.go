@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -168,25 +169,11 @@ func TestStatusNotReadyWithoutEtcd(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cfg, err := state.ParseURL("etcd://" + addr + "/gone")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := state.OpenEtcd(*cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	dir, _ := gittest.Quickstart(t)
-	loop := &controller.Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &source.LocalSource{Path: dir}, ToolVersion: "v9.8.7"}
+	loop, hs := replicaOfEtcd(t, addr)
 	// Applied once, locally: the loop alone would call itself ready.
 	if o := loop.ReconcileOnce(context.Background()); o != operation.Applied {
 		t.Fatalf("reconcile: %s %q", o, loop.Status().Errors)
 	}
-	srv := New(loop, nil)
-	srv.Replica = &controller.Replica{Loop: loop, Etcd: b.(state.Coordinator), ID: "replica-a"}
-	hs := httptest.NewServer(srv.Handler())
-	defer hs.Close()
 
 	code, readyz := httpGet(t, hs.URL, "/readyz")
 	if code != 503 || !strings.Contains(readyz, "not ready: the state on etcd is out of reach: ") || !strings.Contains(readyz, "connection refused") {
@@ -288,4 +275,71 @@ func str(v any) string {
 func num(v any) float64 {
 	f, _ := v.(float64)
 	return f
+}
+
+// replicaOfEtcd is a server whose loop follows the quickstart, a replica
+// ("replica-a") of the state on the etcd at addr, on loopback.
+func replicaOfEtcd(t *testing.T, addr string) (*controller.Loop, *httptest.Server) {
+	t.Helper()
+	cfg, err := state.ParseURL("etcd://" + addr + "/fuelsync")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := state.OpenEtcd(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	dir, _ := gittest.Quickstart(t)
+	loop := &controller.Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &source.LocalSource{Path: dir}, ToolVersion: "v9.8.7"}
+	srv := New(loop, nil)
+	srv.Replica = &controller.Replica{Loop: loop, Etcd: b.(state.Coordinator), ID: "replica-a"}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	return loop, hs
+}
+
+// Issue 38: /readyz says the deadline it used. An etcd that accepts
+// connections and never answers (a hung member, a black-holing proxy) makes
+// every read wait out its deadline: /readyz, the status and the page say how
+// long they waited ("no answer within 2s"), not only "context deadline
+// exceeded".
+func TestReadyzSaysItsDeadline(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var held []net.Conn // accepted, never answered
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	_, hs := replicaOfEtcd(t, ln.Addr().String())
+
+	start := time.Now()
+	code, readyz := httpGet(t, hs.URL, "/readyz")
+	took := time.Since(start)
+	want := ": no answer within " + controller.StatusTimeout.String() + " "
+	if code != 503 || !strings.HasPrefix(readyz, "not ready: the state on etcd is out of reach: ") || !strings.Contains(readyz, want) {
+		t.Errorf("/readyz: %d %q, want 503, out of reach, and %q", code, readyz, want)
+	}
+	if took > 3*controller.StatusTimeout {
+		t.Errorf("/readyz took %v with a deadline of %v", took, controller.StatusTimeout)
+	}
 }

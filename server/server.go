@@ -297,7 +297,7 @@ func (s *Server) readiness(ctx context.Context, rs *controller.ReplicaStatus) (s
 		case rs.Serving == 0:
 			return "", errors.New("a follower that has not rendered the applied set yet (or nothing is applied)")
 		}
-		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		ctx, cancel := context.WithTimeout(ctx, controller.StatusTimeout)
 		committed, err := s.Replica.Etcd.CommittedSerial(ctx)
 		cancel()
 		if err != nil {

@@ -81,7 +81,26 @@ func editHCL(src []byte, filename string, e Edit, current []string) ([]byte, err
 		}
 		block = next
 	}
-	return finish(src, filename, setAttr(src, block, e.Path[len(e.Path)-1], list))
+	name := e.Path[len(e.Path)-1]
+	if a := block.Body.Attributes[name]; a != nil && len(items) == 0 && block != node {
+		// An emptied list goes, with the comment on its line, which was
+		// about what it held; and its block when nothing else is in it.
+		if len(block.Body.Attributes) == 1 && len(block.Body.Blocks) == 0 {
+			return finish(src, filename, cut(src, block.TypeRange.Start.Byte, block.CloseBraceRange.End.Byte))
+		}
+		return finish(src, filename, cut(src, a.SrcRange.Start.Byte, a.SrcRange.End.Byte))
+	}
+	return finish(src, filename, setAttr(src, block, name, list))
+}
+
+// cut removes src[start:end], with the rest of its last line (a comment) and
+// its lines' indentation when nothing else is before it on its first line.
+func cut(src []byte, start, end int) []byte {
+	from := lineStart(src, start)
+	if strings.TrimSpace(string(src[from:start])) != "" {
+		return splice(src, start, end, "") // something else before it on its line
+	}
+	return splice(src, from, lineEnd(src, end), "")
 }
 
 // SetHCLClusterAttr sets attribute name of the cluster block to val (a literal in
@@ -105,11 +124,7 @@ func setHCLClusterAttr(src []byte, filename, name string, val cty.Value) ([]byte
 			if a == nil {
 				return src, nil
 			}
-			start, end := lineStart(src, a.SrcRange.Start.Byte), lineEnd(src, a.SrcRange.End.Byte)
-			if strings.TrimSpace(string(src[start:a.SrcRange.Start.Byte])) != "" {
-				start = a.SrcRange.Start.Byte // something else before it on its line
-			}
-			return finish(src, filename, splice(src, start, end, ""))
+			return finish(src, filename, cut(src, a.SrcRange.Start.Byte, a.SrcRange.End.Byte))
 		}
 		return finish(src, filename, setAttr(src, c, name, val))
 	}

@@ -30,6 +30,15 @@ cluster "demo" {
     }
   }
 
+  node "node-3" {
+    id    = 3
+    roles = ["compute"]
+    tags {
+      assign   = ["backup"]
+      unassign = ["rabbitmq"] # not a message queue
+    }
+  }
+
   node "compute" {
     for_each = toset(["a"])
     roles    = ["compute"]
@@ -47,6 +56,11 @@ cluster "demo" {
 			"    roles = local.controller\n  }\n\n  node \"node-2\"", "    roles = [\"controller\", \"storage\"]\n  }\n\n  node \"node-2\""},
 		{"assign in an existing block", Edit{"node-2", []string{"tags", "assign"}, add("extra")}, []string{"backup"},
 			`assign = ["backup"]`, `assign = ["backup", "extra"]`},
+		// An emptied list goes, and so does its block when nothing is left in it.
+		{"the only list emptied", Edit{"node-2", []string{"tags", "assign"}, remove("backup")}, []string{"backup"},
+			"    roles = local.controller\n    tags {\n      assign = [\"backup\"]\n    }\n  }", "    roles = local.controller\n  }"},
+		{"one of two lists emptied", Edit{"node-3", []string{"tags", "unassign"}, remove("rabbitmq")}, []string{"rabbitmq"},
+			"      assign   = [\"backup\"]\n      unassign = [\"rabbitmq\"] # not a message queue\n", "      assign   = [\"backup\"]\n"},
 		{"a new tags block", Edit{"node-1", []string{"tags", "unassign"}, add("rabbitmq")}, nil,
 			"    roles = local.controller\n  }\n\n  node \"node-2\"", "    roles = local.controller\n    tags {\n      unassign = [\"rabbitmq\"]\n    }\n  }\n\n  node \"node-2\""},
 	} {

@@ -181,6 +181,7 @@ func editYAML(src []byte, e Edit) ([]byte, error) {
 	f := newYAMLFile(src)
 	// Walk the path; the first missing key is inserted with the rest as a value.
 	parent := node
+	var parentKey *yaml.Node // parent's key in node (tags), nil for node itself
 	for i, key := range e.Path {
 		k, v := mapGet(parent, key)
 		if k == nil {
@@ -198,13 +199,16 @@ func editYAML(src []byte, e Edit) ([]byte, error) {
 			if v.Kind != yaml.MappingNode {
 				return nil, fmt.Errorf("node %s: %s is not a mapping", e.Node, strings.Join(e.Path[:i+1], "."))
 			}
-			parent = v
+			parent, parentKey = v, k
 			continue
 		}
 		cur := strs(v)
 		items := e.Set(slices.Clone(cur))
 		if slices.Equal(items, cur) {
 			return nil, ErrNoChange
+		}
+		if len(items) == 0 && parentKey != nil {
+			return f.deleteEmptied(node, parentKey, parent, k, v)
 		}
 		return f.replace(k, v, items)
 	}
@@ -307,6 +311,20 @@ func (f *yamlFile) replace(k, v *yaml.Node, items []string) ([]byte, error) {
 		out.Write(f.src[endOff:])
 	}
 	return out.Bytes(), nil
+}
+
+// deleteEmptied removes the entry k: v of mapping m (tags), whose list an
+// edit emptied, and m itself from node when nothing else is in it: an empty
+// list says nothing, and the comment on its line was about what it held.
+func (f *yamlFile) deleteEmptied(node, mKey, m, k, v *yaml.Node) ([]byte, error) {
+	if len(m.Content) == 2 {
+		if out, err := f.deleteEntry(node, mKey, m); err == nil {
+			return out, nil
+		}
+	} else if out, err := f.deleteEntry(m, k, v); err == nil {
+		return out, nil
+	}
+	return f.replace(k, v, nil) // a layout deleteEntry does not take: keep it, emptied
 }
 
 // closing2 returns the offset past the quoted scalar starting at off.

@@ -43,6 +43,9 @@ type NotWorkdirError struct {
 }
 
 func (e *NotWorkdirError) Error() string {
+	if e.Entry == "." {
+		return fmt.Sprintf("refusing to use %s as the work directory: it is %s. Choose another --workdir. Nothing was changed", e.Dir, e.Why)
+	}
 	if e.Marked {
 		return fmt.Sprintf("refusing to use the work directory %s: its %s is %s: fuelsync removes files there and follows no link to do it. Remove %s (it is made again). Nothing was changed",
 			e.Dir, e.Entry, e.Why, filepath.Join(e.Dir, e.Entry))
@@ -85,7 +88,7 @@ func (w *Workdir) checkOwnable() error {
 		}
 	}
 	if !fi.IsDir() {
-		return &NotWorkdirError{Dir: w.Dir, Entry: ".", Why: "not a directory"}
+		return &NotWorkdirError{Dir: w.Dir, Entry: ".", Why: kindOf(fi.Mode().Type()) + ", not a directory"}
 	}
 	if hasMarker(w.Dir) {
 		// Its own, but what it removes in must be its own too: a symlink
@@ -100,6 +103,11 @@ func (w *Workdir) checkOwnable() error {
 	}
 	return layoutProblem(w.Dir)
 }
+
+// CheckUsable reports, without changing anything, whether fuelsync may use
+// w.Dir as its work directory (a *NotWorkdirError when it may not), so that a
+// daemon stops at start-up rather than at each reconcile.
+func (w *Workdir) CheckUsable() error { return w.checkOwnable() }
 
 // claim makes w.Dir fuelsync's work directory: it creates it, or checks that
 // it may (checkOwnable) and writes the marker when it is missing. Only a

@@ -28,12 +28,6 @@ func capabilitiesCommand(stdout, stderr io.Writer) *cli.Command {
 		HideHelpCommand: true,
 		OnUsageError:    usageError,
 		Subcommands:     []*cli.Command{capFindCommand(stdout, stderr), capSummaryCommand(stdout, stderr)},
-		Action: func(c *cli.Context) error {
-			if c.Args().Present() {
-				return unknownCommand("capabilities", c.Args().First(), c.Command.Subcommands, 2)
-			}
-			return cli.ShowSubcommandHelp(c)
-		},
 	}
 }
 

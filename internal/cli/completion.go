@@ -172,7 +172,9 @@ func findCommand(cmds []*cli.Command, name string) *cli.Command {
 // folder folder (--path; "" for none): what is
 // "--cluster" (clusters), "--node" (the cluster's nodes), "--release" (release
 // versions), "tags" (the cluster's tags, the node's own first), "roles" (the
-// cluster's roles), "tasks" (the node's tasks in the default graph).
+// cluster's roles), "tasks" (the node's tasks in the default graph). Names
+// are sorted as status, the pages and the list commands sort them (by name,
+// not in the files' order); tasks stay in the graph's order.
 func repoNames(repoPath, folder, what, cluster, node string) []string {
 	if what == "--repo" {
 		return nil // the shell completes paths
@@ -189,18 +191,18 @@ func repoNames(repoPath, folder, what, cluster, node string) []string {
 		return nil
 	}
 	repo, _ := loader.Load(src.fsys, loadOptions(nil))
-	var out []string
+	var out, own []string // own: the node's own tags
 	switch what {
 	case "--cluster":
 		for _, c := range repo.Clusters {
 			out = append(out, c.Name)
 		}
-		return out
+		return sortedNames(out)
 	case "--release":
 		for _, r := range repo.Releases {
 			out = append(out, r.Version)
 		}
-		return out
+		return sortedNames(out)
 	}
 	for _, c := range repo.Clusters {
 		if cluster != "" && c.Name != cluster {
@@ -219,7 +221,7 @@ func repoNames(repoPath, folder, what, cluster, node string) []string {
 		switch what {
 		case "tags":
 			if nt := m.NodeTags[node]; nt != nil {
-				out = append(out, nt.Tags...)
+				own = append(own, nt.Tags...)
 			}
 			for _, t := range m.TagList() {
 				out = append(out, t.Name)
@@ -240,5 +242,14 @@ func repoNames(repoPath, folder, what, cluster, node string) []string {
 			}
 		}
 	}
-	return out
+	if what == "tasks" {
+		return out
+	}
+	return append(sortedNames(own), sortedNames(out)...) // complete drops the repeated
+}
+
+// sortedNames sorts names as every list of fuelsync does (by name), once each.
+func sortedNames(names []string) []string {
+	slices.Sort(names)
+	return slices.Compact(names)
 }

@@ -19,10 +19,7 @@ func TestMakeDemo(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "fuelsync")
-	wrapper := "#!/bin/sh\nFUELSYNC_RUN_MAIN=1 exec '" + os.Args[0] + "' \"$@\"\n"
-	if err := os.WriteFile(bin, []byte(wrapper), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeBinaries(t, dir)
 	// -o build: the test binary is the build.
 	cmd := exec.Command("make", "--no-print-directory", "-C", filepath.Join("..", ".."), "-o", "build", "demo",
 		"BIN="+bin, "DEMO="+filepath.Join(dir, "demo"))
@@ -50,5 +47,39 @@ func TestMakeDemo(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("make demo:\n%s", out)
+	}
+}
+
+// TestMakeInstall runs `make install PREFIX=DIR` (this test binary as the
+// build): both binaries land in DIR/bin, mode 0755, and run from there.
+func TestMakeInstall(t *testing.T) {
+	testenv.Tool(t, "make", "make install needs it: apt-get install make")
+	built := t.TempDir()
+	writeBinaries(t, built)
+	for _, name := range []string{"fuelsync", ServerBinary} { // install sets the mode
+		if err := os.Chmod(filepath.Join(built, name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prefix := filepath.Join(t.TempDir(), "home", ".local")
+	// -o build: the test binary is the build.
+	cmd := exec.Command("make", "--no-print-directory", "-C", filepath.Join("..", ".."), "-o", "build", "install",
+		"BIN="+filepath.Join(built, "fuelsync"), "PREFIX="+prefix)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make install: %v\n%s", err, out)
+	}
+	for _, name := range []string{"fuelsync", ServerBinary} {
+		p := filepath.Join(prefix, "bin", name)
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if fi.Mode().Perm() != 0o755 {
+			t.Errorf("%s: mode %v, want 0755", p, fi.Mode())
+		}
+		if out, err := exec.Command(p, "version").CombinedOutput(); err != nil || !regexp.MustCompile(`(?m)^`+name+` `).Match(out) {
+			t.Errorf("%s version: %v\n%s", p, err, out)
+		}
 	}
 }

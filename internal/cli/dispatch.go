@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sync"
 
 	"github.com/urfave/cli/v2"
@@ -65,8 +66,7 @@ func takeDispatched() *exitError {
 		self = ServerBinary
 	}
 	return &exitError{code: 2, msg: fmt.Sprintf("fuelsync %s handed its command to %s, which is %s %s: "+
-		"install the two binaries of one version (go install github.com/fuelsync/fuelsync/cmd/...@%s, or make build)",
-		from, self, ServerBinary, identity(), installVersion())}
+		"install the two binaries of one version (%s)", from, self, ServerBinary, identity(), installHint())}
 }
 
 // dispatch runs the command line of c in fuelsync-server, for what (what
@@ -84,8 +84,8 @@ func dispatch(c *cli.Context, what string) error {
 	}
 	bin, err := findServer()
 	if err != nil {
-		return &exitError{code: 2, msg: fmt.Sprintf("%s needs the %s binary beside fuelsync or on PATH: go install github.com/fuelsync/fuelsync/cmd/%s@%s",
-			what, ServerBinary, ServerBinary, installVersion())}
+		return &exitError{code: 2, msg: fmt.Sprintf("%s needs the %s binary beside fuelsync or on PATH: install the two binaries of one version (%s)",
+			what, ServerBinary, installHint())}
 	}
 	env := append(os.Environ(), dispatchedEnv+"="+identity())
 	return execServer(bin, append([]string{bin}, args[1:]...), env)
@@ -115,11 +115,14 @@ func findServer() (string, error) {
 
 var releaseVersion = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^v\d+\.\d+\.\d+$`) })
 
-// installVersion is the version to go install fuelsync-server at: this
-// build's when it is a release, else latest.
-func installVersion() string {
+// installHint says where both binaries of one build come from: a release
+// archive of make release holds both (this build's, named, when it is a
+// release); from a clone, make install or go install ./cmd/... builds both.
+// (Not go install MODULE@latest: the module need not be on a module proxy.)
+func installHint() string {
+	archive := "a release archive of make release holds both"
 	if releaseVersion().MatchString(version) {
-		return version
+		archive = fmt.Sprintf("the release archive fuelsync-%s-%s-%s.tar.gz holds both", version, runtime.GOOS, runtime.GOARCH)
 	}
-	return "latest"
+	return archive + "; from a clone: make install PREFIX=DIR, or go install ./cmd/..."
 }

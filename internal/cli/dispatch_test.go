@@ -95,7 +95,8 @@ func TestDispatchToServer(t *testing.T) {
 			{[]string{"--state", "etcd://127.0.0.1:1/x", "state", "show"}, "the state on etcd"},
 		} {
 			got := runBin(lone, noServer, c.args...)
-			want := "fuelsync: " + c.what + " needs the fuelsync-server binary beside fuelsync or on PATH: go install github.com/fuelsync/fuelsync/cmd/fuelsync-server@latest\n"
+			want := "fuelsync: " + c.what + " needs the fuelsync-server binary beside fuelsync or on PATH: install the two binaries of one version " +
+				"(a release archive of make release holds both; from a clone: make install PREFIX=DIR, or go install ./cmd/...)\n"
 			if got.code != 2 || got.stderr != want || got.stdout != "" {
 				t.Errorf("fuelsync %s without fuelsync-server: exit %d, stdout %q, stderr %q; want exit 2 and %q",
 					strings.Join(c.args, " "), got.code, got.stdout, got.stderr, want)

@@ -58,10 +58,13 @@ var globalNames = []string{"repo", "path", "rev", "workdir", "format", "color", 
 var stateGlobals = []string{"state", "etcd-cacert", "etcd-cert", "etcd-key", "etcd-auth-file", "etcd-lock-ttl"}
 
 // commandHelp is what a command's --help shows besides its flags: the global
-// flags it honours, examples (each runs as printed from the root of a clone of
-// fuelsync, where examples/quickstart is, after the README's quick start made
-// /tmp/qs a git repository of two commits; TestHelpExamples runs them) and its
-// exit status.
+// flags it honours, examples and its exit status. Each example runs as printed
+// from the root of a clone of fuelsync (examples/quickstart read, nothing of
+// the clone written) after the README's quick start, which made /tmp/qs (a git
+// repository of two commits) and /tmp/qs-work (its work directory); what a
+// page needs besides is made on the page, or named with the page that makes it
+// (serve's secrets and token). TestHelpExamples runs every one in a fresh
+// clone, the pages in helpOrder.
 type commandHelp struct {
 	globals  []string
 	examples []string // "# comment" lines introduce the next command
@@ -104,8 +107,8 @@ var helpTable = map[string]commandHelp{
 		formats: "text json",
 		globals: []string{"repo", "rev", "format", "color", "quiet"},
 		examples: []string{
-			"fuelsync render --repo examples/quickstart --out rendered",
-			"fuelsync render --repo examples/quickstart --cluster demo --out rendered-demo --format json",
+			"fuelsync render --repo examples/quickstart --out rendered/quickstart",
+			"fuelsync render --repo examples/quickstart --cluster demo --out rendered/quickstart-demo --format json",
 		},
 		exit: "0 written, 1 errors (nothing is written)",
 	},
@@ -122,10 +125,11 @@ var helpTable = map[string]commandHelp{
 		formats: "text json",
 		globals: append([]string{"repo", "rev", "workdir", "format", "color", "quiet"}, stateGlobals...),
 		examples: []string{
-			"fuelsync plan --repo examples/quickstart --workdir state",
+			"# /tmp/qs, /tmp/qs-work: the git repository and work directory the README's quick start made",
+			"fuelsync plan --repo /tmp/qs --workdir /tmp/qs-work",
 			"# save the plan, then apply exactly it",
-			"fuelsync plan --repo examples/quickstart --workdir state --out demo.plan",
-			"fuelsync apply --repo examples/quickstart --workdir state demo.plan",
+			"fuelsync plan --repo /tmp/qs --workdir /tmp/qs-work --out /tmp/qs.plan",
+			"fuelsync apply --repo /tmp/qs --workdir /tmp/qs-work /tmp/qs.plan",
 		},
 		exit: "0 planned, 1 error; with --detailed-exitcode 0 no changes, 1 error, 2 changes",
 	},
@@ -133,11 +137,16 @@ var helpTable = map[string]commandHelp{
 		formats: "text json",
 		globals: append([]string{"repo", "workdir", "format", "color", "quiet"}, stateGlobals...),
 		examples: []string{
-			"# a cluster with sync: manual awaits approval after a plan or apply:",
-			"fuelsync status --repo examples/quickstart --workdir state",
-			"fuelsync approve --repo examples/quickstart --workdir state --cluster prod",
-			"# or through a running serve (its --api-token-file):",
-			"fuelsync approve --cluster prod --server http://127.0.0.1:8080 --api-token-file token",
+			"# sync: manual (a cluster's, or every cluster's in fuelsync.yaml) leaves a changed cluster",
+			"# awaiting approval after a plan or apply; here in /tmp/qs, the README's quick start's:",
+			"echo 'sync: manual' > /tmp/qs/fuelsync.yaml",
+			"fuelsync tags assign --repo /tmp/qs --cluster demo --node node-1 backup",
+			"fuelsync apply --repo /tmp/qs --workdir /tmp/qs-work --auto-approve",
+			"fuelsync approve --repo /tmp/qs --workdir /tmp/qs-work --cluster demo",
+			"# or through a running serve (fuelsync help serve), once the change is committed and its",
+			"# status says demo awaits approval (status --server):",
+			"git -C /tmp/qs add -A && git -C /tmp/qs -c user.name=you -c user.email=you@example.com commit -qm 'sync: manual'",
+			"fuelsync approve --cluster demo --server http://127.0.0.1:8080 --api-token-file /tmp/qs-api-token",
 		},
 		exit: "0 applied (or accepted by serve), 1 error (nothing awaits approval, the plan no longer renders as approved, or the cluster's applied artifacts moved; nothing was changed)",
 	},
@@ -145,9 +154,11 @@ var helpTable = map[string]commandHelp{
 		formats: "text json",
 		globals: append([]string{"repo", "rev", "workdir", "format", "color", "quiet"}, stateGlobals...),
 		examples: []string{
-			"fuelsync status --repo examples/quickstart --workdir state",
-			"fuelsync status --repo examples/quickstart --workdir state --format json",
-			"fuelsync status --server http://127.0.0.1:8080 --api-token-file token",
+			"# /tmp/qs, /tmp/qs-work: the git repository and work directory the README's quick start made",
+			"fuelsync status --repo /tmp/qs --workdir /tmp/qs-work",
+			"fuelsync status --repo /tmp/qs --workdir /tmp/qs-work --format json",
+			"# a running serve's (fuelsync help serve: its --api-token-file)",
+			"fuelsync status --server http://127.0.0.1:8080 --api-token-file /tmp/qs-api-token",
 		},
 		exit: "0 printed (whatever the clusters' statuses), 1 error (the state or serve could not be read)",
 	},
@@ -155,9 +166,10 @@ var helpTable = map[string]commandHelp{
 		formats: "text json",
 		globals: append([]string{"repo", "rev", "workdir", "format", "color", "quiet"}, stateGlobals...),
 		examples: []string{
-			"fuelsync apply --repo examples/quickstart --workdir state --auto-approve",
+			"# /tmp/qs, /tmp/qs-work: the git repository and work directory the README's quick start made",
+			"fuelsync apply --repo /tmp/qs --workdir /tmp/qs-work --auto-approve",
 			"# again: nothing to apply",
-			"fuelsync apply --repo examples/quickstart --workdir state --auto-approve",
+			"fuelsync apply --repo /tmp/qs --workdir /tmp/qs-work --auto-approve",
 		},
 		exit: "0 applied (or nothing to apply), 1 error (the applied state is unchanged)",
 	},
@@ -182,8 +194,9 @@ var helpTable = map[string]commandHelp{
 	"plugin create": {
 		globals: []string{"repo", "color", "quiet"},
 		examples: []string{
-			"fuelsync plugin create --repo examples/quickstart --role backup-agent backup",
-			"fuelsync plugin check examples/quickstart/plugins/backup",
+			"# in /tmp/qs, the copy of examples/quickstart the README's quick start made",
+			"fuelsync plugin create --repo /tmp/qs --role backup-agent backup",
+			"fuelsync plugin check /tmp/qs/plugins/backup",
 		},
 		exit: "0 written, 1 error (an existing directory is never touched)",
 	},
@@ -216,33 +229,34 @@ var helpTable = map[string]commandHelp{
 	"tags assign": {
 		formats:  "text json",
 		globals:  []string{"repo", "color", "quiet"},
-		examples: []string{"fuelsync tags assign --repo examples/quickstart --cluster demo --node node-3 backup"},
+		examples: []string{"# in /tmp/qs, the copy of examples/quickstart the README's quick start made", "fuelsync tags assign --repo /tmp/qs --cluster demo --node node-3 backup"},
 		exit:     "0 edited, 1 error (the file is left as it was)",
 	},
 	"tags unassign": {
 		formats:  "text json",
 		globals:  []string{"repo", "color", "quiet"},
-		examples: []string{"fuelsync tags unassign --repo examples/quickstart --cluster demo --node node-2 backup"},
+		examples: []string{"# in /tmp/qs, the copy of examples/quickstart the README's quick start made", "fuelsync tags unassign --repo /tmp/qs --cluster demo --node node-2 backup"},
 		exit:     "0 edited, 1 error (the file is left as it was)",
 	},
 	"tags create": {
 		formats:  "text json",
 		globals:  []string{"repo", "color", "quiet"},
-		examples: []string{"fuelsync tags create --repo examples/quickstart --cluster demo --has-primary cache"},
+		examples: []string{"# in /tmp/qs, the copy of examples/quickstart the README's quick start made", "fuelsync tags create --repo /tmp/qs --cluster demo --has-primary cache"},
 		exit:     "0 edited, 1 error (the file is left as it was)",
 	},
 	"tags update": {
 		formats:  "text json",
 		globals:  []string{"repo", "color", "quiet"},
-		examples: []string{"fuelsync tags update --repo examples/quickstart --cluster demo --has-primary backup"},
+		examples: []string{"# in /tmp/qs, the copy of examples/quickstart the README's quick start made", "fuelsync tags update --repo /tmp/qs --cluster demo --has-primary backup"},
 		exit:     "0 edited, 1 error (the file is left as it was)",
 	},
 	"tags delete": {
 		formats: "text json",
 		globals: []string{"repo", "color", "quiet"},
 		examples: []string{
-			"fuelsync tags create --repo examples/quickstart --cluster demo scratch",
-			"fuelsync tags delete --repo examples/quickstart --cluster demo scratch",
+			"# in /tmp/qs, the copy of examples/quickstart the README's quick start made",
+			"fuelsync tags create --repo /tmp/qs --cluster demo scratch",
+			"fuelsync tags delete --repo /tmp/qs --cluster demo scratch",
 		},
 		exit: "0 edited, 1 error (the file is left as it was)",
 	},
@@ -264,41 +278,41 @@ var helpTable = map[string]commandHelp{
 	"roles assign": {
 		formats:  "text json",
 		globals:  []string{"repo", "color", "quiet"},
-		examples: []string{"fuelsync roles assign --repo examples/quickstart --cluster demo --node node-4 storage"},
+		examples: []string{"# in /tmp/qs, the copy of examples/quickstart the README's quick start made", "fuelsync roles assign --repo /tmp/qs --cluster demo --node node-4 storage"},
 		exit:     "0 edited, 1 error (the file is left as it was)",
 	},
 	"roles unassign": {
 		formats:  "text json",
 		globals:  []string{"repo", "color", "quiet"},
-		examples: []string{"fuelsync roles unassign --repo examples/quickstart --cluster demo --node node-5 storage"},
+		examples: []string{"# in /tmp/qs, the copy of examples/quickstart the README's quick start made", "fuelsync roles unassign --repo /tmp/qs --cluster demo --node node-5 storage"},
 		exit:     "0 edited, 1 error (the file is left as it was)",
 	},
 	"state": {
 		formats:  "text",
 		globals:  append([]string{"repo", "workdir"}, stateGlobals...),
-		examples: []string{"fuelsync apply --repo examples/quickstart --workdir state --auto-approve -q", "fuelsync state show --repo examples/quickstart --workdir state"},
+		examples: []string{"# /tmp/qs-work: the work directory the README's quick start applied /tmp/qs to", "fuelsync state show --repo /tmp/qs --workdir /tmp/qs-work"},
 		exit:     "0 success, 1 error",
 	},
 	"state show": {
 		formats:  "text json",
 		globals:  append([]string{"repo", "workdir"}, stateGlobals...),
-		examples: []string{"fuelsync apply --repo examples/quickstart --workdir state --auto-approve -q", "fuelsync state show --repo examples/quickstart --workdir state"},
+		examples: []string{"# /tmp/qs-work: the work directory the README's quick start applied /tmp/qs to", "fuelsync state show --repo /tmp/qs --workdir /tmp/qs-work"},
 		exit:     "0 shown, 1 error",
 	},
 	"state pull": {
 		formats:  "text json",
 		globals:  append([]string{"repo", "workdir"}, stateGlobals...),
-		examples: []string{"fuelsync apply --repo examples/quickstart --workdir state --auto-approve -q", "fuelsync state pull --repo examples/quickstart --workdir state"},
+		examples: []string{"# /tmp/qs-work: the work directory the README's quick start applied /tmp/qs to", "fuelsync state pull --repo /tmp/qs --workdir /tmp/qs-work"},
 		exit:     "0 printed, 1 error",
 	},
 	"state push": {
 		formats: "text json",
 		globals: append([]string{"repo", "workdir"}, stateGlobals...),
 		examples: []string{
-			"fuelsync apply --repo examples/quickstart --workdir state --auto-approve -q",
-			"fuelsync state pull --repo examples/quickstart --workdir state > state.json",
+			"# /tmp/qs-work: the work directory the README's quick start applied /tmp/qs to",
+			"fuelsync state pull --repo /tmp/qs --workdir /tmp/qs-work > /tmp/qs-state.json",
 			"# pushing the same state back changes nothing",
-			"fuelsync state push --repo examples/quickstart --workdir state state.json",
+			"fuelsync state push --repo /tmp/qs --workdir /tmp/qs-work /tmp/qs-state.json",
 		},
 		exit: "0 pushed (or unchanged), 1 refused (another lineage, an older serial) or an error",
 	},
@@ -308,9 +322,9 @@ var helpTable = map[string]commandHelp{
 		examples: []string{
 			"# runs until interrupted; follows the commits of a git repository whose top is --repo",
 			"# (/tmp/qs: the README's quick start made it), or a URL",
-			"fuelsync watch --repo /tmp/qs --workdir state --interval 30s --dry-run",
+			"fuelsync watch --repo /tmp/qs --workdir /tmp/qs-work --interval 30s --dry-run",
 			"# the working tree of a directory, git or not",
-			"fuelsync watch --repo examples/quickstart --worktree --workdir state --dry-run",
+			"fuelsync watch --repo examples/quickstart --worktree --workdir /tmp/quickstart-work --dry-run",
 		},
 		exit: "0 stopped by SIGINT or SIGTERM, 1 a start-up error",
 	},
@@ -319,44 +333,55 @@ var helpTable = map[string]commandHelp{
 		globals: append([]string{"repo", "workdir"}, stateGlobals...),
 		examples: []string{
 			"# runs until interrupted; follows the commits of a git repository whose top is --repo",
-			"# (/tmp/qs: the README's quick start made it), or a URL",
-			"fuelsync serve --repo /tmp/qs --workdir state --listen 127.0.0.1:8080 --webhook-secret-file secret",
+			"# (/tmp/qs: the README's quick start made it), or a URL. Its secrets and API token are",
+			"# random text, each in a file (the other pages' examples use these):",
+			"openssl rand -hex 32 > /tmp/qs-webhook-secret",
+			"openssl rand -hex 32 > /tmp/qs-api-token",
+			"openssl rand -hex 32 > /tmp/qs-agent-secret",
+			"fuelsync serve --repo /tmp/qs --workdir /tmp/qs-serve --listen 127.0.0.1:8080 --webhook-secret-file /tmp/qs-webhook-secret --api-token-file /tmp/qs-api-token --agent-secret-file /tmp/qs-agent-secret",
 		},
 		exit: "0 stopped by SIGINT or SIGTERM, 1 a start-up error",
 	},
 	"agent": {
 		formats: "text",
 		examples: []string{
-			"# on node-1 of demo, with its token (fuelsync agent-token, where serve's agent secret is)",
-			"fuelsync agent --server http://fuelsync:8080 --cluster demo --node node-1 --token-file node-1.token --state-dir /var/lib/fuelsync-agent",
-			"# take tasks until none comes within 5 s, with another puppet command and shell tasks run by a script",
-			"fuelsync agent --server http://127.0.0.1:8080 --cluster demo --node node-1 --token-file node-1.token --state-dir st --once --wait 5s --puppet './puppet-wrapper apply' --exec shell=./run-shell.sh",
+			"# node-1 of demo against a running serve (fuelsync help serve), with the node's token",
+			"# (fuelsync help agent-token): it runs the node's tasks of each deployment run as serve",
+			"# gives them; here echo plays puppet, and shell tasks print a word",
+			"fuelsync agent --server http://127.0.0.1:8080 --cluster demo --node node-1 --token-file /tmp/qs-node-1.token --state-dir /tmp/qs-agent --puppet echo --exec 'shell=echo ran'",
+			"# take tasks until none comes within 5 s, then exit (a test, or cron)",
+			"fuelsync agent --server http://127.0.0.1:8080 --cluster demo --node node-1 --token-file /tmp/qs-node-1.token --state-dir /tmp/qs-agent --puppet echo --exec 'shell=echo ran' --once --wait 5s",
 		},
 		exit: "0 stopped by SIGINT or SIGTERM (--once: every task it ran succeeded), 1 a start-up error (--once: a task failed, or the token was refused)",
 	},
 	"deploy": {
 		formats: "text json",
 		examples: []string{
-			"# deploy demo's applied default graph on every node, and follow the run until it ends",
-			"fuelsync deploy --cluster demo --server http://127.0.0.1:8080 --api-token-file token --watch",
-			"# a noop run of two nodes",
-			"fuelsync deploy --cluster demo --node node-4 --node node-5 --noop --server http://127.0.0.1:8080 --api-token-file token",
+			"# a noop run of demo's applied default graph on node-1 only, then node-1's agent takes its",
+			"# tasks (fuelsync help agent) until none comes",
+			"fuelsync deploy --cluster demo --node node-1 --noop --server http://127.0.0.1:8080 --api-token-file /tmp/qs-api-token",
+			"fuelsync agent --server http://127.0.0.1:8080 --cluster demo --node node-1 --token-file /tmp/qs-node-1.token --state-dir /tmp/qs-agent --puppet echo --exec 'shell=echo ran' --once --wait 5s",
+			"# deploy every node, and follow the run until it ends (each node needs its agent)",
+			"# fuelsync deploy --cluster demo --server http://127.0.0.1:8080 --api-token-file /tmp/qs-api-token --watch",
 		},
 		exit: "0 the run started (--watch: it succeeded), 1 refused (another run is running: 409) or, with --watch, the run failed",
 	},
 	"deploy retry": {
 		formats: "text json",
 		examples: []string{
-			"# run again what did not succeed in demo's last run, on node-2 only",
-			"fuelsync deploy retry --cluster demo --node node-2 --server http://127.0.0.1:8080 --api-token-file token",
+			"# run again, on node-1 only, what did not succeed in demo's last run (stopped by fuelsync",
+			"# help deploy stop), then node-1's agent runs it",
+			"fuelsync deploy retry --cluster demo --node node-1 --server http://127.0.0.1:8080 --api-token-file /tmp/qs-api-token",
+			"fuelsync agent --server http://127.0.0.1:8080 --cluster demo --node node-1 --token-file /tmp/qs-node-1.token --state-dir /tmp/qs-agent --puppet echo --exec 'shell=echo ran' --once --wait 5s",
 		},
 		exit: "0 the retry started, 1 refused (no run, or one still running)",
 	},
 	"deploy stop": {
 		formats: "text json",
 		examples: []string{
-			"# stop demo's run: running tasks finish, nothing new starts, the rest ends skipped",
-			"fuelsync deploy stop --cluster demo --server http://127.0.0.1:8080 --api-token-file token --watch",
+			"# stop demo's run (the one serve started after the apply): running tasks finish, nothing",
+			"# new starts, the rest ends skipped; --watch waits until it has ended",
+			"fuelsync deploy stop --cluster demo --server http://127.0.0.1:8080 --api-token-file /tmp/qs-api-token --watch",
 		},
 		exit: "0 the run is stopping (--watch: it ended), 1 no run is running",
 	},
@@ -364,23 +389,23 @@ var helpTable = map[string]commandHelp{
 		formats: "text json",
 		examples: []string{
 			"# demo's last run: its verdict, its counts, its failed nodes and tasks",
-			"fuelsync deploy status --cluster demo --server http://127.0.0.1:8080 --api-token-file token",
+			"fuelsync deploy status --cluster demo --server http://127.0.0.1:8080 --api-token-file /tmp/qs-api-token",
 		},
 		exit: "0 shown, 1 no such run or serve not reachable",
 	},
 	"agent-token": {
 		formats: "text",
 		examples: []string{
-			"# where serve's agent secret is (serve --agent-secret-file secret)",
-			"fuelsync agent-token --cluster demo --node node-1 --agent-secret-file secret > node-1.token",
+			"# where serve's agent secret is (fuelsync help serve: --agent-secret-file /tmp/qs-agent-secret)",
+			"fuelsync agent-token --cluster demo --node node-1 --agent-secret-file /tmp/qs-agent-secret > /tmp/qs-node-1.token",
 		},
 		exit: "0 the token printed, 1 an empty secret file or a name that is not a name",
 	},
 	"trigger": {
 		formats: "text json",
 		examples: []string{
-			"# with fuelsync serve running on the same secret",
-			"fuelsync trigger --url http://127.0.0.1:8080 --webhook-secret-file secret --ref refs/heads/main",
+			"# to a running serve (fuelsync help serve), signed with its webhook secret",
+			"fuelsync trigger --url http://127.0.0.1:8080 --webhook-secret-file /tmp/qs-webhook-secret --ref refs/heads/main",
 		},
 		exit: "0 serve accepted the delivery, 1 otherwise",
 	},
@@ -488,6 +513,7 @@ func decorate(cmds []*cli.Command, parent string) {
 			c.Before = chainBefore(checkFormat(path, strings.Fields(h.formats)), c.Before)
 		}
 		if len(c.Subcommands) > 0 {
+			c.Action = groupAction(path)
 			decorate(c.Subcommands, path)
 		}
 	}
@@ -649,18 +675,60 @@ func chainBefore(a, b cli.BeforeFunc) cli.BeforeFunc {
 	}
 }
 
+// groupAction is the action of a command group (state, tags, …) given no
+// subcommand it knows: its help page without a word, else the word named as
+// unknown, with a suggestion and the group's commands.
+func groupAction(path string) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if c.Args().Present() {
+			return unknownCommand(path, c.Args().First(), c.Command.Subcommands, usageCode(c))
+		}
+		return cli.ShowSubcommandHelp(c)
+	}
+}
+
 // suggest returns the candidate that word is probably a typo of ("validat" →
-// "validate", "asign" → "assign", "comp" → "components"), or "".
+// "validate", "asign" → "assign", "shwo" → "show", "lst" → "list", "comp" →
+// "components"), or "".
 func suggest(word string, candidates []string) string {
 	if s := loader.Suggest(word, candidates); s != "" {
 		return s
 	}
-	for _, c := range candidates {
-		if len(word) >= 3 && strings.HasPrefix(c, word) {
-			return c
+	if len(word) >= 3 {
+		for _, c := range candidates {
+			if oneEdit(word, c) {
+				return c
+			}
+		}
+		for _, c := range candidates {
+			if strings.HasPrefix(c, word) {
+				return c
+			}
 		}
 	}
 	return ""
+}
+
+// oneEdit reports whether a becomes b by one edit: a letter dropped, added or
+// changed, or two adjacent letters swapped (loader.Suggest's distance takes a
+// swap for two edits, and no word under four letters).
+func oneEdit(a, b string) bool {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	i := 0
+	for i < len(a) && a[i] == b[i] {
+		i++
+	}
+	switch {
+	case len(b)-len(a) == 1:
+		return a[i:] == b[i+1:]
+	case len(a) != len(b) || i == len(a):
+		return false
+	case a[i+1:] == b[i+1:]:
+		return true
+	}
+	return i+1 < len(a) && a[i] == b[i+1] && a[i+1] == b[i] && a[i+2:] == b[i+2:]
 }
 
 // commandNames lists the visible commands' names.

@@ -53,6 +53,22 @@ func applyRepoSpec(t *testing.T, spec repogen.Spec) (dir, clusterFile string, a,
 	return dir, clusterFile, a, bytes.Replace(a, []byte(node1), nil, 1)
 }
 
+// writeBinaries writes into dir (made when missing) fuelsync and
+// fuelsync-server: scripts that run this test binary as the CLI and as
+// fuelsync-server, where a build would have put the binaries.
+func writeBinaries(t testing.TB, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, mode := range map[string]string{"fuelsync": "1", ServerBinary: "server"} {
+		wrapper := "#!/bin/sh\nFUELSYNC_RUN_MAIN=" + mode + " exec '" + os.Args[0] + "' \"$@\"\n"
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(wrapper), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // fuelsyncCmd runs the test binary as the CLI.
 func fuelsyncCmd(args ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], args...)

@@ -14,10 +14,6 @@ import (
 	"testing"
 	"time"
 
-	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing"
-	"go.yaml.in/yaml/v3"
-
 	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/mapfs"
 	"github.com/fuelsync/fuelsync/internal/repogen"
@@ -32,10 +28,7 @@ import (
 func fuelsyncOnPath(t *testing.T) string {
 	t.Helper()
 	bin := t.TempDir()
-	wrapper := "#!/bin/sh\nFUELSYNC_RUN_MAIN=1 exec '" + os.Args[0] + "' \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(bin, "fuelsync"), []byte(wrapper), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeBinaries(t, bin)
 	return bin + string(os.PathListSeparator) + os.Getenv("PATH")
 }
 
@@ -114,79 +107,6 @@ func waitUntil(t *testing.T, cond func() bool) {
 			t.Fatal("not within 5 s")
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// TestCIExamples runs the fuelsync commands of examples/ci (the GitHub Actions
-// workflow's run steps, the GitLab job's script) in a repository whose HEAD
-// changes one node's tags against origin/main, as the CI systems would.
-func TestCIExamples(t *testing.T) {
-	testenv.Tool(t, "sh", "a POSIX shell")
-	dir := quickstartRepo(t)
-	r, err := git.PlainOpen(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, err := r.Head()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Storer.SetReference(plumbing.NewHashReference("refs/remotes/origin/main", base.Hash())); err != nil {
-		t.Fatal(err)
-	}
-	unassignRabbitmq(t, dir)
-	if _, err := gitCommit(dir, "node-2 without rabbitmq"); err != nil {
-		t.Fatal(err)
-	}
-	commands := func(file string) []string {
-		data, err := os.ReadFile(filepath.Join("..", "..", "examples", "ci", file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var doc any
-		if err := yaml.Unmarshal(data, &doc); err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
-		var out []string
-		var walk func(v any, key string)
-		walk = func(v any, key string) {
-			switch v := v.(type) {
-			case map[string]any:
-				for k, x := range v {
-					walk(x, k)
-				}
-			case []any:
-				for _, x := range v {
-					walk(x, key)
-				}
-			case string:
-				if (key == "run" || key == "script") && strings.HasPrefix(v, "fuelsync ") {
-					out = append(out, v)
-				}
-			}
-		}
-		walk(doc, "")
-		return out
-	}
-	for _, file := range []string{"github-actions.yml", "gitlab-ci.yml"} {
-		cmds := commands(file)
-		if len(cmds) < 2 {
-			t.Fatalf("%s: %d fuelsync commands", file, len(cmds))
-		}
-		os.Remove(filepath.Join(dir, "fuelsync-diff.md"))
-		for _, c := range cmds {
-			c = strings.ReplaceAll(c, "${{ github.base_ref }}", "main")
-			sh := exec.Command("sh", "-c", c)
-			sh.Dir = dir
-			sh.Env = append(os.Environ(), "PATH="+fuelsyncOnPath(t), "CI_MERGE_REQUEST_TARGET_BRANCH_NAME=main")
-			if out, err := sh.CombinedOutput(); err != nil {
-				t.Errorf("%s: %s: %v\n%s", file, c, err, out)
-			}
-		}
-		md, err := os.ReadFile(filepath.Join(dir, "fuelsync-diff.md"))
-		if err != nil || !strings.Contains(string(md), "### fuelsync diff") || !strings.Contains(string(md), "tag rabbitmq unassigned") {
-			t.Errorf("%s: fuelsync-diff.md: %v\n%s", file, err, md)
-		}
 	}
 }
 

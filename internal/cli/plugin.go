@@ -27,12 +27,6 @@ func pluginCommand(stdout, stderr io.Writer) *cli.Command {
 			pluginCreateCommand(stdout, stderr),
 			pluginCheckCommand(stdout, stderr),
 		},
-		Action: func(c *cli.Context) error {
-			if c.Args().Present() {
-				return unknownCommand("plugin", c.Args().First(), c.Command.Subcommands, 1)
-			}
-			return cli.ShowSubcommandHelp(c)
-		},
 	}
 }
 

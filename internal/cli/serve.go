@@ -58,6 +58,11 @@ func newLoop(g *globals, c *cli.Context) (*controller.Loop, error) {
 	if err := checkBranchFlags(c, settings); err != nil {
 		return nil, err
 	}
+	// A directory fuelsync refuses stays refused: say so once, at start-up,
+	// rather than at every retry of the reconcile.
+	if err := settings.Workdir.CheckUsable(); err != nil {
+		return nil, &exitError{code: 1, msg: err.Error()}
+	}
 	src, err := loopSource(g, c)
 	if err != nil {
 		return nil, err

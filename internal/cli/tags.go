@@ -27,12 +27,6 @@ func tagsCommand(stdout, stderr io.Writer) *cli.Command {
 			tagMetaCommand("delete", stdout, stderr),
 			tagMetaCommand("update", stdout, stderr),
 		},
-		Action: func(c *cli.Context) error {
-			if c.Args().Present() {
-				return unknownCommand("tags", c.Args().First(), c.Command.Subcommands, 1)
-			}
-			return cli.ShowSubcommandHelp(c)
-		},
 	}
 }
 
@@ -161,12 +155,6 @@ func rolesCommand(stdout, stderr io.Writer) *cli.Command {
 			rolesListCommand(stdout, stderr),
 			nodeEditCommand("roles", "assign", stdout, stderr),
 			nodeEditCommand("roles", "unassign", stdout, stderr),
-		},
-		Action: func(c *cli.Context) error {
-			if c.Args().Present() {
-				return unknownCommand("roles", c.Args().First(), c.Command.Subcommands, 1)
-			}
-			return cli.ShowSubcommandHelp(c)
 		},
 	}
 }

@@ -220,3 +220,47 @@ func TestRepoWorkdir(t *testing.T) {
 		t.Errorf("a bare repository's workdir setting: %v", err)
 	}
 }
+
+// TestDaemonRefusedWorkdirAtStart: watch and serve with a work directory
+// fuelsync refuses (a directory of other files, a file) exit 1 at once with
+// the refusal, as a bad --repo does, instead of logging it at every retry; the
+// directory is left as it was.
+func TestDaemonRefusedWorkdirAtStart(t *testing.T) {
+	repo := quickstartRepo(t)
+	for _, tc := range []struct {
+		name, want string
+		make       func(p string) error
+	}{
+		{"other files", "refusing to use %s as the work directory: it has no .fuelsync-workdir marker and it holds notes.txt (a file)",
+			func(p string) error {
+				if err := os.Mkdir(p, 0o755); err != nil {
+					return err
+				}
+				return os.WriteFile(filepath.Join(p, "notes.txt"), []byte("mine\n"), 0o644)
+			}},
+		{"a file", "refusing to use %s as the work directory: it is a file, not a directory. Choose another --workdir",
+			func(p string) error { return os.WriteFile(p, []byte("mine\n"), 0o644) }},
+	} {
+		for _, args := range [][]string{{"watch", "--interval", "1h"}, {"serve", "--listen", "127.0.0.1:0"}} {
+			t.Run(tc.name+"/"+args[0], func(t *testing.T) {
+				wd := filepath.Join(t.TempDir(), "wd")
+				if err := tc.make(wd); err != nil {
+					t.Fatal(err)
+				}
+				before := snapshot(t, filepath.Dir(wd))
+				cmd := fuelsyncCmd(append([]string{"--repo", repo, "--workdir", wd}, args...)...)
+				var stderr strings.Builder
+				cmd.Stderr = &stderr
+				exited, _ := exitsWithin(t, cmd, 10*time.Second)
+				want := "fuelsync: " + fmt.Sprintf(tc.want, wd)
+				switch {
+				case !exited:
+					t.Errorf("%s with a refused work directory still runs after 10 s; stderr:\n%s", args[0], stderr.String())
+				case cmd.ProcessState.ExitCode() != 1 || !strings.HasPrefix(stderr.String(), want) || strings.Contains(stderr.String(), "level="):
+					t.Errorf("%s: exit %d, stderr:\n%s\nwant exit 1 and only %q…", args[0], cmd.ProcessState.ExitCode(), stderr.String(), want)
+				}
+				unchangedFiles(t, "the work directory", before, snapshot(t, filepath.Dir(wd)))
+			})
+		}
+	}
+}

@@ -1,4 +1,4 @@
-// Command image builds the OCI image of fuelsync-server (make image) without a
+// Command image builds the image of fuelsync-server (make image) without a
 // container daemon and without pulling a base image: one layer written here,
 // from scratch, with the two static binaries, /etc/passwd and /etc/group for
 // the non-root user, the CA certificates of the build machine, /tmp and the

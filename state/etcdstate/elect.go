@@ -82,11 +82,12 @@ func (e *Etcd) Leader(ctx context.Context) (string, error) {
 	if err := e.reach(ctx, "reading the leader from"); err != nil {
 		return "", err
 	}
+	within := e.budget(ctx)
 	ctx, cancel := e.ctx(ctx)
 	defer cancel()
 	resp, err := e.client.Get(ctx, e.key("leader/"), clientv3.WithFirstCreate()...)
 	if err != nil {
-		return "", e.wrap("reading the leader from", err)
+		return "", e.wrapWithin("reading the leader from", within, err)
 	}
 	if len(resp.Kvs) == 0 {
 		return "", state.ErrNoLeader

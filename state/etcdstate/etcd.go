@@ -166,6 +166,28 @@ func (e *Etcd) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 func (e *Etcd) wrap(what string, err error) error {
+	return e.wrapWithin(what, e.cfg.Timeout, err)
+}
+
+// budget is how long a request that starts now may wait for its answer:
+// the request timeout, or less when ctx's deadline comes first (the reads
+// of a replica's status and readiness wait 2 s).
+func (e *Etcd) budget(ctx context.Context) time.Duration {
+	b := e.cfg.Timeout
+	if ctx != nil {
+		if d, ok := ctx.Deadline(); ok {
+			b = min(b, time.Until(d))
+		}
+	}
+	return b
+}
+
+// wrapWithin is wrap for a request that waited at most within (budget), so
+// that a timeout names the deadline it met.
+func (e *Etcd) wrapWithin(what string, within time.Duration, err error) error {
+	if r := within.Round(100 * time.Millisecond); r > 0 {
+		within = r
+	}
 	if transient(err) {
 		// The client says only that time ran out. Without a connection,
 		// the endpoints say why (reach.go); with one, a member answers and
@@ -176,7 +198,7 @@ func (e *Etcd) wrap(what string, err error) error {
 				return fmt.Errorf("%s %s: %w (%w)", what, e, un, err)
 			}
 		}
-		return fmt.Errorf("%s %s: no answer within %s (is a quorum of its members up?): %w", what, e, e.cfg.Timeout, err)
+		return fmt.Errorf("%s %s: no answer within %s (is a quorum of its members up?): %w", what, e, within, err)
 	}
 	return fmt.Errorf("%s %s: %w", what, e, err)
 }
@@ -190,7 +212,7 @@ func (e *Etcd) retry(ctx context.Context, f func(context.Context) error) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	deadline := time.Now().Add(e.cfg.Timeout)
+	deadline := time.Now().Add(e.budget(ctx))
 	attempt := max(e.cfg.Timeout/4, time.Second)
 	for {
 		actx, cancel := context.WithTimeout(ctx, min(attempt, time.Until(deadline)))

@@ -17,11 +17,12 @@ func (e *Etcd) CommittedSerial(ctx context.Context) (int64, error) {
 	if err := e.reach(ctx, "reading the serial from"); err != nil {
 		return 0, err
 	}
+	within := e.budget(ctx)
 	ctx, cancel := e.ctx(ctx)
 	defer cancel()
 	resp, err := e.client.Get(ctx, e.key("serial"))
 	if err != nil {
-		return 0, e.wrap("reading the serial from", err)
+		return 0, e.wrapWithin("reading the serial from", within, err)
 	}
 	if len(resp.Kvs) == 0 {
 		return 0, nil

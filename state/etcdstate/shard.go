@@ -105,12 +105,13 @@ func (e *Etcd) Members(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	var resp *clientv3.GetResponse
+	within := e.budget(ctx)
 	err := e.retry(ctx, func(ctx context.Context) (err error) {
 		resp, err = e.client.Get(ctx, e.key("members/"), clientv3.WithPrefix(), clientv3.WithKeysOnly())
 		return err
 	})
 	if err != nil {
-		return nil, e.wrap("reading the shards of", err)
+		return nil, e.wrapWithin("reading the shards of", within, err)
 	}
 	return e.memberIDs(resp.Kvs), nil
 }
@@ -121,12 +122,13 @@ func (e *Etcd) MemberURLs(ctx context.Context) (map[string]string, error) {
 		return nil, err
 	}
 	var resp *clientv3.GetResponse
+	within := e.budget(ctx)
 	err := e.retry(ctx, func(ctx context.Context) (err error) {
 		resp, err = e.client.Get(ctx, e.key("members/"), clientv3.WithPrefix())
 		return err
 	})
 	if err != nil {
-		return nil, e.wrap("reading the shards of", err)
+		return nil, e.wrapWithin("reading the shards of", within, err)
 	}
 	out := map[string]string{}
 	for _, kv := range resp.Kvs {
