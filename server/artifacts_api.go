@@ -307,7 +307,7 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 	}) {
 		n := cs.Nodes[name]
 		ns := NodeSummary{Name: name, ID: n.ID, Roles: n.Roles, Graphs: map[string]string{},
-			State: reports.NodeState(st, cluster, name, last[name]), Report: nodeReport(last[name])}
+			State: s.Loop.Reports.NodeState(st, cluster, name, last[name]), Report: nodeReport(last[name])}
 		if ns.Roles == nil {
 			ns.Roles = []string{}
 		}

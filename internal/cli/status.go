@@ -85,7 +85,7 @@ func (e *opEnv) clusterInfos(url string) ([]operation.ClusterInfo, error) {
 	live, head := headStatuses(e.g, st)
 	infos := operation.ClusterInfos(st, live, head)
 	// The health, from the nodes' reports kept beside the state.
-	store := reports.NewStore(reports.Open(w))
+	store := reports.NewWorkdirStore(w)
 	if err := store.Load(e.c.Context); err != nil {
 		fmt.Fprintf(e.g.stderr, "fuelsync: %s; every health is unknown\n", redact.Text(err.Error()))
 		store = nil
