@@ -228,3 +228,10 @@ func (c *Client) Run(ctx context.Context, cluster, id string) (*Run, error) {
 	_, err := c.do(ctx, http.MethodGet, clusterPath(cluster, "runs", id), nil, nil, &run, time.Minute)
 	return &run, err
 }
+
+// Get reads serve's JSON answer at path (/api/v1/...) into out: what the
+// other methods do not name (the clusters' status lines).
+func (c *Client) Get(ctx context.Context, path string, out any) error {
+	_, err := c.do(ctx, http.MethodGet, path, nil, nil, out, time.Minute)
+	return err
+}

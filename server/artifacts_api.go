@@ -20,6 +20,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fuelsync/fuelsync/api"
 	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
@@ -242,6 +243,8 @@ type ClusterSummary struct {
 	NodesProgressing int      `json:"nodes_progressing"`
 	NodesFailed      int      `json:"nodes_failed"`
 	HealthProblems   []string `json:"health_problems"`
+	// LastRun is its newest deployment run, as in GET /api/v1/clusters.
+	LastRun *api.Run `json:"last_run,omitempty"`
 	// Primary maps each tag with a primary to its node.
 	Primary map[string]string `json:"primary"`
 	Nodes   []NodeSummary     `json:"nodes"`
@@ -287,6 +290,7 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 			sum.Health, sum.NodesConverged, sum.NodesProgressing, sum.NodesFailed, sum.HealthProblems = info.Health, info.NodesConverged, info.NodesProgressing, info.NodesFailed, info.HealthProblems
 		}
 	}
+	sum.LastRun = s.lastRun(r.Context(), cluster)
 	var last map[string]*reports.Report
 	sum.Reconciles = []*reports.Reconcile{}
 	if s.Loop.Reports != nil {

@@ -205,7 +205,7 @@ func TestHelpExamples(t *testing.T) {
 	order := []string{"version", "validate", "components", "render", "explain", "tags", "tags list", "roles", "roles list",
 		"plan", "apply", "status", "approve", "diff", "completion", "capabilities", "capabilities find", "capabilities summary",
 		"tags assign", "tags unassign", "tags create", "tags update", "tags delete", "roles assign", "roles unassign",
-		"plugin check", "plugin create", "plugin", "state", "state show", "state pull", "state push", "watch", "serve", "agent-token", "agent", "deploy", "deploy retry", "deploy stop", "deploy status", "trigger"}
+		"plugin check", "plugin create", "plugin", "state", "state show", "state pull", "state push", "watch", "serve", "agent-token", "agent", "deploy", "deploy retry", "deploy stop", "deploy status", "wait", "trigger"}
 	var all []string
 	all = append(all, order...)
 	// Their examples need a cluster awaiting approval or a running serve:
