@@ -236,3 +236,10 @@ func (c *Client) RunTasks(ctx context.Context, cluster, id, tasks string) (*Run,
 	_, err := c.do(ctx, http.MethodGet, clusterPath(cluster, "runs", id), url.Values{"tasks": {tasks}}, nil, &run, time.Minute)
 	return &run, err
 }
+
+// Get reads serve's JSON answer at path (/api/v1/...) into out: what the
+// other methods do not name (the clusters' status lines).
+func (c *Client) Get(ctx context.Context, path string, out any) error {
+	_, err := c.do(ctx, http.MethodGet, path, nil, nil, out, time.Minute)
+	return err
+}

@@ -19,9 +19,12 @@ type LastRun struct {
 // graph, and on which nodes: due when its applied artifacts changed after
 // its last run (or it never had one) and some node has not converged on its
 // graph (its last report is not a success on the graph applied now); the
-// nodes are those, nil when they are all of the cluster's. A failed run is
-// not run again at the same serial: that is fuelsync deploy retry's.
-func DeployTargets(st *state.State, cluster, graph string, last map[string]*reports.Report, run LastRun) (nodes []string, due bool) {
+// nodes are those, nil when they are all of the cluster's (a node has
+// converged while its own graph is unchanged, reports.Convergence: a commit
+// that changes one node's graph redeploys that node). A failed run is not
+// run again at the same serial: that is fuelsync deploy retry's. store holds
+// the nodes' reports.
+func DeployTargets(st *state.State, cluster, graph string, store *reports.Store, run LastRun) (nodes []string, due bool) {
 	cs := st.Clusters[cluster]
 	if cs == nil || len(cs.Nodes) == 0 {
 		return nil, false
@@ -34,12 +37,16 @@ func DeployTargets(st *state.State, cluster, graph string, last map[string]*repo
 		return nil, false
 	}
 	all := slices.Sorted(maps.Keys(cs.Nodes))
+	var last map[string]*reports.Report
+	if store != nil {
+		last = store.Cluster(cluster)
+	}
 	for _, n := range all {
 		r := last[n]
 		if r != nil && r.Graph != graph {
 			r = nil
 		}
-		if reports.NodeState(st, cluster, n, r) != reports.Converged {
+		if store.NodeState(st, cluster, n, r) != reports.Converged {
 			nodes = append(nodes, n)
 		}
 	}

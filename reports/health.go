@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"io/fs"
 	"maps"
 	"path"
 	"slices"
@@ -36,17 +37,47 @@ var Healths = []string{Healthy, Progressing, Degraded, Unknown}
 // MaxHealthProblems bounds Health.Problems.
 const MaxHealthProblems = 20
 
+// Convergence decides whether nodes converged on their graphs in an applied
+// state. A node has converged on the graph it ran, as its report says, while
+// its own graph is unchanged: its node file and the catalogue entries of its
+// own tasks (render.GraphDigest), whatever the commits did to other nodes'
+// tasks. The zero value compares the reports' view digests only (which cover
+// the whole catalogue), reading no file.
+type Convergence struct {
+	// Sets reads the files of the applied set of a serial (state.Workdir's
+	// SetFS); nil: a report whose view digest is not the applied one is
+	// not converged.
+	Sets func(serial int64) fs.FS
+}
+
+// GraphDigest is render.GraphDigest of node file name in the applied state
+// st, "" when it cannot be told (no Sets, or a file missing or unreadable).
+func (c *Convergence) GraphDigest(st *state.State, name string) string {
+	if c == nil || c.Sets == nil || st == nil {
+		return ""
+	}
+	d, err := render.GraphDigest(c.Sets(st.Serial), st.Artifacts, name)
+	if err != nil {
+		return ""
+	}
+	return d
+}
+
 // NodeState is the state of node of cluster in the applied state st, given
 // its last report (nil: none): converged when the report is a success on the
-// artifact applied now (its graph's view in st is the one the node ran),
-// failed when it is a failure on it, progressing otherwise (running, not yet
-// reported on the applied artifact, or its graph no longer applied).
-func NodeState(st *state.State, cluster, node string, last *Report) string {
+// node's graph applied now (the same view, or the same own graph), failed
+// when it is a failure on it, progressing otherwise (running, not yet
+// reported on the applied graph, or its graph no longer applied).
+func (c *Convergence) NodeState(st *state.State, cluster, node string, last *Report) string {
 	if last == nil || st == nil {
 		return Progressing
 	}
-	view, ok := render.ViewDigest(st.Artifacts, path.Join(cluster, "nodes", node, last.Graph+".yaml"))
-	if !ok || view != last.View {
+	name := path.Join(cluster, "nodes", node, last.Graph+".yaml")
+	view, ok := render.ViewDigest(st.Artifacts, name)
+	if !ok {
+		return Progressing
+	}
+	if view != last.View && (last.GraphDigest == "" || c.GraphDigest(st, name) != last.GraphDigest) {
 		return Progressing
 	}
 	switch last.Status {
@@ -73,8 +104,15 @@ type Health struct {
 }
 
 // ClusterHealth is the health of cluster in the applied state st, from the
-// nodes' last reports (node → report).
+// nodes' last reports (node → report), with the zero Convergence (no report:
+// unknown).
 func ClusterHealth(st *state.State, cluster string, last map[string]*Report) Health {
+	return (*Convergence)(nil).ClusterHealth(st, cluster, last)
+}
+
+// ClusterHealth is the health of cluster in the applied state st, from the
+// nodes' last reports (node → report).
+func (c *Convergence) ClusterHealth(st *state.State, cluster string, last map[string]*Report) Health {
 	h := Health{Health: Unknown}
 	var cs *state.ClusterState
 	if st != nil {
@@ -90,7 +128,7 @@ func ClusterHealth(st *state.State, cluster string, last map[string]*Report) Hea
 		if r != nil {
 			reported = true
 		}
-		switch NodeState(st, cluster, node, r) {
+		switch c.NodeState(st, cluster, node, r) {
 		case Converged:
 			h.Converged++
 		case Failed:
@@ -154,5 +192,5 @@ func FailureLine(r *Report) string {
 func (s *Store) Health(st *state.State, cluster string) Health {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return ClusterHealth(st, cluster, s.last[cluster])
+	return s.Convergence.ClusterHealth(st, cluster, s.last[cluster])
 }

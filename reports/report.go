@@ -71,6 +71,10 @@ type Report struct {
 	Serial   int64  `json:"serial,omitempty"`
 	Revision string `json:"revision,omitempty"`
 	View     string `json:"view,omitempty"`
+	// GraphDigest is the node's own graph in that set (render.GraphDigest):
+	// the node converged when it is still its graph's, though the view
+	// changed (a commit changed other nodes' tasks).
+	GraphDigest string `json:"graph_digest,omitempty"`
 	// Seq numbers the node's reports (its history's order). Reports of the
 	// same run (same graph, ETag and start) share one: a run's result
 	// replaces its running report in the history.
@@ -284,7 +288,7 @@ func jsonProblem(err error) string {
 	}
 	msg := err.Error()
 	if strings.HasPrefix(msg, "json: unknown field ") {
-		return "unknown field " + strings.TrimPrefix(msg, "json: unknown field ") + " (the server sets cluster, node, received_at, serial, revision, view and seq itself)"
+		return "unknown field " + strings.TrimPrefix(msg, "json: unknown field ") + " (the server sets cluster, node, received_at, serial, revision, view, graph_digest and seq itself)"
 	}
 	if strings.HasPrefix(msg, "parsing time ") {
 		return "a time is not RFC 3339 (2006-01-02T15:04:05Z): " + quote(msg)

@@ -115,6 +115,9 @@ type Store struct {
 	// HistoryKeep and ReconcileKeep bound the history kept (the defaults
 	// when 0).
 	HistoryKeep, ReconcileKeep int
+	// Convergence tells the nodes' states; its Sets reads the applied sets
+	// (NewWorkdirStore sets it).
+	Convergence Convergence
 
 	mu     sync.RWMutex
 	last   map[string]map[string]*Report // cluster → node → last report (summarized)
@@ -145,6 +148,32 @@ type Store struct {
 func NewStore(b Backend) *Store {
 	return &Store{Backend: b, HistoryKeep: DefaultHistoryKeep, ReconcileKeep: DefaultReconcileKeep, last: map[string]map[string]*Report{},
 		wholeReads: make(chan struct{}, maxWholeReads)}
+}
+
+// NewWorkdirStore makes a store of w's reports (Open) that reads w's applied
+// sets to tell convergence.
+func NewWorkdirStore(w *state.Workdir) *Store {
+	s := NewStore(Open(w))
+	s.Convergence.Sets = w.SetFS
+	return s
+}
+
+// NodeState is the state of node of cluster in the applied state st given
+// its last report (Convergence.NodeState); a nil Store compares view digests
+// only.
+func (s *Store) NodeState(st *state.State, cluster, node string, last *Report) string {
+	if s == nil {
+		return (*Convergence)(nil).NodeState(st, cluster, node, last)
+	}
+	return s.Convergence.NodeState(st, cluster, node, last)
+}
+
+// GraphDigest is Convergence.GraphDigest ("" for a nil Store).
+func (s *Store) GraphDigest(st *state.State, name string) string {
+	if s == nil {
+		return ""
+	}
+	return s.Convergence.GraphDigest(st, name)
 }
 
 // OnChange makes the store call f with a report's cluster after each report

@@ -34,12 +34,16 @@ type Coordinator struct {
 	// called by the run's committer, in order, after the store has it.
 	OnNodeDone func(h *Header, node string, failed bool, tasks []api.RunTask)
 	OnEnd      func(h *Header, sum *Summary)
+	// OnStart is told when a run started (not when one is resumed), once
+	// the store has it.
+	OnStart func(h *Header)
 
 	now func() time.Time
 
 	mu      sync.Mutex
 	runs    map[string]*live         // cluster → its active run
 	started map[string]chan struct{} // cluster → closed when a run starts there
+	latest  map[string]*api.Run      // cluster → its newest run that ended (nil: none), as Latest read it
 	ctx     context.Context
 	ready   bool // Resume loaded the runs
 }
@@ -224,6 +228,9 @@ func (c *Coordinator) create(ctx context.Context, h *Header, g *Graph, snap []by
 	c.log().Info("deployment run started", "cluster", h.Cluster, "run", id, "graph", h.Graph, "serial", h.Serial,
 		"trigger", h.Trigger, "tasks", len(g.Tasks), "nodes", len(g.Nodes))
 	c.launch(h, g, s, 0)
+	if c.OnStart != nil {
+		c.OnStart(h)
+	}
 	return h, nil
 }
 
@@ -275,13 +282,59 @@ func (c *Coordinator) active(cluster string) (*live, <-chan struct{}) {
 	return nil, ch
 }
 
-// ended forgets a run that ended.
-func (c *Coordinator) ended(l *live) {
+// ended forgets a run that ended, and keeps its view (sum) as the
+// cluster's newest.
+func (c *Coordinator) ended(l *live, sum *Summary) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.runs[l.h.Cluster] == l {
 		delete(c.runs, l.h.Cluster)
 	}
+	if c.latest == nil {
+		c.latest = map[string]*api.Run{}
+	}
+	r := listedView(&Listed{Header: l.h, Summary: sum})
+	c.latest[l.h.Cluster] = &r
+}
+
+// Latest returns cluster's newest run without its nodes (nil when it had
+// none): the running one as it is now, else the last that ended, read from
+// the store once and then kept, so that a page or a poll of every cluster's
+// status costs no read.
+func (c *Coordinator) Latest(ctx context.Context, cluster string) (*api.Run, error) {
+	if l, _ := c.active(cluster); l != nil {
+		l.mu.Lock()
+		r := runView(l.h, l.g, l.s, api.TasksNone)
+		l.mu.Unlock()
+		return &r, nil
+	}
+	c.mu.Lock()
+	r, ok := c.latest[cluster]
+	c.mu.Unlock()
+	if ok {
+		return r, nil
+	}
+	list, err := c.Store.List(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	if len(list) > 0 {
+		v := listedView(list[0])
+		r = &v
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, running := c.runs[cluster]; running {
+		return r, nil // one started meanwhile: keep nothing
+	}
+	if c.latest == nil {
+		c.latest = map[string]*api.Run{}
+	}
+	if kept, ok := c.latest[cluster]; ok {
+		return kept, nil // a run ended meanwhile: its view is newer
+	}
+	c.latest[cluster] = r
+	return r, nil
 }
 
 // Busy says whether cluster has a run that has not ended (here).
@@ -373,7 +426,7 @@ func (c *Coordinator) Stop(ctx context.Context, cluster, reason string) (*Header
 func (c *Coordinator) Pause() {
 	c.Shutdown()
 	c.mu.Lock()
-	c.runs, c.ctx, c.ready = map[string]*live{}, nil, false
+	c.runs, c.ctx, c.ready, c.latest = map[string]*live{}, nil, false, nil
 	c.mu.Unlock()
 }
 

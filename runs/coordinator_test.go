@@ -201,3 +201,52 @@ func checkOrder(t *testing.T, g *Graph, events []Event) {
 }
 
 // claimedDirExt is claimedDir for the package's external tests.
+
+// TestCoordinatorLatest: Latest is a cluster's newest run (nil before any),
+// running then ended, and read from the store by a coordinator that did not
+// run it; OnStart is told of a run started, once.
+func TestCoordinatorLatest(t *testing.T) {
+	set := exampleSet(t, "quickstart")
+	store := &Workdir{Dir: claimedDir(t)}
+	ended := make(chan *Summary, 1)
+	var startedRuns []string
+	c := &Coordinator{Store: store, OnEnd: func(h *Header, s *Summary) { ended <- s },
+		OnStart: func(h *Header) { startedRuns = append(startedRuns, h.ID) }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := c.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c.Latest(ctx, "demo"); r != nil || err != nil {
+		t.Fatalf("before any run: %+v %v", r, err)
+	}
+	h, err := c.Start(ctx, StartRequest{Cluster: "demo", Graph: "default", Serial: 1, Set: set, Trigger: "request"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(startedRuns) != 1 || startedRuns[0] != h.ID {
+		t.Errorf("OnStart told of %v, want [%s]", startedRuns, h.ID)
+	}
+	if r, err := c.Latest(ctx, "demo"); err != nil || r == nil || r.ID != h.ID || r.Status != api.RunRunning || r.Counts["pending"] == 0 {
+		t.Fatalf("while it runs: %+v %v", r, err)
+	}
+	a := &agents{}
+	wg := a.run(ctx, t, c, "demo", []string{"node-1", "node-2", "node-3", "node-4", "node-5", "node-6"}, nil)
+	select {
+	case <-ended:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run did not end")
+	}
+	cancel()
+	wg.Wait()
+	if r, err := c.Latest(context.Background(), "demo"); err != nil || r == nil || r.ID != h.ID || r.Status != api.RunSucceeded || r.Ended == nil {
+		t.Errorf("once ended: %+v %v", r, err)
+	}
+	other := &Coordinator{Store: store}
+	if r, err := other.Latest(context.Background(), "demo"); err != nil || r == nil || r.ID != h.ID || r.Status != api.RunSucceeded {
+		t.Errorf("read from the store: %+v %v", r, err)
+	}
+	if len(startedRuns) != 1 {
+		t.Errorf("OnStart told %d times", len(startedRuns))
+	}
+}

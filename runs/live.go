@@ -375,7 +375,7 @@ func (l *live) finish(ctx context.Context) bool {
 	}
 	l.c.log().Info("deployment run ended", "cluster", l.h.Cluster, "run", l.h.ID, "failed", sum.Failed,
 		"reason", sum.Reason, "failed_nodes", len(sum.FailedNodes))
-	l.c.ended(l)
+	l.c.ended(l, sum)
 	close(l.done)
 	l.wakeUp(nil, true)
 	if l.c.OnEnd != nil {

@@ -20,6 +20,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fuelsync/fuelsync/api"
 	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
@@ -246,6 +247,8 @@ type ClusterSummary struct {
 	NodesProgressing int      `json:"nodes_progressing"`
 	NodesFailed      int      `json:"nodes_failed"`
 	HealthProblems   []string `json:"health_problems"`
+	// LastRun is its newest deployment run, as in GET /api/v1/clusters.
+	LastRun *api.Run `json:"last_run,omitempty"`
 	// Primary maps each tag with a primary to its node.
 	Primary map[string]string `json:"primary"`
 	Nodes   []NodeSummary     `json:"nodes"`
@@ -291,6 +294,7 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 			sum.Health, sum.NodesConverged, sum.NodesProgressing, sum.NodesFailed, sum.HealthProblems = info.Health, info.NodesConverged, info.NodesProgressing, info.NodesFailed, info.HealthProblems
 		}
 	}
+	sum.LastRun = s.lastRun(r.Context(), cluster)
 	var last map[string]*reports.Report
 	sum.Reconciles = []*reports.Reconcile{}
 	if s.Loop.Reports != nil {
@@ -311,7 +315,7 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 	}) {
 		n := cs.Nodes[name]
 		ns := NodeSummary{Name: name, ID: n.ID, Roles: n.Roles, Graphs: map[string]string{},
-			State: reports.NodeState(st, cluster, name, last[name]), Report: nodeReport(last[name])}
+			State: s.Loop.Reports.NodeState(st, cluster, name, last[name]), Report: nodeReport(last[name])}
 		if ns.Roles == nil {
 			ns.Roles = []string{}
 		}

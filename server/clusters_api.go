@@ -2,18 +2,32 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 
+	"github.com/fuelsync/fuelsync/api"
 	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/operation"
+	"github.com/fuelsync/fuelsync/state"
 )
 
+// ClusterLine is a cluster's line in GET /api/v1/clusters: its status line
+// (as fuelsync status prints it) and its newest deployment run.
+type ClusterLine struct {
+	operation.ClusterInfo
+	// LastRun is the cluster's newest deployment run, without its nodes
+	// (running, or how it ended); absent when it had none, or when this
+	// serve coordinates no runs.
+	LastRun *api.Run `json:"last_run,omitempty"`
+}
+
 // clusters is GET /api/v1/clusters: every cluster's status line (as fuelsync
-// status prints them), from the applied state and the last reconcile.
+// status prints them), from the applied state and the last reconcile, with
+// its newest run.
 func (s *Server) clusters(w http.ResponseWriter, r *http.Request) {
 	if !s.authorized(w, r) {
 		return
@@ -23,7 +37,17 @@ func (s *Server) clusters(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "reading the applied state: "+redact.Text(err.Error()), http.StatusInternalServerError)
 		return
 	}
-	writeJSONBody(w, http.StatusOK, s.Loop.Clusters(st))
+	writeJSONBody(w, http.StatusOK, s.clusterLines(r.Context(), st))
+}
+
+// clusterLines are every cluster's line, sorted by name.
+func (s *Server) clusterLines(ctx context.Context, st *state.State) []ClusterLine {
+	infos := s.Loop.Clusters(st)
+	lines := make([]ClusterLine, len(infos))
+	for i, info := range infos {
+		lines[i] = ClusterLine{ClusterInfo: info, LastRun: s.lastRun(ctx, info.Name)}
+	}
+	return lines
 }
 
 // approve is POST /api/v1/clusters/<cluster>/approve (fuelsync approve

@@ -132,7 +132,7 @@ func (s *Server) autoDeploy(ctx context.Context) {
 		if len(list) > 0 {
 			last = controller.LastRun{Serial: list[0].Serial, Exists: true}
 		}
-		nodes, due := controller.DeployTargets(st, cluster, "default", s.Loop.Reports.Cluster(cluster), last)
+		nodes, due := controller.DeployTargets(st, cluster, "default", s.Loop.Reports, last)
 		if !due {
 			continue
 		}
@@ -184,7 +184,9 @@ func (s *Server) nodeRan(h *runs.Header, node string, failed bool, tasks []api.R
 		rep.Message += ": " + cut(first, 1000)
 	}
 	if set, err := s.stateAt(h.Serial); err == nil {
-		rep.View, _ = viewDigest(set.Artifacts, path.Join(h.Cluster, "nodes", node, h.Graph+".yaml"))
+		name := path.Join(h.Cluster, "nodes", node, h.Graph+".yaml")
+		rep.View, _ = viewDigest(set.Artifacts, name)
+		rep.GraphDigest = s.Loop.Reports.GraphDigest(set, name)
 	}
 	if err := s.Loop.Reports.Put(context.Background(), rep); err != nil {
 		s.Loop.Log.Warn("recording a node's deployment", "cluster", h.Cluster, "node", node, "run", h.ID, "error", redact.Text(err.Error()))

@@ -98,7 +98,7 @@ func (s *Server) nodeDetail(r *http.Request, cluster, node string) (*NodeDetail,
 		d.Last = nodeReport(last)
 		d.Last.Tasks = last.Tasks
 	}
-	d.State = reports.NodeState(st, cluster, node, s.lastReport(cluster, node, last))
+	d.State = s.Loop.Reports.NodeState(st, cluster, node, s.lastReport(cluster, node, last))
 	for _, h := range history {
 		d.History = append(d.History, nodeReport(h))
 	}

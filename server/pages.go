@@ -122,7 +122,7 @@ func (s *Server) clusterPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}) {
 		nodes = append(nodes, pageNode{Name: name, URL: "/clusters/" + cluster + "/nodes/" + name, Roles: cs.Nodes[name].Roles,
-			State: reports.NodeState(st, cluster, name, last[name]), Report: nodeReport(last[name])})
+			State: s.Loop.Reports.NodeState(st, cluster, name, last[name]), Report: nodeReport(last[name])})
 	}
 	writePage(w, clusterPageTemplate(), map[string]any{
 		"Refresh": PageRefresh, "Title": cluster, "Crumbs": []crumb{{cluster, "/clusters/" + cluster}},

@@ -142,6 +142,7 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) {
 	}
 	rep.Cluster, rep.Node, rep.ReceivedAt = cluster, node, time.Now().UTC()
 	rep.Serial, rep.Revision, rep.View = served.Serial, served.Revision, served.View
+	rep.GraphDigest = s.Loop.Reports.GraphDigest(served.set, path.Join(cluster, "nodes", node, rep.Graph+".yaml"))
 	if rep.Revision == "" {
 		rep.Revision = served.StateRevision
 	}
@@ -154,7 +155,7 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSONBody(w, http.StatusOK, ReportAnswer{Cluster: cluster, Node: node, Seq: rep.Seq, Serial: rep.Serial,
-		State: reports.NodeState(st, cluster, node, rep)})
+		State: s.Loop.Reports.NodeState(st, cluster, node, rep)})
 }
 
 // admitReport checks what costs nothing, before a report's body is read:
@@ -271,6 +272,7 @@ type servedSet struct {
 	Revision      string // the cluster's revision in that set
 	StateRevision string // the set's revision
 	View          string
+	set           *state.State
 }
 
 // servedAs finds the applied set whose graph of node (cluster, graph) has the
@@ -295,7 +297,7 @@ func (s *Server) servedAs(st *state.State, cluster, node, graph, etag string) (*
 				if cs := set.Clusters[cluster]; cs != nil {
 					rev = cs.Revision
 				}
-				return &servedSet{Serial: set.Serial, Revision: rev, StateRevision: set.Revision, View: view}, nil
+				return &servedSet{Serial: set.Serial, Revision: rev, StateRevision: set.Revision, View: view, set: set}, nil
 			}
 		}
 		return nil, nil

@@ -147,7 +147,7 @@ func TestReportAPI(t *testing.T) {
 	gittest.Commit(t, a.repo, "node-2 without rabbitmq")
 	a.reconcile(t, operation.Applied)
 	st, _ := a.srv.applied()
-	if got := reports.NodeState(st, "demo", "node-2", a.loop.Reports.Last("demo", "node-2")); got != reports.Progressing {
+	if got := a.loop.Reports.NodeState(st, "demo", "node-2", a.loop.Reports.Last("demo", "node-2")); got != reports.Progressing {
 		t.Errorf("after a new graph: node-2 %s, want progressing", got)
 	}
 	if r := a.post(t, "demo", "node-2", tok, reportBody(etag, reports.Failed)); r.code != 200 || !strings.Contains(r.body, `"serial": 1`) || !strings.Contains(r.body, `"state": "progressing"`) {

@@ -39,6 +39,21 @@ func (s *Server) runsReady(w http.ResponseWriter) bool {
 	return true
 }
 
+// lastRun is cluster's newest deployment run without its nodes, nil when it
+// had none or this serve coordinates no runs (none set up, a replica that
+// does not lead, runs not resumed yet).
+func (s *Server) lastRun(ctx context.Context, cluster string) *api.Run {
+	if s.Runs == nil || !s.Runs.Ready() || (s.Replica != nil && s.Replica.Role() != controller.RoleLeader) {
+		return nil
+	}
+	r, err := s.Runs.Latest(ctx, cluster)
+	if err != nil {
+		s.Loop.Log.Warn("reading a cluster's last run", "cluster", cluster, "error", redact.Text(err.Error()))
+		return nil
+	}
+	return r
+}
+
 // agentAuthorized checks a request of node's agent: serve takes agents, the
 // names are names, and the bearer token is the node's.
 func (s *Server) agentAuthorized(w http.ResponseWriter, r *http.Request, cluster, node string) bool {

@@ -155,7 +155,7 @@ func New(loop *controller.Loop, secret []byte) *Server {
 		LastApplied: loop.LastApplied,
 	})
 	if loop.Reports == nil && loop.Workdir != nil {
-		loop.Reports = reports.NewStore(reports.Open(loop.Workdir))
+		loop.Reports = reports.NewWorkdirStore(loop.Workdir)
 	}
 	loop.OnReconcile = s.metrics.Reconciled
 	loop.OnState = s.observe

@@ -219,6 +219,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			watchCommand(stdout, stderr),
 			serveCommand(stdout, stderr),
 			deployCommand(stdout, stderr),
+			waitCommand(stdout, stderr),
 			agentCommand(stdout, stderr),
 			agentTokenCommand(stdout, stderr),
 			triggerCommand(stdout, stderr),

@@ -146,7 +146,7 @@ func newDeployer(c *cli.Context, stdout, stderr io.Writer) (*deployer, error) {
 	}
 	d := &deployer{c: c, format: commandFormat(c), stdout: stdout, stderr: stderr}
 	if d.format != "text" && d.format != "json" {
-		return nil, &exitError{code: 1, msg: fmt.Sprintf("deploy prints text or json, not %q", d.format)}
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("%s prints text or json, not %q", c.Command.HelpName, d.format)}
 	}
 	u, err := url.Parse(c.String("server"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -168,17 +168,14 @@ func (d *deployer) fail(what string, err error) error {
 }
 
 // follow shows a run, and with watch follows it until it ends (exit 1 when
-// it failed).
+// it failed), showing its progress as it goes.
 func (d *deployer) follow(run *api.Run, watch bool) error {
 	if !watch {
 		return d.show(run)
 	}
-	last := ""
+	p := newProgress(d.format, d.stdout, d.stderr)
 	for run.Status == api.RunRunning || run.Status == api.RunStopping {
-		if line := progressLine(run); line != last && d.format == "text" {
-			fmt.Fprintln(d.stdout, line)
-			last = line
-		}
+		p.showRun(run)
 		select {
 		case <-time.After(time.Second):
 		case <-d.c.Context.Done():
@@ -203,29 +200,6 @@ func (d *deployer) follow(run *api.Run, watch bool) error {
 		return &exitError{code: 1}
 	}
 	return nil
-}
-
-// progressLine says how far a run is, with the tasks running.
-func progressLine(run *api.Run) string {
-	total, done := 0, 0
-	for st, n := range run.Counts {
-		total += n
-		if st != "pending" && st != "running" {
-			done += n
-		}
-	}
-	var running []string
-	for _, t := range run.Running {
-		running = append(running, safetext.Line(t))
-	}
-	line := fmt.Sprintf("run %s of %s: %s, %d/%d tasks done", run.ID, run.Cluster, run.Status, done, total)
-	if len(running) > 0 {
-		if len(running) > 5 {
-			running = append(running[:5], fmt.Sprintf("and %d more", len(running)-5))
-		}
-		line += "; running " + strings.Join(running, ", ")
-	}
-	return line
 }
 
 // show prints a run: its status, counts, failed nodes and failed tasks.

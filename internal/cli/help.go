@@ -159,8 +159,10 @@ var helpTable = map[string]commandHelp{
 			"fuelsync status --repo /tmp/qs --workdir /tmp/qs-work --format json",
 			"# a running serve's (fuelsync help serve: its --api-token-file)",
 			"fuelsync status --server http://127.0.0.1:8080 --api-token-file /tmp/qs-api-token",
+			"# a check for scripts: exit 2 when a cluster is held, degraded or its last run failed",
+			"fuelsync status --repo /tmp/qs --workdir /tmp/qs-work --exit-code",
 		},
-		exit: "0 printed (whatever the clusters' statuses), 1 error (the state or serve could not be read)",
+		exit: "0 printed (whatever the clusters' statuses; with --exit-code: none held, degraded or with a failed last run), 1 error (the state or serve could not be read), 2 with --exit-code: a cluster is held, degraded or its last run failed",
 	},
 	"apply": {
 		formats: "text json",
@@ -392,6 +394,16 @@ var helpTable = map[string]commandHelp{
 			"fuelsync deploy status --cluster demo --server http://127.0.0.1:8080 --api-token-file /tmp/qs-api-token",
 		},
 		exit: "0 shown, 1 no such run or serve not reachable",
+	},
+	"wait": {
+		formats: "text json",
+		examples: []string{
+			"# in CI, after a push: wait up to 10 minutes for serve to apply the commit and its nodes to run it",
+			"fuelsync wait --cluster demo --for healthy --revision 0a1b2c3d --timeout 10m --server http://127.0.0.1:8080 --api-token-file token",
+			"# until demo's deployment run of its applied artifacts succeeded",
+			"fuelsync wait --cluster demo --for deployed --server http://127.0.0.1:8080 --api-token-file token",
+		},
+		exit: "0 the cluster is as asked, 1 it failed on the way (held, suspended, degraded, the run failed) or --timeout passed, each saying why",
 	},
 	"agent-token": {
 		formats: "text",

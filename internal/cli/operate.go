@@ -94,7 +94,7 @@ func (e *opEnv) operation(src *source) *operation.Operation {
 	// depends_on with healthy: true: the reports kept beside the state, read
 	// once for every cluster asked of.
 	loadReports := sync.OnceValues(func() (*reports.Store, error) {
-		store := reports.NewStore(reports.Open(e.w))
+		store := reports.NewWorkdirStore(e.w)
 		return store, store.Load(e.c.Context)
 	})
 	op.Health = func(cluster string, st *state.State) reports.Health {

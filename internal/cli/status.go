@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,8 @@ import (
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/reports"
+	"github.com/fuelsync/fuelsync/runs"
+	"github.com/fuelsync/fuelsync/server"
 	gitsource "github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -46,8 +49,10 @@ func statusCommand(stdout, stderr io.Writer) *cli.Command {
 			"revision its applied artifacts are the render of, the head revision, its deployed nodes and\n" +
 			"what holds it. It reads the applied state (the work directory, or --state etcd://...) and\n" +
 			"compares it with the repository's HEAD (--rev REV for another revision), or asks a running\n" +
-			"serve with --server URL.",
-		Flags: append(serverFlags(), formatFlag()),
+			"serve with --server URL. --exit-code makes it a check for scripts: exit 2 when a cluster is\n" +
+			"held, degraded, or its last deployment run failed.",
+		Flags: append(serverFlags(), formatFlag(),
+			&cli.BoolFlag{Name: "exit-code", Usage: "exit 2 when a cluster is held, degraded or its last deployment run failed (each said on stderr)"}),
 		Action: func(c *cli.Context) error {
 			env, err := openOpEnv(c, stdout, stderr)
 			if err != nil {
@@ -60,34 +65,74 @@ func statusCommand(stdout, stderr io.Writer) *cli.Command {
 			if env.g.format != "text" && env.g.format != "json" {
 				return &exitError{code: 1, msg: fmt.Sprintf("status prints text or json, not %q", env.g.format)}
 			}
-			infos, err := env.clusterInfos(c.String("server"))
+			lines, err := env.clusterLines(c.String("server"))
 			if err != nil {
 				return err
 			}
-			return statusView(stdout, env.g, infos)
+			if err := statusView(stdout, env.g, lines); err != nil {
+				return err
+			}
+			if c.Bool("exit-code") {
+				return statusExit(stderr, lines)
+			}
+			return nil
 		},
 	}
 }
 
-// clusterInfos are every cluster's status line: asked of the serve at url,
-// or (url empty) read from the applied state and compared with the
-// repository's head.
-func (e *opEnv) clusterInfos(url string) ([]operation.ClusterInfo, error) {
+// statusExit is status --exit-code's verdict: exit 2 when a cluster is
+// held, degraded or its last run failed, each said on stderr.
+func statusExit(stderr io.Writer, lines []server.ClusterLine) error {
+	failing := 0
+	for i := range lines {
+		if why := clusterProblem(&lines[i]); why != "" {
+			fmt.Fprintln(stderr, "fuelsync: "+why)
+			failing++
+		}
+	}
+	if failing > 0 {
+		return &exitError{code: 2}
+	}
+	return nil
+}
+
+// clusterLines are every cluster's status line with its last deployment
+// run: asked of the serve at url, or (url empty) read from the applied state
+// (and the runs kept beside it) and compared with the repository's head.
+func (e *opEnv) clusterLines(url string) ([]server.ClusterLine, error) {
 	if url != "" {
 		return serverClusters(e.c, url)
 	}
-	w, err := e.workdir()
+	infos, w, err := e.clusterInfos()
 	if err != nil {
 		return nil, err
 	}
+	lines := make([]server.ClusterLine, len(infos))
+	coord := &runs.Coordinator{Store: runs.Open(w)}
+	for i, info := range infos {
+		lines[i].ClusterInfo = info
+		if last, err := coord.Latest(e.c.Context, info.Name); err == nil {
+			lines[i].LastRun = last
+		}
+	}
+	return lines, nil
+}
+
+// clusterInfos are every cluster's status line, read from the applied state
+// and compared with the repository's head, and the work directory.
+func (e *opEnv) clusterInfos() ([]operation.ClusterInfo, *state.Workdir, error) {
+	w, err := e.workdir()
+	if err != nil {
+		return nil, nil, err
+	}
 	st, err := w.ReadState()
 	if err != nil {
-		return nil, &exitError{code: 1, msg: err.Error()}
+		return nil, nil, &exitError{code: 1, msg: err.Error()}
 	}
 	live, head := headStatuses(e.g, st)
 	infos := operation.ClusterInfos(st, live, head)
 	// The health, from the nodes' reports kept beside the state.
-	store := reports.NewStore(reports.Open(w))
+	store := reports.NewWorkdirStore(w)
 	if err := store.Load(e.c.Context); err != nil {
 		fmt.Fprintf(e.g.stderr, "fuelsync: %s; every health is unknown\n", redact.Text(err.Error()))
 		store = nil
@@ -104,15 +149,15 @@ func (e *opEnv) clusterInfos(url string) ([]operation.ClusterInfo, error) {
 			}
 		}
 	}
-	return infos, nil
+	return infos, w, nil
 }
 
 // statusView prints the status lines, as text (a table) or JSON.
-func statusView(stdout io.Writer, g *globals, infos []operation.ClusterInfo) error {
+func statusView(stdout io.Writer, g *globals, lines []server.ClusterLine) error {
 	if g.format == "json" {
-		return writeJSON(stdout, map[string]any{"format_version": formatVersion, "clusters": infos})
+		return writeJSON(stdout, map[string]any{"format_version": formatVersion, "clusters": lines})
 	}
-	writeStatusTable(stdout, infos)
+	writeStatusTable(stdout, lines)
 	return nil
 }
 
@@ -136,21 +181,26 @@ func headStatuses(g *globals, st *state.State) ([]*operation.ClusterResult, stri
 	return operation.HeadStatuses(st, src.fsys, repo, loadOptions(nil), version, inputSkip(g, src)...), src.revision
 }
 
-// writeStatusTable prints one line per cluster.
-func writeStatusTable(w io.Writer, infos []operation.ClusterInfo) {
-	if len(infos) == 0 {
+// writeStatusTable prints one line per cluster: the OWNER column when serve
+// --shard replicas share the clusters, LAST RUN when a cluster had a
+// deployment run.
+func writeStatusTable(w io.Writer, lines []server.ClusterLine) {
+	if len(lines) == 0 {
 		fmt.Fprintln(w, "No clusters.")
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	// The owners, when serve --shard replicas share the clusters.
-	owners := slices.ContainsFunc(infos, func(c operation.ClusterInfo) bool { return c.Owner != "" })
+	owners := slices.ContainsFunc(lines, func(c server.ClusterLine) bool { return c.Owner != "" })
+	lastRuns := slices.ContainsFunc(lines, func(c server.ClusterLine) bool { return c.LastRun != nil })
+	head := []string{"CLUSTER", "STATUS", "HEALTH", "CONVERGED", "APPLIED", "HEAD", "NODES"}
 	if owners {
-		fmt.Fprintln(tw, "CLUSTER\tSTATUS\tHEALTH\tCONVERGED\tAPPLIED\tHEAD\tNODES\tOWNER\tPROBLEMS")
-	} else {
-		fmt.Fprintln(tw, "CLUSTER\tSTATUS\tHEALTH\tCONVERGED\tAPPLIED\tHEAD\tNODES\tPROBLEMS")
+		head = append(head, "OWNER")
 	}
-	for _, c := range infos {
+	if lastRuns {
+		head = append(head, "LAST RUN")
+	}
+	fmt.Fprintln(tw, strings.Join(append(head, "PROBLEMS"), "\t"))
+	for _, c := range lines {
 		problems := append(slices.Clone(c.Problems), c.HealthProblems...)
 		problem := ""
 		if len(problems) > 0 {
@@ -164,16 +214,19 @@ func writeStatusTable(w io.Writer, infos []operation.ClusterInfo) {
 			health = "-" // a serve of an older version
 		}
 		// Every column may come from a serve (--server): each is a cell.
-		cols := []string{cell(c.Name), cell(c.Status), cell(health), fmt.Sprintf("%d/%d", c.NodesConverged, c.Nodes),
+		cells := []string{cell(c.Name), cell(c.Status), cell(health), fmt.Sprintf("%d/%d", c.NodesConverged, c.Nodes),
 			cell(shortRev(c.AppliedRevision)), cell(shortRev(c.HeadRevision)), fmt.Sprint(c.Nodes)}
 		if owners {
-			owner := c.Owner
-			if owner == "" {
-				owner = "-"
-			}
-			cols = append(cols, cell(owner))
+			cells = append(cells, cell(cmp.Or(c.Owner, "-")))
 		}
-		fmt.Fprintln(tw, strings.Join(append(cols, cell(problem)), "\t"))
+		if lastRuns {
+			run := "-"
+			if c.LastRun != nil {
+				run = c.LastRun.ID + " " + c.LastRun.Status
+			}
+			cells = append(cells, cell(run))
+		}
+		fmt.Fprintln(tw, strings.Join(append(cells, cell(problem)), "\t"))
 	}
 	tw.Flush()
 }
@@ -245,16 +298,16 @@ func (a *apiClient) do(c *cli.Context, method, path string, body []byte, out any
 }
 
 // serverClusters asks serve at url for its clusters.
-func serverClusters(c *cli.Context, url string) ([]operation.ClusterInfo, error) {
+func serverClusters(c *cli.Context, url string) ([]server.ClusterLine, error) {
 	a, err := newAPIClient(c, url)
 	if err != nil {
 		return nil, err
 	}
-	var infos []operation.ClusterInfo
-	if err := a.do(c, http.MethodGet, "/api/v1/clusters", nil, &infos); err != nil {
+	var lines []server.ClusterLine
+	if err := a.do(c, http.MethodGet, "/api/v1/clusters", nil, &lines); err != nil {
 		return nil, err
 	}
-	return infos, nil
+	return lines, nil
 }
 
 func approveCommand(stdout, stderr io.Writer) *cli.Command {
