@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -10,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -33,8 +35,17 @@ flags:
 
 // Main runs the agent with the command line args (without the program's
 // name) and returns the exit status: 0, or 1 on a bad flag, a refused
+
+// Version and Commit are the build's (cmd/fuelsync-agent sets them from its
+// link flags); "fuelsync-agent version" prints them.
+var Version, Commit string
+
 // token, or (with --once) a failed task.
 func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && args[0] == "version" {
+		fmt.Fprintf(stdout, "fuelsync-agent %s\ncommit: %s\ngo: %s\n", cmp.Or(Version, "dev"), cmp.Or(Commit, "unknown"), runtime.Version())
+		return 0
+	}
 	a, logFormat, err := parseArgs(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0

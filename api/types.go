@@ -103,6 +103,9 @@ const (
 	RunStopping  = "stopping"
 	RunSucceeded = "succeeded"
 	RunFailed    = "failed"
+	// RunStopped: stopped by an operator (deploy stop, the API) before it
+	// finished, with no critical node failed.
+	RunStopped = "stopped"
 )
 
 // Run is a deployment run: GET /api/v1/clusters/<c>/runs (newest first,
@@ -117,7 +120,7 @@ type Run struct {
 	Only     []string `json:"only_nodes,omitempty"`
 	RetryOf  string   `json:"retry_of,omitempty"`
 	Trigger  string   `json:"trigger"`
-	// Status is running, stopping, succeeded or failed; Reason why it
+	// Status is running, stopping, succeeded, failed or stopped; Reason why it
 	// stopped, when it did.
 	Status  string     `json:"status"`
 	Reason  string     `json:"reason,omitempty"`

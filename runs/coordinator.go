@@ -164,8 +164,9 @@ func (c *Coordinator) Start(ctx context.Context, req StartRequest) (*Header, err
 	return c.create(ctx, h, g, snap)
 }
 
-// Retry starts a run of what did not succeed in the cluster's last run (of
-// nodes, when given): its failed, dep_failed and not run tasks.
+// Retry starts a run of what did not succeed in the cluster's last run: its
+// failed, dep_failed and not run tasks, on nodes (when given) or on the nodes
+// of the run it retries.
 func (c *Coordinator) Retry(ctx context.Context, cluster string, nodes []string) (*Header, error) {
 	if c.ctxOf() == nil {
 		return nil, ErrNotLeader
@@ -193,6 +194,9 @@ func (c *Coordinator) Retry(ctx context.Context, cluster string, nodes []string)
 		return nil, err
 	}
 	old := rec.Header
+	if len(nodes) == 0 {
+		nodes = old.Nodes // the nodes of the run it retries
+	}
 	h := &Header{Cluster: cluster, Graph: old.Graph, Serial: old.Serial, Revision: old.Revision,
 		Snapshot: old.Snapshot, MaxNodes: old.MaxNodes, Noop: old.Noop, Nodes: nodes,
 		RetryOf: old.ID, Carry: EncodeCarry(last.Statuses()), Trigger: "retry",

@@ -63,6 +63,7 @@ func (s *State) Apply(ev Event) error {
 	case KindLost:
 		err = s.applyLost(ev)
 	case KindStop:
+		s.Halted = s.Halted || s.Phase == Active
 		s.stop(ev.At, ev.Message)
 	default:
 		err = fmt.Errorf("unknown event kind %q", ev.Kind)

@@ -48,7 +48,9 @@ type Header struct {
 type Summary struct {
 	Ended  time.Time `json:"ended"`
 	Failed bool      `json:"failed"`
-	Reason string    `json:"reason,omitempty"`
+	// Halted: an operator stopped it.
+	Halted bool   `json:"halted,omitempty"`
+	Reason string `json:"reason,omitempty"`
 	// Counts are the tasks of the run by status.
 	Counts map[string]int `json:"counts"`
 	// FailedNodes are the nodes that failed, sorted.

@@ -83,6 +83,9 @@ type State struct {
 	Reason string
 	// Failed is the verdict once Ended: a critical node failed.
 	Failed bool
+	// Halted: an operator stopped the run (a stop event), as opposed to
+	// its fault tolerance.
+	Halted bool
 	// Start and End are unix milliseconds (End 0 until Ended).
 	Start, End int64
 	// Seq counts the events applied.

@@ -27,6 +27,7 @@ func TestRules(t *testing.T) {
 		want   string // statuses, or "" to skip
 		phase  Phase
 		failed bool
+		halted bool   // stopped by an operator
 		reason string // a part of the stop's reason
 	}{
 		"order across nodes: a task starts after its cross-node requirement succeeded": {
@@ -116,7 +117,7 @@ func TestRules(t *testing.T) {
 			graph:  "a: x; y<-x\nb: x",
 			script: []string{"d a x", "stop by alice", "d b -", "ok a x", "d a -"},
 			want:   "x@a=succeeded x@b=notrun y@a=notrun",
-			phase:  Ended, reason: "by alice",
+			phase:  Ended, halted: true, reason: "by alice",
 		},
 		"an agent lost during a task: the task fails": {
 			graph:  "a: x; y\ngroups: g=1:a",
@@ -147,8 +148,8 @@ func TestRules(t *testing.T) {
 			if c.want != "" && statuses(s) != c.want {
 				t.Errorf("statuses\n got %s\nwant %s", statuses(s), c.want)
 			}
-			if s.Phase != c.phase || s.Failed != c.failed {
-				t.Errorf("phase %s failed %v, want %s failed %v", s.Phase, s.Failed, c.phase, c.failed)
+			if s.Phase != c.phase || s.Failed != c.failed || s.Halted != c.halted {
+				t.Errorf("phase %s failed %v halted %v, want %s failed %v halted %v", s.Phase, s.Failed, s.Halted, c.phase, c.failed, c.halted)
 			}
 			if !strings.Contains(s.Reason, c.reason) || (c.reason == "" && s.Reason != "") {
 				t.Errorf("reason %q, want %q", s.Reason, c.reason)

@@ -26,7 +26,7 @@ func (l *live) summary() *Summary {
 }
 
 func summaryOf(s *State) *Summary {
-	sum := &Summary{Failed: s.Failed, Reason: s.Reason, Counts: map[string]int{}}
+	sum := &Summary{Failed: s.Failed, Halted: s.Halted, Reason: s.Reason, Counts: map[string]int{}}
 	if s.End > 0 {
 		sum.Ended = time.UnixMilli(s.End).UTC()
 	}
@@ -82,10 +82,8 @@ func runView(h *Header, g *Graph, s *State, tasks string) api.Run {
 		r.Status = api.RunRunning
 	case s.Phase == Stopping:
 		r.Status = api.RunStopping
-	case s.Failed:
-		r.Status, r.Ended = api.RunFailed, &sum.Ended
 	default:
-		r.Status, r.Ended = api.RunSucceeded, &sum.Ended
+		r.Status, r.Ended = verdict(sum), &sum.Ended
 	}
 	for ni := range g.Nodes {
 		if t, busy := s.Running(int32(ni)); busy && len(r.Running) < api.MaxRunningListed {
@@ -164,12 +162,21 @@ func listedView(it *Listed) api.Run {
 	r := api.Run{Cluster: h.Cluster, ID: h.ID, Graph: h.Graph, Serial: h.Serial, Revision: h.Revision, Noop: h.Noop,
 		Only: h.Nodes, RetryOf: h.RetryOf, Trigger: h.Trigger, Created: h.Created, Status: api.RunRunning, Counts: map[string]int{}}
 	if s := it.Summary; s != nil {
-		r.Status, r.Ended, r.Reason, r.Counts, r.FailedNodes = api.RunSucceeded, &s.Ended, s.Reason, s.Counts, s.FailedNodes
-		if s.Failed {
-			r.Status = api.RunFailed
-		}
+		r.Status, r.Ended, r.Reason, r.Counts, r.FailedNodes = verdict(s), &s.Ended, s.Reason, s.Counts, s.FailedNodes
 	}
 	return r
+}
+
+// verdict is an ended run's status: failed when a critical node failed,
+// else stopped when an operator stopped it, else succeeded.
+func verdict(s *Summary) string {
+	switch {
+	case s.Failed:
+		return api.RunFailed
+	case s.Halted:
+		return api.RunStopped
+	}
+	return api.RunSucceeded
 }
 
 // Run returns one of cluster's runs with its nodes and tasks ("latest": the

@@ -9,4 +9,10 @@ import (
 	"github.com/fuelsync/fuelsync/agent"
 )
 
-func main() { os.Exit(agent.Main(os.Args[1:], os.Stdout, os.Stderr)) }
+// version and commit are set by make build's link flags.
+var version, commit string
+
+func main() {
+	agent.Version, agent.Commit = version, commit
+	os.Exit(agent.Main(os.Args[1:], os.Stdout, os.Stderr))
+}

@@ -56,7 +56,7 @@ func TestMakeInstall(t *testing.T) {
 	testenv.Tool(t, "make", "make install needs it: apt-get install make")
 	built := t.TempDir()
 	writeBinaries(t, built)
-	for _, name := range []string{"fuelsync", ServerBinary} { // install sets the mode
+	for _, name := range []string{"fuelsync", ServerBinary, agentBinary} { // install sets the mode
 		if err := os.Chmod(filepath.Join(built, name), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +68,7 @@ func TestMakeInstall(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("make install: %v\n%s", err, out)
 	}
-	for _, name := range []string{"fuelsync", ServerBinary} {
+	for _, name := range []string{"fuelsync", ServerBinary, agentBinary} {
 		p := filepath.Join(prefix, "bin", name)
 		fi, err := os.Stat(p)
 		if err != nil {

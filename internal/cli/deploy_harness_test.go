@@ -228,7 +228,7 @@ func (h *deployHarness) waitRun(id string, timeout time.Duration, until func(*ap
 	t := h.t
 	t.Helper()
 	if until == nil {
-		until = func(r *api.Run) bool { return r.Status == api.RunSucceeded || r.Status == api.RunFailed }
+		until = func(r *api.Run) bool { return r.Status != api.RunRunning && r.Status != api.RunStopping }
 	}
 	deadline := time.Now().Add(timeout)
 	var last *api.Run

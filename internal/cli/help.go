@@ -525,7 +525,7 @@ func decorate(cmds []*cli.Command, parent string) {
 			c.Before = chainBefore(checkFormat(path, strings.Fields(h.formats)), c.Before)
 		}
 		if len(c.Subcommands) > 0 {
-			c.Action = groupAction(path)
+			c.Action = groupAction(path, c.Action)
 			decorate(c.Subcommands, path)
 		}
 	}
@@ -689,11 +689,15 @@ func chainBefore(a, b cli.BeforeFunc) cli.BeforeFunc {
 
 // groupAction is the action of a command group (state, tags, …) given no
 // subcommand it knows: its help page without a word, else the word named as
-// unknown, with a suggestion and the group's commands.
-func groupAction(path string) cli.ActionFunc {
+// unknown, with a suggestion and the group's commands; a group that is a
+// command too (deploy) runs its own action when given no word.
+func groupAction(path string, own cli.ActionFunc) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		if c.Args().Present() {
 			return unknownCommand(path, c.Args().First(), c.Command.Subcommands, usageCode(c))
+		}
+		if own != nil { // a group that is a command too (deploy)
+			return own(c)
 		}
 		return cli.ShowSubcommandHelp(c)
 	}

@@ -55,13 +55,17 @@ func applyRepoSpec(t *testing.T, spec repogen.Spec) (dir, clusterFile string, a,
 
 // writeBinaries writes into dir (made when missing) fuelsync and
 // fuelsync-server: scripts that run this test binary as the CLI and as
+// agentBinary is the node agent's own binary (cmd/fuelsync-agent), which
+// make build, install and release write beside the other two.
+const agentBinary = "fuelsync-agent"
+
 // fuelsync-server, where a build would have put the binaries.
 func writeBinaries(t testing.TB, dir string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, mode := range map[string]string{"fuelsync": "1", ServerBinary: "server"} {
+	for name, mode := range map[string]string{"fuelsync": "1", ServerBinary: "server", agentBinary: "agent"} {
 		wrapper := "#!/bin/sh\nFUELSYNC_RUN_MAIN=" + mode + " exec '" + os.Args[0] + "' \"$@\"\n"
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(wrapper), 0o755); err != nil {
 			t.Fatal(err)

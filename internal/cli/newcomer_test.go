@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/fuelsync/fuelsync/internal/testenv"
@@ -72,15 +73,21 @@ func afterQuickStart(t *testing.T) newcomer {
 		t.Fatalf("only %d commands in the quick start", len(steps))
 	}
 	ran := 0
+	ports := freePorts{} // serve's documented port moved to a free one
 	for _, st := range steps {
 		if strings.HasPrefix(st.script, "make ") {
 			continue
 		}
-		cmd := exec.Command("bash", "-c", n.moveTmp(st.script))
+		cmd := exec.Command("bash", "-c", ports.move(t, n.moveTmp(st.script)))
 		cmd.Dir, cmd.Env = n.clone, n.env()
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		out, _ := cmd.CombinedOutput()
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // what the step left running, if it failed
 		ran++
 		got := strings.ReplaceAll(string(out), n.tmp+"/", "/tmp/")
+		for doc, real := range ports {
+			got = strings.ReplaceAll(got, real, doc)
+		}
 		if st.want != "" && !matchOutput(st.want, got) {
 			t.Errorf("README quick start:\n%s\nprints:\n%s\nthe README shows:\n%s", st.script, got, st.want)
 		}

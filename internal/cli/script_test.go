@@ -20,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/fuelsync/fuelsync/agent"
 	"github.com/fuelsync/fuelsync/server/prommetrics"
 	"github.com/fuelsync/fuelsync/state/etcdstate"
 )
@@ -42,6 +43,8 @@ func TestMain(m *testing.M) {
 	case "server": // as fuelsync-server
 		program = ServerBinary
 		os.Exit(run(os.Args, os.Stdout, os.Stderr))
+	case "agent": // as fuelsync-agent
+		os.Exit(agent.Main(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	testscript.Main(m, map[string]func(){
 		"fuelsync": func() { os.Exit(run(os.Args, os.Stdout, os.Stderr)) },

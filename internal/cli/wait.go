@@ -244,7 +244,7 @@ func judgeRun(l *server.ClusterLine, health string) waitVerdict {
 	switch {
 	case run == nil || run.Serial < l.Serial:
 		return waitVerdict{waiting: fmt.Sprintf("no deployment run of serial %d yet (%s)", l.Serial, health)}
-	case run.Status == api.RunFailed:
+	case run.Status == api.RunFailed, run.Status == api.RunStopped:
 		return waitVerdict{failure: runFailure(run)}
 	case run.Status == api.RunSucceeded:
 		note := fmt.Sprintf("run %s succeeded at serial %d", run.ID, run.Serial)
@@ -258,7 +258,7 @@ func judgeRun(l *server.ClusterLine, health string) waitVerdict {
 
 // runFailure says why a run failed.
 func runFailure(run *api.Run) string {
-	why := fmt.Sprintf("run %s failed", run.ID)
+	why := fmt.Sprintf("run %s %s", run.ID, run.Status)
 	if run.Reason != "" {
 		why += ": " + safetext.Line(run.Reason)
 	}
