@@ -103,13 +103,14 @@ test-e2e:
 	$(GO) run ./internal/testreport -count=1 -timeout $(TEST_TIMEOUT) -tags "$(TESTTAGS)" -run '$(E2E_TESTS)' $(E2E_PKGS)
 
 # Deployment runs at scale: serve's coordinator and API here, simulated agents
-# in a child process over loopback HTTP, each task 0-50 ms, on a generated
+# in a child process over loopback HTTP, each task 0-DEPLOY_TASK_MS ms, on a generated
 # repository of DEPLOY_NODES nodes in DEPLOY_CLUSTERS clusters deployed at once
 # (docs/deploy.md, Scale). The rendered set is kept in $$TMPDIR between runs.
 DEPLOY_NODES ?= 2000
 DEPLOY_CLUSTERS ?= 1
+DEPLOY_TASK_MS ?= 50
 bench-deploy:
-	DEPLOY_NODES=$(DEPLOY_NODES) DEPLOY_CLUSTERS=$(DEPLOY_CLUSTERS) $(GO) test -run '^$$' -bench 'BenchmarkDeploy$$' -benchtime 1x -count $(or $(DEPLOY_COUNT),1) -timeout 3h ./server
+	DEPLOY_NODES=$(DEPLOY_NODES) DEPLOY_CLUSTERS=$(DEPLOY_CLUSTERS) DEPLOY_TASK_MS=$(DEPLOY_TASK_MS) $(GO) test -run '^$$' -bench 'BenchmarkDeploy$$' -benchtime 1x -count $(or $(DEPLOY_COUNT),1) -timeout 3h ./server
 
 # Only the tests that run a real etcd (Debian: apt-get install etcd-server);
 # make test runs them too, but skips them when etcd is missing: here that fails.

@@ -34,7 +34,7 @@ import (
 
 // BenchmarkDeploy (make bench-deploy): serve's coordinator and its HTTP
 // API in this process, simulated agents in another (one goroutine a node,
-// over real HTTP on loopback, each task taking 0 to 50 ms, a fixed function
+// over real HTTP on loopback, each task taking 0 to 50 ms (DEPLOY_TASK_MS), a fixed function
 // of its node and id), on a generated repository of DEPLOY_NODES nodes
 // (default 2,000) in DEPLOY_CLUSTERS clusters (default 1), every cluster
 // deployed at once, nothing limiting concurrency (max nodes above the nodes,
@@ -111,13 +111,15 @@ func TestBenchDeployRender(t *testing.T) {
 	}
 }
 
-// taskDuration is a simulated task's duration: 0 to 50 ms, from its node
-// and id.
+// taskDuration is a simulated task's duration: 0 to DEPLOY_TASK_MS (default
+// 50) ms, from its node and id.
 func taskDuration(node, task string) time.Duration {
 	h := fnv.New32a()
 	h.Write([]byte(node + "\x00" + task))
-	return time.Duration(h.Sum32()%51) * time.Millisecond
+	return time.Duration(h.Sum32()%uint32(maxTaskMS+1)) * time.Millisecond
 }
+
+var maxTaskMS = envInt("DEPLOY_TASK_MS", 50)
 
 // TestBenchDeployAgents is BenchmarkDeploy's child that simulates the
 // agents: FUELSYNC_BENCH_AGENTS is serve's URL, then the clusters and their
