@@ -44,10 +44,12 @@ type Spacing struct {
 // Layout is where everything goes.
 type Layout struct {
 	X, Y, Layer []int // each box's top left corner and its layer
-	// Paths are the edges' routes, one for each Edge given: points in
-	// pairs, from a box's bottom to the top of the next layer's box or slot
-	// (a curve through the gap between the layers), then straight down
-	// through the slot to the next pair.
+	// Paths are the edges' routes, one for each Edge given (nil for an edge
+	// that does not point down): points from the source's bottom to the
+	// target's top, joined alternately by a straight line (down from a box to
+	// its layer's bottom, or through a slot) and by a curve through the gap
+	// between two layers: segment k, from point k to k+1, is straight when k
+	// is even.
 	Paths [][]Point
 	Bands []Span // each band's extent, by band number
 	// Width and Height are the picture's size; Crossings counts the edges'

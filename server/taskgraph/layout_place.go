@@ -264,10 +264,11 @@ func (g *layered) assignY(boxes []Box, band []int, sp Spacing, out *Layout) {
 	g.layerY, g.layerH = layerY, layerH
 }
 
-// route sets each edge's path through the chain of its vertices: from a
-// box's bottom (or a slot's, at its layer's bottom) to the next vertex's top,
-// at ports spread along the boxes' edges in the order of the other ends, so
-// that the lines into one box do not meet before it.
+// route sets each edge's path through the chain of its vertices: down from
+// its source box's bottom to its layer's bottom, then through the gap to the
+// next vertex's top, down through a slot to its layer's bottom, and so on to
+// the target's top; at ports spread along the boxes' edges in the order of
+// the other ends, so that the lines into one box do not meet before it.
 func (g *layered) route(boxes []Box, edges []Edge, out *Layout) {
 	outPort, inPort := map[[2]int]int{}, map[[2]int]int{}
 	centre := func(v int) int { return g.v[v].x + g.v[v].w/2 }
@@ -289,17 +290,22 @@ func (g *layered) route(boxes []Box, edges []Edge, out *Layout) {
 		spread(v, g.up[v], inPort, func(o int) [2]int { return [2]int{o, v} })
 	}
 	top := func(v int) int { return g.layerY[g.v[v].layer] }
-	bottom := func(v int) int {
-		if b := g.v[v].box; b >= 0 {
-			return top(v) + boxes[b].H
-		}
-		return top(v) + g.layerH[g.v[v].layer]
-	}
+	bottom := func(v int) int { return top(v) + g.layerH[g.v[v].layer] }
 	out.Paths = make([][]Point, len(edges))
 	for k, chain := range g.chains {
+		if chain == nil {
+			continue
+		}
+		from := chain[0]
+		x := outPort[[2]int{from, chain[1]}]
+		p := []Point{{x, top(from) + boxes[g.v[from].box].H}, {x, bottom(from)}}
 		for j := 1; j < len(chain); j++ {
 			a, b := chain[j-1], chain[j]
-			out.Paths[k] = append(out.Paths[k], Point{outPort[[2]int{a, b}], bottom(a)}, Point{inPort[[2]int{a, b}], top(b)})
+			if j > 1 {
+				p = append(p, Point{outPort[[2]int{a, b}], bottom(a)})
+			}
+			p = append(p, Point{inPort[[2]int{a, b}], top(b)})
 		}
+		out.Paths[k] = p
 	}
 }

@@ -142,7 +142,7 @@ func (v *view) drawBands(b *strings.Builder, l *Layout, width int) {
 		}
 		k++
 		fmt.Fprintf(b, `<rect class="band" x="0" y="%d" width="%d" height="%d" fill="%s"/>`, s.Y0, width, s.Y1-s.Y0, shade)
-		name := "after no stage"
+		name := "no stage"
 		if v.bands[i] != "" {
 			name = "after stage " + v.bands[i]
 		}
@@ -192,16 +192,18 @@ func (v *view) drawBox(b *strings.Builder, i int, l *Layout, o Options) {
 	}
 }
 
-// pathData writes a route: a curve with vertical ends from each point to
-// the next of its pair (through the gap between two layers), a straight line
-// from a pair to the next (down through a slot).
+// pathData writes a route (Layout.Paths): its even segments straight, its
+// odd ones curves with vertical ends.
 func pathData(p []Point) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "M%d,%d", p[0].X, p[0].Y)
-	for k := 0; k+1 < len(p); k += 2 {
+	for k := 0; k+1 < len(p); k++ {
 		a, c := p[k], p[k+1]
-		if k > 0 {
-			fmt.Fprintf(&b, "L%d,%d", a.X, a.Y)
+		if k%2 == 0 {
+			if c != a {
+				fmt.Fprintf(&b, "L%d,%d", c.X, c.Y)
+			}
+			continue
 		}
 		mid := (a.Y + c.Y) / 2
 		fmt.Fprintf(&b, "C%d,%d %d,%d %d,%d", a.X, mid, c.X, mid, c.X, c.Y)
