@@ -59,7 +59,7 @@ type measured struct {
 // another, each label is inside its box and each badge's text inside its
 // badge, the text is at least 10 px, and the picture is at most 1,400 px
 // wide. A screenshot of each is written to the test's artifact directory;
-// FUELSYNC_UPDATE=1 writes the whole graph's to docs/img.
+// FUELSYNC_UPDATE=1 writes the whole graph's to docs/img (WebP, at most 300 KB).
 func TestPictureInBrowser(t *testing.T) {
 	browser := testenv.Browser(t)
 	data, err := os.ReadFile("testdata/mitaka-controller.yaml")
@@ -110,8 +110,12 @@ func TestPictureInBrowser(t *testing.T) {
 			runBrowser(t, browser, "file://"+page, "--screenshot="+shot, fmt.Sprintf("--window-size=%d,%d", p.Width, p.Height), "--hide-scrollbars")
 			t.Logf("screenshot: %s", shot)
 			if tc.name == "mitaka-controller" && os.Getenv("FUELSYNC_UPDATE") == "1" {
-				runBrowser(t, browser, "file://"+page, "--screenshot="+filepath.Join("..", "..", "docs", "img", "taskgraph-mitaka-controller.png"),
-					fmt.Sprintf("--window-size=%d,%d", p.Width, p.Height), "--hide-scrollbars")
+				// The docs' picture: WebP (a PNG of it is over 500 KB).
+				img := filepath.Join("..", "..", "docs", "img", "taskgraph-mitaka-controller.webp")
+				runBrowser(t, browser, "file://"+page, "--screenshot="+img, fmt.Sprintf("--window-size=%d,%d", p.Width, p.Height), "--hide-scrollbars")
+				if fi, err := os.Stat(img); err != nil || fi.Size() > 300<<10 {
+					t.Errorf("%s: %v; at most 300 KB", img, err)
+				}
 			}
 		})
 	}
