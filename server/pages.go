@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/reports"
+	"github.com/fuelsync/fuelsync/server/taskgraph"
 )
 
 // The fleet's pages, beside the status page (/): a page per cluster with a
@@ -68,7 +70,8 @@ var nodePageTemplate = sync.OnceValue(func() *template.Template {
 {{range .}}<tr><td><code>{{.ID}}</code></td><td class="report-{{.Status}}">{{.Status}}</td><td>{{with .StartedAt}}{{.Format "15:04:05"}}{{end}}</td><td>{{with .FinishedAt}}{{.Format "15:04:05"}}{{end}}</td><td>{{.Message}}</td></tr>
 {{end}}</table>{{end}}{{with .MoreTasks}}<p>{{.}}</p>{{end}}{{if not .Node.Last}}<p>No report yet.</p>{{end}}
 <h2>Task graph {{.Graph}}</h2>
-{{if .SVG}}<p>The node's own tasks (dashed: other nodes' tasks it waits for){{if .Colored}}, coloured by the last report{{end}}.</p>
+{{if .SVG}}<p>The node's tasks, each below what it requires, in bands by the stage they come after; a badge is another node's task it waits for; a box links to its requirements and dependents{{if .Colored}}; coloured by the last report{{end}}.
+Show {{if .Filtered}}<a href="{{.GraphPage}}">all tasks</a>, {{end}}<a href="{{.GraphPage}}&amp;failed=1">the failed tasks and what they blocked</a>.</p>
 <div class="graph">{{.SVG}}</div>{{else}}<p class="error">{{.GraphError}}</p>{{end}}
 <h2>History</h2>
 {{if .Node.History}}<table><tr><th>#</th><th>status</th><th>graph</th><th>serial</th><th>started</th><th>received</th><th>failed tasks</th><th>message</th></tr>
@@ -140,6 +143,10 @@ func (s *Server) nodePage(w http.ResponseWriter, r *http.Request) {
 	if !checkNames(w, "cluster", cluster, "node", node, "graph", graph) {
 		return
 	}
+	if focus := r.URL.Query().Get("focus"); len(focus) > reports.MaxTaskID {
+		http.Error(w, fmt.Sprintf("focus: a task id is at most %d bytes", reports.MaxTaskID), http.StatusBadRequest)
+		return
+	}
 	st, ok := s.appliedOr503(w)
 	if !ok {
 		return
@@ -170,15 +177,25 @@ func (s *Server) nodePage(w http.ResponseWriter, r *http.Request) {
 				status[t.ID] = t.Status
 			}
 		}
-		svg, err := graphSVG(body, node, status)
-		if err != nil {
-			data["GraphError"] = err.Error()
-		} else {
-			data["SVG"] = template.HTML(svg) // graphSVG escapes every name
-			data["Colored"] = len(status) > 0
-		}
+		drawGraph(data, body, "/clusters/"+cluster+"/nodes/"+node+"?graph="+url.QueryEscape(graph), taskgraph.Options{
+			Node: node, Status: status, Focus: r.URL.Query().Get("focus"), Failed: r.URL.Query().Get("failed") == "1"})
 	}
 	writePage(w, nodePageTemplate(), data)
+}
+
+// drawGraph draws a node's expanded view (body) into the page's data: its
+// picture (taskgraph escapes every name), each box a link to the task's
+// focus on page, the node page's address with its graph.
+func drawGraph(data map[string]any, body []byte, page string, o taskgraph.Options) {
+	g, err := taskgraph.Read(body)
+	if err != nil {
+		data["GraphError"] = err.Error()
+		return
+	}
+	o.Link = func(task string) string { return page + "&focus=" + url.QueryEscape(task) }
+	data["SVG"] = template.HTML(taskgraph.Draw(g, o).SVG)
+	data["Colored"] = len(o.Status) > 0
+	data["GraphPage"], data["Filtered"] = page, o.Focus != "" || o.Failed
 }
 
 // pageTasks is what the node page shows of a report's tasks: the first

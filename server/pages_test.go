@@ -3,13 +3,10 @@ package server
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"html"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,42 +16,45 @@ import (
 	"github.com/fuelsync/fuelsync/reports"
 )
 
-// TestGraphSVGEscapes: every name in the picture is escaped, a graph over the
-// bound is cut with a note, and other nodes' tasks are drawn dashed.
-func TestGraphSVGEscapes(t *testing.T) {
-	graph := `tasks:
-  - id: "<script>alert(1)</script>"
-    type: puppet
-    requires:
-      - {node: sync, task: deploy_start}
-  - id: b&c
-    type: shell
-    requires:
-      - {node: node-1, task: "<script>alert(1)</script>"}
-`
-	svg, err := graphSVG([]byte(graph), `node-1"><x`, map[string]string{"b&c": "failed"})
-	if err != nil {
-		t.Fatal(err)
+// TestNodePageGraph: the node page draws the node's graph with the
+// taskgraph package, each box a link to its focus; ?focus=TASK draws the
+// task's requirements and dependents, ?failed=1 what the failed tasks
+// blocked; a focus longer than a task id is refused.
+func TestNodePageGraph(t *testing.T) {
+	a := startAPI(t, func(s *Server, _ *Limits) { s.AgentSecret = agentSecret })
+	a.reconcile(t, operation.Applied)
+	etag := a.get(t, node2Graph, nil).h.Get("ETag")
+	if r := a.post(t, "demo", "node-2", reports.Token(agentSecret, "demo", "node-2"), reportBody(etag, reports.Failed)); r.code != 200 {
+		t.Fatalf("node-2's report: %d %s", r.code, r.body)
 	}
-	if strings.Contains(svg, "<script") || strings.Contains(svg, `"><x`) || strings.Contains(svg, "b&c") {
-		t.Errorf("a name is not escaped:\n%s", svg)
-	}
-	for _, want := range []string{"&lt;script&gt;alert(1)&lt;/script&gt;", "b&amp;c: failed", `fill="#f6d0d0"`, "deploy_start@sync", `stroke-dasharray="4 3"`, "<line "} {
-		if !strings.Contains(svg, want) {
-			t.Errorf("the picture lacks %q:\n%s", want, svg)
+	const page = "/clusters/demo/nodes/node-2"
+	for _, tc := range []struct {
+		query  string
+		code   int
+		want   []string
+		absent []string
+	}{
+		{"", 200, []string{`<svg xmlns="http://www.w3.org/2000/svg" class="taskgraph"`, `<a href="/clusters/demo/nodes/node-2?graph=default&amp;focus=keystone">`,
+			`href="/clusters/demo/nodes/node-2?graph=default&amp;failed=1">the failed tasks`, "after stage deploy_start", "coloured by the last report"},
+			[]string{"all tasks</a>"}},
+		{"?focus=keystone", 200, []string{"keystone: the ", `stroke="#0550ae"`, `<a href="/clusters/demo/nodes/node-2?graph=default">all tasks</a>`}, nil},
+		{"?failed=1", 200, []string{"The failed tasks (keystone) and the "}, []string{"<title>hiera ("}},
+		{"?focus=" + strings.Repeat("x", reports.MaxTaskID+1), 400, []string{"focus: a task id is at most 256 bytes"}, nil},
+	} {
+		r := a.get(t, page+tc.query, nil)
+		if r.code != tc.code {
+			t.Errorf("%s: %d %s", tc.query, r.code, r.body)
 		}
-	}
-	var big strings.Builder
-	big.WriteString("tasks:\n")
-	for i := range maxDrawnTasks + 5 {
-		big.WriteString("  - {id: t" + strings.Repeat("x", i%3) + string(rune('a'+i%26)) + "-" + strconv.Itoa(i) + ", type: shell}\n")
-	}
-	svg, err = graphSVG([]byte(big.String()), "node-1", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := strings.Count(svg, "<rect"); n != maxDrawnTasks || !strings.Contains(svg, "5 more tasks not drawn (at most 300 boxes are)") {
-		t.Errorf("%d boxes for %d tasks; the note: %v", n, maxDrawnTasks+5, strings.Contains(svg, "more tasks not drawn"))
+		for _, want := range tc.want {
+			if !strings.Contains(string(r.body), want) {
+				t.Errorf("%s lacks %q:\n%s", tc.query, want, r.body)
+			}
+		}
+		for _, bad := range tc.absent {
+			if strings.Contains(string(r.body), bad) {
+				t.Errorf("%s has %q", tc.query, bad)
+			}
+		}
 	}
 }
 
@@ -99,7 +99,7 @@ func TestFleetPagesBrowser(t *testing.T) {
 		}},
 		{"/clusters/demo/nodes/node-2", "node-demo-node-2.png", []string{
 			"<h1>Node node-2 of demo</h1>", `<svg xmlns="http://www.w3.org/2000/svg" class="taskgraph"`,
-			"<title>hiera</title>", "deploy_start@sync", "<td><code>keystone</code></td><td class=\"report-failed\">failed</td>",
+			"<title>hiera (puppet)", "after stage deploy_start", "<td><code>keystone</code></td><td class=\"report-failed\">failed</td>",
 			`<meta http-equiv="refresh" content="10">`,
 		}},
 	} {
@@ -137,56 +137,5 @@ func TestFleetPagesBrowser(t *testing.T) {
 			}
 			t.Logf("screenshot of %s: %s", page.path, shot)
 		})
-	}
-}
-
-// TestGraphSVGGroupsOtherNodes: the other nodes' tasks count in the bound of
-// boxes, and a task waited for on many nodes is one box ("nova-compute on
-// 2,000 nodes"): one controller task waiting for three tasks of 2,000
-// computes drew 6,015 boxes, 950,360 px wide, 2 MB a view.
-func TestGraphSVGGroupsOtherNodes(t *testing.T) {
-	var g strings.Builder
-	g.WriteString("tasks:\n  - id: hiera\n    type: puppet\n  - id: openstack-controller\n    type: puppet\n    requires:\n      - {task: hiera}\n")
-	for _, task := range []string{"nova-compute", "openstack-network-compute", "ceilometer-compute"} {
-		for i := range 2000 {
-			fmt.Fprintf(&g, "      - {node: node-%d, task: %s}\n", 100+i, task)
-		}
-	}
-	g.WriteString("      - {node: node-2, task: database}\n")
-	svg, err := graphSVG([]byte(g.String()), "node-1", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	boxes := strings.Count(svg, "<rect")
-	t.Logf("%d boxes, %d bytes", boxes, len(svg))
-	if boxes != 6 || len(svg) > 20_000 {
-		t.Errorf("%d boxes, %d bytes; want 6 (2 own tasks, 3 groups of 2,000 nodes, database@node-2), a few KB", boxes, len(svg))
-	}
-	for _, want := range []string{"nova-compute on 2,000 nodes", "waits for nova-compute on 2,000 nodes: node-100, node-101, node-102", "database@node-2"} {
-		if !strings.Contains(svg, want) {
-			t.Errorf("the picture lacks %q", want)
-		}
-	}
-	if m := regexp.MustCompile(`width="(\d+)"`).FindStringSubmatch(svg); m == nil || len(m[1]) > 4 {
-		t.Errorf("the picture is %v px wide", m)
-	}
-
-	// 250 own tasks, each waiting for two tasks of its own on another node:
-	// 750 boxes in all. At most maxDrawnTasks are drawn, own and others'
-	// together, and the note counts what is left out.
-	g.Reset()
-	g.WriteString("tasks:\n")
-	for i := range 250 {
-		fmt.Fprintf(&g, "  - id: t-%03d\n    type: shell\n    requires:\n      - {node: node-%d, task: a-%d}\n      - {node: node-%d, task: b-%d}\n", i, 2+i%3, i, 2+i%3, i)
-	}
-	svg, err = graphSVG([]byte(g.String()), "node-1", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := strings.Count(svg, "<rect"); n > maxDrawnTasks || n < maxDrawnTasks-3 {
-		t.Errorf("%d boxes; want at most (and about) %d", n, maxDrawnTasks)
-	}
-	if !regexp.MustCompile(`\d+ more tasks not drawn \(150 of this node's, \d+ of other nodes'\); at most 300 boxes are`).MatchString(html.UnescapeString(svg)) {
-		t.Errorf("the note of what is left out: %s", regexp.MustCompile(`<text[^>]*sans-serif[^>]*>[^<]*</text>`).FindString(svg))
 	}
 }
