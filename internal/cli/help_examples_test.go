@@ -23,14 +23,14 @@ import (
 // helpOrder is the order TestHelpExamples runs the help pages' examples in, as
 // a newcomer meets them: reads before edits, serve before the pages that talk
 // to it (status --server, approve --server, agent-token, agent, deploy,
-// trigger); the agent's runs the run serve starts after the apply, deploy
-// stop stops it, retry and deploy start runs of node-1 that its agent ends.
+// trigger); the agent's runs the run serve starts after the apply, deploy's
+// and retry's runs of node-1 are ended by its agent, deploy stop stops one.
 var helpOrder = []string{"version", "validate", "components", "render", "explain", "tags", "tags list", "roles", "roles list",
 	"plan", "apply", "diff", "completion", "capabilities", "capabilities find", "capabilities summary",
 	"tags assign", "tags unassign", "tags create", "tags update", "tags delete", "roles assign", "roles unassign",
 	"plugin check", "plugin create", "plugin", "state", "state show", "state pull", "state push",
-	"watch", "serve", "status", "approve", "agent-token", "agent",
-	"deploy stop", "deploy retry", "deploy", "deploy status", "trigger"}
+	"watch", "serve", "status", "approve", "wait", "agent-token", "agent",
+	"deploy", "deploy stop", "deploy retry", "deploy status", "trigger"}
 
 // TestHelpExamples runs the examples of every help page, as printed, where
 // they are documented to run: with bash, from the root of a fresh clone of
