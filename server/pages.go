@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -52,7 +53,7 @@ var clusterPageTemplate = sync.OnceValue(func() *template.Template {
 {{range .Nodes}}<tr><td><a href="{{.URL}}">{{.Name}}</a></td><td>{{range $i, $r := .Roles}}{{if $i}}, {{end}}{{$r}}{{end}}</td>{{$s := .State}}{{range $.States}}<td class="cell state-{{.}}">{{if eq . $s}}●{{end}}</td>{{end}}<td>{{with .Report}}<span class="report-{{.Status}}">{{.Status}}</span> {{.Graph}}, {{.ReceivedAt.Format "2006-01-02 15:04:05 MST"}}{{with .FailedTasks}}: failed {{range $i, $t := .}}{{if $i}}, {{end}}<code>{{$t}}</code>{{end}}{{end}}{{else}}none{{end}}</td></tr>
 {{end}}</table>
 {{if .Reconciles}}<h2>Reconciles</h2><table><tr><th>at</th><th>revision</th><th>serial</th><th>status</th><th>nodes added / changed / removed</th><th>problems</th></tr>
-{{range .Reconciles}}<tr><td>{{.At.Format "2006-01-02 15:04:05 MST"}}</td><td><code>{{printf "%.12s" .Revision}}</code></td><td>{{.Serial}}</td><td class="status-{{.Status}}">{{.Status}}</td><td>{{len .NodesAdded}} / {{len .NodesChanged}} / {{len .NodesRemoved}}</td><td class="error">{{range .Problems}}<code>{{.}}</code><br>{{end}}</td></tr>
+{{range .Reconciles}}<tr><td>{{.At.Format "2006-01-02 15:04:05 MST"}}</td><td><code>{{printf "%.12s" .Revision}}</code></td><td>{{.Serial}}</td><td class="status-{{.Status}}">{{.Status}}</td><td>{{.NodesAdded}} / {{.NodesChanged}} / {{.NodesRemoved}}</td><td class="error">{{range .Problems}}<code>{{.}}</code><br>{{end}}</td></tr>
 {{end}}</table>{{end}}
 </body></html>
 `))
@@ -124,7 +125,7 @@ func (s *Server) clusterPage(w http.ResponseWriter, r *http.Request) {
 		nodes = append(nodes, pageNode{Name: name, URL: "/clusters/" + cluster + "/nodes/" + name, Roles: cs.Nodes[name].Roles,
 			State: s.Loop.Reports.NodeState(st, cluster, name, last[name]), Report: nodeReport(last[name])})
 	}
-	writePage(w, clusterPageTemplate(), map[string]any{
+	s.writePage(w, r, clusterPageTemplate(), map[string]any{
 		"Refresh": PageRefresh, "Title": cluster, "Crumbs": []crumb{{cluster, "/clusters/" + cluster}},
 		"Cluster": cluster, "Info": info, "Total": len(nodes), "Nodes": nodes, "States": reports.NodeStates, "Reconciles": recs,
 	})
@@ -178,7 +179,7 @@ func (s *Server) nodePage(w http.ResponseWriter, r *http.Request) {
 			data["Colored"] = len(status) > 0
 		}
 	}
-	writePage(w, nodePageTemplate(), data)
+	s.writePage(w, r, nodePageTemplate(), data)
 }
 
 // pageTasks is what the node page shows of a report's tasks: the first
@@ -196,8 +197,17 @@ func pageTasks(tasks []reports.Task, cluster, node string) ([]reports.Task, stri
 	return shown, ""
 }
 
-func writePage(w http.ResponseWriter, t *template.Template, data any) {
+// writePage answers a page made of t and data: rendered whole first, so
+// that a template that fails is answered 500 and logged, not sent cut short
+// with a 200.
+func (s *Server) writePage(w http.ResponseWriter, r *http.Request, t *template.Template, data any) {
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, data); err != nil {
+		s.Loop.Log.Error("a page does not render", "path", r.URL.Path, "template", t.Name(), "error", redact.Text(err.Error()))
+		http.Error(w, "the page does not render (the server's log says why)", http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-cache")
-	_ = t.Execute(w, data)
+	w.Write(buf.Bytes())
 }

@@ -679,10 +679,9 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 		}
 		infos = infos[nav.From-1 : nav.To]
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	// An owner column when the replicas share the clusters (serve --shard).
 	owners := slices.ContainsFunc(infos, func(c operation.ClusterInfo) bool { return c.Owner != "" })
-	_ = pageTemplate().Execute(w, struct {
+	s.writePage(w, r, pageTemplate(), struct {
 		controller.Status
 		Infos      []operation.ClusterInfo
 		Shown      []pageCluster
