@@ -205,6 +205,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/clusters", s.clusters)
 	mux.HandleFunc("GET /api/v1/clusters/{cluster}", s.cluster)
 	mux.HandleFunc("POST /api/v1/clusters/{cluster}/approve", s.approve)
+	mux.HandleFunc("GET /api/v1/clusters/{cluster}/plan", s.plan)
 	mux.HandleFunc("GET /api/v1/clusters/{cluster}/nodes/{node}/graphs/{graph}", s.graph)
 	mux.HandleFunc("POST /api/v1/clusters/{cluster}/nodes/{node}/reports", s.report)
 	mux.HandleFunc("GET /api/v1/clusters/{cluster}/nodes/{node}", s.node)
@@ -220,6 +221,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/{$}", s.page)
 	mux.HandleFunc("GET /clusters/{cluster}", s.clusterPage)
 	mux.HandleFunc("GET /clusters/{cluster}/nodes/{node}", s.nodePage)
+	mux.HandleFunc("GET /clusters/{cluster}/runs/{id}", s.runPage)
 	return securityHeaders(mux)
 }
 
