@@ -20,7 +20,7 @@ import (
 // nodes are not drawn.
 const (
 	maxTimelineLanes = 100
-	maxTimelineBars  = 6000
+	maxTimelineBars  = 3000
 	// maxPageFailed bounds the page's table of failed tasks, and
 	// maxPageCritical the critical path's tasks it lists.
 	maxPageFailed   = 100
