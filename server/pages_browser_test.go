@@ -84,7 +84,7 @@ func TestPagesBrowserRuns(t *testing.T) {
 		{"/clusters/mitaka-ceph/runs/1", "run-timeline.png", []string{
 			`<svg xmlns="http://www.w3.org/2000/svg" class="timeline"`, "<h2>Critical path</h2>", "<h2>Failed tasks</h2>",
 			`<a href="/api/v1/clusters/mitaka-ceph/runs/1/output?node=node-4&amp;task=` + m.failed + `">output</a>`,
-			`fill="#d93636"`, `stroke="#111"`,
+			`fill="#d93636"`, `fill="#f0a030"`, `stroke="#111"`,
 		}},
 		{"/clusters/mitaka/runs/1", "run-running.png", []string{`<meta http-equiv="refresh" content="10">`, `title="running">▶ running</span>`, "<title>now</title>"}},
 		{"/clusters/mitaka-ceph/nodes/node-4", "runs-node-4.png", []string{"<h1>Node node-4 of mitaka-ceph</h1>"}},
@@ -330,7 +330,7 @@ func mitakaWithRuns(t *testing.T) *mitakaRuns {
 	given := 0
 	fail := func(node, task string) bool {
 		if node == "node-4" {
-			if given++; given == 60 {
+			if given++; given == 30 {
 				m.failed = task
 				return true
 			}
@@ -347,7 +347,7 @@ func mitakaWithRuns(t *testing.T) *mitakaRuns {
 	id := start("mitaka-ceph")
 	simulateAgents(t, ctx, coord, clock, "mitaka-ceph", id, nodes, fail, 0)
 	if m.failed == "" {
-		t.Fatal("node-4 did not run 60 tasks")
+		t.Fatal("node-4 did not run 30 tasks")
 	}
 	id = start("mitaka")
 	simulateAgents(t, ctx, coord, clock, "mitaka", id, nodes[:7], nil, 60)
