@@ -429,3 +429,24 @@ func simulateAgents(t *testing.T, ctx context.Context, c *runs.Coordinator, cloc
 		}
 	}
 }
+
+// TestClusterPlanAPI: GET /api/v1/clusters/<c>/plan answers the plan a
+// cluster awaits approval of, with its change set; 404 for a cluster that
+// awaits none, and for one that does not exist.
+func TestClusterPlanAPI(t *testing.T) {
+	a := fleetWithStatuses(t)
+	r := a.get(t, "/api/v1/clusters/gated/plan", nil)
+	var p ClusterPlan
+	if err := json.Unmarshal([]byte(r.body), &p); r.code != 200 || err != nil {
+		t.Fatalf("the plan of gated: %d %v %s", r.code, err, r.body)
+	}
+	if p.Status != state.StatusAwaitingApproval || p.Pending == nil || p.Pending.Revision == "" || p.Changes == nil ||
+		!strings.Contains(p.Text, "cluster gated") || !strings.Contains(p.Text, "node-6") {
+		t.Errorf("the plan of gated: %s", r.body)
+	}
+	for path, want := range map[string]string{"/api/v1/clusters/demo/plan": "no plan awaiting approval (its status is synced)", "/api/v1/clusters/nope/plan": "nope"} {
+		if r := a.get(t, path, nil); r.code != 404 || !strings.Contains(r.body, want) {
+			t.Errorf("%s: %d %q, want 404 saying %q", path, r.code, r.body, want)
+		}
+	}
+}
