@@ -568,6 +568,20 @@ func (l *Loop) Clusters(st *state.State) []operation.ClusterInfo {
 	return infos
 }
 
+// PendingChanges are the changes of cluster's plan awaiting approval, as
+// the last reconcile planned them; nil when it left the cluster in another
+// status, or this loop has not reconciled it.
+func (l *Loop) PendingChanges(cluster string) *diff.ClusterChange {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.results {
+		if c.Name == cluster && c.Status == state.StatusAwaitingApproval {
+			return c.Changes
+		}
+	}
+	return nil
+}
+
 // LastApplied is when each cluster's changes were last applied by this loop
 // (since it started).
 func (l *Loop) LastApplied() map[string]time.Time {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/api"
 	"github.com/fuelsync/fuelsync/controller"
+	"github.com/fuelsync/fuelsync/diff"
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/state"
@@ -139,4 +140,58 @@ func writeJSONBody(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	w.Write(append(body, '\n'))
+}
+
+// ClusterPlan is GET /api/v1/clusters/<cluster>/plan: the cluster's plan
+// awaiting approval (sync: manual), what fuelsync approve would apply.
+type ClusterPlan struct {
+	Cluster string `json:"cluster"`
+	Status  string `json:"status"`
+	// Pending names the plan: its revision, the digest of its artifacts,
+	// the counts of its changes, the applied artifacts' digest it was made
+	// against.
+	Pending *state.Pending `json:"pending"`
+	// Changes are its changes as the last reconcile planned them, and Text
+	// the same as fuelsync plan prints them; absent when this serve has not
+	// planned it (a replica that follows, or a serve restarted since).
+	Changes *diff.ClusterChange `json:"changes,omitempty"`
+	Text    string              `json:"text,omitempty"`
+}
+
+// clusterPlan is the plan of cluster awaiting approval in st, nil when none.
+func (s *Server) clusterPlan(st *state.State, cluster string) *ClusterPlan {
+	cs := st.Clusters[cluster]
+	if cs == nil || cs.Pending == nil {
+		return nil
+	}
+	p := &ClusterPlan{Cluster: cluster, Status: cs.StatusOf(), Pending: cs.Pending}
+	if cc := s.Loop.PendingChanges(cluster); cc != nil {
+		p.Changes = cc
+		p.Text = (&diff.ChangeSet{Clusters: []*diff.ClusterChange{cc}, Summary: cs.Pending.Summary}).Text(diff.Colors{})
+	}
+	return p
+}
+
+// plan is GET /api/v1/clusters/<cluster>/plan: 404 when the cluster has no
+// plan awaiting approval.
+func (s *Server) plan(w http.ResponseWriter, r *http.Request) {
+	cluster := r.PathValue("cluster")
+	if !s.authorized(w, r) || !checkNames(w, "cluster", cluster) {
+		return
+	}
+	st, ok := s.appliedOr503(w)
+	if !ok {
+		return
+	}
+	cs := st.Clusters[cluster]
+	if cs == nil {
+		clusterNotFound(w, st, cluster)
+		return
+	}
+	p := s.clusterPlan(st, cluster)
+	if p == nil {
+		http.Error(w, fmt.Sprintf("cluster %s has no plan awaiting approval (its status is %s)", cluster, cs.StatusOf()), http.StatusNotFound)
+		return
+	}
+	writeJSONBody(w, http.StatusOK, p)
 }

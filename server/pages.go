@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/reports"
 	"github.com/fuelsync/fuelsync/server/taskgraph"
+	"github.com/fuelsync/fuelsync/state"
 )
 
 // The fleet's pages, beside the status page (/): a page per cluster with a
@@ -32,29 +34,38 @@ const (
 	maxPageMessage = 256
 )
 
-// pageHead is the head and style of the fleet's pages.
+// pageHead is the head and style of the fleet's pages; a page with a
+// Refresh reloads itself every Refresh seconds.
 const pageHead = `<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="{{.Refresh}}"><title>{{.Title}} – fuelsync</title>
+<html lang="en"><head><meta charset="utf-8">{{if .Refresh}}<meta http-equiv="refresh" content="{{.Refresh}}">{{end}}<title>{{.Title}} – fuelsync</title>
 <style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}
 .error,.status-held,.state-failed,.health-degraded,.report-failed{color:#b00}.status-synced,.state-converged,.health-healthy,.report-success{color:#070}
-.state-progressing,.health-progressing,.report-running{color:#a60}td.cell{text-align:center;font-weight:bold}pre{background:#f6f6f6;padding:.6em}
-.taskgraph{border:1px solid #ddd;background:#fcfcfc}</style>
+.state-progressing,.health-progressing,.report-running{color:#a60}td.cell{text-align:center;font-weight:bold}pre{background:#f6f6f6;padding:.6em;overflow-x:auto}
+.taskgraph{border:1px solid #ddd;background:#fcfcfc}.tl{overflow-x:auto}.timeline{border:1px solid #ddd;background:#fff}
+` + badgeStyle + `</style>
 </head><body>
 <p><a href="/">fuelsync</a>{{range .Crumbs}} / <a href="{{.URL}}">{{.Name}}</a>{{end}}</p>
 `
 
 var clusterPageTemplate = sync.OnceValue(func() *template.Template {
-	return template.Must(template.New("cluster").Parse(pageHead + `<h1>Cluster {{.Cluster}}</h1>
-{{with .Info}}<p>Status <span class="status-{{.Status}}">{{.Status}}</span>, health <span class="health-{{.Health}}">{{.Health}}</span>:
+	return template.Must(template.New("cluster").Funcs(pageFuncs).Parse(pageHead + `<h1>Cluster {{.Cluster}}</h1>
+{{with .Info}}<p>Status {{badge .Status}}, health {{badge .Health}}:
 {{.NodesConverged}} of {{$.Total}} nodes converged, {{.NodesProgressing}} progressing, {{.NodesFailed}} failed. Applied <code>{{printf "%.12s" .AppliedRevision}}</code>, head <code>{{printf "%.12s" .HeadRevision}}</code>.</p>
 {{if .Problems}}<ul class="error">{{range .Problems}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
 {{if .HealthProblems}}<ul class="error">{{range .HealthProblems}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}{{end}}
+{{with .Plan}}<h2>Pending change set</h2>
+<p>Awaiting approval: revision <code>{{printf "%.12s" .Pending.Revision}}</code>, digest <code>{{printf "%.12s" .Pending.Digest}}</code>. <code>fuelsync approve --cluster {{.Cluster}} --revision {{printf "%.12s" .Pending.Revision}}</code> applies it; nothing of it is applied before.</p>
+{{with .Text}}<pre class="pending">{{.}}</pre>{{else}}<p>{{.Pending.Summary.Line}} (this serve has not planned it itself: fuelsync plan shows its changes).</p>{{end}}{{end}}
 <h2>Nodes</h2>
-<table class="grid"><tr><th>node</th><th>roles</th>{{range .States}}<th>{{.}}</th>{{end}}<th>last report</th></tr>
-{{range .Nodes}}<tr><td><a href="{{.URL}}">{{.Name}}</a></td><td>{{range $i, $r := .Roles}}{{if $i}}, {{end}}{{$r}}{{end}}</td>{{$s := .State}}{{range $.States}}<td class="cell state-{{.}}">{{if eq . $s}}●{{end}}</td>{{end}}<td>{{with .Report}}<span class="report-{{.Status}}">{{.Status}}</span> {{.Graph}}, {{.ReceivedAt.Format "2006-01-02 15:04:05 MST"}}{{with .FailedTasks}}: failed {{range $i, $t := .}}{{if $i}}, {{end}}<code>{{$t}}</code>{{end}}{{end}}{{else}}none{{end}}</td></tr>
+<p>The nodes and roles applied{{if .NotApplied}}: the cluster is {{badge .Status}}, what its newest revision says is not applied{{end}}.</p>
+<table class="grid"><tr><th>node</th><th>applied roles</th>{{range .States}}<th>{{.}}</th>{{end}}<th>last report</th></tr>
+{{range .Nodes}}<tr><td><a href="{{.URL}}">{{.Name}}</a></td><td>{{range $i, $r := .Roles}}{{if $i}}, {{end}}{{$r}}{{end}}</td>{{$s := .State}}{{range $.States}}<td class="cell state-{{.}}">{{if eq . $s}}●{{end}}</td>{{end}}<td>{{with .Report}}{{badge .Status}} {{.Graph}}, {{.ReceivedAt.Format "2006-01-02 15:04:05 MST"}}{{with .FailedTasks}}: failed {{range $i, $t := .}}{{if $i}}, {{end}}<code>{{$t}}</code>{{end}}{{end}}{{else}}none{{end}}</td></tr>
 {{end}}</table>
+{{if .Runs}}<h2>Deployment runs</h2><table><tr><th>run</th><th>status</th><th>graph</th><th>trigger</th><th>started</th><th>took</th><th>tasks</th><th>failed nodes</th></tr>
+{{range .Runs}}<tr><td><a href="/clusters/{{.Cluster}}/runs/{{.ID}}">{{.ID}}</a></td><td>{{badge .Status}}</td><td>{{.Graph}}</td><td>{{.Trigger}}</td><td>{{.Created.Format "2006-01-02 15:04:05 MST"}}</td><td>{{with .Took}}{{.}}{{else}}running{{end}}</td><td>{{.Counts.succeeded}} of {{.Tasks}} succeeded{{with .Counts.failed}}, {{.}} failed{{end}}{{with .Counts.dep_failed}}, {{.}} dep_failed{{end}}</td><td>{{range $i, $n := .FailedNodes}}{{if $i}}, {{end}}{{$n}}{{end}}</td></tr>
+{{end}}</table>{{with .MoreRuns}}<p>and {{.}} older runs (GET /api/v1/clusters/{{$.Cluster}}/runs lists every one).</p>{{end}}{{end}}
 {{if .Reconciles}}<h2>Reconciles</h2><table><tr><th>at</th><th>revision</th><th>serial</th><th>status</th><th>nodes added / changed / removed</th><th>problems</th></tr>
-{{range .Reconciles}}<tr><td>{{.At.Format "2006-01-02 15:04:05 MST"}}</td><td><code>{{printf "%.12s" .Revision}}</code></td><td>{{.Serial}}</td><td class="status-{{.Status}}">{{.Status}}</td><td>{{len .NodesAdded}} / {{len .NodesChanged}} / {{len .NodesRemoved}}</td><td class="error">{{range .Problems}}<code>{{.}}</code><br>{{end}}</td></tr>
+{{range .Reconciles}}<tr><td>{{.At.Format "2006-01-02 15:04:05 MST"}}</td><td><code>{{printf "%.12s" .Revision}}</code></td><td>{{.Serial}}</td><td>{{badge .Status}}</td><td>{{.NodesAdded}} / {{.NodesChanged}} / {{.NodesRemoved}}</td><td class="error">{{range .Problems}}<code>{{.}}</code><br>{{end}}</td></tr>
 {{end}}</table>{{end}}
 </body></html>
 `))
@@ -127,10 +138,13 @@ func (s *Server) clusterPage(w http.ResponseWriter, r *http.Request) {
 		nodes = append(nodes, pageNode{Name: name, URL: "/clusters/" + cluster + "/nodes/" + name, Roles: cs.Nodes[name].Roles,
 			State: s.Loop.Reports.NodeState(st, cluster, name, last[name]), Report: nodeReport(last[name])})
 	}
-	writePage(w, clusterPageTemplate(), map[string]any{
+	data := map[string]any{
 		"Refresh": PageRefresh, "Title": cluster, "Crumbs": []crumb{{cluster, "/clusters/" + cluster}},
 		"Cluster": cluster, "Info": info, "Total": len(nodes), "Nodes": nodes, "States": reports.NodeStates, "Reconciles": recs,
-	})
+		"Plan": s.clusterPlan(st, cluster), "Status": cs.StatusOf(), "NotApplied": cs.StatusOf() != state.StatusSynced,
+	}
+	data["Runs"], data["MoreRuns"] = s.clusterRuns(r.Context(), cluster)
+	s.writePage(w, r, clusterPageTemplate(), data)
 }
 
 // nodePage is GET /clusters/<cluster>/nodes/<node>[?graph=G].
@@ -180,7 +194,7 @@ func (s *Server) nodePage(w http.ResponseWriter, r *http.Request) {
 		drawGraph(data, body, "/clusters/"+cluster+"/nodes/"+node+"?graph="+url.QueryEscape(graph), taskgraph.Options{
 			Node: node, Status: status, Focus: r.URL.Query().Get("focus"), Failed: r.URL.Query().Get("failed") == "1"})
 	}
-	writePage(w, nodePageTemplate(), data)
+	s.writePage(w, r, nodePageTemplate(), data)
 }
 
 // drawGraph draws a node's expanded view (body) into the page's data: its
@@ -213,8 +227,17 @@ func pageTasks(tasks []reports.Task, cluster, node string) ([]reports.Task, stri
 	return shown, ""
 }
 
-func writePage(w http.ResponseWriter, t *template.Template, data any) {
+// writePage answers a page made of t and data: rendered whole first, so
+// that a template that fails is answered 500 and logged, not sent cut short
+// with a 200.
+func (s *Server) writePage(w http.ResponseWriter, r *http.Request, t *template.Template, data any) {
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, data); err != nil {
+		s.Loop.Log.Error("a page does not render", "path", r.URL.Path, "template", t.Name(), "error", redact.Text(err.Error()))
+		http.Error(w, "the page does not render (the server's log says why)", http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-cache")
-	_ = t.Execute(w, data)
+	w.Write(buf.Bytes())
 }

@@ -88,7 +88,7 @@ func TestFleetPagesBrowser(t *testing.T) {
 		want       []string
 	}{
 		{"/", "status.png", []string{
-			`<a href="/clusters/demo">demo</a>`, `<td class="health-degraded">degraded</td><td>5/6</td>`,
+			`<a href="/clusters/demo">demo</a>`, `<td><span class="badge st-degraded" title="degraded">⚠ degraded</span></td><td>5/6</td>`,
 			"node node-2 failed graph default: task keystone failed: run by the test",
 		}},
 		{"/clusters/demo", "cluster-demo.png", []string{

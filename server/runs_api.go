@@ -39,11 +39,17 @@ func (s *Server) runsReady(w http.ResponseWriter) bool {
 	return true
 }
 
+// runsHere says this serve coordinates the runs and can tell them: set
+// up, resumed, and not a replica that follows.
+func (s *Server) runsHere() bool {
+	return s.Runs != nil && s.Runs.Ready() && (s.Replica == nil || s.Replica.Role() == controller.RoleLeader)
+}
+
 // lastRun is cluster's newest deployment run without its nodes, nil when it
 // had none or this serve coordinates no runs (none set up, a replica that
 // does not lead, runs not resumed yet).
 func (s *Server) lastRun(ctx context.Context, cluster string) *api.Run {
-	if s.Runs == nil || !s.Runs.Ready() || (s.Replica != nil && s.Replica.Role() != controller.RoleLeader) {
+	if !s.runsHere() {
 		return nil
 	}
 	r, err := s.Runs.Latest(ctx, cluster)

@@ -9,12 +9,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html/template"
 	"io"
 	"log/slog"
 	"net/http"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,7 +20,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/fuelsync/fuelsync/controller"
-	"github.com/fuelsync/fuelsync/diff"
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/internal/safetext"
 	"github.com/fuelsync/fuelsync/loader"
@@ -205,6 +202,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/clusters", s.clusters)
 	mux.HandleFunc("GET /api/v1/clusters/{cluster}", s.cluster)
 	mux.HandleFunc("POST /api/v1/clusters/{cluster}/approve", s.approve)
+	mux.HandleFunc("GET /api/v1/clusters/{cluster}/plan", s.plan)
 	mux.HandleFunc("GET /api/v1/clusters/{cluster}/nodes/{node}/graphs/{graph}", s.graph)
 	mux.HandleFunc("POST /api/v1/clusters/{cluster}/nodes/{node}/reports", s.report)
 	mux.HandleFunc("GET /api/v1/clusters/{cluster}/nodes/{node}", s.node)
@@ -220,6 +218,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/{$}", s.page)
 	mux.HandleFunc("GET /clusters/{cluster}", s.clusterPage)
 	mux.HandleFunc("GET /clusters/{cluster}/nodes/{node}", s.nodePage)
+	mux.HandleFunc("GET /clusters/{cluster}/runs/{id}", s.runPage)
 	return securityHeaders(mux)
 }
 
@@ -554,34 +553,6 @@ func (s *Server) duplicate(id string) bool {
 	return false
 }
 
-// pageTemplate is parsed on first use, not at every start of the CLI.
-var pageTemplate = sync.OnceValue(func() *template.Template {
-	return template.Must(template.New("page").Parse(`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="10"><title>fuelsync</title>
-<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}.error{color:#b00}.status-held,.health-degraded{color:#b00}.status-synced,.health-healthy{color:#070}.health-progressing{color:#a60}pre{background:#f6f6f6;padding:.6em}</style>
-</head><body>
-<h1>fuelsync</h1>
-<p>fuelsync {{.Version}} (commit <code>{{.Commit}}</code>). {{if .Ready}}<span class="status-synced">Ready.</span>{{else}}<span class="error">Not ready: {{.ReadyError}}</span>{{end}}</p>
-<p>Newest commit: <code>{{.Revision}}</code>. Applied: <code>{{.Applied}}</code> (serial {{.Serial}}).
-{{if not .LastReconcile.IsZero}}Last reconcile: {{.LastReconcile.Format "2006-01-02 15:04:05 MST"}}, {{.Outcome}}.{{end}}</p>
-{{with .Replica}}<p>Replica <code>{{.ID}}</code>: {{.Role}}{{if .Leader}}; leader <code>{{.Leader}}</code>{{else}}; no leader elected{{end}}; serving serial {{.Serving}}.{{if .Problem}} <span class="error">{{.Problem}}</span>{{end}}</p>{{end}}
-{{if .Errors}}<h2 class="error">Errors</h2><ul class="error">{{range .Errors}}<li><code>{{.}}</code></li>{{end}}{{with .MoreErrors}}<li>{{.}}</li>{{end}}</ul>{{end}}
-{{if .Changes}}<h2>Last change set</h2><pre>{{.Changes.Text .NoColors}}</pre>{{end}}
-<h2>Clusters</h2>
-{{with .Pages}}<p class="pages">Clusters {{.From}}–{{.To}} of {{.Total}}.{{if .Prev}} <a href="/?page={{.Prev}}">previous</a>{{end}}{{if .Next}} <a href="/?page={{.Next}}">next</a>{{end}}</p>{{end}}
-{{if .Infos}}<table><tr><th>cluster</th><th>status</th><th>health</th><th>converged</th><th>applied</th><th>head</th><th>nodes</th>{{if .Owners}}<th>owner</th>{{end}}<th>problems</th></tr>
-{{range .Infos}}<tr><td><a href="/clusters/{{.Name}}">{{.Name}}</a></td><td class="status-{{.Status}}">{{.Status}}</td><td class="health-{{.Health}}">{{.Health}}</td><td>{{.NodesConverged}}/{{.Nodes}}</td><td><code>{{printf "%.12s" .AppliedRevision}}</code></td><td><code>{{printf "%.12s" .HeadRevision}}</code></td><td>{{.Nodes}}</td>{{if $.Owners}}<td><code>{{.Owner}}</code></td>{{end}}<td class="error">{{range .Problems}}<code>{{.}}</code><br>{{end}}{{range .HealthProblems}}<code>{{.}}</code><br>{{end}}</td></tr>
-{{end}}</table>{{end}}
-{{range $c := .Shown}}<h3>{{$c.Name}}</h3>
-<table><tr><th>node</th><th>id</th><th>roles</th><th>tags</th></tr>
-{{range $c.Nodes}}<tr><td>{{.Name}}</td><td>{{.ID}}</td><td>{{range $i, $r := .Roles}}{{if $i}}, {{end}}{{$r}}{{end}}</td><td>{{range $i, $t := .Tags}}{{if $i}}, {{end}}{{$t}}{{end}}</td></tr>
-{{end}}</table>{{with $c.More}}<p>and {{.}} more nodes: see <a href="/clusters/{{$c.Name}}">its page</a>.</p>{{end}}
-{{else}}{{if not .Infos}}<p>No cluster rendered yet.</p>{{end}}{{end}}
-{{with .Pages}}<p class="pages">Clusters {{.From}}–{{.To}} of {{.Total}}.{{if .Prev}} <a href="/?page={{.Prev}}">previous</a>{{end}}{{if .Next}} <a href="/?page={{.Next}}">next</a>{{end}}</p>{{end}}
-</body></html>
-`))
-})
-
 // components is the component-registry API of the design: the release's
 // components and those of the plugins compatible with it, from the revision the
 // loop loaded last (on a follower, the applied revision it serves). Nothing is
@@ -629,88 +600,4 @@ func (s *Server) components(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(body)
-}
-
-// The bounds of the status page: at most maxPageClusters clusters a page
-// (/?page=N), and maxPageNodes rows of their nodes' tables (10,000 cluster
-// specs that did not validate made a page of 3.4 MB).
-const (
-	maxPageClusters = 100
-	maxPageNodes    = 2000
-)
-
-// pageNav is the status page's place among its pages (nil when one is
-// enough).
-type pageNav struct{ From, To, Total, Prev, Next int }
-
-// pageCluster is a cluster's table of nodes on the status page, cut to the
-// page's bound (More: how many nodes are left out).
-type pageCluster struct {
-	Name  string
-	Nodes []controller.NodeStatus
-	More  int
-}
-
-// page is the status page: server-rendered, no JavaScript; the clusters of
-// one page (?page=N, from 1), in the order of their names.
-func (s *Server) page(w http.ResponseWriter, r *http.Request) {
-	st := s.status(r.Context())
-	var infos []operation.ClusterInfo
-	if applied, err := s.applied(); err == nil {
-		infos = s.Loop.Clusters(applied)
-	}
-	pages := max(1, (len(infos)+maxPageClusters-1)/maxPageClusters)
-	n := 1
-	if q := r.URL.Query().Get("page"); q != "" {
-		var err error
-		if n, err = strconv.Atoi(q); err != nil || n < 1 || n > pages {
-			http.Error(w, fmt.Sprintf("page %s: the status page has pages 1 to %d (%d clusters, %d a page)", strconv.Quote(cut(q, 20)), pages, len(infos), maxPageClusters), http.StatusBadRequest)
-			return
-		}
-	}
-	var nav *pageNav
-	if pages > 1 {
-		nav = &pageNav{From: (n-1)*maxPageClusters + 1, To: min(n*maxPageClusters, len(infos)), Total: len(infos)}
-		if n > 1 {
-			nav.Prev = n - 1
-		}
-		if n < pages {
-			nav.Next = n + 1
-		}
-		infos = infos[nav.From-1 : nav.To]
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	// An owner column when the replicas share the clusters (serve --shard).
-	owners := slices.ContainsFunc(infos, func(c operation.ClusterInfo) bool { return c.Owner != "" })
-	_ = pageTemplate().Execute(w, struct {
-		controller.Status
-		Infos      []operation.ClusterInfo
-		Shown      []pageCluster
-		Pages      *pageNav
-		Owners     bool
-		NoColors   diff.Colors
-		MoreErrors string
-	}{st, infos, shownClusters(st.Clusters, infos, nav != nil), nav, owners, diff.Colors{}, controller.MoreProblems(st.ErrorsOmitted)})
-}
-
-// shownClusters are the node tables of the status page: of the clusters of
-// infos when paged (all otherwise), in the order of their names, with at
-// most maxPageNodes rows in all.
-func shownClusters(all []controller.ClusterStatus, infos []operation.ClusterInfo, paged bool) []pageCluster {
-	on := map[string]bool{}
-	for _, i := range infos {
-		on[i.Name] = true
-	}
-	sorted := slices.SortedFunc(slices.Values(all), func(a, b controller.ClusterStatus) int { return strings.Compare(a.Name, b.Name) })
-	var out []pageCluster
-	left := maxPageNodes
-	for _, c := range sorted {
-		if paged && !on[c.Name] {
-			continue
-		}
-		shown := c.Nodes[:min(len(c.Nodes), left)]
-		left -= len(shown)
-		out = append(out, pageCluster{Name: c.Name, Nodes: shown, More: len(c.Nodes) - len(shown)})
-	}
-	return out
 }

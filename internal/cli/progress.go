@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/term"
 
@@ -59,20 +58,11 @@ func (p *progress) show(plain string, lines []string) {
 	}
 	b.WriteString("\x1b[J") // erase it and below
 	for _, l := range lines {
-		b.WriteString(cutWidth(l, p.width-1))
+		b.WriteString(safetext.Cut(l, p.width-1))
 		b.WriteByte('\n')
 	}
 	io.WriteString(p.w, b.String())
 	p.drawn = len(lines)
-}
-
-// cutWidth cuts s to at most n characters, ending with … when cut.
-func cutWidth(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:max(n-1, 0)]) + "…"
 }
 
 // runCounts are a run's tasks done and in all, and its nodes (those with

@@ -8,6 +8,7 @@
 package safetext
 
 import (
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -121,4 +122,22 @@ func writeHex(b *strings.Builder, prefix string, v uint32, digits int) {
 	for shift := 4 * (digits - 1); shift >= 0; shift -= 4 {
 		b.WriteByte(hex[v>>uint(shift)&0xf])
 	}
+}
+
+// Thousands writes n with a comma between thousands: 2,000.
+func Thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// Cut cuts s to at most n characters, ending with "…" when cut.
+func Cut(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:max(n-1, 0)]) + "…"
 }

@@ -73,3 +73,20 @@ func FuzzLine(f *testing.F) {
 		}
 	})
 }
+
+func TestThousandsAndCut(t *testing.T) {
+	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 2000000: "2,000,000", -12345: "-12,345"} {
+		if got := Thousands(n); got != want {
+			t.Errorf("Thousands(%d) = %q, want %q", n, got, want)
+		}
+	}
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{{"keystone", 8, "keystone"}, {"keystone", 5, "keys…"}, {"äöüß", 3, "äö…"}, {"ab", 0, "…"}} {
+		if got := Cut(c.s, c.n); got != c.want {
+			t.Errorf("Cut(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+	}
+}

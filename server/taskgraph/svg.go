@@ -3,9 +3,10 @@ package taskgraph
 import (
 	"fmt"
 	"html"
-	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/fuelsync/fuelsync/internal/safetext"
 )
 
 // The picture's measures, in pixels. A label is 12 px monospace, a badge's
@@ -58,7 +59,7 @@ func textWidth(s string, char float64) int {
 	return int(float64(utf8.RuneCountInString(s))*char + 0.999)
 }
 
-func (b *drawnBox) label() string { return shorten(b.id, maxLabel) }
+func (b *drawnBox) label() string { return safetext.Cut(b.id, maxLabel) }
 
 // badgesWidth is the width of a box's row of badges.
 func (b *drawnBox) badgesWidth() int {
@@ -209,22 +210,4 @@ func pathData(p []Point) string {
 		fmt.Fprintf(&b, "C%d,%d %d,%d %d,%d", a.X, mid, c.X, mid, c.X, c.Y)
 	}
 	return b.String()
-}
-
-// thousands writes n with a comma between thousands: 2,000.
-func thousands(n int) string {
-	s := strconv.Itoa(n)
-	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
-}
-
-// shorten cuts s to n characters, ending with "…" when cut.
-func shorten(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
 }

@@ -20,6 +20,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fuelsync/fuelsync/internal/safetext"
 )
 
 // Graph is what the picture needs of a node's expanded view.
@@ -309,11 +311,11 @@ func (v *view) addBadges(g *Graph, o Options, kept map[int]int, preds [][]int) {
 			ns := nodes[task]
 			text, title := task+"@"+ns[0], "waits for "+task+" on "+ns[0]
 			if len(ns) > 1 {
-				text, title = task+" ×"+thousands(len(ns)), "waits for "+task+" on "+thousands(len(ns))+" nodes: "+listed(ns)
+				text, title = task+" ×"+safetext.Thousands(len(ns)), "waits for "+task+" on "+safetext.Thousands(len(ns))+" nodes: "+listed(ns)
 			}
 			waits = append(waits, title)
 			if k < MaxBadges || len(order) == MaxBadges+1 {
-				box.badges = append(box.badges, badge{shorten(text, maxLabel), title})
+				box.badges = append(box.badges, badge{safetext.Cut(text, maxLabel), title})
 			}
 		}
 		if rest := len(order) - len(box.badges); rest > 0 {
