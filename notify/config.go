@@ -115,7 +115,7 @@ func LoadConfig(name string) (*Config, map[string]*hcl.File, hcl.Diagnostics) {
 		return nil, nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: fmt.Sprintf("reading the notification config: %v", err)}}
 	}
 	dir := filepath.Dir(name)
-	cfg, diags := ParseConfig(name, data, Env{
+	cfg, c := parseConfig(name, data, Env{
 		ReadFile: func(file string) ([]byte, error) {
 			if !filepath.IsAbs(file) {
 				file = filepath.Join(dir, file)
@@ -125,12 +125,31 @@ func LoadConfig(name string) (*Config, map[string]*hcl.File, hcl.Diagnostics) {
 		Getenv: os.LookupEnv,
 		LookPath: func(file string) (string, error) {
 			if strings.Contains(file, "/") && !filepath.IsAbs(file) {
-				file = filepath.Join(dir, file)
+				abs, err := filepath.Abs(filepath.Join(dir, file))
+				if err != nil {
+					return "", err
+				}
+				file = abs // not looked for on PATH, whatever the directory
 			}
 			return exec.LookPath(file)
 		},
 	})
-	return cfg, map[string]*hcl.File{name: {Bytes: data}}, diags
+	return cfg, map[string]*hcl.File{name: {Bytes: maskSecrets(data, c.secrets)}}, c.diags
+}
+
+// maskSecrets is src with the bytes of each range in secrets replaced by
+// '*' (line breaks kept): the source the diagnostics quote, a provider's
+// url (a Slack webhook's is its credential) masked.
+func maskSecrets(src []byte, secrets []hcl.Range) []byte {
+	out := bytes.Clone(src)
+	for _, r := range secrets {
+		for i := max(r.Start.Byte, 0); i < min(r.End.Byte, len(out)); i++ {
+			if out[i] != '\n' {
+				out[i] = '*'
+			}
+		}
+	}
+	return out
 }
 
 // readBounded reads a file of at most MaxConfigFile bytes.
@@ -171,6 +190,9 @@ func (l *limited) Read(p []byte) (int, error) {
 type parser struct {
 	diags hcl.Diagnostics
 	env   Env
+	// secrets are where URLs that may be credentials are written
+	// (maskSecrets).
+	secrets []hcl.Range
 }
 
 func (c *parser) errorf(r hcl.Range, detail, format string, args ...any) {
@@ -182,6 +204,20 @@ func (c *parser) errorf(r hcl.Range, detail, format string, args ...any) {
 // problem is a diagnostic at its key or value, all of them reported,
 // sorted; the Config is nil when there is one.
 func ParseConfig(filename string, src []byte, env Env) (*Config, hcl.Diagnostics) {
+	cfg, c := parseConfig(filename, src, env)
+	return cfg, c.diags
+}
+
+// parseConfig is ParseConfig, with the parser (its secrets' ranges).
+func parseConfig(filename string, src []byte, env Env) (*Config, *parser) {
+	c := &parser{env: env}
+	cfg, diags := c.config(filename, src)
+	c.diags = diags
+	return cfg, c
+}
+
+// config checks a configuration.
+func (c *parser) config(filename string, src []byte) (*Config, hcl.Diagnostics) {
 	decode := loader.DecodeYAML
 	if strings.HasSuffix(filename, ".hcl") {
 		decode = loader.DecodeHCL
@@ -190,7 +226,7 @@ func ParseConfig(filename string, src []byte, env Env) (*Config, hcl.Diagnostics
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	c := &parser{diags: diags, env: env}
+	c.diags = diags
 	cfg := &Config{Queue: DefaultQueue, Retries: DefaultRetries, Backoff: DefaultBackoff}
 	if !v.IsMap() {
 		c.errorf(v.Range, "The file is a mapping with providers: (a list) and optionally base_url, queue, retries and retry_backoff.",
@@ -477,6 +513,9 @@ func (c *parser) envVar(v *loader.Value, what string) ([]byte, bool) {
 }
 
 func (c *parser) url(v *loader.Value, what string, secret bool) string {
+	if secret {
+		c.secrets = append(c.secrets, v.Range)
+	}
 	s, ok := v.Str()
 	if !ok || v.Kind != loader.KindString {
 		c.errorf(v.Range, "", "%s is a %s, not a URL", what, v.Kind)

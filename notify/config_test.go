@@ -180,13 +180,18 @@ func TestLoadConfig(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "secret"), []byte("k\n"), 0o600)
 	os.WriteFile(filepath.Join(dir, "hook.sh"), []byte("#!/bin/sh\n"), 0o755)
 	name := filepath.Join(dir, "n.yaml")
-	os.WriteFile(name, []byte("providers:\n  - {name: a, type: webhook, url: 'http://x', secret_file: secret}\n  - {name: b, type: command, command: [./hook.sh]}\n"), 0o600)
+	os.WriteFile(name, []byte("providers:\n  - {name: a, type: webhook, url: 'http://x/TOKEN', secret_file: secret}\n  - {name: b, type: command, command: [./hook.sh]}\n"), 0o600)
 	cfg, files, diags := LoadConfig(name)
 	if diags.HasErrors() {
 		t.Fatalf("diagnostics: %v", diagLines(diags))
 	}
 	if string(cfg.Providers[0].Secret) != "k" || cfg.Providers[1].Argv[0] != filepath.Join(dir, "hook.sh") || files[name] == nil {
 		t.Errorf("config: %+v %+v", cfg.Providers[0], cfg.Providers[1])
+	}
+	// The source the diagnostics quote has the URL masked, its lines and
+	// columns kept.
+	if src := string(files[name].Bytes); strings.Contains(src, "TOKEN") || !strings.Contains(src, "url: ****************, secret_file") {
+		t.Errorf("the source quoted is not masked:\n%s", src)
 	}
 	os.WriteFile(name, make([]byte, MaxConfigFile+1), 0o600)
 	if _, _, diags := LoadConfig(name); !diags.HasErrors() || !strings.Contains(diags[0].Summary, "over") {
