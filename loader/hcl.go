@@ -248,6 +248,13 @@ outer:
 	return out, diags
 }
 
+// DecodeHCL decodes an HCL file of plain attributes (and locals blocks), as
+// fuelsync.hcl is written, into a mapping: the HCL twin of DecodeYAML for the
+// configuration files of other packages (notify's --notify-config).
+func DecodeHCL(file string, src []byte) (*Value, hcl.Diagnostics) {
+	return decodeHCLAttributes(file, src)
+}
+
 // decodeHCLAttributes reads a file of plain attributes (fuelsync.hcl) as a mapping.
 func decodeHCLAttributes(file string, src []byte) (*Value, hcl.Diagnostics) {
 	body, diags := parseHCL(file, src)

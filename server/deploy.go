@@ -27,8 +27,10 @@ import (
 func (s *Server) EnableRuns(c *runs.Coordinator) {
 	s.Runs = c
 	c.OnNodeDone = s.nodeRan
+	c.OnStart = s.runStarted
 	c.OnEnd = func(h *runs.Header, sum *runs.Summary) {
 		s.Loop.Log.Info("deployment run ended", "cluster", h.Cluster, "run", h.ID, "failed", sum.Failed, "reason", sum.Reason)
+		s.runEnded(h, sum)
 		go s.autoDeploy(context.Background())
 	}
 	s.autoKick = make(chan struct{}, 1)
@@ -172,6 +174,9 @@ func (s *Server) nodeRan(h *runs.Header, node string, failed bool, tasks []api.R
 		if len(rep.Tasks) < reports.MaxTasks {
 			rep.Tasks = append(rep.Tasks, rt)
 		}
+	}
+	if failed {
+		s.nodeFailed(h, node, first)
 	}
 	if rep.StartedAt.IsZero() {
 		rep.StartedAt = h.Created

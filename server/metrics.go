@@ -20,6 +20,9 @@ type Metrics interface {
 	// Reported counts a node's report by result (accepted, or why it was
 	// refused: ReportResults).
 	Reported(result string)
+	// Notified counts a notification by provider and result (sent,
+	// failed, dropped: notify.Notifier.Counted).
+	Notified(provider, result string)
 	// Handler serves the metrics (the Prometheus text format).
 	Handler() http.Handler
 }
@@ -80,6 +83,7 @@ type noMetrics struct{}
 func (noMetrics) Reconciled(operation.Outcome, time.Duration) {}
 func (noMetrics) Delivered(string, string)                    {}
 func (noMetrics) Reported(string)                             {}
+func (noMetrics) Notified(string, string)                     {}
 func (noMetrics) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "this program was built without the Prometheus metrics (they are in fuelsync-server)", http.StatusNotFound)

@@ -23,6 +23,7 @@ import (
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/internal/safetext"
 	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/notify"
 	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/reports"
@@ -89,6 +90,9 @@ type Server struct {
 	// Runs, when set, coordinates the deployments (serve with
 	// --agent-secret-file): the runs API and the agents' tasks.
 	Runs *runs.Coordinator
+
+	// notes, when set, sends the server's events (EnableNotifications).
+	notes *notifications
 
 	autoMu   sync.Mutex    // one autoDeploy at a time
 	autoKick chan struct{} // asks for autoDeploy (after an apply)
@@ -486,11 +490,9 @@ func checkTimestamp(stamp string, now time.Time) error {
 // SignGeneric is the X-Fuelsync-Signature of a generic delivery: the HMAC-SHA256
 // of the timestamp (X-Fuelsync-Timestamp, Unix seconds), a dot, and the body, so
 // that a captured delivery cannot be replayed outside ReplayWindow.
+// It is notify.Sign: serve's notifications are signed the same way.
 func SignGeneric(secret []byte, stamp string, body []byte) string {
-	mac := hmac.New(sha256.New, secret)
-	mac.Write([]byte(stamp + "."))
-	mac.Write(body)
-	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+	return notify.Sign(secret, stamp, body)
 }
 
 // authentic checks the delivery's signature (or token) against the secret, in

@@ -88,6 +88,8 @@ func TestScripts(t *testing.T) {
 			"http-wait":      cmdHTTPWait,
 			"http-post":      cmdHTTPPost,
 			"http-serve":     cmdHTTPServe,
+			"http-receive":   cmdHTTPReceive,
+			"file-wait":      cmdFileWait,
 		},
 	})
 }

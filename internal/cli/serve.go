@@ -213,6 +213,7 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			&cli.IntFlag{Name: "max-nodes", Value: runs.DefaultMaxNodes, Usage: "a deployment run keeps at most `N` nodes busy at once (astute's max_nodes_per_call)"},
 			&cli.DurationFlag{Name: "agent-heartbeat", Value: runs.DefaultHeartbeat, Usage: "how often an agent says it still runs its task; a task whose agent was silent for three times `DURATION` fails"},
 			&cli.StringFlag{Name: "advertise-url", Usage: "with --shard, the `URL` where the other replicas fetch this replica's clusters' files (default: http:// and the --listen address, unless it is a wildcard)"},
+			notifyFlag,
 		),
 		Action: func(c *cli.Context) error {
 			// The daemon's metrics (and the etcd backend of its replicas) are
@@ -276,6 +277,10 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			if c.Bool("shard") && loop.Publish != nil {
 				return &exitError{code: 1, msg: "--shard and --publish do not go together yet: each shard commits only its own clusters"}
 			}
+			notifier, err := loadNotifier(g, c, loop, stderr)
+			if err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if err := checkPublish(ctx, loop); err != nil {
@@ -305,6 +310,7 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			srv.APIToken, srv.MaxWait, srv.MaxWaiting = token, c.Duration("max-wait"), c.Int("max-waiting")
 			srv.AgentSecret = agentSecret
 			loop.Reports.HistoryKeep, loop.Reports.ReconcileKeep = c.Int("report-history"), c.Int("reconcile-history")
+			startNotifier(ctx, srv, notifier)
 			// With the state on etcd, serve is one of any number of replicas:
 			// the elected leader reconciles, the others follow.
 			run := loop.Run

@@ -31,6 +31,7 @@ type Metrics struct {
 	duration   prometheus.Histogram
 	deliveries *prometheus.CounterVec
 	reports    *prometheus.CounterVec
+	notified   *prometheus.CounterVec
 }
 
 // New makes the metrics of one server; g is read at each scrape.
@@ -48,6 +49,9 @@ func New(g server.Gauges) server.Metrics {
 	m.reports = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fuelsync_reports_total", Help: "Nodes' reports by result: accepted, or why refused (bad_request, unauthorized, forbidden, not_found, conflict, too_large, too_many, unavailable, error).",
 	}, []string{"result"})
+	m.notified = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fuelsync_notifications_total", Help: "Notifications (serve --notify-config) by provider and result: sent, failed (after every attempt), dropped (the oldest of a full queue).",
+	}, []string{"provider", "result"})
 	for _, r := range server.ReportResults {
 		m.reports.WithLabelValues(r) // every result shown, 0 at first
 	}
@@ -62,7 +66,7 @@ func New(g server.Gauges) server.Metrics {
 		ConstLabels: prometheus.Labels{"version": g.Build.Version, "revision": g.Build.Revision, "goversion": g.Build.GoVersion},
 	})
 	build.Set(1)
-	m.registry.MustRegister(m.reconciles, m.duration, m.deliveries, m.reports, serial, waiting, clusterCollector{g}, build,
+	m.registry.MustRegister(m.reconciles, m.duration, m.deliveries, m.reports, m.notified, serial, waiting, clusterCollector{g}, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -151,6 +155,11 @@ func (m *Metrics) Delivered(provider, result string) {
 // Reported implements server.Metrics.
 func (m *Metrics) Reported(result string) {
 	m.reports.WithLabelValues(result).Inc()
+}
+
+// Notified implements server.Metrics.
+func (m *Metrics) Notified(provider, result string) {
+	m.notified.WithLabelValues(provider, result).Inc()
 }
 
 // Handler implements server.Metrics.
