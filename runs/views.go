@@ -83,7 +83,7 @@ func runView(h *Header, g *Graph, s *State, tasks string) api.Run {
 	case s.Phase == Stopping:
 		r.Status = api.RunStopping
 	default:
-		r.Status, r.Ended = verdict(sum), &sum.Ended
+		r.Status, r.Ended = Verdict(sum), &sum.Ended
 	}
 	for ni := range g.Nodes {
 		if t, busy := s.Running(int32(ni)); busy && len(r.Running) < api.MaxRunningListed {
@@ -162,14 +162,14 @@ func listedView(it *Listed) api.Run {
 	r := api.Run{Cluster: h.Cluster, ID: h.ID, Graph: h.Graph, Serial: h.Serial, Revision: h.Revision, Noop: h.Noop,
 		Only: h.Nodes, RetryOf: h.RetryOf, Trigger: h.Trigger, Created: h.Created, Status: api.RunRunning, Counts: map[string]int{}}
 	if s := it.Summary; s != nil {
-		r.Status, r.Ended, r.Reason, r.Counts, r.FailedNodes = verdict(s), &s.Ended, s.Reason, s.Counts, s.FailedNodes
+		r.Status, r.Ended, r.Reason, r.Counts, r.FailedNodes = Verdict(s), &s.Ended, s.Reason, s.Counts, s.FailedNodes
 	}
 	return r
 }
 
-// verdict is an ended run's status: failed when a critical node failed,
+// Verdict is an ended run's status: failed when a critical node failed,
 // else stopped when an operator stopped it, else succeeded.
-func verdict(s *Summary) string {
+func Verdict(s *Summary) string {
 	switch {
 	case s.Failed:
 		return api.RunFailed

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fuelsync/fuelsync/api"
 	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/notify"
 	"github.com/fuelsync/fuelsync/operation"
@@ -151,16 +152,15 @@ func (s *Server) runStarted(h *runs.Header) {
 	s.notify(runEvent(notify.RunStarted, h, msg))
 }
 
-// runEnded tells that run h ended: failed (a critical node failed),
-// stopped (an operator or a group's fault tolerance stopped it), or
-// succeeded; the message counts its tasks by status.
+// runEnded tells that run h ended, by its verdict: failed (a critical node
+// failed), stopped (an operator stopped it), or succeeded (a group's fault
+// tolerance may have stopped it: its reason says so); the message counts
+// its tasks by status.
 func (s *Server) runEnded(h *runs.Header, sum *runs.Summary) {
-	typ, what := notify.RunSucceeded, "succeeded"
-	switch {
-	case sum.Failed:
-		typ, what = notify.RunFailed, "failed"
-	case sum.Reason != "":
-		typ, what = notify.RunStopped, "stopped"
+	what := runs.Verdict(sum)
+	typ := map[string]string{api.RunFailed: notify.RunFailed, api.RunStopped: notify.RunStopped}[what]
+	if typ == "" {
+		typ = notify.RunSucceeded
 	}
 	msg := fmt.Sprintf("run %s %s", h.ID, what)
 	if sum.Reason != "" {

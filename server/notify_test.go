@@ -109,8 +109,8 @@ func TestNotifications(t *testing.T) {
 	c.OnNodeDone(h, "node-1", true, []api.RunTask{{ID: "netconfig", Status: api.TaskFailed, Message: "exit 1"}})
 	c.OnNodeDone(h, "node-2", false, nil)
 	c.OnEnd(h, &runs.Summary{Failed: true, FailedNodes: []string{"node-1"}, Counts: map[string]int{"succeeded": 4, "failed": 1}})
-	c.OnEnd(h, &runs.Summary{Reason: "stopped by an operator"})
-	c.OnEnd(h, &runs.Summary{})
+	c.OnEnd(h, &runs.Summary{Halted: true, Reason: "stopped by an operator"})
+	c.OnEnd(h, &runs.Summary{Reason: "node node-2 failed: 2 nodes of group compute failed, and it tolerates 1", FailedNodes: []string{"node-2", "node-3"}})
 	e = expect("runs", "run.started demo-hcl", "node.failed demo-hcl", "run.failed demo-hcl", "run.stopped demo-hcl", "run.succeeded demo-hcl")
 	if len(e) == 5 {
 		if e[1].Node != "node-1" || e[1].Message != "node node-1 failed in run 3: netconfig: exit 1" || e[1].URL != "http://serve.example/clusters/demo-hcl/runs/3" {
