@@ -304,6 +304,11 @@ func mitakaWithRuns(t *testing.T) *mitakaRuns {
 			t.Fatal(err)
 		}
 	}
+	// Runs start on demand only: the test starts them (with deploy: auto, a
+	// run ending kicks a run of every cluster not deployed yet).
+	if err := os.WriteFile(filepath.Join(dir, "fuelsync.yaml"), []byte("deploy: manual\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	repo, err := git.PlainInit(dir, false)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -45,7 +46,7 @@ func leafCommands(cmds []*cli.Command, parent string) map[string]*cli.Command {
 // command does not list is refused there.
 func TestGlobalFlagsInAnyPosition(t *testing.T) {
 	values := map[string][]string{
-		"repo": {"R1", "R2"}, "rev": {"V1", "V2"}, "workdir": {"W1", "W2"},
+		"repo": {"R1", "R2"}, "path": {"P1", "P2"}, "rev": {"V1", "V2"}, "workdir": {"W1", "W2"},
 		"format": {"json", "markdown"}, "color": {"never", "always"},
 		"state": {"etcd://127.0.0.1:1/a", "etcd://127.0.0.1:2/b"}, "etcd-cacert": {"CA1", "CA2"},
 		"etcd-cert": {"C1", "C2"}, "etcd-key": {"K1", "K2"}, "etcd-auth-file": {"A1", "A2"},
@@ -54,6 +55,8 @@ func TestGlobalFlagsInAnyPosition(t *testing.T) {
 	get := func(g *globals, name string) string {
 		switch name {
 		case "repo":
+			return g.repo
+		case "path": // --repo (.) joined with --path
 			return g.repo
 		case "rev":
 			return g.rev
@@ -77,8 +80,8 @@ func TestGlobalFlagsInAnyPosition(t *testing.T) {
 	}
 	for path := range paths {
 		for _, name := range globalNames {
-			if !slices.Contains(commandGlobals(path), name) {
-				continue
+			if !slices.Contains(commandGlobals(path), name) || path == "agent" {
+				continue // agent: the node agent's own command line (fuelsync-agent's)
 			}
 			t.Run(path+"/"+name, func(t *testing.T) {
 				var got *globals
@@ -221,7 +224,14 @@ func TestRenderFormatJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(manifest)
-	want := renderSummary{FormatVersion: "1", Revision: "working-tree", Out: out, Clusters: []string{"demo"}, Nodes: 6,
+	// The working tree's revision: the commit of this clone when
+	// examples/quickstart is as committed (else +dirty), the manifest's.
+	var m struct{ Revision string }
+	if err := json.Unmarshal(manifest, &m); err != nil || m.Revision != got.Revision ||
+		!regexp.MustCompile(`^([0-9a-f]{40}(\+dirty\.[0-9a-f]{12})?|working-tree)$`).MatchString(got.Revision) {
+		t.Errorf("revision %q, the manifest's %q (%v): want the same, a commit or a working tree's", got.Revision, m.Revision, err)
+	}
+	want := renderSummary{FormatVersion: "1", Revision: got.Revision, Out: out, Clusters: []string{"demo"}, Nodes: 6,
 		Files: files, Bytes: size, ManifestSHA256: hex.EncodeToString(sum[:])}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("render --format json (-want +got):\n%s", diff)
@@ -277,6 +287,9 @@ func TestHelpTableComplete(t *testing.T) {
 // prints, instead of printing text (fuelsync --format json plugin check).
 func TestOutputFlagsEveryCommand(t *testing.T) {
 	for path, cmd := range leafCommands(newApp(io.Discard, io.Discard).Commands, "") {
+		if path == "agent" {
+			continue // the node agent's own command line (fuelsync-agent's): text logs, --log-format
+		}
 		formats := helpTable[path].formats
 		if formats == "" {
 			if flagNamed(cmd.Flags, "format") == nil {
