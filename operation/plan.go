@@ -3,7 +3,6 @@ package operation
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,57 +13,10 @@ import (
 	"sync"
 
 	"github.com/fuelsync/fuelsync/diff"
+	"github.com/fuelsync/fuelsync/operation/decide"
 	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/state"
 )
-
-// PlanFormatVersion is the format_version of plan files.
-const PlanFormatVersion = "1"
-
-// Plan is the difference between the applied state of a work directory and a
-// render of the configuration; saved as a plan file, it is what apply applies.
-type Plan struct {
-	FormatVersion string `json:"format_version"`
-	// Lineage and Serial are those of the state the plan was made against: apply
-	// refuses the plan once the state has moved.
-	Lineage string `json:"lineage"`
-	Serial  int64  `json:"serial"`
-	// Revision is the source revision rendered: a commit sha, or a working
-	// tree's ("<sha>+dirty.<digest>", or "working-tree": source.IsWorkingTree).
-	Revision    string `json:"revision"`
-	ToolVersion string `json:"tool_version"`
-	// Artifacts are the digests of every desired artifact (path → sha256).
-	Artifacts      map[string]string `json:"artifacts"`
-	ChangesPresent bool              `json:"changes_present"`
-	Changes        *diff.ChangeSet   `json:"changes"`
-	// InputFiles is the loader.InputFingerprint of the rendered revision
-	// (empty when unknown); apply records it in the state (State.Inputs).
-	InputFiles string `json:"input_files,omitempty"`
-	// ClusterFiles are the loader.ClusterFingerprints of the rendered
-	// revision; apply records them in the state (State.ClusterInputs) when
-	// InputFiles is known.
-	ClusterFiles map[string]string `json:"cluster_files,omitempty"`
-	// Targets are the clusters the plan covers (plan --cluster); empty:
-	// every cluster. The others keep their artifacts and records.
-	Targets []string `json:"targets,omitempty"`
-	// Clusters are every cluster's record once the plan is applied: its
-	// status (held, awaiting approval, ...) and why. Empty in a plan made
-	// before clusters were units: every cluster synced.
-	Clusters []ClusterRecord `json:"clusters,omitempty"`
-	// StatusChanged says applying the plan changes a cluster's recorded
-	// status even where no artifact changes (a held cluster fixed): apply
-	// writes a new state for it.
-	StatusChanged bool `json:"status_changed,omitempty"`
-	// Again says a cluster waits for another that this plan changes: the
-	// same inputs may give another plan once it is applied, so the state
-	// applying it records no fingerprint of the whole inputs.
-	Again bool `json:"again,omitempty"`
-	// SetRevision, when set, is the revision of the set the plan applies
-	// (its manifest, the state's revision) when it is not Revision: a plan
-	// that changes statuses only keeps the applied set's files, manifest
-	// included.
-	SetRevision string `json:"set_revision,omitempty"`
-}
 
 // MakePlan compares the applied state st (its artifacts in the work directory)
 // with rs, the render of revision. old, when not nil, is a render of the applied
@@ -218,62 +170,22 @@ func changedClusters(old, new map[string]string) []string {
 	return out
 }
 
-// Save writes the plan file (JSON) to path, atomically.
-func (p *Plan) Save(path string) error {
-	data, err := json.MarshalIndent(p, "", "  ")
+// SavePlan writes the plan file of p (JSON) to path, atomically.
+func SavePlan(p *Plan, path string) error {
+	data, err := p.Encode()
 	if err != nil {
 		return err
 	}
-	return state.WriteFileAtomic(path, append(data, '\n'))
+	return state.WriteFileAtomic(path, data)
 }
 
-// ReadPlan reads a plan file.
+// ReadPlan reads a plan file (decide.ParsePlan).
 func ReadPlan(path string) (*Plan, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var p Plan
-	if err := json.Unmarshal(data, &p); err != nil {
-		return nil, fmt.Errorf("%s is not a fuelsync plan file: %w", path, err)
-	}
-	if p.FormatVersion != PlanFormatVersion || p.Artifacts == nil {
-		return nil, fmt.Errorf("%s is not a fuelsync plan file of format_version %s", path, PlanFormatVersion)
-	}
-	return &p, nil
-}
-
-// StaleError says a saved plan was made against another state; or, Asked,
-// that the state moved while the plan shown awaited its confirmation.
-type StaleError struct {
-	Plan, State *state.State
-	PlanFile    string
-	Asked       bool
-}
-
-func (e *StaleError) Error() string {
-	if e.Asked {
-		now := fmt.Sprintf("serial %d", e.State.Serial)
-		if e.Plan.Lineage != e.State.Lineage && e.Plan.Lineage != "" {
-			now += " of another lineage (" + e.State.Lineage + ")"
-		}
-		return fmt.Sprintf("the state moved while the plan awaited confirmation: the plan was made against serial %d, the state is now at %s (applied revision %.12s); run apply again",
-			e.Plan.Serial, now, e.State.Revision)
-	}
-	if e.Plan.Lineage != e.State.Lineage && e.Plan.Lineage != "" {
-		return fmt.Sprintf("the plan %s is stale: it was made for state lineage %s, but the work directory's state has lineage %s; run plan again",
-			e.PlanFile, e.Plan.Lineage, e.State.Lineage)
-	}
-	return fmt.Sprintf("the plan %s is stale: it was made against state serial %d, but the state is now at serial %d (applied revision %.12s); run plan again",
-		e.PlanFile, e.Plan.Serial, e.State.Serial, e.State.Revision)
-}
-
-// CheckFresh returns a *StaleError when the state moved since the plan.
-func (p *Plan) CheckFresh(st *state.State, planFile string) error {
-	if p.Lineage != st.Lineage || p.Serial != st.Serial {
-		return &StaleError{Plan: &state.State{Lineage: p.Lineage, Serial: p.Serial}, State: st, PlanFile: planFile}
-	}
-	return nil
+	return decide.ParsePlan(data, path)
 }
 
 // Apply publishes the plan's artifacts as the next applied set and records the
@@ -335,7 +247,7 @@ func publishPlan(w *state.Workdir, l *state.Lock, st *state.State, p *Plan, mode
 	if err := p.CheckFresh(st, "plan"); err != nil {
 		return nil, err
 	}
-	next := nextState(st, p, models, keptClusters(p, models))
+	next := decide.NextState(st, p, models, decide.KeptClusters(p, models))
 	write := func(put func(name string, data []byte) error, link func(name, sum string) error) error {
 		var mu sync.Mutex
 		got := map[string]bool{}
@@ -471,7 +383,7 @@ func publishPlan(w *state.Workdir, l *state.Lock, st *state.State, p *Plan, mode
 			slices.Sort(missing)
 			return fmt.Errorf("the render no longer produces %s (and %d more planned files); run plan again", missing[0], len(missing)-1)
 		}
-		manifest, err := render.Manifest(p.Artifacts, p.setRevision(), p.ToolVersion)
+		manifest, err := render.Manifest(p.Artifacts, p.SetRev(), p.ToolVersion)
 		if err != nil {
 			return err
 		}
@@ -492,30 +404,6 @@ func publishPlan(w *state.Workdir, l *state.Lock, st *state.State, p *Plan, mode
 	return next, nil
 }
 
-// setRevision is the revision of the set p applies.
-func (p *Plan) setRevision() string {
-	if p.SetRevision != "" {
-		return p.SetRevision
-	}
-	return p.Revision
-}
-
-// keptClusters lists the clusters of the plan's artifacts that models (the
-// clusters rendered) do not have.
-func keptClusters(p *Plan, models []*render.Model) []string {
-	rendered := map[string]bool{}
-	for _, m := range models {
-		rendered[m.Cluster.Name] = true
-	}
-	set := map[string]bool{}
-	for name := range p.Artifacts {
-		if c := state.ClusterOf(name); c != "" && !rendered[c] {
-			set[c] = true
-		}
-	}
-	return slices.Sorted(maps.Keys(set))
-}
-
 // DamagedFilesError says the applied files of some clusters to keep are no
 // longer what the state says (changed in place) and no object holds them: the
 // clusters must be rendered again (Operation does, from their applied
@@ -531,113 +419,4 @@ func (e *DamagedFilesError) Error() string {
 		parts = append(parts, fmt.Sprintf("cluster %s: %v", c, e.Errs[i]))
 	}
 	return strings.Join(parts, "; ")
-}
-
-// nextState is the state after applying p: the next serial, the plan's revision
-// and digests, every node of the clusters rendered (models) as deployed with its
-// roles, the primary tags; a kept cluster's as st has it.
-func nextState(st *state.State, p *Plan, models []*render.Model, kept []string) *state.State {
-	next := &state.State{
-		FormatVersion: "1",
-		Lineage:       st.Lineage,
-		Serial:        st.Serial + 1,
-		Revision:      p.setRevision(),
-		ToolVersion:   p.ToolVersion,
-		Clusters:      map[string]*state.ClusterState{},
-		Artifacts:     p.Artifacts,
-	}
-	if next.Lineage == "" {
-		next.Lineage = state.NewLineage()
-	}
-	defer func() {
-		if p.InputFiles == "" {
-			return
-		}
-		if !p.Again && len(p.Targets) == 0 {
-			// Only a plan of every cluster makes the state the outcome of
-			// these inputs (a targeted one leaves the others behind).
-			next.Inputs = state.InputsKey(p.InputFiles, p.ToolVersion, next)
-		}
-		for c, cs := range next.Clusters {
-			files := p.ClusterFiles[c]
-			rec := p.record(c)
-			switch {
-			case files != "" && (rec == nil || !rec.Untouched && rec.Status == state.StatusSynced):
-				// Its artifacts are now the render of these inputs.
-				if next.ClusterInputs == nil {
-					next.ClusterInputs = map[string]string{}
-				}
-				next.ClusterInputs[c] = state.ClusterInputsKey(files, p.ToolVersion, cs)
-			case rec != nil && st.ClusterInputs[c] != "":
-				// Held, waiting or not planned: its artifacts are still the
-				// render of the inputs it was applied with.
-				if next.ClusterInputs == nil {
-					next.ClusterInputs = map[string]string{}
-				}
-				next.ClusterInputs[c] = st.ClusterInputs[c]
-			}
-		}
-	}()
-	for _, c := range kept {
-		if cs := st.Clusters[c]; cs != nil {
-			copied := *cs
-			next.Clusters[c] = &copied
-		}
-	}
-	for _, m := range models {
-		cs := &state.ClusterState{Nodes: map[string]state.NodeState{}, Primary: map[string]string{}}
-		for name, nt := range m.NodeTags {
-			cs.Nodes[name] = state.NodeState{ID: nt.Node.ID, Roles: slices.Clone(nt.Roles)}
-			for _, tag := range nt.Primary {
-				cs.Primary[tag] = name
-			}
-		}
-		name := m.Cluster.Name
-		cs.Revision, cs.File = p.Revision, m.Cluster.File
-		cs.Serial = next.Serial
-		if old := st.Clusters[name]; old != nil && old.Serial > 0 && ArtifactsDigest(st.Artifacts, name) == ArtifactsDigest(p.Artifacts, name) {
-			cs.Serial = old.Serial
-		}
-		next.Clusters[name] = cs
-	}
-	// The records the plan gives: statuses, problems, pending plans.
-	for _, rec := range p.Clusters {
-		cs := next.Clusters[rec.Name]
-		switch {
-		case rec.Untouched:
-			continue
-		case rec.Gone:
-			delete(next.Clusters, rec.Name)
-			continue
-		case cs == nil:
-			// Held (or suspended, or awaiting approval) and never applied:
-			// recorded, without nodes.
-			cs = &state.ClusterState{Nodes: map[string]state.NodeState{}, Primary: map[string]string{}}
-			next.Clusters[rec.Name] = cs
-		}
-		cs.Status, cs.Problems, cs.Pending = rec.Status, slices.Clone(rec.Problems), rec.Pending
-		if rec.Revision != "" {
-			cs.Revision = rec.Revision
-		}
-		if rec.File != "" {
-			cs.File = rec.File
-		}
-	}
-	return next
-}
-
-// UnchangedPlan is the plan of a revision whose inputs are those of the
-// applied state st (st.Unchanged): no changes, made without rendering. It
-// cannot be applied (there is nothing to apply) nor saved for apply.
-func UnchangedPlan(st *state.State, revision, toolVersion, files string) *Plan {
-	return &Plan{
-		FormatVersion: PlanFormatVersion,
-		Lineage:       st.Lineage,
-		Serial:        st.Serial,
-		Revision:      revision,
-		ToolVersion:   toolVersion,
-		Artifacts:     st.Artifacts,
-		Changes:       &diff.ChangeSet{},
-		InputFiles:    files,
-	}
 }

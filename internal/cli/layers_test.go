@@ -9,7 +9,7 @@ import (
 )
 
 // TestPackagesPointOneWay: the packages of the pipeline import one way down
-// it, internal/cli → server → controller → operation → {source, state} →
+// it, internal/cli → server → controller → operation → operation/decide → {source, state} →
 // diff → render → loader (docs/design.md): none of them reaches a package
 // above it, source and state do not reach each other, and nothing reaches
 // internal/cli. go list -deps of each (its own code, tests aside).
@@ -19,7 +19,7 @@ func TestPackagesPointOneWay(t *testing.T) {
 		t.Skip("runs go list")
 	}
 	const mod = "github.com/fuelsync/fuelsync/"
-	layers := [][]string{{"internal/cli"}, {"server", "agent"}, {"controller"}, {"operation"}, {"runs", "reports"}, {"source", "state"}, {"diff"}, {"render"}, {"loader"}, {"api", "internal/names"}}
+	layers := [][]string{{"internal/cli"}, {"server", "agent"}, {"controller"}, {"operation"}, {"operation/decide"}, {"runs", "reports"}, {"source", "state"}, {"diff"}, {"render"}, {"loader"}, {"api", "internal/names"}}
 	for i, layer := range layers {
 		for _, pkg := range layer {
 			deps := goListDeps(t, "./"+pkg)
