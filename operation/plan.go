@@ -249,145 +249,8 @@ func publishPlan(w *state.Workdir, l *state.Lock, st *state.State, p *Plan, mode
 	}
 	next := decide.NextState(st, p, models, decide.KeptClusters(p, models))
 	write := func(put func(name string, data []byte) error, link func(name, sum string) error) error {
-		var mu sync.Mutex
-		got := map[string]bool{}
-		// claim says name is not put yet, and is from now on.
-		claim := func(name string) bool {
-			mu.Lock()
-			defer mu.Unlock()
-			if got[name] {
-				return false
-			}
-			got[name] = true
-			return true
-		}
-		check := func(name string, data []byte) error {
-			sum := sha256.Sum256(data)
-			if want, ok := p.Artifacts[name]; !ok || want != hex.EncodeToString(sum[:]) {
-				return fmt.Errorf("%s differs from the plan: the configuration changed since the plan was made; run plan again", name)
-			}
-			if !claim(name) {
-				return nil
-			}
-			return put(name, data)
-		}
-		rerender := func(clusters []string) error {
-			if len(clusters) == 0 {
-				return nil
-			}
-			var cannot []string
-			for _, c := range clusters {
-				if src.render == nil || src.canRender != nil && !src.canRender(c) {
-					cannot = append(cannot, c)
-				}
-			}
-			if len(cannot) > 0 {
-				return fmt.Errorf("the render no longer produces the files of cluster %s; run plan again", cannot[0])
-			}
-			return src.render(clusters, func(name string, data []byte) error {
-				mu.Lock()
-				done := got[name]
-				mu.Unlock()
-				if done {
-					return nil
-				}
-				return check(name, data)
-			})
-		}
-		// The clusters whose files are rendered again: those asked for, and
-		// those with a changed file the stage does not hold.
-		again := map[string]bool{}
-		for _, c := range src.fromRender {
-			again[c] = true
-		}
-		var fromApplied []string
-		for _, name := range slices.Sorted(maps.Keys(p.Artifacts)) {
-			sum := p.Artifacts[name]
-			c := state.ClusterOf(name)
-			switch {
-			case name == "manifest.json" || again[c]:
-			case src.staged[name] == sum:
-			case !src.unreadable && st.Artifacts[name] == sum:
-				fromApplied = append(fromApplied, name)
-			default:
-				again[c] = true
-			}
-		}
-		for name, sum := range src.staged {
-			if !again[state.ClusterOf(name)] && p.Artifacts[name] == sum && claim(name) {
-				if err := link(name, sum); err != nil {
-					return err
-				}
-			}
-		}
-		if err := rerender(slices.Sorted(maps.Keys(again))); err != nil {
-			return err
-		}
-		fromApplied = slices.DeleteFunc(fromApplied, func(name string) bool { return again[state.ClusterOf(name)] })
-		// An unchanged file is linked by its digest when its stat says the
-		// applied set still holds it (state/store_seal.go); any other is read
-		// and checked.
-		var read []string
-		for _, name := range fromApplied {
-			err := link(name, p.Artifacts[name])
-			switch {
-			case err == nil:
-				claim(name)
-			case errors.Is(err, state.ErrNotStaged):
-				read = append(read, name)
-			default:
-				return err
-			}
-		}
-		damaged := map[string]error{}
-		err := w.ReadApplied(st, read, func(string) error { return nil }, func(name string, data []byte, err error) error {
-			if err != nil {
-				// Every cluster whose files cannot be kept, to render again.
-				mu.Lock()
-				if damaged[state.ClusterOf(name)] == nil {
-					damaged[state.ClusterOf(name)] = err
-				}
-				mu.Unlock()
-				return nil
-			}
-			return check(name, data)
-		})
-		if err != nil {
-			return err
-		}
-		if len(damaged) > 0 {
-			e := &DamagedFilesError{}
-			for _, c := range slices.Sorted(maps.Keys(damaged)) {
-				e.Clusters = append(e.Clusters, c)
-				e.Errs = append(e.Errs, damaged[c])
-			}
-			if src.render == nil || src.canRender != nil && slices.ContainsFunc(e.Clusters, func(c string) bool { return !src.canRender(c) }) {
-				return e
-			}
-			for i, c := range e.Clusters {
-				if src.damaged != nil {
-					src.damaged(c, e.Errs[i])
-				}
-			}
-			if err := rerender(e.Clusters); err != nil {
-				return fmt.Errorf("%w; rendering them again failed: %v", e, err)
-			}
-		}
-		var missing []string
-		for name := range p.Artifacts {
-			if !got[name] && name != "manifest.json" {
-				missing = append(missing, name)
-			}
-		}
-		if len(missing) > 0 {
-			slices.Sort(missing)
-			return fmt.Errorf("the render no longer produces %s (and %d more planned files); run plan again", missing[0], len(missing)-1)
-		}
-		manifest, err := render.Manifest(p.Artifacts, p.SetRev(), p.ToolVersion)
-		if err != nil {
-			return err
-		}
-		return check("manifest.json", manifest)
+		sw := &setWriter{w: w, st: st, p: p, src: src, put: put, link: link, got: map[string]bool{}}
+		return sw.write()
 	}
 	stage := src.stage
 	if stage == nil {
@@ -402,6 +265,184 @@ func publishPlan(w *state.Workdir, l *state.Lock, st *state.State, p *Plan, mode
 		return nil, err
 	}
 	return next, nil
+}
+
+// setWriter writes the files of a plan's set (publishPlan): each linked from
+// the stage, linked or read from the applied set, or rendered again, and
+// checked against the plan's digest; put and link are the publish's.
+type setWriter struct {
+	w    *state.Workdir
+	st   *state.State
+	p    *Plan
+	src  setSource
+	put  func(name string, data []byte) error
+	link func(name, sum string) error
+
+	mu  sync.Mutex
+	got map[string]bool // the files put or linked
+}
+
+// write writes every file of the set, the manifest last.
+func (sw *setWriter) write() error {
+	p := sw.p
+	again, fromApplied := sw.sources()
+	for name, sum := range sw.src.staged {
+		if !again[state.ClusterOf(name)] && p.Artifacts[name] == sum && sw.claim(name) {
+			if err := sw.link(name, sum); err != nil {
+				return err
+			}
+		}
+	}
+	if err := sw.rerender(slices.Sorted(maps.Keys(again))); err != nil {
+		return err
+	}
+	fromApplied = slices.DeleteFunc(fromApplied, func(name string) bool { return again[state.ClusterOf(name)] })
+	if err := sw.keepApplied(fromApplied); err != nil {
+		return err
+	}
+	var missing []string
+	for name := range p.Artifacts {
+		if !sw.got[name] && name != "manifest.json" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("the render no longer produces %s (and %d more planned files); run plan again", missing[0], len(missing)-1)
+	}
+	manifest, err := render.Manifest(p.Artifacts, p.SetRev(), p.ToolVersion)
+	if err != nil {
+		return err
+	}
+	return sw.check("manifest.json", manifest)
+}
+
+// sources says where each file comes from: again, the clusters whose files
+// are rendered again (those asked for, and those with a changed file the
+// stage does not hold); fromApplied, the unchanged files the applied set
+// holds. The others are staged.
+func (sw *setWriter) sources() (again map[string]bool, fromApplied []string) {
+	p, src := sw.p, sw.src
+	again = map[string]bool{}
+	for _, c := range src.fromRender {
+		again[c] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Artifacts)) {
+		sum := p.Artifacts[name]
+		c := state.ClusterOf(name)
+		switch {
+		case name == "manifest.json" || again[c]:
+		case src.staged[name] == sum:
+		case !src.unreadable && sw.st.Artifacts[name] == sum:
+			fromApplied = append(fromApplied, name)
+		default:
+			again[c] = true
+		}
+	}
+	return again, fromApplied
+}
+
+// claim says name is not put yet, and is from now on.
+func (sw *setWriter) claim(name string) bool {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if sw.got[name] {
+		return false
+	}
+	sw.got[name] = true
+	return true
+}
+
+// check puts file name, data, once it is checked against the plan.
+func (sw *setWriter) check(name string, data []byte) error {
+	sum := sha256.Sum256(data)
+	if want, ok := sw.p.Artifacts[name]; !ok || want != hex.EncodeToString(sum[:]) {
+		return fmt.Errorf("%s differs from the plan: the configuration changed since the plan was made; run plan again", name)
+	}
+	if !sw.claim(name) {
+		return nil
+	}
+	return sw.put(name, data)
+}
+
+// rerender puts the files of clusters, rendered again, that are not put yet.
+func (sw *setWriter) rerender(clusters []string) error {
+	src := sw.src
+	if len(clusters) == 0 {
+		return nil
+	}
+	var cannot []string
+	for _, c := range clusters {
+		if src.render == nil || src.canRender != nil && !src.canRender(c) {
+			cannot = append(cannot, c)
+		}
+	}
+	if len(cannot) > 0 {
+		return fmt.Errorf("the render no longer produces the files of cluster %s; run plan again", cannot[0])
+	}
+	return src.render(clusters, func(name string, data []byte) error {
+		sw.mu.Lock()
+		done := sw.got[name]
+		sw.mu.Unlock()
+		if done {
+			return nil
+		}
+		return sw.check(name, data)
+	})
+}
+
+// keepApplied keeps the unchanged files fromApplied: each linked by its
+// digest when its stat says the applied set still holds it
+// (state/store_seal.go), any other read and checked. The clusters whose
+// files cannot be kept (changed in place) are rendered again, when they can
+// be (a *DamagedFilesError when not).
+func (sw *setWriter) keepApplied(fromApplied []string) error {
+	var read []string
+	for _, name := range fromApplied {
+		err := sw.link(name, sw.p.Artifacts[name])
+		switch {
+		case err == nil:
+			sw.claim(name)
+		case errors.Is(err, state.ErrNotStaged):
+			read = append(read, name)
+		default:
+			return err
+		}
+	}
+	damaged := map[string]error{}
+	err := sw.w.ReadApplied(sw.st, read, func(string) error { return nil }, func(name string, data []byte, err error) error {
+		if err != nil {
+			// Every cluster whose files cannot be kept, to render again.
+			sw.mu.Lock()
+			if damaged[state.ClusterOf(name)] == nil {
+				damaged[state.ClusterOf(name)] = err
+			}
+			sw.mu.Unlock()
+			return nil
+		}
+		return sw.check(name, data)
+	})
+	if err != nil || len(damaged) == 0 {
+		return err
+	}
+	src := sw.src
+	e := &DamagedFilesError{}
+	for _, c := range slices.Sorted(maps.Keys(damaged)) {
+		e.Clusters = append(e.Clusters, c)
+		e.Errs = append(e.Errs, damaged[c])
+	}
+	if src.render == nil || src.canRender != nil && slices.ContainsFunc(e.Clusters, func(c string) bool { return !src.canRender(c) }) {
+		return e
+	}
+	for i, c := range e.Clusters {
+		if src.damaged != nil {
+			src.damaged(c, e.Errs[i])
+		}
+	}
+	if err := sw.rerender(e.Clusters); err != nil {
+		return fmt.Errorf("%w; rendering them again failed: %v", e, err)
+	}
+	return nil
 }
 
 // DamagedFilesError says the applied files of some clusters to keep are no

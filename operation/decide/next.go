@@ -40,35 +40,6 @@ func NextState(st *state.State, p *Plan, models []*render.Model, kept []string) 
 	if next.Lineage == "" {
 		next.Lineage = state.NewLineage()
 	}
-	defer func() {
-		if p.InputFiles == "" {
-			return
-		}
-		if !p.Again && len(p.Targets) == 0 {
-			// Only a plan of every cluster makes the state the outcome of
-			// these inputs (a targeted one leaves the others behind).
-			next.Inputs = state.InputsKey(p.InputFiles, p.ToolVersion, next)
-		}
-		for c, cs := range next.Clusters {
-			files := p.ClusterFiles[c]
-			rec := p.Record(c)
-			switch {
-			case files != "" && (rec == nil || !rec.Untouched && rec.Status == state.StatusSynced):
-				// Its artifacts are now the render of these inputs.
-				if next.ClusterInputs == nil {
-					next.ClusterInputs = map[string]string{}
-				}
-				next.ClusterInputs[c] = state.ClusterInputsKey(files, p.ToolVersion, cs)
-			case rec != nil && st.ClusterInputs[c] != "":
-				// Held, waiting or not planned: its artifacts are still the
-				// render of the inputs it was applied with.
-				if next.ClusterInputs == nil {
-					next.ClusterInputs = map[string]string{}
-				}
-				next.ClusterInputs[c] = st.ClusterInputs[c]
-			}
-		}
-	}()
 	for _, c := range kept {
 		if cs := st.Clusters[c]; cs != nil {
 			copied := *cs
@@ -114,5 +85,39 @@ func NextState(st *state.State, p *Plan, models []*render.Model, kept []string) 
 			cs.File = rec.File
 		}
 	}
+	recordInputs(st, p, next)
 	return next
+}
+
+// recordInputs records in next, the state after applying p to st, the
+// inputs its artifacts are the render of: the whole revision's (a plan of
+// every cluster that waits for nothing), and each cluster's.
+func recordInputs(st *state.State, p *Plan, next *state.State) {
+	if p.InputFiles == "" {
+		return
+	}
+	if !p.Again && len(p.Targets) == 0 {
+		// Only a plan of every cluster makes the state the outcome of
+		// these inputs (a targeted one leaves the others behind).
+		next.Inputs = state.InputsKey(p.InputFiles, p.ToolVersion, next)
+	}
+	for c, cs := range next.Clusters {
+		files := p.ClusterFiles[c]
+		rec := p.Record(c)
+		switch {
+		case files != "" && (rec == nil || !rec.Untouched && rec.Status == state.StatusSynced):
+			// Its artifacts are now the render of these inputs.
+			if next.ClusterInputs == nil {
+				next.ClusterInputs = map[string]string{}
+			}
+			next.ClusterInputs[c] = state.ClusterInputsKey(files, p.ToolVersion, cs)
+		case rec != nil && st.ClusterInputs[c] != "":
+			// Held, waiting or not planned: its artifacts are still the
+			// render of the inputs it was applied with.
+			if next.ClusterInputs == nil {
+				next.ClusterInputs = map[string]string{}
+			}
+			next.ClusterInputs[c] = st.ClusterInputs[c]
+		}
+	}
 }
