@@ -11,7 +11,9 @@
 // It refuses to write once its leadership is lost (the operation asks before
 // each step that writes), and serves nothing of a state its own render does
 // not reproduce (RenderMismatchError). It decides nothing of a plan (the
-// operation does), stores nothing itself (package state does) and speaks no
-// HTTP (package server does); it logs through its slog.Logger and never prints
-// or exits.
+// operation does) and stores nothing itself (package state does). It serves no
+// HTTP (package server does); its one HTTP client is a shard's fetch of the
+// files other owners rendered (fetch.go: POST /api/v1/objects, each file
+// checked against the state's digest). It logs through its slog.Logger and
+// never prints or exits.
 package controller

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/diff"
 	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/operation/decide"
 	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
@@ -147,7 +148,7 @@ func (p *planner) compare(wk *render.Walked) (*clusterOut, error) {
 	}
 	name := r.Model.Cluster.Name
 	out := &clusterOut{model: r.Model}
-	if cs := p.st.Clusters[name]; p.guard && cs != nil && len(cs.Nodes) > 0 && len(r.Model.Cluster.Nodes) == 0 {
+	if p.guard && decide.Emptied(p.st, name, len(r.Model.Cluster.Nodes)) {
 		out.emptied = true
 		return out, nil
 	}
@@ -217,8 +218,7 @@ func (rr *revisionRepos) get(rev string) *revisionRepo {
 		}
 		var diags hcl.Diagnostics
 		r.repo, diags = loader.Load(fsys, rr.load)
-		r.held = map[string]hcl.Diagnostics{}
-		newAttribution(r.repo, nil).attribute(diags, r.held)
+		r.held, _ = decide.Hold(r.repo, nil, diags)
 	})
 	return r
 }

@@ -9,7 +9,10 @@
 // The cluster is the unit: an error holds the clusters it concerns and every
 // other cluster is planned and applied; each cluster's policy (suspend, sync:
 // manual, depends_on) and the guard against emptied clusters are honoured
-// here, once, for every command.
+// once, for every command. Those decisions are operation/decide's, data to
+// data; this package holds the effects around them, Run's phases (run.go:
+// begin, load, attribute, render and compare, decide, check, confirm,
+// publish).
 //
 // It refuses a saved plan that no longer matches its state or its revision,
 // and an approval that is not the pending plan. It does not fetch revisions

@@ -3,7 +3,6 @@ package operation
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,57 +13,10 @@ import (
 	"sync"
 
 	"github.com/fuelsync/fuelsync/diff"
+	"github.com/fuelsync/fuelsync/operation/decide"
 	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/state"
 )
-
-// PlanFormatVersion is the format_version of plan files.
-const PlanFormatVersion = "1"
-
-// Plan is the difference between the applied state of a work directory and a
-// render of the configuration; saved as a plan file, it is what apply applies.
-type Plan struct {
-	FormatVersion string `json:"format_version"`
-	// Lineage and Serial are those of the state the plan was made against: apply
-	// refuses the plan once the state has moved.
-	Lineage string `json:"lineage"`
-	Serial  int64  `json:"serial"`
-	// Revision is the source revision rendered: a commit sha, or a working
-	// tree's ("<sha>+dirty.<digest>", or "working-tree": source.IsWorkingTree).
-	Revision    string `json:"revision"`
-	ToolVersion string `json:"tool_version"`
-	// Artifacts are the digests of every desired artifact (path → sha256).
-	Artifacts      map[string]string `json:"artifacts"`
-	ChangesPresent bool              `json:"changes_present"`
-	Changes        *diff.ChangeSet   `json:"changes"`
-	// InputFiles is the loader.InputFingerprint of the rendered revision
-	// (empty when unknown); apply records it in the state (State.Inputs).
-	InputFiles string `json:"input_files,omitempty"`
-	// ClusterFiles are the loader.ClusterFingerprints of the rendered
-	// revision; apply records them in the state (State.ClusterInputs) when
-	// InputFiles is known.
-	ClusterFiles map[string]string `json:"cluster_files,omitempty"`
-	// Targets are the clusters the plan covers (plan --cluster); empty:
-	// every cluster. The others keep their artifacts and records.
-	Targets []string `json:"targets,omitempty"`
-	// Clusters are every cluster's record once the plan is applied: its
-	// status (held, awaiting approval, ...) and why. Empty in a plan made
-	// before clusters were units: every cluster synced.
-	Clusters []ClusterRecord `json:"clusters,omitempty"`
-	// StatusChanged says applying the plan changes a cluster's recorded
-	// status even where no artifact changes (a held cluster fixed): apply
-	// writes a new state for it.
-	StatusChanged bool `json:"status_changed,omitempty"`
-	// Again says a cluster waits for another that this plan changes: the
-	// same inputs may give another plan once it is applied, so the state
-	// applying it records no fingerprint of the whole inputs.
-	Again bool `json:"again,omitempty"`
-	// SetRevision, when set, is the revision of the set the plan applies
-	// (its manifest, the state's revision) when it is not Revision: a plan
-	// that changes statuses only keeps the applied set's files, manifest
-	// included.
-	SetRevision string `json:"set_revision,omitempty"`
-}
 
 // MakePlan compares the applied state st (its artifacts in the work directory)
 // with rs, the render of revision. old, when not nil, is a render of the applied
@@ -218,62 +170,22 @@ func changedClusters(old, new map[string]string) []string {
 	return out
 }
 
-// Save writes the plan file (JSON) to path, atomically.
-func (p *Plan) Save(path string) error {
-	data, err := json.MarshalIndent(p, "", "  ")
+// SavePlan writes the plan file of p (JSON) to path, atomically.
+func SavePlan(p *Plan, path string) error {
+	data, err := p.Encode()
 	if err != nil {
 		return err
 	}
-	return state.WriteFileAtomic(path, append(data, '\n'))
+	return state.WriteFileAtomic(path, data)
 }
 
-// ReadPlan reads a plan file.
+// ReadPlan reads a plan file (decide.ParsePlan).
 func ReadPlan(path string) (*Plan, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var p Plan
-	if err := json.Unmarshal(data, &p); err != nil {
-		return nil, fmt.Errorf("%s is not a fuelsync plan file: %w", path, err)
-	}
-	if p.FormatVersion != PlanFormatVersion || p.Artifacts == nil {
-		return nil, fmt.Errorf("%s is not a fuelsync plan file of format_version %s", path, PlanFormatVersion)
-	}
-	return &p, nil
-}
-
-// StaleError says a saved plan was made against another state; or, Asked,
-// that the state moved while the plan shown awaited its confirmation.
-type StaleError struct {
-	Plan, State *state.State
-	PlanFile    string
-	Asked       bool
-}
-
-func (e *StaleError) Error() string {
-	if e.Asked {
-		now := fmt.Sprintf("serial %d", e.State.Serial)
-		if e.Plan.Lineage != e.State.Lineage && e.Plan.Lineage != "" {
-			now += " of another lineage (" + e.State.Lineage + ")"
-		}
-		return fmt.Sprintf("the state moved while the plan awaited confirmation: the plan was made against serial %d, the state is now at %s (applied revision %.12s); run apply again",
-			e.Plan.Serial, now, e.State.Revision)
-	}
-	if e.Plan.Lineage != e.State.Lineage && e.Plan.Lineage != "" {
-		return fmt.Sprintf("the plan %s is stale: it was made for state lineage %s, but the work directory's state has lineage %s; run plan again",
-			e.PlanFile, e.Plan.Lineage, e.State.Lineage)
-	}
-	return fmt.Sprintf("the plan %s is stale: it was made against state serial %d, but the state is now at serial %d (applied revision %.12s); run plan again",
-		e.PlanFile, e.Plan.Serial, e.State.Serial, e.State.Revision)
-}
-
-// CheckFresh returns a *StaleError when the state moved since the plan.
-func (p *Plan) CheckFresh(st *state.State, planFile string) error {
-	if p.Lineage != st.Lineage || p.Serial != st.Serial {
-		return &StaleError{Plan: &state.State{Lineage: p.Lineage, Serial: p.Serial}, State: st, PlanFile: planFile}
-	}
-	return nil
+	return decide.ParsePlan(data, path)
 }
 
 // Apply publishes the plan's artifacts as the next applied set and records the
@@ -335,147 +247,10 @@ func publishPlan(w *state.Workdir, l *state.Lock, st *state.State, p *Plan, mode
 	if err := p.CheckFresh(st, "plan"); err != nil {
 		return nil, err
 	}
-	next := nextState(st, p, models, keptClusters(p, models))
+	next := decide.NextState(st, p, models, decide.KeptClusters(p, models))
 	write := func(put func(name string, data []byte) error, link func(name, sum string) error) error {
-		var mu sync.Mutex
-		got := map[string]bool{}
-		// claim says name is not put yet, and is from now on.
-		claim := func(name string) bool {
-			mu.Lock()
-			defer mu.Unlock()
-			if got[name] {
-				return false
-			}
-			got[name] = true
-			return true
-		}
-		check := func(name string, data []byte) error {
-			sum := sha256.Sum256(data)
-			if want, ok := p.Artifacts[name]; !ok || want != hex.EncodeToString(sum[:]) {
-				return fmt.Errorf("%s differs from the plan: the configuration changed since the plan was made; run plan again", name)
-			}
-			if !claim(name) {
-				return nil
-			}
-			return put(name, data)
-		}
-		rerender := func(clusters []string) error {
-			if len(clusters) == 0 {
-				return nil
-			}
-			var cannot []string
-			for _, c := range clusters {
-				if src.render == nil || src.canRender != nil && !src.canRender(c) {
-					cannot = append(cannot, c)
-				}
-			}
-			if len(cannot) > 0 {
-				return fmt.Errorf("the render no longer produces the files of cluster %s; run plan again", cannot[0])
-			}
-			return src.render(clusters, func(name string, data []byte) error {
-				mu.Lock()
-				done := got[name]
-				mu.Unlock()
-				if done {
-					return nil
-				}
-				return check(name, data)
-			})
-		}
-		// The clusters whose files are rendered again: those asked for, and
-		// those with a changed file the stage does not hold.
-		again := map[string]bool{}
-		for _, c := range src.fromRender {
-			again[c] = true
-		}
-		var fromApplied []string
-		for _, name := range slices.Sorted(maps.Keys(p.Artifacts)) {
-			sum := p.Artifacts[name]
-			c := state.ClusterOf(name)
-			switch {
-			case name == "manifest.json" || again[c]:
-			case src.staged[name] == sum:
-			case !src.unreadable && st.Artifacts[name] == sum:
-				fromApplied = append(fromApplied, name)
-			default:
-				again[c] = true
-			}
-		}
-		for name, sum := range src.staged {
-			if !again[state.ClusterOf(name)] && p.Artifacts[name] == sum && claim(name) {
-				if err := link(name, sum); err != nil {
-					return err
-				}
-			}
-		}
-		if err := rerender(slices.Sorted(maps.Keys(again))); err != nil {
-			return err
-		}
-		fromApplied = slices.DeleteFunc(fromApplied, func(name string) bool { return again[state.ClusterOf(name)] })
-		// An unchanged file is linked by its digest when its stat says the
-		// applied set still holds it (state/store_seal.go); any other is read
-		// and checked.
-		var read []string
-		for _, name := range fromApplied {
-			err := link(name, p.Artifacts[name])
-			switch {
-			case err == nil:
-				claim(name)
-			case errors.Is(err, state.ErrNotStaged):
-				read = append(read, name)
-			default:
-				return err
-			}
-		}
-		damaged := map[string]error{}
-		err := w.ReadApplied(st, read, func(string) error { return nil }, func(name string, data []byte, err error) error {
-			if err != nil {
-				// Every cluster whose files cannot be kept, to render again.
-				mu.Lock()
-				if damaged[state.ClusterOf(name)] == nil {
-					damaged[state.ClusterOf(name)] = err
-				}
-				mu.Unlock()
-				return nil
-			}
-			return check(name, data)
-		})
-		if err != nil {
-			return err
-		}
-		if len(damaged) > 0 {
-			e := &DamagedFilesError{}
-			for _, c := range slices.Sorted(maps.Keys(damaged)) {
-				e.Clusters = append(e.Clusters, c)
-				e.Errs = append(e.Errs, damaged[c])
-			}
-			if src.render == nil || src.canRender != nil && slices.ContainsFunc(e.Clusters, func(c string) bool { return !src.canRender(c) }) {
-				return e
-			}
-			for i, c := range e.Clusters {
-				if src.damaged != nil {
-					src.damaged(c, e.Errs[i])
-				}
-			}
-			if err := rerender(e.Clusters); err != nil {
-				return fmt.Errorf("%w; rendering them again failed: %v", e, err)
-			}
-		}
-		var missing []string
-		for name := range p.Artifacts {
-			if !got[name] && name != "manifest.json" {
-				missing = append(missing, name)
-			}
-		}
-		if len(missing) > 0 {
-			slices.Sort(missing)
-			return fmt.Errorf("the render no longer produces %s (and %d more planned files); run plan again", missing[0], len(missing)-1)
-		}
-		manifest, err := render.Manifest(p.Artifacts, p.setRevision(), p.ToolVersion)
-		if err != nil {
-			return err
-		}
-		return check("manifest.json", manifest)
+		sw := &setWriter{w: w, st: st, p: p, src: src, put: put, link: link, got: map[string]bool{}}
+		return sw.write()
 	}
 	stage := src.stage
 	if stage == nil {
@@ -492,28 +267,182 @@ func publishPlan(w *state.Workdir, l *state.Lock, st *state.State, p *Plan, mode
 	return next, nil
 }
 
-// setRevision is the revision of the set p applies.
-func (p *Plan) setRevision() string {
-	if p.SetRevision != "" {
-		return p.SetRevision
-	}
-	return p.Revision
+// setWriter writes the files of a plan's set (publishPlan): each linked from
+// the stage, linked or read from the applied set, or rendered again, and
+// checked against the plan's digest; put and link are the publish's.
+type setWriter struct {
+	w    *state.Workdir
+	st   *state.State
+	p    *Plan
+	src  setSource
+	put  func(name string, data []byte) error
+	link func(name, sum string) error
+
+	mu  sync.Mutex
+	got map[string]bool // the files put or linked
 }
 
-// keptClusters lists the clusters of the plan's artifacts that models (the
-// clusters rendered) do not have.
-func keptClusters(p *Plan, models []*render.Model) []string {
-	rendered := map[string]bool{}
-	for _, m := range models {
-		rendered[m.Cluster.Name] = true
-	}
-	set := map[string]bool{}
-	for name := range p.Artifacts {
-		if c := state.ClusterOf(name); c != "" && !rendered[c] {
-			set[c] = true
+// write writes every file of the set, the manifest last.
+func (sw *setWriter) write() error {
+	p := sw.p
+	again, fromApplied := sw.sources()
+	for name, sum := range sw.src.staged {
+		if !again[state.ClusterOf(name)] && p.Artifacts[name] == sum && sw.claim(name) {
+			if err := sw.link(name, sum); err != nil {
+				return err
+			}
 		}
 	}
-	return slices.Sorted(maps.Keys(set))
+	if err := sw.rerender(slices.Sorted(maps.Keys(again))); err != nil {
+		return err
+	}
+	fromApplied = slices.DeleteFunc(fromApplied, func(name string) bool { return again[state.ClusterOf(name)] })
+	if err := sw.keepApplied(fromApplied); err != nil {
+		return err
+	}
+	var missing []string
+	for name := range p.Artifacts {
+		if !sw.got[name] && name != "manifest.json" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("the render no longer produces %s (and %d more planned files); run plan again", missing[0], len(missing)-1)
+	}
+	manifest, err := render.Manifest(p.Artifacts, p.SetRev(), p.ToolVersion)
+	if err != nil {
+		return err
+	}
+	return sw.check("manifest.json", manifest)
+}
+
+// sources says where each file comes from: again, the clusters whose files
+// are rendered again (those asked for, and those with a changed file the
+// stage does not hold); fromApplied, the unchanged files the applied set
+// holds. The others are staged.
+func (sw *setWriter) sources() (again map[string]bool, fromApplied []string) {
+	p, src := sw.p, sw.src
+	again = map[string]bool{}
+	for _, c := range src.fromRender {
+		again[c] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Artifacts)) {
+		sum := p.Artifacts[name]
+		c := state.ClusterOf(name)
+		switch {
+		case name == "manifest.json" || again[c]:
+		case src.staged[name] == sum:
+		case !src.unreadable && sw.st.Artifacts[name] == sum:
+			fromApplied = append(fromApplied, name)
+		default:
+			again[c] = true
+		}
+	}
+	return again, fromApplied
+}
+
+// claim says name is not put yet, and is from now on.
+func (sw *setWriter) claim(name string) bool {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if sw.got[name] {
+		return false
+	}
+	sw.got[name] = true
+	return true
+}
+
+// check puts file name, data, once it is checked against the plan.
+func (sw *setWriter) check(name string, data []byte) error {
+	sum := sha256.Sum256(data)
+	if want, ok := sw.p.Artifacts[name]; !ok || want != hex.EncodeToString(sum[:]) {
+		return fmt.Errorf("%s differs from the plan: the configuration changed since the plan was made; run plan again", name)
+	}
+	if !sw.claim(name) {
+		return nil
+	}
+	return sw.put(name, data)
+}
+
+// rerender puts the files of clusters, rendered again, that are not put yet.
+func (sw *setWriter) rerender(clusters []string) error {
+	src := sw.src
+	if len(clusters) == 0 {
+		return nil
+	}
+	var cannot []string
+	for _, c := range clusters {
+		if src.render == nil || src.canRender != nil && !src.canRender(c) {
+			cannot = append(cannot, c)
+		}
+	}
+	if len(cannot) > 0 {
+		return fmt.Errorf("the render no longer produces the files of cluster %s; run plan again", cannot[0])
+	}
+	return src.render(clusters, func(name string, data []byte) error {
+		sw.mu.Lock()
+		done := sw.got[name]
+		sw.mu.Unlock()
+		if done {
+			return nil
+		}
+		return sw.check(name, data)
+	})
+}
+
+// keepApplied keeps the unchanged files fromApplied: each linked by its
+// digest when its stat says the applied set still holds it
+// (state/store_seal.go), any other read and checked. The clusters whose
+// files cannot be kept (changed in place) are rendered again, when they can
+// be (a *DamagedFilesError when not).
+func (sw *setWriter) keepApplied(fromApplied []string) error {
+	var read []string
+	for _, name := range fromApplied {
+		err := sw.link(name, sw.p.Artifacts[name])
+		switch {
+		case err == nil:
+			sw.claim(name)
+		case errors.Is(err, state.ErrNotStaged):
+			read = append(read, name)
+		default:
+			return err
+		}
+	}
+	damaged := map[string]error{}
+	err := sw.w.ReadApplied(sw.st, read, func(string) error { return nil }, func(name string, data []byte, err error) error {
+		if err != nil {
+			// Every cluster whose files cannot be kept, to render again.
+			sw.mu.Lock()
+			if damaged[state.ClusterOf(name)] == nil {
+				damaged[state.ClusterOf(name)] = err
+			}
+			sw.mu.Unlock()
+			return nil
+		}
+		return sw.check(name, data)
+	})
+	if err != nil || len(damaged) == 0 {
+		return err
+	}
+	src := sw.src
+	e := &DamagedFilesError{}
+	for _, c := range slices.Sorted(maps.Keys(damaged)) {
+		e.Clusters = append(e.Clusters, c)
+		e.Errs = append(e.Errs, damaged[c])
+	}
+	if src.render == nil || src.canRender != nil && slices.ContainsFunc(e.Clusters, func(c string) bool { return !src.canRender(c) }) {
+		return e
+	}
+	for i, c := range e.Clusters {
+		if src.damaged != nil {
+			src.damaged(c, e.Errs[i])
+		}
+	}
+	if err := sw.rerender(e.Clusters); err != nil {
+		return fmt.Errorf("%w; rendering them again failed: %v", e, err)
+	}
+	return nil
 }
 
 // DamagedFilesError says the applied files of some clusters to keep are no
@@ -531,113 +460,4 @@ func (e *DamagedFilesError) Error() string {
 		parts = append(parts, fmt.Sprintf("cluster %s: %v", c, e.Errs[i]))
 	}
 	return strings.Join(parts, "; ")
-}
-
-// nextState is the state after applying p: the next serial, the plan's revision
-// and digests, every node of the clusters rendered (models) as deployed with its
-// roles, the primary tags; a kept cluster's as st has it.
-func nextState(st *state.State, p *Plan, models []*render.Model, kept []string) *state.State {
-	next := &state.State{
-		FormatVersion: "1",
-		Lineage:       st.Lineage,
-		Serial:        st.Serial + 1,
-		Revision:      p.setRevision(),
-		ToolVersion:   p.ToolVersion,
-		Clusters:      map[string]*state.ClusterState{},
-		Artifacts:     p.Artifacts,
-	}
-	if next.Lineage == "" {
-		next.Lineage = state.NewLineage()
-	}
-	defer func() {
-		if p.InputFiles == "" {
-			return
-		}
-		if !p.Again && len(p.Targets) == 0 {
-			// Only a plan of every cluster makes the state the outcome of
-			// these inputs (a targeted one leaves the others behind).
-			next.Inputs = state.InputsKey(p.InputFiles, p.ToolVersion, next)
-		}
-		for c, cs := range next.Clusters {
-			files := p.ClusterFiles[c]
-			rec := p.record(c)
-			switch {
-			case files != "" && (rec == nil || !rec.Untouched && rec.Status == state.StatusSynced):
-				// Its artifacts are now the render of these inputs.
-				if next.ClusterInputs == nil {
-					next.ClusterInputs = map[string]string{}
-				}
-				next.ClusterInputs[c] = state.ClusterInputsKey(files, p.ToolVersion, cs)
-			case rec != nil && st.ClusterInputs[c] != "":
-				// Held, waiting or not planned: its artifacts are still the
-				// render of the inputs it was applied with.
-				if next.ClusterInputs == nil {
-					next.ClusterInputs = map[string]string{}
-				}
-				next.ClusterInputs[c] = st.ClusterInputs[c]
-			}
-		}
-	}()
-	for _, c := range kept {
-		if cs := st.Clusters[c]; cs != nil {
-			copied := *cs
-			next.Clusters[c] = &copied
-		}
-	}
-	for _, m := range models {
-		cs := &state.ClusterState{Nodes: map[string]state.NodeState{}, Primary: map[string]string{}}
-		for name, nt := range m.NodeTags {
-			cs.Nodes[name] = state.NodeState{ID: nt.Node.ID, Roles: slices.Clone(nt.Roles)}
-			for _, tag := range nt.Primary {
-				cs.Primary[tag] = name
-			}
-		}
-		name := m.Cluster.Name
-		cs.Revision, cs.File = p.Revision, m.Cluster.File
-		cs.Serial = next.Serial
-		if old := st.Clusters[name]; old != nil && old.Serial > 0 && ArtifactsDigest(st.Artifacts, name) == ArtifactsDigest(p.Artifacts, name) {
-			cs.Serial = old.Serial
-		}
-		next.Clusters[name] = cs
-	}
-	// The records the plan gives: statuses, problems, pending plans.
-	for _, rec := range p.Clusters {
-		cs := next.Clusters[rec.Name]
-		switch {
-		case rec.Untouched:
-			continue
-		case rec.Gone:
-			delete(next.Clusters, rec.Name)
-			continue
-		case cs == nil:
-			// Held (or suspended, or awaiting approval) and never applied:
-			// recorded, without nodes.
-			cs = &state.ClusterState{Nodes: map[string]state.NodeState{}, Primary: map[string]string{}}
-			next.Clusters[rec.Name] = cs
-		}
-		cs.Status, cs.Problems, cs.Pending = rec.Status, slices.Clone(rec.Problems), rec.Pending
-		if rec.Revision != "" {
-			cs.Revision = rec.Revision
-		}
-		if rec.File != "" {
-			cs.File = rec.File
-		}
-	}
-	return next
-}
-
-// UnchangedPlan is the plan of a revision whose inputs are those of the
-// applied state st (st.Unchanged): no changes, made without rendering. It
-// cannot be applied (there is nothing to apply) nor saved for apply.
-func UnchangedPlan(st *state.State, revision, toolVersion, files string) *Plan {
-	return &Plan{
-		FormatVersion: PlanFormatVersion,
-		Lineage:       st.Lineage,
-		Serial:        st.Serial,
-		Revision:      revision,
-		ToolVersion:   toolVersion,
-		Artifacts:     st.Artifacts,
-		Changes:       &diff.ChangeSet{},
-		InputFiles:    files,
-	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/operation/decide"
 	"github.com/fuelsync/fuelsync/reports"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -67,7 +68,7 @@ func ClusterInfos(st *state.State, live []*ClusterResult, head string) []Cluster
 	}
 	names := slices.Collect(maps.Keys(st.Clusters))
 	for _, c := range live {
-		names = appendNew(names, c.Name)
+		names = decide.AppendNew(names, c.Name)
 	}
 	slices.Sort(names)
 	out := make([]ClusterInfo, 0, len(names))

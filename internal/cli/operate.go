@@ -137,7 +137,7 @@ func (e *opEnv) plan(args opArgs) error {
 	}
 	v.diagnostics(res, src)
 	if args.out != "" {
-		if err := res.Plan.Save(args.out); err != nil {
+		if err := operation.SavePlan(res.Plan, args.out); err != nil {
 			return &exitError{code: 1, msg: err.Error()}
 		}
 	}

@@ -1,10 +1,8 @@
-package operation
+package decide
 
 import (
 	"testing"
 
-	"github.com/fuelsync/fuelsync/loader"
-	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -21,17 +19,6 @@ func TestEmptying(t *testing.T) {
 		}
 		return st
 	}
-	rendered := func(clusters map[string]int) []*render.Rendered {
-		var rs []*render.Rendered
-		for name, n := range clusters {
-			c := &loader.Cluster{Name: name}
-			for i := range n {
-				c.Nodes = append(c.Nodes, &loader.Node{Name: string(rune('a' + i)), ID: i})
-			}
-			rs = append(rs, &render.Rendered{Model: &render.Model{Cluster: c}})
-		}
-		return rs
-	}
 	for _, tc := range []struct {
 		name            string
 		applied, render map[string]int
@@ -47,7 +34,7 @@ func TestEmptying(t *testing.T) {
 		{"nodes removed, one kept", map[string]int{"a": 3}, map[string]int{"a": 1}, ""},
 		{"an empty cluster stays empty", map[string]int{"a": 0, "b": 1}, map[string]int{"a": 0, "b": 1}, ""},
 	} {
-		if got := emptying(state(tc.applied), rendered(tc.render), nil); got != tc.want {
+		if got := Emptying(state(tc.applied), tc.render, nil); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}

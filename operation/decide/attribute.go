@@ -1,4 +1,4 @@
-package operation
+package decide
 
 import (
 	"fmt"
@@ -14,11 +14,11 @@ import (
 	"github.com/fuelsync/fuelsync/state"
 )
 
-// attribution says which clusters each error of a load (or of release and
+// Attribution says which clusters each error of a load (or of release and
 // plugin data) concerns: an error in a cluster's own spec holds that cluster;
 // an error in a shared input (a release, a plugin, fuelsync.yaml) holds the
 // clusters that use it. See attribute.
-type attribution struct {
+type Attribution struct {
 	repo *loader.Repo
 	st   *state.State
 	// all are the clusters an error of a shared input of every cluster holds.
@@ -34,24 +34,26 @@ type attribution struct {
 	byPlugin map[string][]string
 }
 
-func newAttribution(repo *loader.Repo, st *state.State) *attribution {
-	a := &attribution{repo: repo, st: st, byFile: map[string][]string{}, byDir: map[string]string{}, byPlugin: map[string][]string{}}
+// NewAttribution is the attribution of the errors of a load of repo, with the
+// applied state st (nil for none): its clusters, and their recorded spec files.
+func NewAttribution(repo *loader.Repo, st *state.State) *Attribution {
+	a := &Attribution{repo: repo, st: st, byFile: map[string][]string{}, byDir: map[string]string{}, byPlugin: map[string][]string{}}
 	names := map[string]bool{}
 	for _, c := range repo.Clusters {
 		names[c.Name] = true
-		a.byFile[c.File] = appendNew(a.byFile[c.File], c.Name)
+		a.byFile[c.File] = AppendNew(a.byFile[c.File], c.Name)
 		if dir := path.Dir(c.File); dir != "clusters" && strings.HasPrefix(c.File, "clusters/") {
 			a.byDir[dir+"/"] = c.Name
 		}
 		for _, p := range clusterPlugins(repo, c) {
-			a.byPlugin[p.Dir+"/"] = appendNew(a.byPlugin[p.Dir+"/"], c.Name)
+			a.byPlugin[p.Dir+"/"] = AppendNew(a.byPlugin[p.Dir+"/"], c.Name)
 		}
 	}
 	if st != nil {
 		for name, cs := range st.Clusters {
 			names[name] = true
 			if cs.File != "" {
-				a.byFile[cs.File] = appendNew(a.byFile[cs.File], name)
+				a.byFile[cs.File] = AppendNew(a.byFile[cs.File], name)
 			}
 		}
 	}
@@ -62,7 +64,8 @@ func newAttribution(repo *loader.Repo, st *state.State) *attribution {
 	return a
 }
 
-func appendNew(list []string, s string) []string {
+// AppendNew appends s to list unless list holds it.
+func AppendNew(list []string, s string) []string {
 	if slices.Contains(list, s) {
 		return list
 	}
@@ -98,7 +101,7 @@ func clusterPlugins(repo *loader.Repo, c *loader.Cluster) []*loader.Plugin {
 //     fail on their own reference to it);
 //   - anything else (Heat environments and templates, files shared through
 //     _path): every cluster, as any of them may read it.
-func (a *attribution) concerns(file string) []string {
+func (a *Attribution) concerns(file string) []string {
 	if file == "" || file == a.repo.Settings.File || strings.HasPrefix(file, "fuelsync.") && !strings.Contains(file, "/") {
 		return a.all
 	}
@@ -118,7 +121,7 @@ func (a *attribution) concerns(file string) []string {
 			}
 			pattern := path.Join(path.Dir(c.File), c.TasksPath)
 			if ok, err := doublestar.Match(pattern, file); err == nil && ok {
-				readers = appendNew(readers, c.Name)
+				readers = AppendNew(readers, c.Name)
 			}
 		}
 		if len(readers) > 0 {
@@ -133,7 +136,7 @@ func (a *attribution) concerns(file string) []string {
 			if a.st != nil {
 				for name, cs := range a.st.Clusters {
 					if cs.File == "" && a.repo.Cluster(name) == nil {
-						out = appendNew(out, name)
+						out = AppendNew(out, name)
 					}
 				}
 			}
@@ -160,10 +163,10 @@ func defaultClusterName(file string) string {
 	return stem
 }
 
-// attribute gives every error of diags to the clusters it concerns; errors
+// Attribute gives every error of diags to the clusters it concerns; errors
 // that concern no cluster (a plugin no cluster uses) are returned apart.
 // Warnings hold nothing and are left out.
-func (a *attribution) attribute(diags hcl.Diagnostics, into map[string]hcl.Diagnostics) (orphans hcl.Diagnostics) {
+func (a *Attribution) Attribute(diags hcl.Diagnostics, into map[string]hcl.Diagnostics) (orphans hcl.Diagnostics) {
 	for _, d := range diags {
 		if d.Severity != hcl.DiagError {
 			continue
@@ -185,18 +188,18 @@ func (a *attribution) attribute(diags hcl.Diagnostics, into map[string]hcl.Diagn
 }
 
 // Hold tells the errors of diags (a load of repo, or release and plugin data)
-// apart by the clusters they hold, as the operation does (Operation): an
+// apart by the clusters they hold, as the operation does: an
 // error in a cluster's own spec holds that cluster, in a shared input the
 // clusters that use it. st, the applied state (nil for none), adds its
 // clusters and their recorded spec files. Errors that hold no cluster are
 // returned apart.
 func Hold(repo *loader.Repo, st *state.State, diags hcl.Diagnostics) (held map[string]hcl.Diagnostics, orphans hcl.Diagnostics) {
 	held = map[string]hcl.Diagnostics{}
-	orphans = newAttribution(repo, st).attribute(diags, held)
+	orphans = NewAttribution(repo, st).Attribute(diags, held)
 	return held, orphans
 }
 
-// problemLines formats the errors of diags as file:line:col: error: message,
+// ProblemLines formats the errors of diags as file:line:col: error: message,
 // at most max of them and a last line that counts the rest.
 func ProblemLines(diags hcl.Diagnostics, max int) []string {
 	out := diagLines(diags)
@@ -229,3 +232,7 @@ func diagLines(diags hcl.Diagnostics) []string {
 	}
 	return out
 }
+
+// All are the clusters an error of an input shared by every cluster holds:
+// those of the revision and of the applied state, sorted.
+func (a *Attribution) All() []string { return slices.Clone(a.all) }
