@@ -631,6 +631,7 @@ func computeCluster(cluster string, changed []string, old, new *Side) (*ClusterC
 		}
 	}
 	defs := defFields{} // per pair of catalogue entries, across the cluster's nodes
+	known := catalogueChanges{}
 	for _, n := range sortedKeys(nodes) {
 		on, nn := ov.node(n), nv.node(n)
 		pseudo := n == "master" || n == "sync"
@@ -665,6 +666,11 @@ func computeCluster(cluster string, changed []string, old, new *Side) (*ClusterC
 				continue
 			}
 			gc, ok := oneSided(ov, nv, g, name)
+			if !ok && old.Digests[name] == new.Digests[name] {
+				if gc, ok, err = sameFileChange(ov, nv, cluster, g, name, defs, known); err != nil {
+					return nil, err
+				}
+			}
 			if !ok {
 				ot, nt, err := bothTasks(ov, nv, name)
 				if err != nil {
