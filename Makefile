@@ -267,7 +267,8 @@ bench-large:
 # FLEET_CLUSTERS clusters (20,000 in 40 by default; FLEET_NODES=100000
 # FLEET_CLUSTERS=50 for 50 clusters of 2,000), every command a child process,
 # FLEET_BENCHTIME iterations (median wall time, peak RSS, artifacts, work
-# directory and state size), everything on /dev/shm (internal/cli/fleet_bench_test.go).
+# directory and state size), everything on /dev/shm (internal/cli/fleet_bench_test.go);
+# FLEET_STEPS=apply-cold,plan-release runs those steps only.
 # 20,000 nodes take some 20 to 30 minutes an iteration on two cores (most of it the
 # release change) and about 6 GB of tmpfs; 100,000 nodes five times that. Never
 # part of make test.
@@ -275,7 +276,7 @@ FLEET_NODES ?= 20000
 FLEET_CLUSTERS ?= 40
 FLEET_BENCHTIME ?= 1x
 bench-fleet:
-	TMPDIR=/dev/shm FUELSYNC_FLEET_NODES=$(FLEET_NODES) FUELSYNC_FLEET_CLUSTERS=$(FLEET_CLUSTERS) \
+	TMPDIR=/dev/shm FUELSYNC_FLEET_NODES=$(FLEET_NODES) FUELSYNC_FLEET_CLUSTERS=$(FLEET_CLUSTERS) FUELSYNC_FLEET_STEPS=$(FLEET_STEPS) \
 	  $(GO) test ./internal/cli -run '^$$' -bench '^BenchmarkCommandsFleet$$' -benchtime $(FLEET_BENCHTIME) -count 1 -timeout 0
 
 RENDER_BENCHTIME ?= 5x

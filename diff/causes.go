@@ -127,10 +127,10 @@ func taskCause(here, there *sideView, plugins []string, node, graph, id string, 
 	if p := pt.Def.Plugin; p != nil && slices.Contains(plugins, p.Name) {
 		return causes.get(map[bool]string{true: "plugin_enabled", false: "plugin_disabled"}[added], p.Name, "")
 	}
-	if there.render == nil {
+	if there.rendered() == nil {
 		return nil
 	}
-	g := there.render.Graph(graph)
+	g := there.rendered().Graph(graph)
 	if g == nil || g.Definition(id) == nil {
 		kind := map[bool]string{true: "task_defined", false: "task_undefined"}[added]
 		return causes.get(kind, id, sourceOf(pt.Def))
@@ -141,10 +141,10 @@ func taskCause(here, there *sideView, plugins []string, node, graph, id string, 
 
 // definition returns the definition of task id in the side's render, or nil.
 func definition(v *sideView, graph, id string) *render.TaskDef {
-	if v.render == nil {
+	if v.rendered() == nil {
 		return nil
 	}
-	if g := v.render.Graph(graph); g != nil {
+	if g := v.rendered().Graph(graph); g != nil {
 		return g.Definition(id)
 	}
 	return nil
@@ -169,10 +169,10 @@ func selectedBy(d *render.TaskDef, tags []string) (string, bool) {
 
 // placed returns the task on the node in the side's render, or nil.
 func placed(v *sideView, graph, node, id string) *render.PlacedTask {
-	if v.render == nil {
+	if v.rendered() == nil {
 		return nil
 	}
-	g := v.render.Graph(graph)
+	g := v.rendered().Graph(graph)
 	if g == nil || g.Node(node) == nil {
 		return nil
 	}
@@ -180,10 +180,10 @@ func placed(v *sideView, graph, node, id string) *render.PlacedTask {
 }
 
 func definitionSource(v *sideView, graph, id string) string {
-	if v.render == nil {
+	if v.rendered() == nil {
 		return ""
 	}
-	if g := v.render.Graph(graph); g != nil {
+	if g := v.rendered().Graph(graph); g != nil {
 		return sourceOf(g.Definition(id))
 	}
 	return ""
@@ -198,10 +198,10 @@ func sourceOf(d *render.TaskDef) string {
 
 // tagSources says where the node's tag comes from on a side (render known).
 func tagSources(v *sideView, node, tag string) []string {
-	if v.render == nil {
+	if v.rendered() == nil {
 		return nil
 	}
-	nt := v.render.Model.NodeTags[node]
+	nt := v.rendered().Model.NodeTags[node]
 	if nt == nil {
 		return nil
 	}

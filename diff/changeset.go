@@ -26,6 +26,11 @@ type Side struct {
 	// that selected them), for the causes of changes. Without it the change set
 	// has what the artifacts alone tell.
 	Rendered []*render.Rendered
+	// Later, when not nil, gives the render of a cluster Rendered does not
+	// hold, asked (once) only when a cause needs it: a task or a tag a node
+	// lost, a task it gained. A change that only edits tasks (a release's
+	// task changed on every node) never asks.
+	Later func(cluster string) *render.Rendered
 	// encoded says the files are Rendered's own encoding (RenderedSide): the task
 	// ids of a node can be taken from the model instead of decoding its file.
 	encoded bool
@@ -304,6 +309,8 @@ type sideView struct {
 	side    *Side
 	doc     *clusterDoc // nil when the cluster is absent
 	render  *render.Rendered
+	cluster string
+	asked   bool // Side.Later was asked for render
 	present bool
 	byNode  map[string][]string // node → graph types, built by graphs
 	// catalogues are the task catalogues of format 2 read so far, by graph type.
@@ -340,7 +347,7 @@ func (v *sideView) intern(ids []string) []string {
 var idSeed = maphash.MakeSeed()
 
 func viewOf(s *Side, cluster string) (*sideView, error) {
-	v := &sideView{side: s}
+	v := &sideView{side: s, cluster: cluster}
 	name := cluster + "/cluster.yaml"
 	if _, ok := s.Digests[name]; ok {
 		v.present = true
@@ -358,6 +365,16 @@ func viewOf(s *Side, cluster string) (*sideView, error) {
 		}
 	}
 	return v, nil
+}
+
+// rendered returns the side's render of the cluster, from Side.Later the
+// first time when Side.Rendered has none; nil when it is not known.
+func (v *sideView) rendered() *render.Rendered {
+	if v.render == nil && !v.asked && v.side.Later != nil {
+		v.asked = true
+		v.render = v.side.Later(v.cluster)
+	}
+	return v.render
 }
 
 func (v *sideView) node(name string) *clusterNode {
@@ -614,6 +631,7 @@ func computeCluster(cluster string, changed []string, old, new *Side) (*ClusterC
 		}
 	}
 	defs := defFields{} // per pair of catalogue entries, across the cluster's nodes
+	known := catalogueChanges{}
 	for _, n := range sortedKeys(nodes) {
 		on, nn := ov.node(n), nv.node(n)
 		pseudo := n == "master" || n == "sync"
@@ -648,6 +666,11 @@ func computeCluster(cluster string, changed []string, old, new *Side) (*ClusterC
 				continue
 			}
 			gc, ok := oneSided(ov, nv, g, name)
+			if !ok && old.Digests[name] == new.Digests[name] {
+				if gc, ok, err = sameFileChange(ov, nv, cluster, g, name, defs, known); err != nil {
+					return nil, err
+				}
+			}
 			if !ok {
 				ot, nt, err := bothTasks(ov, nv, name)
 				if err != nil {

@@ -35,9 +35,9 @@ func (c Colors) symbol(a Action) string {
 
 // Line is the closing line of a plan.
 func (s Summary) Line() string {
-	return fmt.Sprintf("Plan: %d %s to deploy, %d to provision, %d to delete; %d %s added, %d removed, %d changed.",
-		s.Deploy, plural(s.Deploy, "node", "nodes"), s.Provision, s.Delete,
-		s.TasksAdded, plural(s.TasksAdded, "task", "tasks"), s.TasksRemoved, s.TasksChanged)
+	return fmt.Sprintf("Plan: %s %s to deploy, %s to provision, %s to delete; %s %s added, %s removed, %s changed.",
+		count(s.Deploy), plural(s.Deploy, "node", "nodes"), count(s.Provision), count(s.Delete),
+		count(s.TasksAdded), plural(s.TasksAdded, "task", "tasks"), count(s.TasksRemoved), count(s.TasksChanged))
 }
 
 // Text is the change set for a terminal: per cluster, each group of nodes with
@@ -51,28 +51,37 @@ func (cs *ChangeSet) Text(c Colors) string {
 		b.WriteString("No changes: the rendered artifacts are the same.\n")
 		return b.String()
 	}
+	if cs.Mass() {
+		return cs.massText(c)
+	}
 	for _, cc := range cs.Clusters {
 		fmt.Fprintf(&b, "%s cluster %s\n", c.symbol(cc.Action), c.paint(c.Bold, esc(cc.Name)))
-		for _, p := range cc.PluginsEnabled {
-			fmt.Fprintf(&b, "    plugin %s enabled\n", esc(p))
-		}
-		for _, p := range cc.PluginsDisabled {
-			fmt.Fprintf(&b, "    plugin %s disabled\n", esc(p))
-		}
-		for _, r := range cc.Registry {
-			fmt.Fprintf(&b, "    registry %s\n", esc(r))
-		}
+		writeClusterLines(&b, cc)
 		for _, g := range cc.Groups {
-			writeGroup(&b, c, g)
-		}
-		if len(cc.Groups)+len(cc.PluginsEnabled)+len(cc.PluginsDisabled)+len(cc.Registry) == 0 {
-			fmt.Fprintf(&b, "    no node changes; changed: %s\n", esc(strings.Join(cc.Files, ", ")))
+			writeChange(&b, c, g.Title(), g.Change, nil)
 		}
 		b.WriteByte('\n')
 	}
 	b.WriteString(cs.Summary.Line())
 	b.WriteByte('\n')
 	return b.String()
+}
+
+// writeClusterLines writes what changes in cluster cc itself: its plugins,
+// its registry, or the files that changed when no node did.
+func writeClusterLines(b *strings.Builder, cc *ClusterChange) {
+	for _, p := range cc.PluginsEnabled {
+		fmt.Fprintf(b, "    plugin %s enabled\n", esc(p))
+	}
+	for _, p := range cc.PluginsDisabled {
+		fmt.Fprintf(b, "    plugin %s disabled\n", esc(p))
+	}
+	for _, r := range cc.Registry {
+		fmt.Fprintf(b, "    registry %s\n", esc(r))
+	}
+	if len(cc.Groups)+len(cc.PluginsEnabled)+len(cc.PluginsDisabled)+len(cc.Registry) == 0 {
+		fmt.Fprintf(b, "    no node changes; changed: %s\n", esc(strings.Join(cc.Files, ", ")))
+	}
 }
 
 // Title is "node-2 (controller)" or "4 nodes (compute, controller): node-2, …".
@@ -98,9 +107,15 @@ func (nc *NodeChange) ActionText() string {
 	return "deploy"
 }
 
-func writeGroup(b *strings.Builder, c Colors, g *Group) {
-	nc := g.Change
-	fmt.Fprintf(b, "  %s %s: %s\n", c.symbol(nc.Action), esc(g.Title()), nc.ActionText())
+// writeChange writes the change nc of the nodes title names, then the lines
+// of members (the classes of nodes of a mass change).
+func writeChange(b *strings.Builder, c Colors, title string, nc *NodeChange, members []string) {
+	fmt.Fprintf(b, "  %s %s: %s\n", c.symbol(nc.Action), esc(title), nc.ActionText())
+	defer func() {
+		for _, m := range members {
+			fmt.Fprintf(b, "      · %s\n", esc(m))
+		}
+	}()
 	accounted := map[string]bool{}
 	for _, cause := range nc.Causes {
 		fmt.Fprintf(b, "      %s", esc(cause.Text()))

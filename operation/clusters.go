@@ -59,8 +59,9 @@ func byCluster(digests map[string]string) map[string]map[string]string {
 
 // compareCluster compares the render r of one cluster with its applied files
 // (old: their digests, read from applied; unreadable: they cannot be read).
-// oldRender, when not nil, renders the cluster's applied revision again, for
-// the causes of the change; it is asked only when the cluster's files differ.
+// oldRender, when not nil, gives the cluster's applied revision placed again,
+// for the causes of the change; it is asked only when a cause needs it
+// (diff.Side.Later).
 // each, when not nil, is handed every file of the render with its digest as it
 // is encoded (data valid until it returns). It returns the render's digests
 // and the cluster's change (nil: none).
@@ -79,9 +80,7 @@ func compareCluster(r *render.Rendered, old map[string]string, applied fs.FS, un
 	oldSide := diff.FSSide(applied, old)
 	oldSide.Unreadable = unreadable
 	if oldRender != nil {
-		if or := oldRender(); or != nil {
-			oldSide.Rendered = []*render.Rendered{or}
-		}
+		oldSide.Later = func(string) *render.Rendered { return oldRender() }
 	}
 	cc, err := clusterChange(oldSide, newSide)
 	return newSide.Digests, cc, err
@@ -238,9 +237,10 @@ func renderOne(repo *loader.Repo, c string, st *state.State) (*render.Rendered, 
 	return out, diags
 }
 
-// oldRender renders cluster c of the revision st says its applied artifacts
-// are the render of, when OpenRevision can read it (a commit): the change set
-// then says which tag or plugin took tasks away. nil when it cannot.
+// oldRender places the tasks of cluster c of the revision st says its applied
+// artifacts are the render of, one node a class, when OpenRevision can read it
+// (a commit): the change set then says which tag or plugin took tasks away.
+// nil when it cannot.
 func (o *Operation) oldRender(st *state.State, repos *revisionRepos) func(c string) *render.Rendered {
 	if o.OpenRevision == nil {
 		return nil
@@ -254,15 +254,24 @@ func (o *Operation) oldRender(st *state.State, repos *revisionRepos) func(c stri
 		if rr.err != nil || len(rr.held[c]) > 0 {
 			return nil
 		}
-		r, diags := renderOne(rr.repo, c, st)
+		r := placeByClass(rr.repo, c, st)
 		if o.OnRenderApplied != nil {
 			o.OnRenderApplied([]string{c})
 		}
-		if diags.HasErrors() {
-			return nil
-		}
 		return r
 	}
+}
+
+// placeByClass is cluster c of repo with the applied state st, its tasks
+// placed on one node of each class of nodes (render.Model.PlaceByClass): what
+// the causes of a change need of the applied revision, not a second render of
+// every node. nil when its model does not build.
+func placeByClass(repo *loader.Repo, c string, st *state.State) *render.Rendered {
+	models, diags := render.Models(repo, []string{c}, render.Options{State: st})
+	if len(models) != 1 || diags.HasErrors() {
+		return nil
+	}
+	return models[0].PlaceByClass()
 }
 
 // renderAgain hands put the files of clusters rendered again, one cluster at

@@ -2,6 +2,7 @@ package operation
 
 import (
 	"context"
+	"io/fs"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -10,7 +11,11 @@ import (
 	"testing"
 	"time"
 
+	git "github.com/go-git/go-git/v5"
+
+	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/internal/repogen"
+	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -73,5 +78,64 @@ func TestColdApplyMemoryFollowsLargestCluster(t *testing.T) {
 	if ratio := float64(peaks[16]) / float64(peaks[4]); ratio > 1.5 {
 		t.Errorf("the cold apply of 16 clusters peaks at %.1f MB of heap, %.2f times that of 4 clusters of the same size (%.1f MB): want at most 1.5",
 			float64(peaks[16])/1e6, ratio, float64(peaks[4])/1e6)
+	}
+}
+
+// TestReleaseChangeMemoryWithinColdApply: the plan and the apply of a release
+// change (a task definition of the release edited: every node of every
+// cluster changes) peak at most 1.2 times the heap of the cold apply of the
+// same fleet (4 clusters of 25 nodes, the repogen heavy shape, from git, the
+// applied revision readable again). The causes come from the change of the
+// task catalogue, not from a second render of the applied revision.
+func TestReleaseChangeMemoryWithinColdApply(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(25))
+	spec := repogen.Spec{Plugins: 11, Tasks: 1000, Nodes: 100, Clusters: 4, Seed: 1, CrossDepends: 60, StageFanIn: true}
+	dir := t.TempDir()
+	if err := repogen.WriteDir(repogen.Generate(spec), dir); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := git.PlainInit(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	revA := gittest.Commit(t, repo, "generated")
+	// hiera runs on every node: its timeout changes every node's tasks.
+	gittest.EditFile(t, filepath.Join(dir, "plugins", repogen.ReleasePlugin, "graphs", "00-stages.yaml"), "timeout: 120\n", "timeout: 121\n")
+	revD := gittest.Commit(t, repo, "release: hiera's timeout")
+	open := func(rev string) (fs.FS, error) {
+		fsys, _, err := loader.OpenRevision(dir, rev)
+		return fsys, err
+	}
+	op := &Operation{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), ToolVersion: "test", OpenRevision: open}
+	run := func(what, rev string, apply bool) (*Result, uint64) {
+		t.Helper()
+		fsys, err := open(rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res *Result
+		peak := peakHeap(func() {
+			res, err = op.Run(context.Background(), Request{Revision: source.Revision{SHA: rev, FS: fsys}, Apply: apply})
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		t.Logf("%s: peak heap %.1f MB", what, float64(peak)/1e6)
+		return res, peak
+	}
+	res, cold := run("cold apply", revA, true)
+	if res.Outcome != Applied {
+		t.Fatalf("cold apply: outcome %s", res.Outcome)
+	}
+	for _, apply := range []bool{false, true} {
+		what := map[bool]string{false: "plan", true: "apply"}[apply] + " of the release change"
+		res, peak := run(what, revD, apply)
+		if cs := res.Plan.Changes; cs.Summary.Deploy != spec.Nodes {
+			t.Fatalf("%s: %d nodes to deploy, want %d", what, cs.Summary.Deploy, spec.Nodes)
+		}
+		if ratio := float64(peak) / float64(cold); ratio > 1.2 {
+			t.Errorf("the %s peaks at %.1f MB of heap, %.2f times the cold apply's (%.1f MB): want at most 1.2",
+				what, float64(peak)/1e6, ratio, float64(cold)/1e6)
+		}
 	}
 }

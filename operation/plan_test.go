@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -81,6 +82,54 @@ func TestPlanAppliedRenderOfChangedClusters(t *testing.T) {
 		if j, _ := json.MarshalIndent(p, "", " "); !bytes.Equal(j, wj) {
 			t.Errorf("the %s plan differs from the full one:\n%s\nfull:\n%s", what, j, wj)
 		}
+	}
+	// An Operation places the applied revision's tasks one node a class, and
+	// only for the causes that need it: the same change set, here and with a
+	// task of the release renamed (removed from every node: its cause needs
+	// the applied placement).
+	opPlanLikeFull(t, dir, wd, st, rev, want, "demo")
+	gittest.EditFile(t, filepath.Join(dir, "plugins", "quickstart", "graphs", "deletion.yaml"), "id: erase_node\n", "id: erase_node_v2\n")
+	rev = gittest.Commit(t, repo, "erase_node renamed")
+	rs, diags = render.Render(load(rev), render.Options{State: st})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if want, err = operation.MakePlan(wd, st, rs, old, rev, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if wj, _ := json.Marshal(want); !strings.Contains(string(wj), `{"kind":"task_undefined","subject":"erase_node","source":"plugins/quickstart/graphs/deletion.yaml:5","removed":["deletion/erase_node"]}`) {
+		t.Fatalf("the change set has no task_undefined cause of erase_node:\n%s", wj)
+	}
+	opPlanLikeFull(t, dir, wd, st, rev, want, "demo", "demo-hcl")
+}
+
+// opPlanLikeFull fails the test unless an Operation's plan of rev in the
+// repository dir, work directory wd at state st, has the change set of want,
+// made with full renders of both sides; the applied revision is placed for
+// the clusters placed only (sorted).
+func opPlanLikeFull(t *testing.T, dir string, wd *state.Workdir, st *state.State, rev string, want *operation.Plan, placed ...string) {
+	t.Helper()
+	open := func(rev string) (fs.FS, error) {
+		fsys, _, err := loader.OpenRevision(dir, rev)
+		return fsys, err
+	}
+	fsys, err := open(rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	op := &operation.Operation{Workdir: wd, ToolVersion: "test", OpenRevision: open,
+		OnRenderApplied: func(c []string) { asked = append(asked, c...) }}
+	res, err := op.Run(context.Background(), operation.Request{Revision: source.Revision{SHA: rev, FS: fsys}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Sort(asked); !slices.Equal(asked, placed) {
+		t.Errorf("the operation placed the applied revision of %v, want %v", asked, placed)
+	}
+	got, _ := json.MarshalIndent(res.Plan.Changes, "", " ")
+	if wc, _ := json.MarshalIndent(want.Changes, "", " "); !bytes.Equal(got, wc) {
+		t.Errorf("the operation's change set differs from the full one:\n%s\nfull:\n%s", got, wc)
 	}
 }
 

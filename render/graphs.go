@@ -273,6 +273,14 @@ type graphBuilder struct {
 
 	dirty   []uint64  // by seq: the task's edges need sorting (edges)
 	members [][]int32 // by class: the ranks of its built nodes, ascending
+	// aliases are the nodes not built with classes set, with their class.
+	aliases []classAlias
+}
+
+// classAlias is a node of class c that a builder by classes does not build.
+type classAlias struct {
+	node string
+	c    int32
 }
 
 // renderGraph resolves graph type typ onto the cluster's nodes. With classes set it
@@ -280,6 +288,23 @@ type graphBuilder struct {
 // diagnostics; the caller renders again without classes when it reports a cycle,
 // since a cycle in the graph of classes may not be one of the nodes.
 func (m *Model) renderGraph(typ string, classes bool) (*Graph, hcl.Diagnostics) {
+	gb := m.placeGraph(typ, classes)
+	// 3. Edges, normalised onto the dependent task.
+	gb.edges()
+	// 4. Topological order, cycles reported.
+	gb.order()
+	for _, ng := range gb.nodes[len(gb.g.Nodes):] {
+		if len(ng.byID) > 0 {
+			gb.g.Nodes = append(gb.g.Nodes, ng)
+		}
+	}
+	return gb.g, gb.diags
+}
+
+// placeGraph places the tasks of graph type typ on the cluster's nodes (on
+// the first node of each class with classes set), without their edges: the
+// first steps of renderGraph.
+func (m *Model) placeGraph(typ string, classes bool) *graphBuilder {
 	gb := &graphBuilder{m: m, typ: typ, warned: map[string]bool{}, matchers: map[string]*nameMatcher{}}
 	gb.g = &Graph{Type: typ, byNode: map[string]*NodeGraph{}, m: m}
 	gb.defs, gb.ids = m.mergeTasks(typ)
@@ -315,6 +340,7 @@ func (m *Model) renderGraph(typ string, classes bool) (*Graph, hcl.Diagnostics) 
 			firstNodes = append(firstNodes, nodes[len(nodes)-1])
 			gb.members = append(gb.members, nil)
 		} else if classes {
+			gb.aliases = append(gb.aliases, classAlias{nt.Node.Name, c})
 			continue
 		}
 		ng := &NodeGraph{Node: nt.Node.Name, ID: nt.Node.ID, Tags: nt, class: c}
@@ -349,16 +375,7 @@ func (m *Model) renderGraph(typ string, classes bool) (*Graph, hcl.Diagnostics) 
 		}
 	}
 	gb.indexNodes()
-	// 3. Edges, normalised onto the dependent task.
-	gb.edges()
-	// 4. Topological order, cycles reported.
-	gb.order()
-	for _, ng := range gb.nodes[len(gb.g.Nodes):] {
-		if len(ng.byID) > 0 {
-			gb.g.Nodes = append(gb.g.Nodes, ng)
-		}
-	}
-	return gb.g, gb.diags
+	return gb
 }
 
 // newPlaced returns a zeroed placed task from the builder's slab.

@@ -633,14 +633,21 @@ func (r *diffResult) markdown(limit int) string {
 	}
 	fmt.Fprintf(&head, "**%s**\n\n", r.changes.Summary.Line())
 	head.WriteString("| cluster | nodes | action | causes |\n|---|---|---|---|\n")
-	for _, cc := range r.changes.Clusters {
-		for _, g := range cc.Groups {
-			var causes []string
-			for _, cause := range g.Change.Causes {
-				causes = append(causes, cause.Text())
+	row := func(cluster, nodes string, nc *diff.NodeChange) {
+		var causes []string
+		for _, cause := range nc.Causes {
+			causes = append(causes, cause.Text())
+		}
+		fmt.Fprintf(&head, "| %s | %s | %s %s | %s |\n", mdCell(cluster), mdCell(nodes),
+			nc.Action.Symbol(), nc.ActionText(), mdCell(strings.Join(causes, "; ")))
+	}
+	if r.changes.Mass() {
+		massRows(r.changes, row)
+	} else {
+		for _, cc := range r.changes.Clusters {
+			for _, g := range cc.Groups {
+				row(cc.Name, g.Title(), g.Change)
 			}
-			fmt.Fprintf(&head, "| %s | %s | %s %s | %s |\n", mdCell(cc.Name), mdCell(g.Title()),
-				g.Change.Action.Symbol(), g.Change.ActionText(), mdCell(strings.Join(causes, "; ")))
 		}
 	}
 	head.WriteByte('\n')
@@ -657,6 +664,24 @@ func (r *diffResult) markdown(limit int) string {
 		top = diff.TruncateMiddle(top, limit/2)
 	}
 	return top + fitBlocks(blocks, limit-len(top))
+}
+
+// massRows hands row the rows of a mass change's table: a class of nodes a
+// row, at most diff.MassClassLines a change, then one row for the rest.
+func massRows(cs *diff.ChangeSet, row func(cluster, nodes string, nc *diff.NodeChange)) {
+	for _, mc := range cs.ByChange() {
+		for i, k := range mc.Classes {
+			if i == diff.MassClassLines {
+				rest := 0
+				for _, k := range mc.Classes[i:] {
+					rest += k.Nodes
+				}
+				row("", fmt.Sprintf("%d more nodes of %d more classes", rest, len(mc.Classes)-i), mc.Change)
+				break
+			}
+			row(k.Where(), k.Who(), k.Change)
+		}
+	}
 }
 
 func details(summary, body string) string {

@@ -120,3 +120,48 @@ func TestFlagsFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkdownMassChange: the comment on a release change of 100,000 nodes in
+// 50 clusters has a row a class of nodes, with counts, and no node's name,
+// within the limit.
+func TestMarkdownMassChange(t *testing.T) {
+	cs := &diff.ChangeSet{}
+	for c := range 50 {
+		cc := &diff.ClusterChange{Name: fmt.Sprintf("c-%02d", c+1), Action: diff.Update}
+		groups := map[string]*diff.Group{}
+		for i := range 2000 {
+			roles := []string{"compute"}
+			if i%4 == 0 {
+				roles = []string{"ceph-osd", "controller"}
+			}
+			nc := &diff.NodeChange{Node: fmt.Sprintf("node-%d", i+1), Action: diff.Update, Run: []string{"default"}, Roles: roles,
+				Causes: []*diff.Cause{{Kind: "task_edited", Subject: "hiera", Source: "release/tasks.yaml:812", Changed: []string{"hiera"}}},
+				Graphs: []*diff.GraphChange{{Graph: "default", Changed: []*diff.TaskChange{{ID: "hiera", Fields: []string{"parameters"}}}}}}
+			cc.Nodes = append(cc.Nodes, nc)
+			if g := groups[roles[0]]; g != nil {
+				g.Nodes = append(g.Nodes, nc.Node)
+				continue
+			}
+			groups[roles[0]] = &diff.Group{Nodes: []string{nc.Node}, Roles: roles, Change: nc}
+			cc.Groups = append(cc.Groups, groups[roles[0]])
+		}
+		cs.Clusters = append(cs.Clusters, cc)
+	}
+	cs.Summary = diff.Summarize(cs.Clusters)
+	res := &diffResult{baseSHA: strings.Repeat("a", 40), headSHA: strings.Repeat("b", 40), changes: cs}
+	md := res.markdown(markdownLimit)
+	if len(md) > markdownLimit {
+		t.Errorf("%d characters, over %d", len(md), markdownLimit)
+	}
+	for _, row := range []string{
+		"| `50 clusters: c-01, c-02, c-03, …, c-50` | `25,000 nodes of class ceph-osd+controller` | ~ deploy | `task hiera edited (release/tasks.yaml:812)` |\n",
+		"| `50 clusters: c-01, c-02, c-03, …, c-50` | `75,000 nodes of class compute` | ~ deploy | `task hiera edited (release/tasks.yaml:812)` |\n",
+	} {
+		if !strings.Contains(md, row) {
+			t.Errorf("no row %q:\n%.2000s", row, md)
+		}
+	}
+	if strings.Contains(md, "node-1999") {
+		t.Errorf("the comment names nodes:\n%.2000s", md)
+	}
+}

@@ -21,7 +21,12 @@ package cli
 //	apply-onenode   fuelsync --rev B apply
 //	diff-onenode    fuelsync diff --base A --head B
 //	plan-release    fuelsync --rev D plan (every cluster renders again)
+//	diff-release    fuelsync diff --base C --head D
 //	apply-release   fuelsync --rev D apply
+//
+// FUELSYNC_FLEET_STEPS, a list of step names separated by commas, runs those
+// only (apply-cold first for the steps that read its work directory; a plan
+// or apply of D then compares with A, not B).
 //
 // For each step it reports the median wall time over the iterations
 // (<step>-ms), the median CPU time of its process (<step>-cpu-ms: user and
@@ -36,6 +41,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/fuelsync/fuelsync/internal/benchutil"
@@ -56,6 +62,7 @@ var fleetSteps = []struct {
 	{"apply-onenode", []string{"--rev", "B", "--workdir", "WORK", "--quiet", "apply", "--auto-approve"}, 0},
 	{"diff-onenode", []string{"diff", "--base", "A", "--head", "B"}, 1},
 	{"plan-release", []string{"--rev", "D", "--workdir", "WORK", "plan", "--detailed-exitcode"}, 2},
+	{"diff-release", []string{"diff", "--base", "C", "--head", "D"}, 1},
 	{"apply-release", []string{"--rev", "D", "--workdir", "WORK", "--quiet", "apply", "--auto-approve"}, 0},
 }
 
@@ -64,7 +71,7 @@ func BenchmarkCommandsFleet(b *testing.B) {
 	spec := repogen.Heavy(nodes)
 	spec.Clusters = clusters
 	repo := b.TempDir()
-	revA, revB, _, node, _ := commandsRepo(b, repo, spec)
+	revA, revB, revC, node, _ := commandsRepo(b, repo, spec)
 	// D: C with the timeouts of one of the release's graph files changed.
 	file := filepath.Join(repo, "plugins", repogen.ReleasePlugin, "graphs", "09-nova.yaml")
 	src, err := os.ReadFile(file)
@@ -87,9 +94,18 @@ func BenchmarkCommandsFleet(b *testing.B) {
 	times, cpu := make([][]float64, len(fleetSteps)), make([][]float64, len(fleetSteps))
 	rss := make([]int64, len(fleetSteps))
 	var artifacts, workdir, stateSize []float64
+	only := map[string]bool{}
+	if v := os.Getenv("FUELSYNC_FLEET_STEPS"); v != "" {
+		for _, s := range strings.Split(v, ",") {
+			only[strings.TrimSpace(s)] = true
+		}
+	}
 	for b.Loop() {
 		iter := b.TempDir()
 		for i, st := range fleetSteps {
+			if len(only) > 0 && !only[st.name] {
+				continue
+			}
 			args := []string{"--repo", repo, "--color", "never"}
 			for _, a := range st.args {
 				switch a {
@@ -97,6 +113,8 @@ func BenchmarkCommandsFleet(b *testing.B) {
 					a = revA
 				case "B":
 					a = revB
+				case "C":
+					a = revC
 				case "D":
 					a = revD
 				case "WORK":
@@ -133,6 +151,9 @@ func BenchmarkCommandsFleet(b *testing.B) {
 		b.StartTimer()
 	}
 	for i, st := range fleetSteps {
+		if len(times[i]) == 0 {
+			continue
+		}
 		b.ReportMetric(benchutil.Median(times[i])/1e6, st.name+"-ms")
 		b.ReportMetric(benchutil.Median(cpu[i])/1e6, st.name+"-cpu-ms")
 		b.ReportMetric(float64(rss[i])/(1<<20), st.name+"-rss-MB")

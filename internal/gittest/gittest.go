@@ -104,7 +104,7 @@ func Commit(t testing.TB, r *git.Repository, msg string) string {
 
 // EditFile replaces the first old in the file path with new; the test fails
 // when the file has no old.
-func EditFile(t *testing.T, path, old, new string) {
+func EditFile(t testing.TB, path, old, new string) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil || !bytes.Contains(data, []byte(old)) {
