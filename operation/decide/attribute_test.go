@@ -20,8 +20,8 @@ func TestAttribution(t *testing.T) {
 		Plugins:  []*loader.Plugin{sdn, rel, {Name: "unused", Dir: "plugins/unused"}},
 		Releases: []*loader.Release{{Name: "mitaka", Version: "9.0", Plugin: rel}},
 		Clusters: []*loader.Cluster{
-			{Name: "a", File: "clusters/a.yaml", TasksPath: "shared/*.yaml", Release: "9.0"},
-			{Name: "b", File: "clusters/b/cluster.yaml", TasksPath: "../shared/*.yaml", Plugins: []loader.Ref{{Name: "sdn"}}},
+			{Name: "a", File: "clusters/a.yaml", TasksPath: "common/*.yaml", Release: "9.0"},
+			{Name: "b", File: "clusters/b/cluster.yaml", TasksPath: "../common/*.yaml", Plugins: []loader.Ref{{Name: "sdn"}}},
 			{Name: "c", File: "clusters/c.yaml"},
 		},
 	}
@@ -43,8 +43,8 @@ func TestAttribution(t *testing.T) {
 		{"clusters/old.yaml", []string{"old"}},
 		// A file clusters read through tasks_path holds its readers, and
 		// only them.
-		{"clusters/shared/tasks.yaml", []string{"a", "b"}},
-		{"clusters/shared/other.txt", every},
+		{"clusters/common/tasks.yaml", []string{"a", "b"}},
+		{"clusters/common/other.txt", every},
 		// A spec that no longer loads: the cluster it would define, and an
 		// applied cluster of an older state the revision lacks.
 		{"clusters/new.yaml", []string{"legacy", "new"}},
