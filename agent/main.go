@@ -33,14 +33,13 @@ what it is given, for its own node, exactly as rendered. docs/agent.md, docs/exe
 flags:
 `
 
-// Main runs the agent with the command line args (without the program's
-// name) and returns the exit status: 0, or 1 on a bad flag, a refused
-
 // Version and Commit are the build's (cmd/fuelsync-agent sets them from its
 // link flags); "fuelsync-agent version" prints them.
 var Version, Commit string
 
-// token, or (with --once) a failed task.
+// Main runs the agent with the command line args (without the program's
+// name) and returns the exit status: 0, or 1 on a bad flag, a refused
+// token, or (with --once) a failed task. "version" prints the build.
 func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 1 && args[0] == "version" {
 		fmt.Fprintf(stdout, "fuelsync-agent %s\ncommit: %s\ngo: %s\n", cmp.Or(Version, "dev"), cmp.Or(Commit, "unknown"), runtime.Version())
