@@ -225,6 +225,16 @@ func TestEtcdShardsOwnerKilled(t *testing.T) {
 				cs := st.Clusters[cl]
 				t.Logf("%s: %s at %.12s (last change %.12s), owner %q, assigned %s of %v", cl, cs.StatusOf(), cs.Revision, lastRev[cl], owners[cl], controller.Assign(all, ms)[cl], ms)
 			}
+			for _, id := range slices.Sorted(maps.Keys(replicas)) {
+				r := replicas[id]
+				r.logMu.Lock()
+				for _, l := range r.logs {
+					if strings.Contains(l, "shard:") {
+						t.Logf("%s: %s", id, l)
+					}
+				}
+				r.logMu.Unlock()
+			}
 		}
 	}()
 	st = waitState("every cluster synced at its last change, owned by its assigned owner", 30*time.Second, func(st *state.State) bool {
