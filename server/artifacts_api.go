@@ -215,6 +215,22 @@ func (s *Server) appliedOr503(w http.ResponseWriter) (*state.State, bool) {
 	return st, true
 }
 
+// appliedCluster is the applied state and its cluster; it answers 503 when
+// nothing is served yet, 404 when the cluster is not in it, and returns
+// false then.
+func (s *Server) appliedCluster(w http.ResponseWriter, cluster string) (*state.State, *state.ClusterState, bool) {
+	st, ok := s.appliedOr503(w)
+	if !ok {
+		return nil, nil, false
+	}
+	cs := st.Clusters[cluster]
+	if cs == nil {
+		clusterNotFound(w, st, cluster)
+		return nil, nil, false
+	}
+	return st, cs, true
+}
+
 // clusterNotFound answers 404 naming the applied clusters.
 func clusterNotFound(w http.ResponseWriter, st *state.State, cluster string) {
 	names := slices.Sorted(func(yield func(string) bool) {
@@ -278,13 +294,8 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 	if !checkNames(w, "cluster", cluster) {
 		return
 	}
-	st, ok := s.appliedOr503(w)
+	st, cs, ok := s.appliedCluster(w, cluster)
 	if !ok {
-		return
-	}
-	cs := st.Clusters[cluster]
-	if cs == nil {
-		clusterNotFound(w, st, cluster)
 		return
 	}
 	sum := ClusterSummary{Cluster: cluster, Serial: st.Serial, Revision: st.Revision, Primary: cs.Primary, Nodes: []NodeSummary{}}

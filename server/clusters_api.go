@@ -179,13 +179,8 @@ func (s *Server) plan(w http.ResponseWriter, r *http.Request) {
 	if !s.authorized(w, r) || !checkNames(w, "cluster", cluster) {
 		return
 	}
-	st, ok := s.appliedOr503(w)
+	st, cs, ok := s.appliedCluster(w, cluster)
 	if !ok {
-		return
-	}
-	cs := st.Clusters[cluster]
-	if cs == nil {
-		clusterNotFound(w, st, cluster)
 		return
 	}
 	p := s.clusterPlan(st, cluster)

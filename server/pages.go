@@ -106,13 +106,8 @@ func (s *Server) clusterPage(w http.ResponseWriter, r *http.Request) {
 	if !checkNames(w, "cluster", cluster) {
 		return
 	}
-	st, ok := s.appliedOr503(w)
+	st, cs, ok := s.appliedCluster(w, cluster)
 	if !ok {
-		return
-	}
-	cs := st.Clusters[cluster]
-	if cs == nil {
-		clusterNotFound(w, st, cluster)
 		return
 	}
 	var info *operation.ClusterInfo

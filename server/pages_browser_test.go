@@ -20,12 +20,9 @@ import (
 	"testing"
 	"time"
 
-	git "github.com/go-git/go-git/v5"
-
 	"github.com/fuelsync/fuelsync/api"
 	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/gittest"
-	"github.com/fuelsync/fuelsync/internal/mapfs"
 	"github.com/fuelsync/fuelsync/internal/testenv"
 	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/render"
@@ -290,30 +287,13 @@ func (c *fakeClock) set(at time.Time) {
 }
 
 func mitakaWithRuns(t *testing.T) *mitakaRuns {
-	dir := t.TempDir()
-	files, err := mapfs.Read(filepath.Join("..", "examples", "fuel-mitaka"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, f := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir, repo := gittest.Example(t, "fuel-mitaka")
 	// Runs start on demand only: the test starts them (with deploy: auto, a
 	// run ending kicks a run of every cluster not deployed yet).
 	if err := os.WriteFile(filepath.Join(dir, "fuelsync.yaml"), []byte("deploy: manual\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	repo, err := git.PlainInit(dir, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gittest.Commit(t, repo, "fuel-mitaka")
+	gittest.Commit(t, repo, "deploy: manual")
 	loop := &controller.Loop{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
 	srv := New(loop, []byte("s3cret"))
 	srv.AgentSecret = agentSecret

@@ -25,8 +25,15 @@ var Sig = object.Signature{Name: "test", Email: "test@fuelsync.invalid", When: t
 // the test runs in), in a new temporary directory.
 func Quickstart(t testing.TB) (string, *git.Repository) {
 	t.Helper()
+	return Example(t, "quickstart")
+}
+
+// Example is a git repository holding examples/<name> (of the module the
+// test runs in) in one commit, in a new temporary directory.
+func Example(t testing.TB, name string) (string, *git.Repository) {
+	t.Helper()
 	dir := t.TempDir()
-	files, err := mapfs.Read(filepath.Join(moduleRoot(t), "examples", "quickstart"))
+	files, err := mapfs.Read(filepath.Join(moduleRoot(t), "examples", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +50,7 @@ func Quickstart(t testing.TB) (string, *git.Repository) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	Commit(t, r, "quickstart")
+	Commit(t, r, name)
 	return dir, r
 }
 
