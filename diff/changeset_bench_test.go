@@ -90,8 +90,8 @@ func BenchmarkComputeOneNodeChange(b *testing.B) {
 // TestComputeLinearInNodes: comparing a cluster whose sync stages require every
 // (node, task) pair costs time linear in the number of nodes, not quadratic (a
 // linear search of the requirement lists took minutes at 500 nodes). Four times
-// the nodes must cost less than eight times the time (16 when quadratic), the
-// best of three runs each.
+// the nodes must cost less than ten times the time (16 when quadratic; 4 when
+// linear, with room for a loaded machine), the best of three runs each.
 func TestComputeLinearInNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("large input")
@@ -99,7 +99,7 @@ func TestComputeLinearInNodes(t *testing.T) {
 	timeOf := func(nodes int) time.Duration {
 		old, new := syncSides(nodes, syncTasks, syncStages)
 		var runs []float64
-		for range 2 {
+		for range 3 {
 			start := time.Now()
 			cs, err := Compute(old, new)
 			runs = append(runs, float64(time.Since(start)))
@@ -115,7 +115,7 @@ func TestComputeLinearInNodes(t *testing.T) {
 	}
 	small, large := timeOf(125), timeOf(500)
 	t.Logf("125 nodes: %v, 500 nodes: %v (×%.1f)", small, large, float64(large)/float64(small))
-	if large > 8*small {
-		t.Errorf("500 nodes take %v, more than 8 times the %v of 125 nodes", large, small)
+	if large > 10*small {
+		t.Errorf("500 nodes take %v, more than 10 times the %v of 125 nodes", large, small)
 	}
 }
