@@ -215,169 +215,7 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			&cli.StringFlag{Name: "advertise-url", Usage: "with --shard, the `URL` where the other replicas fetch this replica's clusters' files (default: http:// and the --listen address, unless it is a wildcard)"},
 			notifyFlag,
 		),
-		Action: func(c *cli.Context) error {
-			// The daemon's metrics (and the etcd backend of its replicas) are
-			// in fuelsync-server: run there.
-			if !server.HasMetrics() {
-				return dispatch(c, "serve")
-			}
-			g, err := readGlobals(c, stdout, stderr)
-			if err != nil {
-				return err
-			}
-			loop, err := newLoop(g, c)
-			if err != nil {
-				return err
-			}
-			var secret []byte
-			if f := c.String("webhook-secret-file"); f != "" {
-				if secret, err = readSecret(f); err != nil {
-					return err
-				}
-			} else {
-				loop.Log.Warn("no --webhook-secret-file: every webhook delivery is refused (401)")
-			}
-			limits := server.DefaultLimits
-			limits.MaxConnections = c.Int("max-connections")
-			if limits.MaxConnections < 1 {
-				return &exitError{code: 1, msg: "--max-connections must be at least 1"}
-			}
-			var token []byte
-			if f := c.String("api-token-file"); f != "" {
-				if token, err = readToken(f); err != nil {
-					return err
-				}
-			}
-			var agentSecret []byte
-			if f := c.String("agent-secret-file"); f != "" {
-				if agentSecret, err = readAgentSecret(f); err != nil {
-					return err
-				}
-			}
-			for _, f := range []string{"report-history", "reconcile-history"} {
-				if n := c.Int(f); n < 1 || n > reports.MaxKeep {
-					return &exitError{code: 1, msg: fmt.Sprintf("--%s must be between 1 and %d", f, reports.MaxKeep)}
-				}
-			}
-			if d := c.Duration("max-wait"); d < server.MinMaxWait {
-				return &exitError{code: 1, msg: fmt.Sprintf("--max-wait must be at least %s (the longest wait of an artifact long-poll); got %s", server.MinMaxWait, d)}
-			}
-			if c.Int("max-waiting") < 0 {
-				return &exitError{code: 1, msg: "--max-waiting must not be negative"}
-			}
-			if _, ok := loop.Workdir.Backend.(state.Coordinator); !ok && c.String("replica-id") != "" {
-				return &exitError{code: 1, msg: "--replica-id needs the state on etcd (--state etcd://…): replicas share their state there"}
-			}
-			if _, ok := loop.Workdir.Backend.(state.Sharder); !ok && c.Bool("shard") {
-				return &exitError{code: 1, msg: "--shard needs the state on etcd (--state etcd://…): the shards share their state there"}
-			}
-			if c.String("advertise-url") != "" && !c.Bool("shard") {
-				return &exitError{code: 1, msg: "--advertise-url goes with --shard: it is where the other shards fetch this replica's clusters' files"}
-			}
-			if c.Bool("shard") && loop.Publish != nil {
-				return &exitError{code: 1, msg: "--shard and --publish do not go together yet: each shard commits only its own clusters"}
-			}
-			notifier, err := loadNotifier(g, c, loop, stderr)
-			if err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			if err := checkPublish(ctx, loop); err != nil {
-				return err
-			}
-			ln, err := net.Listen("tcp", c.String("listen"))
-			if err != nil {
-				return &exitError{code: 1, msg: err.Error()}
-			}
-			var shard *controller.Replica
-			if sh, ok := loop.Workdir.Backend.(state.Sharder); ok && c.Bool("shard") {
-				// Before the server reads the work directory: it commits
-				// as a shard from now on.
-				shard = controller.NewShard(loop, sh, c.String("replica-id"))
-				shard.APIToken = token
-				if shard.AdvertiseURL, err = advertiseURL(c.String("advertise-url"), c.String("listen"), ln.Addr()); err != nil {
-					ln.Close()
-					return &exitError{code: 1, msg: err.Error()}
-				}
-				if shard.AdvertiseURL == "" {
-					loop.Log.Warn("no --advertise-url, and --listen is a wildcard: the other replicas render this replica's clusters instead of fetching their files", "listen", c.String("listen"))
-				}
-				pauseHookFromEnv()
-				profileHookFromEnv()
-			}
-			srv := server.New(loop, secret)
-			srv.APIToken, srv.MaxWait, srv.MaxWaiting = token, c.Duration("max-wait"), c.Int("max-waiting")
-			srv.AgentSecret = agentSecret
-			loop.Reports.HistoryKeep, loop.Reports.ReconcileKeep = c.Int("report-history"), c.Int("reconcile-history")
-			startNotifier(ctx, srv, notifier)
-			// With the state on etcd, serve is one of any number of replicas:
-			// the elected leader reconciles, the others follow.
-			run := loop.Run
-			if e, ok := loop.Workdir.Backend.(state.Coordinator); ok {
-				srv.Replica = &controller.Replica{Loop: loop, Etcd: e, ID: c.String("replica-id")}
-				run = srv.Replica.Run
-			}
-			if shard != nil {
-				srv.Replica, run = shard, shard.Run
-			}
-			if err := checkReplicaRoles(ctx, srv.Replica); err != nil {
-				ln.Close()
-				return err
-			}
-			if err := enableRuns(c, loop, srv); err != nil {
-				ln.Close()
-				return err
-			}
-			hs, limited := server.HTTPServer(srv.Handler(), ln, limits)
-			errc := make(chan error, 1)
-			go func() { errc <- hs.Serve(limited) }()
-			loop.Log.Info("serving", "listen", ln.Addr().String(), "max_connections", limits.MaxConnections,
-				"max_waiting", srv.MaxWaiting, "max_wait", srv.MaxWait.String(), "api_token", len(token) > 0,
-				"agent_secret", len(agentSecret) > 0, "report_history", loop.Reports.HistoryKeep, "reconcile_history", loop.Reports.ReconcileKeep)
-			// Every socket is a descriptor: connections (and as many being
-			// refused), waiting requests, and the reconciles' files.
-			need := uint64(2*limits.MaxConnections + srv.MaxWaiting + fdReserve)
-			if have, ok := openFileLimit(); ok && have < need {
-				loop.Log.Warn("the open file limit is below what the connection limits need: raise it (ulimit -n, LimitNOFILE) or lower --max-waiting",
-					"open_files", have, "need", need, "max_connections", limits.MaxConnections, "max_waiting", srv.MaxWaiting)
-			}
-			logFollowing(g, c, loop)
-			watchLocal(ctx, g, c, loop)
-			go func() {
-				// The nodes' last reports, and on etcd those other replicas take.
-				if err := loop.Reports.Run(ctx); err != nil && ctx.Err() == nil {
-					loop.Log.Warn("not following the nodes' reports; the health shown may lag", "error", redact.Text(err.Error()))
-				}
-			}()
-			if srv.Runs != nil {
-				if err := srv.ResumeRuns(ctx); err != nil {
-					loop.Log.Error("resuming the deployment runs", "error", redact.Text(err.Error()))
-				}
-			}
-			done := make(chan struct{})
-			var runErr error // a replica's refusal to run (RoleConflictError)
-			go func() { runErr = run(ctx); close(done) }()
-			select {
-			case <-ctx.Done():
-			case <-done:
-			case err := <-errc:
-				if !errors.Is(err, http.ErrServerClosed) {
-					stop()
-					<-done
-					return &exitError{code: 1, msg: err.Error()}
-				}
-			}
-			shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = hs.Shutdown(shutdown)
-			<-done
-			if runErr != nil && ctx.Err() == nil {
-				return &exitError{code: 1, msg: runErr.Error()}
-			}
-			loop.Log.Info("stopped", "reason", "signal")
-			return nil
-		},
+		Action: func(c *cli.Context) error { return runServe(c, stdout, stderr) },
 	}
 }
 
@@ -574,4 +412,234 @@ func advertiseURL(flag, listen string, addr net.Addr) (string, error) {
 		return "", nil
 	}
 	return "http://" + net.JoinHostPort(host, port), nil
+}
+
+// runServe is serve's action: it checks the flags, builds the server and
+// its loop (a replica or a shard on etcd), serves until a signal, and then
+// shuts down.
+func runServe(c *cli.Context, stdout, stderr io.Writer) error {
+	// The daemon's metrics (and the etcd backend of its replicas) are
+	// in fuelsync-server: run there.
+	if !server.HasMetrics() {
+		return dispatch(c, "serve")
+	}
+	g, err := readGlobals(c, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	loop, err := newLoop(g, c)
+	if err != nil {
+		return err
+	}
+	secret, err := readWebhookSecret(c, loop)
+	if err != nil {
+		return err
+	}
+	limits := server.DefaultLimits
+	limits.MaxConnections = c.Int("max-connections")
+	token, agentSecret, err := readAPISecrets(c)
+	if err != nil {
+		return err
+	}
+	if err := checkServeFlags(c, loop); err != nil {
+		return err
+	}
+	notifier, err := loadNotifier(g, c, loop, stderr)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := checkPublish(ctx, loop); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", c.String("listen"))
+	if err != nil {
+		return &exitError{code: 1, msg: err.Error()}
+	}
+	shard, err := newShard(c, loop, token, ln)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv := server.New(loop, secret)
+	srv.APIToken, srv.MaxWait, srv.MaxWaiting = token, c.Duration("max-wait"), c.Int("max-waiting")
+	srv.AgentSecret = agentSecret
+	loop.Reports.HistoryKeep, loop.Reports.ReconcileKeep = c.Int("report-history"), c.Int("reconcile-history")
+	startNotifier(ctx, srv, notifier)
+	// With the state on etcd, serve is one of any number of replicas:
+	// the elected leader reconciles, the others follow.
+	run := replicate(c, loop, srv, shard)
+	if err := checkReplicaRoles(ctx, srv.Replica); err != nil {
+		ln.Close()
+		return err
+	}
+	if err := enableRuns(c, loop, srv); err != nil {
+		ln.Close()
+		return err
+	}
+	hs, limited := server.HTTPServer(srv.Handler(), ln, limits)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(limited) }()
+	logServing(loop, srv, ln, limits, len(token) > 0, len(agentSecret) > 0)
+	logFollowing(g, c, loop)
+	watchLocal(ctx, g, c, loop)
+	followReportsAndRuns(ctx, loop, srv)
+	if err := serveUntilStopped(ctx, stop, hs, errc, run); err != nil {
+		return err
+	}
+	loop.Log.Info("stopped", "reason", "signal")
+	return nil
+}
+
+// readWebhookSecret reads --webhook-secret-file (nil without: every
+// delivery refused, which is logged).
+func readWebhookSecret(c *cli.Context, loop *controller.Loop) ([]byte, error) {
+	f := c.String("webhook-secret-file")
+	if f == "" {
+		loop.Log.Warn("no --webhook-secret-file: every webhook delivery is refused (401)")
+		return nil, nil
+	}
+	return readSecret(f)
+}
+
+// readAPISecrets reads --api-token-file and --agent-secret-file (nil for
+// each not given).
+func readAPISecrets(c *cli.Context) (token, agentSecret []byte, err error) {
+	if f := c.String("api-token-file"); f != "" {
+		if token, err = readToken(f); err != nil {
+			return nil, nil, err
+		}
+	}
+	if f := c.String("agent-secret-file"); f != "" {
+		if agentSecret, err = readAgentSecret(f); err != nil {
+			return nil, nil, err
+		}
+	}
+	return token, agentSecret, nil
+}
+
+// checkServeFlags refuses serve's flags that do not go together or are out
+// of their range, before anything starts.
+func checkServeFlags(c *cli.Context, loop *controller.Loop) error {
+	if c.Int("max-connections") < 1 {
+		return &exitError{code: 1, msg: "--max-connections must be at least 1"}
+	}
+	for _, f := range []string{"report-history", "reconcile-history"} {
+		if n := c.Int(f); n < 1 || n > reports.MaxKeep {
+			return &exitError{code: 1, msg: fmt.Sprintf("--%s must be between 1 and %d", f, reports.MaxKeep)}
+		}
+	}
+	if d := c.Duration("max-wait"); d < server.MinMaxWait {
+		return &exitError{code: 1, msg: fmt.Sprintf("--max-wait must be at least %s (the longest wait of an artifact long-poll); got %s", server.MinMaxWait, d)}
+	}
+	if c.Int("max-waiting") < 0 {
+		return &exitError{code: 1, msg: "--max-waiting must not be negative"}
+	}
+	if _, ok := loop.Workdir.Backend.(state.Coordinator); !ok && c.String("replica-id") != "" {
+		return &exitError{code: 1, msg: "--replica-id needs the state on etcd (--state etcd://…): replicas share their state there"}
+	}
+	if _, ok := loop.Workdir.Backend.(state.Sharder); !ok && c.Bool("shard") {
+		return &exitError{code: 1, msg: "--shard needs the state on etcd (--state etcd://…): the shards share their state there"}
+	}
+	if c.String("advertise-url") != "" && !c.Bool("shard") {
+		return &exitError{code: 1, msg: "--advertise-url goes with --shard: it is where the other shards fetch this replica's clusters' files"}
+	}
+	if c.Bool("shard") && loop.Publish != nil {
+		return &exitError{code: 1, msg: "--shard and --publish do not go together yet: each shard commits only its own clusters"}
+	}
+	return nil
+}
+
+// newShard is the shard replica of serve --shard (nil without), before
+// the server reads the work directory: it commits as a shard from then on.
+func newShard(c *cli.Context, loop *controller.Loop, token []byte, ln net.Listener) (*controller.Replica, error) {
+	sh, ok := loop.Workdir.Backend.(state.Sharder)
+	if !ok || !c.Bool("shard") {
+		return nil, nil
+	}
+	shard := controller.NewShard(loop, sh, c.String("replica-id"))
+	shard.APIToken = token
+	var err error
+	if shard.AdvertiseURL, err = advertiseURL(c.String("advertise-url"), c.String("listen"), ln.Addr()); err != nil {
+		return nil, &exitError{code: 1, msg: err.Error()}
+	}
+	if shard.AdvertiseURL == "" {
+		loop.Log.Warn("no --advertise-url, and --listen is a wildcard: the other replicas render this replica's clusters instead of fetching their files", "listen", c.String("listen"))
+	}
+	pauseHookFromEnv()
+	profileHookFromEnv()
+	return shard, nil
+}
+
+// serveUntilStopped runs the loop (run) beside the HTTP server hs until a
+// signal (ctx), the loop's end or the server's failure, then shuts hs down.
+func serveUntilStopped(ctx context.Context, stop func(), hs *http.Server, errc <-chan error, run func(context.Context) error) error {
+	done := make(chan struct{})
+	var runErr error // a replica's refusal to run (RoleConflictError)
+	go func() { runErr = run(ctx); close(done) }()
+	select {
+	case <-ctx.Done():
+	case <-done:
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			stop()
+			<-done
+			return &exitError{code: 1, msg: err.Error()}
+		}
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(shutdown)
+	<-done
+	if runErr != nil && ctx.Err() == nil {
+		return &exitError{code: 1, msg: runErr.Error()}
+	}
+	return nil
+}
+
+// logServing says serve is serving, with its bounds, and warns when the
+// open file limit is below what they need.
+func logServing(loop *controller.Loop, srv *server.Server, ln net.Listener, limits server.Limits, withToken, withAgents bool) {
+	loop.Log.Info("serving", "listen", ln.Addr().String(), "max_connections", limits.MaxConnections,
+		"max_waiting", srv.MaxWaiting, "max_wait", srv.MaxWait.String(), "api_token", withToken,
+		"agent_secret", withAgents, "report_history", loop.Reports.HistoryKeep, "reconcile_history", loop.Reports.ReconcileKeep)
+	// Every socket is a descriptor: connections (and as many being
+	// refused), waiting requests, and the reconciles' files.
+	need := uint64(2*limits.MaxConnections + srv.MaxWaiting + fdReserve)
+	if have, ok := openFileLimit(); ok && have < need {
+		loop.Log.Warn("the open file limit is below what the connection limits need: raise it (ulimit -n, LimitNOFILE) or lower --max-waiting",
+			"open_files", have, "need", need, "max_connections", limits.MaxConnections, "max_waiting", srv.MaxWaiting)
+	}
+}
+
+// followReportsAndRuns follows the nodes' reports (on etcd, those other
+// replicas take) and resumes the deployment runs, until ctx ends.
+func followReportsAndRuns(ctx context.Context, loop *controller.Loop, srv *server.Server) {
+	go func() {
+		// The nodes' last reports, and on etcd those other replicas take.
+		if err := loop.Reports.Run(ctx); err != nil && ctx.Err() == nil {
+			loop.Log.Warn("not following the nodes' reports; the health shown may lag", "error", redact.Text(err.Error()))
+		}
+	}()
+	if srv.Runs != nil {
+		if err := srv.ResumeRuns(ctx); err != nil {
+			loop.Log.Error("resuming the deployment runs", "error", redact.Text(err.Error()))
+		}
+	}
+}
+
+// replicate makes srv a replica when the state is on etcd (the elected
+// leader reconciles, the others follow), or the shard of serve --shard, and
+// returns what runs its loop.
+func replicate(c *cli.Context, loop *controller.Loop, srv *server.Server, shard *controller.Replica) func(context.Context) error {
+	if shard != nil {
+		srv.Replica = shard
+		return shard.Run
+	}
+	if e, ok := loop.Workdir.Backend.(state.Coordinator); ok {
+		srv.Replica = &controller.Replica{Loop: loop, Etcd: e, ID: c.String("replica-id")}
+		return srv.Replica.Run
+	}
+	return loop.Run
 }
