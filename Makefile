@@ -220,7 +220,8 @@ fuzz:
 	$(GO) test ./loader -run '^$$' -fuzz '^FuzzClusterHCL$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./specedit -run '^$$' -fuzz '^FuzzEditHCL$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./reports -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
-	$(GO) test ./agent -run '^$$' -fuzz '^FuzzTaskLines$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
+	$(GO) test ./api -run '^$$' -fuzz '^FuzzFit$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
+	$(GO) test ./loader -run '^$$' -fuzz '^FuzzCheckBranchName$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./loader -run '^$$' -fuzz '^FuzzPathLoader$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./loader -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./expr -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
