@@ -66,6 +66,21 @@ func TestLoopFolderTree(t *testing.T) {
 	if o := loop.ReconcileOnce(ctx); o != operation.NoChange {
 		t.Errorf("the same tree after resetSeen: %s, want unchanged (reconciled)", o)
 	}
+	// Told to forget while a reconcile runs (a shard's members changed
+	// under it), the next reconcile of the same commit is not skipped.
+	// (Owns is asked in the middle of every reconcile that is not skipped.)
+	loop.resetSeen()
+	loop.owns = func(cs []string) []string { loop.resetSeen(); return cs }
+	if o := loop.ReconcileOnce(ctx); o != operation.NoChange {
+		t.Fatalf("reconciled again after resetSeen: %s, want unchanged", o)
+	}
+	loop.owns = nil
+	if o := loop.ReconcileOnce(ctx); o != operation.NoChange {
+		t.Errorf("after a resetSeen during the last reconcile: %s, want unchanged (reconciled, not skipped)", o)
+	}
+	if o := loop.ReconcileOnce(ctx); o != operation.Skipped {
+		t.Errorf("the same commit once more: %s, want skipped", o)
+	}
 	gittest.EditFile(t, filepath.Join(dir, "clusters", "demo.yaml"), "node-4: {id: 4, roles: [compute]}", "node-4: {id: 4, roles: [compute, storage]}")
 	inside := gittest.Commit(t, r, "in the folder")
 	if o := loop.ReconcileOnce(ctx); o != operation.Applied || loop.Status().Applied != inside {

@@ -218,10 +218,12 @@ func (l *Loop) Trigger() {
 // resetSeen forgets the commit reconciled last, and its tree, so that the
 // next reconcile plans against the applied state whatever commit it finds: a
 // replica that leads again, after another leader may have applied; a shard
-// whose clusters moved.
+// whose clusters moved. Asked while a reconcile runs, it holds for the next
+// one: the end of the run under way records its commit as seen again.
 func (l *Loop) resetSeen() {
 	l.mu.Lock()
 	l.status.Revision, l.tree = "", ""
+	l.again = true
 	l.mu.Unlock()
 }
 
