@@ -91,13 +91,7 @@ func goList(t testing.TB, args ...string) string {
 // on, itself included: go list -deps.
 func goListDeps(t testing.TB, pkg string) []string {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-deps", pkg)
-	cmd.Dir = filepath.Join("..", "..")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list -deps %s: %v", pkg, err)
-	}
-	return strings.Fields(string(out))
+	return strings.Fields(goList(t, "-deps", pkg))
 }
 
 // TestAgentLinksLittle: the agent binary links the API package and its
