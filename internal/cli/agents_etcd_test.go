@@ -14,6 +14,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
 	"github.com/fuelsync/fuelsync/internal/gittest"
+	"github.com/fuelsync/fuelsync/internal/testenv"
 	"github.com/fuelsync/fuelsync/reports"
 )
 
@@ -24,9 +25,7 @@ import (
 // healthy there, each node's last report is the success its agent sent. A
 // report is answered only once etcd holds it, so a killed leader loses none.
 func TestEtcdAgentsReportsSurviveLeaderKill(t *testing.T) {
-	if _, err := os.Stat("/bin/sh"); err != nil {
-		t.Skip("no /bin/sh")
-	}
+	testenv.Tool(t, "sh", "a POSIX shell: apt-get install dash")
 	c := etcdtest.Start(t, 1)
 	url := c.URL("fuelsync/agents")
 	dir, _ := gittest.Quickstart(t)
