@@ -154,22 +154,8 @@ func (r *Replica) Run(ctx context.Context) error {
 	}
 	r.Loop.init()
 	id := r.id()
-	// A leader makes the applied set it lacks (another leader applied it)
-	// before each plan.
-	r.Loop.prepare = func(ctx context.Context, st *state.State) error {
-		err := r.Loop.materialise(ctx, st, false)
-		r.served(st, err)
-		var gone *RevisionGoneError
-		if errors.As(err, &gone) {
-			// The applied revision left git (history rewritten and
-			// collected): the new revision is reconciled anyway, against
-			// the state's digests (operation.Operation plans what it cannot
-			// compare as changed), instead of failing every reconcile.
-			r.Loop.Log.Warn("replica: the applied set cannot be made again; reconciling against the state's digests", "replica", id, "error", redact.Text(err.Error()))
-			return nil
-		}
-		return err
-	}
+	leader := &leaderStrategy{r: r}
+	r.Loop.use(leader)
 	// The leader's own applies are served as they commit.
 	r.serveOwnCommits()
 	for ctx.Err() == nil {
@@ -213,15 +199,9 @@ func (r *Replica) Run(ctx context.Context) error {
 		// Before each step that writes, the operation asks whether this
 		// replica still leads: one paused past its lease (SIGSTOP, a long GC
 		// pause) finds out before it writes, not a reconcile later.
-		r.Loop.leading = func() error {
-			err := r.stillLeads(lead, id)
-			if err != nil {
-				cancel() // back to following, and campaigning
-			}
-			return err
-		}
+		leader.term(lead, cancel)
 		r.Loop.Run(lctx)
-		r.Loop.leading = nil
+		leader.term(nil, nil)
 		cancel()
 		if ctx.Err() != nil {
 			rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -236,6 +216,67 @@ func (r *Replica) Run(ctx context.Context) error {
 	r.role = RoleFollower
 	r.mu.Unlock()
 	return nil
+}
+
+// leaderStrategy is the strategy of a replica elected leader: it reconciles
+// every cluster while it leads.
+type leaderStrategy struct {
+	r *Replica
+
+	mu     sync.Mutex
+	lead   state.Leadership   // of the term under way; nil between terms
+	cancel context.CancelFunc // ends the term's loop
+}
+
+// term makes lead the leadership of the term under way (nil: none), and
+// cancel what ends its loop.
+func (s *leaderStrategy) term(lead state.Leadership, cancel context.CancelFunc) {
+	s.mu.Lock()
+	s.lead, s.cancel = lead, cancel
+	s.mu.Unlock()
+}
+
+func (s *leaderStrategy) begin() (end func()) { return func() {} }
+
+// prepare makes the applied set the leader lacks (another leader applied it)
+// before each plan.
+func (s *leaderStrategy) prepare(ctx context.Context, st *state.State) error {
+	r := s.r
+	err := r.Loop.materialise(ctx, st, false)
+	r.served(st, err)
+	var gone *RevisionGoneError
+	if errors.As(err, &gone) {
+		// The applied revision left git (history rewritten and
+		// collected): the new revision is reconciled anyway, against
+		// the state's digests (operation.Operation plans what it cannot
+		// compare as changed), instead of failing every reconcile.
+		r.Loop.Log.Warn("replica: the applied set cannot be made again; reconciling against the state's digests", "replica", r.id(), "error", redact.Text(err.Error()))
+		return nil
+	}
+	return err
+}
+
+// leading says whether this replica still leads, before each step that
+// writes: one paused past its lease (SIGSTOP, a long GC pause) finds out
+// before it writes, not a reconcile later, and goes back to following (and
+// campaigning). Between terms nothing runs: nil.
+func (s *leaderStrategy) leading() error {
+	s.mu.Lock()
+	lead, cancel := s.lead, s.cancel
+	s.mu.Unlock()
+	if lead == nil {
+		return nil
+	}
+	err := s.r.stillLeads(lead, s.r.id())
+	if err != nil {
+		cancel()
+	}
+	return err
+}
+
+// clusters are the status lines as the leader's last reconcile left them.
+func (s *leaderStrategy) clusters(st *state.State, live []*operation.ClusterResult, head string) []operation.ClusterInfo {
+	return operation.ClusterInfos(st, live, head)
 }
 
 // ErrNotLeader says a replica lost its leadership: it writes nothing more.

@@ -311,30 +311,63 @@ func (s *shardState) clusters(st *state.State, live []*operation.ClusterResult, 
 func NewShard(loop *Loop, sh state.Sharder, id string) *Replica {
 	r := &Replica{Loop: loop, Etcd: sh, ID: id, Shard: true}
 	loop.Workdir.Backend = &shardBackend{r: r, sh: sh, toolVersion: loop.ToolVersion}
-	loop.guard = &r.local
-	loop.owns = func(clusters []string) []string {
-		if s := r.currentShard(); s != nil {
-			return s.owns(clusters)
-		}
-		return nil
+	loop.use(shardStrategy{r})
+	return r
+}
+
+// shardStrategy is the strategy of a shard replica: each reconcile owns the
+// clusters Assign gives it among the members of the moment (its shardState;
+// none while it is no member).
+type shardStrategy struct{ r *Replica }
+
+// begin holds the work directory's lock through the reconcile (the replica
+// makes committed sets under it too); the owner keys of clusters that are
+// now another member's are given up first. At the end this replica is no
+// longer busy.
+func (g shardStrategy) begin() (end func()) {
+	g.r.local.Lock()
+	if s := g.r.currentShard(); s != nil {
+		s.beforeRun()
 	}
-	loop.beforeRun = func() {
-		if s := r.currentShard(); s != nil {
-			s.beforeRun()
-		}
-	}
-	loop.afterRun = func() {
-		if s := r.currentShard(); s != nil {
+	return func() {
+		if s := g.r.currentShard(); s != nil {
 			s.setBusy(false)
 		}
+		g.r.local.Unlock()
 	}
-	loop.shardClusters = func(st *state.State, live []*operation.ClusterResult, head string) []operation.ClusterInfo {
-		if s := r.currentShard(); s != nil {
-			return s.clusters(st, live, head)
-		}
-		return operation.ClusterInfos(st, nil, head)
+}
+
+// prepare makes the committed set (every replica makes every one), from
+// the objects it has and fetches where it can, rendering the rest; this
+// replica is busy until the reconcile ends.
+func (g shardStrategy) prepare(ctx context.Context, st *state.State) error {
+	r := g.r
+	s := r.currentShard()
+	if s != nil {
+		s.setBusy(true)
 	}
-	return r
+	r.fetchOthers(ctx, s, st)
+	err := r.Loop.materialise(ctx, st, true)
+	r.served(st, err)
+	return err
+}
+
+// leading: a shard has no leader; its membership is checked by its commit
+// (shardBackend).
+func (shardStrategy) leading() error { return nil }
+
+func (g shardStrategy) owns(clusters []string) []string {
+	if s := g.r.currentShard(); s != nil {
+		return s.owns(clusters)
+	}
+	return nil
+}
+
+func (g shardStrategy) clusters(st *state.State, live []*operation.ClusterResult, head string) []operation.ClusterInfo {
+	if s := g.r.currentShard(); s != nil {
+		return s.clusters(st, live, head)
+	}
+	return operation.ClusterInfos(st, nil, head)
 }
 
 // currentShard is the replica's membership and view of the shards (nil while
@@ -449,17 +482,6 @@ func (r *Replica) runShard(ctx context.Context) error {
 	}
 	r.setRole(RoleShard)
 	r.serveOwnCommits()
-	// Every replica makes every committed set, from its objects where it
-	// has them, rendering the rest.
-	r.Loop.prepare = func(ctx context.Context, st *state.State) error {
-		if s := r.currentShard(); s != nil {
-			s.setBusy(true) // until the reconcile ends (afterRun)
-		}
-		r.fetchOthers(ctx, r.currentShard(), st)
-		err := r.Loop.materialise(ctx, st, true)
-		r.served(st, err)
-		return err
-	}
 	follow := func(ctx context.Context) {
 		serials := r.Etcd.WatchSerial(ctx)
 		for range serials {
