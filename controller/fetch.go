@@ -83,12 +83,7 @@ func (r *Replica) fetchOthers(ctx context.Context, s *shardState, st *state.Stat
 	if _, err := w.SetFS(st.Serial).Open(".state.json"); err == nil {
 		return // the set is here already
 	}
-	files := map[string][]string{}
-	for name := range st.Artifacts {
-		if c := state.ClusterOf(name); c != "" {
-			files[c] = append(files[c], name)
-		}
-	}
+	files := clusterFiles(st)
 	var lacking []string
 	for c, names := range files {
 		if !w.HasObjects(st.Artifacts, names) {
@@ -107,7 +102,7 @@ func (r *Replica) fetchOthers(ctx context.Context, s *shardState, st *state.Stat
 	}
 	cancel()
 	if err != nil {
-		r.Loop.Log.Warn("shard: the owners are not known; rendering the other owners' clusters", "replica", s.member.ID(), "error", redact.Text(err.Error()))
+		r.log().Warn("shard: the owners are not known; rendering the other owners' clusters", "replica", s.member.ID(), "error", redact.Text(err.Error()))
 		return
 	}
 	type job struct{ cluster, owner, url string }
@@ -122,7 +117,7 @@ func (r *Replica) fetchOthers(ctx context.Context, s *shardState, st *state.Stat
 		}
 		u := urls[owner]
 		if u == "" || CheckAdvertiseURL(u) != nil {
-			r.Loop.Log.Info("shard: the owner advertises no URL; rendering its cluster", "replica", s.member.ID(), "cluster", c, "owner", owner)
+			r.log().Info("shard: the owner advertises no URL; rendering its cluster", "replica", s.member.ID(), "cluster", c, "owner", owner)
 			continue
 		}
 		jobs = append(jobs, job{c, owner, u})
@@ -141,7 +136,7 @@ func (r *Replica) fetchOthers(ctx context.Context, s *shardState, st *state.Stat
 			n, err := r.fetchCluster(ctx, j.url, st, files[j.cluster])
 			if err != nil {
 				if ctx.Err() == nil {
-					r.Loop.Log.Warn("shard: fetching a cluster's files from its owner failed; rendering them", "replica", s.member.ID(), "cluster", j.cluster, "owner", j.owner, "serial", st.Serial, "error", redact.Text(err.Error()))
+					r.log().Warn("shard: fetching a cluster's files from its owner failed; rendering them", "replica", s.member.ID(), "cluster", j.cluster, "owner", j.owner, "serial", st.Serial, "error", redact.Text(err.Error()))
 				}
 				return
 			}
@@ -153,7 +148,7 @@ func (r *Replica) fetchOthers(ctx context.Context, s *shardState, st *state.Stat
 	wg.Wait()
 	if len(fetched) > 0 {
 		slices.Sort(fetched)
-		r.Loop.Log.Info("shard: fetched the other owners' clusters", "replica", s.member.ID(), "serial", st.Serial, "clusters", fetched, "bytes", bytesIn)
+		r.log().Info("shard: fetched the other owners' clusters", "replica", s.member.ID(), "serial", st.Serial, "clusters", fetched, "bytes", bytesIn)
 	}
 }
 

@@ -216,6 +216,50 @@ func (l *Loop) resetSeen() {
 	l.mu.Unlock()
 }
 
+// reconsider asks a reconcile that plans against the applied state whatever
+// commit it finds (resetSeen): a shard's members changed, a cluster it
+// could not claim yet, a dependency another shard may have applied.
+func (l *Loop) reconsider() {
+	l.resetSeen()
+	l.Trigger()
+}
+
+// showApplied shows st in the status as the applied state, once a replica
+// made its set (the artifact API's waiting agents woken, OnState); newest
+// says st's revision is also the newest commit this loop knows (a follower
+// fetches nothing: the leader's last applied one is).
+func (l *Loop) showApplied(st *state.State, newest bool) {
+	l.mu.Lock()
+	l.status.Applied, l.status.Serial = st.Revision, st.Serial
+	if newest {
+		l.status.Revision = st.Revision
+	}
+	l.mu.Unlock()
+	if l.OnState != nil {
+		l.OnState(st)
+	}
+}
+
+// waitsForOthers says whether a cluster of the last reconcile waits for
+// another (depends_on: out of sync, with changes and problems), which
+// another replica may apply.
+func (l *Loop) waitsForOthers() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.results {
+		if c.Status == state.StatusOutOfSync && c.Changes != nil && len(c.Problems) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// logger is Log, or a logger that discards when it is not set.
+func (l *Loop) logger() *slog.Logger {
+	l.init()
+	return l.Log
+}
+
 // Status returns a copy of the loop's status.
 func (l *Loop) Status() Status {
 	l.mu.Lock()

@@ -183,9 +183,9 @@ func (s *shardState) giveUp() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := s.sh.Release(ctx, s.member, give); err != nil {
-			s.r.Loop.Log.Warn("shard: giving clusters up failed (their keys go with this replica's lease)", "replica", s.member.ID(), "clusters", give, "error", redact.Text(err.Error()))
+			s.r.log().Warn("shard: giving clusters up failed (their keys go with this replica's lease)", "replica", s.member.ID(), "clusters", give, "error", redact.Text(err.Error()))
 		} else {
-			s.r.Loop.Log.Info("shard: clusters given up", "replica", s.member.ID(), "clusters", give)
+			s.r.log().Info("shard: clusters given up", "replica", s.member.ID(), "clusters", give)
 		}
 	}
 }
@@ -220,7 +220,7 @@ func (s *shardState) owns(clusters []string) []string {
 			continue
 		}
 		if !s.claimed[c] {
-			s.r.Loop.Log.Info("shard: cluster claimed", "replica", id, "cluster", c)
+			s.r.log().Info("shard: cluster claimed", "replica", id, "cluster", c)
 		}
 		s.claimed[c] = true
 		s.run = append(s.run, c)
@@ -474,7 +474,6 @@ var (
 // on a new lease. At the end it leaves, and its clusters move at once. It
 // refuses to join while a replica without --shard leads (RoleConflictError).
 func (r *Replica) runShard(ctx context.Context) error {
-	r.Loop.init()
 	id := r.id()
 	sh, ok := r.Etcd.(state.Sharder)
 	if !ok {
@@ -489,11 +488,11 @@ func (r *Replica) runShard(ctx context.Context) error {
 				return
 			}
 			r.local.Lock()
-			r.materialiseShard(ctx)
+			r.materialise(ctx)
 			r.local.Unlock()
-			if r.waitsForOthers() {
-				r.Loop.resetSeen()
-				r.Loop.Trigger()
+			if r.Loop.waitsForOthers() {
+				// Another shard may just have applied it.
+				r.Loop.reconsider()
 			}
 		}
 	}
@@ -507,7 +506,7 @@ func (r *Replica) runShard(ctx context.Context) error {
 			if ctx.Err() != nil {
 				break
 			}
-			r.Loop.Log.Warn("shard: joining the members failed; retrying", "replica", id, "error", redact.Text(err.Error()))
+			r.log().Warn("shard: joining the members failed; retrying", "replica", id, "error", redact.Text(err.Error()))
 			sleep(ctx, time.Second)
 			continue
 		}
@@ -541,13 +540,12 @@ func (r *Replica) runShard(ctx context.Context) error {
 			continue
 		}
 		s.setMembers(first)
-		r.Loop.Log.Info("shard: member", "replica", id, "members", first)
+		r.log().Info("shard: member", "replica", id, "members", first)
 		go func() {
 			for ms := range members {
 				s.setMembers(ms)
-				r.Loop.Log.Info("shard: members changed", "replica", id, "members", ms)
-				r.Loop.resetSeen()
-				r.Loop.Trigger()
+				r.log().Info("shard: members changed", "replica", id, "members", ms)
+				r.Loop.reconsider()
 			}
 		}()
 		// A cluster still held by a member that is giving it up: try again.
@@ -557,12 +555,11 @@ func (r *Replica) runShard(ctx context.Context) error {
 				retry := s.retry
 				s.mu.Unlock()
 				if retry {
-					r.Loop.resetSeen()
-					r.Loop.Trigger()
+					r.Loop.reconsider()
 				}
 			}
 		}()
-		r.Loop.resetSeen()
+		r.Loop.reconsider()
 		r.Loop.Run(lctx)
 		cancel()
 		r.mu.Lock()
@@ -574,7 +571,7 @@ func (r *Replica) runShard(ctx context.Context) error {
 			lcancel()
 			break
 		}
-		r.Loop.Log.Warn("shard: the membership was lost (its lease expired: etcd out of reach, or a pause?); joining again", "replica", id)
+		r.log().Warn("shard: the membership was lost (its lease expired: etcd out of reach, or a pause?); joining again", "replica", id)
 	}
 	return nil
 }
@@ -641,40 +638,6 @@ func (r *Replica) waitForBusy(ctx context.Context, serials <-chan int64) bool {
 		}
 	}
 	return true
-}
-
-// materialiseShard makes the committed set, as materialise does, from the
-// objects this replica has and renders of the clusters it lacks.
-func (r *Replica) materialiseShard(ctx context.Context) {
-	st, err := r.Etcd.ReadState(ctx)
-	if err == nil {
-		r.fetchOthers(ctx, r.currentShard(), st)
-		err = r.Loop.materialise(ctx, st, true)
-	}
-	r.served(st, err)
-	if err != nil {
-		if ctx.Err() == nil {
-			r.Loop.Log.Warn("replica: the applied set is not served", "replica", r.id(), "error", redact.Text(err.Error()))
-		}
-		return
-	}
-	r.Loop.mu.Lock()
-	r.Loop.status.Applied, r.Loop.status.Serial = st.Revision, st.Serial
-	r.Loop.mu.Unlock()
-	r.Loop.OnState(st)
-}
-
-// waitsForOthers says whether a cluster of this replica's last reconcile
-// waits for another (depends_on), which another shard may just have applied.
-func (r *Replica) waitsForOthers() bool {
-	r.Loop.mu.Lock()
-	defer r.Loop.mu.Unlock()
-	for _, c := range r.Loop.results {
-		if c.Status == state.StatusOutOfSync && c.Changes != nil && len(c.Problems) > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // Shards returns the members and this replica's clusters (nil unless it
