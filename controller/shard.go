@@ -481,24 +481,9 @@ func (r *Replica) runShard(ctx context.Context) error {
 	}
 	r.setRole(RoleShard)
 	r.serveOwnCommits()
-	follow := func(ctx context.Context) {
-		serials := r.Etcd.WatchSerial(ctx)
-		for range serials {
-			if !settle(ctx, serials, shardSettle, shardSettleMax) || !r.waitForBusy(ctx, serials) {
-				return
-			}
-			r.local.Lock()
-			r.materialise(ctx)
-			r.local.Unlock()
-			if r.Loop.waitsForOthers() {
-				// Another shard may just have applied it.
-				r.Loop.reconsider()
-			}
-		}
-	}
 	fctx, stopFollowing := context.WithCancel(ctx)
 	defer stopFollowing()
-	go follow(fctx)
+	go r.followShards(fctx)
 	go r.serveRequests(fctx)
 	for ctx.Err() == nil {
 		m, err := sh.Join(ctx, id, r.AdvertiseURL)
@@ -519,52 +504,9 @@ func (r *Replica) runShard(ctx context.Context) error {
 		if !ok {
 			continue
 		}
-		s := &shardState{r: r, sh: sh, member: m, claimed: map[string]bool{}}
-		r.mu.Lock()
-		r.shard = s
-		r.mu.Unlock()
-		lctx, cancel := context.WithCancel(ctx)
-		go func() {
-			select {
-			case <-m.Done():
-			case <-lctx.Done():
-			}
-			cancel()
-		}()
-		// The members now and at every change: the clusters move, and every
-		// replica reconciles what it owns now.
-		members := sh.WatchMembers(lctx)
-		first, ok := <-members
-		if !ok {
-			cancel()
+		if !r.runMember(ctx, sh, m) {
 			continue
 		}
-		s.setMembers(first)
-		r.log().Info("shard: member", "replica", id, "members", first)
-		go func() {
-			for ms := range members {
-				s.setMembers(ms)
-				r.log().Info("shard: members changed", "replica", id, "members", ms)
-				r.Loop.reconsider()
-			}
-		}()
-		// A cluster still held by a member that is giving it up: try again.
-		go func() {
-			for sleep(lctx, time.Second) {
-				s.mu.Lock()
-				retry := s.retry
-				s.mu.Unlock()
-				if retry {
-					r.Loop.reconsider()
-				}
-			}
-		}()
-		r.Loop.reconsider()
-		r.Loop.Run(lctx)
-		cancel()
-		r.mu.Lock()
-		r.shard = nil
-		r.mu.Unlock()
 		if ctx.Err() != nil {
 			lctx, lcancel := context.WithTimeout(context.Background(), 5*time.Second)
 			_ = m.Leave(lctx)
@@ -574,6 +516,80 @@ func (r *Replica) runShard(ctx context.Context) error {
 		r.log().Warn("shard: the membership was lost (its lease expired: etcd out of reach, or a pause?); joining again", "replica", id)
 	}
 	return nil
+}
+
+// followShards makes every set committed on etcd, until ctx ends: once the
+// owners of a change are done (settle, waitForBusy), under the work
+// directory's lock; then a reconcile whose clusters waited for another,
+// which another shard may just have applied, is made again.
+func (r *Replica) followShards(ctx context.Context) {
+	serials := r.Etcd.WatchSerial(ctx)
+	for range serials {
+		if !settle(ctx, serials, shardSettle, shardSettleMax) || !r.waitForBusy(ctx, serials) {
+			return
+		}
+		r.local.Lock()
+		r.materialise(ctx)
+		r.local.Unlock()
+		if r.Loop.waitsForOthers() {
+			r.Loop.reconsider()
+		}
+	}
+}
+
+// runMember runs the loop while m, this replica's membership of sh, holds
+// (or until ctx ends): each reconcile owns the clusters Assign gives it
+// among the members of the moment, and every change of the members
+// reconciles again. False when the members could not be read (none ran).
+func (r *Replica) runMember(ctx context.Context, sh state.Sharder, m state.Membership) bool {
+	id := r.id()
+	s := &shardState{r: r, sh: sh, member: m, claimed: map[string]bool{}}
+	r.mu.Lock()
+	r.shard = s
+	r.mu.Unlock()
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-m.Done():
+		case <-lctx.Done():
+		}
+		cancel()
+	}()
+	// The members now and at every change: the clusters move, and every
+	// replica reconciles what it owns now.
+	members := sh.WatchMembers(lctx)
+	first, ok := <-members
+	if !ok {
+		return false
+	}
+	s.setMembers(first)
+	r.log().Info("shard: member", "replica", id, "members", first)
+	go func() {
+		for ms := range members {
+			s.setMembers(ms)
+			r.log().Info("shard: members changed", "replica", id, "members", ms)
+			r.Loop.reconsider()
+		}
+	}()
+	// A cluster still held by a member that is giving it up: try again.
+	go func() {
+		for sleep(lctx, time.Second) {
+			s.mu.Lock()
+			retry := s.retry
+			s.mu.Unlock()
+			if retry {
+				r.Loop.reconsider()
+			}
+		}
+	}()
+	r.Loop.reconsider()
+	r.Loop.Run(lctx)
+	cancel()
+	r.mu.Lock()
+	r.shard = nil
+	r.mu.Unlock()
+	return true
 }
 
 // The owners of a change commit it one after the other, each at a serial of
