@@ -151,8 +151,9 @@ type Loop struct {
 	onReportMu sync.Once
 
 	// cache is Load.Cache, or the loop's own (init). reconciling is set
-	// while ReconcileOnce runs (under guard): the loads of an applied set a
-	// replica makes then leave the sweep to the reconcile's end.
+	// while ReconcileOnce runs (a shard's under its lock, which its sets
+	// take too): the loads of an applied set a replica makes then leave the
+	// sweep to the reconcile's end.
 	cache       *loader.Cache
 	reconciling atomic.Bool
 }
