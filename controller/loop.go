@@ -310,7 +310,9 @@ func (l *Loop) Run(ctx context.Context) error {
 }
 
 // ReconcileOnce reconciles the newest commit: fetch → load and validate →
-// render → plan → apply.
+// render → plan → apply. A replica's strategy (strategy.go) begins and ends
+// it, prepares its plan, says whether it may write, and which clusters it
+// owns.
 func (l *Loop) ReconcileOnce(ctx context.Context) operation.Outcome {
 	l.init()
 	if s := l.currentStrategy(); s != nil {
