@@ -166,15 +166,19 @@ func TestMaterialiseDecodesOnlyChangedFiles(t *testing.T) {
 		// and nothing swept. The next set made between reconciles sweeps:
 		// it keeps what was used since the last sweep (both revisions), and
 		// the one after it the second revision alone.
+		// (In another work directory, which lacks the sets: a loop with
+		// the same cache.)
+		other := &Loop{Source: src, ToolVersion: "test", Load: loader.Options{Cache: c}}
 		again := func(st *state.State) {
 			t.Helper()
-			if err := materialiseFor(ctx, tc.loop, state.Open(filepath.Join(t.TempDir(), "again")), src, st, "test", false, nil); err != nil {
+			other.Workdir = state.Open(filepath.Join(t.TempDir(), "again"))
+			if err := other.materialise(ctx, st, false); err != nil {
 				t.Fatal(err)
 			}
 		}
-		tc.loop.reconciling.Store(true)
+		other.reconciling.Store(true)
 		again(st1)
-		tc.loop.reconciling.Store(false)
+		other.reconciling.Store(false)
 		if diff := cmp.Diff(cacheStats{Hits: 2*n - 2, Misses: n + 2, Entries: n + 1}, statsOf(c)); diff != "" {
 			t.Errorf("%s: after a set made during a reconcile (-want +got):\n%s", tc.name, diff)
 		}

@@ -2,29 +2,24 @@ package controller
 
 // A shard replica makes each committed set from the files it has: its own
 // clusters' (it rendered them), and the other owners' clusters' files,
-// fetched from their owners (POST /api/v1/objects of the owner's advertised
-// URL, the member key's "url") instead of rendered. The committed state is
-// the truth, the owner is not trusted: every file fetched is kept only when
-// its sha256 is the digest the state gives it, and within bounds. A cluster
-// whose owner cannot be reached, has no URL, or sends one file that does not
-// match is rendered here, as before (materialise), and the reason logged.
+// fetched from their owners (api.Client.Objects: POST /api/v1/objects of the
+// owner's advertised URL, the member key's "url") instead of rendered. The
+// committed state is the truth, the owner is not trusted: every file fetched
+// is kept only when its sha256 is the digest the state gives it, and within
+// bounds. A cluster whose owner cannot be reached, has no URL, or sends one
+// file that does not match is rendered here, as before (materialise), and the
+// reason logged.
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/fuelsync/fuelsync/api"
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -83,12 +78,7 @@ func (r *Replica) fetchOthers(ctx context.Context, s *shardState, st *state.Stat
 	if _, err := w.SetFS(st.Serial).Open(".state.json"); err == nil {
 		return // the set is here already
 	}
-	files := map[string][]string{}
-	for name := range st.Artifacts {
-		if c := state.ClusterOf(name); c != "" {
-			files[c] = append(files[c], name)
-		}
-	}
+	files := clusterFiles(st)
 	var lacking []string
 	for c, names := range files {
 		if !w.HasObjects(st.Artifacts, names) {
@@ -99,34 +89,7 @@ func (r *Replica) fetchOthers(ctx context.Context, s *shardState, st *state.Stat
 		return
 	}
 	slices.Sort(lacking)
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	owners, err := s.sh.Owners(rctx)
-	var urls map[string]string
-	if err == nil {
-		urls, err = s.sh.MemberURLs(rctx)
-	}
-	cancel()
-	if err != nil {
-		r.Loop.Log.Warn("shard: the owners are not known; rendering the other owners' clusters", "replica", s.member.ID(), "error", redact.Text(err.Error()))
-		return
-	}
-	type job struct{ cluster, owner, url string }
-	var jobs []job
-	for _, c := range lacking {
-		owner := owners[c]
-		if owner == "" {
-			owner = s.owner(c)
-		}
-		if owner == "" || owner == s.member.ID() {
-			continue // this replica's own: rendered
-		}
-		u := urls[owner]
-		if u == "" || CheckAdvertiseURL(u) != nil {
-			r.Loop.Log.Info("shard: the owner advertises no URL; rendering its cluster", "replica", s.member.ID(), "cluster", c, "owner", owner)
-			continue
-		}
-		jobs = append(jobs, job{c, owner, u})
-	}
+	jobs := r.fetchJobs(ctx, s, lacking)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, fetchParallel)
 	var mu sync.Mutex
@@ -141,7 +104,7 @@ func (r *Replica) fetchOthers(ctx context.Context, s *shardState, st *state.Stat
 			n, err := r.fetchCluster(ctx, j.url, st, files[j.cluster])
 			if err != nil {
 				if ctx.Err() == nil {
-					r.Loop.Log.Warn("shard: fetching a cluster's files from its owner failed; rendering them", "replica", s.member.ID(), "cluster", j.cluster, "owner", j.owner, "serial", st.Serial, "error", redact.Text(err.Error()))
+					r.log().Warn("shard: fetching a cluster's files from its owner failed; rendering them", "replica", s.member.ID(), "cluster", j.cluster, "owner", j.owner, "serial", st.Serial, "error", redact.Text(err.Error()))
 				}
 				return
 			}
@@ -153,14 +116,52 @@ func (r *Replica) fetchOthers(ctx context.Context, s *shardState, st *state.Stat
 	wg.Wait()
 	if len(fetched) > 0 {
 		slices.Sort(fetched)
-		r.Loop.Log.Info("shard: fetched the other owners' clusters", "replica", s.member.ID(), "serial", st.Serial, "clusters", fetched, "bytes", bytesIn)
+		r.log().Info("shard: fetched the other owners' clusters", "replica", s.member.ID(), "serial", st.Serial, "clusters", fetched, "bytes", bytesIn)
 	}
 }
 
+// fetchJob is a cluster to fetch from its owner, at the URL it advertises.
+type fetchJob struct{ cluster, owner, url string }
+
+// fetchJobs are the clusters of lacking to fetch: those of another owner
+// (as etcd's owner keys say, or Assign while a cluster has none) that
+// advertises a URL. None when the owners cannot be read.
+func (r *Replica) fetchJobs(ctx context.Context, s *shardState, lacking []string) []fetchJob {
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	owners, err := s.sh.Owners(rctx)
+	var urls map[string]string
+	if err == nil {
+		urls, err = s.sh.MemberURLs(rctx)
+	}
+	cancel()
+	if err != nil {
+		r.log().Warn("shard: the owners are not known; rendering the other owners' clusters", "replica", s.member.ID(), "error", redact.Text(err.Error()))
+		return nil
+	}
+	var jobs []fetchJob
+	for _, c := range lacking {
+		owner := owners[c]
+		if owner == "" {
+			owner = s.owner(c)
+		}
+		if owner == "" || owner == s.member.ID() {
+			continue // this replica's own: rendered
+		}
+		u := urls[owner]
+		if u == "" || CheckAdvertiseURL(u) != nil {
+			r.log().Info("shard: the owner advertises no URL; rendering its cluster", "replica", s.member.ID(), "cluster", c, "owner", owner)
+			continue
+		}
+		jobs = append(jobs, fetchJob{c, owner, u})
+	}
+	return jobs
+}
+
 // fetchCluster fetches the files names of st that the work directory lacks
-// from the owner at base and stores each whose sha256 is st's digest; an
-// error, and nothing more stored, at the first that is not, or beyond the
-// bounds. It returns the bytes stored.
+// from the owner at base (api.Client.Objects, which checks each against its
+// digest) and stores them; an error, and nothing more stored, at the first
+// that is not the digest st gives it, or beyond the bounds. It returns the
+// bytes stored.
 func (r *Replica) fetchCluster(ctx context.Context, base string, st *state.State, names []string) (int64, error) {
 	var sums []string
 	for _, name := range names {
@@ -175,26 +176,11 @@ func (r *Replica) fetchCluster(ctx context.Context, base string, st *state.State
 	if len(sums) == 0 {
 		return 0, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(base, "/")+"/api/v1/objects", strings.NewReader(strings.Join(sums, "\n")+"\n"))
+	u, err := url.Parse(base)
 	if err != nil {
 		return 0, err
 	}
-	req.Header.Set("Content-Type", "text/plain")
-	if len(r.APIToken) > 0 {
-		req.Header.Set("Authorization", "Bearer "+string(r.APIToken))
-	}
-	resp, err := fetchClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return 0, fmt.Errorf("the owner answered %s: %s", resp.Status, bytes.TrimSpace(msg))
-	}
-	br := bufio.NewReaderSize(resp.Body, 64<<10)
+	client := &api.Client{Base: u, Token: string(r.APIToken), HTTP: fetchClient}
 	var total, batchSize int64
 	var batch [][]byte
 	flush := func() error {
@@ -202,36 +188,19 @@ func (r *Replica) fetchCluster(ctx context.Context, base string, st *state.State
 		batch, batchSize = nil, 0
 		return err
 	}
-	for _, sum := range sums {
-		line, err := br.ReadSlice('\n')
-		if err != nil {
-			return 0, fmt.Errorf("the answer stops before the file %s: %v", sum, err)
-		}
-		got, size, ok := strings.Cut(strings.TrimSuffix(string(line), "\n"), " ")
-		n, perr := strconv.ParseInt(size, 10, 64)
-		if !ok || got != sum || perr != nil || n < 0 {
-			return 0, fmt.Errorf("the answer has %q where the file %s is due", redact.Text(string(line)), sum)
-		}
-		if n > fetchMaxFile {
-			return 0, fmt.Errorf("the file %s is %d bytes, over the bound of %d", sum, n, fetchMaxFile)
-		}
+	err = client.Objects(ctx, sums, fetchMaxFile, fetchTimeout, func(_ string, data []byte) error {
+		n := int64(len(data))
 		if total += n; total > fetchMaxCluster {
-			return 0, fmt.Errorf("the cluster's files are over the bound of %d bytes", fetchMaxCluster)
-		}
-		data := make([]byte, n)
-		if _, err := io.ReadFull(br, data); err != nil {
-			return 0, fmt.Errorf("the answer stops within the file %s: %v", sum, err)
-		}
-		h := sha256.Sum256(data)
-		if hex.EncodeToString(h[:]) != sum {
-			return 0, fmt.Errorf("the file sent as %s has the sha256 %s: it does not match the committed digest, refused", sum, hex.EncodeToString(h[:]))
+			return fmt.Errorf("the cluster's files are over the bound of %d bytes", fetchMaxCluster)
 		}
 		batch, batchSize = append(batch, data), batchSize+n
 		if batchSize >= fetchBatch {
-			if err := flush(); err != nil {
-				return 0, err
-			}
+			return flush()
 		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
 	}
 	if err := flush(); err != nil {
 		return 0, err

@@ -70,11 +70,11 @@ func TestLoopFolderTree(t *testing.T) {
 	// under it), the next reconcile of the same commit is not skipped.
 	// (Owns is asked in the middle of every reconcile that is not skipped.)
 	loop.resetSeen()
-	loop.owns = func(cs []string) []string { loop.resetSeen(); return cs }
+	loop.use(resetting{loop})
 	if o := loop.ReconcileOnce(ctx); o != operation.NoChange {
 		t.Fatalf("reconciled again after resetSeen: %s, want unchanged", o)
 	}
-	loop.owns = nil
+	loop.use(nil)
 	if o := loop.ReconcileOnce(ctx); o != operation.NoChange {
 		t.Errorf("after a resetSeen during the last reconcile: %s, want unchanged (reconciled, not skipped)", o)
 	}
@@ -86,4 +86,16 @@ func TestLoopFolderTree(t *testing.T) {
 	if o := loop.ReconcileOnce(ctx); o != operation.Applied || loop.Status().Applied != inside {
 		t.Errorf("a commit in the folder: %s at %.12s, want applied at %.12s %q", o, loop.Status().Applied, inside, loop.Status().Errors)
 	}
+}
+
+// resetting is a strategy that owns every cluster, and asks its loop to
+// forget the commit seen each time it is asked (in the middle of the run).
+type resetting struct{ loop *Loop }
+
+func (resetting) begin() func()                               { return func() {} }
+func (resetting) prepare(context.Context, *state.State) error { return nil }
+func (resetting) leading() error                              { return nil }
+func (g resetting) owns(cs []string) []string                 { g.loop.resetSeen(); return cs }
+func (resetting) clusters(st *state.State, live []*operation.ClusterResult, head string) []operation.ClusterInfo {
+	return operation.ClusterInfos(st, live, head)
 }

@@ -104,9 +104,9 @@ type Loop struct {
 	// files its commit changed.
 	Load loader.Options
 
-	// prepare, when set, runs under the lock before the plan, with the
-	// applied state (a replica makes the applied set it lacks).
-	prepare func(context.Context, *state.State) error
+	// strategy, when set, is the replica's (strategy.go): a leader's or a
+	// shard's. Under mu.
+	strategy strategy
 	// onLoad, when set, is called before each load of a revision (tests count
 	// the reconciles that load and render).
 	onLoad func()
@@ -134,17 +134,6 @@ type Loop struct {
 	// that changes nothing in the folder followed) is not reconciled again.
 	// skipped says why the last reconcile was skipped. Under mu.
 	tree, reconciled, skipped string
-	// leading, when set, says whether this replica still leads (nil: it does).
-	leading func() error
-	// A shard's (shard.go): guard is held through each reconcile (the
-	// replica makes committed sets under it too), beforeRun runs first
-	// under it, owns limits the reconcile to the shard's clusters, and
-	// shardClusters (when set) makes the status lines, with owners.
-	guard         sync.Locker
-	beforeRun     func()
-	afterRun      func() // at the end of each reconcile, still under guard
-	owns          func(clusters []string) []string
-	shardClusters func(st *state.State, live []*operation.ClusterResult, head string) []operation.ClusterInfo
 	// lastApply is when each cluster's changes were last applied by this
 	// loop; approvals the clusters whose pending plan is approved (applied at
 	// the next reconcile). Under mu.
@@ -162,8 +151,9 @@ type Loop struct {
 	onReportMu sync.Once
 
 	// cache is Load.Cache, or the loop's own (init). reconciling is set
-	// while ReconcileOnce runs (under guard): the loads of an applied set a
-	// replica makes then leave the sweep to the reconcile's end.
+	// while ReconcileOnce runs (a shard's under its lock, which its sets
+	// take too): the loads of an applied set a replica makes then leave the
+	// sweep to the reconcile's end.
 	cache       *loader.Cache
 	reconciling atomic.Bool
 }
@@ -227,6 +217,50 @@ func (l *Loop) resetSeen() {
 	l.mu.Unlock()
 }
 
+// reconsider asks a reconcile that plans against the applied state whatever
+// commit it finds (resetSeen): a shard's members changed, a cluster it
+// could not claim yet, a dependency another shard may have applied.
+func (l *Loop) reconsider() {
+	l.resetSeen()
+	l.Trigger()
+}
+
+// showApplied shows st in the status as the applied state, once a replica
+// made its set (the artifact API's waiting agents woken, OnState); newest
+// says st's revision is also the newest commit this loop knows (a follower
+// fetches nothing: the leader's last applied one is).
+func (l *Loop) showApplied(st *state.State, newest bool) {
+	l.mu.Lock()
+	l.status.Applied, l.status.Serial = st.Revision, st.Serial
+	if newest {
+		l.status.Revision = st.Revision
+	}
+	l.mu.Unlock()
+	if l.OnState != nil {
+		l.OnState(st)
+	}
+}
+
+// waitsForOthers says whether a cluster of the last reconcile waits for
+// another (depends_on: out of sync, with changes and problems), which
+// another replica may apply.
+func (l *Loop) waitsForOthers() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.results {
+		if c.Status == state.StatusOutOfSync && c.Changes != nil && len(c.Problems) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// logger is Log, or a logger that discards when it is not set.
+func (l *Loop) logger() *slog.Logger {
+	l.init()
+	return l.Log
+}
+
 // Status returns a copy of the loop's status.
 func (l *Loop) Status() Status {
 	l.mu.Lock()
@@ -276,18 +310,13 @@ func (l *Loop) Run(ctx context.Context) error {
 }
 
 // ReconcileOnce reconciles the newest commit: fetch → load and validate →
-// render → plan → apply.
+// render → plan → apply. A replica's strategy (strategy.go) begins and ends
+// it, prepares its plan, says whether it may write, and which clusters it
+// owns.
 func (l *Loop) ReconcileOnce(ctx context.Context) operation.Outcome {
 	l.init()
-	if l.guard != nil {
-		l.guard.Lock()
-		defer l.guard.Unlock()
-	}
-	if l.beforeRun != nil {
-		l.beforeRun()
-	}
-	if l.afterRun != nil {
-		defer l.afterRun()
+	if s := l.currentStrategy(); s != nil {
+		defer s.begin()()
 	}
 	start := time.Now()
 	l.reconciling.Store(true)
@@ -394,7 +423,10 @@ func (l *Loop) reconcile(ctx context.Context) (operation.Outcome, string, *diff.
 	// 3. The operation plan and apply run: validate, render what changed,
 	// plan, lock, apply (a commit that changes no input of the applied set
 	// is reconciled without loading or rendering).
-	req := operation.Request{Revision: rev, Apply: !l.DryRun, Lock: "reconcile", LockTimeout: time.Minute, Owns: l.owns}
+	req := operation.Request{Revision: rev, Apply: !l.DryRun, Lock: "reconcile", LockTimeout: time.Minute}
+	if o, ok := l.currentStrategy().(owner); ok {
+		req.Owns = o.owns
+	}
 	res, err := l.operation().Run(ctx, req)
 	if err == nil && res.Repo == nil && !l.holdsModel(res.Plan.InputFiles) {
 		// Nothing to do, but the status wants the model of these inputs.
@@ -485,11 +517,12 @@ func (l *Loop) operation() *operation.Operation {
 		Load:        l.loadOptions(),
 		Guard:       true,
 		AllowEmpty:  l.AllowEmpty,
-		Prepare:     l.prepare,
 		Health:      l.health,
-		Leading:     l.leading,
 		OnLoad:      l.onLoad,
 		OnRender:    l.onRender,
+	}
+	if s := l.currentStrategy(); s != nil {
+		op.Prepare, op.Leading = s.prepare, s.leading
 	}
 	if rs, ok := l.Source.(source.RevisionSource); ok {
 		op.OpenRevision = func(rev string) (fs.FS, error) {
@@ -558,11 +591,11 @@ func (l *Loop) record(res *operation.Result) {
 // last reconcile.
 func (l *Loop) Clusters(st *state.State) []operation.ClusterInfo {
 	l.mu.Lock()
-	live, head := l.results, l.status.Revision
+	live, head, s := l.results, l.status.Revision, l.strategy
 	l.mu.Unlock()
 	var infos []operation.ClusterInfo
-	if l.shardClusters != nil {
-		infos = l.shardClusters(st, live, head)
+	if s != nil {
+		infos = s.clusters(st, live, head)
 	} else {
 		infos = operation.ClusterInfos(st, live, head)
 	}

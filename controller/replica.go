@@ -9,22 +9,16 @@ package controller
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
+	"log/slog"
 	"os"
-	"slices"
 	"sync"
 	"time"
-
-	"github.com/hashicorp/hcl/v2"
 
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/operation"
-	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -81,6 +75,9 @@ func DefaultReplicaID() string {
 	return fmt.Sprintf("%s:%d", host, os.Getpid())
 }
 
+// log is the loop's logger.
+func (r *Replica) log() *slog.Logger { return r.Loop.logger() }
+
 func (r *Replica) id() string {
 	if r.ID == "" {
 		r.ID = DefaultReplicaID()
@@ -118,10 +115,10 @@ func (r *Replica) setRole(role string) {
 		was = "starting"
 	}
 	if role == RoleLeader {
-		r.Loop.Log.Info("replica: leading", "replica", r.id(), "was", was, "state", r.Etcd.String())
+		r.log().Info("replica: leading", "replica", r.id(), "was", was, "state", r.Etcd.String())
 		return
 	}
-	r.Loop.Log.Info("replica: following", "replica", r.id(), "was", was, "leader", leader, "state", r.Etcd.String())
+	r.log().Info("replica: following", "replica", r.id(), "was", was, "leader", leader, "state", r.Etcd.String())
 }
 
 // served records that this replica serves the applied set of st (err nil)
@@ -136,7 +133,7 @@ func (r *Replica) served(st *state.State, err error) {
 	role := r.role
 	r.mu.Unlock()
 	if err == nil && st.Serial > 0 && st.Serial != was {
-		r.Loop.Log.Info("replica: serving", "replica", r.id(), "role", role, "serial", st.Serial, "revision", st.Revision, "previous_serial", was)
+		r.log().Info("replica: serving", "replica", r.id(), "role", role, "serial", st.Serial, "revision", st.Revision, "previous_serial", was)
 	}
 }
 
@@ -152,24 +149,9 @@ func (r *Replica) Run(ctx context.Context) error {
 	if r.Shard {
 		return r.runShard(ctx)
 	}
-	r.Loop.init()
 	id := r.id()
-	// A leader makes the applied set it lacks (another leader applied it)
-	// before each plan.
-	r.Loop.prepare = func(ctx context.Context, st *state.State) error {
-		err := r.Loop.materialise(ctx, st, false)
-		r.served(st, err)
-		var gone *RevisionGoneError
-		if errors.As(err, &gone) {
-			// The applied revision left git (history rewritten and
-			// collected): the new revision is reconciled anyway, against
-			// the state's digests (operation.Operation plans what it cannot
-			// compare as changed), instead of failing every reconcile.
-			r.Loop.Log.Warn("replica: the applied set cannot be made again; reconciling against the state's digests", "replica", id, "error", redact.Text(err.Error()))
-			return nil
-		}
-		return err
-	}
+	leader := &leaderStrategy{r: r}
+	r.Loop.use(leader)
 	// The leader's own applies are served as they commit.
 	r.serveOwnCommits()
 	for ctx.Err() == nil {
@@ -184,7 +166,7 @@ func (r *Replica) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				break
 			}
-			r.Loop.Log.Warn("replica: campaigning for the leadership failed; retrying", "replica", id, "error", redact.Text(err.Error()))
+			r.log().Warn("replica: campaigning for the leadership failed; retrying", "replica", id, "error", redact.Text(err.Error()))
 			sleep(ctx, time.Second)
 			continue
 		}
@@ -209,19 +191,13 @@ func (r *Replica) Run(ctx context.Context) error {
 		// The plan compares with the applied set: this replica makes it when
 		// another leader applied it.
 		r.materialise(lctx)
-		r.Loop.resetSeen()
+		r.Loop.reconsider()
 		// Before each step that writes, the operation asks whether this
 		// replica still leads: one paused past its lease (SIGSTOP, a long GC
 		// pause) finds out before it writes, not a reconcile later.
-		r.Loop.leading = func() error {
-			err := r.stillLeads(lead, id)
-			if err != nil {
-				cancel() // back to following, and campaigning
-			}
-			return err
-		}
+		leader.term(lead, cancel)
 		r.Loop.Run(lctx)
-		r.Loop.leading = nil
+		leader.term(nil, nil)
 		cancel()
 		if ctx.Err() != nil {
 			rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -229,13 +205,74 @@ func (r *Replica) Run(ctx context.Context) error {
 			rcancel()
 			break
 		}
-		r.Loop.Log.Warn("replica: the leadership was lost (its lease expired: etcd out of reach?); following", "replica", id)
+		r.log().Warn("replica: the leadership was lost (its lease expired: etcd out of reach?); following", "replica", id)
 	}
 	// Stopped: a follower again, quietly (the log says "stopped").
 	r.mu.Lock()
 	r.role = RoleFollower
 	r.mu.Unlock()
 	return nil
+}
+
+// leaderStrategy is the strategy of a replica elected leader: it reconciles
+// every cluster while it leads.
+type leaderStrategy struct {
+	r *Replica
+
+	mu     sync.Mutex
+	lead   state.Leadership   // of the term under way; nil between terms
+	cancel context.CancelFunc // ends the term's loop
+}
+
+// term makes lead the leadership of the term under way (nil: none), and
+// cancel what ends its loop.
+func (s *leaderStrategy) term(lead state.Leadership, cancel context.CancelFunc) {
+	s.mu.Lock()
+	s.lead, s.cancel = lead, cancel
+	s.mu.Unlock()
+}
+
+func (s *leaderStrategy) begin() (end func()) { return func() {} }
+
+// prepare makes the applied set the leader lacks (another leader applied it)
+// before each plan.
+func (s *leaderStrategy) prepare(ctx context.Context, st *state.State) error {
+	r := s.r
+	err := r.Loop.materialise(ctx, st, false)
+	r.served(st, err)
+	var gone *RevisionGoneError
+	if errors.As(err, &gone) {
+		// The applied revision left git (history rewritten and
+		// collected): the new revision is reconciled anyway, against
+		// the state's digests (operation.Operation plans what it cannot
+		// compare as changed), instead of failing every reconcile.
+		r.log().Warn("replica: the applied set cannot be made again; reconciling against the state's digests", "replica", r.id(), "error", redact.Text(err.Error()))
+		return nil
+	}
+	return err
+}
+
+// leading says whether this replica still leads, before each step that
+// writes: one paused past its lease (SIGSTOP, a long GC pause) finds out
+// before it writes, not a reconcile later, and goes back to following (and
+// campaigning). Between terms nothing runs: nil.
+func (s *leaderStrategy) leading() error {
+	s.mu.Lock()
+	lead, cancel := s.lead, s.cancel
+	s.mu.Unlock()
+	if lead == nil {
+		return nil
+	}
+	err := s.r.stillLeads(lead, s.r.id())
+	if err != nil {
+		cancel()
+	}
+	return err
+}
+
+// clusters are the status lines as the leader's last reconcile left them.
+func (s *leaderStrategy) clusters(st *state.State, live []*operation.ClusterResult, head string) []operation.ClusterInfo {
+	return operation.ClusterInfos(st, live, head)
 }
 
 // ErrNotLeader says a replica lost its leadership: it writes nothing more.
@@ -271,30 +308,28 @@ func (r *Replica) follow(ctx context.Context) {
 }
 
 // materialise makes the applied set of the state on etcd in this replica's
-// work directory (Materialise), then reports it: the status's applied serial
-// and revision, the artifact API's waiting agents woken. A failure is kept
-// for the status and /readyz.
+// work directory (Materialise; a shard from the objects it has and fetches
+// where it can, rendering the rest), then reports it: the status's applied
+// serial and revision, the artifact API's waiting agents woken. A failure is
+// kept for the status and /readyz.
 func (r *Replica) materialise(ctx context.Context) {
 	st, err := r.Etcd.ReadState(ctx)
 	if err == nil {
-		err = r.Loop.materialise(ctx, st, false)
+		if r.Shard {
+			r.fetchOthers(ctx, r.currentShard(), st)
+		}
+		err = r.Loop.materialise(ctx, st, r.Shard)
 	}
 	r.served(st, err)
 	if err != nil {
 		if ctx.Err() == nil {
-			r.Loop.Log.Warn("replica: the applied set is not served", "replica", r.id(), "error", redact.Text(err.Error()))
+			r.log().Warn("replica: the applied set is not served", "replica", r.id(), "error", redact.Text(err.Error()))
 		}
 		return
 	}
-	r.Loop.mu.Lock()
-	r.Loop.status.Applied, r.Loop.status.Serial = st.Revision, st.Serial
-	if r.Role() != RoleLeader {
-		// A follower fetches nothing: the newest revision it knows is the
-		// leader's last applied one.
-		r.Loop.status.Revision = st.Revision
-	}
-	r.Loop.mu.Unlock()
-	r.Loop.OnState(st)
+	// A follower fetches nothing: the newest revision it knows is the
+	// leader's last applied one.
+	r.Loop.showApplied(st, r.Role() == RoleFollower)
 }
 
 // Serving returns the serial of the applied set this replica holds, checked
@@ -428,183 +463,6 @@ func (r *Replica) Status(ctx context.Context) *ReplicaStatus {
 		rs.Problem = redact.Text(problem.Error())
 	}
 	return rs
-}
-
-// RenderMismatchError says this replica's render of the applied revision
-// differs from the applied files (the state's manifest): another tool
-// version renders differently. The replica serves nothing of that state.
-type RenderMismatchError struct {
-	Serial           int64
-	Revision         string
-	File             string
-	Applied, Replica string // tool versions
-}
-
-func (e *RenderMismatchError) Error() string {
-	return fmt.Sprintf("this replica (fuelsync %s) renders %s of serial %d (revision %.12s) differently from the leader that applied it (fuelsync %s); it serves nothing of that state: run the same version on every replica",
-		e.Replica, e.File, e.Serial, e.Revision, e.Applied)
-}
-
-// RevisionGoneError says the revision an applied set is the render of cannot be
-// read any more (history rewritten and garbage-collected): the set cannot be
-// made again from git.
-type RevisionGoneError struct {
-	Revision string
-	Serial   int64
-	Err      error
-}
-
-func (e *RevisionGoneError) Error() string {
-	return fmt.Sprintf("reading the applied revision %.12s of serial %d: %v", e.Revision, e.Serial, e.Err)
-}
-
-func (e *RevisionGoneError) Unwrap() error { return e.Err }
-
-// Materialise makes the applied set of st in w, when w lacks it, from src:
-// the applied revision rendered with the applied state, every file checked
-// against st's manifest (sha256) before it is kept; then current names it.
-// Rendering is deterministic, so git and the state are the whole truth: no
-// artifact is copied between replicas. A *RenderMismatchError when this
-// tool version renders differently; nothing is kept then.
-func Materialise(ctx context.Context, w *state.Workdir, src source.Source, st *state.State, toolVersion string) error {
-	return materialiseFor(ctx, nil, w, src, st, toolVersion, false, nil)
-}
-
-// materialise makes the applied set of st in the loop's work directory, as
-// Materialise does, with the loop's loads (a leader's, a follower's or a
-// shard's); the loop's onRender is told the clusters it renders. With
-// objects (a shard), a cluster whose every file is an object of the work
-// directory already (a shard made it, or an earlier set had it) is taken from
-// the objects, checked by digest, instead of being rendered.
-func (l *Loop) materialise(ctx context.Context, st *state.State, objects bool) error {
-	return materialiseFor(ctx, l, l.Workdir, l.Source, st, l.ToolVersion, objects, l.onRender)
-}
-
-// materialiseFor is Materialise, with objects as Loop.materialise has it;
-// onRender, when set, is told the clusters it renders. With loop (not nil),
-// the loads take its load options and its cache, swept afterwards unless a
-// reconcile of loop runs (which sweeps at its end). A replica that makes the
-// set of each commit renders only the clusters it lacks, but loads the whole
-// revision: with the cache it decodes only the files the commit changed.
-func materialiseFor(ctx context.Context, loop *Loop, w *state.Workdir, src source.Source, st *state.State, toolVersion string, objects bool, onRender func([]string)) error {
-	var load loader.Options
-	if loop != nil {
-		load = loop.loadOptions()
-		defer loop.sweepBetween()
-	}
-	if st.Serial == 0 {
-		return nil
-	}
-	if linked, err := w.LinkSet(st.Serial); err != nil || linked {
-		return err
-	}
-	rsrc, ok := src.(source.RevisionSource)
-	// Each cluster's artifacts are the render of its own applied revision (a
-	// held cluster keeps an older one's).
-	byRev := map[string][]string{}
-	files := map[string][]string{} // of each cluster
-	for name := range st.Artifacts {
-		if c := state.ClusterOf(name); c != "" {
-			files[c] = append(files[c], name)
-		}
-	}
-	var stored []string // the clusters taken from the objects
-	for name := range st.Artifacts {
-		c := state.ClusterOf(name)
-		if c == "" || slices.Contains(stored, c) {
-			continue
-		}
-		if objects && w.HasObjects(st.Artifacts, files[c]) {
-			stored = append(stored, c)
-			continue
-		}
-		rev := st.Revision
-		if cs := st.Clusters[c]; cs != nil && cs.Revision != "" {
-			rev = cs.Revision
-		}
-		if !slices.Contains(byRev[rev], c) {
-			byRev[rev] = append(byRev[rev], c)
-		}
-	}
-	type part struct {
-		rev      string
-		repo     *loader.Repo
-		held     map[string]hcl.Diagnostics
-		clusters []string
-	}
-	var parts []part
-	if len(byRev) > 0 && !ok {
-		return fmt.Errorf("the applied set of serial %d is not in %s, and this source cannot read revision %.12s to render it (a working tree is not shared between replicas)", st.Serial, w.Dir, st.Revision)
-	}
-	for _, revName := range slices.Sorted(maps.Keys(byRev)) {
-		clusters := byRev[revName]
-		rev, err := rsrc.At(ctx, revName)
-		if err != nil {
-			return &RevisionGoneError{Revision: revName, Serial: st.Serial, Err: err}
-		}
-		repo, diags := loader.Load(rev.FS, load)
-		held, _ := operation.Hold(repo, st, diags)
-		if onRender != nil {
-			onRender(clusters)
-		}
-		parts = append(parts, part{revName, repo, held, clusters})
-	}
-	// Each cluster rendered, its files checked and written, one after the
-	// other: the set is made with the memory of a few clusters.
-	return w.WriteSetLinked(st, func(put func(string, []byte) error, link func(string, string) error) error {
-		var mu sync.Mutex
-		got := map[string]bool{}
-		check := func(rev, name string, data []byte) error {
-			sum := sha256.Sum256(data)
-			if want := st.Artifacts[name]; want != hex.EncodeToString(sum[:]) {
-				return &RenderMismatchError{Serial: st.Serial, Revision: rev, File: name, Applied: st.ToolVersion, Replica: toolVersion}
-			}
-			mu.Lock()
-			got[name] = true
-			mu.Unlock()
-			return put(name, data)
-		}
-		// The files taken from the objects: each object is read and checked
-		// against the committed digest (WriteSetLinked) before it is linked.
-		for _, c := range stored {
-			for _, name := range files[c] {
-				if err := link(name, st.Artifacts[name]); err != nil {
-					return fmt.Errorf("making the applied set of serial %d: %w", st.Serial, err)
-				}
-				got[name] = true
-			}
-		}
-		for _, pt := range parts {
-			_, err := render.Walk(pt.repo, render.Options{Clusters: pt.clusters, State: st}, false, func(wk *render.Walked) error {
-				c := wk.Cluster.Name
-				if d := append(slices.Clone(pt.held[c]), wk.Diagnostics...); d.HasErrors() {
-					return fmt.Errorf("rendering cluster %s of the applied revision %.12s of serial %d: %s", c, pt.rev, st.Serial, operation.ProblemLines(loader.SortDiagnostics(d), 0)[0])
-				}
-				if wk.Rendered == nil {
-					return nil // its files are missing: said below
-				}
-				return render.StreamCluster(wk.Rendered, func(name string, data []byte) error { return check(pt.rev, name, data) })
-			})
-			if err != nil {
-				return err
-			}
-		}
-		if _, ok := st.Artifacts["manifest.json"]; ok {
-			manifest, err := render.Manifest(st.Artifacts, st.Revision, toolVersion)
-			if err != nil {
-				return err
-			}
-			if err := check(st.Revision, "manifest.json", manifest); err != nil {
-				return err
-			}
-		}
-		for name := range st.Artifacts {
-			if !got[name] {
-				return &RenderMismatchError{Serial: st.Serial, Revision: st.Revision, File: name, Applied: st.ToolVersion, Replica: toolVersion}
-			}
-		}
-		return nil
-	})
 }
 
 // sleep waits d, or less when ctx ends first; it says whether ctx is still

@@ -74,11 +74,11 @@ func (r *Replica) checkRolesAfter(ctx context.Context, leave func(context.Contex
 	cancel()
 	var conflict *RoleConflictError
 	if errors.As(err, &conflict) {
-		r.Loop.Log.Error("replica: refusing to run beside replicas of the other kind", "replica", r.id(), "error", err.Error())
+		r.log().Error("replica: refusing to run beside replicas of the other kind", "replica", r.id(), "error", err.Error())
 		return false, err
 	}
 	if ctx.Err() == nil {
-		r.Loop.Log.Warn("replica: the other replicas cannot be read; retrying", "replica", r.id(), "error", redact.Text(err.Error()))
+		r.log().Warn("replica: the other replicas cannot be read; retrying", "replica", r.id(), "error", redact.Text(err.Error()))
 		sleep(ctx, time.Second)
 	}
 	return false, nil

@@ -183,9 +183,9 @@ func (s *shardState) giveUp() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := s.sh.Release(ctx, s.member, give); err != nil {
-			s.r.Loop.Log.Warn("shard: giving clusters up failed (their keys go with this replica's lease)", "replica", s.member.ID(), "clusters", give, "error", redact.Text(err.Error()))
+			s.r.log().Warn("shard: giving clusters up failed (their keys go with this replica's lease)", "replica", s.member.ID(), "clusters", give, "error", redact.Text(err.Error()))
 		} else {
-			s.r.Loop.Log.Info("shard: clusters given up", "replica", s.member.ID(), "clusters", give)
+			s.r.log().Info("shard: clusters given up", "replica", s.member.ID(), "clusters", give)
 		}
 	}
 }
@@ -220,7 +220,7 @@ func (s *shardState) owns(clusters []string) []string {
 			continue
 		}
 		if !s.claimed[c] {
-			s.r.Loop.Log.Info("shard: cluster claimed", "replica", id, "cluster", c)
+			s.r.log().Info("shard: cluster claimed", "replica", id, "cluster", c)
 		}
 		s.claimed[c] = true
 		s.run = append(s.run, c)
@@ -311,30 +311,63 @@ func (s *shardState) clusters(st *state.State, live []*operation.ClusterResult, 
 func NewShard(loop *Loop, sh state.Sharder, id string) *Replica {
 	r := &Replica{Loop: loop, Etcd: sh, ID: id, Shard: true}
 	loop.Workdir.Backend = &shardBackend{r: r, sh: sh, toolVersion: loop.ToolVersion}
-	loop.guard = &r.local
-	loop.owns = func(clusters []string) []string {
-		if s := r.currentShard(); s != nil {
-			return s.owns(clusters)
-		}
-		return nil
+	loop.use(shardStrategy{r})
+	return r
+}
+
+// shardStrategy is the strategy of a shard replica: each reconcile owns the
+// clusters Assign gives it among the members of the moment (its shardState;
+// none while it is no member).
+type shardStrategy struct{ r *Replica }
+
+// begin holds the work directory's lock through the reconcile (the replica
+// makes committed sets under it too); the owner keys of clusters that are
+// now another member's are given up first. At the end this replica is no
+// longer busy.
+func (g shardStrategy) begin() (end func()) {
+	g.r.local.Lock()
+	if s := g.r.currentShard(); s != nil {
+		s.beforeRun()
 	}
-	loop.beforeRun = func() {
-		if s := r.currentShard(); s != nil {
-			s.beforeRun()
-		}
-	}
-	loop.afterRun = func() {
-		if s := r.currentShard(); s != nil {
+	return func() {
+		if s := g.r.currentShard(); s != nil {
 			s.setBusy(false)
 		}
+		g.r.local.Unlock()
 	}
-	loop.shardClusters = func(st *state.State, live []*operation.ClusterResult, head string) []operation.ClusterInfo {
-		if s := r.currentShard(); s != nil {
-			return s.clusters(st, live, head)
-		}
-		return operation.ClusterInfos(st, nil, head)
+}
+
+// prepare makes the committed set (every replica makes every one), from
+// the objects it has and fetches where it can, rendering the rest; this
+// replica is busy until the reconcile ends.
+func (g shardStrategy) prepare(ctx context.Context, st *state.State) error {
+	r := g.r
+	s := r.currentShard()
+	if s != nil {
+		s.setBusy(true)
 	}
-	return r
+	r.fetchOthers(ctx, s, st)
+	err := r.Loop.materialise(ctx, st, true)
+	r.served(st, err)
+	return err
+}
+
+// leading: a shard has no leader; its membership is checked by its commit
+// (shardBackend).
+func (shardStrategy) leading() error { return nil }
+
+func (g shardStrategy) owns(clusters []string) []string {
+	if s := g.r.currentShard(); s != nil {
+		return s.owns(clusters)
+	}
+	return nil
+}
+
+func (g shardStrategy) clusters(st *state.State, live []*operation.ClusterResult, head string) []operation.ClusterInfo {
+	if s := g.r.currentShard(); s != nil {
+		return s.clusters(st, live, head)
+	}
+	return operation.ClusterInfos(st, nil, head)
 }
 
 // currentShard is the replica's membership and view of the shards (nil while
@@ -441,7 +474,6 @@ var (
 // on a new lease. At the end it leaves, and its clusters move at once. It
 // refuses to join while a replica without --shard leads (RoleConflictError).
 func (r *Replica) runShard(ctx context.Context) error {
-	r.Loop.init()
 	id := r.id()
 	sh, ok := r.Etcd.(state.Sharder)
 	if !ok {
@@ -449,35 +481,9 @@ func (r *Replica) runShard(ctx context.Context) error {
 	}
 	r.setRole(RoleShard)
 	r.serveOwnCommits()
-	// Every replica makes every committed set, from its objects where it
-	// has them, rendering the rest.
-	r.Loop.prepare = func(ctx context.Context, st *state.State) error {
-		if s := r.currentShard(); s != nil {
-			s.setBusy(true) // until the reconcile ends (afterRun)
-		}
-		r.fetchOthers(ctx, r.currentShard(), st)
-		err := r.Loop.materialise(ctx, st, true)
-		r.served(st, err)
-		return err
-	}
-	follow := func(ctx context.Context) {
-		serials := r.Etcd.WatchSerial(ctx)
-		for range serials {
-			if !settle(ctx, serials, shardSettle, shardSettleMax) || !r.waitForBusy(ctx, serials) {
-				return
-			}
-			r.local.Lock()
-			r.materialiseShard(ctx)
-			r.local.Unlock()
-			if r.waitsForOthers() {
-				r.Loop.resetSeen()
-				r.Loop.Trigger()
-			}
-		}
-	}
 	fctx, stopFollowing := context.WithCancel(ctx)
 	defer stopFollowing()
-	go follow(fctx)
+	go r.followShards(fctx)
 	go r.serveRequests(fctx)
 	for ctx.Err() == nil {
 		m, err := sh.Join(ctx, id, r.AdvertiseURL)
@@ -485,7 +491,7 @@ func (r *Replica) runShard(ctx context.Context) error {
 			if ctx.Err() != nil {
 				break
 			}
-			r.Loop.Log.Warn("shard: joining the members failed; retrying", "replica", id, "error", redact.Text(err.Error()))
+			r.log().Warn("shard: joining the members failed; retrying", "replica", id, "error", redact.Text(err.Error()))
 			sleep(ctx, time.Second)
 			continue
 		}
@@ -498,63 +504,92 @@ func (r *Replica) runShard(ctx context.Context) error {
 		if !ok {
 			continue
 		}
-		s := &shardState{r: r, sh: sh, member: m, claimed: map[string]bool{}}
-		r.mu.Lock()
-		r.shard = s
-		r.mu.Unlock()
-		lctx, cancel := context.WithCancel(ctx)
-		go func() {
-			select {
-			case <-m.Done():
-			case <-lctx.Done():
-			}
-			cancel()
-		}()
-		// The members now and at every change: the clusters move, and every
-		// replica reconciles what it owns now.
-		members := sh.WatchMembers(lctx)
-		first, ok := <-members
-		if !ok {
-			cancel()
+		if !r.runMember(ctx, sh, m) {
 			continue
 		}
-		s.setMembers(first)
-		r.Loop.Log.Info("shard: member", "replica", id, "members", first)
-		go func() {
-			for ms := range members {
-				s.setMembers(ms)
-				r.Loop.Log.Info("shard: members changed", "replica", id, "members", ms)
-				r.Loop.resetSeen()
-				r.Loop.Trigger()
-			}
-		}()
-		// A cluster still held by a member that is giving it up: try again.
-		go func() {
-			for sleep(lctx, time.Second) {
-				s.mu.Lock()
-				retry := s.retry
-				s.mu.Unlock()
-				if retry {
-					r.Loop.resetSeen()
-					r.Loop.Trigger()
-				}
-			}
-		}()
-		r.Loop.resetSeen()
-		r.Loop.Run(lctx)
-		cancel()
-		r.mu.Lock()
-		r.shard = nil
-		r.mu.Unlock()
 		if ctx.Err() != nil {
 			lctx, lcancel := context.WithTimeout(context.Background(), 5*time.Second)
 			_ = m.Leave(lctx)
 			lcancel()
 			break
 		}
-		r.Loop.Log.Warn("shard: the membership was lost (its lease expired: etcd out of reach, or a pause?); joining again", "replica", id)
+		r.log().Warn("shard: the membership was lost (its lease expired: etcd out of reach, or a pause?); joining again", "replica", id)
 	}
 	return nil
+}
+
+// followShards makes every set committed on etcd, until ctx ends: once the
+// owners of a change are done (settle, waitForBusy), under the work
+// directory's lock; then a reconcile whose clusters waited for another,
+// which another shard may just have applied, is made again.
+func (r *Replica) followShards(ctx context.Context) {
+	serials := r.Etcd.WatchSerial(ctx)
+	for range serials {
+		if !settle(ctx, serials, shardSettle, shardSettleMax) || !r.waitForBusy(ctx, serials) {
+			return
+		}
+		r.local.Lock()
+		r.materialise(ctx)
+		r.local.Unlock()
+		if r.Loop.waitsForOthers() {
+			r.Loop.reconsider()
+		}
+	}
+}
+
+// runMember runs the loop while m, this replica's membership of sh, holds
+// (or until ctx ends): each reconcile owns the clusters Assign gives it
+// among the members of the moment, and every change of the members
+// reconciles again. False when the members could not be read (none ran).
+func (r *Replica) runMember(ctx context.Context, sh state.Sharder, m state.Membership) bool {
+	id := r.id()
+	s := &shardState{r: r, sh: sh, member: m, claimed: map[string]bool{}}
+	r.mu.Lock()
+	r.shard = s
+	r.mu.Unlock()
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-m.Done():
+		case <-lctx.Done():
+		}
+		cancel()
+	}()
+	// The members now and at every change: the clusters move, and every
+	// replica reconciles what it owns now.
+	members := sh.WatchMembers(lctx)
+	first, ok := <-members
+	if !ok {
+		return false
+	}
+	s.setMembers(first)
+	r.log().Info("shard: member", "replica", id, "members", first)
+	go func() {
+		for ms := range members {
+			s.setMembers(ms)
+			r.log().Info("shard: members changed", "replica", id, "members", ms)
+			r.Loop.reconsider()
+		}
+	}()
+	// A cluster still held by a member that is giving it up: try again.
+	go func() {
+		for sleep(lctx, time.Second) {
+			s.mu.Lock()
+			retry := s.retry
+			s.mu.Unlock()
+			if retry {
+				r.Loop.reconsider()
+			}
+		}
+	}()
+	r.Loop.reconsider()
+	r.Loop.Run(lctx)
+	cancel()
+	r.mu.Lock()
+	r.shard = nil
+	r.mu.Unlock()
+	return true
 }
 
 // The owners of a change commit it one after the other, each at a serial of
@@ -619,40 +654,6 @@ func (r *Replica) waitForBusy(ctx context.Context, serials <-chan int64) bool {
 		}
 	}
 	return true
-}
-
-// materialiseShard makes the committed set, as materialise does, from the
-// objects this replica has and renders of the clusters it lacks.
-func (r *Replica) materialiseShard(ctx context.Context) {
-	st, err := r.Etcd.ReadState(ctx)
-	if err == nil {
-		r.fetchOthers(ctx, r.currentShard(), st)
-		err = r.Loop.materialise(ctx, st, true)
-	}
-	r.served(st, err)
-	if err != nil {
-		if ctx.Err() == nil {
-			r.Loop.Log.Warn("replica: the applied set is not served", "replica", r.id(), "error", redact.Text(err.Error()))
-		}
-		return
-	}
-	r.Loop.mu.Lock()
-	r.Loop.status.Applied, r.Loop.status.Serial = st.Revision, st.Serial
-	r.Loop.mu.Unlock()
-	r.Loop.OnState(st)
-}
-
-// waitsForOthers says whether a cluster of this replica's last reconcile
-// waits for another (depends_on), which another shard may just have applied.
-func (r *Replica) waitsForOthers() bool {
-	r.Loop.mu.Lock()
-	defer r.Loop.mu.Unlock()
-	for _, c := range r.Loop.results {
-		if c.Status == state.StatusOutOfSync && c.Changes != nil && len(c.Problems) > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // Shards returns the members and this replica's clusters (nil unless it

@@ -27,7 +27,8 @@ const (
 // (each checked against its digest as it is read), until maxObjectsAnswer
 // bytes. 404 when it lacks one of them, before any is sent. The reader
 // trusts none of it: it checks every file against the digest the committed
-// state gives it (controller/fetch.go). With an API token, it needs it.
+// state gives it (api.Client.Objects, for controller/fetch.go). With an API
+// token, it needs it.
 func (s *Server) objects(w http.ResponseWriter, r *http.Request) {
 	if !s.authorized(w, r) {
 		return

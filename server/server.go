@@ -351,10 +351,9 @@ func signatureHeader(provider string) string {
 }
 
 // hook handles one delivery. What costs nothing is checked before the body is
-// read: the method, the secret, the signature header's presence, the delivery
-// id's length and the generic timestamp; then at most MaxBodyReads bodies are
-// read at once, each up to MaxWebhookBody; then the signature, the JSON, the
-// duplicate, and 202 and a trigger.
+// read (checkDelivery); then at most MaxBodyReads bodies are read at once,
+// each up to MaxWebhookBody, and checked (readDelivery); then the duplicate,
+// and 202 and a trigger (answerDelivery).
 func (s *Server) hook(provider string, w http.ResponseWriter, r *http.Request) {
 	result, code := "accepted", http.StatusAccepted
 	id := deliveryID(provider, r.Header)
@@ -362,83 +361,110 @@ func (s *Server) hook(provider string, w http.ResponseWriter, r *http.Request) {
 		s.metrics.Delivered(provider, result)
 		s.logDelivery(provider, result, code, id)
 	}()
-	fail := func(res string, c int, msg string) {
-		result, code = res, c
-		http.Error(w, msg, c)
-	}
-	refuse := func(res string, c int, msg string) {
-		w.Header().Set("Connection", "close") // the body is left unread
-		fail(res, c, msg)
-	}
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		fail("method_not_allowed", http.StatusMethodNotAllowed, "webhooks are POST")
-		return
-	}
-	if len(s.Secret) == 0 {
-		refuse("unauthorized", http.StatusUnauthorized, "no webhook secret is configured: every delivery is refused")
-		return
-	}
-	if r.Header.Get(signatureHeader(provider)) == "" {
-		refuse("unauthorized", http.StatusUnauthorized, "no "+signatureHeader(provider)+" header")
-		return
-	}
-	if len(id) > MaxDeliveryID {
-		refuse("bad_request", http.StatusBadRequest, fmt.Sprintf("delivery id over %d bytes", MaxDeliveryID))
-		return
-	}
-	var stamp string
-	if provider == "generic" {
-		stamp = r.Header.Get("X-Fuelsync-Timestamp")
-		if err := checkTimestamp(stamp, time.Now()); err != nil {
-			refuse("unauthorized", http.StatusUnauthorized, err.Error())
-			return
+	refuse := func(no *refusal) {
+		result, code = no.result, no.code
+		if no.unread {
+			w.Header().Set("Connection", "close") // the body is left unread
 		}
+		http.Error(w, no.msg, no.code)
+	}
+	stamp, no := s.checkDelivery(provider, id, w, r)
+	if no != nil {
+		refuse(no)
+		return
 	}
 	select {
 	case s.reads <- struct{}{}:
 		defer func() { <-s.reads }()
 	default:
 		w.Header().Set("Retry-After", "1")
-		refuse("busy", http.StatusServiceUnavailable, "too many deliveries at once; retry")
+		refuse(&refusal{"busy", http.StatusServiceUnavailable, "too many deliveries at once; retry", true})
 		return
 	}
+	if no := s.readDelivery(provider, stamp, w, r); no != nil {
+		refuse(no)
+		return
+	}
+	result, code = s.answerDelivery(provider, id, w)
+}
+
+// refusal is a delivery refused: its result (the metric's), its HTTP status
+// and message, and whether its body is left unread (the connection is
+// closed).
+type refusal struct {
+	result string
+	code   int
+	msg    string
+	unread bool
+}
+
+// checkDelivery checks what costs nothing, before the body is read: the
+// method, the secret, the signature header's presence, the delivery id's
+// length and the generic timestamp, which it returns.
+func (s *Server) checkDelivery(provider, id string, w http.ResponseWriter, r *http.Request) (stamp string, no *refusal) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		return "", &refusal{"method_not_allowed", http.StatusMethodNotAllowed, "webhooks are POST", false}
+	}
+	if len(s.Secret) == 0 {
+		return "", &refusal{"unauthorized", http.StatusUnauthorized, "no webhook secret is configured: every delivery is refused", true}
+	}
+	if r.Header.Get(signatureHeader(provider)) == "" {
+		return "", &refusal{"unauthorized", http.StatusUnauthorized, "no " + signatureHeader(provider) + " header", true}
+	}
+	if len(id) > MaxDeliveryID {
+		return "", &refusal{"bad_request", http.StatusBadRequest, fmt.Sprintf("delivery id over %d bytes", MaxDeliveryID), true}
+	}
+	if provider == "generic" {
+		stamp = r.Header.Get("X-Fuelsync-Timestamp")
+		if err := checkTimestamp(stamp, time.Now()); err != nil {
+			return "", &refusal{"unauthorized", http.StatusUnauthorized, err.Error(), true}
+		}
+	}
+	return stamp, nil
+}
+
+// readDelivery reads the body, up to MaxWebhookBody, and checks its
+// signature and that it is JSON.
+func (s *Server) readDelivery(provider, stamp string, w http.ResponseWriter, r *http.Request) *refusal {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxWebhookBody))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		fail("too_large", http.StatusRequestEntityTooLarge, "body over 1 MiB")
-		return
+		return &refusal{"too_large", http.StatusRequestEntityTooLarge, "body over 1 MiB", false}
 	}
 	if err != nil {
-		fail("bad_request", http.StatusBadRequest, "reading the body: "+err.Error())
-		return
+		return &refusal{"bad_request", http.StatusBadRequest, "reading the body: " + err.Error(), false}
 	}
 	if !s.authentic(provider, r.Header, stamp, body) {
-		fail("unauthorized", http.StatusUnauthorized, "bad signature")
-		return
+		return &refusal{"unauthorized", http.StatusUnauthorized, "bad signature", false}
 	}
 	if _, err := ParsePush(body); err != nil {
-		fail("bad_request", http.StatusBadRequest, "the payload is not JSON: "+err.Error())
-		return
+		return &refusal{"bad_request", http.StatusBadRequest, "the payload is not JSON: " + err.Error(), false}
 	}
+	return nil
+}
+
+// answerDelivery answers an authentic delivery: 200 for a duplicate, or 202
+// and a reconcile asked (of the leader, through etcd, on a follower).
+func (s *Server) answerDelivery(provider, id string, w http.ResponseWriter) (result string, code int) {
 	if id != "" && s.duplicate(provider+"/"+id) {
-		result, code = "duplicate", http.StatusOK
 		w.WriteHeader(http.StatusOK)
 		io.WriteString(w, "duplicate delivery, ignored\n")
-		return
+		return "duplicate", http.StatusOK
 	}
 	w.WriteHeader(http.StatusAccepted)
 	if s.Replica == nil {
 		io.WriteString(w, "accepted: reconciling\n")
 		s.trigger()
-		return
+		return "accepted", http.StatusAccepted
 	}
 	if err := s.Replica.Trigger(); err != nil {
 		// The leader polls every interval: the change is late, not lost.
 		io.WriteString(w, "accepted, but the leader could not be asked to reconcile now: "+redact.Text(err.Error())+"\n")
-		return
+		return "accepted", http.StatusAccepted
 	}
 	io.WriteString(w, "accepted: reconciling ("+s.Replica.Role()+")\n")
+	return "accepted", http.StatusAccepted
 }
 
 // logDelivery logs one webhook delivery ("webhook delivery"): its provider,
