@@ -148,19 +148,31 @@ func newDeployer(c *cli.Context, stdout, stderr io.Writer) (*deployer, error) {
 	if d.format != "text" && d.format != "json" {
 		return nil, &exitError{code: 1, msg: fmt.Sprintf("%s prints text or json, not %q", c.Command.HelpName, d.format)}
 	}
-	u, err := url.Parse(c.String("server"))
+	client, err := serveClient(c, c.String("server"))
+	if err != nil {
+		return nil, err
+	}
+	d.client = client
+	return d, nil
+}
+
+// serveClient is the client of serve's API at server (its --server URL),
+// with the bearer token of --api-token-file when given: the one client of
+// every command that asks a running serve (deploy, wait, status, approve).
+func serveClient(c *cli.Context, server string) (*api.Client, error) {
+	u, err := url.Parse(server)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, &exitError{code: 1, msg: "--server: want serve's http:// or https:// URL"}
 	}
-	d.client = &api.Client{Base: u}
+	client := &api.Client{Base: u}
 	if f := c.String("api-token-file"); f != "" {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			return nil, &exitError{code: 1, msg: "--api-token-file: " + err.Error()}
 		}
-		d.client.Token = strings.TrimSpace(string(data))
+		client.Token = strings.TrimSpace(string(data))
 	}
-	return d, nil
+	return client, nil
 }
 
 func (d *deployer) fail(what string, err error) error {
