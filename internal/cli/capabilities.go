@@ -131,9 +131,6 @@ func capFindCommand(stdout, stderr io.Writer) *cli.Command {
 			if err != nil {
 				return withCode(err, 2)
 			}
-			if g.format != "text" && g.format != "json" {
-				return &exitError{code: 2, msg: fmt.Sprintf("capabilities find prints text or json, not %q", g.format)}
-			}
 			if c.NArg() == 0 {
 				return &exitError{code: 2, msg: "capabilities find needs at least one PATH"}
 			}
@@ -199,7 +196,7 @@ func capFindCommand(stdout, stderr io.Writer) *cli.Command {
 				}
 			}
 			slices.SortFunc(found, func(a, b *capabilities.Template) int { return strings.Compare(a.Path, b.Path) })
-			if g.format == "json" {
+			if g.format == formatJSON {
 				out := []map[string]any{}
 				for _, t := range found {
 					out = append(out, map[string]any{"path": t.Path, "capabilities": t.JSON()})
@@ -242,9 +239,10 @@ func capSummaryCommand(stdout, stderr io.Writer) *cli.Command {
 			if err != nil {
 				return withCode(err, 2)
 			}
-			format := c.String("format")
-			if format != "text" && format != "json" {
-				return &exitError{code: 2, msg: fmt.Sprintf("capabilities summary prints json or text, not %q", format)}
+			// its own --format, json by default
+			format, err := parseOutputFormat(c, "capabilities summary", c.String("format"), []string{"json", "text"})
+			if err != nil {
+				return err
 			}
 			if len(c.StringSlice("file")) == 0 && len(c.StringSlice("environment")) == 0 {
 				return &exitError{code: 2, msg: "capabilities summary needs -f FILE (or -e ENV)"}
@@ -300,7 +298,7 @@ func capSummaryCommand(stdout, stderr io.Writer) *cli.Command {
 				keys = append(keys, k)
 			}
 			slices.Sort(keys)
-			if format == "text" {
+			if format == formatText {
 				for _, k := range keys {
 					fmt.Fprintf(stdout, "%s: %s\n", safetext.Line(k), safetext.Line(strings.Join(sum[k], ", ")))
 				}

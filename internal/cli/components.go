@@ -40,11 +40,6 @@ func componentsCommand(stdout, stderr io.Writer) *cli.Command {
 			if c.NArg() > 0 {
 				return &exitError{code: 1, msg: fmt.Sprintf("components takes no arguments (got %q); use --release R", c.Args().First())}
 			}
-			switch g.format {
-			case "text", "json":
-			default:
-				return &exitError{code: 1, msg: fmt.Sprintf("components: --format must be text or json, not %q", g.format)}
-			}
 			relRef, clusterName := c.String("release"), c.String("cluster")
 			if relRef == "" && clusterName == "" {
 				return &exitError{code: 1, msg: "components needs --release R or --cluster C"}
@@ -88,7 +83,7 @@ func componentsCommand(stdout, stderr io.Writer) *cli.Command {
 			}
 			problems = loader.SortDiagnostics(append(regDiags, problems...))
 			failed := problems.HasErrors()
-			if g.format == "json" {
+			if g.format == formatJSON {
 				if err := writeJSON(stdout, componentsJSON(rel, cl, reg, states, problems, src.prefix)); err != nil {
 					return err
 				}

@@ -115,7 +115,7 @@ func deployCommand(stdout, stderr io.Writer) *cli.Command {
 						return err
 					}
 					tasks := api.TasksFailed
-					if d.format == "json" {
+					if d.format == formatJSON {
 						tasks = api.TasksAll
 					}
 					run, err := d.client.RunTasks(c.Context, c.String("cluster"), c.String("run"), tasks)
@@ -133,7 +133,7 @@ func deployCommand(stdout, stderr io.Writer) *cli.Command {
 type deployer struct {
 	c              *cli.Context
 	client         *api.Client
-	format         string
+	format         outputFormat
 	stdout, stderr io.Writer
 }
 
@@ -145,9 +145,6 @@ func newDeployer(c *cli.Context, stdout, stderr io.Writer) (*deployer, error) {
 		return nil, &exitError{code: 1, msg: fmt.Sprintf("%s: --cluster is required", c.Command.HelpName)}
 	}
 	d := &deployer{c: c, format: commandFormat(c), stdout: stdout, stderr: stderr}
-	if d.format != "text" && d.format != "json" {
-		return nil, &exitError{code: 1, msg: fmt.Sprintf("%s prints text or json, not %q", c.Command.HelpName, d.format)}
-	}
 	client, err := serveClient(c, c.String("server"))
 	if err != nil {
 		return nil, err
@@ -216,7 +213,7 @@ func (d *deployer) follow(run *api.Run, watch bool) error {
 
 // show prints a run: its status, counts, failed nodes and failed tasks.
 func (d *deployer) show(run *api.Run) error {
-	if d.format == "json" {
+	if d.format == formatJSON {
 		return writeJSON(d.stdout, run)
 	}
 	w := d.stdout

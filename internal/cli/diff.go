@@ -54,11 +54,6 @@ func diffCommand(stdout, stderr io.Writer) *cli.Command {
 			if c.NArg() > 0 {
 				return &exitError{code: 2, msg: fmt.Sprintf("diff takes no arguments (got %q); use --base and --head", c.Args().First())}
 			}
-			switch g.format {
-			case "text", "json", "markdown":
-			default:
-				return &exitError{code: 2, msg: fmt.Sprintf("diff prints text, json or markdown, not %q", g.format)}
-			}
 			res, err := diffRevisions(g, c.String("base"), c.String("head"), c.Int("context"))
 			if err != nil {
 				return withCode(err, 2)
@@ -67,9 +62,9 @@ func diffCommand(stdout, stderr io.Writer) *cli.Command {
 			// every other cluster's changes, and the errors with their
 			// file:line, for the CI job to post; then exit 2.
 			switch g.format {
-			case "json":
+			case formatJSON:
 				err = writeJSON(stdout, res.json())
-			case "markdown":
+			case formatMarkdown:
 				_, err = io.WriteString(stdout, res.markdown(markdownLimit))
 			default:
 				_, err = io.WriteString(stdout, res.text(changeColors(g, stdout)))

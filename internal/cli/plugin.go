@@ -184,7 +184,7 @@ func pluginCheckCommand(stdout, stderr io.Writer) *cli.Command {
 			}
 			diags, sources := scaffold.Check(path.Base(filepath.ToSlash(dir)), files)
 			nerr, nwarn := loader.Counts(diags)
-			if g.format == "json" { // validate's document
+			if g.format == formatJSON { // validate's document
 				if err := writeDiagnosticsJSON(stdout, diags, filepath.ToSlash(dir)+"/", nerr == 0); err != nil {
 					return err
 				}

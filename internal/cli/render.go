@@ -50,9 +50,6 @@ func renderCommand(stdout, stderr io.Writer) *cli.Command {
 			if c.NArg() > 0 {
 				return &exitError{code: 1, msg: fmt.Sprintf("render takes no arguments (got %q); use --out DIR", c.Args().First())}
 			}
-			if g.format != "text" && g.format != "json" {
-				return &exitError{code: 1, msg: fmt.Sprintf("render prints text or json, not %q", g.format)}
-			}
 			src, err := openSource(g)
 			if err != nil {
 				return err
@@ -105,7 +102,7 @@ func renderCommand(stdout, stderr io.Writer) *cli.Command {
 			for _, m := range models {
 				nodes += len(m.Cluster.Nodes)
 			}
-			if g.format == "json" {
+			if g.format == formatJSON {
 				clusters := []string{}
 				for _, m := range models {
 					clusters = append(clusters, m.Cluster.Name)

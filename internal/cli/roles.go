@@ -55,9 +55,6 @@ func rolesListCommand(stdout, stderr io.Writer) *cli.Command {
 			if c.NArg() > 0 {
 				return &exitError{code: 1, msg: fmt.Sprintf("roles list takes no arguments (got %q)", c.Args().First())}
 			}
-			if g.format != "text" && g.format != "json" {
-				return &exitError{code: 1, msg: fmt.Sprintf("roles list prints text or json, not %q", g.format)}
-			}
 			clusterName, relRef := c.String("cluster"), c.String("release")
 			if (clusterName == "") == (relRef == "") {
 				return &exitError{code: 1, msg: "roles list needs --cluster C or --release R (one of them)"}
@@ -94,7 +91,7 @@ func rolesListCommand(stdout, stderr io.Writer) *cli.Command {
 				out.Roles = clusterRoles(m, cl)
 			}
 			slices.SortFunc(out.Roles, func(a, b *roleInfo) int { return strings.Compare(a.Name, b.Name) })
-			if g.format == "json" {
+			if g.format == formatJSON {
 				return writeJSON(stdout, out)
 			}
 			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)

@@ -157,7 +157,7 @@ func stateCommand(stdout, stderr io.Writer) *cli.Command {
 						if err != nil {
 							return &exitError{code: 1, msg: err.Error()}
 						}
-						if g.format == "json" {
+						if g.format == formatJSON {
 							return writeJSON(stdout, map[string]any{"format_version": formatVersion, "state": w.StateName(),
 								"serial": st.Serial, "lineage": st.Lineage, "changed": changed})
 						}
@@ -198,7 +198,7 @@ func withState(c *cli.Context, stdout, stderr io.Writer, f func(*globals, *state
 // stateView prints what state show shows: the state's summary, as text or
 // JSON.
 func stateView(stdout io.Writer, g *globals, w *state.Workdir, st *state.State, holder state.LockInfo) error {
-	if g.format == "json" {
+	if g.format == formatJSON {
 		doc := map[string]any{"backend": w.StateName(), "lineage": st.Lineage, "serial": st.Serial,
 			"revision": st.Revision, "tool_version": st.ToolVersion, "artifacts": len(st.Artifacts),
 			"clusters": st.Clusters, "lock_holder": holderOrNil(holder)}

@@ -58,9 +58,6 @@ func statusCommand(stdout, stderr io.Writer) *cli.Command {
 			if c.NArg() > 0 {
 				return &exitError{code: 1, msg: fmt.Sprintf("status takes no arguments (got %q)", c.Args().First())}
 			}
-			if env.g.format != "text" && env.g.format != "json" {
-				return &exitError{code: 1, msg: fmt.Sprintf("status prints text or json, not %q", env.g.format)}
-			}
 			lines, err := env.clusterLines(c.String("server"))
 			if err != nil {
 				return err
@@ -150,7 +147,7 @@ func (e *opEnv) clusterInfos() ([]operation.ClusterInfo, *state.Workdir, error) 
 
 // statusView prints the status lines, as text (a table) or JSON.
 func statusView(stdout io.Writer, g *globals, lines []server.ClusterLine) error {
-	if g.format == "json" {
+	if g.format == formatJSON {
 		return writeJSON(stdout, map[string]any{"format_version": formatVersion, "clusters": lines})
 	}
 	writeStatusTable(stdout, lines)
@@ -304,7 +301,7 @@ func serverApprove(c *cli.Context, server, name, ref string, stdout, stderr io.W
 	if err != nil {
 		return &exitError{code: 1, msg: "approving: " + redact.Text(err.Error())}
 	}
-	if g.format == "json" {
+	if g.format == formatJSON {
 		return writeJSON(stdout, answer)
 	}
 	var summary diff.Summary
@@ -369,7 +366,7 @@ func (e *opEnv) approve(name, ref string, lockTimeout time.Duration) error {
 	}
 	v := newPlanView(e.g)
 	v.diagnostics(res, src)
-	if !e.g.quiet && e.g.format == "text" {
+	if !e.g.quiet && e.g.format == formatText {
 		if err := v.plan(res); err != nil {
 			return err
 		}

@@ -61,9 +61,6 @@ func tagsListCommand(stdout, stderr io.Writer) *cli.Command {
 			if err != nil {
 				return err
 			}
-			if g.format != "text" && g.format != "json" {
-				return &exitError{code: 1, msg: fmt.Sprintf("tags list prints text or json, not %q", g.format)}
-			}
 			clusterName, relRef, node := c.String("cluster"), c.String("release"), c.String("node")
 			if (clusterName == "") == (relRef == "") {
 				return &exitError{code: 1, msg: "tags list needs --cluster C or --release R (one of them)"}
@@ -102,7 +99,7 @@ func tagsListCommand(stdout, stderr io.Writer) *cli.Command {
 					out.Tags = m.TagList()
 				}
 			}
-			if g.format == "json" {
+			if g.format == formatJSON {
 				return writeJSON(stdout, out)
 			}
 			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)

@@ -164,7 +164,7 @@ func (w *waiter) show() {
 // end prints the result: exit 0 when reached, 1 otherwise with why.
 func (w *waiter) end(reached, timedOut bool, reason string) error {
 	d := w.d
-	if d.format == "json" {
+	if d.format == formatJSON {
 		if err := writeJSON(d.stdout, WaitResult{Cluster: w.cluster, For: w.cond, Reached: reached, TimedOut: timedOut, Reason: reason, Status: w.line}); err != nil {
 			return err
 		}
