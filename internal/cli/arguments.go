@@ -63,3 +63,19 @@ func checkFormat(path string, formats []string) cli.BeforeFunc {
 func commandFormat(c *cli.Context) outputFormat {
 	return outputFormat(globalString(c, "format"))
 }
+
+// scopeArgs are --cluster C and --release R of the commands that list or
+// edit the tags or roles of a cluster or of a release: one of them exactly.
+type scopeArgs struct {
+	cluster, release string
+}
+
+// parseScope reads --cluster and --release of command (its path after
+// fuelsync), refusing both or neither.
+func parseScope(c *cli.Context, command string) (scopeArgs, error) {
+	s := scopeArgs{cluster: c.String("cluster"), release: c.String("release")}
+	if (s.cluster == "") == (s.release == "") {
+		return s, &exitError{code: 1, msg: command + " needs --cluster C or --release R (one of them)"}
+	}
+	return s, nil
+}
