@@ -38,18 +38,10 @@ func deployCommand(stdout, stderr io.Writer) *cli.Command {
 			&cli.IntFlag{Name: "max-nodes", Usage: "at most `N` nodes busy at once (serve's --max-nodes by default)"},
 			&cli.BoolFlag{Name: "watch", Usage: "follow the run until it ends; exit 1 when it failed"},
 		),
-		Action: func(c *cli.Context) error {
-			d, err := newDeployer(c, stdout, stderr)
-			if err != nil {
-				return err
-			}
-			run, err := d.client.StartRun(c.Context, c.String("cluster"), &api.StartRun{Graph: c.String("graph"),
+		Action: runAction(stdout, stderr, "starting the run", func(c *cli.Context, client *api.Client) (*api.Run, error) {
+			return client.StartRun(c.Context, c.String("cluster"), &api.StartRun{Graph: c.String("graph"),
 				Nodes: c.StringSlice("node"), Noop: c.Bool("noop"), MaxNodes: c.Int("max-nodes")})
-			if err != nil {
-				return d.fail("starting the run", err)
-			}
-			return d.follow(run, c.Bool("watch"))
-		},
+		}),
 		Subcommands: []*cli.Command{
 			deployRetryCommand(stdout, stderr),
 			deployStopCommand(stdout, stderr),
@@ -80,17 +72,9 @@ func deployRetryCommand(stdout, stderr io.Writer) *cli.Command {
 			"run runs. docs/deploy.md.",
 		OnUsageError: usageError,
 		Flags:        append(deployServerFlags(), &cli.StringSliceFlag{Name: "node", Usage: "only node `N` (repeatable)"}, &cli.BoolFlag{Name: "watch", Usage: "follow the run until it ends"}),
-		Action: func(c *cli.Context) error {
-			d, err := newDeployer(c, stdout, stderr)
-			if err != nil {
-				return err
-			}
-			run, err := d.client.RetryRun(c.Context, c.String("cluster"), &api.RetryRun{Nodes: c.StringSlice("node")})
-			if err != nil {
-				return d.fail("retrying", err)
-			}
-			return d.follow(run, c.Bool("watch"))
-		},
+		Action: runAction(stdout, stderr, "retrying", func(c *cli.Context, client *api.Client) (*api.Run, error) {
+			return client.RetryRun(c.Context, c.String("cluster"), &api.RetryRun{Nodes: c.StringSlice("node")})
+		}),
 	}
 }
 
@@ -104,17 +88,26 @@ func deployStopCommand(stdout, stderr io.Writer) *cli.Command {
 			"reported, nothing new starts, the tasks not started end skipped. docs/deploy.md.",
 		OnUsageError: usageError,
 		Flags:        append(deployServerFlags(), &cli.BoolFlag{Name: "watch", Usage: "follow the run until it ends"}),
-		Action: func(c *cli.Context) error {
-			d, err := newDeployer(c, stdout, stderr)
-			if err != nil {
-				return err
-			}
-			run, err := d.client.StopRun(c.Context, c.String("cluster"))
-			if err != nil {
-				return d.fail("stopping", err)
-			}
-			return d.follow(run, c.Bool("watch"))
-		},
+		Action: runAction(stdout, stderr, "stopping", func(c *cli.Context, client *api.Client) (*api.Run, error) {
+			return client.StopRun(c.Context, c.String("cluster"))
+		}),
+	}
+}
+
+// runAction is the action of a deploy command that asks serve for a run
+// (start, retry, stop: what, said when it fails) and shows it, following it
+// with --watch.
+func runAction(stdout, stderr io.Writer, what string, ask func(*cli.Context, *api.Client) (*api.Run, error)) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		d, err := newDeployer(c, stdout, stderr)
+		if err != nil {
+			return err
+		}
+		run, err := ask(c, d.client)
+		if err != nil {
+			return d.fail(what, err)
+		}
+		return d.follow(run, c.Bool("watch"))
 	}
 }
 

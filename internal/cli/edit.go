@@ -241,16 +241,7 @@ func loadForEdit(g *globals) (*source, *loader.Repo, error) {
 	if g.rev != "" {
 		return nil, nil, &exitError{code: 1, msg: "edits change the working tree; --rev reads a commit"}
 	}
-	src, err := openSource(g)
-	if err != nil {
-		return nil, nil, err
-	}
-	repo, diags := loader.Load(src.fsys, loadOptions(nil))
-	if diags.HasErrors() {
-		g.writeDiagnostics(g.stderr, diags, repo.Sources.Files(), src.prefix)
-		return nil, nil, &exitError{code: 1, msg: "the repository does not validate as it is; fix it first; nothing written"}
-	}
-	return src, repo, nil
+	return loadRepoOr(g, "the repository does not validate as it is; fix it first; nothing written")
 }
 
 // nodeEdits turns an operation into list edits, with a summary of what it does.

@@ -340,6 +340,12 @@ func parseSize(s string) (int64, error) {
 // (components, tags list, roles list): one that does not load is refused,
 // its diagnostics printed.
 func loadRepo(g *globals) (*source, *loader.Repo, error) {
+	return loadRepoOr(g, "the repository does not load; run 'fuelsync validate' for every problem")
+}
+
+// loadRepoOr opens and loads the repository; one that does not load is
+// refused with msg, its diagnostics printed.
+func loadRepoOr(g *globals, msg string) (*source, *loader.Repo, error) {
 	src, err := openSource(g)
 	if err != nil {
 		return nil, nil, err
@@ -347,7 +353,7 @@ func loadRepo(g *globals) (*source, *loader.Repo, error) {
 	repo, diags := loader.Load(src.fsys, loadOptions(nil))
 	if diags.HasErrors() {
 		g.writeDiagnostics(g.stderr, diags, repo.Sources.Files(), src.prefix)
-		return nil, nil, &exitError{code: 1, msg: "the repository does not load; run 'fuelsync validate' for every problem"}
+		return nil, nil, &exitError{code: 1, msg: msg}
 	}
 	return src, repo, nil
 }

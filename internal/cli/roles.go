@@ -5,7 +5,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -107,20 +106,19 @@ func rolesView(g *globals, out *rolesJSON) error {
 	if g.format == formatJSON {
 		return writeJSON(g.stdout, out)
 	}
-	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-	if out.Release != "" {
-		fmt.Fprintln(tw, "ROLE\tOWNER\tTAGS")
-	} else {
-		fmt.Fprintln(tw, "ROLE\tOWNER\tTAGS\tNODES")
+	head := []string{"ROLE", "OWNER", "TAGS"}
+	if out.Release == "" {
+		head = append(head, "NODES")
 	}
+	var rows [][]string
 	for _, r := range out.Roles {
-		if out.Release != "" {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", safetext.Line(r.Name), safetext.Line(r.Owner), safetext.Line(dashJoin(r.Tags)))
-		} else {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", safetext.Line(r.Name), safetext.Line(r.Owner), safetext.Line(dashJoin(r.Tags)), safetext.Line(dashJoin(r.Nodes)))
+		row := []string{safetext.Line(r.Name), safetext.Line(r.Owner), safetext.Line(dashJoin(r.Tags))}
+		if out.Release == "" {
+			row = append(row, safetext.Line(dashJoin(r.Nodes)))
 		}
+		rows = append(rows, row)
 	}
-	return tw.Flush()
+	return writeTable(g.stdout, head, rows)
 }
 
 // clusterRoles lists the merged roles of a cluster with the nodes carrying each.

@@ -89,11 +89,7 @@ func stateShowCommand(stdout, stderr io.Writer) *cli.Command {
 		OnUsageError: usageError,
 		Flags:        []cli.Flag{formatFlag()},
 		Action: func(c *cli.Context) error {
-			return withState(c, stdout, stderr, func(g *globals, w *state.Workdir) error {
-				st, err := w.ReadState()
-				if err != nil {
-					return &exitError{code: 1, msg: err.Error()}
-				}
+			return withReadState(c, stdout, stderr, func(g *globals, w *state.Workdir, st *state.State) error {
 				var holder state.LockInfo
 				if e, ok := w.Backend.(state.Coordinator); ok {
 					holder = e.Holder(c.Context)
@@ -114,11 +110,7 @@ func statePullCommand(stdout, stderr io.Writer) *cli.Command {
 		ArgsUsage:    " ",
 		OnUsageError: usageError,
 		Action: func(c *cli.Context) error {
-			return withState(c, stdout, stderr, func(g *globals, w *state.Workdir) error {
-				st, err := w.ReadState()
-				if err != nil {
-					return &exitError{code: 1, msg: err.Error()}
-				}
+			return withReadState(c, stdout, stderr, func(g *globals, w *state.Workdir, st *state.State) error {
 				if st.Serial == 0 {
 					return &exitError{code: 1, msg: fmt.Sprintf("%s holds no state: nothing was applied", w.StateName())}
 				}
@@ -222,6 +214,17 @@ func withState(c *cli.Context, stdout, stderr io.Writer, f func(*globals, *state
 		return err
 	}
 	return f(env.g, w)
+}
+
+// withReadState is withState with the state read.
+func withReadState(c *cli.Context, stdout, stderr io.Writer, f func(*globals, *state.Workdir, *state.State) error) error {
+	return withState(c, stdout, stderr, func(g *globals, w *state.Workdir) error {
+		st, err := w.ReadState()
+		if err != nil {
+			return &exitError{code: 1, msg: err.Error()}
+		}
+		return f(g, w, st)
+	})
 }
 
 // stateView prints what state show shows: the state's summary, as text or

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -115,42 +114,41 @@ func tagsView(g *globals, out *tagsJSON) error {
 	if g.format == formatJSON {
 		return writeJSON(g.stdout, out)
 	}
-	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	if out.Node != "" {
-		fmt.Fprintln(tw, "TAG\tFROM")
+		var rows [][]string
 		for _, nt := range out.NodeTags {
-			fmt.Fprintf(tw, "%s\t%s\n", safetext.Line(nt.Tag), safetext.Line(strings.Join(nt.Sources, ", ")))
+			rows = append(rows, []string{safetext.Line(nt.Tag), safetext.Line(strings.Join(nt.Sources, ", "))})
 		}
-		return tw.Flush()
+		return writeTable(g.stdout, []string{"TAG", "FROM"}, rows)
 	}
-	if out.Release != "" {
-		fmt.Fprintln(tw, "TAG\tOWNER\tPRIMARY\tKIND")
-	} else {
-		fmt.Fprintln(tw, "TAG\tOWNER\tPRIMARY\tKIND\tNODES")
+	head := []string{"TAG", "OWNER", "PRIMARY", "KIND"}
+	if out.Release == "" {
+		head = append(head, "NODES")
 	}
+	var rows [][]string
 	for _, t := range out.Tags {
 		kind := "user-defined"
 		if !t.UserDefined() {
 			kind = "role " + strings.Join(t.Roles, ", role ")
 		}
-		var nodes []string
-		for _, n := range t.Nodes {
-			if n == t.Primary {
-				n += " (primary)"
-			}
-			nodes = append(nodes, n)
-		}
 		primary := "no"
 		if t.HasPrimary {
 			primary = "yes"
 		}
-		if out.Release != "" {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", safetext.Line(t.Name), safetext.Line(t.Owner), primary, kind)
-		} else {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safetext.Line(t.Name), safetext.Line(t.Owner), primary, kind, safetext.Line(strings.Join(nodes, ", ")))
+		row := []string{safetext.Line(t.Name), safetext.Line(t.Owner), primary, kind}
+		if out.Release == "" {
+			var nodes []string
+			for _, n := range t.Nodes {
+				if n == t.Primary {
+					n += " (primary)"
+				}
+				nodes = append(nodes, n)
+			}
+			row = append(row, safetext.Line(strings.Join(nodes, ", ")))
 		}
+		rows = append(rows, row)
 	}
-	return tw.Flush()
+	return writeTable(g.stdout, head, rows)
 }
 
 func rolesCommand(stdout, stderr io.Writer) *cli.Command {
