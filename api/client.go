@@ -73,7 +73,12 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		return 0, errors.New("no server URL")
 	}
 	u := *c.Base
-	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	// path is escaped (clusterPath): it joins the base's escaped path.
+	p, err := url.Parse(strings.TrimSuffix(u.EscapedPath(), "/") + path)
+	if err != nil {
+		return 0, err
+	}
+	u.Path, u.RawPath = p.Path, p.RawPath
 	u.RawQuery = query.Encode()
 	var body io.Reader
 	if in != nil {
@@ -242,4 +247,29 @@ func (c *Client) RunTasks(ctx context.Context, cluster, id, tasks string) (*Run,
 func (c *Client) Get(ctx context.Context, path string, out any) error {
 	_, err := c.do(ctx, http.MethodGet, path, nil, nil, out, time.Minute)
 	return err
+}
+
+// ClustersPath is GET: every cluster's status line, as fuelsync status
+// prints them (the server package's ClusterLine).
+const ClustersPath = "/api/v1/clusters"
+
+// Clusters reads every cluster's status line into lines (a pointer to a
+// slice of the server package's ClusterLine, which this package does not
+// import).
+func (c *Client) Clusters(ctx context.Context, lines any) error {
+	_, err := c.do(ctx, http.MethodGet, ClustersPath, nil, nil, lines, 30*time.Second)
+	return err
+}
+
+// Approve asks serve to apply the plan of cluster that awaits approval:
+// only if it is the plan of revision (a commit, or its artifacts digest)
+// when revision is not empty.
+func (c *Client) Approve(ctx context.Context, cluster, revision string) (*Approved, error) {
+	var in any // no body: whichever plan awaits
+	if revision != "" {
+		in = &Approval{Revision: revision}
+	}
+	var a Approved
+	_, err := c.do(ctx, http.MethodPost, clusterPath(cluster, "approve"), nil, in, &a, 30*time.Second)
+	return &a, err
 }

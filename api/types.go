@@ -4,7 +4,10 @@
 // that the agent links none of the loader, render, diff or git.
 package api
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Assignment is a task given to a node's agent: the answer to
 // GET /api/v1/clusters/<c>/nodes/<n>/tasks/next.
@@ -170,4 +173,26 @@ type RunTask struct {
 	Requires []string `json:"requires,omitempty"`
 	// Output says serve keeps the task's output (GET …/runs/<id>/output?node=&task=).
 	Output bool `json:"output,omitempty"`
+}
+
+// Approval asks serve to apply the plan of a cluster awaiting approval:
+// POST /api/v1/clusters/<c>/approve. Revision pins the plan reviewed (a
+// commit, 7 hex digits or more of it, or the plan's artifacts digest); a
+// request without it (no body) approves whichever plan awaits.
+type Approval struct {
+	Revision string `json:"revision"`
+}
+
+// Approved is serve's answer to an approval: the plan it approved, which it
+// applies at its next reconcile. Its fields are in the order serve writes
+// them.
+type Approved struct {
+	Approved bool   `json:"approved"`
+	Cluster  string `json:"cluster"`
+	// Digest is the approved plan's artifacts digest, Revision its commit.
+	Digest   string `json:"digest"`
+	Revision string `json:"revision"`
+	// Summary is the plan's summary as serve wrote it: diff's Summary, which
+	// this package does not import (the agent links nothing of the render).
+	Summary json.RawMessage `json:"summary"`
 }

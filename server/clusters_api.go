@@ -119,9 +119,7 @@ func approveRef(w http.ResponseWriter, r *http.Request) (ref string, ok bool) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return "", true
 	}
-	var body struct {
-		Revision string `json:"revision"`
-	}
+	var body api.Approval
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil || dec.More() {

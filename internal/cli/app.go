@@ -75,8 +75,9 @@ type globals struct {
 	workdirErr error
 	// state is --state (or the state setting): etcd://..., or empty for the
 	// work directory.
-	state  string
-	format string
+	state string
+	// format is --format, checked before the command ran (checkFormat).
+	format outputFormat
 	color  string
 	quiet  bool
 	// command is the command's path after fuelsync ("validate", "tags list").
@@ -170,11 +171,6 @@ func globalDuration(c *cli.Context, name string) time.Duration {
 		return f.Value
 	}
 	return 0
-}
-
-// commandFormat is the command's --format when given, else the global one.
-func commandFormat(c *cli.Context) string {
-	return globalString(c, "format")
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
@@ -299,7 +295,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if msg != "" {
 		fmt.Fprintf(stderr, "fuelsync: %s\n", safetext.Lines(msg))
-		if !out.wrote && formatOf(args) == "json" {
+		if !out.wrote && outputFormat(formatOf(args)) == formatJSON {
 			fail.report(stdout, msg)
 		}
 	}

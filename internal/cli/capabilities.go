@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -131,86 +132,23 @@ func capFindCommand(stdout, stderr io.Writer) *cli.Command {
 			if err != nil {
 				return withCode(err, 2)
 			}
-			if g.format != "text" && g.format != "json" {
-				return &exitError{code: 2, msg: fmt.Sprintf("capabilities find prints text or json, not %q", g.format)}
-			}
 			if c.NArg() == 0 {
 				return &exitError{code: 2, msg: "capabilities find needs at least one PATH"}
 			}
-			var conds []capabilities.Cond
-			for _, s := range c.StringSlice("capability") {
-				cond, err := capabilities.ParseCond(s)
-				if err != nil {
-					return &exitError{code: 2, msg: err.Error()}
-				}
-				conds = append(conds, cond)
+			conds, err := parseConds(c.StringSlice("capability"))
+			if err != nil {
+				return err
 			}
-			// The files to read: those named, and under directories (with -r) those
-			// named like templates. Only an unreadable PATH is an error (exit 2);
-			// what cannot be read below it is skipped with a warning.
-			var files []string
-			roots := map[string]bool{}
-			for _, p := range c.Args().Slice() {
-				fi, err := os.Stat(p)
-				if err != nil {
-					return &exitError{code: 2, msg: err.Error()}
-				}
-				if !fi.IsDir() {
-					if isJinjaSource(p) {
-						warnf(stderr, g, "%s is a Jinja2 source, not a Heat template: skipped", p)
-						continue
-					}
-					files = append(files, p)
-					roots[p] = true
-					continue
-				}
-				if !c.Bool("recursive") {
-					return &exitError{code: 2, msg: fmt.Sprintf("%s is a directory (use -r)", p)}
-				}
-				if _, err := os.ReadDir(p); err != nil {
-					return &exitError{code: 2, msg: err.Error()}
-				}
-				err = filepath.WalkDir(p, func(f string, d fs.DirEntry, err error) error {
-					switch {
-					case err != nil:
-						warnf(stderr, g, "%v: skipped", err)
-						return nil
-					case !d.IsDir() && isTemplateName(f):
-						files = append(files, f)
-					}
-					return nil
-				})
-				if err != nil {
-					return &exitError{code: 2, msg: err.Error()}
-				}
+			files, roots, err := templateFiles(g, c.Args().Slice(), c.Bool("recursive"))
+			if err != nil {
+				return err
 			}
-			var found []*capabilities.Template
-			for _, f := range files {
-				t, _, err := readTemplate(f, stderr, g)
-				switch {
-				case err != nil && roots[f]:
-					return &exitError{code: 2, msg: err.Error()}
-				case err != nil:
-					warnf(stderr, g, "%v: skipped", err)
-					continue
-				}
-				if t != nil && t.Matches(conds) && !slices.ContainsFunc(found, func(x *capabilities.Template) bool { return x.Path == t.Path }) {
-					found = append(found, t)
-				}
+			found, err := findTemplates(g, files, roots, conds)
+			if err != nil {
+				return err
 			}
-			slices.SortFunc(found, func(a, b *capabilities.Template) int { return strings.Compare(a.Path, b.Path) })
-			if g.format == "json" {
-				out := []map[string]any{}
-				for _, t := range found {
-					out = append(out, map[string]any{"path": t.Path, "capabilities": t.JSON()})
-				}
-				if err := writeJSON(stdout, out); err != nil {
-					return err
-				}
-			} else {
-				for _, t := range found {
-					fmt.Fprintln(stdout, safetext.Line(t.Path))
-				}
+			if err := capFindView(g, found); err != nil {
+				return err
 			}
 			if len(found) == 0 {
 				return exitCode(1)
@@ -242,94 +180,211 @@ func capSummaryCommand(stdout, stderr io.Writer) *cli.Command {
 			if err != nil {
 				return withCode(err, 2)
 			}
-			format := c.String("format")
-			if format != "text" && format != "json" {
-				return &exitError{code: 2, msg: fmt.Sprintf("capabilities summary prints json or text, not %q", format)}
+			// its own --format, json by default
+			format, err := parseOutputFormat(c, "capabilities summary", c.String("format"), []string{"json", "text"})
+			if err != nil {
+				return err
 			}
 			if len(c.StringSlice("file")) == 0 && len(c.StringSlice("environment")) == 0 {
 				return &exitError{code: 2, msg: "capabilities summary needs -f FILE (or -e ENV)"}
 			}
-			// Each -f and -e file: a Jinja2 source, a file that is not a template, or
-			// one that cannot be read as YAML is skipped with a warning; only an
-			// unreadable file is an error.
-			var templates []*capabilities.Template
-			for _, f := range c.StringSlice("file") {
-				if isJinjaSource(f) {
-					warnf(stderr, g, "%s is a Jinja2 source, not a Heat template: skipped", f)
-					continue
-				}
-				t, notTemplate, err := readTemplate(f, stderr, g)
-				if err != nil {
-					return &exitError{code: 2, msg: err.Error()}
-				}
-				if notTemplate {
-					warnf(stderr, g, "%s is not a Heat template (no heat_template_version): skipped", f)
-				}
-				if t != nil {
-					templates = append(templates, t)
-				}
+			templates, err := summaryTemplates(g, c.StringSlice("file"))
+			if err != nil {
+				return err
 			}
 			sum := capabilities.Summary(templates)
-			read := len(templates)
-			for _, e := range c.StringSlice("environment") {
-				if isJinjaSource(e) {
-					warnf(stderr, g, "%s is a Jinja2 source, not an environment: skipped", e)
-					continue
-				}
-				cands, ok, err := registryCandidates(e, stderr, g)
-				if err != nil {
-					return &exitError{code: 2, msg: err.Error()}
-				}
-				if !ok {
-					continue
-				}
-				read++
-				for _, kc := range cands {
-					for _, p := range kc.paths {
-						if !slices.Contains(sum[kc.key], p) {
-							sum[kc.key] = append(sum[kc.key], p)
-						}
-					}
-				}
+			envs, err := addRegistryCandidates(g, sum, c.StringSlice("environment"))
+			if err != nil {
+				return err
 			}
-			if read == 0 {
+			if len(templates)+envs == 0 {
 				return &exitError{code: 1, msg: "nothing to summarise: every file was skipped (above)"}
 			}
-			keys := make([]string, 0, len(sum))
-			for k := range sum {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			if format == "text" {
-				for _, k := range keys {
-					fmt.Fprintf(stdout, "%s: %s\n", safetext.Line(k), safetext.Line(strings.Join(sum[k], ", ")))
-				}
-				return nil
-			}
-			// One line, as the design prints it: {"key": ["a", "b"], ...}
-			var b strings.Builder
-			b.WriteByte('{')
-			for i, k := range keys {
-				if i > 0 {
-					b.WriteString(", ")
-				}
-				kj, _ := json.Marshal(k)
-				b.Write(kj)
-				b.WriteString(": [")
-				for j, v := range sum[k] {
-					if j > 0 {
-						b.WriteString(", ")
-					}
-					vj, _ := json.Marshal(v)
-					b.Write(vj)
-				}
-				b.WriteByte(']')
-			}
-			b.WriteString("}\n")
-			_, err = io.WriteString(stdout, b.String())
-			return err
+			return capSummaryView(stdout, format, sum)
 		},
 	}
+}
+
+// summaryTemplates reads the -f files of capabilities summary: a Jinja2
+// source, a file that is not a template, or one that cannot be read as YAML
+// is skipped with a warning; only an unreadable file is an error.
+func summaryTemplates(g *globals, files []string) ([]*capabilities.Template, error) {
+	var templates []*capabilities.Template
+	for _, f := range files {
+		if isJinjaSource(f) {
+			warnf(g.stderr, g, "%s is a Jinja2 source, not a Heat template: skipped", f)
+			continue
+		}
+		t, notTemplate, err := readTemplate(f, g.stderr, g)
+		if err != nil {
+			return nil, &exitError{code: 2, msg: err.Error()}
+		}
+		if notTemplate {
+			warnf(g.stderr, g, "%s is not a Heat template (no heat_template_version): skipped", f)
+		}
+		if t != nil {
+			templates = append(templates, t)
+		}
+	}
+	return templates, nil
+}
+
+// addRegistryCandidates adds to sum the candidates of each list in the
+// resource_registry of the environments envs, under its type, and returns
+// how many environments it read (a Jinja2 source, or a file that is not
+// valid YAML, is skipped with a warning).
+func addRegistryCandidates(g *globals, sum map[string][]string, envs []string) (int, error) {
+	read := 0
+	for _, e := range envs {
+		if isJinjaSource(e) {
+			warnf(g.stderr, g, "%s is a Jinja2 source, not an environment: skipped", e)
+			continue
+		}
+		cands, ok, err := registryCandidates(e, g.stderr, g)
+		if err != nil {
+			return 0, &exitError{code: 2, msg: err.Error()}
+		}
+		if !ok {
+			continue
+		}
+		read++
+		for _, kc := range cands {
+			for _, p := range kc.paths {
+				if !slices.Contains(sum[kc.key], p) {
+					sum[kc.key] = append(sum[kc.key], p)
+				}
+			}
+		}
+	}
+	return read, nil
+}
+
+// capSummaryView prints the summary, its keys sorted: in text, one line a
+// key with its values; in JSON one line, as the design prints it:
+// {"key": ["a", "b"], ...}.
+func capSummaryView(w io.Writer, format outputFormat, sum map[string][]string) error {
+	keys := slices.Sorted(maps.Keys(sum))
+	if format == formatText {
+		for _, k := range keys {
+			fmt.Fprintf(w, "%s: %s\n", safetext.Line(k), safetext.Line(strings.Join(sum[k], ", ")))
+		}
+		return nil
+	}
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		kj, _ := json.Marshal(k)
+		b.Write(kj)
+		b.WriteString(": [")
+		for j, v := range sum[k] {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			vj, _ := json.Marshal(v)
+			b.Write(vj)
+		}
+		b.WriteByte(']')
+	}
+	b.WriteString("}\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// parseConds parses each -c of capabilities find.
+func parseConds(args []string) ([]capabilities.Cond, error) {
+	var conds []capabilities.Cond
+	for _, s := range args {
+		cond, err := capabilities.ParseCond(s)
+		if err != nil {
+			return nil, &exitError{code: 2, msg: err.Error()}
+		}
+		conds = append(conds, cond)
+	}
+	return conds, nil
+}
+
+// templateFiles are the files capabilities find reads: those named (roots),
+// and under directories (with recursive) those named like templates. Only an
+// unreadable PATH is an error (exit 2); what cannot be read below it is
+// skipped with a warning.
+func templateFiles(g *globals, paths []string, recursive bool) (files []string, roots map[string]bool, err error) {
+	roots = map[string]bool{}
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, nil, &exitError{code: 2, msg: err.Error()}
+		}
+		if !fi.IsDir() {
+			if isJinjaSource(p) {
+				warnf(g.stderr, g, "%s is a Jinja2 source, not a Heat template: skipped", p)
+				continue
+			}
+			files = append(files, p)
+			roots[p] = true
+			continue
+		}
+		if !recursive {
+			return nil, nil, &exitError{code: 2, msg: fmt.Sprintf("%s is a directory (use -r)", p)}
+		}
+		if _, err := os.ReadDir(p); err != nil {
+			return nil, nil, &exitError{code: 2, msg: err.Error()}
+		}
+		err = filepath.WalkDir(p, func(f string, d fs.DirEntry, err error) error {
+			switch {
+			case err != nil:
+				warnf(g.stderr, g, "%v: skipped", err)
+				return nil
+			case !d.IsDir() && isTemplateName(f):
+				files = append(files, f)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, nil, &exitError{code: 2, msg: err.Error()}
+		}
+	}
+	return files, roots, nil
+}
+
+// findTemplates reads files and returns the templates that match every
+// condition, once each, sorted by path: a root that cannot be read is an
+// error, a file under a directory skipped with a warning.
+func findTemplates(g *globals, files []string, roots map[string]bool, conds []capabilities.Cond) ([]*capabilities.Template, error) {
+	var found []*capabilities.Template
+	for _, f := range files {
+		t, _, err := readTemplate(f, g.stderr, g)
+		switch {
+		case err != nil && roots[f]:
+			return nil, &exitError{code: 2, msg: err.Error()}
+		case err != nil:
+			warnf(g.stderr, g, "%v: skipped", err)
+			continue
+		}
+		if t != nil && t.Matches(conds) && !slices.ContainsFunc(found, func(x *capabilities.Template) bool { return x.Path == t.Path }) {
+			found = append(found, t)
+		}
+	}
+	slices.SortFunc(found, func(a, b *capabilities.Template) int { return strings.Compare(a.Path, b.Path) })
+	return found, nil
+}
+
+// capFindView prints the templates found: their paths, one a line, or in
+// JSON each with its capabilities.
+func capFindView(g *globals, found []*capabilities.Template) error {
+	if g.format == formatJSON {
+		out := []map[string]any{}
+		for _, t := range found {
+			out = append(out, map[string]any{"path": t.Path, "capabilities": t.JSON()})
+		}
+		return writeJSON(g.stdout, out)
+	}
+	for _, t := range found {
+		fmt.Fprintln(g.stdout, safetext.Line(t.Path))
+	}
+	return nil
 }
 
 type keyCandidates struct {

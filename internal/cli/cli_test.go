@@ -63,7 +63,7 @@ func TestGlobalFlagsInAnyPosition(t *testing.T) {
 		case "workdir":
 			return g.workdir
 		case "format":
-			return g.format
+			return string(g.format)
 		case "color":
 			return g.color
 		case "state":

@@ -80,21 +80,58 @@ func complete(app *cli.App, words []string) []string {
 		words = []string{""}
 	}
 	cur, before := words[len(words)-1], words[:len(words)-1]
-	flagValue := func(name string) string {
-		for i := 0; i+1 < len(before); i++ {
-			if before[i] == name {
-				return before[i+1]
-			}
-			if v, ok := strings.CutPrefix(before[i], name+"="); ok {
-				return v
+	cmd, cmds, path := completedPath(app, before)
+	prev := ""
+	if len(before) > 0 {
+		prev = before[len(before)-1]
+	}
+	var out []string
+	switch {
+	case prev == "--cluster" || prev == "--node" || prev == "--release" || prev == "--repo":
+		out = repoNames(flagValue(before, "--repo"), flagValue(before, "--path"), prev, flagValue(before, "--cluster"), "")
+	case strings.HasPrefix(cur, "-"):
+		flags := app.Flags
+		if cmd != nil {
+			flags = cmd.Flags
+		}
+		out = flagNames(flags)
+	case len(cmds) > 0 && (cmd == nil || cmd.Action == nil || len(cmd.Subcommands) > 0):
+		for _, sc := range cmds {
+			if !sc.Hidden {
+				out = append(out, sc.Name)
 			}
 		}
-		return ""
+	default:
+		out = completeArgument(before, strings.Join(path, " "))
 	}
-	// The command path: the words that name commands, flags and their values aside.
-	var path []string
-	cmds := app.Commands
-	var cmd *cli.Command
+	var matched []string
+	for _, s := range out {
+		if strings.HasPrefix(s, cur) && !slices.Contains(matched, s) {
+			matched = append(matched, s)
+		}
+	}
+	return matched
+}
+
+// flagValue is the value of flag name (--name V or --name=V) among words, ""
+// when it is not given.
+func flagValue(words []string, name string) string {
+	for i := 0; i+1 < len(words); i++ {
+		if words[i] == name {
+			return words[i+1]
+		}
+		if v, ok := strings.CutPrefix(words[i], name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// completedPath is the command the words before the one completed name
+// (nil: none yet), its subcommands (the application's commands when none),
+// and the path of words that named commands, flags and their values aside.
+func completedPath(app *cli.App, before []string) (cmd *cli.Command, cmds []*cli.Command, path []string) {
+	cmds = app.Commands
 	for i := 0; i < len(before); i++ {
 		w := before[i]
 		if strings.HasPrefix(w, "-") {
@@ -112,51 +149,37 @@ func complete(app *cli.App, words []string) []string {
 			path = append(path, w)
 		}
 	}
-	prev := ""
-	if len(before) > 0 {
-		prev = before[len(before)-1]
-	}
+	return cmd, cmds, path
+}
+
+// flagNames are the long names of flags, as --name.
+func flagNames(flags []cli.Flag) []string {
 	var out []string
-	switch {
-	case prev == "--cluster" || prev == "--node" || prev == "--release" || prev == "--repo":
-		out = repoNames(flagValue("--repo"), flagValue("--path"), prev, flagValue("--cluster"), "")
-	case strings.HasPrefix(cur, "-"):
-		var flags []cli.Flag
-		if cmd != nil {
-			flags = cmd.Flags
-		} else {
-			flags = app.Flags
-		}
-		for _, f := range flags {
-			for _, n := range f.Names() {
-				if len(n) > 1 {
-					out = append(out, "--"+n)
-				}
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if len(n) > 1 {
+				out = append(out, "--"+n)
 			}
 		}
-	case len(cmds) > 0 && (cmd == nil || cmd.Action == nil || len(cmd.Subcommands) > 0):
-		for _, sc := range cmds {
-			if !sc.Hidden {
-				out = append(out, sc.Name)
-			}
-		}
+	}
+	return out
+}
+
+// completeArgument completes an argument of the command path: a tag, a role
+// or a task of the repository, cluster and node the words before name.
+func completeArgument(before []string, path string) []string {
+	what := ""
+	switch path {
+	case "tags assign", "tags unassign", "tags update", "tags delete":
+		what = "tags"
+	case "roles assign", "roles unassign":
+		what = "roles"
+	case "explain":
+		what = "tasks"
 	default:
-		switch strings.Join(path, " ") {
-		case "tags assign", "tags unassign", "tags update", "tags delete":
-			out = repoNames(flagValue("--repo"), flagValue("--path"), "tags", flagValue("--cluster"), flagValue("--node"))
-		case "roles assign", "roles unassign":
-			out = repoNames(flagValue("--repo"), flagValue("--path"), "roles", flagValue("--cluster"), flagValue("--node"))
-		case "explain":
-			out = repoNames(flagValue("--repo"), flagValue("--path"), "tasks", flagValue("--cluster"), flagValue("--node"))
-		}
+		return nil
 	}
-	var matched []string
-	for _, s := range out {
-		if strings.HasPrefix(s, cur) && !slices.Contains(matched, s) {
-			matched = append(matched, s)
-		}
-	}
-	return matched
+	return repoNames(flagValue(before, "--repo"), flagValue(before, "--path"), what, flagValue(before, "--cluster"), flagValue(before, "--node"))
 }
 
 func findCommand(cmds []*cli.Command, name string) *cli.Command {

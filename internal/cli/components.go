@@ -40,68 +40,84 @@ func componentsCommand(stdout, stderr io.Writer) *cli.Command {
 			if c.NArg() > 0 {
 				return &exitError{code: 1, msg: fmt.Sprintf("components takes no arguments (got %q); use --release R", c.Args().First())}
 			}
-			switch g.format {
-			case "text", "json":
-			default:
-				return &exitError{code: 1, msg: fmt.Sprintf("components: --format must be text or json, not %q", g.format)}
-			}
 			relRef, clusterName := c.String("release"), c.String("cluster")
 			if relRef == "" && clusterName == "" {
 				return &exitError{code: 1, msg: "components needs --release R or --cluster C"}
 			}
-			src, err := openSource(g)
+			res, err := componentsOf(g, relRef, clusterName)
 			if err != nil {
 				return err
 			}
-			repo, diags := loader.Load(src.fsys, loadOptions(nil))
-			if diags.HasErrors() {
-				g.writeDiagnostics(stderr, diags, repo.Sources.Files(), src.prefix)
-				return &exitError{code: 1, msg: "the repository does not load; run 'fuelsync validate' for every problem"}
-			}
-			var cl *loader.Cluster
-			if clusterName != "" {
-				if cl = repo.Cluster(clusterName); cl == nil {
-					return &exitError{code: 1, msg: noCluster(clusterName, repo)}
-				}
-				if relRef == "" {
-					relRef = cl.Release
-				}
-			}
-			rel, err := findRelease(repo, relRef)
-			if err != nil {
+			if err := componentsView(g, res); err != nil {
 				return err
 			}
-			if cl != nil && !sameRelease(repo, cl.Release, rel) {
-				return &exitError{code: 1, msg: fmt.Sprintf("cluster %s uses release %s, not %s", cl.Name, cl.Release, relRef)}
-			}
-
-			reg, regDiags := render.Registry(repo, rel)
-			var states []components.State
-			var problems hcl.Diagnostics
-			if cl != nil {
-				var selected []string
-				for _, r := range cl.Components {
-					selected = append(selected, r.Name)
-				}
-				states = reg.States(selected)
-				problems = render.ComponentProblems(reg, cl, rel)
-			}
-			problems = loader.SortDiagnostics(append(regDiags, problems...))
-			failed := problems.HasErrors()
-			if g.format == "json" {
-				if err := writeJSON(stdout, componentsJSON(rel, cl, reg, states, problems, src.prefix)); err != nil {
-					return err
-				}
-			} else {
-				g.writeDiagnostics(stderr, problems, repo.Sources.Files(), src.prefix)
-				writeComponentsText(stdout, rel, cl, reg, states)
-			}
-			if failed {
+			if res.problems.HasErrors() {
 				return exitCode(1)
 			}
 			return nil
 		},
 	}
+}
+
+// componentsResult is what components prints: a release's component
+// registry and, for a cluster, each component's state for its selection and
+// the selection's problems.
+type componentsResult struct {
+	src      *source
+	repo     *loader.Repo
+	rel      *loader.Release
+	cl       *loader.Cluster // nil without --cluster
+	reg      *components.Registry
+	states   []components.State
+	problems hcl.Diagnostics
+}
+
+// componentsOf is the registry of release relRef (by default cluster
+// clusterName's) and, with clusterName, the states of the cluster's
+// selection.
+func componentsOf(g *globals, relRef, clusterName string) (*componentsResult, error) {
+	src, repo, err := loadRepo(g)
+	if err != nil {
+		return nil, err
+	}
+	res := &componentsResult{src: src, repo: repo}
+	if clusterName != "" {
+		if res.cl = repo.Cluster(clusterName); res.cl == nil {
+			return nil, &exitError{code: 1, msg: noCluster(clusterName, repo)}
+		}
+		if relRef == "" {
+			relRef = res.cl.Release
+		}
+	}
+	if res.rel, err = findRelease(repo, relRef); err != nil {
+		return nil, err
+	}
+	if res.cl != nil && !sameRelease(repo, res.cl.Release, res.rel) {
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("cluster %s uses release %s, not %s", res.cl.Name, res.cl.Release, relRef)}
+	}
+	var regDiags, problems hcl.Diagnostics
+	res.reg, regDiags = render.Registry(repo, res.rel)
+	if res.cl != nil {
+		var selected []string
+		for _, r := range res.cl.Components {
+			selected = append(selected, r.Name)
+		}
+		res.states = res.reg.States(selected)
+		problems = render.ComponentProblems(res.reg, res.cl, res.rel)
+	}
+	res.problems = loader.SortDiagnostics(append(regDiags, problems...))
+	return res, nil
+}
+
+// componentsView prints the registry (and the states): JSON with the
+// problems in it, or text with the problems on stderr.
+func componentsView(g *globals, res *componentsResult) error {
+	if g.format == formatJSON {
+		return writeJSON(g.stdout, componentsJSON(res.rel, res.cl, res.reg, res.states, res.problems, res.src.prefix))
+	}
+	g.writeDiagnostics(g.stderr, res.problems, res.repo.Sources.Files(), res.src.prefix)
+	writeComponentsText(g.stdout, res.rel, res.cl, res.reg, res.states)
+	return nil
 }
 
 // clusterModel is the merged model of the cluster named name, for the commands

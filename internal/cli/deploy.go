@@ -18,14 +18,6 @@ import (
 
 // deployCommand is fuelsync deploy: the deployment runs of a running serve.
 func deployCommand(stdout, stderr io.Writer) *cli.Command {
-	server := func() []cli.Flag {
-		return []cli.Flag{
-			&cli.StringFlag{Name: "server", Value: "http://127.0.0.1:8080", Usage: "the running fuelsync serve at `URL` that coordinates the runs"},
-			&cli.StringFlag{Name: "api-token-file", Usage: "the bearer token of serve's API, in `FILE`"},
-			&cli.StringFlag{Name: "cluster", Usage: "the cluster `C` (required)"},
-			formatFlag(),
-		}
-	}
 	nodes := &cli.StringSliceFlag{Name: "node", Usage: "only node `N` (repeatable)"}
 	return &cli.Command{
 		Name:         "deploy",
@@ -39,92 +31,111 @@ func deployCommand(stdout, stderr io.Writer) *cli.Command {
 			"when the run stops. --noop runs puppet with --noop and nothing else. --watch follows the run\n" +
 			"until it ends (exit 1 when it failed). Needs serve --agent-secret-file and --api-token-file.\n" +
 			"docs/deploy.md.",
-		Flags: append(server(),
+		Flags: append(deployServerFlags(),
 			&cli.StringFlag{Name: "graph", Value: "default", Usage: "the graph type `G` to deploy"},
 			nodes,
 			&cli.BoolFlag{Name: "noop", Usage: "a noop run: puppet --noop, nothing else runs"},
 			&cli.IntFlag{Name: "max-nodes", Usage: "at most `N` nodes busy at once (serve's --max-nodes by default)"},
 			&cli.BoolFlag{Name: "watch", Usage: "follow the run until it ends; exit 1 when it failed"},
 		),
+		Action: runAction(stdout, stderr, "starting the run", func(c *cli.Context, client *api.Client) (*api.Run, error) {
+			return client.StartRun(c.Context, c.String("cluster"), &api.StartRun{Graph: c.String("graph"),
+				Nodes: c.StringSlice("node"), Noop: c.Bool("noop"), MaxNodes: c.Int("max-nodes")})
+		}),
+		Subcommands: []*cli.Command{
+			deployRetryCommand(stdout, stderr),
+			deployStopCommand(stdout, stderr),
+			deployStatusCommand(stdout, stderr),
+		},
+	}
+}
+
+// deployServerFlags are the flags every deploy command takes: the serve
+// asked, its API token, the cluster and the output format.
+func deployServerFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "server", Value: "http://127.0.0.1:8080", Usage: "the running fuelsync serve at `URL` that coordinates the runs"},
+		&cli.StringFlag{Name: "api-token-file", Usage: "the bearer token of serve's API, in `FILE`"},
+		&cli.StringFlag{Name: "cluster", Usage: "the cluster `C` (required)"},
+		formatFlag(),
+	}
+}
+
+// deployRetryCommand is fuelsync deploy retry: a new run of what the last did not do.
+func deployRetryCommand(stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:      "retry",
+		Usage:     "run again what failed, was dep_failed or did not run in the cluster's last run",
+		ArgsUsage: " ",
+		Description: "A new run of the last run's graph and serial, in which every task that succeeded there is\n" +
+			"done already; on the nodes retried (all, or --node), the rest runs again. Refused while the last\n" +
+			"run runs. docs/deploy.md.",
+		OnUsageError: usageError,
+		Flags:        append(deployServerFlags(), &cli.StringSliceFlag{Name: "node", Usage: "only node `N` (repeatable)"}, &cli.BoolFlag{Name: "watch", Usage: "follow the run until it ends"}),
+		Action: runAction(stdout, stderr, "retrying", func(c *cli.Context, client *api.Client) (*api.Run, error) {
+			return client.RetryRun(c.Context, c.String("cluster"), &api.RetryRun{Nodes: c.StringSlice("node")})
+		}),
+	}
+}
+
+// deployStopCommand is fuelsync deploy stop: the cluster's running run stopped.
+func deployStopCommand(stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:      "stop",
+		Usage:     "stop the cluster's running run: running tasks finish, nothing new starts",
+		ArgsUsage: " ",
+		Description: "As a fault-tolerance group over its tolerance stops a run: the tasks running finish and are\n" +
+			"reported, nothing new starts, the tasks not started end skipped. docs/deploy.md.",
+		OnUsageError: usageError,
+		Flags:        append(deployServerFlags(), &cli.BoolFlag{Name: "watch", Usage: "follow the run until it ends"}),
+		Action: runAction(stdout, stderr, "stopping", func(c *cli.Context, client *api.Client) (*api.Run, error) {
+			return client.StopRun(c.Context, c.String("cluster"))
+		}),
+	}
+}
+
+// runAction is the action of a deploy command that asks serve for a run
+// (start, retry, stop: what, said when it fails) and shows it, following it
+// with --watch.
+func runAction(stdout, stderr io.Writer, what string, ask func(*cli.Context, *api.Client) (*api.Run, error)) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		d, err := newDeployer(c, stdout, stderr)
+		if err != nil {
+			return err
+		}
+		run, err := ask(c, d.client)
+		if err != nil {
+			return d.fail(what, err)
+		}
+		return d.follow(run, c.Bool("watch"))
+	}
+}
+
+// deployStatusCommand is fuelsync deploy status: a run, its nodes and failed tasks.
+func deployStatusCommand(stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:      "status",
+		Usage:     "show the cluster's runs, and one run's nodes and failed tasks",
+		ArgsUsage: " ",
+		Description: "A run (--run ID, the newest by default): its status (running, stopping, succeeded, failed), why\n" +
+			"it stopped, its tasks by status, its failed nodes and failed tasks with their messages; with\n" +
+			"--format json, the whole run (every node's tasks, times, requirements).",
+		OnUsageError: usageError,
+		Flags:        append(deployServerFlags(), &cli.StringFlag{Name: "run", Value: "latest", Usage: "the run `ID`"}),
 		Action: func(c *cli.Context) error {
 			d, err := newDeployer(c, stdout, stderr)
 			if err != nil {
 				return err
 			}
-			run, err := d.client.StartRun(c.Context, c.String("cluster"), &api.StartRun{Graph: c.String("graph"),
-				Nodes: c.StringSlice("node"), Noop: c.Bool("noop"), MaxNodes: c.Int("max-nodes")})
-			if err != nil {
-				return d.fail("starting the run", err)
+			tasks := api.TasksFailed
+			if d.format == formatJSON {
+				tasks = api.TasksAll
 			}
-			return d.follow(run, c.Bool("watch"))
-		},
-		Subcommands: []*cli.Command{
-			{
-				Name:      "retry",
-				Usage:     "run again what failed, was dep_failed or did not run in the cluster's last run",
-				ArgsUsage: " ",
-				Description: "A new run of the last run's graph and serial, in which every task that succeeded there is\n" +
-					"done already; on the nodes retried (all, or --node), the rest runs again. Refused while the last\n" +
-					"run runs. docs/deploy.md.",
-				OnUsageError: usageError,
-				Flags:        append(server(), &cli.StringSliceFlag{Name: "node", Usage: "only node `N` (repeatable)"}, &cli.BoolFlag{Name: "watch", Usage: "follow the run until it ends"}),
-				Action: func(c *cli.Context) error {
-					d, err := newDeployer(c, stdout, stderr)
-					if err != nil {
-						return err
-					}
-					run, err := d.client.RetryRun(c.Context, c.String("cluster"), &api.RetryRun{Nodes: c.StringSlice("node")})
-					if err != nil {
-						return d.fail("retrying", err)
-					}
-					return d.follow(run, c.Bool("watch"))
-				},
-			},
-			{
-				Name:      "stop",
-				Usage:     "stop the cluster's running run: running tasks finish, nothing new starts",
-				ArgsUsage: " ",
-				Description: "As a fault-tolerance group over its tolerance stops a run: the tasks running finish and are\n" +
-					"reported, nothing new starts, the tasks not started end skipped. docs/deploy.md.",
-				OnUsageError: usageError,
-				Flags:        append(server(), &cli.BoolFlag{Name: "watch", Usage: "follow the run until it ends"}),
-				Action: func(c *cli.Context) error {
-					d, err := newDeployer(c, stdout, stderr)
-					if err != nil {
-						return err
-					}
-					run, err := d.client.StopRun(c.Context, c.String("cluster"))
-					if err != nil {
-						return d.fail("stopping", err)
-					}
-					return d.follow(run, c.Bool("watch"))
-				},
-			},
-			{
-				Name:      "status",
-				Usage:     "show the cluster's runs, and one run's nodes and failed tasks",
-				ArgsUsage: " ",
-				Description: "A run (--run ID, the newest by default): its status (running, stopping, succeeded, failed), why\n" +
-					"it stopped, its tasks by status, its failed nodes and failed tasks with their messages; with\n" +
-					"--format json, the whole run (every node's tasks, times, requirements).",
-				OnUsageError: usageError,
-				Flags:        append(server(), &cli.StringFlag{Name: "run", Value: "latest", Usage: "the run `ID`"}),
-				Action: func(c *cli.Context) error {
-					d, err := newDeployer(c, stdout, stderr)
-					if err != nil {
-						return err
-					}
-					tasks := api.TasksFailed
-					if d.format == "json" {
-						tasks = api.TasksAll
-					}
-					run, err := d.client.RunTasks(c.Context, c.String("cluster"), c.String("run"), tasks)
-					if err != nil {
-						return d.fail("reading the run", err)
-					}
-					return d.show(run)
-				},
-			},
+			run, err := d.client.RunTasks(c.Context, c.String("cluster"), c.String("run"), tasks)
+			if err != nil {
+				return d.fail("reading the run", err)
+			}
+			return d.show(run)
 		},
 	}
 }
@@ -133,7 +144,7 @@ func deployCommand(stdout, stderr io.Writer) *cli.Command {
 type deployer struct {
 	c              *cli.Context
 	client         *api.Client
-	format         string
+	format         outputFormat
 	stdout, stderr io.Writer
 }
 
@@ -145,22 +156,31 @@ func newDeployer(c *cli.Context, stdout, stderr io.Writer) (*deployer, error) {
 		return nil, &exitError{code: 1, msg: fmt.Sprintf("%s: --cluster is required", c.Command.HelpName)}
 	}
 	d := &deployer{c: c, format: commandFormat(c), stdout: stdout, stderr: stderr}
-	if d.format != "text" && d.format != "json" {
-		return nil, &exitError{code: 1, msg: fmt.Sprintf("%s prints text or json, not %q", c.Command.HelpName, d.format)}
+	client, err := serveClient(c, c.String("server"))
+	if err != nil {
+		return nil, err
 	}
-	u, err := url.Parse(c.String("server"))
+	d.client = client
+	return d, nil
+}
+
+// serveClient is the client of serve's API at server (its --server URL),
+// with the bearer token of --api-token-file when given: the one client of
+// every command that asks a running serve (deploy, wait, status, approve).
+func serveClient(c *cli.Context, server string) (*api.Client, error) {
+	u, err := url.Parse(server)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, &exitError{code: 1, msg: "--server: want serve's http:// or https:// URL"}
 	}
-	d.client = &api.Client{Base: u}
+	client := &api.Client{Base: u}
 	if f := c.String("api-token-file"); f != "" {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			return nil, &exitError{code: 1, msg: "--api-token-file: " + err.Error()}
 		}
-		d.client.Token = strings.TrimSpace(string(data))
+		client.Token = strings.TrimSpace(string(data))
 	}
-	return d, nil
+	return client, nil
 }
 
 func (d *deployer) fail(what string, err error) error {
@@ -204,7 +224,7 @@ func (d *deployer) follow(run *api.Run, watch bool) error {
 
 // show prints a run: its status, counts, failed nodes and failed tasks.
 func (d *deployer) show(run *api.Run) error {
-	if d.format == "json" {
+	if d.format == formatJSON {
 		return writeJSON(d.stdout, run)
 	}
 	w := d.stdout

@@ -54,11 +54,6 @@ func diffCommand(stdout, stderr io.Writer) *cli.Command {
 			if c.NArg() > 0 {
 				return &exitError{code: 2, msg: fmt.Sprintf("diff takes no arguments (got %q); use --base and --head", c.Args().First())}
 			}
-			switch g.format {
-			case "text", "json", "markdown":
-			default:
-				return &exitError{code: 2, msg: fmt.Sprintf("diff prints text, json or markdown, not %q", g.format)}
-			}
 			res, err := diffRevisions(g, c.String("base"), c.String("head"), c.Int("context"))
 			if err != nil {
 				return withCode(err, 2)
@@ -67,9 +62,9 @@ func diffCommand(stdout, stderr io.Writer) *cli.Command {
 			// every other cluster's changes, and the errors with their
 			// file:line, for the CI job to post; then exit 2.
 			switch g.format {
-			case "json":
+			case formatJSON:
 				err = writeJSON(stdout, res.json())
-			case "markdown":
+			case formatMarkdown:
 				_, err = io.WriteString(stdout, res.markdown(markdownLimit))
 			default:
 				_, err = io.WriteString(stdout, res.text(changeColors(g, stdout)))
@@ -130,188 +125,255 @@ type heldCluster struct {
 // differs. The others render to the same artifacts on both sides, so they are
 // validated on the head, not rendered, and not read on the base.
 func diffRevisions(g *globals, baseRev, headRev string, context int) (*diffResult, error) {
-	cache := loader.NewCache() // a file both revisions share is decoded once
+	r, err := loadDiffSides(g, baseRev, headRev, context)
+	if err != nil {
+		return nil, err
+	}
+	// The clusters compared, one at a time: rendered on both sides,
+	// compared, their unified diffs made, and their renders dropped. The
+	// others are validated on the head.
+	failed := r.compareHead()
+	if err := r.compareRemoved(); err != nil && failed == nil {
+		failed = err
+	}
+	if failed != nil {
+		return nil, failed
+	}
+	r.finishDiagnostics()
+	return r.result(), nil
+}
+
+// diffRun is one diff of two revisions: both sides loaded, the clusters held
+// on each (by their errors), those compared, and what the comparison found.
+// The head's clusters are walked concurrently: mu guards what they add.
+type diffRun struct {
+	g                  *globals
+	context            int
+	baseSrc, headSrc   *source
+	baseRepo, headRepo *loader.Repo
+	// baseDiags and headDiags are each side's diagnostics: the load's, then
+	// the renders' (baseMore, headMore; baseData, the base's data errors,
+	// which each render finds again).
+	baseDiags, headDiags         hcl.Diagnostics
+	baseMore, headMore, baseData hcl.Diagnostics
+	// baseHeld and headHeld are the problems of the clusters held on each side.
+	baseHeld, headHeld map[string]hcl.Diagnostics
+	// baseList and headList are the clusters compared, of each side.
+	baseList, headList []string
+
+	mu      sync.Mutex
+	changes []*diff.ClusterChange
+	files   map[string][]diff.FileDiff
+	// diagrams are each cluster's Mermaid diagrams (at most
+	// mermaidMaxDiagrams) and how many more it had.
+	diagrams map[string]clusterDiagrams
+}
+
+// loadDiffSides opens and loads both revisions (a file both share is decoded
+// once), holds the clusters that do not validate on either side, and lists
+// those to compare: the clusters the change can affect, held on neither.
+func loadDiffSides(g *globals, baseRev, headRev string, context int) (*diffRun, error) {
+	cache := loader.NewCache()
 	open := func(rev string) (*source, error) {
 		rg := *g
 		rg.rev = rev
 		return openSource(&rg)
 	}
-	baseSrc, err := open(baseRev)
-	if err != nil {
+	r := &diffRun{g: g, context: context, files: map[string][]diff.FileDiff{}, diagrams: map[string]clusterDiagrams{}}
+	var err error
+	if r.baseSrc, err = open(baseRev); err != nil {
 		return nil, err
 	}
-	headSrc, err := open(headRev)
-	if err != nil {
+	if r.headSrc, err = open(headRev); err != nil {
 		return nil, err
 	}
-	headRepo, headDiags := loader.Load(headSrc.fsys, loadOptions(cache))
-	baseRepo, baseDiags := loader.Load(baseSrc.fsys, loadOptions(cache))
-	affected := affectedClusters(baseRepo, headRepo)
-	headHeld, _ := operation.Hold(headRepo, nil, headDiags)
-	baseHeld, _ := operation.Hold(baseRepo, nil, baseDiags)
-	held := func(c string) bool { return len(headHeld[c]) > 0 || len(baseHeld[c]) > 0 }
+	r.headRepo, r.headDiags = loader.Load(r.headSrc.fsys, loadOptions(cache))
+	r.baseRepo, r.baseDiags = loader.Load(r.baseSrc.fsys, loadOptions(cache))
+	affected := affectedClusters(r.baseRepo, r.headRepo)
+	r.headHeld, _ = operation.Hold(r.headRepo, nil, r.headDiags)
+	r.baseHeld, _ = operation.Hold(r.baseRepo, nil, r.baseDiags)
 	compare := func(repo *loader.Repo) []string {
 		var out []string
 		for _, c := range repo.Clusters {
-			if (affected == nil || slices.Contains(affected, c.Name)) && !held(c.Name) && !slices.Contains(out, c.Name) {
+			if (affected == nil || slices.Contains(affected, c.Name)) && !r.held(c.Name) && !slices.Contains(out, c.Name) {
 				out = append(out, c.Name)
 			}
 		}
 		return out
 	}
-	// The clusters compared, one at a time: rendered on both sides,
-	// compared, their unified diffs made, and their renders dropped. The
-	// others are validated on the head.
-	headList, baseList := compare(headRepo), compare(baseRepo)
-	var (
-		mu      sync.Mutex
-		changes []*diff.ClusterChange
-		files   = map[string][]diff.FileDiff{}
-		// diagrams are each cluster's Mermaid diagrams (at most
-		// mermaidMaxDiagrams) and how many more it had.
-		diagrams = map[string]clusterDiagrams{}
-		failed   error
-	)
-	// compareOne compares cluster c of two renders (nil: not on that side).
-	compareOne := func(c string, base, head *render.Rendered) error {
-		baseSide, headSide := emptySide(), emptySide()
-		var err error
-		if base != nil {
-			if baseSide, err = diff.RenderedClusterSide(base, nil, nil); err != nil {
-				return err
-			}
-		}
-		if head != nil {
-			if headSide, err = diff.RenderedClusterSide(head, baseSide.Digests, nil); err != nil {
-				return err
-			}
-		}
-		cs, err := diff.Compute(baseSide, headSide)
-		if err != nil || len(cs.Clusters) == 0 {
+	r.headList, r.baseList = compare(r.headRepo), compare(r.baseRepo)
+	return r, nil
+}
+
+// held reports whether cluster c is held on either side.
+func (r *diffRun) held(c string) bool { return len(r.headHeld[c]) > 0 || len(r.baseHeld[c]) > 0 }
+
+// heldNow is held while the head's clusters are walked.
+func (r *diffRun) heldNow(c string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.held(c)
+}
+
+// compareOne compares cluster c of two renders (nil: not on that side): its
+// change, its files' unified diffs and its Mermaid diagrams.
+func (r *diffRun) compareOne(c string, base, head *render.Rendered) error {
+	baseSide, headSide := emptySide(), emptySide()
+	var err error
+	if base != nil {
+		if baseSide, err = diff.RenderedClusterSide(base, nil, nil); err != nil {
 			return err
 		}
-		cc := cs.Clusters[0]
-		var fds []diff.FileDiff
-		for _, name := range cc.Files {
-			old, _, err := baseSide.Kept(name)
-			if err != nil {
-				return err
-			}
-			new, _, err := headSide.Kept(name)
-			if err != nil {
-				return err
-			}
-			fds = append(fds, diff.File(name, old, new, context))
+	}
+	if head != nil {
+		if headSide, err = diff.RenderedClusterSide(head, baseSide.Digests, nil); err != nil {
+			return err
 		}
-		d, omitted := mermaidDiagrams(cs, baseSide, headSide)
-		mu.Lock()
-		defer mu.Unlock()
-		changes = append(changes, cc)
-		files[c] = fds
-		diagrams[c] = clusterDiagrams{d, omitted}
+	}
+	cs, err := diff.Compute(baseSide, headSide)
+	if err != nil || len(cs.Clusters) == 0 {
+		return err
+	}
+	cc := cs.Clusters[0]
+	var fds []diff.FileDiff
+	for _, name := range cc.Files {
+		old, _, err := baseSide.Kept(name)
+		if err != nil {
+			return err
+		}
+		new, _, err := headSide.Kept(name)
+		if err != nil {
+			return err
+		}
+		fds = append(fds, diff.File(name, old, new, r.context))
+	}
+	d, omitted := mermaidDiagrams(cs, baseSide, headSide)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.changes = append(r.changes, cc)
+	r.files[c] = fds
+	r.diagrams[c] = clusterDiagrams{d, omitted}
+	return nil
+}
+
+// renderBase renders cluster c of the base alone, noting its diagnostics
+// and holding it on its errors: nil when it does not render.
+func (r *diffRun) renderBase(c string) *render.Rendered {
+	rendered, d, data := renderCluster(r.baseRepo, c)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.baseMore, r.baseData = append(r.baseMore, d...), append(r.baseData, data...)
+	if d.HasErrors() {
+		r.baseHeld[c] = append(r.baseHeld[c], errorsOf(d)...)
+	}
+	return rendered
+}
+
+// compareHead walks the head's clusters to compare, each compared with the
+// base's render of it as it comes; the head's data errors hold the clusters
+// they concern.
+func (r *diffRun) compareHead() error {
+	var data hcl.Diagnostics
+	var err error
+	if len(r.headList) > 0 { // none: Walk's empty list is every cluster
+		data, err = render.Walk(r.headRepo, render.Options{Clusters: r.headList}, false, r.compareWalked)
+	}
+	r.headMore = append(r.headMore, data...)
+	holdData(r.headRepo, data, r.headHeld)
+	return err
+}
+
+// compareWalked compares a cluster of the head as the walk renders it.
+func (r *diffRun) compareWalked(wk *render.Walked) error {
+	c := wk.Cluster.Name
+	r.mu.Lock()
+	r.headMore = append(r.headMore, wk.Diagnostics...)
+	if wk.Diagnostics.HasErrors() {
+		r.headHeld[c] = append(r.headHeld[c], errorsOf(wk.Diagnostics)...)
+	}
+	r.mu.Unlock()
+	var base *render.Rendered
+	if slices.Contains(r.baseList, c) {
+		base = r.renderBase(c)
+	}
+	if wk.Rendered == nil || r.heldNow(c) {
 		return nil
 	}
-	heldNow := func(c string) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return held(c)
-	}
-	var headMore, baseMore, baseData hcl.Diagnostics
-	walk := func(f func(*render.Walked) error) (hcl.Diagnostics, error) {
-		if len(headList) == 0 {
-			return nil, nil // none (Walk's empty list is every cluster)
-		}
-		return render.Walk(headRepo, render.Options{Clusters: headList}, false, f)
-	}
-	data, err := walk(func(wk *render.Walked) error {
-		c := wk.Cluster.Name
-		mu.Lock()
-		headMore = append(headMore, wk.Diagnostics...)
-		if wk.Diagnostics.HasErrors() {
-			headHeld[c] = append(headHeld[c], errorsOf(wk.Diagnostics)...)
-		}
-		mu.Unlock()
-		var base *render.Rendered
-		if slices.Contains(baseList, c) {
-			r, d, data := renderCluster(baseRepo, c)
-			mu.Lock()
-			baseMore, baseData = append(baseMore, d...), append(baseData, data...)
-			if d.HasErrors() {
-				baseHeld[c] = append(baseHeld[c], errorsOf(d)...)
-			}
-			mu.Unlock()
-			base = r
-		}
-		if wk.Rendered == nil || heldNow(c) {
-			return nil
-		}
-		return compareOne(c, base, wk.Rendered)
-	})
-	if err != nil {
-		failed = err
-	}
-	headMore = append(headMore, data...)
-	holdData(headRepo, data, headHeld)
-	// The clusters of the base alone (removed at the head).
-	for _, c := range baseList {
-		if slices.Contains(headList, c) {
+	return r.compareOne(c, base, wk.Rendered)
+}
+
+// compareRemoved compares the clusters of the base alone (removed at the
+// head): the first error, after every one was tried.
+func (r *diffRun) compareRemoved() error {
+	var failed error
+	for _, c := range r.baseList {
+		if slices.Contains(r.headList, c) {
 			continue
 		}
-		r, d, data := renderCluster(baseRepo, c)
-		baseMore, baseData = append(baseMore, d...), append(baseData, data...)
-		if d.HasErrors() {
-			baseHeld[c] = append(baseHeld[c], errorsOf(d)...)
-		}
-		if r != nil && !held(c) {
-			if err := compareOne(c, r, nil); err != nil && failed == nil {
+		rendered := r.renderBase(c)
+		if rendered != nil && !r.held(c) {
+			if err := r.compareOne(c, rendered, nil); err != nil && failed == nil {
 				failed = err
 			}
 		}
 	}
-	if failed != nil {
-		return nil, failed
-	}
-	baseData = loader.SortDiagnostics(baseData) // the same data errors, found by each render
-	baseMore = append(baseMore, baseData...)
-	holdData(baseRepo, baseData, baseHeld)
-	headDiags = append(headDiags, headMore...)
+	return failed
+}
+
+// finishDiagnostics completes both sides' diagnostics (the head's clusters
+// not compared are validated there) and prints them.
+func (r *diffRun) finishDiagnostics() {
+	r.baseData = loader.SortDiagnostics(r.baseData) // the same data errors, found by each render
+	r.baseMore = append(r.baseMore, r.baseData...)
+	holdData(r.baseRepo, r.baseData, r.baseHeld)
+	r.headDiags = append(r.headDiags, r.headMore...)
 	var rest []string
-	for _, c := range headRepo.Clusters {
-		if !slices.Contains(headList, c.Name) && !slices.Contains(rest, c.Name) && len(headHeld[c.Name]) == 0 {
+	for _, c := range r.headRepo.Clusters {
+		if !slices.Contains(r.headList, c.Name) && !slices.Contains(rest, c.Name) && len(r.headHeld[c.Name]) == 0 {
 			rest = append(rest, c.Name)
 		}
 	}
-	_, more := renderEach(headRepo, rest, headHeld, true)
-	headDiags = loader.SortDiagnostics(append(headDiags, more...))
-	baseDiags = loader.SortDiagnostics(append(baseDiags, baseMore...))
-	writeDiffDiagnostics(g, diffSide{baseDiags, baseRepo.Sources.Files(), baseSrc}, diffSide{headDiags, headRepo.Sources.Files(), headSrc})
-	// A cluster held on either side (by the data's errors too, known once
-	// every cluster is rendered) is not compared.
-	changes = slices.DeleteFunc(changes, func(cc *diff.ClusterChange) bool { return held(cc.Name) })
+	_, more := renderEach(r.headRepo, rest, r.headHeld, true)
+	r.headDiags = loader.SortDiagnostics(append(r.headDiags, more...))
+	r.baseDiags = loader.SortDiagnostics(append(r.baseDiags, r.baseMore...))
+	writeDiffDiagnostics(r.g, diffSide{r.baseDiags, r.baseRepo.Sources.Files(), r.baseSrc}, diffSide{r.headDiags, r.headRepo.Sources.Files(), r.headSrc})
+}
+
+// result is what diff prints: the changes of the clusters held on neither
+// side (by the data's errors too, known once every cluster is rendered),
+// the clusters held, the head's errors, the files' diffs and the diagrams.
+func (r *diffRun) result() *diffResult {
+	changes := slices.DeleteFunc(r.changes, func(cc *diff.ClusterChange) bool { return r.held(cc.Name) })
 	slices.SortFunc(changes, func(a, b *diff.ClusterChange) int { return strings.Compare(a.Name, b.Name) })
 	cs := &diff.ChangeSet{Clusters: changes, Summary: diff.Summarize(changes)}
-	res := &diffResult{base: baseSrc.label, head: headSrc.label, baseSHA: baseSrc.revision, headSHA: headSrc.revision, changes: cs}
+	res := &diffResult{base: r.baseSrc.label, head: r.headSrc.label, baseSHA: r.baseSrc.revision, headSHA: r.headSrc.revision, changes: cs}
 	for _, side := range []struct {
 		name string
 		held map[string]hcl.Diagnostics
-	}{{"head", headHeld}, {"base", baseHeld}} {
+	}{{"head", r.headHeld}, {"base", r.baseHeld}} {
 		for _, c := range slices.Sorted(maps.Keys(side.held)) {
-			if side.name == "base" && len(headHeld[c]) > 0 {
+			if side.name == "base" && len(r.headHeld[c]) > 0 {
 				continue // said of the head
 			}
 			res.held = append(res.held, heldCluster{name: c, side: side.name, problems: diagProblems(side.held[c], 20)})
 		}
 	}
-	if headDiags.HasErrors() {
-		res.invalid = &invalidRevision{side: "head", baseSHA: baseSrc.revision, headSHA: headSrc.revision,
-			prefix: headSrc.prefix, diags: headDiags, files: headRepo.Sources.Files()}
+	if r.headDiags.HasErrors() {
+		res.invalid = &invalidRevision{side: "head", baseSHA: r.baseSrc.revision, headSHA: r.headSrc.revision,
+			prefix: r.headSrc.prefix, diags: r.headDiags, files: r.headRepo.Sources.Files()}
 	}
 	for _, cc := range cs.Clusters {
-		res.files = append(res.files, files[cc.Name]...)
+		res.files = append(res.files, r.files[cc.Name]...)
 	}
-	// The diagrams in the clusters' order, mermaidMaxDiagrams in all.
-	for _, cc := range cs.Clusters {
-		d := diagrams[cc.Name]
+	r.addDiagrams(res)
+	return res
+}
+
+// addDiagrams adds the diagrams to res in the clusters' order,
+// mermaidMaxDiagrams in all.
+func (r *diffRun) addDiagrams(res *diffResult) {
+	for _, cc := range res.changes.Clusters {
+		d := r.diagrams[cc.Name]
 		for _, nd := range d.diagrams {
 			if len(res.diagrams) < mermaidMaxDiagrams {
 				res.diagrams = append(res.diagrams, nd)
@@ -321,7 +383,6 @@ func diffRevisions(g *globals, baseRev, headRev string, context int) (*diffResul
 		}
 		res.diagramsOmitted += d.omitted
 	}
-	return res, nil
 }
 
 // clusterDiagrams are one cluster's Mermaid diagrams, and how many more it had

@@ -75,39 +75,67 @@ func nodeFile(side *diff.Side, name string) *render.NodeFile {
 // and the tasks they require or that require them (on either side), with
 // the requirements between them.
 func mermaidGraph(node string, gc *diff.GraphChange, base, head *render.NodeFile) string {
-	kind := map[string]string{}
-	var order []string // the changed tasks, then their neighbours
-	mark := func(id, k string) {
-		if _, ok := kind[id]; !ok {
-			kind[id] = k
-			order = append(order, id)
-		}
-	}
+	g := newTaskGraph(gc)
+	g.edges = requirementEdges(node, head, base)
+	g.addNeighbours()
+	return g.flowchart()
+}
+
+// taskEdge is a requirement: task from before task to.
+type taskEdge struct{ from, to string }
+
+// taskGraph is what a node's flowchart draws: each task's kind (added,
+// removed, changed or neighbour), the tasks in the order drawn (the changed
+// ones first), and the requirements.
+type taskGraph struct {
+	kind    map[string]string
+	order   []string
+	changed int // the changed tasks, first in order
+	edges   []taskEdge
+}
+
+// newTaskGraph is the graph of gc's changed tasks.
+func newTaskGraph(gc *diff.GraphChange) *taskGraph {
+	g := &taskGraph{kind: map[string]string{}}
 	for _, id := range gc.Added {
-		mark(id, "added")
+		g.mark(id, "added")
 	}
 	for _, id := range gc.Removed {
-		mark(id, "removed")
+		g.mark(id, "removed")
 	}
 	for _, tc := range gc.Changed {
-		mark(tc.ID, "changed")
+		g.mark(tc.ID, "changed")
 	}
+	g.changed = len(g.order)
+	return g
+}
+
+// mark gives task id its kind, unless it has one.
+func (g *taskGraph) mark(id, k string) {
+	if _, ok := g.kind[id]; !ok {
+		g.kind[id] = k
+		g.order = append(g.order, id)
+	}
+}
+
+// requirementEdges are the requirements of the node files (head's first),
+// once each; a task of another node is named task@node.
+func requirementEdges(node string, files ...*render.NodeFile) []taskEdge {
 	key := func(r render.Requirement) string {
 		if r.Node == "" || r.Node == node {
 			return r.Task
 		}
 		return r.Task + "@" + r.Node
 	}
-	type edge struct{ from, to string }
-	var edges []edge
-	seen := map[edge]bool{}
-	for _, nf := range []*render.NodeFile{head, base} {
+	var edges []taskEdge
+	seen := map[taskEdge]bool{}
+	for _, nf := range files {
 		if nf == nil {
 			continue
 		}
 		for _, t := range nf.Tasks {
 			for _, r := range t.Requires {
-				e := edge{key(r), t.ID}
+				e := taskEdge{key(r), t.ID}
 				if !seen[e] {
 					seen[e] = true
 					edges = append(edges, e)
@@ -115,18 +143,29 @@ func mermaidGraph(node string, gc *diff.GraphChange, base, head *render.NodeFile
 			}
 		}
 	}
-	changed := len(order)
-	for _, e := range edges {
-		_, from := kind[e.from]
-		_, to := kind[e.to]
-		if from && kind[e.from] != "neighbour" && !to {
-			mark(e.to, "neighbour")
+	return edges
+}
+
+// addNeighbours marks the tasks a changed task requires, or that require
+// it, as neighbours.
+func (g *taskGraph) addNeighbours() {
+	for _, e := range g.edges {
+		_, from := g.kind[e.from]
+		_, to := g.kind[e.to]
+		if from && g.kind[e.from] != "neighbour" && !to {
+			g.mark(e.to, "neighbour")
 		}
-		if to && kind[e.to] != "neighbour" && !from {
-			mark(e.from, "neighbour")
+		if to && g.kind[e.to] != "neighbour" && !from {
+			g.mark(e.from, "neighbour")
 		}
 	}
-	drawn := order
+}
+
+// flowchart draws the graph in Mermaid: at most mermaidMaxTasks tasks (a
+// note says how many more there are), the requirements between them but
+// those between two neighbours, and the classes of the kinds.
+func (g *taskGraph) flowchart() string {
+	drawn := g.order
 	if len(drawn) > mermaidMaxTasks {
 		drawn = drawn[:mermaidMaxTasks]
 	}
@@ -136,7 +175,7 @@ func mermaidGraph(node string, gc *diff.GraphChange, base, head *render.NodeFile
 	for i, id := range drawn {
 		ids[id] = fmt.Sprintf("t%d", i)
 		label := mermaidText(id)
-		switch kind[id] {
+		switch g.kind[id] {
 		case "added":
 			label = "+ " + label
 		case "removed":
@@ -144,18 +183,18 @@ func mermaidGraph(node string, gc *diff.GraphChange, base, head *render.NodeFile
 		case "changed":
 			label = "~ " + label
 		}
-		fmt.Fprintf(&b, "  t%d[\"%s\"]:::%s\n", i, label, kind[id])
+		fmt.Fprintf(&b, "  t%d[\"%s\"]:::%s\n", i, label, g.kind[id])
 	}
-	for _, e := range edges {
+	for _, e := range g.edges {
 		f, okf := ids[e.from]
 		t, okt := ids[e.to]
-		if okf && okt && (kind[e.from] != "neighbour" || kind[e.to] != "neighbour") {
+		if okf && okt && (g.kind[e.from] != "neighbour" || g.kind[e.to] != "neighbour") {
 			fmt.Fprintf(&b, "  %s --> %s\n", f, t)
 		}
 	}
-	if left := len(order) - len(drawn); left > 0 {
+	if left := len(g.order) - len(drawn); left > 0 {
 		what := "neighbours"
-		if changed > mermaidMaxTasks {
+		if g.changed > mermaidMaxTasks {
 			what = "tasks"
 		}
 		fmt.Fprintf(&b, "  more[\"%d more %s not drawn\"]:::neighbour\n", left, what)

@@ -177,7 +177,7 @@ func finishEdit(g *globals, c *cli.Context, src *source, repo *loader.Repo, file
 	}
 	path := filepath.Join(g.repo, filepath.FromSlash(file))
 	out := g.stdout
-	if g.quiet || g.format == "json" {
+	if g.quiet || g.format == formatJSON {
 		out = io.Discard // -q: only problems; json: one document, below
 	}
 	if err := state.WriteFileAtomic(path, data); err != nil {
@@ -202,7 +202,7 @@ func finishEdit(g *globals, c *cli.Context, src *source, repo *loader.Repo, file
 	}
 	fd := diff.File(file, orig, data, 3)
 	doc.FileDiff = fd.Text
-	if g.format == "json" {
+	if g.format == formatJSON {
 		return writeJSON(g.stdout, doc)
 	}
 	fmt.Fprintln(out, strings.TrimRight(fd.Text, "\n"))
@@ -228,7 +228,7 @@ type editJSON struct {
 
 // nothingToChange reports an edit the file already had.
 func nothingToChange(g *globals, src *source, file, summary string) error {
-	if g.format == "json" {
+	if g.format == formatJSON {
 		return writeJSON(g.stdout, editJSON{FormatVersion: formatVersion, File: filepath.Join(g.repo, filepath.FromSlash(file)), Summary: summary})
 	}
 	fmt.Fprintf(g.stdout, "nothing to change: %s\n", summary)
@@ -241,16 +241,7 @@ func loadForEdit(g *globals) (*source, *loader.Repo, error) {
 	if g.rev != "" {
 		return nil, nil, &exitError{code: 1, msg: "edits change the working tree; --rev reads a commit"}
 	}
-	src, err := openSource(g)
-	if err != nil {
-		return nil, nil, err
-	}
-	repo, diags := loader.Load(src.fsys, loadOptions(nil))
-	if diags.HasErrors() {
-		g.writeDiagnostics(g.stderr, diags, repo.Sources.Files(), src.prefix)
-		return nil, nil, &exitError{code: 1, msg: "the repository does not validate as it is; fix it first; nothing written"}
-	}
-	return src, repo, nil
+	return loadRepoOr(g, "the repository does not validate as it is; fix it first; nothing written")
 }
 
 // nodeEdits turns an operation into list edits, with a summary of what it does.

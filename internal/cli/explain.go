@@ -37,11 +37,6 @@ func explainCommand(stdout, stderr io.Writer) *cli.Command {
 			if c.NArg() > 1 {
 				return &exitError{code: 1, msg: "explain takes at most one TASK"}
 			}
-			switch g.format {
-			case "text", "json":
-			default:
-				return &exitError{code: 1, msg: fmt.Sprintf("explain: --format must be text or json, not %q", g.format)}
-			}
 			src, err := openSource(g)
 			if err != nil {
 				return err
@@ -63,7 +58,7 @@ func explainCommand(stdout, stderr io.Writer) *cli.Command {
 				if err != nil {
 					return &exitError{code: 1, msg: err.Error()}
 				}
-				if g.format == "json" {
+				if g.format == formatJSON {
 					return writeJSON(stdout, map[string]any{"format_version": formatVersion, "task": t, "reasons": lines})
 				}
 				for _, l := range lines {
@@ -75,7 +70,7 @@ func explainCommand(stdout, stderr io.Writer) *cli.Command {
 			if err != nil {
 				return &exitError{code: 1, msg: err.Error()}
 			}
-			if g.format == "json" {
+			if g.format == formatJSON {
 				return writeJSON(stdout, struct {
 					FormatVersion string `json:"format_version"`
 					*render.Explanation

@@ -638,27 +638,6 @@ func commandGlobals(path string) []string {
 	return globals
 }
 
-// checkFormat refuses a --format (given before or after the command) that the
-// command path does not print.
-func checkFormat(path string, formats []string) cli.BeforeFunc {
-	return func(ctx *cli.Context) error {
-		f := commandFormat(ctx)
-		if helpAsked(ctx) || slices.Contains(formats, f) {
-			return nil
-		}
-		list := strings.Join(formats, ", ")
-		if n := len(formats); n > 1 {
-			list = strings.Join(formats[:n-1], ", ") + " or " + formats[n-1]
-		}
-		msg := fmt.Sprintf("%s prints %s, not %q", path, list, f)
-		switch path {
-		case "watch", "serve":
-			msg += "; its log is text or json with --log-format"
-		}
-		return &exitError{code: usageCode(ctx), msg: msg}
-	}
-}
-
 // helpAsked reports whether --help was given (urfave/cli then shows the help
 // page after Before ran).
 func helpAsked(ctx *cli.Context) bool {

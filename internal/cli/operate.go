@@ -144,7 +144,7 @@ func (e *opEnv) plan(args opArgs) error {
 	if err := v.plan(res); err != nil {
 		return err
 	}
-	if args.out != "" && e.g.format == "text" && !e.g.quiet {
+	if args.out != "" && e.g.format == formatText && !e.g.quiet {
 		fmt.Fprintf(e.stdout, "\nSaved the plan to %s; apply it with: %s\n", args.out, commandLine(e.g, "apply", args.out))
 	}
 	if err := heldError(res, "planned"); err != nil {

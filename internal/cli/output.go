@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"text/tabwriter"
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
@@ -24,6 +25,16 @@ const (
 	ansiBold   = "\x1b[1m"
 	ansiReset  = "\x1b[0m"
 )
+
+// writeTable prints a table: the head, then each row, in columns two spaces
+// apart. The caller escapes the cells (safetext) that quote the repository.
+func writeTable(w io.Writer, head []string, rows [][]string) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, row := range append([][]string{head}, rows...) {
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	return tw.Flush()
+}
 
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)

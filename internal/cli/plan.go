@@ -95,10 +95,10 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 			}
 			defer env.close()
 			args.ask = args.planFile == "" && !c.Bool("auto-approve")
-			if args.ask && (env.g.format != "text" || !stdinIsTerminal()) {
+			if args.ask && (env.g.format != formatText || !stdinIsTerminal()) {
 				why := "stdin is not a terminal"
-				if env.g.format != "text" {
-					why = "the output is " + env.g.format
+				if env.g.format != formatText {
+					why = "the output is " + string(env.g.format)
 				}
 				return &exitError{code: 1, msg: "apply without a plan file asks for confirmation, and " + why +
 					": pass --auto-approve, or save a plan with plan --out and apply it; nothing was changed"}

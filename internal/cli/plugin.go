@@ -73,45 +73,61 @@ func pluginCreateCommand(stdout, stderr io.Writer) *cli.Command {
 				dir = filepath.Join(g.repo, "plugins")
 			}
 			target := filepath.Join(dir, o.Name)
-			if _, err := os.Lstat(target); err == nil {
-				return &exitError{code: 1, msg: fmt.Sprintf("%s already exists; plugin create never overwrites: choose another name or --dir; nothing written", target)}
-			}
-			files, err := scaffold.Files(o)
+			files, err := writePlugin(o, target)
 			if err != nil {
-				return &exitError{code: 1, msg: err.Error()}
-			}
-			// Check the package before writing it.
-			if diags, _ := scaffold.Check(o.Name, files); diags.HasErrors() {
-				return &exitError{code: 1, msg: fmt.Sprintf("the generated plugin does not validate (a bug): %v; nothing written", diags.Errs())}
-			}
-			err = writeTreeAtomic(target, func(put func(string, []byte) error) error {
-				for name, data := range files {
-					if err := put(name, data); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-			if err != nil {
-				return &exitError{code: 1, msg: err.Error()}
+				return err
 			}
 			if !g.quiet {
-				names := make([]string, 0, len(files))
-				for name := range files {
-					if !strings.HasSuffix(name, ".gitkeep") {
-						names = append(names, name)
-					}
-				}
-				slices.Sort(names)
-				fmt.Fprintf(stdout, "created plugin %s (package_version %s) in %s: %s\n", o.Name, o.PackageVersion, target, strings.Join(names, ", "))
-				if o.Release {
-					fmt.Fprintf(stdout, "clusters use its release with `release: %s` and give nodes the role %s\n", o.ReleaseVersion(), o.Name)
-				} else {
-					fmt.Fprintf(stdout, "enable it in a cluster with `plugins: [%s]` and give a node the role %s\n", o.Name, o.Name)
-				}
+				pluginCreatedView(stdout, o, target, files)
 			}
 			return nil
 		},
+	}
+}
+
+// writePlugin writes the package o into target, which must not exist, once
+// it validates: nothing written otherwise. It returns the files written.
+func writePlugin(o scaffold.Options, target string) (map[string][]byte, error) {
+	if _, err := os.Lstat(target); err == nil {
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("%s already exists; plugin create never overwrites: choose another name or --dir; nothing written", target)}
+	}
+	files, err := scaffold.Files(o)
+	if err != nil {
+		return nil, &exitError{code: 1, msg: err.Error()}
+	}
+	// Check the package before writing it.
+	if diags, _ := scaffold.Check(o.Name, files); diags.HasErrors() {
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("the generated plugin does not validate (a bug): %v; nothing written", diags.Errs())}
+	}
+	err = writeTreeAtomic(target, func(put func(string, []byte) error) error {
+		for name, data := range files {
+			if err := put(name, data); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, &exitError{code: 1, msg: err.Error()}
+	}
+	return files, nil
+}
+
+// pluginCreatedView says what plugin create wrote, and how a cluster uses
+// the plugin.
+func pluginCreatedView(w io.Writer, o scaffold.Options, target string, files map[string][]byte) {
+	names := make([]string, 0, len(files))
+	for name := range files {
+		if !strings.HasSuffix(name, ".gitkeep") {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	fmt.Fprintf(w, "created plugin %s (package_version %s) in %s: %s\n", o.Name, o.PackageVersion, target, strings.Join(names, ", "))
+	if o.Release {
+		fmt.Fprintf(w, "clusters use its release with `release: %s` and give nodes the role %s\n", o.ReleaseVersion(), o.Name)
+	} else {
+		fmt.Fprintf(w, "enable it in a cluster with `plugins: [%s]` and give a node the role %s\n", o.Name, o.Name)
 	}
 }
 
@@ -184,7 +200,7 @@ func pluginCheckCommand(stdout, stderr io.Writer) *cli.Command {
 			}
 			diags, sources := scaffold.Check(path.Base(filepath.ToSlash(dir)), files)
 			nerr, nwarn := loader.Counts(diags)
-			if g.format == "json" { // validate's document
+			if g.format == formatJSON { // validate's document
 				if err := writeDiagnosticsJSON(stdout, diags, filepath.ToSlash(dir)+"/", nerr == 0); err != nil {
 					return err
 				}

@@ -28,8 +28,8 @@ type progress struct {
 
 // newProgress makes the progress of a command with output format, writing
 // to stdout (text) or stderr (json).
-func newProgress(format string, stdout, stderr io.Writer) *progress {
-	if format == "json" {
+func newProgress(format outputFormat, stdout, stderr io.Writer) *progress {
+	if format == formatJSON {
 		return &progress{w: stderr}
 	}
 	p := &progress{w: stdout}

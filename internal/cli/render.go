@@ -50,76 +50,107 @@ func renderCommand(stdout, stderr io.Writer) *cli.Command {
 			if c.NArg() > 0 {
 				return &exitError{code: 1, msg: fmt.Sprintf("render takes no arguments (got %q); use --out DIR", c.Args().First())}
 			}
-			if g.format != "text" && g.format != "json" {
-				return &exitError{code: 1, msg: fmt.Sprintf("render prints text or json, not %q", g.format)}
-			}
-			src, err := openSource(g)
+			args := renderArgs{out: c.String("out"), clusters: c.StringSlice("cluster"), expanded: c.Bool("expanded")}
+			res, err := renderRepo(g, args)
 			if err != nil {
 				return err
 			}
-			src.pin(g) // the manifest's revision: the commit when the tree is clean
-			out := c.String("out")
-			if err := checkRenderOut(out, g.repo); err != nil {
-				return &exitError{code: 1, msg: err.Error()}
-			}
-			repo, diags := loader.Load(src.fsys, loadOptions(nil))
-			for _, name := range c.StringSlice("cluster") {
-				if repo.Cluster(name) == nil && !diags.HasErrors() {
-					return &exitError{code: 1, msg: noCluster(name, repo)}
-				}
-			}
-			if diags.HasErrors() {
-				// Every diagnostic, and nothing written.
-				more := render.Validate(repo, render.Options{Clusters: c.StringSlice("cluster")})
-				return renderFailed(g, stderr, src, repo, loader.SortDiagnostics(append(diags, more...)))
-			}
-			var nfiles, nbytes atomic.Int64
-			var manifest [sha256.Size]byte
-			var models []*render.Model
-			err = writeTreeAtomic(out, func(put func(name string, data []byte) error) error {
-				var more hcl.Diagnostics
-				var err error
-				models, more, err = render.RenderStream(repo, render.Options{Clusters: c.StringSlice("cluster")},
-					src.revision, version, c.Bool("expanded"), func(name string, data []byte) error {
-						nfiles.Add(1)
-						nbytes.Add(int64(len(data)))
-						if name == "manifest.json" {
-							manifest = sha256.Sum256(data)
-						}
-						return put(name, data)
-					})
-				diags = loader.SortDiagnostics(append(diags, more...))
-				if err == nil && diags.HasErrors() {
-					err = errDiagnostics
-				}
-				return err
-			})
-			if errors.Is(err, errDiagnostics) {
-				return renderFailed(g, stderr, src, repo, diags)
-			}
-			g.writeDiagnostics(stderr, diags, repo.Sources.Files(), src.prefix)
-			if err != nil {
-				return &exitError{code: 1, msg: err.Error()}
-			}
-			nodes := 0
-			for _, m := range models {
-				nodes += len(m.Cluster.Nodes)
-			}
-			if g.format == "json" {
-				clusters := []string{}
-				for _, m := range models {
-					clusters = append(clusters, m.Cluster.Name)
-				}
-				return writeJSON(stdout, renderSummary{formatVersion, src.revision, out, clusters, nodes,
-					int(nfiles.Load()), nbytes.Load(), hex.EncodeToString(manifest[:])})
-			}
-			if !g.quiet {
-				fmt.Fprintf(stdout, "%s: rendered %s with %s into %s (%s)\n", src.label,
-					plural(len(models), "cluster"), plural(nodes, "node"), out, plural(int(nfiles.Load()), "file"))
-			}
-			return nil
+			return renderView(g, args, res)
 		},
 	}
+}
+
+// renderArgs are render's flags: the directory written, the clusters
+// rendered (all when none), and the artifact format.
+type renderArgs struct {
+	out      string
+	clusters []string
+	expanded bool
+}
+
+// renderWritten is what a render wrote: the clusters' models, the files and
+// bytes, and the manifest's digest.
+type renderWritten struct {
+	src      *source
+	models   []*render.Model
+	files    int64
+	bytes    int64
+	manifest [sha256.Size]byte
+}
+
+// renderRepo validates the repository and writes its artifacts to args.out
+// as a whole (writeTreeAtomic), or nothing when there is an error (every
+// diagnostic printed).
+func renderRepo(g *globals, args renderArgs) (*renderWritten, error) {
+	src, err := openSource(g)
+	if err != nil {
+		return nil, err
+	}
+	src.pin(g) // the manifest's revision: the commit when the tree is clean
+	if err := checkRenderOut(args.out, g.repo); err != nil {
+		return nil, &exitError{code: 1, msg: err.Error()}
+	}
+	repo, diags := loader.Load(src.fsys, loadOptions(nil))
+	for _, name := range args.clusters {
+		if repo.Cluster(name) == nil && !diags.HasErrors() {
+			return nil, &exitError{code: 1, msg: noCluster(name, repo)}
+		}
+	}
+	if diags.HasErrors() {
+		// Every diagnostic, and nothing written.
+		more := render.Validate(repo, render.Options{Clusters: args.clusters})
+		return nil, renderFailed(g, g.stderr, src, repo, loader.SortDiagnostics(append(diags, more...)))
+	}
+	res := &renderWritten{src: src}
+	var nfiles, nbytes atomic.Int64
+	err = writeTreeAtomic(args.out, func(put func(name string, data []byte) error) error {
+		var more hcl.Diagnostics
+		var err error
+		res.models, more, err = render.RenderStream(repo, render.Options{Clusters: args.clusters},
+			src.revision, version, args.expanded, func(name string, data []byte) error {
+				nfiles.Add(1)
+				nbytes.Add(int64(len(data)))
+				if name == "manifest.json" {
+					res.manifest = sha256.Sum256(data)
+				}
+				return put(name, data)
+			})
+		diags = loader.SortDiagnostics(append(diags, more...))
+		if err == nil && diags.HasErrors() {
+			err = errDiagnostics
+		}
+		return err
+	})
+	if errors.Is(err, errDiagnostics) {
+		return nil, renderFailed(g, g.stderr, src, repo, diags)
+	}
+	g.writeDiagnostics(g.stderr, diags, repo.Sources.Files(), src.prefix)
+	if err != nil {
+		return nil, &exitError{code: 1, msg: err.Error()}
+	}
+	res.files, res.bytes = nfiles.Load(), nbytes.Load()
+	return res, nil
+}
+
+// renderView says what render wrote: the summary document, or one line.
+func renderView(g *globals, args renderArgs, res *renderWritten) error {
+	nodes := 0
+	for _, m := range res.models {
+		nodes += len(m.Cluster.Nodes)
+	}
+	if g.format == formatJSON {
+		clusters := []string{}
+		for _, m := range res.models {
+			clusters = append(clusters, m.Cluster.Name)
+		}
+		return writeJSON(g.stdout, renderSummary{formatVersion, res.src.revision, args.out, clusters, nodes,
+			int(res.files), res.bytes, hex.EncodeToString(res.manifest[:])})
+	}
+	if !g.quiet {
+		fmt.Fprintf(g.stdout, "%s: rendered %s with %s into %s (%s)\n", res.src.label,
+			plural(len(res.models), "cluster"), plural(nodes, "node"), args.out, plural(int(res.files), "file"))
+	}
+	return nil
 }
 
 // errDiagnostics stops writing the artifacts: the diagnostics have errors.

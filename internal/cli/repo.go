@@ -335,3 +335,25 @@ func parseSize(s string) (int64, error) {
 	}
 	return n << sh, nil
 }
+
+// loadRepo opens and loads the repository of a command that reads it whole
+// (components, tags list, roles list): one that does not load is refused,
+// its diagnostics printed.
+func loadRepo(g *globals) (*source, *loader.Repo, error) {
+	return loadRepoOr(g, "the repository does not load; run 'fuelsync validate' for every problem")
+}
+
+// loadRepoOr opens and loads the repository; one that does not load is
+// refused with msg, its diagnostics printed.
+func loadRepoOr(g *globals, msg string) (*source, *loader.Repo, error) {
+	src, err := openSource(g)
+	if err != nil {
+		return nil, nil, err
+	}
+	repo, diags := loader.Load(src.fsys, loadOptions(nil))
+	if diags.HasErrors() {
+		g.writeDiagnostics(g.stderr, diags, repo.Sources.Files(), src.prefix)
+		return nil, nil, &exitError{code: 1, msg: msg}
+	}
+	return src, repo, nil
+}

@@ -5,7 +5,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -55,64 +54,71 @@ func rolesListCommand(stdout, stderr io.Writer) *cli.Command {
 			if c.NArg() > 0 {
 				return &exitError{code: 1, msg: fmt.Sprintf("roles list takes no arguments (got %q)", c.Args().First())}
 			}
-			if g.format != "text" && g.format != "json" {
-				return &exitError{code: 1, msg: fmt.Sprintf("roles list prints text or json, not %q", g.format)}
-			}
-			clusterName, relRef := c.String("cluster"), c.String("release")
-			if (clusterName == "") == (relRef == "") {
-				return &exitError{code: 1, msg: "roles list needs --cluster C or --release R (one of them)"}
-			}
-			src, err := openSource(g)
+			scope, err := parseScope(c, "roles list")
 			if err != nil {
 				return err
 			}
-			repo, diags := loader.Load(src.fsys, loadOptions(nil))
-			if diags.HasErrors() {
-				g.writeDiagnostics(stderr, diags, repo.Sources.Files(), src.prefix)
-				return &exitError{code: 1, msg: "the repository does not load; run 'fuelsync validate' for every problem"}
+			out, err := rolesList(g, scope)
+			if err != nil {
+				return err
 			}
-			out := rolesJSON{FormatVersion: formatVersion, Roles: []*roleInfo{}}
-			if relRef != "" {
-				rel, err := findRelease(repo, relRef)
-				if err != nil {
-					return err
-				}
-				out.Release = rel.Version
-				for _, r := range rel.Roles {
-					tags := r.Tags
-					if !r.HasTags {
-						tags = []string{r.Name}
-					}
-					out.Roles = append(out.Roles, &roleInfo{Name: r.Name, Owner: "release", Tags: slices.Clone(tags)})
-				}
-			} else {
-				cl, m, err := clusterModel(g, src, repo, clusterName)
-				if err != nil {
-					return err
-				}
-				out.Cluster = cl.Name
-				out.Roles = clusterRoles(m, cl)
-			}
-			slices.SortFunc(out.Roles, func(a, b *roleInfo) int { return strings.Compare(a.Name, b.Name) })
-			if g.format == "json" {
-				return writeJSON(stdout, out)
-			}
-			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			if out.Release != "" {
-				fmt.Fprintln(tw, "ROLE\tOWNER\tTAGS")
-			} else {
-				fmt.Fprintln(tw, "ROLE\tOWNER\tTAGS\tNODES")
-			}
-			for _, r := range out.Roles {
-				if out.Release != "" {
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", safetext.Line(r.Name), safetext.Line(r.Owner), safetext.Line(dashJoin(r.Tags)))
-				} else {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", safetext.Line(r.Name), safetext.Line(r.Owner), safetext.Line(dashJoin(r.Tags)), safetext.Line(dashJoin(r.Nodes)))
-				}
-			}
-			return tw.Flush()
+			return rolesView(g, out)
 		},
 	}
+}
+
+// rolesList is what roles list prints: the roles of a release (each with
+// its tags), or of a cluster (with the nodes carrying each), by name.
+func rolesList(g *globals, scope scopeArgs) (*rolesJSON, error) {
+	src, repo, err := loadRepo(g)
+	if err != nil {
+		return nil, err
+	}
+	out := &rolesJSON{FormatVersion: formatVersion, Roles: []*roleInfo{}}
+	if scope.release != "" {
+		rel, err := findRelease(repo, scope.release)
+		if err != nil {
+			return nil, err
+		}
+		out.Release = rel.Version
+		for _, r := range rel.Roles {
+			tags := r.Tags
+			if !r.HasTags {
+				tags = []string{r.Name}
+			}
+			out.Roles = append(out.Roles, &roleInfo{Name: r.Name, Owner: "release", Tags: slices.Clone(tags)})
+		}
+	} else {
+		cl, m, err := clusterModel(g, src, repo, scope.cluster)
+		if err != nil {
+			return nil, err
+		}
+		out.Cluster = cl.Name
+		out.Roles = clusterRoles(m, cl)
+	}
+	slices.SortFunc(out.Roles, func(a, b *roleInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// rolesView prints roles list's result: JSON, or a table (with the nodes
+// for a cluster).
+func rolesView(g *globals, out *rolesJSON) error {
+	if g.format == formatJSON {
+		return writeJSON(g.stdout, out)
+	}
+	head := []string{"ROLE", "OWNER", "TAGS"}
+	if out.Release == "" {
+		head = append(head, "NODES")
+	}
+	var rows [][]string
+	for _, r := range out.Roles {
+		row := []string{safetext.Line(r.Name), safetext.Line(r.Owner), safetext.Line(dashJoin(r.Tags))}
+		if out.Release == "" {
+			row = append(row, safetext.Line(dashJoin(r.Nodes)))
+		}
+		rows = append(rows, row)
+	}
+	return writeTable(g.stdout, head, rows)
 }
 
 // clusterRoles lists the merged roles of a cluster with the nodes carrying each.

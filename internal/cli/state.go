@@ -71,109 +71,130 @@ func stateCommand(stdout, stderr io.Writer) *cli.Command {
 		HideHelpCommand: true,
 		OnUsageError:    usageError,
 		Subcommands: []*cli.Command{
-			{
-				Name:  "show",
-				Usage: "summarise the applied state: lineage, serial, revision, clusters, lock holder",
-				Description: "Prints what the applied state records: its lineage and serial, the revision applied,\n" +
-					"each cluster's deployed nodes, and (with the state on etcd) who holds the lock.",
-				ArgsUsage:    " ",
-				OnUsageError: usageError,
-				Flags:        []cli.Flag{formatFlag()},
-				Action: func(c *cli.Context) error {
-					return withState(c, stdout, stderr, func(g *globals, w *state.Workdir) error {
-						st, err := w.ReadState()
-						if err != nil {
-							return &exitError{code: 1, msg: err.Error()}
-						}
-						var holder state.LockInfo
-						if e, ok := w.Backend.(state.Coordinator); ok {
-							holder = e.Holder(c.Context)
-						}
-						return stateView(stdout, g, w, st, holder)
-					})
-				},
-			},
-			{
-				Name:  "pull",
-				Usage: "print the applied state as JSON (for state push, or to keep a copy)",
-				Description: "Writes the applied state document to stdout, exactly as stored, for state push into\n" +
-					"another backend or to keep a copy.",
-				ArgsUsage:    " ",
-				OnUsageError: usageError,
-				Action: func(c *cli.Context) error {
-					return withState(c, stdout, stderr, func(g *globals, w *state.Workdir) error {
-						st, err := w.ReadState()
-						if err != nil {
-							return &exitError{code: 1, msg: err.Error()}
-						}
-						if st.Serial == 0 {
-							return &exitError{code: 1, msg: fmt.Sprintf("%s holds no state: nothing was applied", w.StateName())}
-						}
-						return writeJSON(stdout, st)
-					})
-				},
-			},
-			{
-				Name:      "push",
-				Usage:     "store a pulled state (FILE, or - for stdin) as the applied state",
-				ArgsUsage: "FILE",
-				Description: "Refuses a state of another lineage than the stored one, or an older serial; a\n" +
-					"state equal to the stored one changes nothing. Into the work directory, the applied\n" +
-					"set of the state's serial must be there with the files the state names.",
-				OnUsageError: usageError,
-				Flags: []cli.Flag{
-					&cli.DurationFlag{Name: "lock-timeout", Usage: "wait up to `DURATION` for the lock", DefaultText: "fail at once"},
-				},
-				Action: func(c *cli.Context) error {
-					if c.NArg() != 1 {
-						return &exitError{code: 1, msg: "state push takes one argument: the state file (- for stdin)"}
-					}
-					return withState(c, stdout, stderr, func(g *globals, w *state.Workdir) error {
-						name := c.Args().First()
-						var in io.Reader = stdin
-						if name != "-" {
-							f, err := os.Open(name)
-							if err != nil {
-								return &exitError{code: 1, msg: err.Error()}
-							}
-							defer f.Close()
-							in = f
-						}
-						// At most one byte over the bound: state.Parse refuses it.
-						data, err := io.ReadAll(io.LimitReader(in, state.MaxSize+1))
-						if err != nil {
-							return &exitError{code: 1, msg: err.Error()}
-						}
-						st, err := state.Parse(name, data)
-						if err != nil {
-							return &exitError{code: 1, msg: err.Error()}
-						}
-						lock, err := w.Lock(c.Context, "state push", c.Duration("lock-timeout"))
-						if err != nil {
-							return &exitError{code: 1, msg: err.Error()}
-						}
-						defer lock.Unlock()
-						changed, err := state.Push(w, lock, st)
-						if err != nil {
-							return &exitError{code: 1, msg: err.Error()}
-						}
-						if g.format == "json" {
-							return writeJSON(stdout, map[string]any{"format_version": formatVersion, "state": w.StateName(),
-								"serial": st.Serial, "lineage": st.Lineage, "changed": changed})
-						}
-						if !g.quiet {
-							if changed {
-								fmt.Fprintf(stdout, "Pushed serial %d (lineage %s) to %s.\n", st.Serial, st.Lineage, w.StateName())
-							} else {
-								fmt.Fprintf(stdout, "%s already holds serial %d of lineage %s; nothing changed.\n", w.StateName(), st.Serial, st.Lineage)
-							}
-						}
-						return nil
-					})
-				},
-			},
+			stateShowCommand(stdout, stderr),
+			statePullCommand(stdout, stderr),
+			statePushCommand(stdout, stderr),
 		},
 	}
+}
+
+// stateShowCommand is fuelsync state show: what the applied state records.
+func stateShowCommand(stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:  "show",
+		Usage: "summarise the applied state: lineage, serial, revision, clusters, lock holder",
+		Description: "Prints what the applied state records: its lineage and serial, the revision applied,\n" +
+			"each cluster's deployed nodes, and (with the state on etcd) who holds the lock.",
+		ArgsUsage:    " ",
+		OnUsageError: usageError,
+		Flags:        []cli.Flag{formatFlag()},
+		Action: func(c *cli.Context) error {
+			return withReadState(c, stdout, stderr, func(g *globals, w *state.Workdir, st *state.State) error {
+				var holder state.LockInfo
+				if e, ok := w.Backend.(state.Coordinator); ok {
+					holder = e.Holder(c.Context)
+				}
+				return stateView(stdout, g, w, st, holder)
+			})
+		},
+	}
+}
+
+// statePullCommand is fuelsync state pull: the state document as stored.
+func statePullCommand(stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:  "pull",
+		Usage: "print the applied state as JSON (for state push, or to keep a copy)",
+		Description: "Writes the applied state document to stdout, exactly as stored, for state push into\n" +
+			"another backend or to keep a copy.",
+		ArgsUsage:    " ",
+		OnUsageError: usageError,
+		Action: func(c *cli.Context) error {
+			return withReadState(c, stdout, stderr, func(g *globals, w *state.Workdir, st *state.State) error {
+				if st.Serial == 0 {
+					return &exitError{code: 1, msg: fmt.Sprintf("%s holds no state: nothing was applied", w.StateName())}
+				}
+				return writeJSON(stdout, st)
+			})
+		},
+	}
+}
+
+// statePushCommand is fuelsync state push FILE: a pulled state stored.
+func statePushCommand(stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:      "push",
+		Usage:     "store a pulled state (FILE, or - for stdin) as the applied state",
+		ArgsUsage: "FILE",
+		Description: "Refuses a state of another lineage than the stored one, or an older serial; a\n" +
+			"state equal to the stored one changes nothing. Into the work directory, the applied\n" +
+			"set of the state's serial must be there with the files the state names.",
+		OnUsageError: usageError,
+		Flags: []cli.Flag{
+			&cli.DurationFlag{Name: "lock-timeout", Usage: "wait up to `DURATION` for the lock", DefaultText: "fail at once"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return &exitError{code: 1, msg: "state push takes one argument: the state file (- for stdin)"}
+			}
+			return withState(c, stdout, stderr, func(g *globals, w *state.Workdir) error {
+				st, err := readStateFile(c.Args().First())
+				if err != nil {
+					return err
+				}
+				lock, err := w.Lock(c.Context, "state push", c.Duration("lock-timeout"))
+				if err != nil {
+					return &exitError{code: 1, msg: err.Error()}
+				}
+				defer lock.Unlock()
+				changed, err := state.Push(w, lock, st)
+				if err != nil {
+					return &exitError{code: 1, msg: err.Error()}
+				}
+				return pushedView(g, w, st, changed)
+			})
+		},
+	}
+}
+
+// readStateFile reads and parses the state document in file name (- for
+// stdin), at most one byte over state.MaxSize (state.Parse refuses it).
+func readStateFile(name string) (*state.State, error) {
+	var in io.Reader = stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, &exitError{code: 1, msg: err.Error()}
+		}
+		defer f.Close()
+		in = f
+	}
+	data, err := io.ReadAll(io.LimitReader(in, state.MaxSize+1))
+	if err != nil {
+		return nil, &exitError{code: 1, msg: err.Error()}
+	}
+	st, err := state.Parse(name, data)
+	if err != nil {
+		return nil, &exitError{code: 1, msg: err.Error()}
+	}
+	return st, nil
+}
+
+// pushedView says what state push did: serial st pushed to w's state, or
+// nothing changed (it held it already).
+func pushedView(g *globals, w *state.Workdir, st *state.State, changed bool) error {
+	if g.format == formatJSON {
+		return writeJSON(g.stdout, map[string]any{"format_version": formatVersion, "state": w.StateName(),
+			"serial": st.Serial, "lineage": st.Lineage, "changed": changed})
+	}
+	if !g.quiet {
+		if changed {
+			fmt.Fprintf(g.stdout, "Pushed serial %d (lineage %s) to %s.\n", st.Serial, st.Lineage, w.StateName())
+		} else {
+			fmt.Fprintf(g.stdout, "%s already holds serial %d of lineage %s; nothing changed.\n", w.StateName(), st.Serial, st.Lineage)
+		}
+	}
+	return nil
 }
 
 // withState runs f with the globals and the work directory, from the
@@ -195,10 +216,21 @@ func withState(c *cli.Context, stdout, stderr io.Writer, f func(*globals, *state
 	return f(env.g, w)
 }
 
+// withReadState is withState with the state read.
+func withReadState(c *cli.Context, stdout, stderr io.Writer, f func(*globals, *state.Workdir, *state.State) error) error {
+	return withState(c, stdout, stderr, func(g *globals, w *state.Workdir) error {
+		st, err := w.ReadState()
+		if err != nil {
+			return &exitError{code: 1, msg: err.Error()}
+		}
+		return f(g, w, st)
+	})
+}
+
 // stateView prints what state show shows: the state's summary, as text or
 // JSON.
 func stateView(stdout io.Writer, g *globals, w *state.Workdir, st *state.State, holder state.LockInfo) error {
-	if g.format == "json" {
+	if g.format == formatJSON {
 		doc := map[string]any{"backend": w.StateName(), "lineage": st.Lineage, "serial": st.Serial,
 			"revision": st.Revision, "tool_version": st.ToolVersion, "artifacts": len(st.Artifacts),
 			"clusters": st.Clusters, "lock_holder": holderOrNil(holder)}

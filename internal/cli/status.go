@@ -1,16 +1,12 @@
 package cli
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -61,9 +57,6 @@ func statusCommand(stdout, stderr io.Writer) *cli.Command {
 			defer env.close()
 			if c.NArg() > 0 {
 				return &exitError{code: 1, msg: fmt.Sprintf("status takes no arguments (got %q)", c.Args().First())}
-			}
-			if env.g.format != "text" && env.g.format != "json" {
-				return &exitError{code: 1, msg: fmt.Sprintf("status prints text or json, not %q", env.g.format)}
 			}
 			lines, err := env.clusterLines(c.String("server"))
 			if err != nil {
@@ -154,7 +147,7 @@ func (e *opEnv) clusterInfos() ([]operation.ClusterInfo, *state.Workdir, error) 
 
 // statusView prints the status lines, as text (a table) or JSON.
 func statusView(stdout io.Writer, g *globals, lines []server.ClusterLine) error {
-	if g.format == "json" {
+	if g.format == formatJSON {
 		return writeJSON(stdout, map[string]any{"format_version": formatVersion, "clusters": lines})
 	}
 	writeStatusTable(stdout, lines)
@@ -244,68 +237,15 @@ func shortRev(rev string) string {
 	return gitsource.Short(rev)
 }
 
-// apiClient is an HTTP client for serve's API at url (without a trailing /),
-// with the bearer token of --api-token-file when given.
-type apiClient struct {
-	url, token string
-	http       *http.Client
-}
-
-func newAPIClient(c *cli.Context, url string) (*apiClient, error) {
-	a := &apiClient{url: strings.TrimRight(url, "/"), http: &http.Client{Timeout: 30 * time.Second}}
-	if f := c.String("api-token-file"); f != "" {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, &exitError{code: 1, msg: "--api-token-file: " + err.Error()}
-		}
-		a.token = strings.TrimSpace(string(data))
-	}
-	return a, nil
-}
-
-// do sends a request and decodes a JSON answer into out (nil: none); an answer
-// other than 2xx is an error with its (bounded) body.
-func (a *apiClient) do(c *cli.Context, method, path string, body []byte, out any) error {
-	req, err := http.NewRequestWithContext(c.Context, method, a.url+path, bytes.NewReader(body))
-	if err != nil {
-		return &exitError{code: 1, msg: err.Error()}
-	}
-	if a.token != "" {
-		req.Header.Set("Authorization", "Bearer "+a.token)
-	}
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := a.http.Do(req)
-	if err != nil {
-		return &exitError{code: 1, msg: redact.Text(err.Error())}
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return &exitError{code: 1, msg: err.Error()}
-	}
-	if resp.StatusCode/100 != 2 {
-		return &exitError{code: 1, msg: fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(data[:min(len(data), 4096)])))}
-	}
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			return &exitError{code: 1, msg: fmt.Sprintf("%s %s: not the answer of fuelsync serve: %v", method, path, err)}
-		}
-	}
-	return nil
-}
-
 // serverClusters asks serve at url for its clusters.
 func serverClusters(c *cli.Context, url string) ([]server.ClusterLine, error) {
-	a, err := newAPIClient(c, url)
+	client, err := serveClient(c, url)
 	if err != nil {
 		return nil, err
 	}
 	var lines []server.ClusterLine
-	if err := a.do(c, http.MethodGet, "/api/v1/clusters", nil, &lines); err != nil {
-		return nil, err
+	if err := client.Clusters(c.Context, &lines); err != nil {
+		return nil, &exitError{code: 1, msg: "asking serve for its clusters: " + redact.Text(err.Error())}
 	}
 	return lines, nil
 }
@@ -353,31 +293,25 @@ func serverApprove(c *cli.Context, server, name, ref string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	a, err := newAPIClient(c, server)
+	client, err := serveClient(c, server)
 	if err != nil {
 		return err
 	}
-	var body []byte
-	if ref != "" {
-		body, _ = json.Marshal(map[string]string{"revision": ref})
+	answer, err := client.Approve(c.Context, name, ref)
+	if err != nil {
+		return &exitError{code: 1, msg: "approving: " + redact.Text(err.Error())}
 	}
-	var answer struct {
-		Revision string       `json:"revision"`
-		Digest   string       `json:"digest"`
-		Summary  diff.Summary `json:"summary"`
+	if g.format == formatJSON {
+		return writeJSON(stdout, answer)
 	}
-	var raw json.RawMessage
-	if err := a.do(c, http.MethodPost, "/api/v1/clusters/"+url.PathEscape(name)+"/approve", body, &raw); err != nil {
-		return err
-	}
-	if g.format == "json" {
-		return writeJSON(stdout, raw)
-	}
-	if err := json.Unmarshal(raw, &answer); err != nil {
-		return &exitError{code: 1, msg: "the approval's answer: " + err.Error()}
+	var summary diff.Summary
+	if len(answer.Summary) > 0 {
+		if err := json.Unmarshal(answer.Summary, &summary); err != nil {
+			return &exitError{code: 1, msg: "the approval's answer: " + err.Error()}
+		}
 	}
 	if !g.quiet {
-		pd := &state.Pending{Revision: answer.Revision, Digest: answer.Digest, Summary: answer.Summary}
+		pd := &state.Pending{Revision: answer.Revision, Digest: answer.Digest, Summary: summary}
 		fmt.Fprintf(stdout, "Approved: cluster %s, %s; serve applies it at its next reconcile.\n", safetext.Line(name), approvedPlan(pd))
 	}
 	return nil
@@ -432,7 +366,7 @@ func (e *opEnv) approve(name, ref string, lockTimeout time.Duration) error {
 	}
 	v := newPlanView(e.g)
 	v.diagnostics(res, src)
-	if !e.g.quiet && e.g.format == "text" {
+	if !e.g.quiet && e.g.format == formatText {
 		if err := v.plan(res); err != nil {
 			return err
 		}

@@ -45,123 +45,187 @@ func tagMetaCommand(op string, stdout, stderr io.Writer) *cli.Command {
 			if c.NArg() != 1 {
 				return &exitError{code: 1, msg: fmt.Sprintf("tags %s takes one argument, the tag's name", op)}
 			}
-			if (c.String("cluster") == "") == (c.String("release") == "") {
-				return &exitError{code: 1, msg: fmt.Sprintf("tags %s needs --cluster C or --release R (one of them)", op)}
+			scope, err := parseScope(c, "tags "+op)
+			if err != nil {
+				return err
 			}
-			return editTagMeta(g, c, op, c.Args().First())
+			return editTagMeta(g, c, scope, op, c.Args().First())
 		},
 	}
 }
 
-func editTagMeta(g *globals, c *cli.Context, op, name string) error {
+// editTagMeta is tags create|update|delete (op) of tag name: the edit of the
+// cluster's spec or the release's tags file, then validated and written
+// (finishEdit), or nothing to change.
+func editTagMeta(g *globals, c *cli.Context, scope scopeArgs, op, name string) error {
 	src, repo, err := loadForEdit(g)
 	if err != nil {
 		return err
 	}
-	hasPrimary := c.Bool("has-primary")
-	value := fmt.Sprintf("{has_primary: %t}", hasPrimary)
-	verb := map[string]string{"create": "created", "delete": "deleted", "update": "updated"}[op]
-	summary := fmt.Sprintf("tag %s %s", name, verb)
-	if op != "delete" {
-		summary += fmt.Sprintf(" (has_primary: %t)", hasPrimary)
-	}
-	var file string
-	var data, orig []byte
-	var clusters []string
-	if cname := c.String("cluster"); cname != "" {
-		cl := repo.Cluster(cname)
-		if cl == nil {
-			return &exitError{code: 1, msg: noCluster(cname, repo) + "; nothing written"}
-		}
-		m, mdiags := render.Build(repo, cl)
-		if m == nil || mdiags.HasErrors() {
-			return &exitError{code: 1, msg: fmt.Sprintf("cluster %s does not validate; nothing written", cl.Name)}
-		}
-		own := slices.IndexFunc(cl.Tags, func(t *loader.TagMeta) bool { return t.Name == name }) >= 0
-		existing := m.Tags[name]
-		switch op {
-		case "create":
-			if existing != nil {
-				return &exitError{code: 1, msg: fmt.Sprintf("tag %s already exists (%s); use tags update; nothing written", name, existing.Owner)}
-			}
-		case "update":
-			if existing == nil {
-				return &exitError{code: 1, msg: fmt.Sprintf("cluster %s has no tag %s; use tags create; nothing written", cl.Name, name)}
-			}
-		case "delete":
-			for _, r := range m.Roles {
-				if slices.Contains(r.Tags, name) {
-					return &exitError{code: 1, msg: fmt.Sprintf("tag %s belongs to role %s and cannot be deleted; nothing written", name, r.Name)}
-				}
-			}
-			if !own {
-				if existing == nil {
-					return &exitError{code: 1, msg: fmt.Sprintf("cluster %s has no tag %s; nothing written", cl.Name, name)}
-				}
-				return &exitError{code: 1, msg: fmt.Sprintf("tag %s is declared by the %s, not by cluster %s; nothing written", name, existing.Owner, cl.Name)}
-			}
-		}
-		file, clusters = cl.File, []string{cl.Name}
-		if orig, err = fs.ReadFile(src.fsys, file); err != nil {
-			return &exitError{code: 1, msg: err.Error()}
-		}
-		if strings.HasSuffix(file, ".hcl") {
-			data, err = specedit.SetHCLClusterAttr(orig, file, "tags", clusterTagsValue(cl.Tags, op, name, hasPrimary))
-		} else {
-			e := specedit.MapEdit{Path: []string{"tags"}, Key: name, Value: value}
-			if op == "delete" {
-				e.Value = ""
-			}
-			data, err = specedit.EditYAMLMap(orig, e)
-		}
+	t := tagMetaEdit{op: op, name: name, hasPrimary: c.Bool("has-primary")}
+	var ch *specChange
+	if scope.cluster != "" {
+		ch, err = t.clusterChange(src, repo, scope.cluster)
 	} else {
-		rel, rerr := findRelease(repo, c.String("release"))
-		if rerr != nil {
-			return rerr
-		}
-		var at *loader.TagMeta
-		for _, t := range rel.Tags {
-			if t.Name == name || (op == "create" && at == nil) {
-				at = t
-			}
-		}
-		exists := slices.IndexFunc(rel.Tags, func(t *loader.TagMeta) bool { return t.Name == name }) >= 0
-		switch {
-		case op == "create" && exists:
-			return &exitError{code: 1, msg: fmt.Sprintf("release %s already declares tag %s; use tags update; nothing written", rel.Version, name)}
-		case op != "create" && !exists:
-			return &exitError{code: 1, msg: fmt.Sprintf("release %s declares no tag %s; nothing written", rel.Version, name)}
-		case at == nil:
-			return &exitError{code: 1, msg: fmt.Sprintf("release %s declares no tags yet: add its tags metadata by hand first; nothing written", rel.Version)}
-		}
-		if op == "delete" {
-			for _, r := range rel.Roles {
-				if slices.Contains(r.Tags, name) || (!r.HasTags && r.Name == name) {
-					return &exitError{code: 1, msg: fmt.Sprintf("tag %s belongs to role %s and cannot be deleted; nothing written", name, r.Name)}
-				}
-			}
-		}
-		file = at.Range.Filename
-		if strings.HasSuffix(file, ".hcl") {
-			return &exitError{code: 1, msg: fmt.Sprintf("release %s declares its tags in %s: edit its tag blocks there; nothing written", rel.Version, file)}
-		}
-		if orig, err = fs.ReadFile(src.fsys, file); err != nil {
-			return &exitError{code: 1, msg: err.Error()}
-		}
-		e := specedit.MapEdit{AtLine: at.Range.Start.Line, AtCol: at.Range.Start.Column, Key: name, Value: value}
-		if op == "delete" {
-			e.Value = ""
-		}
-		data, err = specedit.EditYAMLMap(orig, e)
-		summary = fmt.Sprintf("release %s: %s", rel.Version, summary)
-	}
-	if err == specedit.ErrNoChange || (err == nil && string(data) == string(orig)) {
-		return nothingToChange(g, src, file, summary)
+		ch, err = t.releaseChange(src, repo, scope.release)
 	}
 	if err != nil {
-		return &exitError{code: 1, msg: fmt.Sprintf("%s: %v; nothing written", file, err)}
+		return err
 	}
-	return finishEdit(g, c, src, repo, file, orig, data, summary, clusters)
+	if ch.err == specedit.ErrNoChange || (ch.err == nil && string(ch.data) == string(ch.orig)) {
+		return nothingToChange(g, src, ch.file, ch.summary)
+	}
+	if ch.err != nil {
+		return &exitError{code: 1, msg: fmt.Sprintf("%s: %v; nothing written", ch.file, ch.err)}
+	}
+	return finishEdit(g, c, src, repo, ch.file, ch.orig, ch.data, ch.summary, ch.clusters)
+}
+
+// tagMetaEdit is a tags create, update or delete (op) of tag name, with
+// has_primary (create, update).
+type tagMetaEdit struct {
+	op, name   string
+	hasPrimary bool
+}
+
+// specChange is an edit of one file of the repository: its text before
+// (orig) and after (data), or the editor's error (specedit.ErrNoChange when
+// it changes nothing); what it says it did, and the clusters it touches.
+type specChange struct {
+	file       string
+	orig, data []byte
+	err        error
+	summary    string
+	clusters   []string
+}
+
+// value is the tag's metadata as written in YAML.
+func (t tagMetaEdit) value() string {
+	if t.op == "delete" {
+		return "" // the key goes
+	}
+	return fmt.Sprintf("{has_primary: %t}", t.hasPrimary)
+}
+
+// summary says what the edit does: "tag NAME created (has_primary: B)".
+func (t tagMetaEdit) summary() string {
+	verb := map[string]string{"create": "created", "delete": "deleted", "update": "updated"}[t.op]
+	summary := fmt.Sprintf("tag %s %s", t.name, verb)
+	if t.op != "delete" {
+		summary += fmt.Sprintf(" (has_primary: %t)", t.hasPrimary)
+	}
+	return summary
+}
+
+// clusterChange edits the tags: of cluster cname's spec (YAML or HCL), once
+// the cluster's tags allow op.
+func (t tagMetaEdit) clusterChange(src *source, repo *loader.Repo, cname string) (*specChange, error) {
+	cl := repo.Cluster(cname)
+	if cl == nil {
+		return nil, &exitError{code: 1, msg: noCluster(cname, repo) + "; nothing written"}
+	}
+	if err := t.checkCluster(repo, cl); err != nil {
+		return nil, err
+	}
+	ch := &specChange{file: cl.File, summary: t.summary(), clusters: []string{cl.Name}}
+	var err error
+	if ch.orig, err = fs.ReadFile(src.fsys, ch.file); err != nil {
+		return nil, &exitError{code: 1, msg: err.Error()}
+	}
+	if strings.HasSuffix(ch.file, ".hcl") {
+		ch.data, ch.err = specedit.SetHCLClusterAttr(ch.orig, ch.file, "tags", clusterTagsValue(cl.Tags, t.op, t.name, t.hasPrimary))
+	} else {
+		ch.data, ch.err = specedit.EditYAMLMap(ch.orig, specedit.MapEdit{Path: []string{"tags"}, Key: t.name, Value: t.value()})
+	}
+	return ch, nil
+}
+
+// checkCluster refuses op on cluster cl's tag: create of a tag it has,
+// update of one it has not, delete of a tag a role lists or that the
+// cluster does not declare itself.
+func (t tagMetaEdit) checkCluster(repo *loader.Repo, cl *loader.Cluster) error {
+	m, mdiags := render.Build(repo, cl)
+	if m == nil || mdiags.HasErrors() {
+		return &exitError{code: 1, msg: fmt.Sprintf("cluster %s does not validate; nothing written", cl.Name)}
+	}
+	own := slices.IndexFunc(cl.Tags, func(tm *loader.TagMeta) bool { return tm.Name == t.name }) >= 0
+	existing := m.Tags[t.name]
+	switch t.op {
+	case "create":
+		if existing != nil {
+			return &exitError{code: 1, msg: fmt.Sprintf("tag %s already exists (%s); use tags update; nothing written", t.name, existing.Owner)}
+		}
+	case "update":
+		if existing == nil {
+			return &exitError{code: 1, msg: fmt.Sprintf("cluster %s has no tag %s; use tags create; nothing written", cl.Name, t.name)}
+		}
+	case "delete":
+		for _, r := range m.Roles {
+			if slices.Contains(r.Tags, t.name) {
+				return &exitError{code: 1, msg: fmt.Sprintf("tag %s belongs to role %s and cannot be deleted; nothing written", t.name, r.Name)}
+			}
+		}
+		if !own {
+			if existing == nil {
+				return &exitError{code: 1, msg: fmt.Sprintf("cluster %s has no tag %s; nothing written", cl.Name, t.name)}
+			}
+			return &exitError{code: 1, msg: fmt.Sprintf("tag %s is declared by the %s, not by cluster %s; nothing written", t.name, existing.Owner, cl.Name)}
+		}
+	}
+	return nil
+}
+
+// releaseChange edits the YAML file that declares release relRef's tags,
+// once the release's tags allow op.
+func (t tagMetaEdit) releaseChange(src *source, repo *loader.Repo, relRef string) (*specChange, error) {
+	rel, err := findRelease(repo, relRef)
+	if err != nil {
+		return nil, err
+	}
+	at, err := t.checkRelease(rel)
+	if err != nil {
+		return nil, err
+	}
+	ch := &specChange{file: at.Range.Filename, summary: fmt.Sprintf("release %s: %s", rel.Version, t.summary())}
+	if strings.HasSuffix(ch.file, ".hcl") {
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("release %s declares its tags in %s: edit its tag blocks there; nothing written", rel.Version, ch.file)}
+	}
+	if ch.orig, err = fs.ReadFile(src.fsys, ch.file); err != nil {
+		return nil, &exitError{code: 1, msg: err.Error()}
+	}
+	e := specedit.MapEdit{AtLine: at.Range.Start.Line, AtCol: at.Range.Start.Column, Key: t.name, Value: t.value()}
+	ch.data, ch.err = specedit.EditYAMLMap(ch.orig, e)
+	return ch, nil
+}
+
+// checkRelease refuses op on release rel's tag (create of a tag it
+// declares, update or delete of one it does not, delete of a tag a role
+// lists) and returns the tag whose mapping the edit goes into: the tag
+// itself, or for create the release's first tag.
+func (t tagMetaEdit) checkRelease(rel *loader.Release) (*loader.TagMeta, error) {
+	var at *loader.TagMeta
+	for _, tm := range rel.Tags {
+		if tm.Name == t.name || (t.op == "create" && at == nil) {
+			at = tm
+		}
+	}
+	exists := slices.IndexFunc(rel.Tags, func(tm *loader.TagMeta) bool { return tm.Name == t.name }) >= 0
+	switch {
+	case t.op == "create" && exists:
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("release %s already declares tag %s; use tags update; nothing written", rel.Version, t.name)}
+	case t.op != "create" && !exists:
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("release %s declares no tag %s; nothing written", rel.Version, t.name)}
+	case at == nil:
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("release %s declares no tags yet: add its tags metadata by hand first; nothing written", rel.Version)}
+	}
+	if t.op == "delete" {
+		for _, r := range rel.Roles {
+			if slices.Contains(r.Tags, t.name) || (!r.HasTags && r.Name == t.name) {
+				return nil, &exitError{code: 1, msg: fmt.Sprintf("tag %s belongs to role %s and cannot be deleted; nothing written", t.name, r.Name)}
+			}
+		}
+	}
+	return at, nil
 }
 
 // clusterTagsValue is the cluster's tags after the edit, as an HCL object.

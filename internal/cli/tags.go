@@ -4,12 +4,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/fuelsync/fuelsync/internal/safetext"
-	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/render"
 )
 
@@ -61,88 +59,96 @@ func tagsListCommand(stdout, stderr io.Writer) *cli.Command {
 			if err != nil {
 				return err
 			}
-			if g.format != "text" && g.format != "json" {
-				return &exitError{code: 1, msg: fmt.Sprintf("tags list prints text or json, not %q", g.format)}
-			}
-			clusterName, relRef, node := c.String("cluster"), c.String("release"), c.String("node")
-			if (clusterName == "") == (relRef == "") {
-				return &exitError{code: 1, msg: "tags list needs --cluster C or --release R (one of them)"}
-			}
-			if node != "" && clusterName == "" {
-				return &exitError{code: 1, msg: "--node needs --cluster"}
-			}
-			src, err := openSource(g)
+			scope, err := parseScope(c, "tags list")
 			if err != nil {
 				return err
 			}
-			repo, diags := loader.Load(src.fsys, loadOptions(nil))
-			if diags.HasErrors() {
-				g.writeDiagnostics(stderr, diags, repo.Sources.Files(), src.prefix)
-				return &exitError{code: 1, msg: "the repository does not load; run 'fuelsync validate' for every problem"}
+			node := c.String("node")
+			if node != "" && scope.cluster == "" {
+				return &exitError{code: 1, msg: "--node needs --cluster"}
 			}
-			out := tagsJSON{FormatVersion: "1"}
-			if relRef != "" {
-				rel, err := findRelease(repo, relRef)
-				if err != nil {
-					return err
-				}
-				out.Release, out.Tags = rel.Version, render.ReleaseTagList(rel)
-			} else {
-				cl, m, err := clusterModel(g, src, repo, clusterName)
-				if err != nil {
-					return err
-				}
-				out.Cluster = cl.Name
-				if node != "" {
-					if out.NodeTags = m.NodeTagSources(node); out.NodeTags == nil {
-						return &exitError{code: 1, msg: fmt.Sprintf("cluster %s has no node %q", cl.Name, node)}
-					}
-					out.Node = node
-				} else {
-					out.Tags = m.TagList()
-				}
+			out, err := tagsList(g, scope, node)
+			if err != nil {
+				return err
 			}
-			if g.format == "json" {
-				return writeJSON(stdout, out)
-			}
-			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			if out.Node != "" {
-				fmt.Fprintln(tw, "TAG\tFROM")
-				for _, nt := range out.NodeTags {
-					fmt.Fprintf(tw, "%s\t%s\n", safetext.Line(nt.Tag), safetext.Line(strings.Join(nt.Sources, ", ")))
-				}
-				return tw.Flush()
-			}
-			if out.Release != "" {
-				fmt.Fprintln(tw, "TAG\tOWNER\tPRIMARY\tKIND")
-			} else {
-				fmt.Fprintln(tw, "TAG\tOWNER\tPRIMARY\tKIND\tNODES")
-			}
-			for _, t := range out.Tags {
-				kind := "user-defined"
-				if !t.UserDefined() {
-					kind = "role " + strings.Join(t.Roles, ", role ")
-				}
-				var nodes []string
-				for _, n := range t.Nodes {
-					if n == t.Primary {
-						n += " (primary)"
-					}
-					nodes = append(nodes, n)
-				}
-				primary := "no"
-				if t.HasPrimary {
-					primary = "yes"
-				}
-				if out.Release != "" {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", safetext.Line(t.Name), safetext.Line(t.Owner), primary, kind)
-				} else {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safetext.Line(t.Name), safetext.Line(t.Owner), primary, kind, safetext.Line(strings.Join(nodes, ", ")))
-				}
-			}
-			return tw.Flush()
+			return tagsView(g, out)
 		},
 	}
+}
+
+// tagsList is what tags list prints: the tags of a release, of a cluster,
+// or (node not empty) a node's effective tags and their sources.
+func tagsList(g *globals, scope scopeArgs, node string) (*tagsJSON, error) {
+	src, repo, err := loadRepo(g)
+	if err != nil {
+		return nil, err
+	}
+	out := &tagsJSON{FormatVersion: "1"}
+	if scope.release != "" {
+		rel, err := findRelease(repo, scope.release)
+		if err != nil {
+			return nil, err
+		}
+		out.Release, out.Tags = rel.Version, render.ReleaseTagList(rel)
+		return out, nil
+	}
+	cl, m, err := clusterModel(g, src, repo, scope.cluster)
+	if err != nil {
+		return nil, err
+	}
+	out.Cluster = cl.Name
+	if node == "" {
+		out.Tags = m.TagList()
+		return out, nil
+	}
+	if out.NodeTags = m.NodeTagSources(node); out.NodeTags == nil {
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("cluster %s has no node %q", cl.Name, node)}
+	}
+	out.Node = node
+	return out, nil
+}
+
+// tagsView prints tags list's result: JSON, or a table (a node's tags with
+// where each comes from; else every tag, with its nodes for a cluster).
+func tagsView(g *globals, out *tagsJSON) error {
+	if g.format == formatJSON {
+		return writeJSON(g.stdout, out)
+	}
+	if out.Node != "" {
+		var rows [][]string
+		for _, nt := range out.NodeTags {
+			rows = append(rows, []string{safetext.Line(nt.Tag), safetext.Line(strings.Join(nt.Sources, ", "))})
+		}
+		return writeTable(g.stdout, []string{"TAG", "FROM"}, rows)
+	}
+	head := []string{"TAG", "OWNER", "PRIMARY", "KIND"}
+	if out.Release == "" {
+		head = append(head, "NODES")
+	}
+	var rows [][]string
+	for _, t := range out.Tags {
+		kind := "user-defined"
+		if !t.UserDefined() {
+			kind = "role " + strings.Join(t.Roles, ", role ")
+		}
+		primary := "no"
+		if t.HasPrimary {
+			primary = "yes"
+		}
+		row := []string{safetext.Line(t.Name), safetext.Line(t.Owner), primary, kind}
+		if out.Release == "" {
+			var nodes []string
+			for _, n := range t.Nodes {
+				if n == t.Primary {
+					n += " (primary)"
+				}
+				nodes = append(nodes, n)
+			}
+			row = append(row, safetext.Line(strings.Join(nodes, ", ")))
+		}
+		rows = append(rows, row)
+	}
+	return writeTable(g.stdout, head, rows)
 }
 
 func rolesCommand(stdout, stderr io.Writer) *cli.Command {

@@ -61,7 +61,7 @@ func triggerCommand(stdout, stderr io.Writer) *cli.Command {
 			defer resp.Body.Close()
 			text, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 			accepted := resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusOK
-			if g.format == "json" {
+			if g.format == formatJSON {
 				if err := writeJSON(stdout, map[string]any{"format_version": formatVersion, "accepted": accepted,
 					"status": resp.StatusCode, "response": strings.TrimSpace(string(text)), "delivery": hex.EncodeToString(id)}); err != nil {
 					return err

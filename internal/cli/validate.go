@@ -34,11 +34,6 @@ func validateCommand(stdout, stderr io.Writer) *cli.Command {
 			if c.NArg() > 0 {
 				return &exitError{code: 1, msg: fmt.Sprintf("validate takes no arguments (got %q); use --repo PATH", c.Args().First())}
 			}
-			switch g.format {
-			case "text", "json", "github":
-			default:
-				return &exitError{code: 1, msg: fmt.Sprintf("validate: --format must be text, json or github, not %q", g.format)}
-			}
 			src, err := openSource(g)
 			if err != nil {
 				return err
@@ -47,11 +42,11 @@ func validateCommand(stdout, stderr io.Writer) *cli.Command {
 			nerr, nwarn := loader.Counts(diags)
 			failed := nerr > 0 || (c.Bool("strict") && nwarn > 0)
 			switch g.format {
-			case "json":
+			case formatJSON:
 				if err := writeDiagnosticsJSON(stdout, diags, src.prefix, !failed); err != nil {
 					return err
 				}
-			case "github":
+			case formatGitHub:
 				writeDiagnosticsGitHub(stdout, diags, src.prefix)
 			default:
 				shown := *g

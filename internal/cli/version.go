@@ -41,7 +41,7 @@ func writeVersion(c *cli.Context, stdout, stderr io.Writer) error {
 }
 
 func printVersion(g *globals) error {
-	if g.format == "json" {
+	if g.format == formatJSON {
 		return writeJSON(g.stdout, map[string]any{"format_version": formatVersion, "program": program, "version": version, "commit": commit, "go": runtime.Version()})
 	}
 	_, err := fmt.Fprintf(g.stdout, "%s %s\ncommit: %s\ngo: %s\n", program, version, commit, runtime.Version())

@@ -21,7 +21,7 @@ type planView interface {
 }
 
 func newPlanView(g *globals) planView {
-	if g.format == "json" {
+	if g.format == formatJSON {
 		return &planJSONView{g: g}
 	}
 	return &planTextView{g: g}
@@ -49,9 +49,6 @@ func (v *planTextView) diagnostics(res *operation.Result, src *source) {
 
 func (v *planTextView) plan(res *operation.Result) error {
 	g := v.g
-	if g.format != "text" {
-		return &exitError{code: 1, msg: fmt.Sprintf("plan prints text or json, not %q", g.format)}
-	}
 	v.planned = true
 	p := res.Plan
 	if !g.quiet || p.ChangesPresent {
@@ -138,7 +135,7 @@ func writeDeferred(b *strings.Builder, colors diff.Colors, c *operation.ClusterR
 
 func (v *planTextView) applied(res *operation.Result, w *state.Workdir) error {
 	g := v.g
-	if g.format != "text" || g.quiet {
+	if g.format != formatText || g.quiet {
 		return nil
 	}
 	if res.Next == nil {

@@ -130,7 +130,7 @@ func (w *waiter) wait() error {
 // poll asks serve once and judges its answer.
 func (w *waiter) poll(ctx context.Context) waitVerdict {
 	var lines []server.ClusterLine
-	if err := w.d.client.Get(ctx, "/api/v1/clusters", &lines); err != nil {
+	if err := w.d.client.Clusters(ctx, &lines); err != nil {
 		if api.Code(err) == 401 || api.Code(err) == 403 {
 			return waitVerdict{failure: "serve refused: " + redact.Text(err.Error())}
 		}
@@ -164,7 +164,7 @@ func (w *waiter) show() {
 // end prints the result: exit 0 when reached, 1 otherwise with why.
 func (w *waiter) end(reached, timedOut bool, reason string) error {
 	d := w.d
-	if d.format == "json" {
+	if d.format == formatJSON {
 		if err := writeJSON(d.stdout, WaitResult{Cluster: w.cluster, For: w.cond, Reached: reached, TimedOut: timedOut, Reason: reason, Status: w.line}); err != nil {
 			return err
 		}
