@@ -74,7 +74,7 @@ type variant struct {
 
 // observe records st as the applied state and wakes the waiters of every
 // graph whose view (viewDigest) differs from the previous state's. Called by the loop
-// after each reconcile (Loop.OnState), and by a request that finds current moved.
+// after each reconcile (Loop.OnState, reconciled), and by a request that finds current moved.
 func (s *Server) observe(st *state.State) {
 	ix := &s.index
 	ix.mu.Lock()

@@ -159,8 +159,17 @@ func New(loop *controller.Loop, secret []byte) *Server {
 		loop.Reports = reports.NewWorkdirStore(loop.Workdir)
 	}
 	loop.OnReconcile = s.metrics.Reconciled
-	loop.OnState = s.observe
+	loop.OnState = s.reconciled
 	return s
+}
+
+// reconciled is told the applied state at the end of each reconcile
+// (Loop.OnState): it observes it, and kicks the automatic runs, whose
+// decision needs the loop's model of that commit, recorded only now (a
+// request that read the new state earlier kicked them before the model).
+func (s *Server) reconciled(st *state.State) {
+	s.observe(st)
+	s.kickAutoDeploy()
 }
 
 // Handler routes the server's endpoints.
