@@ -661,7 +661,7 @@ func computeCluster(cluster string, changed []string, old, new *Side) (*ClusterC
 		}
 		graphs := union(ov.graphs(cluster, n), nv.graphs(cluster, n))
 		for _, g := range graphs {
-			name := render.NodePath(cluster, n, g)
+			name := render.NodeAddress(cluster, n, g).String()
 			if old.Digests[name] == new.Digests[name] && !changedCatalogue[g] {
 				continue
 			}

@@ -177,7 +177,7 @@ func SnapshotOf(set fs.FS, cluster, graph string) ([]byte, string, error) {
 		return nil, "", err
 	}
 	for _, n := range nodes {
-		if err := add(render.NodePath(cluster, n.Name(), graph), false); err != nil {
+		if err := add(render.NodeAddress(cluster, n.Name(), graph).String(), false); err != nil {
 			return nil, "", err
 		}
 	}
