@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"path"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -72,7 +71,7 @@ func (c *Convergence) NodeState(st *state.State, cluster, node string, last *Rep
 	if last == nil || st == nil {
 		return Progressing
 	}
-	name := path.Join(cluster, "nodes", node, last.Graph+".yaml")
+	name := render.NodeAddress(cluster, node, last.Graph).String()
 	view, ok := render.ViewDigest(st.Artifacts, name)
 	if !ok {
 		return Progressing

@@ -172,7 +172,7 @@ func SnapshotOf(set fs.FS, cluster, graph string) ([]byte, string, error) {
 	if err := add(render.CataloguePath(cluster, graph), false); err != nil {
 		return nil, "", err
 	}
-	nodes, err := fs.ReadDir(set, path.Join(cluster, "nodes"))
+	nodes, err := fs.ReadDir(set, render.NodesDir(cluster))
 	if err != nil {
 		return nil, "", err
 	}

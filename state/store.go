@@ -774,8 +774,10 @@ func (w *Workdir) writeSet(dir string, st *State, objs *objectWriter, write func
 			nodes.add(nd, file, sum)
 			return nil
 		}
-		if parts := strings.SplitN(name, "/", 4); len(parts) == 4 && parts[1] == "nodes" {
-			nodes.markDeep(strings.Join(parts[:3], "/"))
+		if parts := strings.SplitN(name, "/", 4); len(parts) == 4 {
+			if nd := strings.Join(parts[:3], "/"); isNodeDir(nd) {
+				nodes.markDeep(nd)
+			}
 		}
 		if err := mkdir(path.Dir(name)); err != nil {
 			return err
