@@ -10,7 +10,7 @@ import (
 
 // TestPackagesPointOneWay: the packages of the pipeline import one way down
 // it, internal/cli → server → controller → operation → operation/decide →
-// {runs, reports} → {source, state} → diff → render → loader
+// {runs, reports} → reports/health → {source, state} → diff → render → loader
 // (docs/design.md): none of them reaches a package above it, source and
 // state do not reach each other, and nothing reaches internal/cli. notify
 // (serve's notifications, which server imports) reads its configuration
@@ -22,7 +22,7 @@ func TestPackagesPointOneWay(t *testing.T) {
 		t.Skip("runs go list")
 	}
 	const mod = "github.com/fuelsync/fuelsync/"
-	layers := [][]string{{"internal/cli"}, {"server", "agent"}, {"controller"}, {"operation"}, {"operation/decide"}, {"runs", "reports"}, {"source", "state"}, {"diff", "notify"}, {"render"}, {"loader"}, {"api", "internal/names"}}
+	layers := [][]string{{"internal/cli"}, {"server", "agent"}, {"controller"}, {"operation"}, {"operation/decide"}, {"runs", "reports"}, {"reports/health"}, {"source", "state"}, {"diff", "notify"}, {"render"}, {"loader"}, {"api", "internal/names"}}
 	for i, layer := range layers {
 		for _, pkg := range layer {
 			deps := goListDeps(t, "./"+pkg)
