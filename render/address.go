@@ -49,21 +49,23 @@ func NodeDir(cluster, node string) string { return NodesDir(cluster) + "/" + nod
 // a graph's name may hold dots: the format follows the last one) and a
 // format ParseAddress knows. Anything else is an error.
 func ParseAddress(s string) (Address, error) {
-	parts := strings.Split(s, "/")
-	if len(parts) != 4 || parts[1] != nodesSegment {
+	cluster, rest, _ := strings.Cut(s, "/")
+	seg, rest, _ := strings.Cut(rest, "/")
+	node, file, ok := strings.Cut(rest, "/")
+	if !ok || seg != nodesSegment || strings.Contains(file, "/") {
 		return Address{}, fmt.Errorf("%q is not a node's file <cluster>/nodes/<node>/<graph>.<format>", s)
 	}
-	dot := strings.LastIndexByte(parts[3], '.')
+	dot := strings.LastIndexByte(file, '.')
 	if dot < 0 {
-		return Address{}, fmt.Errorf("%q: the file %q has no format", s, parts[3])
+		return Address{}, fmt.Errorf("%q: the file %q has no format", s, file)
 	}
-	a := Address{Cluster: parts[0], Node: parts[2], Graph: parts[3][:dot], Format: parts[3][dot+1:]}
+	a := Address{Cluster: cluster, Node: node, Graph: file[:dot], Format: file[dot+1:]}
 	if !slices.Contains(addressFormats, a.Format) {
 		return Address{}, fmt.Errorf("%q: the format %q is not one of %s", s, a.Format, strings.Join(addressFormats, ", "))
 	}
-	for _, n := range [][2]string{{"cluster", a.Cluster}, {"node", a.Node}, {"graph", a.Graph}} {
-		if !names.Valid(n[1]) {
-			return Address{}, fmt.Errorf("%q: the %s name %q does not match %s (at most %d bytes)", s, n[0], n[1], names.Pattern, names.MaxLength)
+	for _, n := range [...]struct{ what, name string }{{"cluster", a.Cluster}, {"node", a.Node}, {"graph", a.Graph}} {
+		if !names.Valid(n.name) {
+			return Address{}, fmt.Errorf("%q: the %s name %q does not match %s (at most %d bytes)", s, n.what, n.name, names.Pattern, names.MaxLength)
 		}
 	}
 	return a, nil
