@@ -774,10 +774,8 @@ func (w *Workdir) writeSet(dir string, st *State, objs *objectWriter, write func
 			nodes.add(nd, file, sum)
 			return nil
 		}
-		if parts := strings.SplitN(name, "/", 4); len(parts) == 4 {
-			if nd := strings.Join(parts[:3], "/"); isNodeDir(nd) {
-				nodes.markDeep(nd)
-			}
+		if parts := strings.SplitN(name, "/", 4); len(parts) == 4 && isNodeDir(strings.Join(parts[:3], "/")) {
+			nodes.markDeep(strings.Join(parts[:3], "/"))
 		}
 		if err := mkdir(path.Dir(name)); err != nil {
 			return err
