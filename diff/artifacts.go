@@ -96,8 +96,10 @@ func artifactPath(name string) (kind, cluster, node, graph string) {
 	switch {
 	case len(parts) == 2 && parts[1] == "cluster.yaml":
 		return "cluster", parts[0], "", ""
-	case len(parts) == 4 && parts[1] == "nodes" && path.Ext(parts[3]) == ".yaml":
-		return "node", parts[0], parts[2], strings.TrimSuffix(parts[3], ".yaml")
+	case len(parts) == 4:
+		if a, err := render.ParseAddress(name); err == nil {
+			return "node", a.Cluster, a.Node, a.Graph
+		}
 	case len(parts) == 3 && parts[1] == "tasks" && path.Ext(parts[2]) == ".yaml":
 		return "tasks", parts[0], "", strings.TrimSuffix(parts[2], ".yaml")
 	}

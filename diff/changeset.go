@@ -388,15 +388,13 @@ func (v *sideView) node(name string) *clusterNode {
 func (v *sideView) graphs(cluster, node string) []string {
 	if v.byNode == nil { // index the side's files once, not once per node
 		v.byNode = map[string][]string{}
-		prefix := cluster + "/nodes/"
+		prefix := render.NodesDir(cluster) + "/"
 		for name := range v.side.Digests {
-			rest, ok := strings.CutPrefix(name, prefix)
-			if !ok {
+			if !strings.HasPrefix(name, prefix) {
 				continue
 			}
-			n, file, ok := strings.Cut(rest, "/")
-			if ok && strings.HasSuffix(file, ".yaml") && !strings.Contains(file, "/") {
-				v.byNode[n] = append(v.byNode[n], strings.TrimSuffix(file, ".yaml"))
+			if a, err := render.ParseAddress(name); err == nil {
+				v.byNode[a.Node] = append(v.byNode[a.Node], a.Graph)
 			}
 		}
 		for _, gs := range v.byNode {
@@ -661,7 +659,7 @@ func computeCluster(cluster string, changed []string, old, new *Side) (*ClusterC
 		}
 		graphs := union(ov.graphs(cluster, n), nv.graphs(cluster, n))
 		for _, g := range graphs {
-			name := render.NodePath(cluster, n, g)
+			name := render.NodeAddress(cluster, n, g).String()
 			if old.Digests[name] == new.Digests[name] && !changedCatalogue[g] {
 				continue
 			}

@@ -228,7 +228,7 @@ func clusterUnits(r *Rendered, format string) ([]unit, error) {
 			if format == FormatExpanded {
 				encode = func(e *nodeEncoder) ([]byte, error) { return e.node(r.Model, g, ng) }
 			}
-			units = append(units, unit{NodePath(name, ng.Node, g.Type), encode})
+			units = append(units, unit{NodeAddress(name, ng.Node, g.Type).String(), encode})
 		}
 	}
 	return units, nil
@@ -414,6 +414,7 @@ func (m *Model) nodeVolumes(roles []string) []any {
 // of a render but not every file's bytes.
 func EncodeFile(rs []*Rendered, name string) ([]byte, error) {
 	parts := strings.Split(name, "/")
+	addr, addrErr := ParseAddress(name)
 	for _, r := range rs {
 		if len(parts) < 3 || r.Model.Cluster.Name != parts[0] {
 			continue
@@ -425,9 +426,9 @@ func EncodeFile(rs []*Rendered, name string) ([]byte, error) {
 				data, err := e.catalogue(r.Model, g)
 				return bytes.Clone(data), err
 			}
-		case len(parts) == 4 && parts[1] == "nodes" && strings.HasSuffix(parts[3], ".yaml"):
-			if g := r.Graph(strings.TrimSuffix(parts[3], ".yaml")); g != nil {
-				if ng := g.Node(parts[2]); ng != nil && slices.Contains(g.Nodes, ng) {
+		case addrErr == nil:
+			if g := r.Graph(addr.Graph); g != nil {
+				if ng := g.Node(addr.Node); ng != nil && slices.Contains(g.Nodes, ng) {
 					data, err := e.nodeFile(r.Model, g, ng)
 					return bytes.Clone(data), err
 				}

@@ -126,7 +126,7 @@ func ReadClusterGraph(fsys fs.FS, cluster, graph string) (*ClusterGraph, error) 
 	}
 	defs := map[*catalogueEntryBlocks]*DeployDef{}
 	for _, name := range cy.order() {
-		data, err := fs.ReadFile(fsys, NodePath(cluster, name, graph))
+		data, err := fs.ReadFile(fsys, NodeAddress(cluster, name, graph).String())
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -135,10 +135,10 @@ func ReadClusterGraph(fsys fs.FS, cluster, graph string) (*ClusterGraph, error) 
 		}
 		n, err := readGraphNode(data, cat, defs)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", NodePath(cluster, name, graph), err)
+			return nil, fmt.Errorf("%s: %w", NodeAddress(cluster, name, graph).String(), err)
 		}
 		if n.Name != name {
-			return nil, fmt.Errorf("%s: the file is node %q's", NodePath(cluster, name, graph), n.Name)
+			return nil, fmt.Errorf("%s: the file is node %q's", NodeAddress(cluster, name, graph).String(), n.Name)
 		}
 		n.ID = cy.Nodes[name].ID
 		g.Nodes = append(g.Nodes, *n)

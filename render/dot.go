@@ -467,8 +467,8 @@ func (gr *dotGrouping) counts() (nodes, groups int) {
 
 // explainHint is how to see a node's full graph.
 func explainHint(cluster, typ string) string {
-	return fmt.Sprintf("fuelsync explain --cluster %s --graph %s --node NODE, or the artifact %s/nodes/NODE/%s.yaml",
-		cluster, typ, cluster, typ)
+	return fmt.Sprintf("fuelsync explain --cluster %s --graph %s --node NODE, or the artifact %s",
+		cluster, typ, NodeAddress(cluster, "NODE", typ))
 }
 
 // comment writes s as // comment lines, one per line of s.

@@ -170,7 +170,7 @@ func checkStoredEncoder(t *testing.T, rs []*Rendered) (direct, total int) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				check(NodePath(name, ng.Node, g.Type), want, func() error { return e.writeNodeFile(r.Model, g, ng) },
+				check(NodeAddress(name, ng.Node, g.Type).String(), want, func() error { return e.writeNodeFile(r.Model, g, ng) },
 					func() ([]byte, error) { return e.nodeFile(r.Model, g, ng) })
 			}
 		}

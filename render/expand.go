@@ -362,7 +362,7 @@ func ExpandNode(fsys fs.FS, cluster, node, graph string) ([]byte, error) {
 
 // Node returns the expanded view of a node's graph (see ExpandNode).
 func (x *Expander) Node(cluster, node, graph string) ([]byte, error) {
-	name := NodePath(cluster, node, graph)
+	name := NodeAddress(cluster, node, graph).String()
 	data, err := fs.ReadFile(x.fsys, name)
 	if err != nil {
 		return nil, err
@@ -503,7 +503,7 @@ func (x *Expander) stageImplied(cluster, graph string, cat *catalogue) (map[stri
 	if err != nil {
 		return nil, err
 	}
-	dir := path.Join(cluster, "nodes")
+	dir := NodesDir(cluster)
 	ents, err := fs.ReadDir(x.fsys, dir)
 	if err != nil {
 		return nil, err
@@ -514,7 +514,7 @@ func (x *Expander) stageImplied(cluster, graph string, cat *catalogue) (map[stri
 		if !de.IsDir() || node == SyncNode {
 			continue
 		}
-		name := NodePath(cluster, node, graph)
+		name := NodeAddress(cluster, node, graph).String()
 		data, err := fs.ReadFile(x.fsys, name)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -706,7 +706,7 @@ func ExpandSet(fsys fs.FS) (map[string][]byte, error) {
 		if !c.IsDir() {
 			continue
 		}
-		nodes, err := fs.ReadDir(fsys, path.Join(c.Name(), "nodes"))
+		nodes, err := fs.ReadDir(fsys, NodesDir(c.Name()))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -714,20 +714,20 @@ func ExpandSet(fsys fs.FS) (map[string][]byte, error) {
 			return nil, err
 		}
 		for _, n := range nodes {
-			graphs, err := fs.ReadDir(fsys, path.Join(c.Name(), "nodes", n.Name()))
+			graphs, err := fs.ReadDir(fsys, NodeDir(c.Name(), n.Name()))
 			if err != nil {
 				return nil, err
 			}
 			for _, g := range graphs {
-				graph, ok := strings.CutSuffix(g.Name(), ".yaml")
-				if !ok || g.IsDir() {
+				addr, err := ParseAddress(NodeDir(c.Name(), n.Name()) + "/" + g.Name())
+				if err != nil || g.IsDir() {
 					continue
 				}
-				data, err := x.Node(c.Name(), n.Name(), graph)
+				data, err := x.Node(addr.Cluster, addr.Node, addr.Graph)
 				if err != nil {
 					return nil, err
 				}
-				out[NodePath(c.Name(), n.Name(), graph)] = data
+				out[addr.String()] = data
 			}
 		}
 	}

@@ -30,11 +30,6 @@ func CataloguePath(cluster, graph string) string {
 	return cluster + "/tasks/" + graph + ".yaml"
 }
 
-// NodePath is the path of a node's file of graph type graph.
-func NodePath(cluster, node, graph string) string {
-	return cluster + "/nodes/" + node + "/" + graph + ".yaml"
-}
-
 // catalogueChoice is what the task catalogue of a graph holds: one placed task per
 // id standing for its entry.
 type catalogueChoice struct {

@@ -21,11 +21,11 @@ func ViewDigest(a map[string]string, name string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	parts := strings.Split(name, "/")
-	if len(parts) != 4 || parts[1] != "nodes" {
+	addr, err := ParseAddress(name)
+	if err != nil {
 		return sum, true
 	}
-	cluster, node, graph := parts[0], parts[2], strings.TrimSuffix(parts[3], ".yaml")
+	cluster, node, graph := addr.Cluster, addr.Node, addr.Graph
 	catalogue, ok := a[CataloguePath(cluster, graph)]
 	if !ok {
 		return sum, true // format 1
@@ -33,9 +33,12 @@ func ViewDigest(a map[string]string, name string) (string, bool) {
 	inputs := []string{name + " " + sum, "catalogue " + catalogue}
 	if node == SyncNode {
 		inputs = append(inputs, "cluster "+a[cluster+"/cluster.yaml"])
-		prefix, suffix := cluster+"/nodes/", "/"+parts[3]
+		prefix := NodesDir(cluster) + "/"
 		for file, digest := range a {
-			if rest, ok := strings.CutPrefix(file, prefix); ok && strings.HasSuffix(rest, suffix) && strings.Count(rest, "/") == 1 {
+			if !strings.HasPrefix(file, prefix) {
+				continue // most files, passed over before they are parsed
+			}
+			if other, err := ParseAddress(file); err == nil && other.Graph == graph && other.Format == addr.Format {
 				inputs = append(inputs, file+" "+digest)
 			}
 		}
@@ -61,11 +64,11 @@ func GraphDigest(fsys fs.FS, a map[string]string, name string) (string, error) {
 	if !ok {
 		return "", fs.ErrNotExist
 	}
-	parts := strings.Split(name, "/")
-	if !strings.HasPrefix(view, "view-") || parts[2] == SyncNode {
+	addr, err := ParseAddress(name)
+	if !strings.HasPrefix(view, "view-") || err != nil || addr.Node == SyncNode {
 		return view, nil
 	}
-	cluster, graph := parts[0], strings.TrimSuffix(parts[3], ".yaml")
+	cluster, graph := addr.Cluster, addr.Graph
 	catName := CataloguePath(cluster, graph)
 	key := sha256.Sum256([]byte(name + "\n" + a[name] + "\n" + a[catName]))
 	gd := &graphDigests

@@ -3,39 +3,38 @@ package reports
 import (
 	"fmt"
 	"io/fs"
-	"maps"
-	"path"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/fuelsync/fuelsync/internal/safetext"
 	"github.com/fuelsync/fuelsync/render"
+	"github.com/fuelsync/fuelsync/reports/health"
 	"github.com/fuelsync/fuelsync/state"
 )
 
-// A node's state in its cluster: converged, progressing or failed (Failed).
+// A node's state in its cluster: converged, progressing or failed (Failed);
+// the decision is package health's.
 const (
-	Converged   = "converged"
-	Progressing = "progressing"
+	Converged   = health.Converged
+	Progressing = health.Progressing
 )
 
 // A cluster's health.
 const (
-	Healthy  = "healthy"
-	Degraded = "degraded"
-	Unknown  = "unknown"
+	Healthy  = health.Healthy
+	Degraded = health.Degraded
+	Unknown  = health.Unknown
 	// Progressing is a health too.
 )
 
 // NodeStates lists a node's states, in the order pages and metrics show them.
-var NodeStates = []string{Converged, Progressing, Failed}
+var NodeStates = health.NodeStates
 
 // Healths lists the healths.
-var Healths = []string{Healthy, Progressing, Degraded, Unknown}
+var Healths = health.Healths
 
 // MaxHealthProblems bounds Health.Problems.
-const MaxHealthProblems = 20
+const MaxHealthProblems = health.MaxProblems
 
 // Convergence decides whether nodes converged on their graphs in an applied
 // state. A node has converged on the graph it ran, as its report says, while
@@ -64,44 +63,42 @@ func (c *Convergence) GraphDigest(st *state.State, name string) string {
 }
 
 // NodeState is the state of node of cluster in the applied state st, given
-// its last report (nil: none): converged when the report is a success on the
-// node's graph applied now (the same view, or the same own graph), failed
-// when it is a failure on it, progressing otherwise (running, not yet
-// reported on the applied graph, or its graph no longer applied).
+// its last report (nil: none): health.NodeState of what node gathers.
 func (c *Convergence) NodeState(st *state.State, cluster, node string, last *Report) string {
-	if last == nil || st == nil {
-		return Progressing
+	return health.NodeState(c.node(st, cluster, node, last))
+}
+
+// node gathers what the state of node of cluster in the applied state st is
+// decided from: its last report (nil: none) and its graph of the report's
+// graph type applied now, whose own digest is read (from the applied set)
+// only when the rule compares it.
+func (c *Convergence) node(st *state.State, cluster, node string, last *Report) health.Node {
+	n := health.Node{Name: node}
+	if last == nil {
+		return n
 	}
-	name := path.Join(cluster, "nodes", node, last.Graph+".yaml")
+	n.Last = &health.Report{Status: last.Status, View: last.View, GraphDigest: last.GraphDigest}
+	if last.Status == Failed {
+		n.Last.Failure = FailureLine(last)
+	}
+	if st == nil {
+		return n
+	}
+	name := render.NodeAddress(cluster, node, last.Graph).String()
 	view, ok := render.ViewDigest(st.Artifacts, name)
 	if !ok {
-		return Progressing
+		return n
 	}
-	if view != last.View && (last.GraphDigest == "" || c.GraphDigest(st, name) != last.GraphDigest) {
-		return Progressing
+	n.Applied = &health.Graph{View: view}
+	if view != last.View && last.GraphDigest != "" {
+		n.Applied.Digest = c.GraphDigest(st, name)
 	}
-	switch last.Status {
-	case Success:
-		return Converged
-	case Failed:
-		return Failed
-	}
-	return Progressing
+	return n
 }
 
 // Health is a cluster's convergence and health (fuelsync status, GET
-// /api/v1/clusters).
-type Health struct {
-	// Health is healthy when every node converged, degraded when any failed,
-	// progressing otherwise, and unknown before any of its nodes reported.
-	Health      string `json:"health"`
-	Converged   int    `json:"nodes_converged"`
-	Progressing int    `json:"nodes_progressing"`
-	Failed      int    `json:"nodes_failed"`
-	// Problems name the failed nodes and their failed tasks (at most
-	// MaxHealthProblems lines, escaped to one line each).
-	Problems []string `json:"health_problems,omitempty"`
-}
+// /api/v1/clusters): health.Health.
+type Health = health.Health
 
 // ClusterHealth is the health of cluster in the applied state st, from the
 // nodes' last reports (node → report), with the zero Convergence (no report:
@@ -111,51 +108,20 @@ func ClusterHealth(st *state.State, cluster string, last map[string]*Report) Hea
 }
 
 // ClusterHealth is the health of cluster in the applied state st, from the
-// nodes' last reports (node → report).
+// nodes' last reports (node → report): health.Cluster of its nodes in st.
 func (c *Convergence) ClusterHealth(st *state.State, cluster string, last map[string]*Report) Health {
-	h := Health{Health: Unknown}
 	var cs *state.ClusterState
 	if st != nil {
 		cs = st.Clusters[cluster]
 	}
-	if cs == nil || len(cs.Nodes) == 0 {
-		return h
+	if cs == nil {
+		return health.Cluster(nil)
 	}
-	reported := false
-	var failed []string
-	for _, node := range slices.Sorted(maps.Keys(cs.Nodes)) {
-		r := last[node]
-		if r != nil {
-			reported = true
-		}
-		switch c.NodeState(st, cluster, node, r) {
-		case Converged:
-			h.Converged++
-		case Failed:
-			h.Failed++
-			failed = append(failed, node)
-		default:
-			h.Progressing++
-		}
+	nodes := make([]health.Node, 0, len(cs.Nodes))
+	for node := range cs.Nodes {
+		nodes = append(nodes, c.node(st, cluster, node, last[node]))
 	}
-	switch {
-	case !reported:
-		return h
-	case h.Failed > 0:
-		h.Health = Degraded
-	case h.Progressing > 0:
-		h.Health = Progressing
-	default:
-		h.Health = Healthy
-	}
-	for i, node := range failed {
-		if i == MaxHealthProblems-1 && len(failed) > MaxHealthProblems {
-			h.Problems = append(h.Problems, fmt.Sprintf("and %d more failed nodes", len(failed)-i))
-			break
-		}
-		h.Problems = append(h.Problems, FailureLine(last[node]))
-	}
-	return h
+	return health.Cluster(nodes)
 }
 
 // FailureLine says in one line which node failed which graph, and its failed

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/reports/health"
 )
 
 // The bounds of a report: a larger or longer one is refused whole (400, or 413
@@ -34,11 +35,12 @@ const (
 )
 
 // The statuses of a report (running, success, failed) and of a task (those,
-// and skipped).
+// and skipped). Success and Failed are those package health decides from;
+// Failed is a node's state too.
 const (
 	Running = "running"
-	Success = "success"
-	Failed  = "failed"
+	Success = health.Success
+	Failed  = health.Failed
 	Skipped = "skipped"
 )
 

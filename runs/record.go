@@ -172,12 +172,12 @@ func SnapshotOf(set fs.FS, cluster, graph string) ([]byte, string, error) {
 	if err := add(render.CataloguePath(cluster, graph), false); err != nil {
 		return nil, "", err
 	}
-	nodes, err := fs.ReadDir(set, path.Join(cluster, "nodes"))
+	nodes, err := fs.ReadDir(set, render.NodesDir(cluster))
 	if err != nil {
 		return nil, "", err
 	}
 	for _, n := range nodes {
-		if err := add(render.NodePath(cluster, n.Name(), graph), false); err != nil {
+		if err := add(render.NodeAddress(cluster, n.Name(), graph).String(), false); err != nil {
 			return nil, "", err
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +23,7 @@ import (
 	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
+	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/reports"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -352,14 +352,17 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 // quotes) in the applied state st.
 func (s *Server) nodeGraphs(st *state.State, cluster, node string) (map[string]string, error) {
 	graphs := map[string]string{}
-	prefix := cluster + "/nodes/" + node + "/"
+	prefix := render.NodeDir(cluster, node) + "/"
 	for file := range st.Artifacts {
-		if rest, ok := strings.CutPrefix(file, prefix); ok && !strings.Contains(rest, "/") && strings.HasSuffix(rest, ".yaml") {
+		if !strings.HasPrefix(file, prefix) {
+			continue
+		}
+		if a, err := render.ParseAddress(file); err == nil {
 			_, etag, err := s.artifact(st, file, viewOf(st, file), false)
 			if err != nil {
 				return nil, err
 			}
-			graphs[strings.TrimSuffix(rest, ".yaml")] = strings.Trim(etag, `"`)
+			graphs[a.Graph] = strings.Trim(etag, `"`)
 		}
 	}
 	return graphs, nil
@@ -387,7 +390,7 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) {
 	}
 	asJSON := wantsJSON(r.Header.Get("Accept"))
 	w.Header().Set("Vary", "Accept")
-	name := path.Join(cluster, "nodes", node, graph+".yaml")
+	name := render.NodeAddress(cluster, node, graph).String()
 	deadline := time.Now().Add(wait)
 	inm := r.Header.Get("If-None-Match")
 	for attempt := 0; ; attempt++ {
@@ -526,10 +529,13 @@ func (s *Server) graphNotFound(w http.ResponseWriter, st *state.State, cluster, 
 		return
 	}
 	var graphs []string
-	prefix := cluster + "/nodes/" + node + "/"
+	prefix := render.NodeDir(cluster, node) + "/"
 	for file := range st.Artifacts {
-		if rest, ok := strings.CutPrefix(file, prefix); ok && strings.HasSuffix(rest, ".yaml") {
-			graphs = append(graphs, strings.TrimSuffix(rest, ".yaml"))
+		if !strings.HasPrefix(file, prefix) {
+			continue
+		}
+		if a, err := render.ParseAddress(file); err == nil {
+			graphs = append(graphs, a.Graph)
 		}
 	}
 	slices.Sort(graphs)

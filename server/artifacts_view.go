@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
-	"strings"
 
 	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/state"
@@ -25,11 +24,11 @@ func viewDigest(a map[string]string, name string) (string, bool) { return render
 // set (SetFS), whose digests are a: every file it is computed from is checked
 // against its digest as it is read.
 func expandedGraph(set fs.FS, a map[string]string, name string) ([]byte, error) {
-	parts := strings.Split(name, "/")
-	if len(parts) != 4 {
+	addr, err := render.ParseAddress(name)
+	if err != nil {
 		return nil, fmt.Errorf("%s is not a node's graph", name)
 	}
-	return render.ExpandNode(verifiedFS{set, a}, parts[0], parts[2], strings.TrimSuffix(parts[3], ".yaml"))
+	return render.ExpandNode(verifiedFS{set, a}, addr.Cluster, addr.Node, addr.Graph)
 }
 
 // verifiedFS reads the files of an applied set, each checked against the digest

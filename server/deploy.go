@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"path"
 	"slices"
 	"time"
 
 	"github.com/fuelsync/fuelsync/api"
 	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/redact"
+	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/reports"
 	"github.com/fuelsync/fuelsync/runs"
 	"github.com/fuelsync/fuelsync/state"
@@ -189,7 +189,7 @@ func (s *Server) nodeRan(h *runs.Header, node string, failed bool, tasks []api.R
 		rep.Message += ": " + cut(first, 1000)
 	}
 	if set, err := s.stateAt(h.Serial); err == nil {
-		name := path.Join(h.Cluster, "nodes", node, h.Graph+".yaml")
+		name := render.NodeAddress(h.Cluster, node, h.Graph).String()
 		rep.View, _ = viewDigest(set.Artifacts, name)
 		rep.GraphDigest = s.Loop.Reports.GraphDigest(set, name)
 	}

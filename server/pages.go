@@ -12,6 +12,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/operation"
+	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/reports"
 	"github.com/fuelsync/fuelsync/server/taskgraph"
 	"github.com/fuelsync/fuelsync/state"
@@ -173,7 +174,7 @@ func (s *Server) nodePage(w http.ResponseWriter, r *http.Request) {
 	if d.Last != nil {
 		data["Tasks"], data["MoreTasks"] = pageTasks(d.Last.Tasks, cluster, node)
 	}
-	name := cluster + "/nodes/" + node + "/" + graph + ".yaml"
+	name := render.NodeAddress(cluster, node, graph).String()
 	if view := viewOf(st, name); view == "" {
 		data["GraphError"] = "The node has no " + graph + " graph in the applied set."
 	} else if body, etag, err := s.artifact(st, name, view, false); err != nil {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"path"
 	"slices"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/internal/safetext"
+	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/reports"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -142,7 +142,7 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) {
 	}
 	rep.Cluster, rep.Node, rep.ReceivedAt = cluster, node, time.Now().UTC()
 	rep.Serial, rep.Revision, rep.View = served.Serial, served.Revision, served.View
-	rep.GraphDigest = s.Loop.Reports.GraphDigest(served.set, path.Join(cluster, "nodes", node, rep.Graph+".yaml"))
+	rep.GraphDigest = s.Loop.Reports.GraphDigest(served.set, render.NodeAddress(cluster, node, rep.Graph).String())
 	if rep.Revision == "" {
 		rep.Revision = served.StateRevision
 	}
@@ -279,7 +279,7 @@ type servedSet struct {
 // ETag etag, as YAML or as JSON: the applied set first, then the sets the work
 // directory keeps, newest first. nil when none has it.
 func (s *Server) servedAs(st *state.State, cluster, node, graph, etag string) (*servedSet, error) {
-	name := path.Join(cluster, "nodes", node, graph+".yaml")
+	name := render.NodeAddress(cluster, node, graph).String()
 	tried := map[string]bool{}
 	check := func(set *state.State) (*servedSet, error) {
 		view, ok := viewDigest(set.Artifacts, name)

@@ -237,7 +237,7 @@ func (s *Server) start(ctx context.Context, cluster string, req api.StartRun, tr
 			return nil, http.StatusNotFound, fmt.Errorf("cluster %s has no node %q in the applied state", cluster, n)
 		}
 	}
-	if _, ok := st.Artifacts[render.NodePath(cluster, render.SyncNode, req.Graph)]; !ok {
+	if _, ok := st.Artifacts[render.NodeAddress(cluster, render.SyncNode, req.Graph).String()]; !ok {
 		return nil, http.StatusNotFound, fmt.Errorf("cluster %s has no graph %q in the applied state", cluster, req.Graph)
 	}
 	h, err := s.Runs.Start(ctx, runs.StartRequest{Cluster: cluster, Graph: req.Graph, Serial: st.Serial,

@@ -67,7 +67,7 @@ func (s *setFS) resolve(op, name string) (string, error) {
 // treeOf returns the tree the symlink p (the set's path parts) links to, when
 // it is a node directory's link to a tree that is a real directory.
 func (s *setFS) treeOf(parts []string, p string) (string, error) {
-	if len(parts) != 3 || parts[1] != "nodes" {
+	if !isNodeDir(strings.Join(parts, "/")) {
 		return "", errForeignSymlink
 	}
 	target, err := os.Readlink(p)

@@ -774,7 +774,7 @@ func (w *Workdir) writeSet(dir string, st *State, objs *objectWriter, write func
 			nodes.add(nd, file, sum)
 			return nil
 		}
-		if parts := strings.SplitN(name, "/", 4); len(parts) == 4 && parts[1] == "nodes" {
+		if parts := strings.SplitN(name, "/", 4); len(parts) == 4 && isNodeDir(strings.Join(parts[:3], "/")) {
 			nodes.markDeep(strings.Join(parts[:3], "/"))
 		}
 		if err := mkdir(path.Dir(name)); err != nil {

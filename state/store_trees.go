@@ -33,6 +33,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/fuelsync/fuelsync/render"
 )
 
 // treeIDLen is the length of a tree's name: 32 hex digits, 128 bits of sha256.
@@ -72,13 +74,15 @@ func isLowerHex(s string, n int) bool {
 }
 
 // nodeDirOf splits an artifact name <cluster>/nodes/<node>/<file> into its
-// node directory and file name; ok is false for any other name.
+// node directory (render.ParseNodeDir) and file name; ok is false for any
+// other name.
 func nodeDirOf(name string) (dir, file string, ok bool) {
-	parts := strings.Split(name, "/")
-	if len(parts) != 4 || parts[1] != "nodes" {
+	dir, file = path.Split(name)
+	dir = strings.TrimSuffix(dir, "/")
+	if !isNodeDir(dir) || file == "" {
 		return "", "", false
 	}
-	return strings.Join(parts[:3], "/"), parts[3], true
+	return dir, file, true
 }
 
 // treeEntry is a file of a node directory: its name and the sha256 of its
@@ -360,7 +364,7 @@ func (w *Workdir) treeRefs() (map[string]bool, bool) {
 			if !c.IsDir() {
 				continue
 			}
-			nodes, err := os.ReadDir(filepath.Join(set, c.Name(), "nodes"))
+			nodes, err := os.ReadDir(filepath.Join(set, filepath.FromSlash(render.NodesDir(c.Name()))))
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
@@ -371,7 +375,7 @@ func (w *Workdir) treeRefs() (map[string]bool, bool) {
 				if nd.Type()&fs.ModeSymlink == 0 {
 					continue
 				}
-				target, err := os.Readlink(filepath.Join(set, c.Name(), "nodes", nd.Name()))
+				target, err := os.Readlink(filepath.Join(set, filepath.FromSlash(render.NodeDir(c.Name(), nd.Name()))))
 				if err != nil {
 					return nil, false
 				}
@@ -436,4 +440,11 @@ func inParallel(n int, f func(i int) error) error {
 		}
 	}
 	return err
+}
+
+// isNodeDir reports whether dir (a slash-separated path of a set) is a node's
+// directory, <cluster>/nodes/<node> (render.ParseNodeDir).
+func isNodeDir(dir string) bool {
+	_, _, ok := render.ParseNodeDir(dir)
+	return ok
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"path"
 	"strings"
 
 	"github.com/fuelsync/fuelsync/diff"
@@ -45,7 +44,7 @@ func mermaidDiagrams(cs *diff.ChangeSet, base, head *diff.Side) ([]nodeDiagram, 
 					omitted++
 					continue
 				}
-				name := path.Join(cc.Name, "nodes", nc.Node, gc.Graph+".yaml")
+				name := render.NodeAddress(cc.Name, nc.Node, gc.Graph).String()
 				text := mermaidGraph(nc.Node, gc, nodeFile(base, name), nodeFile(head, name))
 				out = append(out, nodeDiagram{cc.Name, nc.Node, gc.Graph, text})
 			}

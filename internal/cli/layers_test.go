@@ -11,8 +11,8 @@ import (
 // layers are the packages of the module, from the top of the house down:
 // each imports only packages of the layers below it (docs/design.md). The
 // pipeline runs internal/cli → server → controller → operation →
-// operation/decide → {runs, reports} → {source, state} → diff → render →
-// loader; beside it, on the floor of what it uses: the agent and its
+// operation/decide → {runs, reports} → reports/health → {source, state} →
+// diff → render → loader; beside it, on the floor of what it uses: the agent and its
 // executors, the etcd backend (above the stores it keeps), notify,
 // scaffold, specedit, capabilities, expr, and at the bottom the API's wire
 // types and the small text helpers every floor uses.
@@ -24,6 +24,7 @@ var layers = [][]string{
 	{"operation"},
 	{"operation/decide", "state/etcdstate", "runs/storetest"},
 	{"runs", "reports"},
+	{"reports/health"},
 	{"source", "state", "scaffold", "notify"},
 	{"diff", "specedit"},
 	{"render"},
