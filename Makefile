@@ -229,6 +229,7 @@ fuzz:
 	$(GO) test ./render -run '^$$' -fuzz '^FuzzParseNodeFile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./render -run '^$$' -fuzz '^FuzzPlainWord$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./render -run '^$$' -fuzz '^FuzzParseAddress$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/names -run '^$$' -fuzz '^FuzzValid$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzFile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzTruncateMiddle$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzUnified$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
