@@ -633,7 +633,7 @@ func (w *Workdir) LinkSet(n int64) (bool, error) {
 // it. There is no commit point of its own (the state is the Backend's). The
 // Keep newest sets are kept, as an apply keeps them.
 func (w *Workdir) WriteSet(st *State, write func(put func(name string, data []byte) error) error) error {
-	return w.writeCommittedSet(st, nil, withoutLink(write))
+	return w.writeCommittedSet(st, nil, false, withoutLink(write))
 }
 
 // WriteSetLinked is WriteSet whose write may also link: link(name, sum) makes
@@ -645,7 +645,7 @@ func (w *Workdir) WriteSet(st *State, write func(put func(name string, data []by
 func (w *Workdir) WriteSetLinked(st *State, write func(put func(name string, data []byte) error, link func(name, sum string) error) error) error {
 	objs := &objectWriter{w: w, dirs: map[string]bool{}}
 	var follow sync.Once
-	return w.writeCommittedSet(st, objs, func(put func(string, []byte) error, link func(string, string) error) error {
+	return w.writeCommittedSet(st, objs, false, func(put func(string, []byte) error, link func(string, string) error) error {
 		return write(put, func(name, sum string) error {
 			// Once the new set has its own seal time (writeCommittedSet),
 			// it follows the current set.
@@ -699,8 +699,11 @@ func (w *Workdir) checkObject(sum string) error {
 // checkBuffers are checkObject's read buffers.
 var checkBuffers = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
-// writeCommittedSet is WriteSet and WriteSetLinked.
-func (w *Workdir) writeCommittedSet(st *State, objs *objectWriter, write func(put func(name string, data []byte) error, link func(name, sum string) error) error) error {
+// writeCommittedSet is WriteSet and WriteSetLinked, and the set a shard's
+// publish makes of its commit (shard.go): written and synced under a
+// temporary name, renamed to its serial, and named by current; the older
+// sets are pruned. replace first removes a set of that serial left there.
+func (w *Workdir) writeCommittedSet(st *State, objs *objectWriter, replace bool, write func(put func(name string, data []byte) error, link func(name, sum string) error) error) error {
 	if err := os.MkdirAll(w.artifacts(), 0o755); err != nil {
 		return err
 	}
@@ -715,6 +718,11 @@ func (w *Workdir) writeCommittedSet(st *State, objs *objectWriter, write func(pu
 	objs = sealFromDir(w, objs, tmp)
 	if err := w.writeSet(tmp, st, objs, write); err != nil {
 		return err
+	}
+	if replace {
+		if err := os.RemoveAll(w.SetDir(st.Serial)); err != nil {
+			return err
+		}
 	}
 	if err := os.Rename(tmp, w.SetDir(st.Serial)); err != nil {
 		return err
