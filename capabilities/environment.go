@@ -96,138 +96,191 @@ func ParseEnvironment(name string, src []byte) (*Environment, hcl.Diagnostics) {
 // inline sections of a cluster spec (name is then the cluster file, whose
 // directory paths are relative to).
 func EnvironmentFromValue(name string, v *loader.Value) (*Environment, hcl.Diagnostics) {
-	var diags hcl.Diagnostics
-	env := &Environment{Path: name, Resources: map[string][]Entry{}, Requires: map[string]string{}, RequiresRanges: map[string]hcl.Range{},
-		requiresValues: map[string]hcl.Range{}, strategies: map[string]string{}, strategyRanges: map[string]hcl.Range{}}
-	bad := func(r hcl.Range, format string, args ...any) {
-		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: fmt.Sprintf(format, args...), Subject: r.Ptr()})
-	}
+	p := &envParser{name: name, dir: path.Dir(name), env: &Environment{Path: name, Resources: map[string][]Entry{},
+		Requires: map[string]string{}, RequiresRanges: map[string]hcl.Range{}, requiresValues: map[string]hcl.Range{},
+		strategies: map[string]string{}, strategyRanges: map[string]hcl.Range{}}}
 	if v.IsNull() {
-		return env, diags
+		return p.env, p.diags
 	}
 	if !v.IsMap() {
-		bad(v.Range, "an environment is a mapping of sections")
-		return env, diags
-	}
-	dir := path.Dir(name)
-	resolve := func(p string, r hcl.Range) (string, bool) {
-		if strings.Contains(p, "://") || path.IsAbs(p) {
-			bad(r, "%q: template paths are relative to the environment's directory", p)
-			return "", false
-		}
-		joined := path.Join(dir, p)
-		if joined == ".." || strings.HasPrefix(joined, "../") {
-			bad(r, "%q leaves the repository", p)
-			return "", false
-		}
-		return joined, true
-	}
-	entry := func(key string, keyRange hcl.Range, val *loader.Value) (Entry, bool) {
-		e := Entry{Key: key, Env: name, Range: keyRange}
-		switch {
-		case val.IsNull():
-			e.Delete = true
-		case val.Kind == loader.KindString:
-			e.Value = val.Text
-			if isTemplatePath(val.Text) {
-				p, ok := resolve(val.Text, val.Range)
-				if !ok {
-					return e, false
-				}
-				e.Value = p
-			}
-		case val.IsList():
-			if len(val.Items) == 0 {
-				bad(val.Range, "resource_registry %q: an empty list of candidates", key)
-				return e, false
-			}
-			for _, it := range val.Items {
-				s, ok := it.Str()
-				if !ok || it.Kind != loader.KindString {
-					bad(it.Range, "resource_registry %q: list entries must be template paths, got a %s", key, kindName(it))
-					return e, false
-				}
-				if !isTemplatePath(s) {
-					bad(it.Range, "resource_registry %q: list entries must be template paths, got %q", key, s)
-					return e, false
-				}
-				p, ok := resolve(s, it.Range)
-				if !ok {
-					return e, false
-				}
-				e.Candidates = append(e.Candidates, p)
-			}
-		default:
-			bad(val.Range, "resource_registry %q: a value is a template path, a type, a list of template paths or null, not a %s", key, kindName(val))
-			return e, false
-		}
-		return e, true
+		p.bad(v.Range, "an environment is a mapping of sections")
+		return p.env, p.diags
 	}
 	for _, sec := range v.Fields {
-		if !slices.Contains(envSections, sec.Key) {
-			if best := loader.Suggest(sec.Key, envSections); best != "" {
-				bad(sec.KeyRange, "environment has wrong section %q; did you mean %q?", sec.Key, best)
-			} else {
-				bad(sec.KeyRange, "environment has wrong section %q", sec.Key)
-			}
+		p.section(sec)
+	}
+	return p.env, p.diags
+}
+
+// envParser reads one environment's sections into env, collecting every
+// problem in diags.
+type envParser struct {
+	// name is the environment's file, dir its directory (what template paths
+	// are relative to).
+	name, dir string
+	env       *Environment
+	diags     hcl.Diagnostics
+}
+
+// bad records an error at r.
+func (p *envParser) bad(r hcl.Range, format string, args ...any) {
+	p.diags = append(p.diags, errAt(r, format, args...))
+}
+
+// section reads one top-level section, after checking it is one an
+// environment may have and is not empty.
+func (p *envParser) section(sec loader.Field) {
+	if !slices.Contains(envSections, sec.Key) {
+		if best := loader.Suggest(sec.Key, envSections); best != "" {
+			p.bad(sec.KeyRange, "environment has wrong section %q; did you mean %q?", sec.Key, best)
+		} else {
+			p.bad(sec.KeyRange, "environment has wrong section %q", sec.Key)
+		}
+		return
+	}
+	if sec.Value.IsNull() {
+		p.bad(sec.KeyRange, "environment has empty section %q", sec.Key)
+		return
+	}
+	switch sec.Key {
+	case "parameter_defaults", "parameter_merge_strategies":
+		p.env.parseParams(sec, p.bad)
+	case "requires":
+		p.requires(sec.Value)
+	case "resource_registry":
+		p.registry(sec.Value)
+	}
+}
+
+// requires reads the requires section: capability keys to string values.
+func (p *envParser) requires(v *loader.Value) {
+	if !v.IsMap() {
+		p.bad(v.Range, "requires maps capability keys to values")
+		return
+	}
+	for _, f := range v.Fields {
+		s, ok := f.Value.Str()
+		if !reKey().MatchString(f.Key) || !ok || f.Value.Kind != loader.KindString {
+			p.bad(f.KeyRange, "requires: %q must be a capability key (%s) with a string value", f.Key, reKey())
 			continue
 		}
-		if sec.Value.IsNull() {
-			bad(sec.KeyRange, "environment has empty section %q", sec.Key)
-			continue
-		}
-		switch sec.Key {
-		case "parameter_defaults", "parameter_merge_strategies":
-			env.parseParams(sec, bad)
-		case "requires":
-			if !sec.Value.IsMap() {
-				bad(sec.Value.Range, "requires maps capability keys to values")
-				continue
-			}
-			for _, f := range sec.Value.Fields {
-				s, ok := f.Value.Str()
-				if !reKey().MatchString(f.Key) || !ok || f.Value.Kind != loader.KindString {
-					bad(f.KeyRange, "requires: %q must be a capability key (%s) with a string value", f.Key, reKey())
-					continue
-				}
-				env.Requires[f.Key], env.RequiresRanges[f.Key], env.requiresValues[f.Key] = s, f.KeyRange, f.Value.Range
-			}
-		case "resource_registry":
-			if !sec.Value.IsMap() {
-				bad(sec.Value.Range, "resource_registry is a mapping")
-				continue
-			}
-			for _, f := range sec.Value.Fields {
-				switch f.Key {
-				case "resources":
-					if !f.Value.IsMap() {
-						bad(f.Value.Range, "resource_registry resources maps resource names to registries")
-						continue
-					}
-					for _, res := range f.Value.Fields {
-						if !res.Value.IsMap() {
-							bad(res.Value.Range, "resource_registry resources %q is a mapping", res.Key)
-							continue
-						}
-						for _, rf := range res.Value.Fields {
-							if rf.Key == "hooks" || rf.Key == "restricted_actions" {
-								continue
-							}
-							if e, ok := entry(rf.Key, rf.KeyRange, rf.Value); ok {
-								env.Resources[res.Key] = append(env.Resources[res.Key], e)
-							}
-						}
-					}
-				case "base_url":
-				default:
-					if e, ok := entry(f.Key, f.KeyRange, f.Value); ok {
-						env.Registry = append(env.Registry, e)
-					}
-				}
+		p.env.Requires[f.Key], p.env.RequiresRanges[f.Key], p.env.requiresValues[f.Key] = s, f.KeyRange, f.Value.Range
+	}
+}
+
+// registry reads the resource_registry section: its entries, and the
+// per-resource overrides under resources (base_url is Heat's and ignored).
+func (p *envParser) registry(v *loader.Value) {
+	if !v.IsMap() {
+		p.bad(v.Range, "resource_registry is a mapping")
+		return
+	}
+	for _, f := range v.Fields {
+		switch f.Key {
+		case "resources":
+			p.resources(f.Value)
+		case "base_url":
+		default:
+			if e, ok := p.entry(f.Key, f.KeyRange, f.Value); ok {
+				p.env.Registry = append(p.env.Registry, e)
 			}
 		}
 	}
-	return env, diags
+}
+
+// resources reads resource_registry's resources: resource name → a registry
+// of its own (whose hooks and restricted_actions are Heat's and ignored).
+func (p *envParser) resources(v *loader.Value) {
+	if !v.IsMap() {
+		p.bad(v.Range, "resource_registry resources maps resource names to registries")
+		return
+	}
+	for _, res := range v.Fields {
+		if !res.Value.IsMap() {
+			p.bad(res.Value.Range, "resource_registry resources %q is a mapping", res.Key)
+			continue
+		}
+		for _, rf := range res.Value.Fields {
+			if rf.Key == "hooks" || rf.Key == "restricted_actions" {
+				continue
+			}
+			if e, ok := p.entry(rf.Key, rf.KeyRange, rf.Value); ok {
+				p.env.Resources[res.Key] = append(p.env.Resources[res.Key], e)
+			}
+		}
+	}
+}
+
+// entry reads one registry entry: null (delete), a template path (resolved),
+// a type, or a list of candidate template paths.
+func (p *envParser) entry(key string, keyRange hcl.Range, val *loader.Value) (Entry, bool) {
+	e := Entry{Key: key, Env: p.name, Range: keyRange}
+	switch {
+	case val.IsNull():
+		e.Delete = true
+	case val.Kind == loader.KindString:
+		e.Value = val.Text
+		if isTemplatePath(val.Text) {
+			rel, ok := p.resolve(val.Text, val.Range)
+			if !ok {
+				return e, false
+			}
+			e.Value = rel
+		}
+	case val.IsList():
+		cands, ok := p.candidates(key, val)
+		if !ok {
+			return e, false
+		}
+		e.Candidates = cands
+	default:
+		p.bad(val.Range, "resource_registry %q: a value is a template path, a type, a list of template paths or null, not a %s", key, kindName(val))
+		return e, false
+	}
+	return e, true
+}
+
+// candidates reads an entry's list of candidate templates: a non-empty list
+// of template paths, each resolved.
+func (p *envParser) candidates(key string, val *loader.Value) ([]string, bool) {
+	if len(val.Items) == 0 {
+		p.bad(val.Range, "resource_registry %q: an empty list of candidates", key)
+		return nil, false
+	}
+	var out []string
+	for _, it := range val.Items {
+		s, ok := it.Str()
+		if !ok || it.Kind != loader.KindString {
+			p.bad(it.Range, "resource_registry %q: list entries must be template paths, got a %s", key, kindName(it))
+			return nil, false
+		}
+		if !isTemplatePath(s) {
+			p.bad(it.Range, "resource_registry %q: list entries must be template paths, got %q", key, s)
+			return nil, false
+		}
+		rel, ok := p.resolve(s, it.Range)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, rel)
+	}
+	return out, true
+}
+
+// resolve makes template path s, relative to the environment's directory,
+// repository-relative; an absolute path, a URL or one leaving the repository
+// is an error.
+func (p *envParser) resolve(s string, r hcl.Range) (string, bool) {
+	if strings.Contains(s, "://") || path.IsAbs(s) {
+		p.bad(r, "%q: template paths are relative to the environment's directory", s)
+		return "", false
+	}
+	joined := path.Join(p.dir, s)
+	if joined == ".." || strings.HasPrefix(joined, "../") {
+		p.bad(r, "%q leaves the repository", s)
+		return "", false
+	}
+	return joined, true
 }
 
 // Registry is the merged and resolved resource registry.
@@ -256,8 +309,32 @@ func Resolve(fsys fs.FS, envs []*Environment) (*Registry, hcl.Diagnostics) {
 // listing the registry keys it leaves unresolved, instead of one error per key
 // at the environment's entries.
 func ResolveFor(fsys fs.FS, envs []*Environment, who string) (*Registry, hcl.Diagnostics) {
-	reg := &Registry{Entries: map[string]Entry{}, Resources: map[string]map[string]Entry{}, Requires: map[string]string{}}
-	reqAt := map[string]hcl.Range{}
+	reg, reqAt := mergeRegistries(envs)
+	r := &listResolver{fsys: fsys, reg: reg, templates: map[string]*Template{},
+		unresolved: map[string][]Entry{}, declared: map[string][]string{}}
+	if who != "" {
+		r.prefix = who + ": "
+	}
+	r.collectDeclared()
+	r.resolveLists()
+	diags := r.diags
+	for _, k := range sortedKeys(r.unresolved) {
+		diags = append(diags, requiresTypo(r.prefix, k, reg.Requires[k], reqAt[k], r.declared[k], r.unresolved[k]))
+	}
+	diags = append(diags, reg.aliasCycles()...)
+	params, d := mergeParams(envs)
+	reg.ParameterDefaults = params
+	diags = append(diags, d...)
+	return reg, sortDiags(diags)
+}
+
+// mergeRegistries merges the environments' registries, per-resource
+// registries and requires in order: a later entry replaces an earlier one with
+// the same key, a null deletes it. reqAt says where each requires value in
+// force was written.
+func mergeRegistries(envs []*Environment) (reg *Registry, reqAt map[string]hcl.Range) {
+	reg = &Registry{Entries: map[string]Entry{}, Resources: map[string]map[string]Entry{}, Requires: map[string]string{}}
+	reqAt = map[string]hcl.Range{}
 	for _, env := range envs {
 		for k, v := range env.Requires {
 			reg.Requires[k] = v
@@ -265,15 +342,7 @@ func ResolveFor(fsys fs.FS, envs []*Environment, who string) (*Registry, hcl.Dia
 		}
 		for _, e := range env.Registry {
 			if e.Delete {
-				if strings.HasSuffix(e.Key, "*") {
-					prefix := strings.TrimSuffix(e.Key, "*")
-					for k := range reg.Entries {
-						if strings.HasPrefix(k, prefix) {
-							delete(reg.Entries, k)
-						}
-					}
-				}
-				delete(reg.Entries, e.Key)
+				reg.deleteEntry(e.Key)
 				continue
 			}
 			reg.Entries[e.Key] = e
@@ -291,173 +360,218 @@ func ResolveFor(fsys fs.FS, envs []*Environment, who string) (*Registry, hcl.Dia
 			}
 		}
 	}
-	var diags hcl.Diagnostics
-	templates := map[string]*Template{}
-	load := func(p string) (*Template, error) {
-		if t, ok := templates[p]; ok {
-			return t, nil
-		}
-		src, err := fs.ReadFile(fsys, p)
-		if err != nil {
-			return nil, err
-		}
-		t, ok, d := ParseTemplate(p, src)
-		// Only errors: the YAML decoder's warnings about the rest of a template
-		// (a key written twice in a resource) are Heat's business, not the
-		// registry's, and the templates are often upstream files.
-		for _, x := range d {
-			if x.Severity == hcl.DiagError {
-				diags = append(diags, x)
+	return reg, reqAt
+}
+
+// deleteEntry removes the entry key (a null in a later environment); a glob
+// key ("OS::TripleO::Services::*") also removes every entry it matches.
+func (r *Registry) deleteEntry(key string) {
+	if prefix, isGlob := strings.CutSuffix(key, "*"); isGlob {
+		for k := range r.Entries {
+			if strings.HasPrefix(k, prefix) {
+				delete(r.Entries, k)
 			}
 		}
-		if !ok {
-			return nil, fmt.Errorf("not a Heat template")
-		}
-		templates[p] = t
-		return t, nil
 	}
-	prefix := ""
-	if who != "" {
-		prefix = who + ": "
-	}
+	delete(r.Entries, key)
+}
+
+// listResolver resolves the merged registry's lists of candidate templates
+// against its requires, reading each template once.
+type listResolver struct {
+	fsys fs.FS
+	reg  *Registry
+	// prefix names whom the registry is resolved for ("cluster prod: "), or is
+	// empty.
+	prefix    string
+	templates map[string]*Template
 	// unresolved[k] are the entries whose list no candidate matches because of
 	// requires key k's value; declared[k] the values the candidates declare.
-	unresolved := map[string][]Entry{}
-	declared := map[string][]string{}
-	candidates := func(e Entry) ([]*Template, bool) {
-		var cands []*Template
-		for _, p := range e.Candidates {
-			t, err := load(p)
-			if err != nil {
-				diags = append(diags, errAt(e.Range, "resource_registry %q: candidate %q not found", e.Key, p))
-				return nil, false
-			}
-			cands = append(cands, t)
-		}
-		return cands, true
+	unresolved map[string][]Entry
+	declared   map[string][]string
+	diags      hcl.Diagnostics
+}
+
+// load reads and parses candidate template p once; its parse errors are
+// recorded in diags.
+func (r *listResolver) load(p string) (*Template, error) {
+	if t, ok := r.templates[p]; ok {
+		return t, nil
 	}
-	lists := func(visit func(Entry)) {
-		for _, k := range sortedKeys(reg.Entries) {
-			if e := reg.Entries[k]; e.Candidates != nil {
-				visit(e)
-			}
-		}
-		for _, res := range sortedResources(reg.Resources) {
-			for _, k := range sortedKeys(reg.Resources[res]) {
-				if e := reg.Resources[res][k]; e.Candidates != nil {
-					visit(e)
-				}
-			}
+	src, err := fs.ReadFile(r.fsys, p)
+	if err != nil {
+		return nil, err
+	}
+	t, ok, d := ParseTemplate(p, src)
+	// Only errors: the YAML decoder's warnings about the rest of a template
+	// (a key written twice in a resource) are Heat's business, not the
+	// registry's, and the templates are often upstream files.
+	for _, x := range d {
+		if x.Severity == hcl.DiagError {
+			r.diags = append(r.diags, x)
 		}
 	}
-	lists(func(e Entry) {
+	if !ok {
+		return nil, fmt.Errorf("not a Heat template")
+	}
+	r.templates[p] = t
+	return t, nil
+}
+
+// candidates loads e's candidate templates; a missing one is an error at e.
+func (r *listResolver) candidates(e Entry) ([]*Template, bool) {
+	var cands []*Template
+	for _, p := range e.Candidates {
+		t, err := r.load(p)
+		if err != nil {
+			r.diags = append(r.diags, errAt(e.Range, "resource_registry %q: candidate %q not found", e.Key, p))
+			return nil, false
+		}
+		cands = append(cands, t)
+	}
+	return cands, true
+}
+
+// collectDeclared records in declared every value each capability key has in
+// some candidate of some list (a template that does not load is reported by
+// resolveList).
+func (r *listResolver) collectDeclared() {
+	visit := func(e Entry) {
 		for _, p := range e.Candidates {
-			t, err := load(p)
+			t, err := r.load(p)
 			if err != nil {
-				continue // reported by resolveList
+				continue
 			}
 			for k, vals := range t.Values {
 				for _, v := range vals {
-					if !slices.Contains(declared[k], v) {
-						declared[k] = append(declared[k], v)
+					if !slices.Contains(r.declared[k], v) {
+						r.declared[k] = append(r.declared[k], v)
 					}
 				}
 			}
 		}
-	})
-	resolveList := func(e Entry) Entry {
-		cands, ok := candidates(e)
-		if !ok {
-			return Entry{}
+	}
+	for _, k := range sortedKeys(r.reg.Entries) {
+		if e := r.reg.Entries[k]; e.Candidates != nil {
+			visit(e)
 		}
-		// A requires key is relevant when some candidate declares it.
-		var keys []string
-		for k := range reg.Requires {
-			if slices.ContainsFunc(cands, func(t *Template) bool { _, ok := t.Values[k]; return ok }) {
-				keys = append(keys, k)
-			}
-		}
-		sort.Strings(keys)
-		var matched []*Template
-		for _, t := range cands {
-			ok := true
-			for _, k := range keys {
-				ok = ok && t.Has(k, reg.Requires[k])
-			}
-			if types, hasTypes := t.Values[ResourceType]; hasTypes && !slices.Contains(types, e.Key) {
-				ok = false
-			}
-			if ok {
-				matched = append(matched, t)
+	}
+	for _, res := range sortedResources(r.reg.Resources) {
+		for _, k := range sortedKeys(r.reg.Resources[res]) {
+			if e := r.reg.Resources[res][k]; e.Candidates != nil {
+				visit(e)
 			}
 		}
-		req := formatRequires(reg.Requires, keys)
-		switch len(matched) {
-		case 1:
-			out := e
-			out.Value, out.Candidates = matched[0].Path, nil
-			return out
-		case 0:
-			var typo []string
-			for _, k := range keys {
-				if !slices.Contains(declared[k], reg.Requires[k]) {
-					typo = append(typo, k)
+	}
+}
+
+// resolveLists replaces every list entry, of the registry and of each
+// resource, by the one candidate that matches, and drops the entries that
+// resolve to none or to several.
+func (r *listResolver) resolveLists() {
+	for _, k := range sortedKeys(r.reg.Entries) {
+		if e := r.reg.Entries[k]; e.Candidates != nil {
+			if resolved := r.resolveList(e); resolved.Key != "" {
+				r.reg.Entries[k] = resolved
+			} else {
+				delete(r.reg.Entries, k)
+			}
+		}
+	}
+	for _, res := range sortedResources(r.reg.Resources) {
+		for k, e := range r.reg.Resources[res] {
+			if e.Candidates != nil {
+				if resolved := r.resolveList(e); resolved.Key != "" {
+					r.reg.Resources[res][k] = resolved
+				} else {
+					delete(r.reg.Resources[res], k)
 				}
 			}
-			if len(typo) > 0 {
-				for _, k := range typo {
-					unresolved[k] = append(unresolved[k], e)
-				}
-				return Entry{}
-			}
-			var parts []string
-			for _, t := range cands {
-				parts = append(parts, t.Path+" "+formatCaps(t))
-			}
-			diags = append(diags, errAt(e.Range, "%sresource_registry %q: no candidate matches requires %s; candidates: %s", prefix, e.Key, req, strings.Join(parts, ", ")))
-		default:
-			var paths []string
-			for _, t := range matched {
-				paths = append(paths, t.Path)
-			}
-			diags = append(diags, errAt(e.Range, "%sresource_registry %q: %d candidates match requires %s: %s (they differ on: %s)",
-				prefix, e.Key, len(matched), req, strings.Join(paths, ", "), strings.Join(differ(matched), ", ")))
 		}
+	}
+}
+
+// resolveList is list entry e resolved to its one matching candidate, or the
+// zero Entry (with the error recorded) when none or several match.
+func (r *listResolver) resolveList(e Entry) Entry {
+	cands, ok := r.candidates(e)
+	if !ok {
 		return Entry{}
 	}
-	keys := make([]string, 0, len(reg.Entries))
-	for k := range reg.Entries {
-		keys = append(keys, k)
+	keys := r.relevantRequires(cands)
+	matched := r.matching(e.Key, cands, keys)
+	req := formatRequires(r.reg.Requires, keys)
+	switch len(matched) {
+	case 1:
+		out := e
+		out.Value, out.Candidates = matched[0].Path, nil
+		return out
+	case 0:
+		r.noMatch(e, cands, keys, req)
+	default:
+		var paths []string
+		for _, t := range matched {
+			paths = append(paths, t.Path)
+		}
+		r.diags = append(r.diags, errAt(e.Range, "%sresource_registry %q: %d candidates match requires %s: %s (they differ on: %s)",
+			r.prefix, e.Key, len(matched), req, strings.Join(paths, ", "), strings.Join(differ(matched), ", ")))
+	}
+	return Entry{}
+}
+
+// relevantRequires are the requires keys, sorted, that some candidate
+// declares.
+func (r *listResolver) relevantRequires(cands []*Template) []string {
+	var keys []string
+	for k := range r.reg.Requires {
+		if slices.ContainsFunc(cands, func(t *Template) bool { _, ok := t.Values[k]; return ok }) {
+			keys = append(keys, k)
+		}
 	}
 	sort.Strings(keys)
+	return keys
+}
+
+// matching are the candidates that have the requires value of each of keys
+// and, where they list resource types, list typ.
+func (r *listResolver) matching(typ string, cands []*Template, keys []string) []*Template {
+	var matched []*Template
+	for _, t := range cands {
+		ok := true
+		for _, k := range keys {
+			ok = ok && t.Has(k, r.reg.Requires[k])
+		}
+		if types, hasTypes := t.Values[ResourceType]; hasTypes && !slices.Contains(types, typ) {
+			ok = false
+		}
+		if ok {
+			matched = append(matched, t)
+		}
+	}
+	return matched
+}
+
+// noMatch records why no candidate of e matches: a requires value no
+// candidate anywhere declares is kept for one error at that requires entry
+// (unresolved); otherwise the error is at e, listing the candidates.
+func (r *listResolver) noMatch(e Entry, cands []*Template, keys []string, req string) {
+	var typo []string
 	for _, k := range keys {
-		if e := reg.Entries[k]; e.Candidates != nil {
-			if r := resolveList(e); r.Key != "" {
-				reg.Entries[k] = r
-			} else {
-				delete(reg.Entries, k)
-			}
+		if !slices.Contains(r.declared[k], r.reg.Requires[k]) {
+			typo = append(typo, k)
 		}
 	}
-	for _, res := range sortedResources(reg.Resources) {
-		for k, e := range reg.Resources[res] {
-			if e.Candidates != nil {
-				if r := resolveList(e); r.Key != "" {
-					reg.Resources[res][k] = r
-				} else {
-					delete(reg.Resources[res], k)
-				}
-			}
+	if len(typo) > 0 {
+		for _, k := range typo {
+			r.unresolved[k] = append(r.unresolved[k], e)
 		}
+		return
 	}
-	for _, k := range sortedKeys(unresolved) {
-		diags = append(diags, requiresTypo(prefix, k, reg.Requires[k], reqAt[k], declared[k], unresolved[k]))
+	var parts []string
+	for _, t := range cands {
+		parts = append(parts, t.Path+" "+formatCaps(t))
 	}
-	diags = append(diags, reg.aliasCycles()...)
-	params, d := mergeParams(envs)
-	reg.ParameterDefaults = params
-	diags = append(diags, d...)
-	return reg, sortDiags(diags)
+	r.diags = append(r.diags, errAt(e.Range, "%sresource_registry %q: no candidate matches requires %s; candidates: %s", r.prefix, e.Key, req, strings.Join(parts, ", ")))
 }
 
 // Lookup resolves type typ as Heat does, with an exact key before any glob (Heat

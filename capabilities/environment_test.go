@@ -167,6 +167,58 @@ func TestResolveRequiresTypoIsReportedAtRequires(t *testing.T) {
 	}
 }
 
+// TestMergeEnvironments: how later environments' entries replace and delete
+// earlier ones, per registry key and per resource, and which keys are Heat's
+// own and skipped.
+func TestMergeEnvironments(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		envs []string
+		// want is every entry of the merged registry, key → value, a
+		// per-resource one as resource/key.
+		want map[string]string
+	}{
+		{"a later entry wins", []string{"resource_registry: {OS::A: a.yaml, OS::B: b.yaml}\n", "resource_registry: {OS::A: OS::Heat::None}\n"},
+			map[string]string{"OS::A": "OS::Heat::None", "OS::B": "env/b.yaml"}},
+		{"a null deletes", []string{"resource_registry: {OS::A: a.yaml, OS::B: b.yaml}\n", "resource_registry: {OS::A: null}\n"},
+			map[string]string{"OS::B": "env/b.yaml"}},
+		{"a glob null deletes every entry it matches", []string{"resource_registry: {OS::N::A: a.yaml, OS::N::B: b.yaml, OS::M: m.yaml}\n", "resource_registry: {OS::N::*: null}\n"},
+			map[string]string{"OS::M": "env/m.yaml"}},
+		{"base_url is skipped", []string{"resource_registry: {base_url: /usr/share/tht, OS::A: a.yaml}\n"},
+			map[string]string{"OS::A": "env/a.yaml"}},
+		{"per resource, hooks and restricted_actions skipped", []string{"resource_registry:\n  resources:\n    r1: {OS::A: a.yaml, hooks: pre-create, restricted_actions: [replace]}\n"},
+			map[string]string{"r1/OS::A": "env/a.yaml"}},
+		{"a per-resource null deletes", []string{"resource_registry: {resources: {r1: {OS::A: a.yaml, OS::B: b.yaml}}}\n", "resource_registry: {resources: {r1: {OS::A: null}}}\n"},
+			map[string]string{"r1/OS::B": "env/b.yaml"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys := fstest.MapFS{}
+			var names []string
+			for i, src := range tc.envs {
+				name := fmt.Sprintf("env/%d.yaml", i)
+				fsys[name] = &fstest.MapFile{Data: []byte(src)}
+				names = append(names, name)
+			}
+			reg, diags := resolve(t, fsys, names...)
+			if len(diags) > 0 {
+				t.Fatalf("%q", diagLines(diags))
+			}
+			got := map[string]string{}
+			for k, e := range reg.Entries {
+				got[k] = e.Value
+			}
+			for res, entries := range reg.Resources {
+				for k, e := range entries {
+					got[res+"/"+k] = e.Value
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestBadEnvironments: each bad input with its message, file and line.
 func TestBadEnvironments(t *testing.T) {
 	for _, tc := range []struct {

@@ -76,7 +76,46 @@ func (l *loadCtx) clusterFromValue(file string, v *Value) (*Cluster, hcl.Diagnos
 		return nil, c.diags
 	}
 	cl := &Cluster{File: file, Name: defaultClusterName(file), NameRange: fileRange(file), Mode: "ha", Resolution: "tags"}
-	what := "cluster " + cl.Name
+	what := clusterName(c, v, cl)
+	clusterChoices(c, v, cl, what)
+	cl.Plugins = refs(c, v, "plugins", what)
+	cl.Components = refs(c, v, "components", what)
+	cl.Environments = refs(c, v, "environments", what)
+	if s := v.Get("settings"); !s.IsNull() && c.mapping(s, what+": settings") {
+		cl.Settings = expandDotted(c, s)
+		cl.SettingsKeys = settingLeaves(cl.Settings, nil, nil)
+	}
+	if t := v.Get("tags"); !t.IsNull() {
+		cl.Tags = checkTagsMeta(c, t, what)
+	}
+	cl.RoleTags = clusterRoleTags(c, v.Get("roles"), what)
+	cl.Instances = clusterInstances(c, v.Get("instances"), what)
+	cl.Nodes = clusterNodes(c, v.Get("nodes"), what)
+	cl.NodesRange = cl.NameRange
+	if f := v.Field("nodes"); f != nil {
+		cl.NodesRange = f.KeyRange
+	}
+	cl.TasksPath, cl.Tasks = l.clusterTasks(c, v, file, what)
+	if r := v.Get("requires"); !r.IsNull() && c.mapping(r, what+": requires") {
+		cl.Requires = r
+	}
+	if r := v.Get("resource_registry"); !r.IsNull() && c.mapping(r, what+": resource_registry") {
+		cl.ResourceRegistry = r
+	}
+	clusterPolicy(c, v, cl, what)
+	for _, f := range v.Fields {
+		if !knownClusterKeys[f.Key] {
+			c.unknownKey(f, knownClusterKeys, what)
+		}
+	}
+	return cl, c.diags
+}
+
+// clusterName reads the spec's cluster: name into cl (else cl keeps the one
+// its file gives), checks it is a valid name and not a reserved one, and
+// returns how errors name the cluster ("cluster prod").
+func clusterName(c *checker, v *Value, cl *Cluster) (what string) {
+	what = "cluster " + cl.Name
 	if name, ok := c.str(v, "cluster", "cluster", false); ok {
 		cl.Name, cl.NameRange = name, v.Get("cluster").Range
 		what = "cluster " + name
@@ -86,6 +125,12 @@ func (l *loadCtx) clusterFromValue(file string, v *Value) (*Cluster, hcl.Diagnos
 			c.errf(cl.NameRange, "cluster name %q is reserved for %s", cl.Name, why)
 		}
 	}
+	return what
+}
+
+// clusterChoices reads the release (required), the mode (ha or multinode) and
+// the resolution (tags or roles) into cl.
+func clusterChoices(c *checker, v *Value, cl *Cluster, what string) {
 	if rel, ok := c.str(v, "release", what, true); ok {
 		cl.Release, cl.ReleaseRange = rel, v.Get("release").Range
 	}
@@ -101,63 +146,58 @@ func (l *loadCtx) clusterFromValue(file string, v *Value) (*Cluster, hcl.Diagnos
 		}
 		cl.Resolution = res
 	}
-	cl.Plugins = refs(c, v, "plugins", what)
-	cl.Components = refs(c, v, "components", what)
-	cl.Environments = refs(c, v, "environments", what)
-	if s := v.Get("settings"); !s.IsNull() && c.mapping(s, what+": settings") {
-		cl.Settings = expandDotted(c, s)
-		cl.SettingsKeys = settingLeaves(cl.Settings, nil, nil)
+}
+
+// clusterRoleTags reads roles: (r, null when not written), each role's list
+// of tags.
+func clusterRoleTags(c *checker, r *Value, what string) []RoleTags {
+	if r.IsNull() || !c.mapping(r, what+": roles") {
+		return nil
 	}
-	if t := v.Get("tags"); !t.IsNull() {
-		cl.Tags = checkTagsMeta(c, t, what)
-	}
-	if r := v.Get("roles"); !r.IsNull() && c.mapping(r, what+": roles") {
-		for _, f := range r.Fields {
-			if !c.mapping(f.Value, what+": roles."+f.Key) {
-				continue
-			}
-			tags, _ := c.strList(f.Value, "tags", what+": roles."+f.Key, true, false)
-			cl.RoleTags = append(cl.RoleTags, RoleTags{Role: f.Key, Tags: tags, Range: f.KeyRange})
+	var out []RoleTags
+	for _, f := range r.Fields {
+		if !c.mapping(f.Value, what+": roles."+f.Key) {
+			continue
 		}
+		tags, _ := c.strList(f.Value, "tags", what+": roles."+f.Key, true, false)
+		out = append(out, RoleTags{Role: f.Key, Tags: tags, Range: f.KeyRange})
 	}
-	if in := v.Get("instances"); !in.IsNull() && c.mapping(in, what+": instances") {
-		for _, f := range in.Fields {
-			if f.Value.Kind != KindInt || f.Value.Int < 1 {
-				c.errf(f.Value.Range, "%s: instances.%s must be a positive integer", what, f.Key)
-				continue
-			}
-			cl.Instances = append(cl.Instances, Instance{Tag: f.Key, Count: int(f.Value.Int), Range: f.KeyRange})
+	return out
+}
+
+// clusterInstances reads instances: (in, null when not written), a positive
+// count per tag.
+func clusterInstances(c *checker, in *Value, what string) []Instance {
+	if in.IsNull() || !c.mapping(in, what+": instances") {
+		return nil
+	}
+	var out []Instance
+	for _, f := range in.Fields {
+		if f.Value.Kind != KindInt || f.Value.Int < 1 {
+			c.errf(f.Value.Range, "%s: instances.%s must be a positive integer", what, f.Key)
+			continue
 		}
+		out = append(out, Instance{Tag: f.Key, Count: int(f.Value.Int), Range: f.KeyRange})
 	}
-	cl.Nodes = clusterNodes(c, v.Get("nodes"), what)
-	cl.NodesRange = cl.NameRange
-	if f := v.Field("nodes"); f != nil {
-		cl.NodesRange = f.KeyRange
-	}
+	return out
+}
+
+// clusterTasks reads the cluster's own deployment tasks: written inline
+// (tasks:) or loaded from the file tasks_path: names, relative to the spec.
+func (l *loadCtx) clusterTasks(c *checker, v *Value, file, what string) (tasksPath string, tasks []*Task) {
 	if tp, ok := c.str(v, "tasks_path", what, false); ok {
-		cl.TasksPath = tp
 		tv := &Value{Kind: KindMap, Range: v.Range, Fields: []Field{*v.Field("tasks_path")}}
 		loaded, d := l.paths.walk(tv, file, []string{file})
 		c.add(d...)
 		if t := loaded.Get("tasks"); t != nil {
-			cl.Tasks = checkTaskList(c, t, file)
+			tasks = checkTaskList(c, t, file)
 		}
-	} else if t := v.Get("tasks"); !t.IsNull() {
-		cl.Tasks = checkTaskList(c, t, file)
+		return tp, tasks
 	}
-	if r := v.Get("requires"); !r.IsNull() && c.mapping(r, what+": requires") {
-		cl.Requires = r
+	if t := v.Get("tasks"); !t.IsNull() {
+		tasks = checkTaskList(c, t, file)
 	}
-	if r := v.Get("resource_registry"); !r.IsNull() && c.mapping(r, what+": resource_registry") {
-		cl.ResourceRegistry = r
-	}
-	clusterPolicy(c, v, cl, what)
-	for _, f := range v.Fields {
-		if !knownClusterKeys[f.Key] {
-			c.unknownKey(f, knownClusterKeys, what)
-		}
-	}
-	return cl, c.diags
+	return "", tasks
 }
 
 // deployPolicy reads a deploy: policy (auto or manual; "" when not written).

@@ -346,9 +346,6 @@ func (g *gitFS) resolve(op, name string, follow bool) (*node, error) {
 	fail := func(err error) (*node, error) {
 		return nil, &fs.PathError{Op: op, Path: name, Err: err}
 	}
-	escape := func(link, target string) (*node, error) {
-		return fail(fmt.Errorf("symlink %s -> %s: %w", link, target, ErrEscapesRepo))
-	}
 
 	// stack holds the directories from the root down to the current one,
 	// so that ".." in a symlink target can go back up.
@@ -367,24 +364,14 @@ func (g *gitFS) resolve(op, name string, follow bool) (*node, error) {
 			continue // only possible in symlink targets
 		case "..": // only possible in symlink targets
 			if len(stack) == 1 {
-				return escape(lastLink, lastTarget)
+				return fail(escapesRepo(lastLink, lastTarget))
 			}
 			stack = stack[:len(stack)-1]
 			continue
 		}
-		cur := &stack[len(stack)-1]
-		dir, err := g.dirEntries(cur)
+		e, full, err := g.child(&stack[len(stack)-1], comp)
 		if err != nil {
 			return fail(err)
-		}
-		i, ok := dir.index[comp]
-		if !ok {
-			return fail(fs.ErrNotExist)
-		}
-		e := dir.entries[i]
-		full := comp
-		if cur.real != "" {
-			full = cur.real + "/" + comp
 		}
 		switch e.Mode {
 		case filemode.Symlink:
@@ -392,18 +379,9 @@ func (g *gitFS) resolve(op, name string, follow bool) (*node, error) {
 				return &node{name: path.Base(name), real: full, mode: e.Mode, hash: e.Hash}, nil
 			}
 			hops++
-			if hops > maxSymlinkHops {
-				return fail(errTooManyLinks)
-			}
-			target, err := g.linkTarget(e.Hash)
+			target, err := g.followLink(e, full, hops)
 			if err != nil {
 				return fail(err)
-			}
-			if target == "" {
-				return fail(fs.ErrNotExist)
-			}
-			if strings.HasPrefix(target, "/") {
-				return escape(full, target)
 			}
 			lastLink, lastTarget = full, target
 			rest = append(strings.Split(target, "/"), rest...)
@@ -419,6 +397,50 @@ func (g *gitFS) resolve(op, name string, follow bool) (*node, error) {
 	n := stack[len(stack)-1]
 	n.name = path.Base(name) // "." for the root
 	return &n, nil
+}
+
+// child looks name comp up in the resolved directory dir: its tree entry and
+// its real path.
+func (g *gitFS) child(dir *node, comp string) (e object.TreeEntry, full string, err error) {
+	entries, err := g.dirEntries(dir)
+	if err != nil {
+		return e, "", err
+	}
+	i, ok := entries.index[comp]
+	if !ok {
+		return e, "", fs.ErrNotExist
+	}
+	full = comp
+	if dir.real != "" {
+		full = dir.real + "/" + comp
+	}
+	return entries.entries[i], full, nil
+}
+
+// followLink reads the target of symlink e (at real path full), the hops-th
+// link of the walk: too many links, an empty target or an absolute one (which
+// escapes the repository) are errors.
+func (g *gitFS) followLink(e object.TreeEntry, full string, hops int) (string, error) {
+	if hops > maxSymlinkHops {
+		return "", errTooManyLinks
+	}
+	target, err := g.linkTarget(e.Hash)
+	if err != nil {
+		return "", err
+	}
+	if target == "" {
+		return "", fs.ErrNotExist
+	}
+	if strings.HasPrefix(target, "/") {
+		return "", escapesRepo(full, target)
+	}
+	return target, nil
+}
+
+// escapesRepo is the error for symlink link, whose target leads out of the
+// repository.
+func escapesRepo(link, target string) error {
+	return fmt.Errorf("symlink %s -> %s: %w", link, target, ErrEscapesRepo)
 }
 
 // info builds the FileInfo of a resolved node.

@@ -114,6 +114,7 @@ var gitTestLinks3 = map[string]string{
 	"loop-a":        "loop-b",
 	"loop-b":        "loop-a",
 	"dangling":      "missing.txt",
+	"empty-link":    "", // not the directory holding it
 	"escape-dir":    "..",
 	"ok-via-dotdot": "pkg/../README.md",
 }
@@ -485,7 +486,7 @@ func TestGitPathErrors(t *testing.T) {
 			t.Errorf("Stat(%q) = %v, want *fs.PathError with fs.ErrInvalid", name, err)
 		}
 	}
-	for _, name := range []string{"nope", "pkg/nope", "README.md/x", "dirlink/nope", "dangling"} {
+	for _, name := range []string{"nope", "pkg/nope", "README.md/x", "dirlink/nope", "dangling", "empty-link", "empty-link/README.md"} {
 		if _, err := fsys.Open(name); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("Open(%q) = %v, want fs.ErrNotExist", name, err)
 		}

@@ -20,6 +20,8 @@ func TestHCLDepthCheck(t *testing.T) {
 		"brackets":             {src: "a = " + strings.Repeat("[", n) + strings.Repeat("]", n) + "\n", line: 1, col: 4 + n, summary: "HCL nesting is deeper than 10000 levels"},
 		"braces on later line": {src: "x = 1\n\na = " + strings.Repeat("{a=", n) + "1" + strings.Repeat("}", n) + "\n", line: 3, col: 4 + 3*(n-1) + 1, summary: "HCL nesting is deeper than 10000 levels"},
 		"interpolations":       {src: "a = " + strings.Repeat(`"${`, n/2+1) + "1" + strings.Repeat(`}"`, n/2+1) + "\n", line: 1, summary: "HCL nesting is deeper than 10000 levels"},
+		"directives":           {src: "a = " + strings.Repeat(`"%{`, n/2+1) + "1" + strings.Repeat(`}"`, n/2+1) + "\n", line: 1, summary: "HCL nesting is deeper than 10000 levels"},
+		"after a heredoc":      {src: "a = <<EOT\n  x\n  EOT\nb = " + strings.Repeat("[", n) + strings.Repeat("]", n) + "\n", line: 4, col: 4 + n, summary: "HCL nesting is deeper than 10000 levels"},
 		"unary not":            {src: "a = " + strings.Repeat("!", n) + "true\n", line: 1, col: 4 + n, summary: "HCL expression chains more than 10000 operators"},
 		"unary minus":          {src: "a = " + strings.Repeat("- ", n) + "1\n", line: 1, summary: "HCL expression chains more than 10000 operators"},
 		"splats":               {src: "a = x" + strings.Repeat("[*]", n) + "\n", line: 1, summary: "HCL expression chains more than 10000 operators"},
@@ -31,7 +33,8 @@ func TestHCLDepthCheck(t *testing.T) {
 		"long object":     {src: "a = {\n" + strings.Repeat("  k = -1 * 2\n", 3*n) + "}\n", accepted: true},
 		"comments and strings": {src: "# " + strings.Repeat("[", n) + "\n// " + strings.Repeat("(", n) + "\n/* " + strings.Repeat("{", n) + " */\n" +
 			"a = \"" + strings.Repeat("[!-", n) + "\\\"\"\nb = \"$${" + strings.Repeat("(", 10) + "\"\n", accepted: true},
-		"heredoc": {src: "a = <<-EOT\n  " + strings.Repeat("[(-!", n) + "\n  ${x}\n  EOT\nb = 1\n", accepted: true},
+		"escaped quote": {src: "a = \"\\\"" + strings.Repeat("[", n) + "\"\n", accepted: true},
+		"heredoc":       {src: "a = <<-EOT\n  " + strings.Repeat("[(-!", n) + "\n  ${x}\n  EOT\nb = 1\n", accepted: true},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -246,9 +246,35 @@ func (l *loadCtx) buildPlugin(dir string, doc *pluginDoc) (*Plugin, hcl.Diagnost
 		return nil, c.diags
 	}
 	what := "plugin " + path.Base(dir)
+	known := checkPackageVersion(c, p, doc.metaFile, what)
+	checkPluginFields(c, p, what)
+	release5 := known && versionAtLeast(p.PackageVersion, "5.0.0")
+	checkDeprecatedCompat(c, meta, what, p.PackageVersion, known, release5)
+	l.pluginReleases(c, p, meta, release5)
+	for _, ff := range fixedFiles {
+		v, ok := doc.files[ff.name]
+		if !ok {
+			continue
+		}
+		file := doc.fileNames[ff.name]
+		if known && !versionAtLeast(p.PackageVersion, ff.since) {
+			c.warnf(fileRange(file), "%s: %s is not read by package_version %s (it needs %s or later)", what, ff.name, p.PackageVersion, ff.since)
+			continue
+		}
+		readFixedFile(c, p, ff.name, v, file, what)
+	}
+	return p, c.diags
+}
+
+// checkPackageVersion reads the metadata's package_version into p (one fuel
+// does not support is an error) and checks that the metadata has the fields
+// its format requires (the newest format's when the version is not known).
+// known says whether the version is supported.
+func checkPackageVersion(c *checker, p *Plugin, metaFile, what string) (known bool) {
+	meta := p.Metadata
 	pv, _ := c.str(meta, "package_version", what, true)
 	p.PackageVersion = pv
-	known := slices.Contains(SupportedPackageVersions, pv)
+	known = slices.Contains(SupportedPackageVersions, pv)
 	if pv != "" && !known {
 		c.add(withDetail(errorAt(meta.Get("package_version").Range, "unsupported package_version %q; supported versions are %s", pv, strings.Join(SupportedPackageVersions, ", ")),
 			"Plugins built for Fuel 7 and later use 3.0.0 or 4.0.0; release-as-a-plugin packages use 5.0.0 or 6.0.0."))
@@ -259,9 +285,17 @@ func (l *loadCtx) buildPlugin(dir string, doc *pluginDoc) (*Plugin, hcl.Diagnost
 	}
 	for _, k := range requiredMetadata(schema) {
 		if k != "package_version" && meta.Get(k).IsNull() {
-			c.errf(meta.Range, "%s: missing required field %q in %s", what, k, path.Base(doc.metaFile))
+			c.errf(meta.Range, "%s: missing required field %q in %s", what, k, path.Base(metaFile))
 		}
 	}
+	return known
+}
+
+// checkPluginFields reads the metadata's descriptive fields into p (name,
+// title, version, description, is_hotpluggable) and checks the others'
+// types (licenses, authors) and values (groups).
+func checkPluginFields(c *checker, p *Plugin, what string) {
+	meta := p.Metadata
 	if name, ok := c.str(meta, "name", what, false); ok {
 		p.Name = name
 		p.NameRange = meta.Get("name").Range
@@ -280,7 +314,12 @@ func (l *loadCtx) buildPlugin(dir string, doc *pluginDoc) (*Plugin, hcl.Diagnost
 		}
 	}
 	p.IsHotpluggable, _ = c.boolean(meta, "is_hotpluggable", what)
-	release5 := known && versionAtLeast(pv, "5.0.0")
+}
+
+// checkDeprecatedCompat checks the older ways of saying which releases a
+// plugin supports: fuel_version (deprecated from package_version 5.0.0, else
+// checked against the format) and mode/modes (deprecated from 5.0.0).
+func checkDeprecatedCompat(c *checker, meta *Value, what, pv string, known, release5 bool) {
 	if fv, ok := c.strList(meta, "fuel_version", what, false, false); ok {
 		if release5 {
 			c.add(withDetail(warnAt(where(meta, "fuel_version"), "%s: fuel_version is deprecated in package_version %s", what, pv),
@@ -294,53 +333,43 @@ func (l *loadCtx) buildPlugin(dir string, doc *pluginDoc) (*Plugin, hcl.Diagnost
 			c.warnf(where(meta, k), "%s: %s is deprecated in package_version %s", what, k, pv)
 		}
 	}
-	l.pluginReleases(c, p, meta, release5)
+}
 
-	// The fixed files of the package format.
-	for _, ff := range fixedFiles {
-		v, ok := doc.files[ff.name]
-		if !ok {
-			continue
+// readFixedFile checks one of the package format's fixed files (name, read
+// from file as v) and puts what it defines into p.
+func readFixedFile(c *checker, p *Plugin, name string, v *Value, file, what string) {
+	switch name {
+	case "environment_config.yaml":
+		if !v.IsNull() && c.mapping(v, file) {
+			p.Attributes = v.Get("attributes")
 		}
-		file := doc.fileNames[ff.name]
-		if known && !versionAtLeast(pv, ff.since) {
-			c.warnf(fileRange(file), "%s: %s is not read by package_version %s (it needs %s or later)", what, ff.name, pv, ff.since)
-			continue
+	case "tasks.yaml":
+		if v.IsList() && len(v.Items) > 0 {
+			p.LegacyTasks = v.Items
+			c.add(withDetail(warnAt(v.Range, "%s: tasks.yaml (legacy pre/post deployment tasks) is deprecated", what),
+				"Move these tasks to deployment_tasks.yaml as task-based (version 2.x) tasks with explicit requires/required_for."))
+		} else if !v.IsNull() && !v.IsList() {
+			c.errf(v.Range, "%s: tasks.yaml must be a list, not a %s", what, v.Kind)
 		}
-		switch ff.name {
-		case "environment_config.yaml":
-			if !v.IsNull() && c.mapping(v, file) {
-				p.Attributes = v.Get("attributes")
-			}
-		case "tasks.yaml":
-			if v.IsList() && len(v.Items) > 0 {
-				p.LegacyTasks = v.Items
-				c.add(withDetail(warnAt(v.Range, "%s: tasks.yaml (legacy pre/post deployment tasks) is deprecated", what),
-					"Move these tasks to deployment_tasks.yaml as task-based (version 2.x) tasks with explicit requires/required_for."))
-			} else if !v.IsNull() && !v.IsList() {
-				c.errf(v.Range, "%s: tasks.yaml must be a list, not a %s", what, v.Kind)
-			}
-		case "deployment_tasks.yaml":
-			if tasks := checkTaskList(c, v, file); tasks != nil || v.IsList() {
-				p.Graphs = append(p.Graphs, &Graph{Type: "default", Tasks: tasks, Range: v.Range})
-			}
-		case "node_roles.yaml":
-			p.Roles = checkRoles(c, v, file, true)
-		case "volumes.yaml":
-			if checkVolumes(c, v, file) {
-				p.Volumes = v
-			}
-		case "network_roles.yaml":
-			if checkNetworkRoles(c, v, file) {
-				p.NetworkRoles = v
-			}
-		case "components.yaml":
-			p.Components = checkComponents(c, v, file, true)
-		case "node_tags.yaml":
-			p.Tags = checkTagsMeta(c, v, file)
+	case "deployment_tasks.yaml":
+		if tasks := checkTaskList(c, v, file); tasks != nil || v.IsList() {
+			p.Graphs = append(p.Graphs, &Graph{Type: "default", Tasks: tasks, Range: v.Range})
 		}
+	case "node_roles.yaml":
+		p.Roles = checkRoles(c, v, file, true)
+	case "volumes.yaml":
+		if checkVolumes(c, v, file) {
+			p.Volumes = v
+		}
+	case "network_roles.yaml":
+		if checkNetworkRoles(c, v, file) {
+			p.NetworkRoles = v
+		}
+	case "components.yaml":
+		p.Components = checkComponents(c, v, file, true)
+	case "node_tags.yaml":
+		p.Tags = checkTagsMeta(c, v, file)
 	}
-	return p, c.diags
 }
 
 // checkFuelVersion applies fuel-plugin-builder's compatibility rule: every

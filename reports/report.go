@@ -126,81 +126,16 @@ func Parse(body []byte) (*Report, error) {
 	if len(body) > MaxBody {
 		return nil, errorf("", "the body is %d bytes, over the %d a report may be", len(body), MaxBody)
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	var in struct {
-		Graph      string     `json:"graph"`
-		ETag       string     `json:"etag"`
-		Status     string     `json:"status"`
-		StartedAt  *time.Time `json:"started_at"`
-		FinishedAt *time.Time `json:"finished_at"`
-		Message    string     `json:"message"`
-		Tasks      []Task     `json:"tasks"`
-	}
-	if err := dec.Decode(&in); err != nil {
-		return nil, errorf("", "the body is not a report (a JSON object with graph, etag, status, started_at, finished_at, message, tasks): %s", jsonProblem(err))
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errorf("", "the body holds more than one JSON value")
-	}
-	r := &Report{Graph: in.Graph, Status: in.Status, FinishedAt: in.FinishedAt, Message: in.Message, Tasks: in.Tasks}
-	if !loader.IsName(r.Graph) {
-		return nil, errorf("graph", "%s is not a graph type: %s", quote(r.Graph), nameRule)
-	}
-	etag, ok := NormalizeETag(in.ETag)
-	if !ok {
-		return nil, errorf("etag", "%s is not an ETag of the artifact API (64 hexadecimal digits, quoted or not)", quote(in.ETag))
-	}
-	r.ETag = etag
-	switch r.Status {
-	case Running, Success, Failed:
-	default:
-		return nil, errorf("status", "%s is not running, success or failed", quote(r.Status))
-	}
-	if in.StartedAt == nil {
-		return nil, errorf("started_at", "missing (an RFC 3339 time: when the run started)")
-	}
-	r.StartedAt = *in.StartedAt
-	switch {
-	case r.Status != Running && r.FinishedAt == nil:
-		return nil, errorf("finished_at", "missing: a %s report says when the run finished", r.Status)
-	case r.Status == Running && r.FinishedAt != nil:
-		return nil, errorf("finished_at", "a running report has no finish time")
-	case r.FinishedAt != nil && r.FinishedAt.Before(r.StartedAt):
-		return nil, errorf("finished_at", "%s is before started_at %s", r.FinishedAt.Format(time.RFC3339), r.StartedAt.Format(time.RFC3339))
-	}
-	if err := checkText("message", r.Message, MaxMessage); err != nil {
+	in, err := decodeBody(body)
+	if err != nil {
 		return nil, err
 	}
-	if len(r.Tasks) > MaxTasks {
-		return nil, errorf("tasks", "%d tasks, over the %d a report may list", len(r.Tasks), MaxTasks)
+	r := &Report{Graph: in.Graph, Status: in.Status, FinishedAt: in.FinishedAt, Message: in.Message, Tasks: in.Tasks}
+	if err := checkRun(r, in); err != nil {
+		return nil, err
 	}
-	seen := make(map[string]int, len(r.Tasks))
-	for i, t := range r.Tasks {
-		field := fmt.Sprintf("tasks[%d]", i)
-		switch {
-		case t.ID == "":
-			return nil, errorf(field+".id", "missing")
-		case len(t.ID) > MaxTaskID:
-			return nil, errorf(field+".id", "%d bytes, over %d", len(t.ID), MaxTaskID)
-		case !printable(t.ID) || strings.ContainsAny(t.ID, " \t"):
-			return nil, errorf(field+".id", "%s holds a blank, a control character or bytes that are not UTF-8", quote(t.ID))
-		}
-		if j, dup := seen[t.ID]; dup {
-			return nil, errorf(field+".id", "%s is listed twice (tasks[%d] too)", quote(t.ID), j)
-		}
-		seen[t.ID] = i
-		switch t.Status {
-		case Running, Success, Failed, Skipped:
-		default:
-			return nil, errorf(field+".status", "%s is not running, success, failed or skipped", quote(t.Status))
-		}
-		if t.StartedAt != nil && t.FinishedAt != nil && t.FinishedAt.Before(*t.StartedAt) {
-			return nil, errorf(field+".finished_at", "before its started_at")
-		}
-		if err := checkText(field+".message", t.Message, MaxTaskMessage); err != nil {
-			return nil, err
-		}
+	if err := checkTasks(r.Tasks); err != nil {
+		return nil, err
 	}
 	// What JSON's decoder made of bytes that are not UTF-8 (U+FFFD, three
 	// bytes for one) may make the stored report larger than its body.
@@ -208,6 +143,114 @@ func Parse(body []byte) (*Report, error) {
 		return nil, errorf("", "the report is over %d bytes once stored (its text had bytes that are not UTF-8)", MaxBody)
 	}
 	return r, nil
+}
+
+// reportBody is a report as the agent sends it.
+type reportBody struct {
+	Graph      string     `json:"graph"`
+	ETag       string     `json:"etag"`
+	Status     string     `json:"status"`
+	StartedAt  *time.Time `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+	Message    string     `json:"message"`
+	Tasks      []Task     `json:"tasks"`
+}
+
+// decodeBody decodes body: one JSON object, of the fields of reportBody only.
+func decodeBody(body []byte) (*reportBody, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	var in reportBody
+	if err := dec.Decode(&in); err != nil {
+		return nil, errorf("", "the body is not a report (a JSON object with graph, etag, status, started_at, finished_at, message, tasks): %s", jsonProblem(err))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errorf("", "the body holds more than one JSON value")
+	}
+	return &in, nil
+}
+
+// checkRun checks what the report says of the whole run and sets r's ETag
+// and StartedAt from in: the graph type, the ETag, the status, the start and
+// finish times (a finished run has both, in order; a running one no finish)
+// and the message.
+func checkRun(r *Report, in *reportBody) error {
+	if !loader.IsName(r.Graph) {
+		return errorf("graph", "%s is not a graph type: %s", quote(r.Graph), nameRule)
+	}
+	etag, ok := NormalizeETag(in.ETag)
+	if !ok {
+		return errorf("etag", "%s is not an ETag of the artifact API (64 hexadecimal digits, quoted or not)", quote(in.ETag))
+	}
+	r.ETag = etag
+	switch r.Status {
+	case Running, Success, Failed:
+	default:
+		return errorf("status", "%s is not running, success or failed", quote(r.Status))
+	}
+	if in.StartedAt == nil {
+		return errorf("started_at", "missing (an RFC 3339 time: when the run started)")
+	}
+	r.StartedAt = *in.StartedAt
+	switch {
+	case r.Status != Running && r.FinishedAt == nil:
+		return errorf("finished_at", "missing: a %s report says when the run finished", r.Status)
+	case r.Status == Running && r.FinishedAt != nil:
+		return errorf("finished_at", "a running report has no finish time")
+	case r.FinishedAt != nil && r.FinishedAt.Before(r.StartedAt):
+		return errorf("finished_at", "%s is before started_at %s", r.FinishedAt.Format(time.RFC3339), r.StartedAt.Format(time.RFC3339))
+	}
+	return checkText("message", r.Message, MaxMessage)
+}
+
+// checkTasks checks the report's tasks: at most MaxTasks, each ID once.
+func checkTasks(tasks []Task) error {
+	if len(tasks) > MaxTasks {
+		return errorf("tasks", "%d tasks, over the %d a report may list", len(tasks), MaxTasks)
+	}
+	seen := make(map[string]int, len(tasks))
+	for i, t := range tasks {
+		field := fmt.Sprintf("tasks[%d]", i)
+		if err := checkTaskID(field, t.ID); err != nil {
+			return err
+		}
+		if j, dup := seen[t.ID]; dup {
+			return errorf(field+".id", "%s is listed twice (tasks[%d] too)", quote(t.ID), j)
+		}
+		seen[t.ID] = i
+		if err := checkTask(field, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkTaskID checks the ID of the task at field ("tasks[3]"): present, at
+// most MaxTaskID bytes, printable and without blanks.
+func checkTaskID(field, id string) error {
+	switch {
+	case id == "":
+		return errorf(field+".id", "missing")
+	case len(id) > MaxTaskID:
+		return errorf(field+".id", "%d bytes, over %d", len(id), MaxTaskID)
+	case !printable(id) || strings.ContainsAny(id, " \t"):
+		return errorf(field+".id", "%s holds a blank, a control character or bytes that are not UTF-8", quote(id))
+	}
+	return nil
+}
+
+// checkTask checks the rest of the task t at field: its status, its times
+// in order, its message.
+func checkTask(field string, t Task) error {
+	switch t.Status {
+	case Running, Success, Failed, Skipped:
+	default:
+		return errorf(field+".status", "%s is not running, success, failed or skipped", quote(t.Status))
+	}
+	if t.StartedAt != nil && t.FinishedAt != nil && t.FinishedAt.Before(*t.StartedAt) {
+		return errorf(field+".finished_at", "before its started_at")
+	}
+	return checkText(field+".message", t.Message, MaxTaskMessage)
 }
 
 // nameRule is the rule of a graph type, for messages.

@@ -35,6 +35,10 @@ func TestParse(t *testing.T) {
 	for i := range many {
 		many[i] = `{"id":"t` + strconv.Itoa(i) + `","status":"success"}`
 	}
+	notUTF8 := make([]string, 2600)
+	for i := range notUTF8 {
+		notUTF8[i] = `{"id":"t` + strconv.Itoa(i) + `","status":"success","message":"` + strings.Repeat("\xff", MaxTaskMessage/3) + `"}`
+	}
 	for name, tc := range map[string]struct{ body, want string }{
 		"empty":            {``, "the body is empty"},
 		"not json":         {`graph=default`, "invalid character"},
@@ -61,6 +65,10 @@ func TestParse(t *testing.T) {
 		"task status":      {`{"graph":"default","etag":"` + etag + `","status":"running","started_at":"2026-03-01T10:00:00Z","tasks":[{"id":"a","status":"done"}]}`, `tasks[0].status: "done" is not running, success, failed or skipped`},
 		"task message":     {`{"graph":"default","etag":"` + etag + `","status":"running","started_at":"2026-03-01T10:00:00Z","tasks":[{"id":"a","status":"failed","message":"` + strings.Repeat("m", MaxTaskMessage+1) + `"}]}`, "tasks[0].message: 1025 bytes"},
 		"tasks not list":   {`{"graph":"default","etag":"` + etag + `","status":"running","started_at":"2026-03-01T10:00:00Z","tasks":{}}`, "tasks must be a list, not a JSON object"},
+		"task ends before": {`{"graph":"default","etag":"` + etag + `","status":"running","started_at":"2026-03-01T10:00:00Z","tasks":[{"id":"a","status":"success","started_at":"2026-03-01T10:00:00Z","finished_at":"2026-03-01T09:00:00Z"}]}`, "tasks[0].finished_at: before its started_at"},
+		"task id blank":    {`{"graph":"default","etag":"` + etag + `","status":"running","started_at":"2026-03-01T10:00:00Z","tasks":[{"id":"a b","status":"success"}]}`, `tasks[0].id: "a b" holds a blank`},
+		// Each byte that is not UTF-8 is stored as U+FFFD, three bytes.
+		"over once stored": {`{"graph":"default","etag":"` + etag + `","status":"running","started_at":"2026-03-01T10:00:00Z","tasks":[` + strings.Join(notUTF8, ",") + `]}`, "the report is over 1048576 bytes once stored"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.body))

@@ -23,49 +23,47 @@ func alignHCL(src []byte) []byte {
 	if diags.HasErrors() {
 		return src // the loader reports it; TestCreate never lets it through
 	}
-	type line struct {
-		lead, assign, comment string
+	lines := hclLines(src, tokens)
+	width := func(s string) int { return utf8.RuneCountInString(s) }
+	// The equals signs, then the comments, whose column follows.
+	eqPads := alignRuns(len(lines), func(k int) bool { return lines[k].assign != "" }, func(k int) int { return width(lines[k].lead) })
+	body := make([]string, len(lines))
+	for k, l := range lines {
+		body[k] = l.lead
+		if l.assign != "" {
+			body[k] += strings.Repeat(" ", eqPads[k]+1) + l.assign
+		}
 	}
-	var lines []line
+	commentPads := alignRuns(len(lines), func(k int) bool { return lines[k].comment != "" }, func(k int) int { return width(body[k]) })
+	var b bytes.Buffer
+	for k, l := range lines {
+		b.WriteString(body[k])
+		if l.comment != "" {
+			b.WriteString(strings.Repeat(" ", commentPads[k]+1) + l.comment)
+		}
+		b.WriteByte('\n')
+	}
+	out := b.Bytes()
+	if !bytes.HasSuffix(src, []byte("\n")) {
+		out = bytes.TrimSuffix(out, []byte("\n"))
+	}
+	return out
+}
+
+// hclLine is one line of HCL cut for alignment: lead is what comes before the
+// equals sign of a whole attribute (all of the line but its comment when it
+// holds none), assign that equals sign and its value, comment a trailing
+// comment.
+type hclLine struct {
+	lead, assign, comment string
+}
+
+// hclLines cuts src, lexed into tokens, into its lines.
+func hclLines(src []byte, tokens hclsyntax.Tokens) []hclLine {
+	var lines []hclLine
 	var cur []hclsyntax.Token
 	flush := func(end int) {
-		// cur are the line's tokens, its newline excluded; end is where the
-		// line's text ends.
-		l := line{}
-		lineStart := 0
-		if len(cur) > 0 {
-			lineStart = bytes.LastIndexByte(src[:cur[0].Range.Start.Byte], '\n') + 1
-		}
-		toks := cur
-		if len(toks) > 1 && toks[len(toks)-1].Type == hclsyntax.TokenComment {
-			c := toks[len(toks)-1]
-			l.comment = strings.TrimRight(string(src[c.Range.Start.Byte:c.Range.End.Byte]), "\n")
-			toks = toks[:len(toks)-1]
-		}
-		leadEnd := end
-		if len(toks) > 0 {
-			leadEnd = toks[len(toks)-1].Range.End.Byte
-		}
-		for i, t := range toks {
-			if i == 0 || t.Type != hclsyntax.TokenEqual {
-				continue
-			}
-			net := 0
-			for _, u := range toks[i:] {
-				net += bracketChange(u.Type)
-			}
-			if net == 0 {
-				l.assign = string(src[t.Range.Start.Byte:leadEnd])
-				leadEnd = toks[i-1].Range.End.Byte
-			}
-			break
-		}
-		if len(cur) > 0 {
-			l.lead = strings.TrimRight(string(src[lineStart:leadEnd]), "\n")
-		} else {
-			l.lead = string(src[bytes.LastIndexByte(src[:end], '\n')+1 : end])
-		}
-		lines = append(lines, l)
+		lines = append(lines, cutLine(src, cur, end))
 		cur = cur[:0]
 	}
 	for _, t := range tokens {
@@ -85,51 +83,71 @@ func alignHCL(src []byte) []byte {
 			cur = append(cur, t)
 		}
 	}
+	return lines
+}
 
-	width := func(s string) int { return utf8.RuneCountInString(s) }
-	// The equals signs, then the comments, whose column follows.
-	pads := make([]int, len(lines))
-	for i := 0; i < len(lines); {
-		if lines[i].assign == "" {
+// cutLine cuts one line of src: toks are its tokens, its newline excluded;
+// end is where its text ends.
+func cutLine(src []byte, toks []hclsyntax.Token, end int) hclLine {
+	l := hclLine{}
+	if len(toks) == 0 {
+		l.lead = string(src[bytes.LastIndexByte(src[:end], '\n')+1 : end])
+		return l
+	}
+	lineStart := bytes.LastIndexByte(src[:toks[0].Range.Start.Byte], '\n') + 1
+	if len(toks) > 1 && toks[len(toks)-1].Type == hclsyntax.TokenComment {
+		c := toks[len(toks)-1]
+		l.comment = strings.TrimRight(string(src[c.Range.Start.Byte:c.Range.End.Byte]), "\n")
+		toks = toks[:len(toks)-1]
+	}
+	leadEnd := toks[len(toks)-1].Range.End.Byte
+	if i := wholeAttribute(toks); i > 0 {
+		l.assign = string(src[toks[i].Range.Start.Byte:leadEnd])
+		leadEnd = toks[i-1].Range.End.Byte
+	}
+	l.lead = strings.TrimRight(string(src[lineStart:leadEnd]), "\n")
+	return l
+}
+
+// wholeAttribute is the index of the line's first equals sign (not its first
+// token) when the brackets opened after it close on the line, else -1.
+func wholeAttribute(toks []hclsyntax.Token) int {
+	for i, t := range toks {
+		if i == 0 || t.Type != hclsyntax.TokenEqual {
+			continue
+		}
+		net := 0
+		for _, u := range toks[i:] {
+			net += bracketChange(u.Type)
+		}
+		if net == 0 {
+			return i
+		}
+		return -1
+	}
+	return -1
+}
+
+// alignRuns lines up each run of consecutive lines (of n) that take part:
+// its pad is how much narrower a line is than the widest of its run (0 for
+// the lines that do not take part).
+func alignRuns(n int, part func(k int) bool, width func(k int) int) []int {
+	pads := make([]int, n)
+	for i := 0; i < n; {
+		if !part(i) {
 			i++
 			continue
 		}
 		j, col := i, 0
-		for ; j < len(lines) && lines[j].assign != ""; j++ {
-			col = max(col, width(lines[j].lead))
+		for ; j < n && part(j); j++ {
+			col = max(col, width(j))
 		}
 		for k := i; k < j; k++ {
-			pads[k] = col - width(lines[k].lead)
+			pads[k] = col - width(k)
 		}
 		i = j
 	}
-	body := func(k int) string {
-		if lines[k].assign == "" {
-			return lines[k].lead
-		}
-		return lines[k].lead + strings.Repeat(" ", pads[k]+1) + lines[k].assign
-	}
-	var b bytes.Buffer
-	for i := 0; i < len(lines); {
-		if lines[i].comment == "" {
-			b.WriteString(body(i) + "\n")
-			i++
-			continue
-		}
-		j, col := i, 0
-		for ; j < len(lines) && lines[j].comment != ""; j++ {
-			col = max(col, width(body(j)))
-		}
-		for k := i; k < j; k++ {
-			b.WriteString(body(k) + strings.Repeat(" ", col-width(body(k))+1) + lines[k].comment + "\n")
-		}
-		i = j
-	}
-	out := b.Bytes()
-	if !bytes.HasSuffix(src, []byte("\n")) {
-		out = bytes.TrimSuffix(out, []byte("\n"))
-	}
-	return out
+	return pads
 }
 
 // bracketChange is +1 for a token that opens a bracket (or a template

@@ -15,9 +15,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path"
 	"slices"
-	"strings"
 )
 
 // Membership is a replica's place among the shards: it lasts while its lease
@@ -197,36 +195,8 @@ func (w *Workdir) publishMerged(mb MergingBackend, cur, st *State, objs *objectW
 	if objs == nil {
 		objs = &objectWriter{w: w, dirs: map[string]bool{}}
 	}
-	checkName := func(name string) error {
-		clean := path.Clean(name)
-		if name == "" || path.IsAbs(name) || clean != name || clean == ".." || strings.HasPrefix(clean, "../") || strings.HasPrefix(name, ".") {
-			return fmt.Errorf("artifact name %q is not a clean relative path", name)
-		}
-		return nil
-	}
-	err := write(func(name string, data []byte) error {
-		if err := checkName(name); err != nil {
-			return err
-		}
-		_, err := objs.object(data)
+	if err := writeObjectsOnly(objs, write); err != nil {
 		return err
-	}, func(name, sum string) error {
-		// A staged object (PublishStaged): written already.
-		if err := checkName(name); err != nil {
-			return err
-		}
-		if !objs.staged(sum) && !objs.keep(name, sum) {
-			return fmt.Errorf("%s: object %.12s: %w", name, sum, ErrNotStaged)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, d := range slices.Sorted(maps.Keys(objs.dirs)) {
-		if err := syncDir(d); err != nil {
-			return err
-		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), backendTimeout)
 	defer cancel()
@@ -246,18 +216,11 @@ func (w *Workdir) publishMerged(mb MergingBackend, cur, st *State, objs *objectW
 	if d, ok := mb.(SetDeferrer); ok && d.DeferSet() {
 		return nil // as for a merge: the set of the newest serial is made later
 	}
-	tmp, err := os.MkdirTemp(w.artifacts(), ".tmp-"+fmt.Sprint(st.Serial)+"-")
-	if err != nil {
-		return &AppliedError{Serial: st.Serial, Err: err}
-	}
-	defer os.RemoveAll(tmp) // after the rename, nothing is left there
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return &AppliedError{Serial: st.Serial, Err: err}
-	}
-	objs = sealFromDir(w, objs, tmp)
 	// Each file is the object of its digest: written (and checked) by this
-	// publish, or read and checked against the digest here, once.
-	err = w.writeSet(tmp, st, objs, func(_ func(string, []byte) error, link func(string, string) error) error {
+	// publish, or read and checked against the digest here, once. A set of
+	// that serial here is not the committed one (this replica's commit is): a
+	// leftover, replaced.
+	err = w.writeCommittedSet(st, objs, true, func(_ func(string, []byte) error, link func(string, string) error) error {
 		for _, name := range slices.Sorted(maps.Keys(st.Artifacts)) {
 			if err := objs.checked(name, st.Artifacts[name]); err != nil {
 				return err
@@ -271,23 +234,32 @@ func (w *Workdir) publishMerged(mb MergingBackend, cur, st *State, objs *objectW
 	if err != nil {
 		return &AppliedError{Serial: st.Serial, Err: err}
 	}
-	final := w.SetDir(st.Serial)
-	// A set of that serial here is not the committed one (this replica's
-	// commit is): a leftover.
-	if err := os.RemoveAll(final); err != nil {
-		return &AppliedError{Serial: st.Serial, Err: err}
-	}
-	if err := os.Rename(tmp, final); err != nil {
-		return &AppliedError{Serial: st.Serial, Err: err}
-	}
-	if err := syncDir(w.artifacts()); err != nil {
-		return &AppliedError{Serial: st.Serial, Err: err}
-	}
-	if err := w.relink(st.Serial); err != nil {
-		return &AppliedError{Serial: st.Serial, Err: err}
-	}
-	w.prune(st.Serial)
 	return nil
+}
+
+// writeObjectsOnly runs a shard's write before its commit: each file
+// becomes an object only (a staged one is written already), its name
+// checked, and the objects' directories are synced.
+func writeObjectsOnly(objs *objectWriter, write func(put func(name string, data []byte) error, link func(name, sum string) error) error) error {
+	err := write(func(name string, data []byte) error {
+		if err := checkArtifactName(name); err != nil {
+			return err
+		}
+		_, err := objs.object(data)
+		return err
+	}, func(name, sum string) error {
+		if err := checkArtifactName(name); err != nil {
+			return err
+		}
+		if !objs.staged(sum) && !objs.keep(name, sum) {
+			return fmt.Errorf("%s: object %.12s: %w", name, sum, ErrNotStaged)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return objs.syncDirs()
 }
 
 // ReadObject returns the content whose sha256 is sum (hex) from the work

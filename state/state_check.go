@@ -59,113 +59,149 @@ func NextSerial(cur int64) (int64, error) {
 // Checked whole before anything is written, so a state that is refused
 // changes nothing.
 func Check(st *State) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("the state is refused: "+format+"; nothing was changed", args...)
+	if err := checkStateHeader(st); err != nil {
+		return err
 	}
+	if len(st.Clusters) > MaxClusters {
+		return refused("it has %d clusters, over %d", len(st.Clusters), MaxClusters)
+	}
+	nodes := 0
+	for name, cs := range st.Clusters {
+		if !loader.IsName(name) {
+			return refused("its cluster name %q is not a name a repository can give", name)
+		}
+		if cs == nil {
+			return refused("its cluster %s is null", name)
+		}
+		nodes += len(cs.Nodes)
+		if nodes > MaxNodes {
+			return refused("it has more than %d nodes", MaxNodes)
+		}
+		if err := checkClusterState(name, cs, st.Serial); err != nil {
+			return err
+		}
+	}
+	if len(st.ClusterInputs) > MaxClusters {
+		return refused("it has %d cluster_inputs, over %d", len(st.ClusterInputs), MaxClusters)
+	}
+	for name, fp := range st.ClusterInputs {
+		if !loader.IsName(name) {
+			return refused("its cluster_inputs name %q is not a cluster name", name)
+		}
+		if err := checkField(fp); err != nil {
+			return refused("the cluster_inputs of %s %v", name, err)
+		}
+	}
+	if len(st.Artifacts) > MaxArtifacts {
+		return refused("it names %d artifacts, over %d", len(st.Artifacts), MaxArtifacts)
+	}
+	for name, sum := range st.Artifacts {
+		if !isArtifactPath(name) {
+			return refused("its artifact %q is not a clean relative path of at most %d bytes", name, maxArtifactPath)
+		}
+		if !isLowerHex(sum, 64) {
+			return refused("the digest of its artifact %s is not a sha256 (64 lowercase hex digits)", name)
+		}
+	}
+	return nil
+}
+
+// refused is Check's error: why the state is refused.
+func refused(format string, args ...any) error {
+	return fmt.Errorf("the state is refused: "+format+"; nothing was changed", args...)
+}
+
+// checkStateHeader checks the state's own fields: its serial (1 to
+// MaxPushSerial) and its strings, a lineage among them.
+func checkStateHeader(st *State) error {
 	if st.Serial <= 0 {
-		return bad("its serial %d is not positive", st.Serial)
+		return refused("its serial %d is not positive", st.Serial)
 	}
 	if st.Serial > MaxPushSerial {
-		return bad("its serial %d leaves no room for the applies after it: state push takes serials up to %d (2^52)", st.Serial, int64(MaxPushSerial))
+		return refused("its serial %d leaves no room for the applies after it: state push takes serials up to %d (2^52)", st.Serial, int64(MaxPushSerial))
 	}
 	for _, f := range []struct{ name, v string }{
 		{"lineage", st.Lineage}, {"revision", st.Revision}, {"tool_version", st.ToolVersion}, {"inputs", st.Inputs},
 	} {
 		if err := checkField(f.v); err != nil {
-			return bad("its %s %v", f.name, err)
+			return refused("its %s %v", f.name, err)
 		}
 	}
 	if st.Lineage == "" {
-		return bad("it has no lineage")
+		return refused("it has no lineage")
 	}
-	if len(st.Clusters) > MaxClusters {
-		return bad("it has %d clusters, over %d", len(st.Clusters), MaxClusters)
+	return nil
+}
+
+// checkClusterState checks the state of cluster name (cs) in a state of
+// serial serial: its nodes, status, strings, the serial it changed at (not
+// after the state's), its problems, pending plan and primary tags.
+func checkClusterState(name string, cs *ClusterState, serial int64) error {
+	if err := checkNodeStates(name, cs.Nodes); err != nil {
+		return err
 	}
-	nodes := 0
-	for name, cs := range st.Clusters {
-		if !loader.IsName(name) {
-			return bad("its cluster name %q is not a name a repository can give", name)
+	switch cs.Status {
+	case "", StatusSynced, StatusOutOfSync, StatusHeld, StatusSuspended, StatusAwaitingApproval:
+	default:
+		return refused("cluster %s has status %q, not one of %s", name, cs.Status, strings.Join(Statuses, ", "))
+	}
+	for what, v := range map[string]string{"revision": cs.Revision, "file": cs.File} {
+		if err := checkField(v); err != nil {
+			return refused("the %s of cluster %s %v", what, name, err)
 		}
-		if cs == nil {
-			return bad("its cluster %s is null", name)
+	}
+	if cs.Serial < 0 || cs.Serial > serial {
+		return refused("cluster %s changed at serial %d, not one of the state's (1 to %d)", name, cs.Serial, serial)
+	}
+	if len(cs.Problems) > MaxClusterProblems+1 {
+		return refused("cluster %s has %d problems, over %d", name, len(cs.Problems), MaxClusterProblems+1)
+	}
+	for _, p := range cs.Problems {
+		if len(p) > maxProblemLen {
+			return refused("a problem of cluster %s is %d bytes long, over %d", name, len(p), maxProblemLen)
 		}
-		nodes += len(cs.Nodes)
-		if nodes > MaxNodes {
-			return bad("it has more than %d nodes", MaxNodes)
-		}
-		for node, ns := range cs.Nodes {
-			if !loader.IsName(node) {
-				return bad("its node name %q (cluster %s) is not a name a repository can give", node, name)
-			}
-			if len(ns.Roles) > maxStateList {
-				return bad("node %s of cluster %s has %d roles, over %d", node, name, len(ns.Roles), maxStateList)
-			}
-			for _, r := range ns.Roles {
-				if err := checkField(r); err != nil || r == "" {
-					return bad("a role of node %s (cluster %s) %v", node, name, orEmpty(err))
-				}
-			}
-		}
-		switch cs.Status {
-		case "", StatusSynced, StatusOutOfSync, StatusHeld, StatusSuspended, StatusAwaitingApproval:
-		default:
-			return bad("cluster %s has status %q, not one of %s", name, cs.Status, strings.Join(Statuses, ", "))
-		}
-		for what, v := range map[string]string{"revision": cs.Revision, "file": cs.File} {
+	}
+	if pd := cs.Pending; pd != nil {
+		for what, v := range map[string]string{"revision": pd.Revision, "digest": pd.Digest, "base": pd.Base} {
 			if err := checkField(v); err != nil {
-				return bad("the %s of cluster %s %v", what, name, err)
-			}
-		}
-		if cs.Serial < 0 || cs.Serial > st.Serial {
-			return bad("cluster %s changed at serial %d, not one of the state's (1 to %d)", name, cs.Serial, st.Serial)
-		}
-		if len(cs.Problems) > MaxClusterProblems+1 {
-			return bad("cluster %s has %d problems, over %d", name, len(cs.Problems), MaxClusterProblems+1)
-		}
-		for _, p := range cs.Problems {
-			if len(p) > maxProblemLen {
-				return bad("a problem of cluster %s is %d bytes long, over %d", name, len(p), maxProblemLen)
-			}
-		}
-		if pd := cs.Pending; pd != nil {
-			for what, v := range map[string]string{"revision": pd.Revision, "digest": pd.Digest, "base": pd.Base} {
-				if err := checkField(v); err != nil {
-					return bad("the pending plan's %s of cluster %s %v", what, name, err)
-				}
-			}
-		}
-		if len(cs.Primary) > maxStateList {
-			return bad("cluster %s has %d primary tags, over %d", name, len(cs.Primary), maxStateList)
-		}
-		for tag, node := range cs.Primary {
-			if err := checkField(tag); err != nil || tag == "" {
-				return bad("a primary tag of cluster %s %v", name, orEmpty(err))
-			}
-			if !loader.IsName(node) {
-				return bad("the primary %s of cluster %s is %q, not a node name", tag, name, node)
+				return refused("the pending plan's %s of cluster %s %v", what, name, err)
 			}
 		}
 	}
-	if len(st.ClusterInputs) > MaxClusters {
-		return bad("it has %d cluster_inputs, over %d", len(st.ClusterInputs), MaxClusters)
-	}
-	for name, fp := range st.ClusterInputs {
-		if !loader.IsName(name) {
-			return bad("its cluster_inputs name %q is not a cluster name", name)
+	return checkPrimaries(name, cs.Primary)
+}
+
+// checkNodeStates checks the nodes of cluster name: node names, and each
+// node's roles (at most maxStateList, none empty).
+func checkNodeStates(name string, nodes map[string]NodeState) error {
+	for node, ns := range nodes {
+		if !loader.IsName(node) {
+			return refused("its node name %q (cluster %s) is not a name a repository can give", node, name)
 		}
-		if err := checkField(fp); err != nil {
-			return bad("the cluster_inputs of %s %v", name, err)
+		if len(ns.Roles) > maxStateList {
+			return refused("node %s of cluster %s has %d roles, over %d", node, name, len(ns.Roles), maxStateList)
+		}
+		for _, r := range ns.Roles {
+			if err := checkField(r); err != nil || r == "" {
+				return refused("a role of node %s (cluster %s) %v", node, name, orEmpty(err))
+			}
 		}
 	}
-	if len(st.Artifacts) > MaxArtifacts {
-		return bad("it names %d artifacts, over %d", len(st.Artifacts), MaxArtifacts)
+	return nil
+}
+
+// checkPrimaries checks the primary tags of cluster name: at most
+// maxStateList, each a tag naming a node.
+func checkPrimaries(name string, primary map[string]string) error {
+	if len(primary) > maxStateList {
+		return refused("cluster %s has %d primary tags, over %d", name, len(primary), maxStateList)
 	}
-	for name, sum := range st.Artifacts {
-		if !isArtifactPath(name) {
-			return bad("its artifact %q is not a clean relative path of at most %d bytes", name, maxArtifactPath)
+	for tag, node := range primary {
+		if err := checkField(tag); err != nil || tag == "" {
+			return refused("a primary tag of cluster %s %v", name, orEmpty(err))
 		}
-		if !isLowerHex(sum, 64) {
-			return bad("the digest of its artifact %s is not a sha256 (64 lowercase hex digits)", name)
+		if !loader.IsName(node) {
+			return refused("the primary %s of cluster %s is %q, not a node name", tag, name, node)
 		}
 	}
 	return nil

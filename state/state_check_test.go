@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -60,6 +61,25 @@ func TestCheckState(t *testing.T) {
 		{"too many problems", func(st *State) { st.Clusters["demo"].Problems = make([]string, 30) }, "cluster demo has 30 problems"},
 		{"a long problem", func(st *State) { st.Clusters["demo"].Problems = []string{strings.Repeat("p", 5000)} }, "a problem of cluster demo is 5000 bytes long"},
 		{"a pending plan", func(st *State) { st.Clusters["demo"].Pending = &Pending{Revision: "r", Digest: "d\x00", Base: "b"} }, "the pending plan's digest of cluster demo has a control character"},
+		{"a control character in a role", func(st *State) { st.Clusters["demo"].Nodes["node-1"] = NodeState{Roles: []string{"a\x1b"}} }, "a role of node node-1 (cluster demo) has a control character"},
+		{"a cluster's file", func(st *State) { st.Clusters["demo"].File = "clusters/\x00.yaml" }, "the file of cluster demo has a control character"},
+		{"too many primary tags", func(st *State) {
+			for i := range 999 {
+				st.Clusters["demo"].Primary[fmt.Sprint("t", i)] = "node-1"
+			}
+		}, "cluster demo has 1001 primary tags, over 1000"},
+		{"an empty primary tag", func(st *State) { st.Clusters["demo"].Primary[""] = "node-1" }, "a primary tag of cluster demo is empty"},
+		{"too many clusters", func(st *State) {
+			for i := range MaxClusters {
+				st.Clusters[fmt.Sprint("c", i)] = &ClusterState{}
+			}
+		}, "it has 10001 clusters, over 10000"},
+		{"too many cluster_inputs", func(st *State) {
+			for i := range MaxClusters {
+				st.ClusterInputs[fmt.Sprint("c", i)] = "fp"
+			}
+		}, "it has 10001 cluster_inputs, over 10000"},
+		{"a cluster_inputs fingerprint", func(st *State) { st.ClusterInputs["demo"] = "fp\x00" }, "the cluster_inputs of demo has a control character"},
 	} {
 		st := good()
 		tc.change(st)

@@ -511,16 +511,31 @@ func (w *Workdir) publish(l *Lock, st *State, push bool, objs *objectWriter, wri
 	if st.Lineage == "" {
 		st.Lineage = NewLineage()
 	}
-	if err := do("mkdir artifacts", func() error { return os.MkdirAll(w.artifacts(), 0o755) }); err != nil {
+	final, err := w.placeSet(cur, st, objs, write)
+	if err != nil {
 		return err
+	}
+	if w.Backend != nil {
+		return w.commitToBackend(cur, st, final)
+	}
+	return w.switchCurrent(st)
+}
+
+// placeSet writes the set of st (Publish's steps before the commit point):
+// under a temporary name, synced, then renamed to its serial (final) and the
+// artifacts directory synced. The leftovers of a crashed run are removed
+// first; a failed step leaves no temporary set behind.
+func (w *Workdir) placeSet(cur, st *State, objs *objectWriter, write func(put func(name string, data []byte) error, link func(name, sum string) error) error) (final string, err error) {
+	if err := do("mkdir artifacts", func() error { return os.MkdirAll(w.artifacts(), 0o755) }); err != nil {
+		return "", err
 	}
 	w.clean(cur.Serial)
 	if err := step("mkdir set"); err != nil {
-		return err
+		return "", err
 	}
 	tmp, err := os.MkdirTemp(w.artifacts(), ".tmp-"+strconv.FormatInt(st.Serial, 10)+"-")
 	if err != nil {
-		return err
+		return "", err
 	}
 	ok := false
 	defer func() {
@@ -530,45 +545,54 @@ func (w *Workdir) publish(l *Lock, st *State, push bool, objs *objectWriter, wri
 	}()
 	// MkdirTemp makes it 0700; a set is as readable as the files in it.
 	if err := do("chmod set", func() error { return os.Chmod(tmp, 0o755) }); err != nil {
-		return err
+		return "", err
 	}
 	if err := w.writeSet(tmp, st, objs, write); err != nil {
-		return err
+		return "", err
 	}
-	final := w.SetDir(st.Serial)
+	final = w.SetDir(st.Serial)
 	// A set of a crashed run, never current.
 	if err := do("remove "+filepath.Base(final), func() error { return os.RemoveAll(final) }); err != nil {
-		return err
+		return "", err
 	}
 	if err := do("rename set", func() error { return os.Rename(tmp, final) }); err != nil {
-		return err
+		return "", err
 	}
 	ok = true
 	if err := syncDir(w.artifacts()); err != nil {
+		return "", err
+	}
+	return final, nil
+}
+
+// commitToBackend is Publish's commit point under a Backend: the set (final)
+// is written, the state switches there; current follows it here, and the old
+// sets are pruned.
+func (w *Workdir) commitToBackend(cur, st *State, final string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), backendTimeout)
+	defer cancel()
+	if err := do("commit state", func() error { return w.Backend.Commit(ctx, cur.Serial, st) }); err != nil {
+		// A refused commit leaves a set nothing names. Any other failure
+		// (no answer) may still have committed: the set stays, and the
+		// next run removes it if the backend's serial is below it.
+		var stale *StaleStateError
+		if errors.As(err, &stale) {
+			_ = os.RemoveAll(final)
+		}
 		return err
 	}
-	if w.Backend != nil {
-		// The commit point is the backend's: the set is written, the state
-		// switches there; current follows it here.
-		ctx, cancel := context.WithTimeout(context.Background(), backendTimeout)
-		defer cancel()
-		if err := do("commit state", func() error { return w.Backend.Commit(ctx, cur.Serial, st) }); err != nil {
-			// A refused commit leaves a set nothing names. Any other failure
-			// (no answer) may still have committed: the set stays, and the
-			// next run removes it if the backend's serial is below it.
-			var stale *StaleStateError
-			if errors.As(err, &stale) {
-				_ = os.RemoveAll(final)
-			}
-			return err
-		}
-		if err := w.relink(st.Serial); err != nil {
-			return &AppliedError{Serial: st.Serial, Err: err}
-		}
-		w.prune(st.Serial)
-		return nil
+	if err := w.relink(st.Serial); err != nil {
+		return &AppliedError{Serial: st.Serial, Err: err}
 	}
-	// The commit point: current → the new set.
+	w.prune(st.Serial)
+	return nil
+}
+
+// switchCurrent is Publish's commit point without a Backend: a new symlink
+// renamed over current names the set of st, synced; then state.json is linked
+// and the old sets are pruned. A step after the rename fails as an
+// AppliedError.
+func (w *Workdir) switchCurrent(st *State) error {
 	linkTmp := filepath.Join(w.artifacts(), ".link-current-"+NewLineage()[:8])
 	if err := do("symlink current", func() error { return os.Symlink(strconv.FormatInt(st.Serial, 10), linkTmp) }); err != nil {
 		return err
@@ -609,7 +633,7 @@ func (w *Workdir) LinkSet(n int64) (bool, error) {
 // it. There is no commit point of its own (the state is the Backend's). The
 // Keep newest sets are kept, as an apply keeps them.
 func (w *Workdir) WriteSet(st *State, write func(put func(name string, data []byte) error) error) error {
-	return w.writeCommittedSet(st, nil, withoutLink(write))
+	return w.writeCommittedSet(st, nil, false, withoutLink(write))
 }
 
 // WriteSetLinked is WriteSet whose write may also link: link(name, sum) makes
@@ -621,7 +645,7 @@ func (w *Workdir) WriteSet(st *State, write func(put func(name string, data []by
 func (w *Workdir) WriteSetLinked(st *State, write func(put func(name string, data []byte) error, link func(name, sum string) error) error) error {
 	objs := &objectWriter{w: w, dirs: map[string]bool{}}
 	var follow sync.Once
-	return w.writeCommittedSet(st, objs, func(put func(string, []byte) error, link func(string, string) error) error {
+	return w.writeCommittedSet(st, objs, false, func(put func(string, []byte) error, link func(string, string) error) error {
 		return write(put, func(name, sum string) error {
 			// Once the new set has its own seal time (writeCommittedSet),
 			// it follows the current set.
@@ -675,8 +699,11 @@ func (w *Workdir) checkObject(sum string) error {
 // checkBuffers are checkObject's read buffers.
 var checkBuffers = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
-// writeCommittedSet is WriteSet and WriteSetLinked.
-func (w *Workdir) writeCommittedSet(st *State, objs *objectWriter, write func(put func(name string, data []byte) error, link func(name, sum string) error) error) error {
+// writeCommittedSet is WriteSet and WriteSetLinked, and the set a shard's
+// publish makes of its commit (shard.go): written and synced under a
+// temporary name, renamed to its serial, and named by current; the older
+// sets are pruned. replace first removes a set of that serial left there.
+func (w *Workdir) writeCommittedSet(st *State, objs *objectWriter, replace bool, write func(put func(name string, data []byte) error, link func(name, sum string) error) error) error {
 	if err := os.MkdirAll(w.artifacts(), 0o755); err != nil {
 		return err
 	}
@@ -691,6 +718,11 @@ func (w *Workdir) writeCommittedSet(st *State, objs *objectWriter, write func(pu
 	objs = sealFromDir(w, objs, tmp)
 	if err := w.writeSet(tmp, st, objs, write); err != nil {
 		return err
+	}
+	if replace {
+		if err := os.RemoveAll(w.SetDir(st.Serial)); err != nil {
+			return err
+		}
 	}
 	if err := os.Rename(tmp, w.SetDir(st.Serial)); err != nil {
 		return err
@@ -727,76 +759,21 @@ func (w *Workdir) linkState() error {
 // objects' and trees' directories first. objs, when not nil, holds the
 // objects staged for the set (write's link names them).
 func (w *Workdir) writeSet(dir string, st *State, objs *objectWriter, write func(put func(name string, data []byte) error, link func(name, sum string) error) error) error {
-	var mu sync.Mutex
-	dirs := map[string]bool{dir: true}
-	var made onceMap
 	if objs == nil {
 		objs = &objectWriter{w: w, dirs: map[string]bool{}}
 	}
-	// mkdir makes the set's directory name (slashed) and its parents, once
-	// per name: a step for each name, whatever order the files come in.
-	mkdir := func(name string) error {
-		if name == "." {
-			return nil
-		}
-		return made.do(name, func() error {
-			d := filepath.Join(dir, filepath.FromSlash(name))
-			if err := do("mkdir "+name, func() error { return os.MkdirAll(d, 0o755) }); err != nil {
-				return err
-			}
-			mu.Lock()
-			for ; d != dir && !dirs[d]; d = filepath.Dir(d) {
-				dirs[d] = true
-			}
-			mu.Unlock()
-			return nil
-		})
-	}
-	var nodes nodeDirs
-	// place puts name into the set: data, or (data nil) the staged object sum.
-	place := func(name string, data []byte, sum string) error {
-		clean := path.Clean(name)
-		if name == "" || path.IsAbs(name) || clean != name || clean == ".." || strings.HasPrefix(clean, "../") || strings.HasPrefix(name, ".") {
-			return fmt.Errorf("artifact name %q is not a clean relative path", name)
-		}
-		if data == nil && !objs.staged(sum) && !objs.keep(name, sum) {
-			return fmt.Errorf("%s: object %.12s: %w", name, sum, ErrNotStaged)
-		}
-		// The files of a node directory are linked as a tree once the set is
-		// whole (a node directory with a subdirectory stays a real one).
-		if nd, file, ok := nodeDirOf(name); ok && !w.noLinks.Load() {
-			if data != nil {
-				var err error
-				if sum, err = objs.object(data); err != nil {
-					return err
-				}
-			}
-			nodes.add(nd, file, sum)
-			return nil
-		}
-		if parts := strings.SplitN(name, "/", 4); len(parts) == 4 && isNodeDir(strings.Join(parts[:3], "/")) {
-			nodes.markDeep(strings.Join(parts[:3], "/"))
-		}
-		if err := mkdir(path.Dir(name)); err != nil {
-			return err
-		}
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if data == nil {
-			return objs.linkObject(sum, p, name)
-		}
-		return objs.put(p, name, data)
-	}
+	s := &setWriter{w: w, dir: dir, objs: objs, dirs: map[string]bool{dir: true}}
 	put := func(name string, data []byte) error {
 		if data == nil {
 			data = []byte{}
 		}
-		return place(name, data, "")
+		return s.place(name, data, "")
 	}
-	link := func(name, sum string) error { return place(name, nil, sum) }
+	link := func(name, sum string) error { return s.place(name, nil, sum) }
 	if err := write(put, link); err != nil {
 		return err
 	}
-	if err := objs.linkNodeDirs(dir, &nodes, mkdir); err != nil {
+	if err := objs.linkNodeDirs(dir, &s.nodes, s.mkdir); err != nil {
 		return err
 	}
 	data, err := json.MarshalIndent(st, "", "  ")
@@ -809,12 +786,98 @@ func (w *Workdir) writeSet(dir string, st *State, objs *objectWriter, write func
 	if err := objs.writeSeal(dir); err != nil {
 		return err
 	}
-	for _, d := range slices.Sorted(maps.Keys(objs.dirs)) {
+	if err := objs.syncDirs(); err != nil {
+		return err
+	}
+	for d := range s.dirs {
 		if err := syncDir(d); err != nil {
 			return err
 		}
 	}
-	for d := range dirs {
+	return nil
+}
+
+// setWriter puts the files of one set into its directory dir, as writeSet's
+// put and link are called (from several goroutines).
+type setWriter struct {
+	w    *Workdir
+	dir  string
+	objs *objectWriter
+	mu   sync.Mutex
+	// dirs are the directories made in the set (and dir), to be synced.
+	dirs  map[string]bool
+	made  onceMap
+	nodes nodeDirs
+}
+
+// mkdir makes the set's directory name (slashed) and its parents, once per
+// name: a step for each name, whatever order the files come in.
+func (s *setWriter) mkdir(name string) error {
+	if name == "." {
+		return nil
+	}
+	return s.made.do(name, func() error {
+		d := filepath.Join(s.dir, filepath.FromSlash(name))
+		if err := do("mkdir "+name, func() error { return os.MkdirAll(d, 0o755) }); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		for ; d != s.dir && !s.dirs[d]; d = filepath.Dir(d) {
+			s.dirs[d] = true
+		}
+		s.mu.Unlock()
+		return nil
+	})
+}
+
+// place puts name into the set: data, or (data nil) the staged object sum.
+func (s *setWriter) place(name string, data []byte, sum string) error {
+	if err := checkArtifactName(name); err != nil {
+		return err
+	}
+	objs := s.objs
+	if data == nil && !objs.staged(sum) && !objs.keep(name, sum) {
+		return fmt.Errorf("%s: object %.12s: %w", name, sum, ErrNotStaged)
+	}
+	// The files of a node directory are linked as a tree once the set is
+	// whole (a node directory with a subdirectory stays a real one).
+	if nd, file, ok := nodeDirOf(name); ok && !s.w.noLinks.Load() {
+		if data != nil {
+			var err error
+			if sum, err = objs.object(data); err != nil {
+				return err
+			}
+		}
+		s.nodes.add(nd, file, sum)
+		return nil
+	}
+	if parts := strings.SplitN(name, "/", 4); len(parts) == 4 && isNodeDir(strings.Join(parts[:3], "/")) {
+		s.nodes.markDeep(strings.Join(parts[:3], "/"))
+	}
+	if err := s.mkdir(path.Dir(name)); err != nil {
+		return err
+	}
+	p := filepath.Join(s.dir, filepath.FromSlash(name))
+	if data == nil {
+		return objs.linkObject(sum, p, name)
+	}
+	return objs.put(p, name, data)
+}
+
+// checkArtifactName refuses an artifact name that is not a clean relative
+// path inside the set, or that is hidden (the set's own files start with a
+// dot).
+func checkArtifactName(name string) error {
+	clean := path.Clean(name)
+	if name == "" || path.IsAbs(name) || clean != name || clean == ".." || strings.HasPrefix(clean, "../") || strings.HasPrefix(name, ".") {
+		return fmt.Errorf("artifact name %q is not a clean relative path", name)
+	}
+	return nil
+}
+
+// syncDirs syncs the object and tree directories o wrote into, in order.
+func (o *objectWriter) syncDirs() error {
+	for _, d := range slices.Sorted(maps.Keys(o.dirs)) {
 		if err := syncDir(d); err != nil {
 			return err
 		}

@@ -188,71 +188,26 @@ func LooksLikeWorkdir(dir string) bool {
 // not read into (their names and types are checked), the objects are (each
 // name), the remote repository's cache not at all.
 func layoutProblem(dir string) error {
-	foreign := func(entry, why string) error { return &NotWorkdirError{Dir: dir, Entry: entry, Why: why} }
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return err
 	}
 	for _, e := range entries {
-		name, t := e.Name(), e.Type()
-		switch {
-		case name == MarkerName || name == "lock":
-			if !t.IsRegular() {
-				return foreign(name, "not a regular file")
-			}
-		case name == "state.json":
-			if !t.IsRegular() && t&fs.ModeSymlink == 0 {
-				return foreign(name, "neither a file nor a link")
-			}
-		case name == "artifacts" || name == "objects" || name == "trees" || name == "cache":
-			if !t.IsDir() {
-				return foreign(name, "not a directory")
-			}
-		case isTempName(name, ".link-state.json-", 8, false) && t&fs.ModeSymlink != 0:
-		case strings.HasPrefix(name, "state.json.tmp-") && t.IsRegular(): // fuelsync's first releases
-		default:
-			return foreign(name, kindOf(t))
+		if why := topEntryProblem(e.Name(), e.Type()); why != "" {
+			return &NotWorkdirError{Dir: dir, Entry: e.Name(), Why: why}
 		}
 	}
-	check := func(sub string, ok func(name string, t fs.FileMode) bool) error {
-		entries, err := os.ReadDir(filepath.Join(dir, sub))
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		for _, e := range entries {
-			if !ok(e.Name(), e.Type()) {
-				return foreign(filepath.Join(sub, e.Name()), kindOf(e.Type()))
-			}
-		}
-		return nil
-	}
-	err = check("artifacts", func(name string, t fs.FileMode) bool {
-		switch {
-		case isSerialName(name):
-			return t.IsDir()
-		case name == "current":
-			return t&fs.ModeSymlink != 0
-		case isSetTempName(name):
-			return t.IsDir()
-		case isTempName(name, ".link-current-", 8, false):
-			return t&fs.ModeSymlink != 0
-		}
-		return false
-	})
-	if err != nil {
+	if err := subdirProblem(dir, "artifacts", isArtifactsEntry); err != nil {
 		return err
 	}
-	err = check("trees", func(name string, t fs.FileMode) bool {
+	err = subdirProblem(dir, "trees", func(name string, t fs.FileMode) bool {
 		return t.IsDir() && (isTreeID(name) || isTempName(name, ".tmp-", treeIDLen, true))
 	})
 	if err != nil {
 		return err
 	}
 	var fans []string
-	err = check("objects", func(name string, t fs.FileMode) bool {
+	err = subdirProblem(dir, "objects", func(name string, t fs.FileMode) bool {
 		fans = append(fans, name)
 		return t.IsDir() && isLowerHex(name, 2)
 	})
@@ -260,7 +215,7 @@ func layoutProblem(dir string) error {
 		return err
 	}
 	for _, fan := range fans {
-		err := check(filepath.Join("objects", fan), func(name string, t fs.FileMode) bool {
+		err := subdirProblem(dir, filepath.Join("objects", fan), func(name string, t fs.FileMode) bool {
 			return t.IsRegular() && (isObjectName(fan, name) || isObjectTempName(fan, name))
 		})
 		if err != nil {
@@ -268,6 +223,65 @@ func layoutProblem(dir string) error {
 		}
 	}
 	return nil
+}
+
+// topEntryProblem is why the entry name of type t does not fit at the top of
+// a work directory, or "" when it does.
+func topEntryProblem(name string, t fs.FileMode) string {
+	switch {
+	case name == MarkerName || name == "lock":
+		if !t.IsRegular() {
+			return "not a regular file"
+		}
+	case name == "state.json":
+		if !t.IsRegular() && t&fs.ModeSymlink == 0 {
+			return "neither a file nor a link"
+		}
+	case name == "artifacts" || name == "objects" || name == "trees" || name == "cache":
+		if !t.IsDir() {
+			return "not a directory"
+		}
+	case isTempName(name, ".link-state.json-", 8, false) && t&fs.ModeSymlink != 0:
+	case strings.HasPrefix(name, "state.json.tmp-") && t.IsRegular(): // fuelsync's first releases
+	default:
+		return kindOf(t)
+	}
+	return ""
+}
+
+// subdirProblem checks that every entry of dir's subdirectory sub (when
+// there is one) fits (ok): nil when they do, a *NotWorkdirError naming the
+// first one that does not otherwise.
+func subdirProblem(dir, sub string, ok func(name string, t fs.FileMode) bool) error {
+	entries, err := os.ReadDir(filepath.Join(dir, sub))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !ok(e.Name(), e.Type()) {
+			return &NotWorkdirError{Dir: dir, Entry: filepath.Join(sub, e.Name()), Why: kindOf(e.Type())}
+		}
+	}
+	return nil
+}
+
+// isArtifactsEntry reports whether the entry name of type t fits in
+// artifacts/: an applied set, current, or a set or link being made.
+func isArtifactsEntry(name string, t fs.FileMode) bool {
+	switch {
+	case isSerialName(name):
+		return t.IsDir()
+	case name == "current":
+		return t&fs.ModeSymlink != 0
+	case isSetTempName(name):
+		return t.IsDir()
+	case isTempName(name, ".link-current-", 8, false):
+		return t&fs.ModeSymlink != 0
+	}
+	return false
 }
 
 func kindOf(t fs.FileMode) string {

@@ -4,6 +4,7 @@ package state
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -231,6 +232,64 @@ func TestMarkedWorkdirLinksRefused(t *testing.T) {
 				t.Errorf("a work directory whose %s is a symlink: %v", sub, err)
 			}
 			unchanged(t, "the directory "+sub+" points to", before, tree(t, elsewhere))
+		})
+	}
+}
+
+// TestLayoutProblem: what a work directory may hold, each name with its type
+// (the crash leftovers of each step among them), and the first entry that
+// does not fit, with why.
+func TestLayoutProblem(t *testing.T) {
+	tree32, sum := strings.Repeat("0a", 16), "ab"+strings.Repeat("c", 62)
+	for _, tc := range []struct {
+		name    string
+		entries map[string]string // path → file, dir or link
+		entry   string            // the entry refused, "" when all fit
+		why     string
+	}{
+		{"the top's leftovers", map[string]string{".link-state.json-0123abcd": "link", "state.json.tmp-42": "file", "state.json": "link", "lock": "file", "cache": "dir"}, "", ""},
+		{"artifacts", map[string]string{"artifacts/3": "dir", "artifacts/current": "link", "artifacts/.tmp-4-123": "dir", "artifacts/.link-current-0123abcd": "link"}, "", ""},
+		{"trees", map[string]string{"trees/" + tree32: "dir", "trees/.tmp-" + tree32 + "-0123abcd": "dir"}, "", ""},
+		{"objects", map[string]string{"objects/ab/" + sum: "file", "objects/ab/.tmp-" + sum + "-0123abcd": "file"}, "", ""},
+		{"state.json a directory", map[string]string{"state.json": "dir"}, "state.json", "neither a file nor a link"},
+		{"lock a link", map[string]string{"lock": "link"}, "lock", "not a regular file"},
+		{"trees a file", map[string]string{"trees": "file"}, "trees", "not a directory"},
+		{"a state link leftover that is a file", map[string]string{".link-state.json-0123abcd": "file"}, ".link-state.json-0123abcd", "a file"},
+		{"current a directory", map[string]string{"artifacts/current": "dir"}, "artifacts/current", "a directory"},
+		{"a set leftover that is a file", map[string]string{"artifacts/.tmp-4-123": "file"}, "artifacts/.tmp-4-123", "a file"},
+		{"a tree leftover that is a file", map[string]string{"trees/.tmp-" + tree32 + "-0123abcd": "file"}, "trees/.tmp-" + tree32 + "-0123abcd", "a file"},
+		{"an object that is a directory", map[string]string{"objects/ab/" + sum: "dir"}, "objects/ab/" + sum, "a directory"},
+		{"an object of another fan", map[string]string{"objects/cd/" + sum: "file"}, "objects/cd/" + sum, "a file"},
+		{"an object leftover of another fan", map[string]string{"objects/cd/.tmp-" + sum + "-0123abcd": "file"}, "objects/cd/.tmp-" + sum + "-0123abcd", "a file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for p, kind := range tc.entries {
+				full := filepath.Join(dir, filepath.FromSlash(p))
+				if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				var err error
+				switch kind {
+				case "file":
+					err = os.WriteFile(full, nil, 0o644)
+				case "dir":
+					err = os.Mkdir(full, 0o755)
+				case "link":
+					err = os.Symlink("x", full)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := layoutProblem(dir)
+			var nw *NotWorkdirError
+			switch {
+			case tc.entry == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.entry != "" && (!errors.As(err, &nw) || nw.Entry != filepath.FromSlash(tc.entry) || nw.Why != tc.why):
+				t.Errorf("got %v, want %s refused (%s)", err, tc.entry, tc.why)
+			}
 		})
 	}
 }
