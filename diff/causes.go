@@ -15,7 +15,8 @@ import (
 // whose revision cannot be read again) gives fewer causes: tasks it cannot account
 // for stay listed under their graph only.
 func explain(nc *NodeChange, cc *ClusterChange, ov, nv *sideView) {
-	causes := &causeList{}
+	nx := &nodeCauses{nc: nc, ov: ov, nv: nv, causes: &causeList{}}
+	causes := nx.causes
 	switch nc.Action {
 	case Create:
 		causes.get("new_node", strings.Join(nc.Roles, ", "), "")
@@ -32,69 +33,93 @@ func explain(nc *NodeChange, cc *ClusterChange, ov, nv *sideView) {
 	for _, r := range nc.RolesRemoved {
 		causes.get("role_removed", r, "")
 	}
-	// tagCause is the cause of a tag's appearance (added) or disappearance.
-	tagCause := func(tag string, added bool) *Cause {
-		kind, side, roles := "tag_assigned", nv, nc.RolesAdded
-		if !added {
-			kind, side, roles = "tag_unassigned", ov, nc.RolesRemoved
-		}
-		// Becoming primary for X replaces tag X by primary-X, and the reverse.
-		if base, ok := strings.CutPrefix(tag, "primary-"); ok && isPrimary(side, nc.Node, base) {
-			if added {
-				return causes.get("primary_gained", base, "")
-			}
-			return causes.get("primary_lost", base, "")
-		}
-		if !added && slices.Contains(nc.TagsAdded, "primary-"+tag) {
-			return causes.get("primary_gained", tag, "")
-		}
-		if added && slices.Contains(nc.TagsRemoved, "primary-"+tag) {
-			return causes.get("primary_lost", tag, "")
-		}
-		for _, src := range tagSources(side, nc.Node, tag) {
-			if r, ok := strings.CutPrefix(src, "role "); ok && slices.Contains(roles, r) {
-				return causes.get(map[bool]string{true: "role_added", false: "role_removed"}[added], r, "")
-			}
-			if src == "role name" && slices.Contains(roles, tag) {
-				return causes.get(map[bool]string{true: "role_added", false: "role_removed"}[added], tag, "")
-			}
-		}
-		if slices.Contains(roles, tag) {
-			return causes.get(map[bool]string{true: "role_added", false: "role_removed"}[added], tag, "")
-		}
-		return causes.get(kind, tag, "")
-	}
 	for _, t := range nc.TagsAdded {
-		tagCause(t, true)
+		nx.tag(t, true)
 	}
 	for _, t := range nc.TagsRemoved {
-		tagCause(t, false)
+		nx.tag(t, false)
 	}
-
 	for _, gc := range nc.Graphs {
-		for _, id := range gc.Added {
-			c := taskCause(nv, ov, cc.PluginsEnabled, nc.Node, gc.Graph, id, nc.TagsAdded, true, tagCause, causes)
-			if c != nil {
-				c.Added = append(c.Added, taskRef(gc.Graph, id))
-			}
-		}
-		for _, id := range gc.Removed {
-			c := taskCause(ov, nv, cc.PluginsDisabled, nc.Node, gc.Graph, id, nc.TagsRemoved, false, tagCause, causes)
-			if c != nil {
-				c.Removed = append(c.Removed, taskRef(gc.Graph, id))
-			}
-		}
-		for _, tc := range gc.Changed {
-			var c *Cause
-			if len(tc.Fields) == 1 && tc.Fields[0] == "requires" {
-				c = causes.get("dependencies", "", "")
-			} else {
-				c = causes.get("task_edited", tc.ID, definitionSource(nv, gc.Graph, tc.ID))
-			}
-			c.Changed = append(c.Changed, taskRef(gc.Graph, tc.ID))
-		}
+		nx.graph(gc, cc)
 	}
 	nc.Causes = causes.list
+}
+
+// nodeCauses is the work of explain on one node: the change, its two sides and the
+// causes found so far.
+type nodeCauses struct {
+	nc     *NodeChange
+	ov, nv *sideView
+	causes *causeList
+}
+
+// tag is the cause of a tag's appearance (added) or disappearance: becoming (or no
+// longer being) primary for it, a role added (removed) that brings it, else the tag
+// assigned (unassigned).
+func (nx *nodeCauses) tag(tag string, added bool) *Cause {
+	nc, causes := nx.nc, nx.causes
+	kind, side, roles := "tag_assigned", nx.nv, nc.RolesAdded
+	if !added {
+		kind, side, roles = "tag_unassigned", nx.ov, nc.RolesRemoved
+	}
+	// Becoming primary for X replaces tag X by primary-X, and the reverse.
+	if base, ok := strings.CutPrefix(tag, "primary-"); ok && isPrimary(side, nc.Node, base) {
+		if added {
+			return causes.get("primary_gained", base, "")
+		}
+		return causes.get("primary_lost", base, "")
+	}
+	if !added && slices.Contains(nc.TagsAdded, "primary-"+tag) {
+		return causes.get("primary_gained", tag, "")
+	}
+	if added && slices.Contains(nc.TagsRemoved, "primary-"+tag) {
+		return causes.get("primary_lost", tag, "")
+	}
+	for _, src := range tagSources(side, nc.Node, tag) {
+		if r, ok := strings.CutPrefix(src, "role "); ok && slices.Contains(roles, r) {
+			return nx.role(r, added)
+		}
+		if src == "role name" && slices.Contains(roles, tag) {
+			return nx.role(tag, added)
+		}
+	}
+	if slices.Contains(roles, tag) {
+		return nx.role(tag, added)
+	}
+	return causes.get(kind, tag, "")
+}
+
+// role is the cause role added (or removed).
+func (nx *nodeCauses) role(role string, added bool) *Cause {
+	return nx.causes.get(map[bool]string{true: "role_added", false: "role_removed"}[added], role, "")
+}
+
+// graph files the tasks of one graph's change under their causes: a task added
+// (removed) under why it was (taskCause), a task whose requires alone changed under
+// dependencies, another changed task under its edit.
+func (nx *nodeCauses) graph(gc *GraphChange, cc *ClusterChange) {
+	nc, ov, nv, causes := nx.nc, nx.ov, nx.nv, nx.causes
+	for _, id := range gc.Added {
+		c := taskCause(nv, ov, cc.PluginsEnabled, nc.Node, gc.Graph, id, nc.TagsAdded, true, nx.tag, causes)
+		if c != nil {
+			c.Added = append(c.Added, taskRef(gc.Graph, id))
+		}
+	}
+	for _, id := range gc.Removed {
+		c := taskCause(ov, nv, cc.PluginsDisabled, nc.Node, gc.Graph, id, nc.TagsRemoved, false, nx.tag, causes)
+		if c != nil {
+			c.Removed = append(c.Removed, taskRef(gc.Graph, id))
+		}
+	}
+	for _, tc := range gc.Changed {
+		var c *Cause
+		if len(tc.Fields) == 1 && tc.Fields[0] == "requires" {
+			c = causes.get("dependencies", "", "")
+		} else {
+			c = causes.get("task_edited", tc.ID, definitionSource(nv, gc.Graph, tc.ID))
+		}
+		c.Changed = append(c.Changed, taskRef(gc.Graph, tc.ID))
+	}
 }
 
 // taskCause finds why task id was added to (or removed from) the node: here is the

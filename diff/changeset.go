@@ -567,6 +567,9 @@ func bothTasks(ov, nv *sideView, name string) (ot, nt []*taskDoc, err error) {
 	return ot, nt, err
 }
 
+// computeCluster is the change of one cluster, whose files changed are those that
+// differ: the cluster's action and plugins, the change of every node that changed
+// (nodeChange) with its causes, and the registry's entries.
 func computeCluster(cluster string, changed []string, old, new *Side) (*ClusterChange, error) {
 	ov, err := viewOf(old, cluster)
 	if err != nil {
@@ -577,6 +580,34 @@ func computeCluster(cluster string, changed []string, old, new *Side) (*ClusterC
 		return nil, err
 	}
 	slices.Sort(changed)
+	cc := newClusterChange(cluster, changed, ov, nv)
+	cd := &clusterDiff{cluster: cluster, old: old, new: new, ov: ov, nv: nv, defs: defFields{}, known: catalogueChanges{}}
+	nodes, changedNode := cd.nodesToCompare(changed)
+	for _, n := range nodes {
+		nc, err := cd.nodeChange(n, changedNode[n], cc.Action)
+		if err != nil {
+			return nil, err
+		}
+		if nc != nil {
+			explain(nc, cc, ov, nv)
+			cc.Nodes = append(cc.Nodes, nc)
+		}
+	}
+	if slices.Contains(changed, cluster+"/registry.yaml") {
+		if cc.Registry, err = registryChanges(old, new, cluster+"/registry.yaml"); err != nil {
+			return nil, err
+		}
+	}
+	if len(cc.Nodes) == 0 && len(cc.PluginsEnabled)+len(cc.PluginsDisabled) == 0 && cc.Action == Update && !onlyNonGraph(changed) {
+		return nil, nil
+	}
+	cc.Groups = group(cc.Nodes)
+	return cc, nil
+}
+
+// newClusterChange is a cluster's change before its nodes: created, deleted or
+// updated, and for an update the plugins enabled and disabled.
+func newClusterChange(cluster string, changed []string, ov, nv *sideView) *ClusterChange {
 	cc := &ClusterChange{Name: cluster, Action: Update, Files: changed}
 	switch {
 	case !ov.present:
@@ -594,117 +625,146 @@ func computeCluster(cluster string, changed []string, old, new *Side) (*ClusterC
 	if cc.Action == Update {
 		cc.PluginsEnabled, cc.PluginsDisabled = minus(newPlugins, oldPlugins), minus(oldPlugins, newPlugins)
 	}
+	return cc
+}
 
-	// Nodes: those of either cluster.yaml, and those with a changed graph file.
-	nodes := map[string]bool{}
-	for _, v := range []*sideView{ov, nv} {
+// clusterDiff is the work of computeCluster: the two sides of the cluster, the
+// graphs whose task catalogue changed, and what is known of the definitions'
+// changes across the cluster's nodes.
+type clusterDiff struct {
+	cluster          string
+	old, new         *Side
+	ov, nv           *sideView
+	changedCatalogue map[string]bool // graph types
+	defs             defFields       // per pair of catalogue entries, across the cluster's nodes
+	known            catalogueChanges
+}
+
+// nodesToCompare returns the nodes to compare, sorted: those of either
+// cluster.yaml and those with a changed graph file; changedNode says which have
+// one. A changed task catalogue can change the tasks of every node of its graph (a
+// definition is written once, there): those nodes' files are changed too, even
+// where their own bytes are not.
+func (cd *clusterDiff) nodesToCompare(changed []string) (nodes []string, changedNode map[string]bool) {
+	all := map[string]bool{}
+	for _, v := range []*sideView{cd.ov, cd.nv} {
 		if v.doc != nil {
 			for n := range v.doc.Nodes {
-				nodes[n] = true
+				all[n] = true
 			}
 		}
 	}
-	// A changed task catalogue can change the tasks of every node of its graph
-	// (a definition is written once, there): those nodes' files are compared
-	// even where their own bytes did not change.
-	changedNode, changedCatalogue := map[string]bool{}, map[string]bool{}
+	changedNode, cd.changedCatalogue = map[string]bool{}, map[string]bool{}
 	for _, name := range changed {
 		switch kind, _, node, graph := artifactPath(name); kind {
 		case "node":
-			nodes[node], changedNode[node] = true, true
+			all[node], changedNode[node] = true, true
 		case "tasks":
-			changedCatalogue[graph] = true
+			cd.changedCatalogue[graph] = true
 		}
 	}
-	if len(changedCatalogue) > 0 {
-		for _, v := range []*sideView{ov, nv} {
-			v.graphs(cluster, "")
+	if len(cd.changedCatalogue) > 0 {
+		for _, v := range []*sideView{cd.ov, cd.nv} {
+			v.graphs(cd.cluster, "")
 			for n, gs := range v.byNode {
 				for _, g := range gs {
-					if changedCatalogue[g] {
-						nodes[n], changedNode[n] = true, true
+					if cd.changedCatalogue[g] {
+						all[n], changedNode[n] = true, true
 					}
 				}
 			}
 		}
 	}
-	defs := defFields{} // per pair of catalogue entries, across the cluster's nodes
-	known := catalogueChanges{}
-	for _, n := range sortedKeys(nodes) {
-		on, nn := ov.node(n), nv.node(n)
-		pseudo := n == "master" || n == "sync"
-		if pseudo && cc.Action != Update {
-			continue // a new or deleted cluster's stages come and go with it
-		}
-		if !changedNode[n] && on != nil && nn != nil && slices.Equal(on.Roles, nn.Roles) && slices.Equal(on.Tags, nn.Tags) {
-			continue
-		}
-		nc := &NodeChange{Node: n, Action: Update, Run: []string{"default"}, Pseudo: pseudo}
-		switch {
-		case pseudo:
-		case on == nil && nn != nil:
-			nc.Action, nc.Run = Create, []string{"provision", "default"}
-		case on != nil && nn == nil:
-			nc.Action, nc.Run = Delete, []string{"deletion"}
-		}
-		if on != nil {
-			nc.Roles = on.Roles
-		}
-		if nn != nil {
-			nc.Roles = nn.Roles
-		}
-		if on != nil && nn != nil {
-			nc.RolesAdded, nc.RolesRemoved = minus(nn.Roles, on.Roles), minus(on.Roles, nn.Roles)
-			nc.TagsAdded, nc.TagsRemoved = minus(nn.Tags, on.Tags), minus(on.Tags, nn.Tags)
-		}
-		graphs := union(ov.graphs(cluster, n), nv.graphs(cluster, n))
-		for _, g := range graphs {
-			name := render.NodeAddress(cluster, n, g).String()
-			if old.Digests[name] == new.Digests[name] && !changedCatalogue[g] {
-				continue
-			}
-			gc, ok := oneSided(ov, nv, g, name)
-			if !ok && old.Digests[name] == new.Digests[name] {
-				if gc, ok, err = sameFileChange(ov, nv, cluster, g, name, defs, known); err != nil {
-					return nil, err
-				}
-			}
-			if !ok {
-				ot, nt, err := bothTasks(ov, nv, name)
-				if err != nil {
-					return nil, err
-				}
-				gc = compareTasks(g, ot, nt, defs)
-			}
-			if gc != nil && pseudo {
-				gc = dropEdgeOnly(gc)
-			}
-			if gc != nil {
-				nc.Graphs = append(nc.Graphs, gc)
-			}
-		}
-		if len(nc.Graphs) == 0 && len(nc.RolesAdded)+len(nc.RolesRemoved)+len(nc.TagsAdded)+len(nc.TagsRemoved) == 0 && nc.Action == Update {
-			continue
-		}
-		explain(nc, cc, ov, nv)
-		cc.Nodes = append(cc.Nodes, nc)
+	return sortedKeys(all), changedNode
+}
+
+// nodeChange is the change of node n (nil when it has none): created, deleted or
+// updated, its roles and tags, and the change of each of its graphs. changed says
+// whether one of its graph files changed; action is the cluster's.
+func (cd *clusterDiff) nodeChange(n string, changed bool, action Action) (*NodeChange, error) {
+	on, nn := cd.ov.node(n), cd.nv.node(n)
+	pseudo := n == "master" || n == "sync"
+	if pseudo && action != Update {
+		return nil, nil // a new or deleted cluster's stages come and go with it
 	}
-	if slices.Contains(changed, cluster+"/registry.yaml") {
-		oldReg, err := registryEntries(old, cluster+"/registry.yaml")
-		if err != nil {
-			return nil, err
-		}
-		newReg, err := registryEntries(new, cluster+"/registry.yaml")
-		if err != nil {
-			return nil, err
-		}
-		cc.Registry = render.RegistryChanges(oldReg, newReg)
-	}
-	if len(cc.Nodes) == 0 && len(cc.PluginsEnabled)+len(cc.PluginsDisabled) == 0 && cc.Action == Update && !onlyNonGraph(changed) {
+	if !changed && on != nil && nn != nil && slices.Equal(on.Roles, nn.Roles) && slices.Equal(on.Tags, nn.Tags) {
 		return nil, nil
 	}
-	cc.Groups = group(cc.Nodes)
-	return cc, nil
+	nc := &NodeChange{Node: n, Action: Update, Run: []string{"default"}, Pseudo: pseudo}
+	switch {
+	case pseudo:
+	case on == nil && nn != nil:
+		nc.Action, nc.Run = Create, []string{"provision", "default"}
+	case on != nil && nn == nil:
+		nc.Action, nc.Run = Delete, []string{"deletion"}
+	}
+	if on != nil {
+		nc.Roles = on.Roles
+	}
+	if nn != nil {
+		nc.Roles = nn.Roles
+	}
+	if on != nil && nn != nil {
+		nc.RolesAdded, nc.RolesRemoved = minus(nn.Roles, on.Roles), minus(on.Roles, nn.Roles)
+		nc.TagsAdded, nc.TagsRemoved = minus(nn.Tags, on.Tags), minus(on.Tags, nn.Tags)
+	}
+	for _, g := range union(cd.ov.graphs(cd.cluster, n), cd.nv.graphs(cd.cluster, n)) {
+		gc, err := cd.graphChange(n, g, pseudo)
+		if err != nil {
+			return nil, err
+		}
+		if gc != nil {
+			nc.Graphs = append(nc.Graphs, gc)
+		}
+	}
+	if len(nc.Graphs) == 0 && len(nc.RolesAdded)+len(nc.RolesRemoved)+len(nc.TagsAdded)+len(nc.TagsRemoved) == 0 && nc.Action == Update {
+		return nil, nil
+	}
+	return nc, nil
+}
+
+// graphChange is the change of node n's graph g (nil when it has none): from one
+// side's model when the file is on one side only (oneSided), from the catalogues
+// when only they changed (sameFileChange), else from both files' tasks. The sync
+// and master stages' changes of edges only are left out (dropEdgeOnly).
+func (cd *clusterDiff) graphChange(n, g string, pseudo bool) (*GraphChange, error) {
+	name := render.NodeAddress(cd.cluster, n, g).String()
+	sameFile := cd.old.Digests[name] == cd.new.Digests[name]
+	if sameFile && !cd.changedCatalogue[g] {
+		return nil, nil
+	}
+	gc, ok := oneSided(cd.ov, cd.nv, g, name)
+	if !ok && sameFile {
+		var err error
+		if gc, ok, err = sameFileChange(cd.ov, cd.nv, cd.cluster, g, name, cd.defs, cd.known); err != nil {
+			return nil, err
+		}
+	}
+	if !ok {
+		ot, nt, err := bothTasks(cd.ov, cd.nv, name)
+		if err != nil {
+			return nil, err
+		}
+		gc = compareTasks(g, ot, nt, cd.defs)
+	}
+	if gc != nil && pseudo {
+		gc = dropEdgeOnly(gc)
+	}
+	return gc, nil
+}
+
+// registryChanges compares the resource_registry of registry.yaml name on the
+// two sides (render.RegistryChanges).
+func registryChanges(old, new *Side, name string) ([]string, error) {
+	oldReg, err := registryEntries(old, name)
+	if err != nil {
+		return nil, err
+	}
+	newReg, err := registryEntries(new, name)
+	if err != nil {
+		return nil, err
+	}
+	return render.RegistryChanges(oldReg, newReg), nil
 }
 
 // registryEntries reads the resource_registry of a side's registry.yaml (empty

@@ -43,75 +43,89 @@ func File(name string, old, new []byte, context int) FileDiff {
 	// Walk the ops, cutting hunks around the changes; oldLine and newLine are
 	// the line numbers of ops[pos].
 	oldLine, newLine, pos := 1, 1, 0
-	advance := func(to int) {
-		for ; pos < to; pos++ {
-			if ops[pos].op != diffmatchpatch.DiffInsert {
-				oldLine++
-			}
-			if ops[pos].op != diffmatchpatch.DiffDelete {
-				newLine++
-			}
-		}
-	}
-	for i := 0; i < len(ops); {
-		// the next change
-		j := i
-		for j < len(ops) && ops[j].op == diffmatchpatch.DiffEqual {
-			j++
-		}
-		if j == len(ops) {
+	for i := 0; ; {
+		start, stop, ok := nextHunk(ops, i, context)
+		if !ok {
 			break
 		}
-		start := max(j-context, i)
-		// the end of the hunk: after the last change followed by fewer than
-		// 2*context+1 equal lines
-		end := j
-		for k := j; k < len(ops); {
-			if ops[k].op != diffmatchpatch.DiffEqual {
-				k++
-				end = k
-				continue
-			}
-			eq := k
-			for eq < len(ops) && ops[eq].op == diffmatchpatch.DiffEqual {
-				eq++
-			}
-			if eq == len(ops) || eq-k > 2*context {
-				break
-			}
-			k = eq
-		}
-		stop := min(end+context, len(ops))
-		advance(start)
-		var oldN, newN int
-		var body strings.Builder
-		for _, l := range ops[start:stop] {
-			prefix := " "
-			switch l.op {
-			case diffmatchpatch.DiffInsert:
-				prefix = "+"
-				newN++
-				fd.Added++
-			case diffmatchpatch.DiffDelete:
-				prefix = "-"
-				oldN++
-				fd.Removed++
-			default:
-				oldN++
-				newN++
-			}
-			body.WriteString(prefix)
-			body.WriteString(l.text)
-			if !strings.HasSuffix(l.text, "\n") {
-				body.WriteString("\n\\ No newline at end of file\n")
-			}
-		}
-		fmt.Fprintf(&out, "@@ -%s +%s @@\n", hunkRange(oldLine, oldN), hunkRange(newLine, newN))
-		out.WriteString(body.String())
+		oldN, newN := sideLines(ops[pos:start])
+		oldLine, newLine, pos = oldLine+oldN, newLine+newN, start
+		fd.writeHunk(&out, ops[start:stop], oldLine, newLine)
 		i = stop
 	}
 	fd.Text = out.String()
 	return fd
+}
+
+// nextHunk returns the bounds of the first hunk of ops from i on: context lines
+// before its first change, to context lines after the last change that fewer than
+// 2*context+1 equal lines follow. ok is false when no change is left.
+func nextHunk(ops []lineOp, i, context int) (start, stop int, ok bool) {
+	j := equalRun(ops, i) // the next change
+	if j == len(ops) {
+		return 0, 0, false
+	}
+	start = max(j-context, i)
+	end := j
+	for k := j; k < len(ops); {
+		if ops[k].op != diffmatchpatch.DiffEqual {
+			k++
+			end = k
+			continue
+		}
+		eq := equalRun(ops, k)
+		if eq == len(ops) || eq-k > 2*context {
+			break
+		}
+		k = eq
+	}
+	return start, min(end+context, len(ops)), true
+}
+
+// equalRun returns the end of the run of equal lines of ops from i on.
+func equalRun(ops []lineOp, i int) int {
+	for i < len(ops) && ops[i].op == diffmatchpatch.DiffEqual {
+		i++
+	}
+	return i
+}
+
+// sideLines counts the lines of ops on each side: old (equal or deleted) and new
+// (equal or inserted).
+func sideLines(ops []lineOp) (oldN, newN int) {
+	for _, l := range ops {
+		if l.op != diffmatchpatch.DiffInsert {
+			oldN++
+		}
+		if l.op != diffmatchpatch.DiffDelete {
+			newN++
+		}
+	}
+	return oldN, newN
+}
+
+// writeHunk writes the hunk of ops, which start at line oldLine of old and
+// newLine of new, header "@@ -l,s +l,s @@" then a line each, and adds its
+// insertions and deletions to fd's counts.
+func (fd *FileDiff) writeHunk(out *strings.Builder, ops []lineOp, oldLine, newLine int) {
+	oldN, newN := sideLines(ops)
+	fd.Added += len(ops) - oldN
+	fd.Removed += len(ops) - newN
+	fmt.Fprintf(out, "@@ -%s +%s @@\n", hunkRange(oldLine, oldN), hunkRange(newLine, newN))
+	for _, l := range ops {
+		prefix := " "
+		switch l.op {
+		case diffmatchpatch.DiffInsert:
+			prefix = "+"
+		case diffmatchpatch.DiffDelete:
+			prefix = "-"
+		}
+		out.WriteString(prefix)
+		out.WriteString(l.text)
+		if !strings.HasSuffix(l.text, "\n") {
+			out.WriteString("\n\\ No newline at end of file\n")
+		}
+	}
 }
 
 // lineOp is one line of a diff: kept, deleted or inserted.
@@ -148,38 +162,9 @@ const maxRuneID = utf8.MaxRune + 1 - 0x800
 // DOT file of a cluster of a few hundred nodes).
 func lineOps(old, new string) []lineOp {
 	oldLines, newLines := splitLines(old), splitLines(new)
-	ids := make(map[string]int32, len(oldLines))
-	number := func(lines []string) []int32 {
-		out := make([]int32, len(lines))
-		for i, l := range lines {
-			id, ok := ids[l]
-			if !ok {
-				id = int32(len(ids))
-				ids[l] = id
-			}
-			out[i] = id
-		}
-		return out
-	}
-	a, b := number(oldLines), number(newLines)
-	inA, inB := make([]bool, len(ids)), make([]bool, len(ids))
-	for _, id := range a {
-		inA[id] = true
-	}
-	for _, id := range b {
-		inB[id] = true
-	}
-	var matchA, matchB []int32
-	for _, id := range a {
-		if inB[id] {
-			matchA = append(matchA, id)
-		}
-	}
-	for _, id := range b {
-		if inA[id] {
-			matchB = append(matchB, id)
-		}
-	}
+	a, b, distinct := numberLines(oldLines, newLines)
+	inA, inB := linesIn(a, distinct), linesIn(b, distinct)
+	matchA, matchB := keepLines(a, inB), keepLines(b, inA)
 	var matched []diffmatchpatch.Operation
 	if len(matchA)+len(matchB) <= runeDiffLines {
 		matched = matchRunes(matchA, matchB, nil)
@@ -214,7 +199,54 @@ func lineOps(old, new string) []lineOp {
 		}
 	}
 	unmatched()
-	// Deletions before insertions, as diff -u and git print them.
+	deletionsFirst(ops)
+	return ops
+}
+
+// numberLines gives each distinct line of old and new an id, from 0 in the order
+// they come (old first), and returns the lines' ids and how many there are.
+func numberLines(old, new []string) (a, b []int32, distinct int) {
+	ids := make(map[string]int32, len(old))
+	number := func(lines []string) []int32 {
+		out := make([]int32, len(lines))
+		for i, l := range lines {
+			id, ok := ids[l]
+			if !ok {
+				id = int32(len(ids))
+				ids[l] = id
+			}
+			out[i] = id
+		}
+		return out
+	}
+	a = number(old)
+	b = number(new)
+	return a, b, len(ids)
+}
+
+// linesIn returns, per line id of distinct, whether lines has it.
+func linesIn(lines []int32, distinct int) []bool {
+	in := make([]bool, distinct)
+	for _, id := range lines {
+		in[id] = true
+	}
+	return in
+}
+
+// keepLines returns the lines that keep says are on the other side too.
+func keepLines(lines []int32, keep []bool) []int32 {
+	var out []int32
+	for _, id := range lines {
+		if keep[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// deletionsFirst puts the deletions of each change before its insertions, as
+// diff -u and git print them.
+func deletionsFirst(ops []lineOp) {
 	for k := 0; k < len(ops); {
 		if ops[k].op == diffmatchpatch.DiffEqual {
 			k++
@@ -229,7 +261,6 @@ func lineOps(old, new string) []lineOp {
 		})
 		k = end
 	}
-	return ops
 }
 
 // matchRunes appends to out the matching of the line ids a and b by go-diff, one

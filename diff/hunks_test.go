@@ -37,6 +37,10 @@ func TestFile(t *testing.T) {
 			want: "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n"},
 		{name: "two hunks with no context", old: []byte("1\n2\n3\n4\n"), new: []byte("x\n2\n3\ny\n"), context: 0,
 			want: "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-1\n+x\n@@ -4 +4 @@\n-4\n+y\n"},
+		// The matching keeps the first c and deletes the second; a is new: the
+		// change is written deletion first, as diff -u and git print it.
+		{name: "deletions before insertions", old: []byte("c\nc\n"), new: []byte("d\nc\na\n"), context: 3,
+			want: "--- a/f\n+++ b/f\n@@ -1,2 +1,3 @@\n+d\n c\n-c\n+a\n"},
 		{name: "close changes merge", old: []byte("1\n2\n3\n4\n"), new: []byte("x\n2\n3\ny\n"), context: 1,
 			want: "--- a/f\n+++ b/f\n@@ -1,4 +1,4 @@\n-1\n+x\n 2\n 3\n-4\n+y\n"},
 	} {

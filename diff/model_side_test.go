@@ -61,6 +61,15 @@ func TestFirstApplyDecodesNothing(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("change set from the model differs from the decoded one (-files +model):\n%s", diff)
 			}
+			// A new or deleted cluster's stages (master, sync) come and go with it:
+			// they are no node changes of their own.
+			for _, cc := range got.Clusters {
+				for _, nc := range cc.Nodes {
+					if nc.Pseudo {
+						t.Errorf("cluster %s: stage node %s listed as a change", cc.Name, nc.Node)
+					}
+				}
+			}
 			s := got.Summary
 			if tc.wantAdded && (s.TasksAdded == 0 || s.Deploy == 0) || tc.wantR && s.Delete == 0 {
 				t.Errorf("summary %+v: want every node created or deleted", s)

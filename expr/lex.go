@@ -79,92 +79,112 @@ func (l *lexer) next() (token, *Error) {
 	return tok, nil
 }
 
-// scan matches one token at i, which is not a blank and not the end.
+// scan matches one token at i, which is not a blank and not the end, trying the
+// rules in nailgun's order.
 func (l *lexer) scan(i int) (token, *Error) {
-	s := l.src
-	c := s[i]
+	if tok, ok, err := l.scanNumber(i); ok {
+		return tok, err
+	}
+	if c := l.src[i]; c == '"' || c == '\'' {
+		return l.scanString(i)
+	}
+	rest := l.src[i:]
+	if tok, ok := matchWord(rest, i, constants); ok {
+		return tok, nil
+	}
+	if tok, ok := l.scanPath(i); ok {
+		return tok, nil
+	}
+	if tok, ok := matchWord(rest, i, operators); ok {
+		return tok, nil
+	}
+	r, size := utf8.DecodeRuneInString(rest)
+	if r == utf8.RuneError && size <= 1 {
+		return token{}, l.errorf(i, "illegal byte %#02x", l.src[i])
+	}
+	return token{}, l.errorf(i, "illegal character %q", r)
+}
 
-	// NUMBER: -?\d+
+// scanNumber is NUMBER, -?\d+: ok is false when there is none at i; err is set
+// when it is out of the range of int64.
+func (l *lexer) scanNumber(i int) (tok token, ok bool, err *Error) {
+	s := l.src
 	j := i
-	if c == '-' {
+	if s[i] == '-' {
 		j++
 	}
-	if j < len(s) && isDigit(s[j]) {
-		k := j + 1
-		for k < len(s) && isDigit(s[k]) {
-			k++
-		}
-		n, err := strconv.ParseInt(s[i:k], 10, 64)
-		if err != nil {
-			return token{}, l.errorf(i, "integer %s is out of range", s[i:k])
-		}
-		return token{kind: tNumber, pos: i, end: k, num: n}, nil
+	if j >= len(s) || !isDigit(s[j]) {
+		return token{}, false, nil
 	}
+	k := j + 1
+	for k < len(s) && isDigit(s[k]) {
+		k++
+	}
+	n, perr := strconv.ParseInt(s[i:k], 10, 64)
+	if perr != nil {
+		return token{}, true, l.errorf(i, "integer %s is out of range", s[i:k])
+	}
+	return token{kind: tNumber, pos: i, end: k, num: n}, true, nil
+}
 
-	// STRING: a quote, the shortest run of characters other than a newline, the
-	// same quote. No escapes.
-	if c == '"' || c == '\'' {
-		for k := i + 1; k < len(s) && s[k] != '\n'; k++ {
-			if s[k] == c {
-				return token{kind: tString, pos: i, end: k + 1, str: s[i+1 : k]}, nil
-			}
+// scanString is STRING at the quote at i: the shortest run of characters other
+// than a newline, then the same quote. No escapes.
+func (l *lexer) scanString(i int) (token, *Error) {
+	s, c := l.src, l.src[i]
+	for k := i + 1; k < len(s) && s[k] != '\n'; k++ {
+		if s[k] == c {
+			return token{kind: tString, pos: i, end: k + 1, str: s[i+1 : k]}, nil
 		}
-		return token{}, l.errorf(i, "unterminated string starting with %c", c)
 	}
+	return token{}, l.errorf(i, "unterminated string starting with %c", c)
+}
 
-	rest := s[i:]
-	switch {
-	case strings.HasPrefix(rest, "true"):
-		return token{kind: tTrue, pos: i, end: i + 4}, nil
-	case strings.HasPrefix(rest, "false"):
-		return token{kind: tFalse, pos: i, end: i + 5}, nil
-	case strings.HasPrefix(rest, "null"):
-		return token{kind: tNull, pos: i, end: i + 4}, nil
-	}
-
-	// MODELPATH: \w*?:[\w.\-]+\?? — the word characters before the colon are the
-	// model name (possibly empty).
+// scanPath is MODELPATH, \w*?:[\w.\-]+\?? — the word characters before the colon
+// are the model name (possibly empty). ok is false when there is none at i.
+func (l *lexer) scanPath(i int) (token, bool) {
+	s := l.src
 	k := i
 	for k < len(s) && isWord(s[k]) {
 		k++
 	}
-	if k < len(s) && s[k] == ':' {
-		m := k + 1
-		for m < len(s) && isPathChar(s[m]) {
-			m++
-		}
-		if m > k+1 {
-			tok := token{kind: tPath, pos: i, end: m}
-			if m < len(s) && s[m] == '?' {
-				tok.end = m + 1
-				tok.optional = true
-			}
-			return tok, nil
-		}
+	if k == len(s) || s[k] != ':' {
+		return token{}, false
 	}
+	m := k + 1
+	for m < len(s) && isPathChar(s[m]) {
+		m++
+	}
+	if m == k+1 {
+		return token{}, false
+	}
+	tok := token{kind: tPath, pos: i, end: m}
+	if m < len(s) && s[m] == '?' {
+		tok.end = m + 1
+		tok.optional = true
+	}
+	return tok, true
+}
 
-	switch {
-	case strings.HasPrefix(rest, "and"):
-		return token{kind: tAnd, pos: i, end: i + 3}, nil
-	case strings.HasPrefix(rest, "not"):
-		return token{kind: tNot, pos: i, end: i + 3}, nil
-	case strings.HasPrefix(rest, "or"):
-		return token{kind: tOr, pos: i, end: i + 2}, nil
-	case strings.HasPrefix(rest, "in"):
-		return token{kind: tIn, pos: i, end: i + 2}, nil
-	case strings.HasPrefix(rest, "=="):
-		return token{kind: tEq, pos: i, end: i + 2}, nil
-	case strings.HasPrefix(rest, "!="):
-		return token{kind: tNe, pos: i, end: i + 2}, nil
-	case c == '(':
-		return token{kind: tLParen, pos: i, end: i + 1}, nil
-	case c == ')':
-		return token{kind: tRParen, pos: i, end: i + 1}, nil
-	}
+// word is a rule matching fixed text (a keyword is not a whole word: see lexer).
+type word struct {
+	text string
+	kind tokKind
+}
 
-	r, size := utf8.DecodeRuneInString(rest)
-	if r == utf8.RuneError && size <= 1 {
-		return token{}, l.errorf(i, "illegal byte %#02x", c)
+// constants are the rules TRUE, FALSE and NULL, tried before MODELPATH; operators
+// the rules tried after it, in nailgun's order.
+var (
+	constants = []word{{"true", tTrue}, {"false", tFalse}, {"null", tNull}}
+	operators = []word{{"and", tAnd}, {"not", tNot}, {"or", tOr}, {"in", tIn}, {"==", tEq}, {"!=", tNe}, {"(", tLParen}, {")", tRParen}}
+)
+
+// matchWord returns the token of the first of words that rest, the source from
+// offset i, starts with.
+func matchWord(rest string, i int, words []word) (token, bool) {
+	for _, w := range words {
+		if strings.HasPrefix(rest, w.text) {
+			return token{kind: w.kind, pos: i, end: i + len(w.text)}, true
+		}
 	}
-	return token{}, l.errorf(i, "illegal character %q", r)
+	return token{}, false
 }

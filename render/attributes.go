@@ -17,6 +17,41 @@ import (
 func (b *builder) mergeAttributes(m *Model) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	c := m.Cluster
+	attrs, pluginGroup := b.pluginGroups(m)
+	clusterModel := map[string]any{
+		"name":             c.Name,
+		"mode":             nailgunMode(c.Mode),
+		"net_provider":     "neutron",
+		"net_segment_type": "vlan",
+		"status":           "new",
+	}
+	attrs, bound := b.applyBinds(m, attrs, clusterModel)
+
+	// The cluster's settings: each must name an existing attribute.
+	for _, s := range c.SettingsKeys {
+		diags = append(diags, b.checkSetting(m, attrs, pluginGroup, s)...)
+	}
+	if c.Settings != nil {
+		attrs = loader.DeepMerge(attrs, c.Settings)
+	}
+	m.Attributes = attrs
+	for _, g := range attrs.Fields {
+		for _, a := range fields(g.Value) {
+			if a.Value.Get("type").String() == "password" {
+				m.Sensitive[g.Key+"."+a.Key] = true
+			}
+		}
+	}
+	m.Models = b.expressionModels(m, clusterModel)
+	// The settings as nailgun checks them when they are saved.
+	diags = append(diags, b.checkSettings(m, pluginGroup, bound)...)
+	return diags
+}
+
+// pluginGroups returns the release's attributes with a group per plugin compatible
+// with the release, named after it, whose metadata.enabled says whether the
+// cluster enables it; and those plugins by group name.
+func (b *builder) pluginGroups(m *Model) (*loader.Value, map[string]*loader.Plugin) {
 	attrs := m.Release.Attributes
 	if !attrs.IsMap() {
 		attrs = loader.NewMap(m.Release.Range)
@@ -35,23 +70,20 @@ func (b *builder) mergeAttributes(m *Model) hcl.Diagnostics {
 		meta = meta.With("enabled", meta.Range, boolValue(m.Plugin(p.Name) != nil, meta.Range))
 		attrs = attrs.With(p.Name, p.NameRange, group.With("metadata", group.Range, meta))
 	}
+	return attrs, pluginGroup
+}
 
-	clusterModel := map[string]any{
-		"name":             c.Name,
-		"mode":             nailgunMode(c.Mode),
-		"net_provider":     "neutron",
-		"net_segment_type": "vlan",
-		"status":           "new",
-	}
-	// Binds of the chosen components: settings:a.b.c or cluster:x. bound remembers
-	// which components: entry set each attribute, for the settings checks.
+// applyBinds applies the binds of the chosen components: settings:a.b.c to attrs
+// (which it returns), cluster:x to clusterModel. bound remembers which components:
+// entry set each attribute (group.attribute), for the settings checks.
+func (b *builder) applyBinds(m *Model, attrs *loader.Value, clusterModel map[string]any) (_ *loader.Value, bound map[string]hcl.Range) {
 	bindRef := map[hcl.Range]hcl.Range{}
-	for _, ref := range c.Components {
+	for _, ref := range m.Cluster.Components {
 		for _, bd := range m.Registry.Binds([]string{ref.Name}) {
 			bindRef[bd.Range] = ref.Range
 		}
 	}
-	bound := map[string]hcl.Range{}
+	bound = map[string]hcl.Range{}
 	for _, bd := range m.Registry.Binds(m.Selected) {
 		val := bd.Value
 		if val == nil {
@@ -71,23 +103,13 @@ func (b *builder) mergeAttributes(m *Model) hcl.Diagnostics {
 			b.dataDiag(errorAt(bd.Range, "bind: %q must start with settings: or cluster:", bd.Path))
 		}
 	}
+	return attrs, bound
+}
 
-	// The cluster's settings: each must name an existing attribute.
-	for _, s := range c.SettingsKeys {
-		diags = append(diags, b.checkSetting(m, attrs, pluginGroup, s)...)
-	}
-	if c.Settings != nil {
-		attrs = loader.DeepMerge(attrs, c.Settings)
-	}
-	m.Attributes = attrs
-	for _, g := range attrs.Fields {
-		for _, a := range fields(g.Value) {
-			if a.Value.Get("type").String() == "password" {
-				m.Sensitive[g.Key+"."+a.Key] = true
-			}
-		}
-	}
-
+// expressionModels are the models restrictions and conditions read: settings (the
+// merged attributes), cluster, networking_parameters, version, release and
+// node_attributes.
+func (b *builder) expressionModels(m *Model, clusterModel map[string]any) expr.Models {
 	featureGroups := make([]any, len(b.repo.Settings.FeatureGroups))
 	for i, g := range b.repo.Settings.FeatureGroups {
 		featureGroups[i] = g
@@ -96,8 +118,8 @@ func (b *builder) mergeAttributes(m *Model) hcl.Diagnostics {
 	if na, ok := m.Release.Data.Get("node_attributes").Interface().(map[string]any); ok {
 		nodeAttrs = na
 	}
-	m.Models = expr.Models{
-		"settings": attrs.Interface(),
+	return expr.Models{
+		"settings": m.Attributes.Interface(),
 		"cluster":  clusterModel,
 		"networking_parameters": map[string]any{
 			"segmentation_type": clusterModel["net_segment_type"],
@@ -111,9 +133,6 @@ func (b *builder) mergeAttributes(m *Model) hcl.Diagnostics {
 		},
 		"node_attributes": nodeAttrs,
 	}
-	// The settings as nailgun checks them when they are saved.
-	diags = append(diags, b.checkSettings(m, pluginGroup, bound)...)
-	return diags
 }
 
 // checkSetting checks one value of the cluster's `settings:`: its group and

@@ -488,9 +488,34 @@ func (w *dotWriter) comment(s string) {
 // node of one group to every node of the other (so that a stage's fan-in from a
 // class of nodes does not change with the size of the class).
 func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, limit int) bool {
-	b := w.b
-	g := w.g
-	name := oneLine(cluster + "/" + g.Type)
+	w.condensedHeader(cluster, gr, fullLimit)
+	for i, grp := range gr.groups {
+		w.box(i, boxLabel(grp), grp.nodes[0])
+		if w.over(limit) {
+			return false
+		}
+	}
+	pos := make([]int32, len(w.g.ids)) // task idx → position in the first node's byID
+	var ec edgeCounts
+	for _, grp := range gr.groups {
+		for i, pt := range grp.nodes[0].byID {
+			pos[pt.idx] = int32(i)
+		}
+		for _, pt := range grp.nodes[0].Tasks {
+			w.condensedEdges(gr, grp, pt, pos, &ec)
+			if w.over(limit) {
+				return false
+			}
+		}
+	}
+	w.b.WriteString("}\n")
+	return !w.over(limit)
+}
+
+// condensedHeader writes the comment that says how the graph is condensed, opens
+// the graph, and names the tasks of a box after the box, not its first node.
+func (w *dotWriter) condensedHeader(cluster string, gr *dotGrouping, fullLimit int) {
+	name := oneLine(cluster + "/" + w.g.Type)
 	nodes, groups := gr.counts()
 	w.comment(fmt.Sprintf("%s: condensed by node class, the full graph being over %s: %d nodes drawn as %d boxes.\n"+
 		"A box stands for the nodes with the same tags, tasks and dependencies among their own tasks,\n"+
@@ -500,119 +525,128 @@ func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, limit 
 		"A blue edge joins tasks of different nodes: every node of one box to every node of the other,\n"+
 		"or, labelled ×N, N such pairs of nodes.\n"+
 		"A node's full graph: %s.",
-		name, sizeText(fullLimit), nodes, groups, oneLine(explainHint(cluster, g.Type))))
+		name, sizeText(fullLimit), nodes, groups, oneLine(explainHint(cluster, w.g.Type))))
 	w.header(cluster, true)
-	// The tasks of a box are named after the box, not its first node.
 	w.nodes = make([]string, len(gr.of))
 	for gi, id := range gr.sortBoxes() {
 		w.nodes[gr.groups[gi].nodes[0].rank] = dotEscape(id)
 	}
-	for i, grp := range gr.groups {
-		w.box(i, boxLabel(grp), grp.nodes[0])
-		if w.over(limit) {
-			return false
+}
+
+// edgeCounts are the buffers of condensedEdges, reused from task to task.
+type edgeCounts struct {
+	srcs     []uint64 // group<<32 | idx of the other ends of a task's edges
+	runs     []srcRun // srcs counted
+	gathered []srcRun // a stage's fan-in counted by group<<32 | idx
+}
+
+// condensedEdges writes the edges of task pt of the first node of group grp (pos
+// maps a task idx to its position on that node): the first node's edges among its
+// own tasks as they are, then the edges from other nodes of the group's tasks at
+// that position, once per task of another box (crossSources, count).
+func (w *dotWriter) condensedEdges(gr *dotGrouping, grp *dotGroup, pt *PlacedTask, pos []int32, ec *edgeCounts) {
+	first := grp.nodes[0]
+	// Held edges: a stage's fan-in joins other nodes.
+	for _, e := range pt.requires {
+		if sameNode(e, first) {
+			w.edgeTo(e, pt.idx, first, "")
 		}
 	}
-	pos := make([]int32, len(g.ids)) // task idx → position in the first node's byID
-	var srcs []uint64                // group<<32 | idx of the other ends of a task's edges
-	var runs []srcRun                // srcs counted
-	var gathered []srcRun            // a stage's fan-in counted by group<<32 | idx
-	for _, grp := range gr.groups {
-		first := grp.nodes[0]
-		for i, pt := range first.byID {
-			pos[pt.idx] = int32(i)
-		}
-		for _, pt := range first.Tasks {
-			// Held edges: a stage's fan-in joins other nodes.
-			for _, e := range pt.requires {
-				if !sameNode(e, first) {
-					continue
-				}
-				b.WriteString("  ")
-				w.id(e.to, e.Task(), e.Node())
-				b.WriteString(" -> ")
-				w.idOn(pt.idx, first)
-				b.WriteString(";\n")
-			}
-			srcs = srcs[:0]
-			gathered = nil
-			for _, m := range grp.nodes {
-				mpt := m.byID[pos[pt.idx]]
-				edges := mpt.requires
-				if mpt.fanIn != nil {
-					// A stage's fan-in: one count per box and task, not one entry per
-					// node and task.
-					counts, ok := w.gathered(mpt, gr)
-					if !ok {
-						edges = mpt.AllRequires()
-					} else {
-						gathered = append(gathered, counts...)
-					}
-				}
-				for _, e := range edges {
-					if sameNode(e, m) {
-						continue
-					}
-					sg := gr.groupOf(e.to)
-					if sg < 0 || !w.placed(e.to, e.Task()) {
-						// Not a task of this graph's nodes: drawn as it is, for the
-						// first node only.
-						if m == first {
-							b.WriteString("  ")
-							w.id(e.to, e.Task(), e.Node())
-							b.WriteString(" -> ")
-							w.idOn(pt.idx, first)
-							b.WriteString(" [color=blue];\n")
-						}
-						continue
-					}
-					srcs = append(srcs, uint64(sg)<<32|uint64(uint32(e.to.idx)))
-				}
-			}
-			slices.Sort(srcs)
-			runs = runs[:0]
-			for k := 0; k < len(srcs); {
-				n := 1
-				for k+n < len(srcs) && srcs[k+n] == srcs[k] {
-					n++
-				}
-				runs = append(runs, srcRun{srcs[k], n})
-				k += n
-			}
-			if len(gathered) > 0 {
-				runs = append(runs, gathered...)
-				slices.SortFunc(runs, func(a, b srcRun) int { return cmp.Compare(a.src, b.src) })
-				out := runs[:0]
-				for _, r := range runs {
-					if len(out) > 0 && out[len(out)-1].src == r.src {
-						out[len(out)-1].n += r.n
-						continue
-					}
-					out = append(out, r)
-				}
-				runs = out
-			}
-			for _, r := range runs {
-				src, n := r.src, r.n
-				b.WriteString("  ")
-				w.idOn(int32(uint32(src)), gr.groups[src>>32].nodes[0])
-				b.WriteString(" -> ")
-				w.idOn(pt.idx, first)
-				if n != len(gr.groups[src>>32].nodes)*len(grp.nodes) {
-					b.WriteString(` [color=blue, label="×`)
-					b.WriteString(strconv.Itoa(n))
-					b.WriteString(`"];` + "\n")
-				} else {
-					b.WriteString(" [color=blue];\n")
-				}
-			}
-			if w.over(limit) {
-				return false
-			}
+	ec.srcs = ec.srcs[:0]
+	ec.gathered = nil
+	for _, m := range grp.nodes {
+		w.crossSources(gr, m, first, m.byID[pos[pt.idx]], ec)
+	}
+	for _, r := range ec.count() {
+		src, n := r.src, r.n
+		b := w.b
+		b.WriteString("  ")
+		w.idOn(int32(uint32(src)), gr.groups[src>>32].nodes[0])
+		b.WriteString(" -> ")
+		w.idOn(pt.idx, first)
+		if n != len(gr.groups[src>>32].nodes)*len(grp.nodes) {
+			b.WriteString(` [color=blue, label="×`)
+			b.WriteString(strconv.Itoa(n))
+			b.WriteString(`"];` + "\n")
+		} else {
+			b.WriteString(" [color=blue];\n")
 		}
 	}
-	b.WriteString("}\n")
-	return !w.over(limit)
+}
+
+// crossSources adds to ec the other ends of the edges of mpt, the task on node m of
+// a group whose first node is first, that join another node: a task of a box as
+// group<<32 | idx (a stage's fan-in counted by gathered), any other drawn as it
+// is, for the first node only.
+func (w *dotWriter) crossSources(gr *dotGrouping, m, first *NodeGraph, mpt *PlacedTask, ec *edgeCounts) {
+	edges := mpt.requires
+	if mpt.fanIn != nil {
+		// A stage's fan-in: one count per box and task, not one entry per
+		// node and task.
+		counts, ok := w.gathered(mpt, gr)
+		if !ok {
+			edges = mpt.AllRequires()
+		} else {
+			ec.gathered = append(ec.gathered, counts...)
+		}
+	}
+	for _, e := range edges {
+		if sameNode(e, m) {
+			continue
+		}
+		sg := gr.groupOf(e.to)
+		if sg < 0 || !w.placed(e.to, e.Task()) {
+			// Not a task of this graph's nodes: drawn as it is, for the
+			// first node only.
+			if m == first {
+				w.edgeTo(e, mpt.idx, first, " [color=blue]")
+			}
+			continue
+		}
+		ec.srcs = append(ec.srcs, uint64(sg)<<32|uint64(uint32(e.to.idx)))
+	}
+}
+
+// count returns the edges of srcs and gathered counted by source, in the order of
+// their sources.
+func (ec *edgeCounts) count() []srcRun {
+	srcs := ec.srcs
+	slices.Sort(srcs)
+	runs := ec.runs[:0]
+	for k := 0; k < len(srcs); {
+		n := 1
+		for k+n < len(srcs) && srcs[k+n] == srcs[k] {
+			n++
+		}
+		runs = append(runs, srcRun{srcs[k], n})
+		k += n
+	}
+	if len(ec.gathered) > 0 {
+		runs = append(runs, ec.gathered...)
+		slices.SortFunc(runs, func(a, b srcRun) int { return cmp.Compare(a.src, b.src) })
+		out := runs[:0]
+		for _, r := range runs {
+			if len(out) > 0 && out[len(out)-1].src == r.src {
+				out[len(out)-1].n += r.n
+				continue
+			}
+			out = append(out, r)
+		}
+		runs = out
+	}
+	ec.runs = runs
+	return runs
+}
+
+// edgeTo writes edge e of the task of position idx on node ng, with attrs ("" or
+// " [...]").
+func (w *dotWriter) edgeTo(e Edge, idx int32, ng *NodeGraph, attrs string) {
+	w.b.WriteString("  ")
+	w.id(e.to, e.Task(), e.Node())
+	w.b.WriteString(" -> ")
+	w.idOn(idx, ng)
+	w.b.WriteString(attrs)
+	w.b.WriteString(";\n")
 }
 
 // srcRun is how many edges come from one task of one box (src is group<<32 | idx).

@@ -282,11 +282,81 @@ type viaCell struct {
 }
 
 // localEdges computes the local edges of the signature of node ng. syncRes is the
-// sync node's result, nil when ng is the sync node.
+// sync node's result, nil when ng is the sync node. The relation's components are
+// visited in order, so that every absent task's frontier is known before a task it
+// comes before is reached.
 func (gb *graphBuilder) localEdges(ng *NodeGraph, syncRes *sigEdges) *sigEdges {
+	var w sigWalk
+	w.init(gb, ng, syncRes)
+	for _, scc := range gb.rel.sccs {
+		if len(scc) == 1 {
+			w.acyclic(scc[0])
+			continue
+		}
+		comp := gb.rel.comp[scc[0]]
+		for _, x := range scc {
+			w.cycleMember(x, comp)
+		}
+	}
+	res := w.res
+	if syncRes == nil {
+		res.anc = w.anc
+	}
+	res.sortEdges()
+	return res
+}
+
+// sigWalk is the work of localEdges on one signature: the local numbering, the
+// ancestors of the local tasks found so far, the frontiers of the absent tasks and
+// the candidates of the task in hand.
+type sigWalk struct {
+	gb       *graphBuilder
+	res      *sigEdges
+	loc      []int32  // idx → local number, -1 when the task is neither on the node nor on sync
+	anc      []uint64 // per local number, words each: its local ancestors
+	words    int
+	ancDone  []bool   // per local number: anc is complete
+	frontier [][]cand // per absent idx: the nearest present tasks it reaches
+	cells    []viaCell
+	// mark[t] == stamp when t is already a candidate of the task in hand.
+	mark    []int32
+	stamp   int32
+	buf     []cand  // the candidates of the task in hand
+	reduced []cand  // reduce's result
+	visited []int32 // stamps, for walks inside a component
+}
+
+// init sets up the work on ng's signature: the local numbering (number) and the
+// buffers; for a node other than the sync node, the sync node's tasks bring their
+// ancestors among themselves.
+func (w *sigWalk) init(gb *graphBuilder, ng *NodeGraph, syncRes *sigEdges) {
 	n := len(gb.ids)
-	res := &sigEdges{}
-	loc := make([]int32, n)
+	w.gb, w.res = gb, &sigEdges{}
+	w.loc, w.frontier, w.visited = make([]int32, n), make([][]cand, n), make([]int32, n)
+	var syncLoc []int32
+	if syncRes != nil {
+		syncLoc = make([]int32, len(syncRes.local))
+	}
+	w.number(ng, syncRes, syncLoc)
+	res := w.res
+	total := len(res.local)
+	w.words = (total + 63) / 64
+	res.words = w.words
+	w.anc = make([]uint64, total*w.words)
+	w.ancDone, w.mark = make([]bool, total), make([]int32, total)
+	res.edges = make([][]localEdge, res.present)
+	if syncRes != nil {
+		w.inheritSyncAncestors(syncRes, syncLoc)
+	}
+}
+
+// number gives the tasks of ng's signature their local numbers: the node's own
+// tasks 0..present-1 in id order, then the sync node's tasks not on the node.
+// syncLoc (when syncRes is not nil) receives the sync node's local numbers mapped
+// to this signature's (-1 when the task is on the node itself, which takes
+// precedence).
+func (w *sigWalk) number(ng *NodeGraph, syncRes *sigEdges, syncLoc []int32) {
+	res, loc := w.res, w.loc
 	for i := range loc {
 		loc[i] = -1
 	}
@@ -295,222 +365,233 @@ func (gb *graphBuilder) localEdges(ng *NodeGraph, syncRes *sigEdges) *sigEdges {
 		res.local = append(res.local, pt.idx)
 	}
 	res.present = len(res.local)
-	// syncLoc maps the sync node's local numbers to this signature's (-1 when the
-	// task is on the node itself, which takes precedence).
-	var syncLoc []int32
-	if syncRes != nil {
-		syncLoc = make([]int32, len(syncRes.local))
-		for q, idx := range syncRes.local {
-			if loc[idx] >= 0 {
-				syncLoc[q] = -1
-				continue
-			}
-			loc[idx] = int32(len(res.local))
-			syncLoc[q] = loc[idx]
-			res.local = append(res.local, idx)
-		}
+	if syncRes == nil {
+		return
 	}
-	total := len(res.local)
-	words := (total + 63) / 64
-	res.words = words
-	anc := make([]uint64, total*words)
-	ancOf := func(t int32) []uint64 { return anc[int(t)*words : int(t+1)*words] }
-	ancDone := make([]bool, total)
-	// The sync node's tasks bring their own ancestors among themselves.
-	if syncRes != nil {
-		for q, l := range syncLoc {
-			if l < 0 {
-				continue
-			}
-			dst := ancOf(l)
-			src := syncRes.anc[q*syncRes.words : (q+1)*syncRes.words]
-			for w, word := range src {
-				for word != 0 {
-					b := w<<6 | bits.TrailingZeros64(word)
-					word &= word - 1
-					if m := syncLoc[b]; m >= 0 {
-						dst[m>>6] |= 1 << (m & 63)
-					}
-				}
-			}
-			ancDone[l] = true
-		}
-	}
-	has := func(set []uint64, t int32) bool { return set[t>>6]&(1<<(t&63)) != 0 }
-
-	res.edges = make([][]localEdge, res.present)
-	frontier := make([][]cand, n)
-	var cells []viaCell
-	cons := func(idx int32, next *viaCell) *viaCell {
-		if len(cells) == 0 {
-			cells = make([]viaCell, 256)
-		}
-		c := &cells[0]
-		cells = cells[1:]
-		c.idx, c.next = idx, next
-		return c
-	}
-	// mark[t] == stamp when t is already a candidate of the task in hand.
-	mark := make([]int32, total)
-	stamp := int32(0)
-	var buf []cand
-	add := func(c cand) {
-		if mark[c.t] != stamp {
-			mark[c.t] = stamp
-			buf = append(buf, c)
-		}
-	}
-	// reduce returns list without the candidates from `from` on that another
-	// candidate's ancestors include (into a buffer of its own).
-	var reduced []cand
-	reduce := func(list []cand, from int) []cand {
-		reduced = append(reduced[:0], list[:from]...)
-		for i := from; i < len(list); i++ {
-			c := list[i]
-			implied := false
-			for j, u := range list {
-				if j != i && ancDone[u.t] && has(ancOf(u.t), c.t) {
-					implied = true
-					break
-				}
-			}
-			if !implied {
-				reduced = append(reduced, c)
-			}
-		}
-		return reduced
-	}
-	// finish records the edges of a present task and its ancestors.
-	finish := func(x int32, list []cand) {
-		lx := loc[x]
-		out := make([]localEdge, len(list))
-		dst := ancOf(lx)
-		for i, c := range list {
-			src := c.src
-			if c.via != nil {
-				src = &EdgeSource{Origin: src.Origin, Range: src.Range}
-				for v := c.via; v != nil; v = v.next {
-					src.Via = append(src.Via, gb.ids[v.idx])
-				}
-			}
-			out[i] = localEdge{t: c.t, src: src}
-			if ancDone[c.t] {
-				for w, word := range ancOf(c.t) {
-					dst[w] |= word
-				}
-			}
-			dst[c.t>>6] |= 1 << (c.t & 63)
-		}
-		res.edges[lx] = out
-		ancDone[lx] = true
-	}
-	isPresent := func(x int32) bool { l := loc[x]; return l >= 0 && int(l) < res.present }
-
-	visited := make([]int32, n) // stamps, for walks inside a component
-	for _, scc := range gb.rel.sccs {
-		if len(scc) == 1 {
-			x := scc[0]
-			if loc[x] >= 0 && !isPresent(x) {
-				continue // a sync task: its edges are the sync node's
-			}
-			stamp++
-			buf = buf[:0]
-			if isPresent(x) {
-				mark[loc[x]] = stamp
-				for _, e := range gb.rel.preds[x] {
-					if l := loc[e.pred]; l >= 0 {
-						add(cand{t: l, src: e.src})
-					}
-				}
-				direct := len(buf)
-				for _, e := range gb.rel.preds[x] {
-					if loc[e.pred] < 0 {
-						for _, c := range frontier[e.pred] {
-							add(c)
-						}
-					}
-				}
-				finish(x, reduce(buf, direct))
-				continue
-			}
-			for _, e := range gb.rel.preds[x] {
-				if l := loc[e.pred]; l >= 0 {
-					add(cand{t: l, src: e.src, via: cons(x, nil)})
-				} else {
-					for _, c := range frontier[e.pred] {
-						add(cand{t: c.t, src: c.src, via: cons(x, c.via)})
-					}
-				}
-			}
-			if len(buf) > 0 {
-				frontier[x] = slices.Clone(reduce(buf, 0))
-			}
+	for q, idx := range syncRes.local {
+		if loc[idx] >= 0 {
+			syncLoc[q] = -1
 			continue
 		}
-		// A cycle of the relation: walk it from each member.
-		comp := gb.rel.comp[scc[0]]
-		for _, x := range scc {
-			if loc[x] >= 0 && !isPresent(x) {
-				continue
-			}
-			stamp++
-			buf = buf[:0]
-			visited[x] = stamp
-			var path []int32
-			if isPresent(x) {
-				mark[loc[x]] = stamp
-				for _, e := range gb.rel.preds[x] {
-					if l := loc[e.pred]; l >= 0 {
-						add(cand{t: l, src: e.src})
-					}
-				}
-			} else {
-				path = []int32{x}
-			}
-			direct := len(buf)
-			viaOf := func(path []int32, tail *viaCell) *viaCell {
-				for i := len(path) - 1; i >= 0; i-- {
-					tail = cons(path[i], tail)
-				}
-				return tail
-			}
-			var walk func(y int32, path []int32)
-			walk = func(y int32, path []int32) {
-				for _, e := range gb.rel.preds[y] {
-					p := e.pred
-					if p == x {
-						continue
-					}
-					if l := loc[p]; l >= 0 {
-						add(cand{t: l, src: e.src, via: viaOf(path, nil)})
-						continue
-					}
-					if visited[p] == stamp {
-						continue
-					}
-					visited[p] = stamp
-					if gb.rel.comp[p] == comp {
-						walk(p, append(path[:len(path):len(path)], p))
-						continue
-					}
-					for _, c := range frontier[p] {
-						add(cand{t: c.t, src: c.src, via: viaOf(path, c.via)})
-					}
+		loc[idx] = int32(len(res.local))
+		syncLoc[q] = loc[idx]
+		res.local = append(res.local, idx)
+	}
+}
+
+// inheritSyncAncestors gives the sync node's tasks that are not on the node their
+// ancestors among themselves, as the sync node's result has them; syncLoc maps the
+// sync node's local numbers to this signature's.
+func (w *sigWalk) inheritSyncAncestors(syncRes *sigEdges, syncLoc []int32) {
+	for q, l := range syncLoc {
+		if l < 0 {
+			continue
+		}
+		dst := w.ancOf(l)
+		src := syncRes.anc[q*syncRes.words : (q+1)*syncRes.words]
+		for wi, word := range src {
+			for word != 0 {
+				b := wi<<6 | bits.TrailingZeros64(word)
+				word &= word - 1
+				if m := syncLoc[b]; m >= 0 {
+					dst[m>>6] |= 1 << (m & 63)
 				}
 			}
-			walk(x, path)
-			if isPresent(x) {
-				finish(x, reduce(buf, direct))
-			} else if len(buf) > 0 {
-				frontier[x] = slices.Clone(reduce(buf, 0))
+		}
+		w.ancDone[l] = true
+	}
+}
+
+// ancOf returns the ancestor set of local task t.
+func (w *sigWalk) ancOf(t int32) []uint64 { return w.anc[int(t)*w.words : int(t+1)*w.words] }
+
+// hasBit reports whether local task t is in set.
+func hasBit(set []uint64, t int32) bool { return set[t>>6]&(1<<(t&63)) != 0 }
+
+// isPresent reports whether task x is on the node.
+func (w *sigWalk) isPresent(x int32) bool { l := w.loc[x]; return l >= 0 && int(l) < w.res.present }
+
+// isSyncOnly reports whether task x is a sync task not on the node: its edges are
+// the sync node's.
+func (w *sigWalk) isSyncOnly(x int32) bool { return w.loc[x] >= 0 && !w.isPresent(x) }
+
+// cons returns a via cell idx → next, from a slab of cells.
+func (w *sigWalk) cons(idx int32, next *viaCell) *viaCell {
+	if len(w.cells) == 0 {
+		w.cells = make([]viaCell, 256)
+	}
+	c := &w.cells[0]
+	w.cells = w.cells[1:]
+	c.idx, c.next = idx, next
+	return c
+}
+
+// viaOf returns the via list of the absent tasks path, followed by tail.
+func (w *sigWalk) viaOf(path []int32, tail *viaCell) *viaCell {
+	for i := len(path) - 1; i >= 0; i-- {
+		tail = w.cons(path[i], tail)
+	}
+	return tail
+}
+
+// add adds c to the candidates of the task in hand, unless its target already is one.
+func (w *sigWalk) add(c cand) {
+	if w.mark[c.t] != w.stamp {
+		w.mark[c.t] = w.stamp
+		w.buf = append(w.buf, c)
+	}
+}
+
+// start begins the candidates of task x: when x is on the node, its predecessors on
+// the node or on sync (declared edges, which reduce keeps). It returns how many.
+func (w *sigWalk) start(x int32) int {
+	w.stamp++
+	w.buf = w.buf[:0]
+	if w.isPresent(x) {
+		w.mark[w.loc[x]] = w.stamp
+		for _, e := range w.gb.rel.preds[x] {
+			if l := w.loc[e.pred]; l >= 0 {
+				w.add(cand{t: l, src: e.src})
 			}
 		}
 	}
-	if syncRes == nil {
-		res.anc = anc
+	return len(w.buf)
+}
+
+// acyclic computes the edges (present) or the frontier (absent) of task x, a
+// component of its own: every predecessor's frontier is known.
+func (w *sigWalk) acyclic(x int32) {
+	if w.isSyncOnly(x) {
+		return
 	}
-	// In the order of the written edges: the node's own tasks (which rank before
-	// the sync node), then the sync node's, each by id.
+	direct := w.start(x)
+	preds := w.gb.rel.preds[x]
+	if w.isPresent(x) {
+		for _, e := range preds {
+			if w.loc[e.pred] < 0 {
+				for _, c := range w.frontier[e.pred] {
+					w.add(c)
+				}
+			}
+		}
+		w.settle(x, direct)
+		return
+	}
+	for _, e := range preds {
+		if l := w.loc[e.pred]; l >= 0 {
+			w.add(cand{t: l, src: e.src, via: w.cons(x, nil)})
+		} else {
+			for _, c := range w.frontier[e.pred] {
+				w.add(cand{t: c.t, src: c.src, via: w.cons(x, c.via)})
+			}
+		}
+	}
+	w.settle(x, direct)
+}
+
+// cycleMember computes the edges or the frontier of task x, a member of the cycle
+// comp of the relation, by walking the cycle from x.
+func (w *sigWalk) cycleMember(x, comp int32) {
+	if w.isSyncOnly(x) {
+		return
+	}
+	direct := w.start(x)
+	w.visited[x] = w.stamp
+	var path []int32
+	if !w.isPresent(x) {
+		path = []int32{x}
+	}
+	w.walkCycle(x, comp, x, path)
+	w.settle(x, direct)
+}
+
+// walkCycle adds the candidates of x reached through the predecessors of y, path
+// being the absent tasks of comp passed through from x to y: a task on the node or
+// on sync ends the walk, an absent task of comp continues it, and one of another
+// component brings its frontier.
+func (w *sigWalk) walkCycle(x, comp, y int32, path []int32) {
+	for _, e := range w.gb.rel.preds[y] {
+		p := e.pred
+		if p == x {
+			continue
+		}
+		if l := w.loc[p]; l >= 0 {
+			w.add(cand{t: l, src: e.src, via: w.viaOf(path, nil)})
+			continue
+		}
+		if w.visited[p] == w.stamp {
+			continue
+		}
+		w.visited[p] = w.stamp
+		if w.gb.rel.comp[p] == comp {
+			w.walkCycle(x, comp, p, append(path[:len(path):len(path)], p))
+			continue
+		}
+		for _, c := range w.frontier[p] {
+			w.add(cand{t: c.t, src: c.src, via: w.viaOf(path, c.via)})
+		}
+	}
+}
+
+// settle ends task x's candidates: a present task's edges are its candidates, but
+// the derived ones (from direct on) that another candidate implies; an absent
+// task's frontier is all its candidates, reduced likewise.
+func (w *sigWalk) settle(x int32, direct int) {
+	if w.isPresent(x) {
+		w.finish(x, w.reduce(w.buf, direct))
+	} else if len(w.buf) > 0 {
+		w.frontier[x] = slices.Clone(w.reduce(w.buf, 0))
+	}
+}
+
+// reduce returns list without the candidates from `from` on that another
+// candidate's ancestors include (into a buffer of its own).
+func (w *sigWalk) reduce(list []cand, from int) []cand {
+	w.reduced = append(w.reduced[:0], list[:from]...)
+	for i := from; i < len(list); i++ {
+		c := list[i]
+		implied := false
+		for j, u := range list {
+			if j != i && w.ancDone[u.t] && hasBit(w.ancOf(u.t), c.t) {
+				implied = true
+				break
+			}
+		}
+		if !implied {
+			w.reduced = append(w.reduced, c)
+		}
+	}
+	return w.reduced
+}
+
+// finish records the edges of a present task and its ancestors.
+func (w *sigWalk) finish(x int32, list []cand) {
+	lx := w.loc[x]
+	out := make([]localEdge, len(list))
+	dst := w.ancOf(lx)
+	for i, c := range list {
+		src := c.src
+		if c.via != nil {
+			src = &EdgeSource{Origin: src.Origin, Range: src.Range}
+			for v := c.via; v != nil; v = v.next {
+				src.Via = append(src.Via, w.gb.ids[v.idx])
+			}
+		}
+		out[i] = localEdge{t: c.t, src: src}
+		if w.ancDone[c.t] {
+			for wi, word := range w.ancOf(c.t) {
+				dst[wi] |= word
+			}
+		}
+		dst[c.t>>6] |= 1 << (c.t & 63)
+	}
+	w.res.edges[lx] = out
+	w.ancDone[lx] = true
+}
+
+// sortEdges puts each task's edges in the order of the written edges: the node's
+// own tasks (which rank before the sync node), then the sync node's, each by id.
+func (res *sigEdges) sortEdges() {
 	key := func(t int32) int64 {
 		k := int64(res.local[t])
 		if int(t) >= res.present {
@@ -521,7 +602,6 @@ func (gb *graphBuilder) localEdges(ng *NodeGraph, syncRes *sigEdges) *sigEdges {
 	for _, list := range res.edges {
 		slices.SortFunc(list, func(a, b localEdge) int { return cmp.Compare(key(a.t), key(b.t)) })
 	}
-	return res
 }
 
 // instantiate writes a signature's local edges onto the tasks of node ng.

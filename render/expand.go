@@ -89,47 +89,57 @@ func ParseNodeFile(data []byte) (*NodeFile, error) {
 	}
 	nf.Tasks = make([]NodeFileTask, len(tasks.Content))
 	for i, entry := range tasks.Content {
-		var nt NodeFileTask
-		def := &catalogueEntryBlocks{}
-		for j := 0; j+1 < len(entry.Content); j += 2 {
-			k, v := entry.Content[j], entry.Content[j+1]
-			switch k.Value {
-			case "id":
-				if v.Kind != yaml.ScalarNode {
-					return nil, fmt.Errorf("node file of %s: task %d: id is not a string", nf.Node, i+1)
-				}
-				nt.ID = v.Value
-			case "requires":
-				var reqs []string
-				if err := v.Decode(&reqs); err != nil {
-					return nil, fmt.Errorf("node file of %s: task %d: requires: %w", nf.Node, i+1, err)
-				}
-				for _, s := range reqs {
-					task, node := SplitRequirement(s, nf.Node)
-					if task == "" || node == "" {
-						return nil, fmt.Errorf("node file of %s: task %d: requirement %q is not task or task@node", nf.Node, i+1, s)
-					}
-					nt.Requires = append(nt.Requires, Requirement{Task: task, Node: node})
-				}
-			default:
-				nt.Inline = true
-				if err := def.add(k, v, block); err != nil {
-					return nil, fmt.Errorf("node file of %s: task %d: %w", nf.Node, i+1, err)
-				}
-			}
+		if nf.Tasks[i], err = parseNodeFileTask(nf.Node, i, entry, block); err != nil {
+			return nil, err
 		}
-		if nt.ID == "" {
-			return nil, fmt.Errorf("node file of %s: task %d has no id", nf.Node, i+1)
-		}
-		if nt.Inline {
-			if def.typ == nil {
-				return nil, fmt.Errorf("node file of %s: task %s has a definition without type", nf.Node, nt.ID)
-			}
-			nt.def = def
-		}
-		nf.Tasks[i] = nt
 	}
 	return nf, nil
+}
+
+// parseNodeFileTask reads entry i of the node file's tasks: its id, its requires
+// (task or task@node, on the node file's node when no node is named), and any other
+// key as its inline definition (which needs a type); block locates the entries'
+// keys in the file's bytes.
+func parseNodeFileTask(node string, i int, entry *yaml.Node, block func(*yaml.Node) ([]byte, error)) (NodeFileTask, error) {
+	var nt NodeFileTask
+	def := &catalogueEntryBlocks{}
+	for j := 0; j+1 < len(entry.Content); j += 2 {
+		k, v := entry.Content[j], entry.Content[j+1]
+		switch k.Value {
+		case "id":
+			if v.Kind != yaml.ScalarNode {
+				return nt, fmt.Errorf("node file of %s: task %d: id is not a string", node, i+1)
+			}
+			nt.ID = v.Value
+		case "requires":
+			var reqs []string
+			if err := v.Decode(&reqs); err != nil {
+				return nt, fmt.Errorf("node file of %s: task %d: requires: %w", node, i+1, err)
+			}
+			for _, s := range reqs {
+				task, on := SplitRequirement(s, node)
+				if task == "" || on == "" {
+					return nt, fmt.Errorf("node file of %s: task %d: requirement %q is not task or task@node", node, i+1, s)
+				}
+				nt.Requires = append(nt.Requires, Requirement{Task: task, Node: on})
+			}
+		default:
+			nt.Inline = true
+			if err := def.add(k, v, block); err != nil {
+				return nt, fmt.Errorf("node file of %s: task %d: %w", node, i+1, err)
+			}
+		}
+	}
+	if nt.ID == "" {
+		return nt, fmt.Errorf("node file of %s: task %d has no id", node, i+1)
+	}
+	if nt.Inline {
+		if def.typ == nil {
+			return nt, fmt.Errorf("node file of %s: task %s has a definition without type", node, nt.ID)
+		}
+		nt.def = def
+	}
+	return nt, nil
 }
 
 // documentMapping parses a YAML document that is a mapping.

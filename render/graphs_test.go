@@ -386,6 +386,49 @@ nodes:
 	}
 }
 
+// TestUncarriedTagWarnedAt: a tag of the cluster's roles or spec that no node
+// carries is warned about where it was first unassigned, else at its declaration
+// in the cluster's tags:.
+func TestUncarriedTagWarnedAt(t *testing.T) {
+	rel := `roles_metadata:
+  controller: {name: Controller, description: Control plane, tags: [controller, database]}
+tags_metadata:
+  controller: {has_primary: false}
+  database: {has_primary: false}
+`
+	tasks := `- {id: globals, type: puppet, role: ['/.*/']}
+`
+	for _, tc := range []struct {
+		name, cluster string
+		lineOf, token string
+		tag           string
+	}{
+		{name: "declared in the spec", tag: "mysql", lineOf: "  mysql: {has_primary: false}", token: "mysql", cluster: `cluster: prod
+release: base-1.0
+tags:
+  mysql: {has_primary: false}
+nodes:
+  node-1: {roles: [controller]}
+`},
+		{name: "unassigned, though declared in the spec", tag: "database", lineOf: "    tags: {unassign: [database]}", token: "database", cluster: `cluster: prod
+release: base-1.0
+tags:
+  database: {has_primary: false}
+nodes:
+  node-1:
+    roles: [controller]
+    tags: {unassign: [database]}
+`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files := graphFiles(rel, map[string]string{"default": tasks}, tc.cluster)
+			_, diags := renderFiles(t, files, nil)
+			expectDiags(t, files, diags, diagAt{file: "clusters/prod.yaml", lineOf: tc.lineOf, token: tc.token, warning: true,
+				summary: "cluster prod: no node carries tag " + tc.tag + ": tasks selected by it run nowhere"})
+		})
+	}
+}
+
 // TestImplicitRoleTagAndResolution: a role's name is a tag of its nodes even when
 // the role's tags do not list it, and becomes primary-<role> when that tag has a
 // primary; resolution: roles matches role names only, ignoring a

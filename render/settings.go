@@ -253,73 +253,25 @@ func (sc *settingsCheck) walk(v *loader.Value, path []string) {
 	if !v.IsMap() {
 		return
 	}
-	group := v.Has("metadata")
-	var value *loader.Value
-	var label string
-	var restrictions *loader.Value
-	if group {
-		meta := v.Get("metadata")
-		value = meta.Get("enabled")
-		if !meta.Has("enabled") {
-			value = boolValue(true, meta.Range) // nailgun: metadata.get('enabled', True)
-		}
-		label = meta.Get("label").String()
-		restrictions = meta.Get("restrictions")
-		if len(path) == 1 {
-			if p := sc.plugins[path[0]]; p != nil {
-				label = p.Title // nailgun's plugin group metadata carries the plugin's title
-			}
-		}
-	} else {
-		value = v.Get("value")
-		label = v.Get("label").String()
-		restrictions = v.Get("restrictions")
-	}
-	if label == "" && (truthy(value) || value.IsNull()) {
-		label = strings.Join(path, ".") // for messages only
-	}
-	rules := sc.b.attrRestrictions(restrictions, path)
+	a := sc.checked(v, path)
+	rules := sc.b.attrRestrictions(a.restrictions, path)
 	// Hidden attributes are skipped, and so is a disabled group with all it holds.
 	if len(sc.held(rules, "hide", path)) > 0 {
 		return
 	}
-	if group && !truthy(value) {
+	if a.group && !truthy(a.value) {
 		return
 	}
 	typ := v.Get("type")
 	isCheckbox := typ.IsScalar() && typ.Text == "checkbox"
-	if (isCheckbox || group) && truthy(value) {
-		// An enabled checkbox or group whose disable restriction holds fails.
-		for _, r := range sc.held(rules, "disable", path) {
-			msg := r.Message
-			if msg == "" {
-				msg = fmt.Sprintf("restriction with action='%s' and condition='%s' failed due to attribute value='%s'", r.Action, r.Condition, pyStr(value))
-			}
-			target := value
-			if group {
-				target = v.Get("metadata").Get("enabled")
-			}
-			sc.fail(path, target, fmt.Sprintf("Validation failed for attribute '%s': %s", label, msg),
-				fmt.Sprintf("The restriction %q (%s) holds, so nailgun refuses the %s enabled.", r.Condition, at(r.Range), map[bool]string{true: "group", false: "attribute"}[group]))
-		}
+	if (isCheckbox || a.group) && truthy(a.value) {
+		sc.checkEnabled(v, path, a, rules)
 	} else if len(sc.held(rules, "disable", path)) > 0 {
 		// A disabled attribute of another type is optional: not checked.
 		return
 	}
-	if !sc.typeBad[v] && !generated(value) {
-		if typ.IsScalar() && (typ.Text == "text" || typ.Text == "number") && value.IsNull() && !truthy(v.Get("nullable")) {
-			sc.fail(path, value, fmt.Sprintf("Null value is forbidden for '%s'", label), "Give the attribute a value.")
-		}
-		if typ.IsScalar() && (typ.Text == "text_list" || typ.Text == "textarea_list") && value.IsList() {
-			n := len(value.Items)
-			if lo := v.Get("min"); lo != nil && lo.Kind == loader.KindInt && int64(n) < lo.Int {
-				sc.fail(path, value, fmt.Sprintf("Value %s should have at least %d items", pyStr(value), lo.Int), "")
-			}
-			if hi := v.Get("max"); hi != nil && hi.Kind == loader.KindInt && int64(n) > hi.Int {
-				sc.fail(path, value, fmt.Sprintf("Value %s should not have more than %d items", pyStr(value), hi.Int), "")
-			}
-		}
-		sc.checkRegex(path, v)
+	if !sc.typeBad[v] && !generated(a.value) {
+		sc.checkValue(v, path, a)
 	}
 	for _, f := range v.Fields {
 		if f.Key == "metadata" || (!f.Value.IsMap() && !f.Value.IsList()) {
@@ -327,6 +279,81 @@ func (sc *settingsCheck) walk(v *loader.Value, path []string) {
 		}
 		sc.walk(f.Value, append(path[:len(path):len(path)], f.Key))
 	}
+}
+
+// checkedNode is what check_data reads of a mapping: a group (with metadata) or
+// an attribute, its value (a group's metadata.enabled), its label and its
+// restrictions.
+type checkedNode struct {
+	group        bool
+	value        *loader.Value
+	label        string
+	restrictions *loader.Value
+}
+
+// checked reads the mapping v at path as check_data does. A group's label is its
+// plugin's title when it is a plugin's; a node without a label is named by its path
+// in messages when its value is truthy or null.
+func (sc *settingsCheck) checked(v *loader.Value, path []string) checkedNode {
+	var a checkedNode
+	a.group = v.Has("metadata")
+	if a.group {
+		meta := v.Get("metadata")
+		a.value = meta.Get("enabled")
+		if !meta.Has("enabled") {
+			a.value = boolValue(true, meta.Range) // nailgun: metadata.get('enabled', True)
+		}
+		a.label = meta.Get("label").String()
+		a.restrictions = meta.Get("restrictions")
+		if len(path) == 1 {
+			if p := sc.plugins[path[0]]; p != nil {
+				a.label = p.Title // nailgun's plugin group metadata carries the plugin's title
+			}
+		}
+	} else {
+		a.value = v.Get("value")
+		a.label = v.Get("label").String()
+		a.restrictions = v.Get("restrictions")
+	}
+	if a.label == "" && (truthy(a.value) || a.value.IsNull()) {
+		a.label = strings.Join(path, ".") // for messages only
+	}
+	return a
+}
+
+// checkEnabled fails an enabled checkbox or group whose disable restriction holds.
+func (sc *settingsCheck) checkEnabled(v *loader.Value, path []string, a checkedNode, rules []*Restriction) {
+	for _, r := range sc.held(rules, "disable", path) {
+		msg := r.Message
+		if msg == "" {
+			msg = fmt.Sprintf("restriction with action='%s' and condition='%s' failed due to attribute value='%s'", r.Action, r.Condition, pyStr(a.value))
+		}
+		target := a.value
+		if a.group {
+			target = v.Get("metadata").Get("enabled")
+		}
+		sc.fail(path, target, fmt.Sprintf("Validation failed for attribute '%s': %s", a.label, msg),
+			fmt.Sprintf("The restriction %q (%s) holds, so nailgun refuses the %s enabled.", r.Condition, at(r.Range), map[bool]string{true: "group", false: "attribute"}[a.group]))
+	}
+}
+
+// checkValue checks the value of attribute v: a text or number not nullable is not
+// null, a text list's length is within its min and max, and its regex matches.
+func (sc *settingsCheck) checkValue(v *loader.Value, path []string, a checkedNode) {
+	typ, value := v.Get("type"), a.value
+	if typ.IsScalar() && (typ.Text == "text" || typ.Text == "number") && value.IsNull() && !truthy(v.Get("nullable")) {
+		sc.fail(path, value, fmt.Sprintf("Null value is forbidden for '%s'", a.label), "Give the attribute a value.")
+	}
+	if typ.IsScalar() && (typ.Text == "text_list" || typ.Text == "textarea_list") && value.IsList() {
+		n := len(value.Items)
+		if lo := v.Get("min"); lo != nil && lo.Kind == loader.KindInt && int64(n) < lo.Int {
+			sc.fail(path, value, fmt.Sprintf("Value %s should have at least %d items", pyStr(value), lo.Int), "")
+		}
+		if hi := v.Get("max"); hi != nil && hi.Kind == loader.KindInt && int64(n) > hi.Int {
+			sc.fail(path, value, fmt.Sprintf("Value %s should not have more than %d items", pyStr(value), hi.Int), "")
+		}
+	}
+	sc.checkRegex(path, v)
 }
 
 // held returns the restrictions of the given action whose condition holds. An

@@ -377,6 +377,12 @@ func TestSettingsChecks(t *testing.T) {
 			want:  []diagAt{{file: cl, lineOf: "common.count", token: "null", summary: "cluster prod: settings: common.count: Null value is forbidden for 'Count'"}},
 		},
 		{
+			// Without a label, a message names the attribute by its path.
+			name:  "null value of an attribute without a label",
+			edits: []edit{{rel, "type: number, label: Count}", "type: number}"}, set(`common.count.value: null`)},
+			want:  []diagAt{{file: cl, lineOf: "common.count", token: "null", summary: "cluster prod: settings: common.count: Null value is forbidden for 'common.count'"}},
+		},
+		{
 			name:  "a disabled group is not checked until enabled",
 			edits: []edit{set(`storage.metadata.enabled: true`)},
 			want:  []diagAt{atRelease("cluster prod: settings: storage.path: Empty path")},

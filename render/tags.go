@@ -65,56 +65,87 @@ func (m *Model) resolveTags(state AppliedState) hcl.Diagnostics {
 	}
 	unassignedAt := map[string]hcl.Range{}
 	for _, n := range c.Nodes {
-		nt := &NodeTags{Node: n, Sources: map[string][]string{}, Instances: map[string][]string{}}
-		add := func(tag, source string) {
-			if !slices.Contains(nt.Sources[tag], source) {
-				nt.Sources[tag] = append(nt.Sources[tag], source)
-			}
-		}
-		for _, ref := range n.Roles {
-			r := m.Role(ref.Name)
-			if r == nil || slices.Contains(nt.Roles, r.Name) {
-				continue
-			}
-			nt.Roles = append(nt.Roles, r.Name)
-			for _, t := range r.Tags {
-				add(t, "role "+r.Name)
-				declared[t] = true
-			}
-			add(r.Name, "role name")
-		}
-		for _, ref := range n.Assign {
-			if !m.knownTag(ref.Name) {
-				diags = append(diags, m.unknownTag(ref, n))
-				continue
-			}
-			add(ref.Name, "assigned")
-		}
-		for _, ref := range n.Unassign {
-			srcs, ok := nt.Sources[ref.Name]
-			switch {
-			case !ok:
-				diags = append(diags, warnAt(ref.Range, "cluster %s: node %s: tag %q is not on the node, so unassigning it changes nothing", c.Name, n.Name, ref.Name))
-			case slices.Contains(srcs, "role name"):
-				diags = append(diags, withDetail(warnAt(ref.Range, "cluster %s: node %s: %q is the name of one of its roles and stays a tag of the node", c.Name, n.Name, ref.Name),
-					"A role's name is always one of its node's tags; unassign the role's other tags, or remove the role."))
-			default:
-				delete(nt.Sources, ref.Name)
-				if _, seen := unassignedAt[ref.Name]; !seen {
-					unassignedAt[ref.Name] = ref.Range
-				}
-			}
-		}
+		nt, ds := m.nodeTags(n, declared)
+		diags = append(diags, ds...)
+		diags = append(diags, m.unassign(nt, unassignedAt)...)
 		m.NodeTags[n.Name] = nt
 		m.nodeOrder = append(m.nodeOrder, nt)
 	}
 	sort.SliceStable(m.nodeOrder, func(i, j int) bool { return m.nodeOrder[i].Node.ID < m.nodeOrder[j].Node.ID })
+	diags = append(diags, m.addInstances()...)
+	m.sortTags()
+	if c.Mode != "multinode" {
+		m.pickPrimaries(state)
+	}
+	m.resolveNames()
+	return append(diags, m.checkCarried(declared, unassignedAt)...)
+}
 
-	// Automatic instances: <tag>:1..<tag>:N round-robin over the carriers of <tag>.
-	for _, in := range c.Instances {
+// nodeTags gives node n its tags from its roles (each role's tags and its name)
+// and its assign: entries, each with where it comes from. The roles' tags are
+// added to declared.
+func (m *Model) nodeTags(n *loader.Node, declared map[string]bool) (*NodeTags, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	nt := &NodeTags{Node: n, Sources: map[string][]string{}, Instances: map[string][]string{}}
+	add := func(tag, source string) {
+		if !slices.Contains(nt.Sources[tag], source) {
+			nt.Sources[tag] = append(nt.Sources[tag], source)
+		}
+	}
+	for _, ref := range n.Roles {
+		r := m.Role(ref.Name)
+		if r == nil || slices.Contains(nt.Roles, r.Name) {
+			continue
+		}
+		nt.Roles = append(nt.Roles, r.Name)
+		for _, t := range r.Tags {
+			add(t, "role "+r.Name)
+			declared[t] = true
+		}
+		add(r.Name, "role name")
+	}
+	for _, ref := range n.Assign {
+		if !m.knownTag(ref.Name) {
+			diags = append(diags, m.unknownTag(ref, n))
+			continue
+		}
+		add(ref.Name, "assigned")
+	}
+	return nt, diags
+}
+
+// unassign takes the node's unassign: entries off its tags, but a role's name,
+// which stays; an entry the node does not carry changes nothing (a warning each).
+// unassignedAt keeps where each tag was first unassigned.
+func (m *Model) unassign(nt *NodeTags, unassignedAt map[string]hcl.Range) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	c, n := m.Cluster, nt.Node
+	for _, ref := range n.Unassign {
+		srcs, ok := nt.Sources[ref.Name]
+		switch {
+		case !ok:
+			diags = append(diags, warnAt(ref.Range, "cluster %s: node %s: tag %q is not on the node, so unassigning it changes nothing", c.Name, n.Name, ref.Name))
+		case slices.Contains(srcs, "role name"):
+			diags = append(diags, withDetail(warnAt(ref.Range, "cluster %s: node %s: %q is the name of one of its roles and stays a tag of the node", c.Name, n.Name, ref.Name),
+				"A role's name is always one of its node's tags; unassign the role's other tags, or remove the role."))
+		default:
+			delete(nt.Sources, ref.Name)
+			if _, seen := unassignedAt[ref.Name]; !seen {
+				unassignedAt[ref.Name] = ref.Range
+			}
+		}
+	}
+	return diags
+}
+
+// addInstances adds the automatic instances: <tag>:1..<tag>:N round-robin over
+// the carriers of <tag>, in node id order.
+func (m *Model) addInstances() hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, in := range m.Cluster.Instances {
 		carriers := m.carriers(in.Tag)
 		if len(carriers) == 0 {
-			diags = append(diags, warnAt(in.Range, "cluster %s: instances: no node carries tag %q", c.Name, in.Tag))
+			diags = append(diags, warnAt(in.Range, "cluster %s: instances: no node carries tag %q", m.Cluster.Name, in.Tag))
 			continue
 		}
 		for i, nt := range carriers {
@@ -122,14 +153,18 @@ func (m *Model) resolveTags(state AppliedState) hcl.Diagnostics {
 			nt.Sources[tag] = append(nt.Sources[tag], "instance")
 		}
 	}
+	return diags
+}
 
+// sortTags lists each node's tags, sorted, and the instance groups: for each
+// instance tag of a node, the nodes that share it.
+func (m *Model) sortTags() {
 	for _, nt := range m.nodeTagList() {
 		for t := range nt.Sources {
 			nt.Tags = append(nt.Tags, t)
 		}
 		sort.Strings(nt.Tags)
 	}
-	// Instance groups: the nodes sharing each instance tag.
 	groups := map[string][]string{}
 	for _, nt := range m.nodeTagList() {
 		for _, t := range nt.Tags {
@@ -145,40 +180,47 @@ func (m *Model) resolveTags(state AppliedState) hcl.Diagnostics {
 			}
 		}
 	}
+}
 
-	// Primary tags (ha only): sticky through the applied state, else the lowest id
-	// among deployed carriers, else the lowest id.
-	if c.Mode != "multinode" {
-		for _, tag := range m.primaryCandidates() {
-			carriers := m.carriers(tag)
-			var pick *NodeTags
-			if state != nil {
-				if name, ok := state.Primary(c.Name, tag); ok {
-					for _, nt := range carriers {
-						if nt.Node.Name == name {
-							pick = nt
-						}
-					}
-				}
-				if pick == nil {
-					for _, nt := range carriers {
-						if state.Deployed(c.Name, nt.Node.Name) {
-							pick = nt
-							break
-						}
+// pickPrimaries gives each tag with has_primary (ha only) its primary node: sticky
+// through the applied state, else the lowest id among deployed carriers, else the
+// lowest id.
+func (m *Model) pickPrimaries(state AppliedState) {
+	c := m.Cluster
+	for _, tag := range m.primaryCandidates() {
+		carriers := m.carriers(tag)
+		var pick *NodeTags
+		if state != nil {
+			if name, ok := state.Primary(c.Name, tag); ok {
+				for _, nt := range carriers {
+					if nt.Node.Name == name {
+						pick = nt
 					}
 				}
 			}
 			if pick == nil {
-				pick = carriers[0]
+				for _, nt := range carriers {
+					if state.Deployed(c.Name, nt.Node.Name) {
+						pick = nt
+						break
+					}
+				}
 			}
-			pick.Primary = append(pick.Primary, tag)
 		}
+		if pick == nil {
+			pick = carriers[0]
+		}
+		pick.Primary = append(pick.Primary, tag)
 	}
+}
+
+// resolveNames sorts each node's primary tags and makes its Resolution: its tags
+// (with resolution: roles, its role names), each primary one as primary-<tag>.
+func (m *Model) resolveNames() {
 	for _, nt := range m.nodeTagList() {
 		sort.Strings(nt.Primary)
 		base := nt.Tags
-		if c.Resolution == "roles" {
+		if m.Cluster.Resolution == "roles" {
 			base = append([]string(nil), nt.Roles...)
 			sort.Strings(base)
 		}
@@ -190,9 +232,15 @@ func (m *Model) resolveTags(state AppliedState) hcl.Diagnostics {
 		}
 		sort.Strings(nt.Resolution)
 	}
+}
 
-	// The pre-deployment check: a tag of the cluster's roles (or of its spec) that no
-	// node carries leaves that tag's tasks without a node.
+// checkCarried is the pre-deployment check: a tag of the cluster's roles (or of
+// its spec) that no node carries leaves that tag's tasks without a node. It warns
+// at where the tag was unassigned, else at its declaration in the spec, else at
+// the cluster's nodes.
+func (m *Model) checkCarried(declared map[string]bool, unassignedAt map[string]hcl.Range) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	c := m.Cluster
 	var missing []string
 	for t := range declared {
 		if len(m.carriers(t)) == 0 {
