@@ -8,9 +8,9 @@ LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # (and the markdown parser they initialise at every start), which fuelsync
 # does not use: fuelsync version and shell completion start faster.
 TAGS      := urfave_cli_no_docs
-# fuelsync_testhooks builds the test hooks in (the kill tests' FUELSYNC_TEST_CRASH_AT
-# and FUELSYNC_TEST_FAIL_AT, state.TestHookStep, the render counters): the tests
-# run with it, a released binary (build) never has it.
+# fuelsync_testhooks builds the failpoints in (internal/failpoint: the store's
+# steps the kill tests kill or fail, FUELSYNC_FAILPOINTS, the render counts): the
+# tests run with it, a released binary (build) never has it.
 TESTTAGS  := fuelsync_testhooks
 BIN       := bin/fuelsync
 # fuelsync-server: fuelsync plus serve's Prometheus metrics and the state on etcd;

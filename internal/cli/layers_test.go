@@ -22,7 +22,7 @@ func TestPackagesPointOneWay(t *testing.T) {
 		t.Skip("runs go list")
 	}
 	const mod = "github.com/fuelsync/fuelsync/"
-	layers := [][]string{{"internal/cli"}, {"server", "agent"}, {"controller"}, {"operation"}, {"operation/decide"}, {"runs", "reports"}, {"source", "state"}, {"diff", "notify"}, {"render"}, {"loader"}, {"api", "internal/names"}}
+	layers := [][]string{{"internal/cli"}, {"server", "agent"}, {"controller"}, {"operation"}, {"operation/decide"}, {"runs", "reports"}, {"source", "state"}, {"diff", "notify"}, {"render"}, {"loader"}, {"api", "internal/names", "internal/failpoint"}}
 	for i, layer := range layers {
 		for _, pkg := range layer {
 			deps := goListDeps(t, "./"+pkg)

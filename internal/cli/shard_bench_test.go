@@ -16,6 +16,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
+	"github.com/fuelsync/fuelsync/internal/failpoint"
 	"github.com/fuelsync/fuelsync/internal/repogen"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -181,7 +182,7 @@ func shardRun(t *testing.T, spec repogen.Spec, n, run int) ([]time.Duration, tim
 	for i := 1; i <= n; i++ {
 		r := &serveReplica{id: fmt.Sprintf("r%d", i), wd: filepath.Join(t.TempDir(), "wd"), args: args, shard: true}
 		if dir := os.Getenv("SHARD_PROFILE"); dir != "" {
-			r.env = append(r.env, "FUELSYNC_TEST_CPUPROFILE="+dir)
+			r.env = append(r.env, failpoint.EnvVar+"="+failpoint.ServeShard+"=cpuprofile("+dir+")")
 		}
 		if p := os.Getenv("SHARD_GOMAXPROCS"); p != "" {
 			r.env = append(r.env, "GOMAXPROCS="+p)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
+	"github.com/fuelsync/fuelsync/internal/failpoint"
 	"github.com/fuelsync/fuelsync/internal/repogen"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -276,8 +277,8 @@ func clusterIndex(name string) int {
 }
 
 // TestEtcdShardsPausedOwnerCommitRefused pauses a cluster's owner between
-// its plan and its commit (the test hook FUELSYNC_TEST_PAUSE_COMMIT), stops
-// it there with SIGSTOP until its lease expires and the other replica has
+// its plan and its commit (the failpoint controller/shard-commit=pause(DIR)),
+// stops it there with SIGSTOP until its lease expires and the other replica has
 // taken the cluster over and applied the change, then lets it go on: its
 // late commit is refused (the owner key is no longer on its lease), and the
 // cluster's record stays as the new owner committed it.
@@ -296,7 +297,7 @@ func TestEtcdShardsPausedOwnerCommitRefused(t *testing.T) {
 	for i := 1; i <= 2; i++ {
 		id := fmt.Sprintf("r%d", i)
 		hooks[id] = t.TempDir()
-		r := &serveReplica{id: id, wd: filepath.Join(t.TempDir(), "wd"), args: args, shard: true, env: []string{"FUELSYNC_TEST_PAUSE_COMMIT=" + hooks[id]}}
+		r := &serveReplica{id: id, wd: filepath.Join(t.TempDir(), "wd"), args: args, shard: true, env: []string{failpoint.EnvVar + "=" + failpoint.ShardCommit + "=pause(" + hooks[id] + ")"}}
 		r.start(t)
 		replicas[id] = r
 	}

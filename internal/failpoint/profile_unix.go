@@ -1,6 +1,6 @@
 //go:build fuelsync_testhooks && unix
 
-package cli
+package failpoint
 
 import (
 	"fmt"
@@ -11,14 +11,9 @@ import (
 	"syscall"
 )
 
-// profileHookFromEnv makes serve write a CPU profile when
-// FUELSYNC_TEST_CPUPROFILE=DIR: from SIGUSR1 to SIGUSR2, into
-// DIR/<pid>.prof (make bench-shards profiles the replicas so).
-func profileHookFromEnv() {
-	dir := os.Getenv("FUELSYNC_TEST_CPUPROFILE")
-	if dir == "" {
-		return
-	}
+// cpuProfile makes the process write a CPU profile from SIGUSR1 to SIGUSR2
+// into dir/<pid>.prof (make bench-shards profiles serve's replicas so).
+func cpuProfile(dir string) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGUSR2)
 	go func() {
