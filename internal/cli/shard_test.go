@@ -182,6 +182,7 @@ func TestEtcdShardsOwnerKilled(t *testing.T) {
 			// The paused owner runs again: it lost the cluster while it
 			// was stopped, and commits nothing of it.
 			record := *st.Clusters[cl]
+			lines := owner.logLines()
 			owner.cmd.Process.Signal(syscall.SIGCONT)
 			deadline := time.Now().Add(20 * time.Second)
 			for {
@@ -194,7 +195,11 @@ func TestEtcdShardsOwnerKilled(t *testing.T) {
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			time.Sleep(time.Second) // its reconcile under way, if any, ends
+			// Its reconcile under way, if any, ends: it or the next one
+			// logs its outcome.
+			if !owner.waitLogged(reconcileLine, lines) {
+				t.Fatalf("round %d: %s logged no reconcile after SIGCONT", round, ownerID)
+			}
 			if st, err := e.ReadState(ctx); err != nil || st.Clusters[cl].Serial != record.Serial {
 				t.Errorf("round %d: cluster %s changed after %s ran again: %+v (was %+v), %v", round, cl, ownerID, st.Clusters[cl], record, err)
 			}
@@ -398,7 +403,10 @@ func TestEtcdShardsPausedOwnerCommitRefused(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(500 * time.Millisecond)
+	// Its next reconcile (every interval, skipped or not) ends too.
+	if !owner.waitLogged(reconcileLine, owner.logLines()) {
+		t.Errorf("%s logged no reconcile after its refused commit", ownerID)
+	}
 	if st, err := e.ReadState(ctx); err != nil || st.Clusters[cl].Serial != record.Serial {
 		t.Errorf("cluster %s changed after its paused owner %s ran again: %+v (was %+v), %v", cl, ownerID, st.Clusters[cl], record, err)
 	}
