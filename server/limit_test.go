@@ -21,6 +21,13 @@ import (
 // returns its address and its connection limiter.
 func serveLimited(t *testing.T, secret []byte, lim Limits) (string, *connLimiter) {
 	t.Helper()
+	_, addr, cl := serveLimitedServer(t, secret, lim)
+	return addr, cl
+}
+
+// serveLimitedServer is serveLimited with the server it serves.
+func serveLimitedServer(t *testing.T, secret []byte, lim Limits) (*Server, string, *connLimiter) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +36,7 @@ func serveLimited(t *testing.T, secret []byte, lim Limits) (string, *connLimiter
 	hs, limited := HTTPServer(srv.Handler(), ln, lim)
 	go hs.Serve(limited)
 	t.Cleanup(func() { hs.Close() })
-	return ln.Addr().String(), limited.(*connLimiter)
+	return srv, ln.Addr().String(), limited.(*connLimiter)
 }
 
 func (l *connLimiter) count() int {
@@ -172,7 +179,7 @@ func TestSlowClientsTimedOut(t *testing.T) {
 // is answered before its body is sent; beyond MaxBodyReads bodies being read at
 // once, a delivery is answered 503 at once.
 func TestWebhookRefusedBeforeBody(t *testing.T) {
-	addr, _ := serveLimited(t, []byte("s3cret"), DefaultLimits)
+	srv, addr, _ := serveLimitedServer(t, []byte("s3cret"), DefaultLimits)
 	old := strconv.FormatInt(time.Now().Add(-ReplayWindow-time.Minute).Unix(), 10)
 	future := strconv.FormatInt(time.Now().Add(ReplayWindow+time.Minute).Unix(), 10)
 	for _, tc := range []struct {
@@ -212,7 +219,7 @@ func TestWebhookRefusedBeforeBody(t *testing.T) {
 		c, _ := rawRequest(t, addr, fmt.Sprintf("POST /hooks/github HTTP/1.1\r\nHost: x\r\nX-Hub-Signature-256: sha256=00\r\nX-GitHub-Delivery: slow-%d\r\nContent-Length: 100\r\n\r\n{", i))
 		slow = append(slow, c)
 	}
-	time.Sleep(200 * time.Millisecond) // all reading their bodies
+	gittest.WaitFor(t, "all reading their bodies", func() bool { return len(srv.reads) == MaxBodyReads })
 	c, r = rawRequest(t, addr, "POST /hooks/github HTTP/1.1\r\nHost: x\r\nX-Hub-Signature-256: sha256=00\r\nContent-Length: 2\r\n\r\n{}")
 	c.SetReadDeadline(time.Now().Add(time.Second))
 	if resp, err := http.ReadResponse(r, nil); err != nil || resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
