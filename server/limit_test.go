@@ -149,14 +149,14 @@ func TestSlowClientsTimedOut(t *testing.T) {
 		}
 	}
 	// At the cap (4), every connection without a finished request: a new one
-	// closes the oldest.
+	// closes the oldest. Each is accepted before the next is opened.
+	gittest.WaitFor(t, "the connections above closed", func() bool { return cl.count() == 0 })
 	var pending []net.Conn
-	for range 4 {
+	for i := range 4 {
 		c, _ := rawRequest(t, addr, "GET /healthz HTTP/1.1\r\n")
 		pending = append(pending, c)
-		time.Sleep(10 * time.Millisecond)
+		gittest.WaitFor(t, fmt.Sprintf("%d connections open", i+1), func() bool { return cl.count() == i+1 })
 	}
-	gittest.WaitFor(t, "4 connections open", func() bool { return cl.count() == 4 })
 	start := time.Now()
 	c, r := rawRequest(t, addr, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
 	c.SetReadDeadline(time.Now().Add(time.Second))
