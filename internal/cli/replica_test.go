@@ -39,7 +39,7 @@ type serveReplica struct {
 	exited chan struct{}
 }
 
-func (r *serveReplica) start(t *testing.T) {
+func (r *serveReplica) start(t testing.TB) {
 	t.Helper()
 	args := append(slices.Clone(r.args), "--workdir", r.wd, "serve", "--replica-id", r.id, "--listen", "127.0.0.1:0", "--log-format", "json", "--interval", "2s")
 	if r.shard {
