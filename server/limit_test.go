@@ -60,6 +60,43 @@ func rawRequest(t *testing.T, addr, req string) (net.Conn, *bufio.Reader) {
 	return c, bufio.NewReader(c)
 }
 
+// signalListener tells accepted of each connection its listener accepted:
+// the connection limiter then takes it, or waits for room with it.
+type signalListener struct {
+	net.Listener
+	accepted chan struct{}
+}
+
+func (l signalListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.accepted <- struct{}{}
+	}
+	return c, err
+}
+
+// listenSignalling listens on loopback; the channel is told of each
+// connection accepted.
+func listenSignalling(t *testing.T) (signalListener, <-chan struct{}) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan struct{}, 10)
+	return signalListener{Listener: ln, accepted: accepted}, accepted
+}
+
+// waitAccepted waits up to 2 s for accepted to tell of a connection.
+func waitAccepted(t *testing.T, accepted <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-accepted:
+	case <-time.After(2 * time.Second):
+		t.Fatalf("%s: not accepted within 2 s", what)
+	}
+}
+
 // closedWithin reports whether the server closes c within d (reading whatever
 // it sends first).
 func closedWithin(c net.Conn, d time.Duration) bool {
@@ -241,10 +278,7 @@ func TestWebhookRefusedBeforeBody(t *testing.T) {
 // TestCloseWhileFull: closing the server while a connection waits for room (every
 // connection serving a request) returns at once.
 func TestCloseWhileFull(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln, accepted := listenSignalling(t)
 	block := make(chan struct{})
 	defer close(block)
 	lim := DefaultLimits
@@ -253,9 +287,10 @@ func TestCloseWhileFull(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(limited) }()
 	busy, _ := rawRequest(t, ln.Addr().String(), "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	waitAccepted(t, accepted, "the first connection")
 	gittest.WaitFor(t, "the first request being served", func() bool { return limited.(*connLimiter).count() == 1 })
 	rawRequest(t, ln.Addr().String(), "GET / HTTP/1.1\r\nHost: x\r\n\r\n") // waits for room
-	time.Sleep(50 * time.Millisecond)
+	waitAccepted(t, accepted, "the second connection")
 	if err := limited.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -274,10 +309,7 @@ func TestCloseWhileFull(t *testing.T) {
 // request, a new connection waits; when one of them turns idle, it is closed
 // for the newcomer at once (not after the idle timeout).
 func TestWaitingConnectionTakesIdleOne(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln, accepted := listenSignalling(t)
 	release, entered := make(chan struct{}), make(chan struct{})
 	lim := DefaultLimits
 	lim.MaxConnections = 1
@@ -292,8 +324,9 @@ func TestWaitingConnectionTakesIdleOne(t *testing.T) {
 	t.Cleanup(func() { hs.Close() })
 	busy, busyR := rawRequest(t, ln.Addr().String(), "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
 	<-entered
+	waitAccepted(t, accepted, "the slow request's connection")
 	c, r := rawRequest(t, ln.Addr().String(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-	time.Sleep(100 * time.Millisecond)
+	waitAccepted(t, accepted, "the waiting connection") // the limiter waits for room with it
 	close(release) // the slow request ends; its connection turns idle
 	if resp, err := http.ReadResponse(busyR, nil); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("the slow request: %v", err)
