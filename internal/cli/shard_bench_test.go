@@ -319,8 +319,18 @@ func shardRun(t *testing.B, spec repogen.Spec, n, run int) ([]time.Duration, tim
 			r.cmd.Process.Signal(syscall.SIGUSR2)
 		}
 	}
-	if profile {
-		time.Sleep(time.Second)
+	for _, r := range reps {
+		if !profile {
+			break
+		}
+		prof := filepath.Join(os.Getenv("SHARD_PROFILE"), fmt.Sprintf("%d.prof", r.cmd.Process.Pid))
+		deadline := time.Now().Add(30 * time.Second)
+		for _, err := os.Stat(prof); err != nil; _, err = os.Stat(prof) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no complete profile %s 30 s after SIGUSR2", r.id, prof)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 	if os.Getenv("SHARD_DEBUG") != "" {
 		for _, r := range reps {
