@@ -326,7 +326,8 @@ func TestWaitingConnectionTakesIdleOne(t *testing.T) {
 	<-entered
 	waitAccepted(t, accepted, "the slow request's connection")
 	c, r := rawRequest(t, ln.Addr().String(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-	waitAccepted(t, accepted, "the waiting connection") // the limiter waits for room with it
+	// The limiter waits for room with it.
+	waitAccepted(t, accepted, "the waiting connection")
 	close(release) // the slow request ends; its connection turns idle
 	if resp, err := http.ReadResponse(busyR, nil); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("the slow request: %v", err)

@@ -288,6 +288,7 @@ func clusterIndex(name string) int {
 // late commit is refused (the owner key is no longer on its lease), and the
 // cluster's record stays as the new owner committed it.
 func TestEtcdShardsPausedOwnerCommitRefused(t *testing.T) {
+	requireTestHooks(t) // the pause is a failpoint
 	c := etcdtest.Start(t, 1)
 	url := c.URL("fuelsync/paused")
 	dir, _, _, _ := applyRepoSpec(t, repogen.Spec{Plugins: 2, Tasks: 40, Nodes: 12, Clusters: 4, Seed: 5})
