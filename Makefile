@@ -8,9 +8,9 @@ LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # (and the markdown parser they initialise at every start), which fuelsync
 # does not use: fuelsync version and shell completion start faster.
 TAGS      := urfave_cli_no_docs
-# fuelsync_testhooks builds the test hooks in (the kill tests' FUELSYNC_TEST_CRASH_AT
-# and FUELSYNC_TEST_FAIL_AT, state.TestHookStep, the render counters): the tests
-# run with it, a released binary (build) never has it.
+# fuelsync_testhooks builds the failpoints in (internal/failpoint: the store's
+# steps the kill tests kill or fail, FUELSYNC_FAILPOINTS, the render counts): the
+# tests run with it, a released binary (build) never has it.
 TESTTAGS  := fuelsync_testhooks
 BIN       := bin/fuelsync
 # fuelsync-server: fuelsync plus serve's Prometheus metrics and the state on etcd;
@@ -253,7 +253,7 @@ fuzz:
 # iterations, and reports medians, peak RSS and ratios to render itself
 # (internal/cli/commands_bench_test.go).
 bench:
-	$(GO) test ./... -run '^$$' -bench . -skip '^Benchmark(Resolve|RenderLarge|RenderLargeFull|DiffLarge|Commands|CommandsLarge|CommandsFleet)$$' -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT)
+	$(GO) test ./... -run '^$$' -bench . -skip '^Benchmark(Resolve|RenderLarge|RenderLargeFull|DiffLarge|Commands|CommandsLarge|CommandsFleet|Shards)$$' -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT)
 	$(GO) test ./internal/cli -run '^$$' -bench '^BenchmarkCommands$$' -benchtime $(COMMANDS_BENCHTIME) -count 1 -timeout 0
 	$(MAKE) --no-print-directory bench-render
 
@@ -290,8 +290,8 @@ bench-render:
 
 # The CPU time each `serve --shard` process spends on a release change, for
 # N = 1, 2 and 3 replicas over one etcd on loopback, against one replica's
-# (internal/cli/shard_bench_test.go; docs/etcd.md, Shards). SHARD_NODES nodes in
-# SHARD_CLUSTERS clusters, the median of SHARD_RUNS runs. Needs /usr/bin/etcd.
+# (BenchmarkShards in internal/cli/shard_bench_test.go; docs/etcd.md, Shards).
+# SHARD_NODES nodes in SHARD_CLUSTERS clusters, the median of SHARD_RUNS runs. Needs /usr/bin/etcd.
 # SHARD_SHAPE=heavy takes bench-fleet's plugins and tasks; SHARD_GOMAXPROCS=1
 # runs each replica with one thread of Go code (the replicas share this
 # machine's cores); SHARD_PROFILE=DIR writes each replica's CPU profile.
@@ -299,7 +299,7 @@ SHARD_NODES ?= 2000
 SHARD_CLUSTERS ?= 12
 SHARD_RUNS ?= 3
 bench-shards:
-	FUELSYNC_REQUIRE_ETCD=1 FUELSYNC_BENCH_SHARDS=1 SHARD_NODES=$(SHARD_NODES) SHARD_CLUSTERS=$(SHARD_CLUSTERS) SHARD_RUNS=$(SHARD_RUNS) $(GO) test -count=1 -tags "$(TESTTAGS)" -run '^TestBenchShards$$' -v -timeout 0 ./internal/cli | grep -v '^=== '
+	FUELSYNC_REQUIRE_ETCD=1 SHARD_NODES=$(SHARD_NODES) SHARD_CLUSTERS=$(SHARD_CLUSTERS) $(GO) test -count=1 -tags "$(TESTTAGS)" -run '^$$' -bench '^BenchmarkShards$$' -benchtime $(SHARD_RUNS)x -timeout 0 ./internal/cli
 
 # The takeover time of `serve --shard` owners: TAKEOVER_KILLS owners of a
 # changed cluster SIGKILLed or SIGSTOPped (every other round) at once after the

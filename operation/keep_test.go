@@ -11,9 +11,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/fuelsync/fuelsync/internal/failpoint"
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/operation"
-	"github.com/fuelsync/fuelsync/state"
 )
 
 // TestOneNodeApplyReadsNoUnchangedCluster: an apply that changes one node of
@@ -43,12 +43,13 @@ func TestOneNodeApplyReadsNoUnchangedCluster(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var read []string
-	state.TestHookRead = func(what string) {
+	failpoint.Enable(failpoint.StateRead, func(what ...string) error {
 		mu.Lock()
 		defer mu.Unlock()
-		read = append(read, what)
-	}
-	t.Cleanup(func() { state.TestHookRead = nil })
+		read = append(read, what...)
+		return nil
+	})
+	t.Cleanup(func() { failpoint.Disable(failpoint.StateRead) })
 	roles := []string{"[compute]", "[compute, storage]"}
 	apply := func(what string) []string {
 		t.Helper()

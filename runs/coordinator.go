@@ -37,8 +37,11 @@ type Coordinator struct {
 	// OnStart is told when a run started (not when one is resumed), once
 	// the store has it.
 	OnStart func(h *Header)
-
-	now func() time.Time
+	// Now, when set, is the clock the runs are timed by (the system's when
+	// nil): the page tests draw a run at the times of a real deployment
+	// (minutes a task) without waiting for them. It must be safe to call
+	// from several goroutines.
+	Now func() time.Time
 
 	mu      sync.Mutex
 	runs    map[string]*live         // cluster → its active run
@@ -72,8 +75,8 @@ var (
 )
 
 func (c *Coordinator) clock() time.Time {
-	if c.now != nil {
-		return c.now()
+	if c.Now != nil {
+		return c.Now()
 	}
 	return time.Now()
 }

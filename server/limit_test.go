@@ -21,6 +21,13 @@ import (
 // returns its address and its connection limiter.
 func serveLimited(t *testing.T, secret []byte, lim Limits) (string, *connLimiter) {
 	t.Helper()
+	_, addr, cl := serveLimitedServer(t, secret, lim)
+	return addr, cl
+}
+
+// serveLimitedServer is serveLimited with the server it serves.
+func serveLimitedServer(t *testing.T, secret []byte, lim Limits) (*Server, string, *connLimiter) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +36,7 @@ func serveLimited(t *testing.T, secret []byte, lim Limits) (string, *connLimiter
 	hs, limited := HTTPServer(srv.Handler(), ln, lim)
 	go hs.Serve(limited)
 	t.Cleanup(func() { hs.Close() })
-	return ln.Addr().String(), limited.(*connLimiter)
+	return srv, ln.Addr().String(), limited.(*connLimiter)
 }
 
 func (l *connLimiter) count() int {
@@ -51,6 +58,43 @@ func rawRequest(t *testing.T, addr, req string) (net.Conn, *bufio.Reader) {
 		t.Fatal(err)
 	}
 	return c, bufio.NewReader(c)
+}
+
+// signalListener tells accepted of each connection its listener accepted:
+// the connection limiter then takes it, or waits for room with it.
+type signalListener struct {
+	net.Listener
+	accepted chan struct{}
+}
+
+func (l signalListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.accepted <- struct{}{}
+	}
+	return c, err
+}
+
+// listenSignalling listens on loopback; the channel is told of each
+// connection accepted.
+func listenSignalling(t *testing.T) (signalListener, <-chan struct{}) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan struct{}, 10)
+	return signalListener{Listener: ln, accepted: accepted}, accepted
+}
+
+// waitAccepted waits up to 2 s for accepted to tell of a connection.
+func waitAccepted(t *testing.T, accepted <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-accepted:
+	case <-time.After(2 * time.Second):
+		t.Fatalf("%s: not accepted within 2 s", what)
+	}
 }
 
 // closedWithin reports whether the server closes c within d (reading whatever
@@ -142,14 +186,14 @@ func TestSlowClientsTimedOut(t *testing.T) {
 		}
 	}
 	// At the cap (4), every connection without a finished request: a new one
-	// closes the oldest.
+	// closes the oldest. Each is accepted before the next is opened.
+	gittest.WaitFor(t, "the connections above closed", func() bool { return cl.count() == 0 })
 	var pending []net.Conn
-	for range 4 {
+	for i := range 4 {
 		c, _ := rawRequest(t, addr, "GET /healthz HTTP/1.1\r\n")
 		pending = append(pending, c)
-		time.Sleep(10 * time.Millisecond)
+		gittest.WaitFor(t, fmt.Sprintf("%d connections open", i+1), func() bool { return cl.count() == i+1 })
 	}
-	gittest.WaitFor(t, "4 connections open", func() bool { return cl.count() == 4 })
 	start := time.Now()
 	c, r := rawRequest(t, addr, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
 	c.SetReadDeadline(time.Now().Add(time.Second))
@@ -172,7 +216,7 @@ func TestSlowClientsTimedOut(t *testing.T) {
 // is answered before its body is sent; beyond MaxBodyReads bodies being read at
 // once, a delivery is answered 503 at once.
 func TestWebhookRefusedBeforeBody(t *testing.T) {
-	addr, _ := serveLimited(t, []byte("s3cret"), DefaultLimits)
+	srv, addr, _ := serveLimitedServer(t, []byte("s3cret"), DefaultLimits)
 	old := strconv.FormatInt(time.Now().Add(-ReplayWindow-time.Minute).Unix(), 10)
 	future := strconv.FormatInt(time.Now().Add(ReplayWindow+time.Minute).Unix(), 10)
 	for _, tc := range []struct {
@@ -212,7 +256,7 @@ func TestWebhookRefusedBeforeBody(t *testing.T) {
 		c, _ := rawRequest(t, addr, fmt.Sprintf("POST /hooks/github HTTP/1.1\r\nHost: x\r\nX-Hub-Signature-256: sha256=00\r\nX-GitHub-Delivery: slow-%d\r\nContent-Length: 100\r\n\r\n{", i))
 		slow = append(slow, c)
 	}
-	time.Sleep(200 * time.Millisecond) // all reading their bodies
+	gittest.WaitFor(t, "all reading their bodies", func() bool { return len(srv.reads) == MaxBodyReads })
 	c, r = rawRequest(t, addr, "POST /hooks/github HTTP/1.1\r\nHost: x\r\nX-Hub-Signature-256: sha256=00\r\nContent-Length: 2\r\n\r\n{}")
 	c.SetReadDeadline(time.Now().Add(time.Second))
 	if resp, err := http.ReadResponse(r, nil); err != nil || resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
@@ -234,10 +278,7 @@ func TestWebhookRefusedBeforeBody(t *testing.T) {
 // TestCloseWhileFull: closing the server while a connection waits for room (every
 // connection serving a request) returns at once.
 func TestCloseWhileFull(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln, accepted := listenSignalling(t)
 	block := make(chan struct{})
 	defer close(block)
 	lim := DefaultLimits
@@ -246,9 +287,10 @@ func TestCloseWhileFull(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(limited) }()
 	busy, _ := rawRequest(t, ln.Addr().String(), "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	waitAccepted(t, accepted, "the first connection")
 	gittest.WaitFor(t, "the first request being served", func() bool { return limited.(*connLimiter).count() == 1 })
 	rawRequest(t, ln.Addr().String(), "GET / HTTP/1.1\r\nHost: x\r\n\r\n") // waits for room
-	time.Sleep(50 * time.Millisecond)
+	waitAccepted(t, accepted, "the second connection")
 	if err := limited.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -267,10 +309,7 @@ func TestCloseWhileFull(t *testing.T) {
 // request, a new connection waits; when one of them turns idle, it is closed
 // for the newcomer at once (not after the idle timeout).
 func TestWaitingConnectionTakesIdleOne(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln, accepted := listenSignalling(t)
 	release, entered := make(chan struct{}), make(chan struct{})
 	lim := DefaultLimits
 	lim.MaxConnections = 1
@@ -285,8 +324,10 @@ func TestWaitingConnectionTakesIdleOne(t *testing.T) {
 	t.Cleanup(func() { hs.Close() })
 	busy, busyR := rawRequest(t, ln.Addr().String(), "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
 	<-entered
+	waitAccepted(t, accepted, "the slow request's connection")
 	c, r := rawRequest(t, ln.Addr().String(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-	time.Sleep(100 * time.Millisecond)
+	// The limiter waits for room with it.
+	waitAccepted(t, accepted, "the waiting connection")
 	close(release) // the slow request ends; its connection turns idle
 	if resp, err := http.ReadResponse(busyR, nil); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("the slow request: %v", err)

@@ -1,5 +1,3 @@
-//go:build fuelsync_testhooks
-
 package server
 
 import (
@@ -298,8 +296,7 @@ func mitakaWithRuns(t *testing.T) *mitakaRuns {
 	srv := New(loop, []byte("s3cret"))
 	srv.AgentSecret = agentSecret
 	clock := &fakeClock{at: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
-	coord := &runs.Coordinator{Store: runs.Open(loop.Workdir), Heartbeat: 24 * time.Hour}
-	coord.SetClock(clock.now)
+	coord := &runs.Coordinator{Store: runs.Open(loop.Workdir), Heartbeat: 24 * time.Hour, Now: clock.now}
 	srv.EnableRuns(coord)
 	base := serveOn(t, srv.Handler(), DefaultLimits)
 	if o := loop.ReconcileOnce(context.Background()); o != operation.Applied {

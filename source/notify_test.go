@@ -29,9 +29,37 @@ func TestWatchWorktree(t *testing.T) {
 	defer cancel()
 	go loop.Run(ctx)
 	skip := func(p string) bool { return filepath.Base(p) == ".git" || strings.HasPrefix(p, wd) }
-	go source.WatchTree(ctx, dir, skip, 150*time.Millisecond, loop.Trigger)
+	// Until the watcher is seen set up, its triggers are the probe's, not the
+	// loop's.
+	var watched atomic.Bool
+	probed := make(chan struct{}, 1)
+	trigger := func() {
+		if watched.Load() {
+			loop.Trigger()
+			return
+		}
+		select {
+		case probed <- struct{}{}:
+		default:
+		}
+	}
+	go source.WatchTree(ctx, dir, skip, 150*time.Millisecond, trigger)
 	gittest.WaitFor(t, "the first reconcile", func() bool { return loop.Status().Ready })
-	time.Sleep(300 * time.Millisecond) // the watcher is set up
+	// The watcher is set up: a file written (again every 5 s) triggers it.
+	probe := filepath.Join(dir, ".watch-probe")
+	for i := 0; !watched.Load(); i++ {
+		if i == 4 {
+			t.Fatal("a file written in the tree did not trigger the watcher within 20 s")
+		}
+		if err := os.WriteFile(probe, []byte{byte(i)}, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-probed:
+			watched.Store(true)
+		case <-time.After(5 * time.Second):
+		}
+	}
 
 	file := filepath.Join(dir, "clusters", "demo.yaml")
 	for i, save := range []func(data []byte) error{

@@ -58,11 +58,24 @@ func TestRemoteSource(t *testing.T) {
 		t.Fatalf("the remote gone: %s %q", o, loop.Status().Errors)
 	}
 	loop.Interval = time.Hour // only the backoff retries
+	failed := make(chan struct{}, 1)
+	loop.OnReconcile = func(o operation.Outcome, _ time.Duration) {
+		if o == operation.Failed {
+			select {
+			case failed <- struct{}{}:
+			default:
+			}
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { loop.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	time.Sleep(300 * time.Millisecond)
+	select { // the loop runs, and fails, while the remote is away
+	case <-failed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loop did not fail a reconcile within 10 s while the remote was away")
+	}
 	if err := os.Rename(remote+".away", remote); err != nil {
 		t.Fatal(err)
 	}

@@ -22,17 +22,18 @@ import (
 )
 
 // The tests that fail, kill or count the steps of a publish through
-// TestHookStep, which only a build with the tag fuelsync_testhooks has (make
-// test passes it; nohooks_test.go says when it is missing).
+// the failpoint state/step (onStep), which only a build with the tag
+// fuelsync_testhooks has (make test passes it; nohooks_test.go says when it is
+// missing).
 
-// TestPublishFailedStep fails each step of Tidy and Publish in turn (TestHookStep
+// TestPublishFailedStep fails each step of Tidy and Publish in turn (its failpoint
 // returning an error, as a full disk would), publishing serial 1, then 2, then 6
 // over 5 sets, each with node directories (shared trees, one new each time):
 // an error before the switch leaves the previous state and is not an
 // *AppliedError; one after it is, and the new state is in place; the next
 // Publish works either way.
 func TestPublishFailedStep(t *testing.T) {
-	defer func() { TestHookStep = nil }()
+	defer offStep()
 	boom := errors.New("no space left on device")
 	for _, before := range []int64{0, 1, Keep} {
 		failed, applied := 0, 0
@@ -49,7 +50,7 @@ func TestPublishFailedStep(t *testing.T) {
 			}
 			count, hit := 0, ""
 			var mu sync.Mutex // steps of node directories run in parallel
-			TestHookStep = func(step string) error {
+			onStep(func(step string) error {
 				mu.Lock()
 				defer mu.Unlock()
 				if count++; count == n {
@@ -57,12 +58,12 @@ func TestPublishFailedStep(t *testing.T) {
 					return boom
 				}
 				return nil
-			}
+			})
 			err = w.Tidy(l)
 			if err == nil {
 				err = publish(t, w, l, before+1, map[string]string{"c/a.yaml": "new", "c/d/b.yaml": "b", "c/nodes/n/a.yaml": "new", "c/nodes/m/a.yaml": "m"})
 			}
-			TestHookStep = nil
+			offStep()
 			if hit == "" {
 				l.Unlock()
 				break
@@ -103,7 +104,7 @@ func TestPublishFailedStep(t *testing.T) {
 // node directories share their cluster's nodes/, so two goroutines often
 // need one directory at once; it is made in one step, not one per goroutine.
 func TestPublishStepsSameEachRun(t *testing.T) {
-	defer func() { TestHookStep = nil }()
+	defer offStep()
 	files := map[string]string{}
 	for i := range 240 {
 		switch i % 3 {
@@ -126,12 +127,12 @@ func TestPublishStepsSameEachRun(t *testing.T) {
 		}
 		var mu sync.Mutex
 		var steps []string
-		TestHookStep = func(step string) error {
+		onStep(func(step string) error {
 			mu.Lock()
 			defer mu.Unlock()
 			steps = append(steps, random.ReplaceAllString(step, "$1-*"))
 			return nil
-		}
+		})
 		st := Empty()
 		st.Serial = 1
 		for name := range files {
@@ -140,7 +141,7 @@ func TestPublishStepsSameEachRun(t *testing.T) {
 		err = w.Publish(l, st, func(put func(string, []byte) error) error {
 			return inParallel(len(names), func(i int) error { return put(names[i], []byte(files[names[i]])) })
 		})
-		TestHookStep = nil
+		offStep()
 		l.Unlock()
 		if err != nil {
 			t.Fatal(err)
@@ -166,7 +167,7 @@ func TestPublishStepsSameEachRun(t *testing.T) {
 // the objects only they linked.
 func TestStorePruneTrees(t *testing.T) {
 	w, l := lockedWorkdir(t)
-	defer func() { TestHookStep = nil }()
+	defer offStep()
 	for n := int64(1); n <= Keep+3; n++ {
 		if n > 1 {
 			for _, name := range []string{strings.Repeat("ab", 16), ".tmp-" + strings.Repeat("cd", 16) + "-c0ffee00"} {
@@ -185,9 +186,9 @@ func TestStorePruneTrees(t *testing.T) {
 		}
 		var steps []string
 		var mu sync.Mutex // steps of node directories run in parallel
-		TestHookStep = func(step string) error { mu.Lock(); steps = append(steps, step); mu.Unlock(); return nil }
+		onStep(func(step string) error { mu.Lock(); steps = append(steps, step); mu.Unlock(); return nil })
 		err := publish(t, w, l, n, files)
-		TestHookStep = nil
+		offStep()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -247,16 +248,16 @@ func TestStorePruneTrees(t *testing.T) {
 // real directories of links to the objects, every set reads right, and Warn
 // says so once.
 func TestStoreSymlinkFallback(t *testing.T) {
-	defer func() { TestHookStep = nil }()
+	defer offStep()
 	w, l := lockedWorkdir(t)
 	var warnings []string
 	w.Warn = func(msg string) { warnings = append(warnings, msg) }
-	TestHookStep = func(step string) error {
+	onStep(func(step string) error {
 		if strings.HasPrefix(step, "symlink tree ") {
 			return &os.LinkError{Op: "symlink", Old: "tree", New: step, Err: syscall.EPERM}
 		}
 		return nil
-	}
+	})
 	for n := int64(1); n <= 2; n++ {
 		files := map[string]string{"c/nodes/n1/a.yaml": "a", "c/nodes/n2/a.yaml": fmt.Sprintf("b%d", n)}
 		if err := publish(t, w, l, n, files); err != nil {
@@ -275,7 +276,7 @@ func TestStoreSymlinkFallback(t *testing.T) {
 			t.Errorf("set %d: c/nodes/n1/a.yaml is not a link to its object", n)
 		}
 	}
-	TestHookStep = nil
+	offStep()
 	if len(warnings) != 1 || !strings.Contains(warnings[0], "symlinks do not work") {
 		t.Errorf("warnings: %q", warnings)
 	}
@@ -290,7 +291,7 @@ func TestStoreSymlinkFallback(t *testing.T) {
 // publish works, and then every kept set reads right. The exchange of the
 // damaged tree and the removal of the old one are among the steps failed.
 func TestStoreTreeRebuildFailedStep(t *testing.T) {
-	defer func() { TestHookStep = nil }()
+	defer offStep()
 	// One node directory: its steps come in one order (node directories
 	// are linked in parallel).
 	files := map[string]string{"c/nodes/n1/a.yaml": "a\n", "c/nodes/n1/b.yaml": "b\n", "c/cluster.yaml": "other\n"}
@@ -308,7 +309,7 @@ func TestStoreTreeRebuildFailedStep(t *testing.T) {
 		}
 		var mu sync.Mutex
 		count, step := 0, ""
-		TestHookStep = func(s string) error {
+		onStep(func(s string) error {
 			mu.Lock()
 			defer mu.Unlock()
 			if count++; count == n {
@@ -316,9 +317,9 @@ func TestStoreTreeRebuildFailedStep(t *testing.T) {
 				return boom
 			}
 			return nil
-		}
+		})
 		err := publish(t, w, l, 3, files)
-		TestHookStep = nil
+		offStep()
 		if step == "" {
 			if err != nil {
 				t.Fatal(err)
@@ -363,7 +364,7 @@ func TestStorePruneObjects(t *testing.T) {
 		}
 		return slices.Sorted(maps.Keys(want))
 	}
-	defer func() { TestHookStep = nil }()
+	defer offStep()
 	for n := int64(1); n <= Keep+3; n++ {
 		stray := []byte(fmt.Sprintf("stray %d", n))
 		strayDir := filepath.Join(w.objects(), shaHex(stray)[:2])
@@ -378,9 +379,9 @@ func TestStorePruneObjects(t *testing.T) {
 			}
 		}
 		var steps []string
-		TestHookStep = func(step string) error { steps = append(steps, step); return nil }
+		onStep(func(step string) error { steps = append(steps, step); return nil })
 		err := publish(t, w, l, n, map[string]string{"c/shared.yaml": "shared", "c/own.yaml": fmt.Sprintf("own %d", n)})
-		TestHookStep = nil
+		offStep()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -410,18 +411,18 @@ func TestStorePruneObjects(t *testing.T) {
 // system without them) or EXDEV: the sets are written as full copies, with the
 // right contents, and Warn says so once.
 func TestStoreLinkFallback(t *testing.T) {
-	defer func() { TestHookStep = nil }()
+	defer offStep()
 	for _, errno := range []syscall.Errno{syscall.EPERM, syscall.EXDEV} {
 		t.Run(errno.Error(), func(t *testing.T) {
 			w, l := lockedWorkdir(t)
 			var warnings []string
 			w.Warn = func(msg string) { warnings = append(warnings, msg) }
-			TestHookStep = func(step string) error {
+			onStep(func(step string) error {
 				if strings.HasPrefix(step, "link ") {
 					return &os.LinkError{Op: "link", Old: "object", New: step, Err: errno}
 				}
 				return nil
-			}
+			})
 			for n := int64(1); n <= 2; n++ {
 				files := map[string]string{"c/a.yaml": "a", "c/b.yaml": fmt.Sprintf("b%d", n)}
 				if err := publish(t, w, l, n, files); err != nil {
@@ -437,7 +438,7 @@ func TestStoreLinkFallback(t *testing.T) {
 					}
 				}
 			}
-			TestHookStep = nil
+			offStep()
 			if len(warnings) != 1 || !strings.Contains(warnings[0], "full copy") || !strings.Contains(warnings[0], errno.Error()) {
 				t.Errorf("warnings: %q", warnings)
 			}

@@ -74,20 +74,20 @@ func filesState(serial int64, files map[string]string) *State {
 	return st
 }
 
-// recordReads sets TestHookRead to record what is read until the function
-// it returns is called, which unsets it and returns the reads (or the test
-// ends).
+// recordReads enables the failpoint state/read (onRead) to record what is
+// read until the function it returns is called, which disables it and
+// returns the reads (or the test ends).
 func recordReads(t *testing.T) func() []string {
-	t.Cleanup(func() { TestHookRead = nil })
+	t.Cleanup(offRead)
 	var mu sync.Mutex
 	var read []string
-	TestHookRead = func(what string) {
+	onRead(func(what string) {
 		mu.Lock()
 		defer mu.Unlock()
 		read = append(read, what)
-	}
+	})
 	return func() []string {
-		TestHookRead = nil
+		offRead()
 		mu.Lock()
 		defer mu.Unlock()
 		return read

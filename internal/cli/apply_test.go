@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/fuelsync/fuelsync/internal/failpoint"
 	"github.com/fuelsync/fuelsync/internal/repogen"
 	"github.com/fuelsync/fuelsync/internal/testenv"
 	"github.com/fuelsync/fuelsync/state"
@@ -435,7 +436,7 @@ func (f *stepFixture) apply(t *testing.T, wd, template string, env []string, pre
 // crashAtEveryStep kills `fuelsync apply` with SIGKILL just before each
 // step that changes the work directory in turn (every mkdir, file creation,
 // fsync, rename, symlink, hard link and removal of tidying and publishing,
-// objects and trees included, through FUELSYNC_TEST_CRASH_AT): in a first
+// objects and trees included, through the failpoint state/step=kill@N): in a first
 // apply, a second one, and one that publishes over 5 sets and prunes the
 // oldest (and the trees and objects only it linked). Then, with strace, at the
 // Nth fsync, renameat, symlinkat, linkat, unlinkat and mkdirat system call of a
@@ -459,7 +460,7 @@ func crashAtEveryStep(t *testing.T) (int, bool) {
 				steps := 0
 				kinds := map[string]bool{}
 				for n := 1; ; n++ {
-					cmd, out, err := f.apply(t, wd, tc.template, []string{fmt.Sprintf("FUELSYNC_TEST_CRASH_AT=%d", n)})
+					cmd, out, err := f.apply(t, wd, tc.template, []string{fmt.Sprintf("%s=%s=kill@%d", failpoint.EnvVar, failpoint.StateStep, n)})
 					if !killedBySIGKILL(cmd) {
 						if err != nil {
 							t.Fatalf("%s: %v\n%s", tc.name, err, out)
@@ -562,7 +563,7 @@ func crashAtEveryStep(t *testing.T) (int, bool) {
 }
 
 // TestApplyFailedStepReportsState fails each step of the apply commit sequence
-// in turn with ENOSPC (FUELSYNC_TEST_FAIL_AT), as a full disk or inode table
+// in turn with ENOSPC (the failpoint state/step=fail@N), as a full disk or inode table
 // does, in a first apply: apply exits 1, says "the applied state is unchanged"
 // only when it is, and "serial 1 was applied" when the failure came after the
 // switch (linking state.json); the next plan works either way. (Every step of
@@ -577,8 +578,8 @@ func TestApplyFailedStepReportsState(t *testing.T) {
 		failed, applied := 0, 0
 		for n := 1; n < 1000; n++ {
 			wd := filepath.Join(f.tmp, "wd")
-			_, out, err := f.apply(t, wd, tc.template, []string{fmt.Sprintf("FUELSYNC_TEST_FAIL_AT=%d", n)})
-			if !strings.Contains(out, "FUELSYNC_TEST_FAIL_AT") {
+			_, out, err := f.apply(t, wd, tc.template, []string{fmt.Sprintf("%s=%s=fail@%d", failpoint.EnvVar, failpoint.StateStep, n)})
+			if !strings.Contains(out, "failpoint "+failpoint.StateStep+"=fail@") {
 				break // no step n: the apply ran through
 			}
 			st := checkWorkdir(t, wd)

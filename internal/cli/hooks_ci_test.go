@@ -114,7 +114,7 @@ func waitUntil(t *testing.T, cond func() bool) {
 // address it listens on, and returns it; t fails if none comes within wait. The
 // log goes on being read: each line goes to line (when not nil), and done (when
 // not nil) is called when stderr ends.
-func serveAddr(t *testing.T, stderr io.Reader, wait time.Duration, line func(string), done func()) string {
+func serveAddr(t testing.TB, stderr io.Reader, wait time.Duration, line func(string), done func()) string {
 	t.Helper()
 	addr := make(chan string, 1)
 	go func() {

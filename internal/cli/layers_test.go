@@ -30,7 +30,7 @@ var layers = [][]string{
 	{"render"},
 	{"render/components", "render/selector", "capabilities"},
 	{"loader", "expr"},
-	{"api", "internal/names", "internal/redact", "internal/safetext", "internal/mapfs"},
+	{"api", "internal/names", "internal/redact", "internal/safetext", "internal/mapfs", "internal/failpoint"},
 }
 
 // tools are the packages of tests and builds (generators, fixtures, the

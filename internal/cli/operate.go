@@ -105,7 +105,7 @@ func (e *opEnv) operation(src *source) *operation.Operation {
 		}
 		return store.Health(st, cluster)
 	}
-	countRenders(op)
+	renderFailpoints(op)
 	return op
 }
 

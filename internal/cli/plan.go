@@ -88,7 +88,6 @@ func applyCommand(stdout, stderr io.Writer) *cli.Command {
 			if args.planFile != "" && len(args.targets) > 0 {
 				return &exitError{code: 1, msg: "a saved plan covers the clusters it was made for: --cluster goes with plan --out, not with apply PLANFILE"}
 			}
-			crashHookFromEnv(stderr)
 			env, err := openOpEnv(c, stdout, stderr)
 			if err != nil {
 				return err

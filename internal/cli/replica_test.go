@@ -39,7 +39,7 @@ type serveReplica struct {
 	exited chan struct{}
 }
 
-func (r *serveReplica) start(t *testing.T) {
+func (r *serveReplica) start(t testing.TB) {
 	t.Helper()
 	args := append(slices.Clone(r.args), "--workdir", r.wd, "serve", "--replica-id", r.id, "--listen", "127.0.0.1:0", "--log-format", "json", "--interval", "2s")
 	if r.shard {
@@ -70,6 +70,35 @@ func (r *serveReplica) logged(s string) bool {
 	r.logMu.Lock()
 	defer r.logMu.Unlock()
 	return slices.ContainsFunc(r.logs, func(l string) bool { return strings.Contains(l, s) })
+}
+
+// logLines is the number of lines the process logged so far.
+func (r *serveReplica) logLines() int {
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
+	return len(r.logs)
+}
+
+// reconcileLine is in the line the loop logs at the end of each reconcile,
+// skipped ones included (controller's logOutcome, --log-format json).
+const reconcileLine = `"msg":"reconcile",`
+
+// waitLogged waits up to 20 s for the process to log a line that contains s
+// after its first from lines, and says whether it did.
+func (r *serveReplica) waitLogged(s string, from int) bool {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r.logMu.Lock()
+		found := slices.ContainsFunc(r.logs[min(from, len(r.logs)):], func(l string) bool { return strings.Contains(l, s) })
+		r.logMu.Unlock()
+		if found {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func (r *serveReplica) kill() {

@@ -567,8 +567,7 @@ func newShard(c *cli.Context, loop *controller.Loop, token []byte, ln net.Listen
 	if shard.AdvertiseURL == "" {
 		loop.Log.Warn("no --advertise-url, and --listen is a wildcard: the other replicas render this replica's clusters instead of fetching their files", "listen", c.String("listen"))
 	}
-	pauseHookFromEnv()
-	profileHookFromEnv()
+	serveShardFailpoint()
 	return shard, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,13 +74,16 @@ func TestWatchProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	applied := make(chan string, 10)
+	applied, reconciled := make(chan string, 10), make(chan struct{}, 100)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		re := regexp.MustCompile(`"msg":"reconcile","outcome":"applied","revision":"([0-9a-f]+)"`)
 		for sc.Scan() {
 			if m := re.FindStringSubmatch(sc.Text()); m != nil {
 				applied <- m[1]
+			}
+			if strings.Contains(sc.Text(), reconcileLine) {
+				reconciled <- struct{}{}
 			}
 		}
 	}()
@@ -93,7 +97,8 @@ func TestWatchProcess(t *testing.T) {
 		return ""
 	}
 	wait("the first commit")
-	time.Sleep(300 * time.Millisecond) // the watcher is set up
+	<-reconciled // the first commit's
+	waitWatched(t, repo, reconciled)
 	unassignRabbitmq(t, repo)
 	h, err := gitCommit(repo, "node-2 without rabbitmq")
 	if err != nil {
@@ -108,6 +113,26 @@ func TestWatchProcess(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("watch after SIGTERM: %v", err)
 	}
+}
+
+// waitWatched returns once the watch on repo's .git directory is set up: a
+// file written there (again every second) makes the loop reconcile (the
+// interval is an hour), which the log tells reconciled of.
+func waitWatched(t *testing.T, repo string, reconciled <-chan struct{}) {
+	t.Helper()
+	probe := filepath.Join(repo, ".git", "fuelsync-watch-probe")
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; time.Now().Before(deadline); i++ {
+		if err := os.WriteFile(probe, []byte(strconv.Itoa(i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-reconciled:
+			return
+		case <-time.After(time.Second):
+		}
+	}
+	t.Fatal("a change in the .git directory did not reach the loop within 10 s")
 }
 
 // TestUnsafeStartRefused: watch and serve refuse to start when they would publish
@@ -347,7 +372,10 @@ func TestWatchLogs(t *testing.T) {
 	if c := next("a cluster changed line", msg("cluster changed")); c["cluster"] != "demo" || c["nodes_changed"] != 1.0 {
 		t.Errorf("the commit's cluster change: %v", c)
 	}
-	time.Sleep(500 * time.Millisecond) // two intervals: nothing new, skipped with the reason
+	// Two intervals: nothing new, skipped with the reason.
+	for range 2 {
+		next("a skipped reconcile", func(m map[string]any) bool { return m["msg"] == "reconcile" && m["outcome"] == "skipped" })
+	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

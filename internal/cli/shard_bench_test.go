@@ -16,6 +16,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
+	"github.com/fuelsync/fuelsync/internal/failpoint"
 	"github.com/fuelsync/fuelsync/internal/repogen"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -55,15 +56,19 @@ func shardEnvInt(name string, def int) int {
 	return def
 }
 
-// TestBenchShards measures the CPU time each `serve --shard` process spends
+// BenchmarkShards measures the CPU time each `serve --shard` process spends
 // on a commit that changes the release (every cluster's files change), for
-// N = 1, 2 and 3 replicas on loopback over one etcd: the processes are
-// started on a generated repository and wait until each serves the first
-// commit; then the release change is committed, and each process's CPU time
-// (utime + stime of /proc/<pid>/stat) is read before it and once every
-// replica serves the new set. It prints each replica's CPU time and the mean
-// over the replicas against the single replica's. make bench-shards runs it
-// (FUELSYNC_BENCH_SHARDS=1; SHARD_NODES, SHARD_CLUSTERS, SHARD_RUNS).
+// N = 1, 2 and 3 replicas on loopback over one etcd (the sub-benchmarks
+// replicas=N): each run starts the processes on a generated repository and
+// waits until each serves the first commit; then the release change is
+// committed, and each process's CPU time (utime + stime of /proc/<pid>/stat)
+// is read before it and once every replica serves the new set. The time of
+// an operation is that wall time; the metrics cpu-s/replica (the median over
+// the runs and replicas), max-cpu-s/replica, cpu-s/all (all the replicas
+// together) and, for N > 1, of-one (the median against the single
+// replica's). It logs each run and, at the end, the clusters each replica
+// owns and the ratios against the single replica. make bench-shards runs it
+// (SHARD_NODES, SHARD_CLUSTERS; SHARD_RUNS is -benchtime's count of runs).
 //
 // The N replicas share this machine's cores, as they would not in
 // production: with N×GOMAXPROCS threads on fewer cores, each Go runtime's
@@ -72,11 +77,8 @@ func shardEnvInt(name string, def int) int {
 // N=3 in profiles, none at N=1). SHARD_GOMAXPROCS=1 gives every replica,
 // the single one too, one thread of Go code: the same comparison with less
 // of that contention.
-func TestBenchShards(t *testing.T) {
-	if os.Getenv("FUELSYNC_BENCH_SHARDS") == "" {
-		t.Skip("a measurement: make bench-shards")
-	}
-	nodes, clusters, runs := shardEnvInt("SHARD_NODES", 2000), shardEnvInt("SHARD_CLUSTERS", 12), shardEnvInt("SHARD_RUNS", 3)
+func BenchmarkShards(b *testing.B) {
+	nodes, clusters := shardEnvInt("SHARD_NODES", 2000), shardEnvInt("SHARD_CLUSTERS", 12)
 	spec := repogen.Spec{Plugins: 8, Tasks: 600, Nodes: nodes, Clusters: clusters, Seed: 1}
 	if os.Getenv("SHARD_SHAPE") == "heavy" {
 		// The heavy shape's plugins and tasks (make bench-fleet's): a render
@@ -85,67 +87,112 @@ func TestBenchShards(t *testing.T) {
 		spec = repogen.Heavy(nodes)
 		spec.Clusters = clusters
 	}
-	t.Logf("repository: %d nodes in %d clusters, %d plugins, %d tasks; %d runs each; load before: %s", nodes, clusters, spec.Plugins, spec.Tasks, runs, loadavg())
-	type result struct {
-		n      int
-		cpu    []time.Duration // of each replica, per run: runs × n
-		wall   []time.Duration
-		single time.Duration
-	}
-	var results []result
-	for _, n := range []int{1, 2, 3} {
-		res := result{n: n}
-		for run := 1; run <= runs; run++ {
-			cpus, wall := shardRun(t, spec, n, run)
-			res.cpu = append(res.cpu, cpus...)
-			res.wall = append(res.wall, wall)
-			t.Logf("N=%d run %d: CPU per replica %v, wall %s, load %s", n, run, cpus, wall.Round(time.Millisecond), loadavg())
-		}
-		results = append(results, res)
-	}
-	median := func(ds []time.Duration) time.Duration {
-		s := slices.Clone(ds)
-		slices.Sort(s)
-		return s[len(s)/2]
-	}
-	one := median(results[0].cpu)
-	var b strings.Builder
-	fmt.Fprintf(&b, "CPU time per replica for a release change (%d nodes, %d clusters; median of %d runs):\n", nodes, clusters, runs)
-	for _, r := range results {
-		// Clusters divide evenly only when N divides their number: the
-		// share of the clusters each replica owns is the floor of its part.
-		var ids, names []string
-		for i := 1; i <= r.n; i++ {
-			ids = append(ids, fmt.Sprintf("r%d", i))
-		}
-		for i := 1; i <= clusters; i++ {
-			names = append(names, fmt.Sprintf("c-%02d", i))
-		}
-		owners := controller.Assign(names, ids)
-		var shares []string
-		for _, id := range ids {
-			owned := 0
-			for _, c := range names {
-				if owners[c] == id {
-					owned++
-				}
+	// The logs go in the sub-benchmarks' (go test prints no log of a
+	// benchmark that has sub-benchmarks, and the first 10 lines of the
+	// others'): the repository in the first, a line of each N's runs, the
+	// summary in the last.
+	var results []*shardResult
+	var one time.Duration // the single replica's median
+	ns := []int{1, 2, 3}
+	for _, n := range ns {
+		res := &shardResult{n: n}
+		b.Run(fmt.Sprintf("replicas=%d", n), func(b *testing.B) {
+			res.cpu, res.wall = nil, nil
+			if n == ns[0] {
+				b.Logf("repository: %d nodes in %d clusters, %d plugins, %d tasks; load before: %s", nodes, clusters, spec.Plugins, spec.Tasks, loadavg())
 			}
-			shares = append(shares, fmt.Sprintf("%s %d/%d", id, owned, clusters))
-		}
-		fmt.Fprintf(&b, "  N=%d: clusters owned: %s\n", r.n, strings.Join(shares, ", "))
+			var runs []string
+			for run := 1; b.Loop(); run++ {
+				cpus, wall := shardRun(b, spec, n, run)
+				res.cpu = append(res.cpu, cpus...)
+				res.wall = append(res.wall, wall)
+				runs = append(runs, fmt.Sprintf("%v in %s (load %s)", cpus, wall.Round(time.Millisecond), loadavg()))
+			}
+			if len(res.cpu) == 0 {
+				return
+			}
+			b.Logf("N=%d: clusters owned: %s; CPU per replica, wall: %s", n, shardOwners(n, clusters), strings.Join(runs, "; "))
+			if n == 1 {
+				one = durationMedian(res.cpu)
+			}
+			res.report(b, one)
+			results = append(results, res)
+			if n == ns[len(ns)-1] && one > 0 {
+				b.Log("\n" + shardSummary(results, nodes, clusters, one))
+			}
+		})
 	}
+}
+
+// shardResult is what the runs of N replicas measured: each replica's CPU
+// time, per run (runs × n), and each run's wall time.
+type shardResult struct {
+	n    int
+	cpu  []time.Duration
+	wall []time.Duration
+}
+
+// report reports r's metrics, against the single replica's median one when
+// known (not 0).
+func (r *shardResult) report(b *testing.B, one time.Duration) {
+	runs := len(r.wall)
+	if runs == 0 {
+		return
+	}
+	var sum time.Duration
+	for _, d := range r.cpu {
+		sum += d
+	}
+	b.ReportMetric(durationMedian(r.cpu).Seconds(), "cpu-s/replica")
+	b.ReportMetric(slices.Max(r.cpu).Seconds(), "max-cpu-s/replica")
+	b.ReportMetric(sum.Seconds()/float64(runs), "cpu-s/all")
+	if one > 0 && r.n > 1 {
+		b.ReportMetric(float64(durationMedian(r.cpu))/float64(one), "of-one")
+	}
+}
+
+// shardOwners says how many of the clusters each of n replicas owns.
+// Clusters divide evenly only when n divides their number: the share of the
+// clusters each replica owns is the floor of its part.
+func shardOwners(n, clusters int) string {
+	var ids, names []string
+	for i := 1; i <= n; i++ {
+		ids = append(ids, fmt.Sprintf("r%d", i))
+	}
+	for i := 1; i <= clusters; i++ {
+		names = append(names, fmt.Sprintf("c-%02d", i))
+	}
+	owners := controller.Assign(names, ids)
+	var shares []string
+	for _, id := range ids {
+		owned := 0
+		for _, c := range names {
+			if owners[c] == id {
+				owned++
+			}
+		}
+		shares = append(shares, fmt.Sprintf("%s %d/%d", id, owned, clusters))
+	}
+	return strings.Join(shares, ", ")
+}
+
+// shardSummary says, for each N measured, the CPU time per replica against
+// one's (the single replica's median).
+func shardSummary(results []*shardResult, nodes, clusters int, one time.Duration) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "CPU time per replica for a release change (%d nodes, %d clusters; median of the runs):\n", nodes, clusters)
 	for _, r := range results {
-		m, most := median(r.cpu), slices.Max(r.cpu)
+		m, most := durationMedian(r.cpu), slices.Max(r.cpu)
 		var sum time.Duration
 		for _, d := range r.cpu {
 			sum += d
 		}
 		fmt.Fprintf(&b, "  N=%d: per replica median %6s = %.2f of one replica's (1/N = %.2f), max %6s = %.2f; all replicas together %.2f; wall median %s\n",
 			r.n, m.Round(10*time.Millisecond), float64(m)/float64(one), 1/float64(r.n), most.Round(10*time.Millisecond), float64(most)/float64(one),
-			float64(sum)/float64(runs)/float64(one), median(r.wall).Round(10*time.Millisecond))
+			float64(sum)/float64(len(r.wall))/float64(one), durationMedian(r.wall).Round(10*time.Millisecond))
 	}
 	fmt.Fprintf(&b, "  load after: %s", loadavg())
-	t.Log("\n" + b.String())
+	return b.String()
 }
 
 // loadavg is /proc/loadavg's first three fields.
@@ -161,9 +208,11 @@ func loadavg() string {
 // shardRun starts n shard replicas on a fresh etcd and repository, waits
 // until they serve the first commit, commits a release change, and returns
 // each replica's CPU time from the commit until every replica serves it,
-// and that wall time.
-func shardRun(t *testing.T, spec repogen.Spec, n, run int) ([]time.Duration, time.Duration) {
+// and that wall time: b's timer runs only then.
+func shardRun(t *testing.B, spec repogen.Spec, n, run int) ([]time.Duration, time.Duration) {
 	t.Helper()
+	t.StopTimer()
+	defer t.StartTimer() // b.Loop wants it running
 	c := etcdtest.Start(t, 1)
 	url := c.URL(fmt.Sprintf("fuelsync/bench-%d-%d", n, run))
 	dir := t.TempDir()
@@ -181,7 +230,7 @@ func shardRun(t *testing.T, spec repogen.Spec, n, run int) ([]time.Duration, tim
 	for i := 1; i <= n; i++ {
 		r := &serveReplica{id: fmt.Sprintf("r%d", i), wd: filepath.Join(t.TempDir(), "wd"), args: args, shard: true}
 		if dir := os.Getenv("SHARD_PROFILE"); dir != "" {
-			r.env = append(r.env, "FUELSYNC_TEST_CPUPROFILE="+dir)
+			r.env = append(r.env, failpoint.EnvVar+"="+failpoint.ServeShard+"=cpuprofile("+dir+")")
 		}
 		if p := os.Getenv("SHARD_GOMAXPROCS"); p != "" {
 			r.env = append(r.env, "GOMAXPROCS="+p)
@@ -250,6 +299,7 @@ func shardRun(t *testing.T, spec repogen.Spec, n, run int) ([]time.Duration, tim
 	if err := os.WriteFile(name, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	t.StartTimer()
 	start := time.Now()
 	h, err := gitCommit(dir, "release change")
 	if err != nil {
@@ -257,6 +307,7 @@ func shardRun(t *testing.T, spec repogen.Spec, n, run int) ([]time.Duration, tim
 	}
 	served(h.String())
 	wall := time.Since(start)
+	t.StopTimer()
 	cpus := make([]time.Duration, n)
 	for i, r := range reps {
 		after, err := cpuTime(r.cmd.Process.Pid)
@@ -268,8 +319,18 @@ func shardRun(t *testing.T, spec repogen.Spec, n, run int) ([]time.Duration, tim
 			r.cmd.Process.Signal(syscall.SIGUSR2)
 		}
 	}
-	if profile {
-		time.Sleep(time.Second)
+	for _, r := range reps {
+		if !profile {
+			break
+		}
+		prof := filepath.Join(os.Getenv("SHARD_PROFILE"), fmt.Sprintf("%d.prof", r.cmd.Process.Pid))
+		deadline := time.Now().Add(30 * time.Second)
+		for _, err := os.Stat(prof); err != nil; _, err = os.Stat(prof) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no complete profile %s 30 s after SIGUSR2", r.id, prof)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 	if os.Getenv("SHARD_DEBUG") != "" {
 		for _, r := range reps {

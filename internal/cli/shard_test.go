@@ -19,6 +19,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
+	"github.com/fuelsync/fuelsync/internal/failpoint"
 	"github.com/fuelsync/fuelsync/internal/repogen"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -181,6 +182,7 @@ func TestEtcdShardsOwnerKilled(t *testing.T) {
 			// The paused owner runs again: it lost the cluster while it
 			// was stopped, and commits nothing of it.
 			record := *st.Clusters[cl]
+			lines := owner.logLines()
 			owner.cmd.Process.Signal(syscall.SIGCONT)
 			deadline := time.Now().Add(20 * time.Second)
 			for {
@@ -193,7 +195,11 @@ func TestEtcdShardsOwnerKilled(t *testing.T) {
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			time.Sleep(time.Second) // its reconcile under way, if any, ends
+			// Its reconcile under way, if any, ends: it or the next one
+			// logs its outcome.
+			if !owner.waitLogged(reconcileLine, lines) {
+				t.Fatalf("round %d: %s logged no reconcile after SIGCONT", round, ownerID)
+			}
 			if st, err := e.ReadState(ctx); err != nil || st.Clusters[cl].Serial != record.Serial {
 				t.Errorf("round %d: cluster %s changed after %s ran again: %+v (was %+v), %v", round, cl, ownerID, st.Clusters[cl], record, err)
 			}
@@ -276,12 +282,13 @@ func clusterIndex(name string) int {
 }
 
 // TestEtcdShardsPausedOwnerCommitRefused pauses a cluster's owner between
-// its plan and its commit (the test hook FUELSYNC_TEST_PAUSE_COMMIT), stops
-// it there with SIGSTOP until its lease expires and the other replica has
+// its plan and its commit (the failpoint controller/shard-commit=pause(DIR)),
+// stops it there with SIGSTOP until its lease expires and the other replica has
 // taken the cluster over and applied the change, then lets it go on: its
 // late commit is refused (the owner key is no longer on its lease), and the
 // cluster's record stays as the new owner committed it.
 func TestEtcdShardsPausedOwnerCommitRefused(t *testing.T) {
+	requireTestHooks(t) // the pause is a failpoint
 	c := etcdtest.Start(t, 1)
 	url := c.URL("fuelsync/paused")
 	dir, _, _, _ := applyRepoSpec(t, repogen.Spec{Plugins: 2, Tasks: 40, Nodes: 12, Clusters: 4, Seed: 5})
@@ -296,7 +303,7 @@ func TestEtcdShardsPausedOwnerCommitRefused(t *testing.T) {
 	for i := 1; i <= 2; i++ {
 		id := fmt.Sprintf("r%d", i)
 		hooks[id] = t.TempDir()
-		r := &serveReplica{id: id, wd: filepath.Join(t.TempDir(), "wd"), args: args, shard: true, env: []string{"FUELSYNC_TEST_PAUSE_COMMIT=" + hooks[id]}}
+		r := &serveReplica{id: id, wd: filepath.Join(t.TempDir(), "wd"), args: args, shard: true, env: []string{failpoint.EnvVar + "=" + failpoint.ShardCommit + "=pause(" + hooks[id] + ")"}}
 		r.start(t)
 		replicas[id] = r
 	}
@@ -397,7 +404,10 @@ func TestEtcdShardsPausedOwnerCommitRefused(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(500 * time.Millisecond)
+	// Its next reconcile (every interval, skipped or not) ends too.
+	if !owner.waitLogged(reconcileLine, owner.logLines()) {
+		t.Errorf("%s logged no reconcile after its refused commit", ownerID)
+	}
 	if st, err := e.ReadState(ctx); err != nil || st.Clusters[cl].Serial != record.Serial {
 		t.Errorf("cluster %s changed after its paused owner %s ran again: %+v (was %+v), %v", cl, ownerID, st.Clusters[cl], record, err)
 	}

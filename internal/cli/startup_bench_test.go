@@ -48,9 +48,16 @@ func BenchmarkStartupVersion(b *testing.B) {
 	b.ReportMetric(median(serverTimes), "server-median-ms")
 }
 
+// median is the median of times in milliseconds.
 func median(times []time.Duration) float64 {
-	slices.Sort(times)
-	return float64(times[len(times)/2].Microseconds()) / 1000
+	return float64(durationMedian(times).Microseconds()) / 1000
+}
+
+// durationMedian is the median of ds (left as they are).
+func durationMedian(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // buildBinaries builds fuelsync and fuelsync-server into dir as make build

@@ -6,29 +6,46 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/fuelsync/fuelsync/internal/failpoint"
 	"github.com/fuelsync/fuelsync/internal/testenv"
 	"github.com/fuelsync/fuelsync/state"
 )
 
+// renders counts the loads of configurations by the commands run in this
+// process (tests check that a plan with nothing changed renders nothing);
+// renderedClusters the clusters they rendered, appliedClusters those of
+// applied revisions rendered again: the failpoints cli/load, cli/render and
+// cli/render-applied. Without the test hooks they stay 0, and the tests that
+// read them end at requireTestHooks.
+var renders, renderedClusters, appliedClusters atomic.Int64
+
+func init() {
+	failpoint.Enable(failpoint.CLILoad, func(...string) error { renders.Add(1); return nil })
+	failpoint.Enable(failpoint.CLIRender, func(c ...string) error { renderedClusters.Add(int64(len(c))); return nil })
+	failpoint.Enable(failpoint.CLIRenderApplied, func(c ...string) error { appliedClusters.Add(int64(len(c))); return nil })
+}
+
 // requireTestHooks ends t (testenv.Unavailable: a skip, a failure in CI) when
 // the test binary was built without the test hooks: the tests that kill or
-// fail apply at each step (FUELSYNC_TEST_CRASH_AT, FUELSYNC_TEST_FAIL_AT) and
+// fail apply at each step (FUELSYNC_FAILPOINTS=state/step=kill@N, fail@N) and
 // those that count renders need go test -tags fuelsync_testhooks, as make test
 // runs.
 func requireTestHooks(t testing.TB) {
 	t.Helper()
-	if !testHooks {
+	if !failpoint.Enabled {
 		testenv.Unavailable(t, "this test needs the test hooks: go test -tags fuelsync_testhooks (as make test runs)")
 	}
 }
 
 // TestReleasedBuildHasNoTestHooks builds fuelsync as make build does (the
 // Makefile's tags, without fuelsync_testhooks) and checks that the test hooks
-// are not in it: no TestHookStep, no render counters, no crash hook, no
-// FUELSYNC_TEST_ variable name in the binary, and an apply with FUELSYNC_TEST_CRASH_AT=1 and
-// FUELSYNC_TEST_FAIL_AT=1 is neither killed nor failed: it applies serial 1.
+// are not in it: nothing of the failpoint package (Inject inlined away), no
+// callbacks of the render failpoints, no FUELSYNC_FAILPOINTS variable name
+// in the binary, and an apply with FUELSYNC_FAILPOINTS=state/step=kill@1,fail@1
+// is neither killed nor failed: it applies serial 1.
 func TestReleasedBuildHasNoTestHooks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds fuelsync")
@@ -44,9 +61,10 @@ func TestReleasedBuildHasNoTestHooks(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go tool nm: %v\n%s", err, nm)
 	}
-	// What only the hooks bring: the hook variable, the counters, and the
-	// crash hook's closure (crashHookFromEnv itself stays, as a no-op).
-	for _, sym := range []string{"state.TestHookStep", "cli.renders", "cli.renderedClusters", "cli.appliedClusters", "cli.crashHookFromEnv.func", "controller.TestHookBeforeShardCommit", "cli.profileHookFromEnv.func"} {
+	// What only the hooks bring: the failpoint package (its Inject is a
+	// no-op the compiler inlines away, its Enable and Disable are not
+	// linked), the render failpoints' callbacks.
+	for _, sym := range []string{"internal/failpoint.", "cli.renderFailpoints.func"} {
 		if bytes.Contains(nm, []byte(sym)) {
 			t.Errorf("the released binary has the symbol %s", sym)
 		}
@@ -55,16 +73,16 @@ func TestReleasedBuildHasNoTestHooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bytes.Contains(data, []byte("FUELSYNC_TEST_")) {
-		t.Error("the released binary names a FUELSYNC_TEST_ variable")
+	if bytes.Contains(data, []byte(failpoint.EnvVar)) {
+		t.Error("the released binary names " + failpoint.EnvVar)
 	}
 
 	repo, wd := quickstartRepo(t), filepath.Join(t.TempDir(), "wd")
 	apply := exec.Command(bin, "--repo", repo, "--workdir", wd, "apply", "--auto-approve")
-	apply.Env = append(os.Environ(), "FUELSYNC_TEST_CRASH_AT=1", "FUELSYNC_TEST_FAIL_AT=1")
+	apply.Env = append(os.Environ(), failpoint.EnvVar+"=state/step=kill@1,fail@1")
 	out, err := apply.CombinedOutput()
-	if err != nil || strings.Contains(string(out), "FUELSYNC_TEST_") {
-		t.Fatalf("apply with FUELSYNC_TEST_CRASH_AT=1 FUELSYNC_TEST_FAIL_AT=1: %v\n%s", err, out)
+	if err != nil || strings.Contains(string(out), "failpoint") {
+		t.Fatalf("apply with %s=state/step=kill@1,fail@1: %v\n%s", failpoint.EnvVar, err, out)
 	}
 	st, err := state.Open(wd).ReadState()
 	if err != nil || st.Serial != 1 {

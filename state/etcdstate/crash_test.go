@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
+	"github.com/fuelsync/fuelsync/internal/failpoint"
 	"github.com/fuelsync/fuelsync/state"
 )
 
@@ -23,21 +24,21 @@ func TestEtcdCrashAroundCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	failAt := func(name string) {
-		state.TestHookStep = func(step string) error {
-			if step == name {
-				return errors.New("injected failure at " + step)
+		failpoint.Enable(failpoint.StateStep, func(step ...string) error {
+			if step[0] == name {
+				return errors.New("injected failure at " + step[0])
 			}
 			return nil
-		}
+		})
 	}
-	defer func() { state.TestHookStep = nil }()
+	defer failpoint.Disable(failpoint.StateStep)
 
 	// 1. The commit gets no answer (and did not happen).
 	failAt("commit state")
 	if _, err := publishNext(t, w); err == nil {
 		t.Fatal("the failed commit was reported as done")
 	}
-	state.TestHookStep = nil
+	failpoint.Disable(failpoint.StateStep)
 	if _, err := os.Stat(w.SetDir(2)); err != nil {
 		t.Fatalf("the set of a commit without an answer was removed: %v", err)
 	}
@@ -60,7 +61,7 @@ func TestEtcdCrashAroundCommit(t *testing.T) {
 	if !errors.As(err, &applied) || applied.Serial != 2 {
 		t.Fatalf("a failure after the commit: %v; want an AppliedError of serial 2", err)
 	}
-	state.TestHookStep = nil
+	failpoint.Disable(failpoint.StateStep)
 	if n := w.CurrentSerial(); n != 1 {
 		t.Fatalf("current names %d before the next run; want 1 (the switch failed)", n)
 	}

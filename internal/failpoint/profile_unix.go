@@ -1,6 +1,6 @@
 //go:build fuelsync_testhooks && unix
 
-package cli
+package failpoint
 
 import (
 	"fmt"
@@ -11,23 +11,20 @@ import (
 	"syscall"
 )
 
-// profileHookFromEnv makes serve write a CPU profile when
-// FUELSYNC_TEST_CPUPROFILE=DIR: from SIGUSR1 to SIGUSR2, into
-// DIR/<pid>.prof (make bench-shards profiles the replicas so).
-func profileHookFromEnv() {
-	dir := os.Getenv("FUELSYNC_TEST_CPUPROFILE")
-	if dir == "" {
-		return
-	}
+// cpuProfile makes the process write a CPU profile from SIGUSR1 to SIGUSR2
+// into dir/<pid>.prof (make bench-shards profiles serve's replicas so),
+// which appears complete: it is written as <pid>.prof.part and renamed.
+func cpuProfile(dir string) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGUSR2)
 	go func() {
 		var f *os.File
+		name := filepath.Join(dir, fmt.Sprintf("%d.prof", os.Getpid()))
 		for sig := range sigs {
 			switch {
 			case sig == syscall.SIGUSR1 && f == nil:
 				var err error
-				if f, err = os.Create(filepath.Join(dir, fmt.Sprintf("%d.prof", os.Getpid()))); err == nil {
+				if f, err = os.Create(name + ".part"); err == nil {
 					if pprof.StartCPUProfile(f) != nil {
 						f.Close()
 						f = nil
@@ -35,7 +32,9 @@ func profileHookFromEnv() {
 				}
 			case sig == syscall.SIGUSR2 && f != nil:
 				pprof.StopCPUProfile()
-				f.Close()
+				if f.Close() == nil {
+					_ = os.Rename(name+".part", name)
+				}
 				f = nil
 			}
 		}
