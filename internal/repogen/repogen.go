@@ -22,6 +22,10 @@
 // with compatible/requires; volumes per role. Every dependency points at an earlier
 // task, so the graphs are acyclic, and every cluster is valid against the release and
 // the plugins it enables.
+//
+// A second shape is built from real data (Mitaka, mitaka.go): the Fuel 9.x release
+// and the four upstream plugins of examples/fuel-mitaka, with generated clusters
+// whose nodes have several roles.
 package repogen
 
 import (
@@ -61,6 +65,11 @@ type Spec struct {
 	// (deploy_end and post_deployment_start), so the stages of sync require each
 	// (node, task) pair twice over.
 	StageFanIn bool
+	// Release is "" for a generated release and plugins, or MitakaRelease for
+	// the real-data shape (Mitaka): the real Fuel 9.x release and the example
+	// plugins, with Nodes nodes in Clusters clusters; Plugins, Tasks, Seed,
+	// CrossDepends and StageFanIn do not apply to it.
+	Release string
 }
 
 // Heavy is the shape of the cross-node measurements: 51 plugins, 5,000 tasks,
@@ -191,6 +200,10 @@ func Generate(s Spec) fstest.MapFS {
 	g := &gen{s: s, rnd: rand.New(rand.NewPCG(uint64(s.Seed), 0x6675656c73796e63)), fs: fstest.MapFS{}}
 	g.dir("plugins")
 	g.dir("clusters")
+	if s.Release == MitakaRelease {
+		g.mitaka()
+		return g.fs
+	}
 
 	// Task budget: fixed tasks first, the rest split 58% release default graph,
 	// 40% extension plugins, 2% provision graph.
