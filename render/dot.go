@@ -536,6 +536,9 @@ func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, limit 
 			}
 			srcs = srcs[:0]
 			gathered = nil
+			if n := len(pt.requires) * len(grp.nodes); n > cap(srcs) {
+				srcs = slices.Grow(srcs, n) // once, not doubling as the nodes' edges come
+			}
 			for _, m := range grp.nodes {
 				mpt := m.byID[pos[pt.idx]]
 				edges := mpt.requires
