@@ -407,19 +407,9 @@ const floorChunkBytes = 32 << 20
 func newRenderFloor(b *testing.B, fsys fstest.MapFS, rs []*render.Rendered) *renderFloor {
 	b.Helper()
 	fl := &renderFloor{outDir: b.TempDir(), workers: runtime.GOMAXPROCS(0)}
-	var names []string
-	for name, f := range fsys {
-		switch path.Ext(name) {
-		case ".yaml", ".yml", ".json":
-			if f.Mode.IsRegular() {
-				names = append(names, name)
-			}
-		}
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		fl.inputs = append(fl.inputs, fsys[name].Data)
-		fl.inMB += float64(len(fsys[name].Data)) / mb
+	fl.inputs = yamlInputs(fsys)
+	for _, in := range fl.inputs {
+		fl.inMB += float64(len(in)) / mb
 	}
 	var mu sync.Mutex
 	sizes := map[string]int{}
@@ -436,7 +426,7 @@ func newRenderFloor(b *testing.B, fsys fstest.MapFS, rs []*render.Rendered) *ren
 	if err != nil {
 		b.Fatal(err)
 	}
-	names = names[:0]
+	names := make([]string, 0, len(sizes))
 	for name := range sizes {
 		names = append(names, name)
 	}
@@ -870,6 +860,12 @@ func reportShape(b *testing.B, runs []shapeRun, inputs [][]byte) float64 {
 	if rss > 0 {
 		b.ReportMetric(float64(rss)/mb, "peak-rss-MB")
 	}
+	// Also logged: a benchmark that fails prints no metrics.
+	b.Logf("render/yaml-floor %.1f, CPU %.1f; render %.0f ms, %.0f ms CPU; floor %.1f ms, %.1f ms CPU; peak heap %.0f MB, RSS %.0f MB",
+		med(func(r shapeRun) float64 { return r.wall / r.floorWall }), ratio,
+		med(func(r shapeRun) float64 { return r.wall })/1e6, med(func(r shapeRun) float64 { return r.cpu })/1e6,
+		med(func(r shapeRun) float64 { return r.floorWall })/1e6, med(func(r shapeRun) float64 { return r.floorCPU })/1e6,
+		float64(heap)/mb, float64(rss)/mb)
 	return ratio
 }
 
