@@ -20,7 +20,7 @@ FUZZTIME  ?= 30s
 BENCHTIME ?= 5x
 BENCHCOUNT ?= 5
 
-.PHONY: all build install release image bench-deploy test test-e2e test-etcd vet cross fmtcheck demo fuzz bench bench-render bench-large bench-fleet bench-shards takeover golden soak burst clean ci
+.PHONY: all build install release image bench-deploy test test-e2e test-etcd vet cross fmtcheck demo fuzz bench bench-render bench-shapes bench-large bench-fleet bench-shards takeover golden soak burst clean ci
 
 all: build
 
@@ -253,7 +253,7 @@ fuzz:
 # iterations, and reports medians, peak RSS and ratios to render itself
 # (internal/cli/commands_bench_test.go).
 bench:
-	$(GO) test ./... -run '^$$' -bench . -skip '^Benchmark(Resolve|RenderLarge|RenderLargeFull|DiffLarge|Commands|CommandsLarge|CommandsFleet|Shards)$$' -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT)
+	$(GO) test ./... -run '^$$' -bench . -skip '^Benchmark(Resolve|RenderLarge|RenderLargeFull|RenderShapes|DiffLarge|Commands|CommandsLarge|CommandsFleet|Shards)$$' -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT)
 	$(GO) test ./internal/cli -run '^$$' -bench '^BenchmarkCommands$$' -benchtime $(COMMANDS_BENCHTIME) -count 1 -timeout 0
 	$(MAKE) --no-print-directory bench-render
 
@@ -287,6 +287,15 @@ RENDER_BENCHTIME ?= 5x
 bench-render:
 	$(GO) test ./render -run '^$$' -bench '^Benchmark(Resolve|RenderLarge|RenderLargeFull)$$' -benchtime $(RENDER_BENCHTIME) -count 1 -timeout 0
 	$(GO) test ./internal/cli -run '^$$' -bench '^BenchmarkDiffLarge$$' -benchtime $(RENDER_BENCHTIME) -count 1 -timeout 0
+
+# Render against the YAML decode floor on each generated shape (repogen.Heavy and
+# the real-data repogen.Mitaka), 4 clusters of 500 and of 2,000 nodes
+# (SHAPE_NODES=2000,8000), SHAPE_BENCHTIME iterations (render/render_bench_test.go;
+# docs/performance.md). It fails when a shape passes 30 times the floor at 2,000.
+SHAPE_NODES ?= 2000,8000
+SHAPE_BENCHTIME ?= 3x
+bench-shapes:
+	FUELSYNC_BENCH_SHAPE_NODES=$(SHAPE_NODES) $(GO) test ./render -run '^$$' -bench '^BenchmarkRenderShapes$$' -benchtime $(SHAPE_BENCHTIME) -count 1 -timeout 0
 
 # The CPU time each `serve --shard` process spends on a release change, for
 # N = 1, 2 and 3 replicas over one etcd on loopback, against one replica's

@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -199,7 +201,7 @@ func clusterUnits(r *Rendered, format string) ([]unit, error) {
 		return nil, fmt.Errorf("cluster name %q would replace the artifacts' manifest", name)
 	}
 	units = append(units, unit{path.Join(name, "cluster.yaml"), func(*nodeEncoder) ([]byte, error) {
-		return encodeYAML(clusterDoc(r))
+		return encodeClusterDoc(clusterDoc(r))
 	}})
 	if r.Registry != nil {
 		units = append(units, unit{path.Join(name, "registry.yaml"), func(*nodeEncoder) ([]byte, error) {
@@ -334,6 +336,104 @@ func instancesDoc(in map[string][]string) map[string]any {
 		out[k] = strs(v)
 	}
 	return out
+}
+
+// encodeClusterDoc encodes doc, a clusterDoc, as encodeYAML does, without
+// handing yaml.v3 a node entry per node: its emitter keeps every event of a
+// document until the end, and each node's entry is some forty events, so
+// cluster.yaml of a few clusters of 500 nodes of several roles cost more than
+// rendering their graphs. The document is encoded with each node's entry
+// replaced by its index (yaml.v3 orders the names and writes them), then each
+// line "  <name>: <index>" of its nodes mapping is replaced by the node's entry:
+// its id, and the rest of the entry (roles, tags, volumes...), encoded once for
+// each distinct rest, that is once per class of nodes, indented as yaml.v3 nests
+// a block mapping. Anything else takes encodeYAML.
+func encodeClusterDoc(doc map[string]any) ([]byte, error) {
+	nodes, _ := doc["nodes"].(map[string]any)
+	if len(nodes) == 0 {
+		return encodeYAML(doc)
+	}
+	names := make([]string, 0, len(nodes))
+	index := make(map[string]any, len(nodes))
+	for name := range nodes {
+		index[name] = len(names)
+		names = append(names, name)
+	}
+	outline := maps.Clone(doc)
+	outline["nodes"] = index
+	data, err := encodeYAML(outline)
+	if err != nil {
+		return nil, err
+	}
+	head, rest, ok := bytes.Cut(data, []byte("\nnodes:\n"))
+	if !ok {
+		return encodeYAML(doc)
+	}
+	out := bytes.NewBuffer(make([]byte, 0, len(data)*8))
+	out.Write(head)
+	out.WriteString("\nnodes:\n")
+	classes := map[string][]byte{}
+	for done := 0; done < len(names); done++ {
+		line, after, _ := bytes.Cut(rest, []byte("\n"))
+		i, key := -1, []byte(nil)
+		if colon := bytes.LastIndex(line, []byte(": ")); colon > 2 && bytes.HasPrefix(line, []byte("  ")) && line[2] != '?' {
+			if n, err := strconv.Atoi(string(line[colon+2:])); err == nil {
+				i, key = n, line[2:colon]
+			}
+		}
+		if i < 0 || i >= len(names) || names[i] == "" {
+			return encodeYAML(doc) // a name yaml.v3 writes otherwise (a complex key)
+		}
+		if ok, err := writeNodeEntry(out, key, nodes[names[i]], classes); err != nil || !ok {
+			return encodeYAML(doc)
+		}
+		names[i], rest = "", after
+	}
+	out.Write(rest)
+	return out.Bytes(), nil
+}
+
+// writeNodeEntry writes the entry of a node of cluster.yaml, key being its name
+// as yaml.v3 writes it: "  <key>:", its id, then the rest of v encoded by yaml.v3
+// once per distinct rest (classes holds them by their JSON). ok is false when v
+// is not a node entry this can write: a mapping of an int id and other keys
+// that yaml.v3 orders after it.
+func writeNodeEntry(out *bytes.Buffer, key []byte, v any, classes map[string][]byte) (ok bool, err error) {
+	entry, _ := v.(map[string]any)
+	id, isInt := entry["id"].(int)
+	if !isInt || len(entry) < 2 {
+		return false, nil
+	}
+	rest := make(map[string]any, len(entry)-1)
+	for k, v := range entry {
+		if k == "id" {
+			continue
+		}
+		if k < "id" || strings.TrimLeft(k, "abcdefghijklmnopqrstuvwxyz_") != "" {
+			return false, nil
+		}
+		rest[k] = v
+	}
+	class, err := json.Marshal(rest)
+	if err != nil {
+		return false, err
+	}
+	block, seen := classes[string(class)]
+	if !seen {
+		data, err := encodeYAML(rest)
+		if err != nil {
+			return false, err
+		}
+		block = indentBlock(data, "    ")
+		classes[string(class)] = block
+	}
+	out.WriteString("  ")
+	out.Write(key)
+	out.WriteString(":\n    id: ")
+	out.WriteString(strconv.Itoa(id))
+	out.WriteByte('\n')
+	out.Write(block)
+	return true, nil
 }
 
 // clusterDoc is <cluster>/cluster.yaml.

@@ -554,6 +554,9 @@ func (w *dotWriter) condensedEdges(gr *dotGrouping, grp *dotGroup, pt *PlacedTas
 	}
 	ec.srcs = ec.srcs[:0]
 	ec.gathered = nil
+	if n := len(pt.requires) * len(grp.nodes); n > cap(ec.srcs) {
+		ec.srcs = slices.Grow(ec.srcs, n)
+	}
 	for _, m := range grp.nodes {
 		w.crossSources(gr, m, first, m.byID[pos[pt.idx]], ec)
 	}

@@ -761,32 +761,13 @@ func (gb *graphBuilder) firstRunning(targets []int32, nm *nameMatcher) []int32 {
 }
 
 // crossEdges binds pt's cross-depends and cross-depended-by entries across nodes.
+// pt's own (cross-depends) edges are gathered in gb.cross first, so that its list
+// grows once to its size rather than doubling as it is filled (a node's task can
+// require one task of every other node).
 func (gb *graphBuilder) crossEdges(ng *NodeGraph, pt *PlacedTask) {
 	n := len(gb.ids)
 	self := []int32{ng.rank}
-	// pt's own (cross-depends) edges are counted first, so that its list grows
-	// once rather than doubling as it is filled.
-	grow := 0
-	for _, ce := range pt.Def.cross {
-		if ce.reverse {
-			continue
-		}
-		targets := ce.targets
-		if ce.self {
-			targets = self
-		}
-		for _, r := range targets {
-			row := gb.slot[int(r)*n : int(r+1)*n]
-			for _, xid := range gb.matching(ce.nm) {
-				if x := row[xid]; x != nil && x != pt {
-					grow++
-				}
-			}
-		}
-	}
-	if grow > 1 {
-		pt.requires = slices.Grow(pt.requires, grow)
-	}
+	gb.cross = gb.cross[:0]
 	for _, ce := range pt.Def.cross {
 		targets := ce.targets
 		if ce.self {
@@ -805,10 +786,14 @@ func (gb *graphBuilder) crossEdges(ng *NodeGraph, pt *PlacedTask) {
 				} else if pt.fanIn == nil || !gb.gathers(pt, x) {
 					// A stage's fan-in edge to x came before this one (the sync node's
 					// edges are bound last) and wins: nothing to hold.
-					pt.requires = append(pt.requires, Edge{EdgeSource: ce.src, to: x})
-					gb.markDirty(pt)
+					gb.cross = append(gb.cross, Edge{EdgeSource: ce.src, to: x})
 				}
 			}
 		}
+	}
+	if len(gb.cross) > 0 {
+		pt.requires = append(pt.requires, gb.cross...)
+		gb.markDirty(pt)
+		clear(gb.cross) // no pointers kept alive from the buffer
 	}
 }

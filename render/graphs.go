@@ -272,6 +272,7 @@ type graphBuilder struct {
 	rel      relation
 
 	dirty   []uint64  // by seq: the task's edges need sorting (edges)
+	cross   []Edge    // crossEdges' buffer of a task's own cross-node edges
 	members [][]int32 // by class: the ranks of its built nodes, ascending
 	// aliases are the nodes not built with classes set, with their class.
 	aliases []classAlias

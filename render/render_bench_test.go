@@ -407,19 +407,9 @@ const floorChunkBytes = 32 << 20
 func newRenderFloor(b *testing.B, fsys fstest.MapFS, rs []*render.Rendered) *renderFloor {
 	b.Helper()
 	fl := &renderFloor{outDir: b.TempDir(), workers: runtime.GOMAXPROCS(0)}
-	var names []string
-	for name, f := range fsys {
-		switch path.Ext(name) {
-		case ".yaml", ".yml", ".json":
-			if f.Mode.IsRegular() {
-				names = append(names, name)
-			}
-		}
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		fl.inputs = append(fl.inputs, fsys[name].Data)
-		fl.inMB += float64(len(fsys[name].Data)) / mb
+	fl.inputs = yamlInputs(fsys)
+	for _, in := range fl.inputs {
+		fl.inMB += float64(len(in)) / mb
 	}
 	var mu sync.Mutex
 	sizes := map[string]int{}
@@ -436,7 +426,7 @@ func newRenderFloor(b *testing.B, fsys fstest.MapFS, rs []*render.Rendered) *ren
 	if err != nil {
 		b.Fatal(err)
 	}
-	names = names[:0]
+	names := make([]string, 0, len(sizes))
 	for name := range sizes {
 		names = append(names, name)
 	}
@@ -657,4 +647,249 @@ func BenchmarkValidateLarge(b *testing.B) {
 
 func validateRepo(repo *loader.Repo) hcl.Diagnostics {
 	return render.Validate(repo, render.Options{})
+}
+
+// ---------------------------------------------------------------- shapes against the YAML floor
+
+// renderShapes are the generated shapes BenchmarkRenderShapes and
+// TestRenderWithinYAMLFloor measure: the heavy one (generated release and
+// plugins, heavy cross-node dependencies and stage fan-in) and the real-data one
+// (the Fuel 9.x release and the example plugins, several roles per node). Both
+// put nodes nodes in 4 clusters.
+var renderShapes = []struct {
+	name string
+	spec func(nodes int) repogen.Spec
+}{
+	{"heavy", repogen.Heavy},
+	{"mitaka", repogen.Mitaka},
+}
+
+// renderFloorRatioMax is the goal: Load + Render + Stream at most 30 times the
+// YAML decode floor of the same input, on every shape, up to
+// renderFloorGoalNodes nodes (4 clusters of 500). The input grows little with
+// the nodes (the release and plugins do not), so the ratio grows with the
+// clusters: BenchmarkRenderShapes checks the goal at that size and reports the
+// ratio at larger ones.
+const (
+	renderFloorRatioMax  = 30
+	renderFloorGoalNodes = 2000
+)
+
+// yamlInputs is the YAML (and JSON) of fsys, the input the floor decodes: every
+// file the loader decodes with yaml.v3 (the HCL cluster files aside).
+func yamlInputs(fsys fstest.MapFS) [][]byte {
+	var names []string
+	for name, f := range fsys {
+		switch path.Ext(name) {
+		case ".yaml", ".yml", ".json":
+			if f.Mode.IsRegular() {
+				names = append(names, name)
+			}
+		}
+	}
+	slices.Sort(names)
+	files := make([][]byte, len(names))
+	for i, name := range names {
+		files[i] = fsys[name].Data
+	}
+	return files
+}
+
+// decodeFloor decodes the input again and again for at least floorMinTime and
+// floorMinCPU of the process's CPU time, so that a floor of a few milliseconds
+// is measured to well under a percent, its CPU time (in 10 ms ticks) to about
+// two.
+const (
+	floorMinTime = 300 * time.Millisecond
+	floorMinCPU  = 500 * time.Millisecond
+)
+
+// decodeFloor decodes every file into yaml.Node (what the loader starts from) on
+// GOMAXPROCS goroutines, as internal/cli's yamlFloor and loader's
+// decodeYAMLBaseline do, repeated (see floorMinTime) after a GC, and
+// returns the wall-clock and CPU time of one decoding: the least time reading
+// the input costs.
+func decodeFloor(files [][]byte) (wall, cpu float64, err error) {
+	runtime.GC()
+	c0, _ := benchutil.ProcessCPU()
+	t0 := time.Now()
+	n := 0
+	for c := c0; n == 0 || time.Since(t0) < floorMinTime || c-c0 < floorMinCPU; c, _ = benchutil.ProcessCPU() {
+		var next atomic.Int64
+		errs := make([]error, runtime.GOMAXPROCS(0))
+		var wg sync.WaitGroup
+		for w := range errs {
+			wg.Go(func() {
+				for errs[w] == nil {
+					i := int(next.Add(1) - 1)
+					if i >= len(files) {
+						return
+					}
+					var node yaml.Node
+					errs[w] = yaml.Unmarshal(files[i], &node)
+				}
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return 0, 0, err
+		}
+		n++
+	}
+	elapsed := time.Since(t0)
+	c1, _ := benchutil.ProcessCPU()
+	return float64(elapsed) / float64(n), float64(c1-c0) / float64(n), nil
+}
+
+// shapeRun is one pair: Load + Render + Stream of a repository and its floor.
+type shapeRun struct {
+	wall, cpu           float64 // Load + Render + Stream, ns
+	floorWall, floorCPU float64 // one decoding of the input, ns
+	entries             int
+	heap, rss           uint64 // peaks of the render side, bytes
+}
+
+// runShape times Load + Render + Stream of fsys after a GC, then its floor.
+func runShape(tb testing.TB, fsys fstest.MapFS, inputs [][]byte) shapeRun {
+	tb.Helper()
+	var r shapeRun
+	runtime.GC()
+	mp := startMemPeak(tb.Name())
+	c0, _ := benchutil.ProcessCPU()
+	t0 := time.Now()
+	repo, diags := loader.Load(fsys, loader.Options{})
+	rs, more := render.Render(repo, render.Options{})
+	if diags = append(diags, more...); diags.HasErrors() {
+		tb.Fatalf("the generated repository does not render:\n%s", diagsText(repo, diags))
+	}
+	err := render.Stream(rs, "bench", "bench", func(string, []byte) error { return nil })
+	r.wall = float64(time.Since(t0))
+	c1, _ := benchutil.ProcessCPU()
+	r.cpu = float64(c1 - c0)
+	r.heap, _, r.rss = mp.stop()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r.entries = renderedEntries(rs)
+	rs, repo = nil, nil
+	if r.floorWall, r.floorCPU, err = decodeFloor(inputs); err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
+// shapeNodes are the sizes of BenchmarkRenderShapes: 4 clusters of 500 and of
+// 2,000 nodes; FUELSYNC_BENCH_SHAPE_NODES (a comma-separated list) overrides.
+func shapeNodes(b *testing.B) []int {
+	s := os.Getenv("FUELSYNC_BENCH_SHAPE_NODES")
+	if s == "" {
+		return []int{2000, 8000}
+	}
+	var ns []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 4 {
+			b.Fatalf("FUELSYNC_BENCH_SHAPE_NODES: %q is not a node count of at least 4", f)
+		}
+		ns = append(ns, n)
+	}
+	return ns
+}
+
+// BenchmarkRenderShapes times Load + Render + Stream (as BenchmarkRenderLargeFull's
+// full side: what the render command does but write the files) on each shape of
+// renderShapes at each size of shapeNodes, each iteration followed by the
+// floor: yaml.v3 decoding the same input into nodes on every core. It reports
+//
+//	render/yaml-floor      median over iterations of the pair's wall-time ratio
+//	                       (the goal is ≤ 30)
+//	render/yaml-floor-cpu  the same with process CPU time: steadier on a busy
+//	                       machine, blind to how well each side uses the cores
+//	render-ms, render-cpu-ms, floor-ms, floor-cpu-ms   medians of each side
+//	ns/entry               render-ms per node-task entry; entries, MB-in
+//	peak-heap-MB, peak-rss-MB   of the render side (see the file comment; the
+//	                       largest over the iterations)
+//
+// Run one with -bench 'RenderShapes/shape=mitaka/nodes=2000$'.
+func BenchmarkRenderShapes(b *testing.B) {
+	for _, nodes := range shapeNodes(b) {
+		for _, sh := range renderShapes {
+			b.Run(fmt.Sprintf("shape=%s/nodes=%d", sh.name, nodes), func(b *testing.B) {
+				fsys := repogen.Generate(sh.spec(nodes))
+				inputs := yamlInputs(fsys)
+				var runs []shapeRun
+				for b.Loop() {
+					runs = append(runs, runShape(b, fsys, inputs))
+				}
+				if ratio := reportShape(b, runs, inputs); nodes <= renderFloorGoalNodes && ratio > renderFloorRatioMax {
+					b.Errorf("render takes %.1f times the YAML floor's CPU time at %d nodes, over %d", ratio, nodes, renderFloorRatioMax)
+				}
+			})
+		}
+	}
+}
+
+// reportShape reports the metrics of runs and returns the median CPU-time ratio.
+func reportShape(b *testing.B, runs []shapeRun, inputs [][]byte) float64 {
+	med := func(f func(r shapeRun) float64) float64 {
+		xs := make([]float64, len(runs))
+		for i, r := range runs {
+			xs[i] = f(r)
+		}
+		return benchutil.Median(xs)
+	}
+	var heap, rss uint64
+	for _, r := range runs {
+		heap, rss = max(heap, r.heap), max(rss, r.rss)
+	}
+	in := 0
+	for _, f := range inputs {
+		in += len(f)
+	}
+	ratio := med(func(r shapeRun) float64 { return r.cpu / r.floorCPU })
+	b.ReportMetric(med(func(r shapeRun) float64 { return r.wall / r.floorWall }), "render/yaml-floor")
+	b.ReportMetric(ratio, "render/yaml-floor-cpu")
+	b.ReportMetric(med(func(r shapeRun) float64 { return r.wall })/1e6, "render-ms")
+	b.ReportMetric(med(func(r shapeRun) float64 { return r.cpu })/1e6, "render-cpu-ms")
+	b.ReportMetric(med(func(r shapeRun) float64 { return r.floorWall })/1e6, "floor-ms")
+	b.ReportMetric(med(func(r shapeRun) float64 { return r.floorCPU })/1e6, "floor-cpu-ms")
+	b.ReportMetric(med(func(r shapeRun) float64 { return r.wall / float64(r.entries) }), "ns/entry")
+	b.ReportMetric(float64(runs[0].entries), "entries")
+	b.ReportMetric(float64(in)/mb, "MB-in")
+	b.ReportMetric(float64(heap)/mb, "peak-heap-MB")
+	if rss > 0 {
+		b.ReportMetric(float64(rss)/mb, "peak-rss-MB")
+	}
+	// Also logged: a benchmark that fails prints no metrics.
+	b.Logf("render/yaml-floor %.1f, CPU %.1f; render %.0f ms, %.0f ms CPU; floor %.1f ms, %.1f ms CPU; peak heap %.0f MB, RSS %.0f MB",
+		med(func(r shapeRun) float64 { return r.wall / r.floorWall }), ratio,
+		med(func(r shapeRun) float64 { return r.wall })/1e6, med(func(r shapeRun) float64 { return r.cpu })/1e6,
+		med(func(r shapeRun) float64 { return r.floorWall })/1e6, med(func(r shapeRun) float64 { return r.floorCPU })/1e6,
+		float64(heap)/mb, float64(rss)/mb)
+	return ratio
+}
+
+// TestRenderWithinYAMLFloor renders each shape of renderShapes at a small size
+// (4 clusters of 50 nodes) three times, each followed by its floor, and fails
+// when the median CPU-time ratio exceeds renderFloorRatioMax.
+func TestRenderWithinYAMLFloor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("renders two generated repositories three times")
+	}
+	for _, sh := range renderShapes {
+		t.Run(sh.name, func(t *testing.T) {
+			fsys := repogen.Generate(sh.spec(200))
+			inputs := yamlInputs(fsys)
+			var cpu, wall []float64
+			for range 3 {
+				r := runShape(t, fsys, inputs)
+				cpu, wall = append(cpu, r.cpu/r.floorCPU), append(wall, r.wall/r.floorWall)
+			}
+			c, w := benchutil.Median(cpu), benchutil.Median(wall)
+			t.Logf("render/yaml-floor: CPU %.1f (%.1f–%.1f), wall %.1f (%.1f–%.1f)", c, slices.Min(cpu), slices.Max(cpu), w, slices.Min(wall), slices.Max(wall))
+			if c > renderFloorRatioMax {
+				t.Errorf("render takes %.1f times the YAML floor's CPU time, over %d", c, renderFloorRatioMax)
+			}
+		})
+	}
 }

@@ -22,6 +22,10 @@
 // with compatible/requires; volumes per role. Every dependency points at an earlier
 // task, so the graphs are acyclic, and every cluster is valid against the release and
 // the plugins it enables.
+//
+// A second shape is built from real data (Mitaka, mitaka.go): the Fuel 9.x release
+// and the four upstream plugins of examples/fuel-mitaka, with generated clusters
+// whose nodes have several roles.
 package repogen
 
 import (
@@ -61,6 +65,11 @@ type Spec struct {
 	// (deploy_end and post_deployment_start), so the stages of sync require each
 	// (node, task) pair twice over.
 	StageFanIn bool
+	// Release is "" for a generated release and plugins, or MitakaRelease for
+	// the real-data shape (Mitaka): the real Fuel 9.x release and the example
+	// plugins, with Nodes nodes in Clusters clusters; Plugins, Tasks, Seed,
+	// CrossDepends and StageFanIn do not apply to it.
+	Release string
 }
 
 // Heavy is the shape of the cross-node measurements: 51 plugins, 5,000 tasks,
@@ -191,6 +200,10 @@ func Generate(s Spec) fstest.MapFS {
 	g := &gen{s: s, rnd: rand.New(rand.NewPCG(uint64(s.Seed), 0x6675656c73796e63)), fs: fstest.MapFS{}}
 	g.dir("plugins")
 	g.dir("clusters")
+	if s.Release == MitakaRelease {
+		g.mitaka()
+		return g.fs
+	}
 
 	// Task budget: fixed tasks first, the rest split 58% release default graph,
 	// 40% extension plugins, 2% provision graph.
@@ -453,10 +466,12 @@ func (g *gen) heavyCross(prior []string) crossDep {
 
 // ---------------------------------------------------------------- release plugin
 
+// releasePlugin writes the release plugin: its metadata, release data, the
+// default graph (stages and groups, then relExtra tasks) and the provision graph
+// (provExtra tasks besides its stages).
 func (g *gen) releasePlugin(relExtra, provExtra int) {
 	dir := "plugins/" + ReleasePlugin
 	var b bytes.Buffer
-
 	fmt.Fprintf(&b, `# The release of this generated repository, packaged as a plugin.
 name: %[1]s
 title: Generated release
@@ -486,9 +501,14 @@ releases:
 	b.Reset()
 	g.releaseData(&b)
 	g.file(dir+"/release.yaml", &b)
+	g.releaseStages(dir)
+	g.releaseGraphs(dir, relExtra)
+	g.provisionGraph(dir, provExtra)
+}
 
-	// graphs/00-stages.yaml: stages, groups, hiera.
-	b.Reset()
+// releaseStages writes graphs/00-stages.yaml: the stages, the groups and hiera.
+func (g *gen) releaseStages(dir string) {
+	var b bytes.Buffer
 	b.WriteString("# Stages and node groups of the default graph.\n")
 	for i, st := range stages {
 		fmt.Fprintf(&b, "- {id: %s, type: stage, version: 2.1.0", st)
@@ -524,8 +544,12 @@ releases:
 	hiera.write(&b)
 	g.file(dir+"/graphs/00-stages.yaml", &b)
 	g.releaseTasks = []string{"hiera"}
+}
 
-	// The other tasks, about 100 per file.
+// releaseGraphs writes the other relExtra tasks of the default graph, about 100
+// a file.
+func (g *gen) releaseGraphs(dir string, relExtra int) {
+	var b bytes.Buffer
 	files := (relExtra + 99) / 100
 	for f := 0; f < files; f++ {
 		n := relExtra / files
@@ -542,9 +566,11 @@ releases:
 		}
 		g.file(fmt.Sprintf("%s/graphs/%02d-%s.yaml", dir, f+1, area), &b)
 	}
+}
 
-	// provision.yaml
-	b.Reset()
+// provisionGraph writes provision.yaml: its two stages and provExtra tasks.
+func (g *gen) provisionGraph(dir string, provExtra int) {
+	var b bytes.Buffer
 	b.WriteString("# The provision graph.\n- {id: provision_start, type: stage, version: 2.1.0}\n- {id: provision_end, type: stage, version: 2.1.0, requires: [provision_start]}\n\n")
 	prev := "provision_start"
 	for k := 0; k < provExtra; k++ {
@@ -562,6 +588,8 @@ releases:
 	g.file(dir+"/provision.yaml", &b)
 }
 
+// releaseData writes release.yaml: roles, tags, volumes, components and
+// attributes, in the nailgun fixture's spelling.
 func (g *gen) releaseData(b *bytes.Buffer) {
 	b.WriteString("# Release data, in the nailgun fixture spelling.\nmodes: [ha_compact]\n\nroles_metadata:\n")
 	for i, r := range releaseRoles {
@@ -584,6 +612,12 @@ func (g *gen) releaseData(b *bytes.Buffer) {
 	for _, t := range releaseTags {
 		fmt.Fprintf(b, "  %s: {has_primary: %t}\n", t.name, t.primary)
 	}
+	releaseVolumes(b)
+	b.WriteString(releaseComponents)
+}
+
+// releaseVolumes writes the release's volumes_metadata.
+func releaseVolumes(b *bytes.Buffer) {
 	b.WriteString(`
 volumes_metadata:
   volumes:
@@ -606,7 +640,11 @@ volumes_metadata:
 			fmt.Fprintf(b, "      - {id: %s, allocate_size: %s}\n", id, size)
 		}
 	}
-	b.WriteString(`
+}
+
+// releaseComponents is the end of release.yaml: its components, the component
+// types a cluster needs and its attributes.
+const releaseComponents = `
 components_metadata:
   - name: hypervisor:qemu
     label: QEMU/KVM
@@ -670,11 +708,11 @@ attributes_metadata:
       user: {value: admin, type: text, label: Username, weight: 10}
       password: {value: admin, type: password, label: Password, weight: 20}
       tenant: {value: admin, type: text, label: Tenant, weight: 30}
-`)
-}
+`
 
 // ---------------------------------------------------------------- extension plugins
 
+// extPlugin writes extension plugin i (1-based) with ntasks deployment tasks.
 func (g *gen) extPlugin(i, ntasks int) {
 	name, role := PluginName(i), PluginRole(i)
 	dir := "plugins/" + name
@@ -705,7 +743,15 @@ releases:
 	g.dir(dir + "/repositories")
 	g.dir(dir + "/repositories/ubuntu")
 
-	b.Reset()
+	g.extData(i, dir)
+	g.extTasks(i, dir, ntasks)
+}
+
+// extData writes the role, volume, component and settings files of extension
+// plugin i.
+func (g *gen) extData(i int, dir string) {
+	name, role := PluginName(i), PluginRole(i)
+	var b bytes.Buffer
 	fmt.Fprintf(&b, `%s:
   name: 'Generated role %d'
   description: Runs the services of plugin %s.
@@ -780,8 +826,13 @@ volumes_roles_mapping:
 `, i, 50+i, i%250+1, name)
 	g.file(dir+"/environment_config.yaml", &b)
 
-	// deployment_tasks.yaml: the role's group, then tasks on it and on release tags.
-	b.Reset()
+}
+
+// extTasks writes deployment_tasks.yaml of extension plugin i: the role's group,
+// then ntasks-1 tasks on it and on release tags.
+func (g *gen) extTasks(i int, dir string, ntasks int) {
+	name, role := PluginName(i), PluginRole(i)
+	var b bytes.Buffer
 	fmt.Fprintf(&b, "# Tasks of %s; they join the release's default graph.\n", name)
 	grp := &task{id: role, typ: "group", version: "2.1.0", selKey: "roles", sel: []string{role},
 		requires: []string{"controller"}, requiredFor: []string{"deploy_end"}, tasks: []string{"hiera"},
@@ -811,7 +862,35 @@ type node struct {
 
 var computePattern = [][]string{{"compute"}, {"compute", "ceph-osd"}, {"compute"}, {"cinder"}, {"ceph-osd"}, {"compute", "cinder"}, {"compute"}, {"mongo"}}
 
+// clusterSpec is what a generated cluster file says.
+type clusterSpec struct {
+	i                   int
+	name                string
+	plugins, components []string
+	pluginIdx           []int // the plugins' numbers
+	storage             string
+	settings            [][2]string // dotted path, YAML value
+	nodes               []node
+}
+
+// cluster writes cluster i (1-based) with nnodes nodes, in YAML or HCL
+// (ClusterFile).
 func (g *gen) cluster(i, nnodes int) {
+	c := g.clusterChoices(i)
+	c.nodes = g.clusterNodes(c, nnodes)
+	var b bytes.Buffer
+	file := ClusterFile(i)
+	if strings.HasSuffix(file, ".hcl") {
+		c.writeHCL(&b)
+	} else {
+		c.writeYAML(&b)
+	}
+	g.file(file, &b)
+}
+
+// clusterChoices chooses cluster i's plugins (three, in turn), storage,
+// segmentation, components and settings.
+func (g *gen) clusterChoices(i int) *clusterSpec {
 	name := fmt.Sprintf("c-%02d", i)
 	ext := g.s.Plugins - 1
 	var plugins []string
@@ -842,7 +921,12 @@ func (g *gen) cluster(i, nnodes int) {
 	for _, p := range plugins {
 		settings = append(settings, [2]string{p + ".retention_days.value", fmt.Sprintf("'%d'", 7+g.rnd.IntN(90))})
 	}
+	return &clusterSpec{i: i, name: name, plugins: plugins, pluginIdx: pluginIdx, storage: storage, components: components, settings: settings}
+}
 
+// clusterNodes gives the cluster's nodes their roles: three controllers, one
+// node of each plugin's role, then computes, storage and a few mongo nodes.
+func (g *gen) clusterNodes(c *clusterSpec, nnodes int) []node {
 	nodes := make([]node, nnodes)
 	mongos := 0
 	for k := range nodes {
@@ -850,14 +934,14 @@ func (g *gen) cluster(i, nnodes int) {
 		switch {
 		case k < 3:
 			n.roles = []string{"controller"}
-		case k-3 < len(plugins):
-			n.roles = []string{PluginRole(pluginIdx[k-3])}
+		case k-3 < len(c.plugins):
+			n.roles = []string{PluginRole(c.pluginIdx[k-3])}
 		default:
 			n.roles = computePattern[g.rnd.IntN(len(computePattern))]
-			if storage == "storage:block:lvm" && slices.Contains(n.roles, "ceph-osd") {
+			if c.storage == "storage:block:lvm" && slices.Contains(n.roles, "ceph-osd") {
 				n.roles = []string{"compute", "cinder"}
 			}
-			if storage == "storage:block:ceph" && slices.Contains(n.roles, "cinder") {
+			if c.storage == "storage:block:ceph" && slices.Contains(n.roles, "cinder") {
 				n.roles = []string{"compute", "ceph-osd"}
 			}
 			if slices.Contains(n.roles, "mongo") {
@@ -873,58 +957,60 @@ func (g *gen) cluster(i, nnodes int) {
 		}
 		nodes[k] = n
 	}
+	return nodes
+}
 
-	var b bytes.Buffer
-	file := ClusterFile(i)
-	if strings.HasSuffix(file, ".hcl") {
-		fmt.Fprintf(&b, "# Generated cluster %d (HCL).\n\nlocals {\n  controller = [\"controller\"]\n}\n\n", i)
-		fmt.Fprintf(&b, "cluster %q {\n  release = %q\n  mode    = \"ha\"\n  plugins = %s\n\n  components = [\n", name, ReleaseVersion, hclList(plugins))
-		for _, c := range components {
-			fmt.Fprintf(&b, "    %q,\n", c)
+// writeHCL writes the cluster in HCL.
+func (c *clusterSpec) writeHCL(b *bytes.Buffer) {
+	fmt.Fprintf(b, "# Generated cluster %d (HCL).\n\nlocals {\n  controller = [\"controller\"]\n}\n\n", c.i)
+	fmt.Fprintf(b, "cluster %q {\n  release = %q\n  mode    = \"ha\"\n  plugins = %s\n\n  components = [\n", c.name, ReleaseVersion, hclList(c.plugins))
+	for _, comp := range c.components {
+		fmt.Fprintf(b, "    %q,\n", comp)
+	}
+	b.WriteString("  ]\n\n  settings = {\n")
+	width := 0
+	for _, s := range c.settings {
+		width = max(width, len(s[0])+2)
+	}
+	for _, s := range c.settings {
+		v := s[1]
+		if strings.HasPrefix(v, "'") {
+			v = `"` + strings.Trim(v, "'") + `"`
 		}
-		b.WriteString("  ]\n\n  settings = {\n")
-		width := 0
-		for _, s := range settings {
-			width = max(width, len(s[0])+2)
+		fmt.Fprintf(b, "    %-*s = %s\n", width, fmt.Sprintf("%q", s[0]), v)
+	}
+	b.WriteString("  }\n\n  tags = {\n    backup = { has_primary = false }\n  }\n")
+	for _, n := range c.nodes {
+		roles := hclList(n.roles)
+		if len(n.roles) == 1 && n.roles[0] == "controller" {
+			roles = "local.controller"
 		}
-		for _, s := range settings {
-			v := s[1]
-			if strings.HasPrefix(v, "'") {
-				v = `"` + strings.Trim(v, "'") + `"`
-			}
-			fmt.Fprintf(&b, "    %-*s = %s\n", width, fmt.Sprintf("%q", s[0]), v)
+		fmt.Fprintf(b, "\n  node %q {\n    id    = %d\n    roles = %s\n", n.name, n.id, roles)
+		if len(n.assign) > 0 {
+			fmt.Fprintf(b, "    tags {\n      assign = %s\n    }\n", hclList(n.assign))
 		}
-		b.WriteString("  }\n\n  tags = {\n    backup = { has_primary = false }\n  }\n")
-		for _, n := range nodes {
-			roles := hclList(n.roles)
-			if len(n.roles) == 1 && n.roles[0] == "controller" {
-				roles = "local.controller"
-			}
-			fmt.Fprintf(&b, "\n  node %q {\n    id    = %d\n    roles = %s\n", n.name, n.id, roles)
-			if len(n.assign) > 0 {
-				fmt.Fprintf(&b, "    tags {\n      assign = %s\n    }\n", hclList(n.assign))
-			}
-			b.WriteString("  }\n")
-		}
-		b.WriteString("}\n")
-	} else {
-		fmt.Fprintf(&b, "# Generated cluster %d.\ncluster: %s\nrelease: %s\nmode: ha\nplugins: %s\n\ncomponents:\n", i, name, ReleaseVersion, flow(plugins))
-		for _, c := range components {
-			fmt.Fprintf(&b, "  - %s\n", c)
-		}
-		b.WriteString("\nsettings:\n")
-		for _, s := range settings {
-			fmt.Fprintf(&b, "  %s: %s\n", s[0], s[1])
-		}
-		b.WriteString("\ntags:\n  backup: {has_primary: false}\n\nnodes:\n")
-		for _, n := range nodes {
-			fmt.Fprintf(&b, "  %s:\n    id: %d\n    roles: %s\n", n.name, n.id, flow(n.roles))
-			if len(n.assign) > 0 {
-				fmt.Fprintf(&b, "    tags: {assign: %s}\n", flow(n.assign))
-			}
+		b.WriteString("  }\n")
+	}
+	b.WriteString("}\n")
+}
+
+// writeYAML writes the cluster in YAML.
+func (c *clusterSpec) writeYAML(b *bytes.Buffer) {
+	fmt.Fprintf(b, "# Generated cluster %d.\ncluster: %s\nrelease: %s\nmode: ha\nplugins: %s\n\ncomponents:\n", c.i, c.name, ReleaseVersion, flow(c.plugins))
+	for _, comp := range c.components {
+		fmt.Fprintf(b, "  - %s\n", comp)
+	}
+	b.WriteString("\nsettings:\n")
+	for _, s := range c.settings {
+		fmt.Fprintf(b, "  %s: %s\n", s[0], s[1])
+	}
+	b.WriteString("\ntags:\n  backup: {has_primary: false}\n\nnodes:\n")
+	for _, n := range c.nodes {
+		fmt.Fprintf(b, "  %s:\n    id: %d\n    roles: %s\n", n.name, n.id, flow(n.roles))
+		if len(n.assign) > 0 {
+			fmt.Fprintf(b, "    tags: {assign: %s}\n", flow(n.assign))
 		}
 	}
-	g.file(file, &b)
 }
 
 // ---------------------------------------------------------------- disk

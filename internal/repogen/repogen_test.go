@@ -185,3 +185,39 @@ func TestHeavyRenders(t *testing.T) {
 		t.Errorf("post_deployment_start requires tasks of %d nodes of %d", len(nodes), len(r.Model.Cluster.Nodes))
 	}
 }
+
+// TestMitakaRenders: the real-data shape is valid at a small size: it loads
+// and renders with the example's own warnings only (those of its upstream
+// files), and has its four kinds of clusters with every example
+// plugin enabled in one, and nodes of several roles.
+func TestMitakaRenders(t *testing.T) {
+	fsys := Generate(Mitaka(60))
+	repo, diags := loader.Load(fsys, loader.Options{})
+	rs, more := render.Render(repo, render.Options{})
+	for _, d := range append(diags, more...) {
+		if d.Severity == hcl.DiagError || !strings.HasPrefix(d.Subject.Filename, "plugins/") {
+			t.Errorf("%s: %s", d.Subject, d.Summary)
+		}
+	}
+	if got := Count(repo, 0); got.Clusters != 4 || got.Nodes != 60 || len(rs) != 4 {
+		t.Fatalf("counts %+v, %d rendered", got, len(rs))
+	}
+	plugins := map[string]bool{}
+	multi := 0
+	for _, r := range rs {
+		for _, p := range r.Model.Plugins {
+			plugins[p.Plugin.Name] = true
+		}
+		for _, n := range r.Model.Cluster.Nodes {
+			if len(n.Roles) > 1 {
+				multi++
+			}
+		}
+	}
+	if len(plugins) != 4 {
+		t.Errorf("plugins enabled: %v, want the example's four", plugins)
+	}
+	if multi < 30 {
+		t.Errorf("%d nodes of several roles of 60", multi)
+	}
+}
