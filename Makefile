@@ -8,7 +8,7 @@ LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # (and the markdown parser they initialise at every start), which fuelsync
 # does not use: fuelsync version and shell completion start faster.
 TAGS      := urfave_cli_no_docs
-# fuelsync_testhooks builds the failpoints in (internal/failpoint: the store's
+# fuelsync_testhooks builds the failpoints in (base/failpoint: the store's
 # steps the kill tests kill or fail, FUELSYNC_FAILPOINTS, the render counts): the
 # tests run with it, a released binary (build) never has it.
 TESTTAGS  := fuelsync_testhooks
@@ -229,7 +229,7 @@ fuzz:
 	$(GO) test ./render -run '^$$' -fuzz '^FuzzParseNodeFile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./render -run '^$$' -fuzz '^FuzzPlainWord$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./render -run '^$$' -fuzz '^FuzzParseAddress$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/names -run '^$$' -fuzz '^FuzzValid$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./base/names -run '^$$' -fuzz '^FuzzValid$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzFile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzTruncateMiddle$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzUnified$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
@@ -238,10 +238,10 @@ fuzz:
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzScanNodeV2$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./server -run '^$$' -fuzz '^FuzzParsePush$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./state -run '^$$' -fuzz '^FuzzParseStateURL$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
-	$(GO) test ./state/etcdstate -run '^$$' -fuzz '^FuzzDecodeHeader$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
+	$(GO) test ./etcdstate -run '^$$' -fuzz '^FuzzDecodeHeader$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./capabilities -run '^$$' -fuzz '^FuzzParseTemplate$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./capabilities -run '^$$' -fuzz '^FuzzParseEnvironment$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
-	$(GO) test ./internal/safetext -run '^$$' -fuzz '^FuzzLine$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
+	$(GO) test ./base/safetext -run '^$$' -fuzz '^FuzzLine$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 
 # Benchmarks, including the large generated repository. Quote medians:
 #   make bench BENCHCOUNT=10 | tee bench.txt

@@ -16,7 +16,7 @@ import (
 
 	"github.com/fuelsync/fuelsync/agent/executor"
 	"github.com/fuelsync/fuelsync/api"
-	"github.com/fuelsync/fuelsync/internal/names"
+	"github.com/fuelsync/fuelsync/base/names"
 )
 
 // The agent's bounds and defaults.

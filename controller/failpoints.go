@@ -1,6 +1,6 @@
 package controller
 
-import "github.com/fuelsync/fuelsync/internal/failpoint"
+import "github.com/fuelsync/fuelsync/base/failpoint"
 
 // beforeShardCommit is the failpoint between a shard replica's plan (the set
 // written) and its commit to etcd, with the clusters it commits: tests pause

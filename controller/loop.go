@@ -14,8 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fuelsync/fuelsync/base/redact"
 	"github.com/fuelsync/fuelsync/diff"
-	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/render"

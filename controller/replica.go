@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fuelsync/fuelsync/internal/redact"
+	"github.com/fuelsync/fuelsync/base/redact"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/source"

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fuelsync/fuelsync/internal/redact"
+	"github.com/fuelsync/fuelsync/base/redact"
 	"github.com/fuelsync/fuelsync/state"
 )
 

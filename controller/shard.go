@@ -21,7 +21,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fuelsync/fuelsync/internal/redact"
+	"github.com/fuelsync/fuelsync/base/redact"
 	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/state"

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/fuelsync/fuelsync/internal/safetext"
+	"github.com/fuelsync/fuelsync/base/safetext"
 )
 
 // Colors are the ANSI sequences of the text output; the zero value prints none.

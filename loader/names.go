@@ -3,7 +3,7 @@ package loader
 import (
 	"fmt"
 
-	"github.com/fuelsync/fuelsync/internal/names"
+	"github.com/fuelsync/fuelsync/base/names"
 )
 
 // NamePattern is the pattern of every name from the repository that becomes a

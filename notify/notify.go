@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fuelsync/fuelsync/internal/safetext"
+	"github.com/fuelsync/fuelsync/base/safetext"
 )
 
 // Notifier sends events to its configuration's providers: Notify never

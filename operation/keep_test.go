@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/fuelsync/fuelsync/internal/failpoint"
+	"github.com/fuelsync/fuelsync/base/failpoint"
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/operation"
 )

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/fuelsync/fuelsync/internal/names"
+	"github.com/fuelsync/fuelsync/base/names"
 )
 
 // YAML is the format of the node files fuelsync writes, the only one an
@@ -45,7 +45,7 @@ func NodesDir(cluster string) string { return cluster + "/" + nodesSegment }
 func NodeDir(cluster, node string) string { return NodesDir(cluster) + "/" + node }
 
 // ParseAddress reads an artifact name of exactly the shape
-// <cluster>/nodes/<node>/<graph>.<format>, with valid names (internal/names;
+// <cluster>/nodes/<node>/<graph>.<format>, with valid names (base/names;
 // a graph's name may hold dots: the format follows the last one) and a
 // format ParseAddress knows. Anything else is an error.
 func ParseAddress(s string) (Address, error) {

@@ -11,7 +11,7 @@
 //
 // Reports are kept in the state backend beside the applied sets (Backend):
 // the work directory (Workdir: files under <workdir>/reports/, written
-// atomically) or etcd (state/etcdstate, under the prefix's .fuelsync/
+// atomically) or etcd (etcdstate, under the prefix's .fuelsync/
 // namespace): every node's last report and a bounded history (the last
 // HistoryKeep reports of each node, the last ReconcileKeep reconciles of each
 // cluster), the oldest dropped first. A Store holds the last report of every

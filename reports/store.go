@@ -48,7 +48,7 @@ type Reconcile struct {
 const MaxReconcileProblems = 5
 
 // Backend keeps the reports: the work directory's (Workdir) or etcd's
-// (state/etcdstate). Every name it is given is a name the loader accepts for
+// (etcdstate). Every name it is given is a name the loader accepts for
 // paths (loader.IsName); it refuses any other.
 type Backend interface {
 	// Put stores r as its node's newest report, numbering it (r.Seq): its

@@ -9,9 +9,9 @@ import (
 	"net/http"
 
 	"github.com/fuelsync/fuelsync/api"
+	"github.com/fuelsync/fuelsync/base/redact"
 	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/diff"
-	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/state"
 )

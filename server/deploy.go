@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/fuelsync/fuelsync/api"
+	"github.com/fuelsync/fuelsync/base/redact"
 	"github.com/fuelsync/fuelsync/controller"
-	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/reports"
 	"github.com/fuelsync/fuelsync/runs"

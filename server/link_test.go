@@ -5,6 +5,6 @@ package server_test
 // tests of package server run with both, as fuelsync-server does
 // (state.OpenEtcd, /metrics).
 import (
+	_ "github.com/fuelsync/fuelsync/etcdstate"
 	_ "github.com/fuelsync/fuelsync/server/prommetrics"
-	_ "github.com/fuelsync/fuelsync/state/etcdstate"
 )

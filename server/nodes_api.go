@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/fuelsync/fuelsync/internal/redact"
+	"github.com/fuelsync/fuelsync/base/redact"
 	"github.com/fuelsync/fuelsync/reports"
 )
 

@@ -12,8 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/fuelsync/fuelsync/internal/redact"
-	"github.com/fuelsync/fuelsync/internal/safetext"
+	"github.com/fuelsync/fuelsync/base/redact"
+	"github.com/fuelsync/fuelsync/base/safetext"
 	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/reports"
 	"github.com/fuelsync/fuelsync/state"

@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/fuelsync/fuelsync/api"
+	"github.com/fuelsync/fuelsync/base/redact"
 	"github.com/fuelsync/fuelsync/controller"
-	"github.com/fuelsync/fuelsync/internal/redact"
 	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/runs"
 )

@@ -19,9 +19,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/fuelsync/fuelsync/base/redact"
+	"github.com/fuelsync/fuelsync/base/safetext"
 	"github.com/fuelsync/fuelsync/controller"
-	"github.com/fuelsync/fuelsync/internal/redact"
-	"github.com/fuelsync/fuelsync/internal/safetext"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/notify"
 	"github.com/fuelsync/fuelsync/operation"

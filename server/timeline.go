@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/fuelsync/fuelsync/api"
-	"github.com/fuelsync/fuelsync/internal/safetext"
+	"github.com/fuelsync/fuelsync/base/safetext"
 )
 
 // A run's timeline (its page, /clusters/<c>/runs/<id>): a lane per node, a

@@ -21,7 +21,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
 
-	"github.com/fuelsync/fuelsync/internal/redact"
+	"github.com/fuelsync/fuelsync/base/redact"
 	"github.com/fuelsync/fuelsync/loader"
 )
 

@@ -4,7 +4,7 @@
 // describes them (State: the serial, the lineage, each cluster's record and
 // status), with the lock that serialises writers. The state and the lock live
 // in the work directory itself, or on a Backend (etcd, registered by
-// state/etcdstate); a Coordinator adds what serve's replicas share.
+// etcdstate); a Coordinator adds what serve's replicas share.
 //
 // Every change is atomic: Publish writes a new set with its state and switches
 // to both at once, so a crash at any instant leaves the previous complete state

@@ -2,7 +2,7 @@ package state
 
 // The state on etcd, as far as the core knows it: where it is (EtcdConfig,
 // from an etcd:// URL) and what a replica needs of it (Coordinator). The etcd
-// client itself lives in state/etcdstate, which registers itself with
+// client itself lives in etcdstate, which registers itself with
 // RegisterBackend: a program that does not link it (the fuelsync CLI, which
 // starts faster without etcd's client, gRPC and protobuf) reports
 // ErrBackendNotLinked, and the CLI hands the command to fuelsync-server.

@@ -1,6 +1,6 @@
 package state
 
-import "github.com/fuelsync/fuelsync/internal/failpoint"
+import "github.com/fuelsync/fuelsync/base/failpoint"
 
 // step is the failpoint before each step of Publish and Tidy that changes
 // the disk (every mkdir, file creation, fsync, rename, symlink and removal),

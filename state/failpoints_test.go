@@ -1,6 +1,6 @@
 package state
 
-import "github.com/fuelsync/fuelsync/internal/failpoint"
+import "github.com/fuelsync/fuelsync/base/failpoint"
 
 // onStep enables the failpoint before each step that changes the disk
 // (step): f is given the step's name, and its error is the step's.

@@ -7,9 +7,9 @@ package main
 import (
 	"os"
 
+	_ "github.com/fuelsync/fuelsync/etcdstate" // the state on etcd
 	"github.com/fuelsync/fuelsync/internal/cli"
 	_ "github.com/fuelsync/fuelsync/server/prommetrics" // serve's /metrics
-	_ "github.com/fuelsync/fuelsync/state/etcdstate"    // the state on etcd
 )
 
 // Set at build time with -ldflags "-X main.version=... -X main.commit=...".

@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
-	"github.com/fuelsync/fuelsync/internal/safetext"
+	"github.com/fuelsync/fuelsync/base/safetext"
 )
 
 // The build's version and commit: the mains' (set at build time with -ldflags

@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/fuelsync/fuelsync/internal/failpoint"
+	"github.com/fuelsync/fuelsync/base/failpoint"
 	"github.com/fuelsync/fuelsync/internal/repogen"
 	"github.com/fuelsync/fuelsync/internal/testenv"
 	"github.com/fuelsync/fuelsync/state"

@@ -17,8 +17,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/urfave/cli/v2"
 
+	"github.com/fuelsync/fuelsync/base/safetext"
 	"github.com/fuelsync/fuelsync/capabilities"
-	"github.com/fuelsync/fuelsync/internal/safetext"
 	"github.com/fuelsync/fuelsync/loader"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/fuelsync/fuelsync/api"
-	"github.com/fuelsync/fuelsync/internal/redact"
-	"github.com/fuelsync/fuelsync/internal/safetext"
+	"github.com/fuelsync/fuelsync/base/redact"
+	"github.com/fuelsync/fuelsync/base/safetext"
 )
 
 // deployCommand is fuelsync deploy: the deployment runs of a running serve.

@@ -10,8 +10,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/fuelsync/fuelsync/etcdstate"
 	"github.com/fuelsync/fuelsync/state"
-	"github.com/fuelsync/fuelsync/state/etcdstate"
 )
 
 // openEtcdState opens the state on etcd at url (a test's prefix) with the

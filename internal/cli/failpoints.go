@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"github.com/fuelsync/fuelsync/internal/failpoint"
+	"github.com/fuelsync/fuelsync/base/failpoint"
 	"github.com/fuelsync/fuelsync/operation"
 )
 

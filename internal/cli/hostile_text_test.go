@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fuelsync/fuelsync/internal/safetext"
+	"github.com/fuelsync/fuelsync/base/safetext"
 	"github.com/fuelsync/fuelsync/internal/testenv"
 )
 

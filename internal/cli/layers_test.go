@@ -22,7 +22,7 @@ var layers = [][]string{
 	{"server", "agent"},
 	{"controller", "server/taskgraph", "agent/executor"},
 	{"operation"},
-	{"operation/decide", "state/etcdstate", "runs/storetest"},
+	{"operation/decide", "etcdstate", "runs/storetest"},
 	{"runs", "reports"},
 	{"reports/health"},
 	{"source", "state", "scaffold", "notify"},
@@ -30,14 +30,14 @@ var layers = [][]string{
 	{"render"},
 	{"render/components", "render/selector", "capabilities"},
 	{"loader", "expr"},
-	{"api", "internal/names", "internal/redact", "internal/safetext", "internal/mapfs", "internal/failpoint"},
+	{"api", "base/names", "base/redact", "base/safetext", "base/failpoint"},
 }
 
 // tools are the packages of tests and builds (generators, fixtures, the
 // test report, the image and release builders, the tests of the shipped
 // units and examples): no package of the house imports one.
 var tools = []string{"deploy", "examples", "internal/benchutil", "internal/etcdtest", "internal/gittest", "internal/golden", "internal/image",
-	"internal/release", "internal/release/pack", "internal/repogen", "internal/testenv", "internal/testreport"}
+	"internal/mapfs", "internal/release", "internal/release/pack", "internal/repogen", "internal/testenv", "internal/testreport"}
 
 // TestPackagesPointOneWay: every package of the module is on a floor of
 // layers or among the tools, and imports nothing on its own floor or above

@@ -13,7 +13,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/fuelsync/fuelsync/internal/safetext"
+	"github.com/fuelsync/fuelsync/base/safetext"
 )
 
 // formatVersion is the version of every JSON document fuelsync prints.

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/fuelsync/fuelsync/api"
-	"github.com/fuelsync/fuelsync/internal/safetext"
+	"github.com/fuelsync/fuelsync/base/safetext"
 )
 
 // progress shows how far a run or a wait is. On a terminal (text output) it

@@ -21,8 +21,8 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/fuelsync/fuelsync/agent"
+	"github.com/fuelsync/fuelsync/etcdstate"
 	"github.com/fuelsync/fuelsync/server/prommetrics"
-	"github.com/fuelsync/fuelsync/state/etcdstate"
 )
 
 // The tests run the whole CLI, as fuelsync-server links it: the etcd backend

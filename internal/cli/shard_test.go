@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fuelsync/fuelsync/base/failpoint"
 	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
-	"github.com/fuelsync/fuelsync/internal/failpoint"
 	"github.com/fuelsync/fuelsync/internal/repogen"
 	"github.com/fuelsync/fuelsync/state"
 )

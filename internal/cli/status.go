@@ -14,9 +14,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/fuelsync/fuelsync/base/redact"
+	"github.com/fuelsync/fuelsync/base/safetext"
 	"github.com/fuelsync/fuelsync/diff"
-	"github.com/fuelsync/fuelsync/internal/redact"
-	"github.com/fuelsync/fuelsync/internal/safetext"
 	"github.com/fuelsync/fuelsync/loader"
 	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/reports"

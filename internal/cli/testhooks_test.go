@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/fuelsync/fuelsync/internal/failpoint"
+	"github.com/fuelsync/fuelsync/base/failpoint"
 	"github.com/fuelsync/fuelsync/internal/testenv"
 	"github.com/fuelsync/fuelsync/state"
 )
@@ -64,7 +64,7 @@ func TestReleasedBuildHasNoTestHooks(t *testing.T) {
 	// What only the hooks bring: the failpoint package (its Inject is a
 	// no-op the compiler inlines away, its Enable and Disable are not
 	// linked), the render failpoints' callbacks.
-	for _, sym := range []string{"internal/failpoint.", "cli.renderFailpoints.func"} {
+	for _, sym := range []string{"base/failpoint.", "cli.renderFailpoints.func"} {
 		if bytes.Contains(nm, []byte(sym)) {
 			t.Errorf("the released binary has the symbol %s", sym)
 		}

@@ -10,8 +10,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/fuelsync/fuelsync/api"
-	"github.com/fuelsync/fuelsync/internal/redact"
-	"github.com/fuelsync/fuelsync/internal/safetext"
+	"github.com/fuelsync/fuelsync/base/redact"
+	"github.com/fuelsync/fuelsync/base/safetext"
 	"github.com/fuelsync/fuelsync/reports"
 	"github.com/fuelsync/fuelsync/server"
 	"github.com/fuelsync/fuelsync/state"

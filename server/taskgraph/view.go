@@ -21,7 +21,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/fuelsync/fuelsync/internal/safetext"
+	"github.com/fuelsync/fuelsync/base/safetext"
 )
 
 // Graph is what the picture needs of a node's expanded view.

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fuelsync/fuelsync/base/failpoint"
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
-	"github.com/fuelsync/fuelsync/internal/failpoint"
 	"github.com/fuelsync/fuelsync/state"
 )
 

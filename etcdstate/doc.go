@@ -5,7 +5,7 @@
 // fuelsync-server binary links it, and registers it with package state from
 // this package's init:
 //
-//	import _ "github.com/fuelsync/fuelsync/state/etcdstate"
+//	import _ "github.com/fuelsync/fuelsync/etcdstate"
 //
 // after which state.OpenEtcd opens it. The rest of fuelsync knows the backend
 // only through its interfaces, state.Backend and state.Coordinator.
