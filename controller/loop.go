@@ -423,15 +423,19 @@ func (l *Loop) reconcile(ctx context.Context) (operation.Outcome, string, *diff.
 	// 3. The operation plan and apply run: validate, render what changed,
 	// plan, lock, apply (a commit that changes no input of the applied set
 	// is reconciled without loading or rendering).
-	req := operation.Request{Revision: rev, Apply: !l.DryRun, Lock: "reconcile", LockTimeout: time.Minute}
+	req := operation.Request{Revision: rev, Lock: "reconcile", LockTimeout: time.Minute}
 	if o, ok := l.currentStrategy().(owner); ok {
 		req.Owns = o.owns
 	}
-	res, err := l.operation().Run(ctx, req)
+	run := l.operation().Apply
+	if l.DryRun {
+		run = l.operation().Plan
+	}
+	res, err := run(ctx, req)
 	if err == nil && res.Repo == nil && !l.holdsModel(res.Plan.InputFiles) {
 		// Nothing to do, but the status wants the model of these inputs.
 		req.Full = true
-		res, err = l.operation().Run(ctx, req)
+		res, err = run(ctx, req)
 	}
 	var cs *diff.ChangeSet
 	if res.Plan != nil {
@@ -697,7 +701,7 @@ func (l *Loop) applyApproved(ctx context.Context, a approval) (*operation.Result
 	if err != nil {
 		return nil, err
 	}
-	return l.operation().Run(ctx, operation.Request{Revision: rev, Targets: []string{a.cluster}, Apply: true, Approve: &a.plan, Lock: "approve", LockTimeout: time.Minute})
+	return l.operation().Approve(ctx, operation.Request{Revision: rev, Lock: "approve", LockTimeout: time.Minute}, a.cluster, &a.plan)
 }
 
 // noteApplied records when the clusters res applied were applied.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -131,7 +132,7 @@ func (e *opEnv) plan(args opArgs) error {
 		return err
 	}
 	v := newPlanView(e.g)
-	res, err := e.operation(src).Run(e.c.Context, e.request(src, args))
+	res, err := e.operation(src).Plan(e.c.Context, e.request(src, args))
 	if err != nil {
 		return e.opError(res, src, err)
 	}
@@ -179,10 +180,12 @@ func (e *opEnv) apply(args opArgs) error {
 	v := newPlanView(e.g)
 	op := e.operation(src)
 	req := e.request(src, args)
-	req.Apply = true
+	run := op.Apply
 	shown := false
 	if saved != nil {
-		req.Saved, req.SavedName = saved, args.planFile
+		run = func(ctx context.Context, req operation.Request) (*operation.Result, error) {
+			return op.ApplySaved(ctx, req, saved, args.planFile)
+		}
 		op.OpenRevision = nil // its causes were shown when it was made
 	} else {
 		req.Ask = args.ask // asked before the lock is taken
@@ -204,7 +207,7 @@ func (e *opEnv) apply(args opArgs) error {
 			return confirm(e.stdout, "\nApply these changes to "+target+"? Only 'yes' is accepted: ")
 		}
 	}
-	res, err := op.Run(e.c.Context, req)
+	res, err := run(e.c.Context, req)
 	if res != nil {
 		for _, w := range res.Warnings {
 			warnf(e.stderr, e.g, "%s", w)
