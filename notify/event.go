@@ -10,9 +10,6 @@
 package notify
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"time"
 )
 
@@ -73,13 +70,3 @@ type Event struct {
 	Path string `json:"-"`
 }
 
-// Sign is the X-Fuelsync-Signature of a body sent at Unix time stamp (the
-// X-Fuelsync-Timestamp): "sha256=" and the hex HMAC-SHA256, under secret, of
-// the timestamp, a dot and the body, so that a receiver can refuse a replay
-// outside a window. serve's /hooks/generic checks the same signature.
-func Sign(secret []byte, stamp string, body []byte) string {
-	mac := hmac.New(sha256.New, secret)
-	mac.Write([]byte(stamp + "."))
-	mac.Write(body)
-	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
-}

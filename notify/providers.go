@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fuelsync/fuelsync/api"
 )
 
 // MaxResponse bounds what is read of a receiver's answer (the rest is left
@@ -43,7 +45,7 @@ func (n *Notifier) postWebhook(ctx context.Context, p *Provider, e *Event) error
 		// replay window however long the retries took.
 		stamp := strconv.FormatInt(time.Now().Unix(), 10)
 		h.Set(HeaderTimestamp, stamp)
-		h.Set(HeaderSignature, Sign(p.Secret, stamp, body))
+		h.Set(HeaderSignature, api.Sign(p.Secret, stamp, body)) // as serve checks a generic delivery
 	}
 	return n.post(ctx, p, body, h)
 }

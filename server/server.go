@@ -19,11 +19,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/fuelsync/fuelsync/api"
 	"github.com/fuelsync/fuelsync/base/redact"
 	"github.com/fuelsync/fuelsync/base/safetext"
 	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/loader"
-	"github.com/fuelsync/fuelsync/notify"
 	"github.com/fuelsync/fuelsync/operation"
 	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/reports"
@@ -522,14 +522,6 @@ func checkTimestamp(stamp string, now time.Time) error {
 	return nil
 }
 
-// SignGeneric is the X-Fuelsync-Signature of a generic delivery: the HMAC-SHA256
-// of the timestamp (X-Fuelsync-Timestamp, Unix seconds), a dot, and the body, so
-// that a captured delivery cannot be replayed outside ReplayWindow.
-// It is notify.Sign: serve's notifications are signed the same way.
-func SignGeneric(secret []byte, stamp string, body []byte) string {
-	return notify.Sign(secret, stamp, body)
-}
-
 // authentic checks the delivery's signature (or token) against the secret, in
 // constant time. An empty secret authenticates nothing.
 func (s *Server) authentic(provider string, h http.Header, stamp string, body []byte) bool {
@@ -543,7 +535,7 @@ func (s *Server) authentic(provider string, h http.Header, stamp string, body []
 	case "github":
 		return hmac.Equal([]byte(h.Get("X-Hub-Signature-256")), []byte("sha256="+sum))
 	case "generic":
-		return hmac.Equal([]byte(h.Get("X-Fuelsync-Signature")), []byte(SignGeneric(s.Secret, stamp, body)))
+		return hmac.Equal([]byte(h.Get("X-Fuelsync-Signature")), []byte(api.Sign(s.Secret, stamp, body)))
 	case "gitea":
 		return hmac.Equal([]byte(h.Get("X-Gitea-Signature")), []byte(sum))
 	case "gitlab":

@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/fuelsync/fuelsync/api"
 	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/internal/testenv"
@@ -43,7 +44,7 @@ func sign(secret, body []byte) string {
 // genericHeaders sign a generic delivery of body made at t.
 func genericHeaders(secret []byte, t time.Time, body []byte) map[string]string {
 	stamp := strconv.FormatInt(t.Unix(), 10)
-	return map[string]string{"X-Fuelsync-Timestamp": stamp, "X-Fuelsync-Signature": SignGeneric(secret, stamp, body)}
+	return map[string]string{"X-Fuelsync-Timestamp": stamp, "X-Fuelsync-Signature": api.Sign(secret, stamp, body)}
 }
 
 // TestServe runs the loop and the server on loopback against a real remote (a bare

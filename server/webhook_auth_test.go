@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/fuelsync/fuelsync/api"
 	"github.com/fuelsync/fuelsync/controller"
 	"io"
 	"net/http"
@@ -75,17 +76,17 @@ func TestWebhookAuthentication(t *testing.T) {
 			{"the secret as a token", map[string]string{"X-Gitea-Signature": string(secret)}, nil, 401, ""},
 		},
 		"generic": {
-			{"signed", map[string]string{"X-Fuelsync-Timestamp": now, "X-Fuelsync-Signature": SignGeneric(secret, now, body)}, nil, 202, ""},
+			{"signed", map[string]string{"X-Fuelsync-Timestamp": now, "X-Fuelsync-Signature": api.Sign(secret, now, body)}, nil, 202, ""},
 			{"no signature header", map[string]string{"X-Fuelsync-Timestamp": now}, nil, 401, ""},
 			{"no signature header, and a body over the limit", map[string]string{"X-Fuelsync-Timestamp": now}, big, 401, ""},
-			{"no timestamp", map[string]string{"X-Fuelsync-Signature": SignGeneric(secret, now, body)}, nil, 401, "X-Fuelsync-Timestamp"},
-			{"another secret", map[string]string{"X-Fuelsync-Timestamp": now, "X-Fuelsync-Signature": SignGeneric([]byte("wrong"), now, body)}, nil, 401, ""},
-			{"the signature of another body", map[string]string{"X-Fuelsync-Timestamp": now, "X-Fuelsync-Signature": SignGeneric(secret, now, other)}, nil, 401, ""},
+			{"no timestamp", map[string]string{"X-Fuelsync-Signature": api.Sign(secret, now, body)}, nil, 401, "X-Fuelsync-Timestamp"},
+			{"another secret", map[string]string{"X-Fuelsync-Timestamp": now, "X-Fuelsync-Signature": api.Sign([]byte("wrong"), now, body)}, nil, 401, ""},
+			{"the signature of another body", map[string]string{"X-Fuelsync-Timestamp": now, "X-Fuelsync-Signature": api.Sign(secret, now, other)}, nil, 401, ""},
 			{"the body signed without the timestamp", map[string]string{"X-Fuelsync-Timestamp": now, "X-Fuelsync-Signature": "sha256=" + hexMAC(secret, body)}, nil, 401, ""},
-			{"another timestamp than the signed one", map[string]string{"X-Fuelsync-Timestamp": strconv.FormatInt(time.Now().Unix()-1, 10), "X-Fuelsync-Signature": SignGeneric(secret, now, body)}, nil, 401, ""},
-			{"signed, before the replay window", map[string]string{"X-Fuelsync-Timestamp": old, "X-Fuelsync-Signature": SignGeneric(secret, old, body)}, nil, 401, "X-Fuelsync-Timestamp"},
-			{"signed, after the replay window", map[string]string{"X-Fuelsync-Timestamp": soon, "X-Fuelsync-Signature": SignGeneric(secret, soon, body)}, nil, 401, "X-Fuelsync-Timestamp"},
-			{"a timestamp that is not a number", map[string]string{"X-Fuelsync-Timestamp": "now", "X-Fuelsync-Signature": SignGeneric(secret, "now", body)}, nil, 401, "X-Fuelsync-Timestamp"},
+			{"another timestamp than the signed one", map[string]string{"X-Fuelsync-Timestamp": strconv.FormatInt(time.Now().Unix()-1, 10), "X-Fuelsync-Signature": api.Sign(secret, now, body)}, nil, 401, ""},
+			{"signed, before the replay window", map[string]string{"X-Fuelsync-Timestamp": old, "X-Fuelsync-Signature": api.Sign(secret, old, body)}, nil, 401, "X-Fuelsync-Timestamp"},
+			{"signed, after the replay window", map[string]string{"X-Fuelsync-Timestamp": soon, "X-Fuelsync-Signature": api.Sign(secret, soon, body)}, nil, 401, "X-Fuelsync-Timestamp"},
+			{"a timestamp that is not a number", map[string]string{"X-Fuelsync-Timestamp": "now", "X-Fuelsync-Signature": api.Sign(secret, "now", body)}, nil, 401, "X-Fuelsync-Timestamp"},
 		},
 	}
 

@@ -168,9 +168,9 @@ func newDeployer(c *cli.Context, stdout, stderr io.Writer) (*deployer, error) {
 // with the bearer token of --api-token-file when given: the one client of
 // every command that asks a running serve (deploy, wait, status, approve).
 func serveClient(c *cli.Context, server string) (*api.Client, error) {
-	u, err := url.Parse(server)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, &exitError{code: 1, msg: "--server: want serve's http:// or https:// URL"}
+	u, err := serveURL("--server", server)
+	if err != nil {
+		return nil, err
 	}
 	client := &api.Client{Base: u}
 	if f := c.String("api-token-file"); f != "" {
@@ -181,6 +181,15 @@ func serveClient(c *cli.Context, server string) (*api.Client, error) {
 		client.Token = strings.TrimSpace(string(data))
 	}
 	return client, nil
+}
+
+// serveURL is serve's URL s, given by flag: http:// or https://, with a host.
+func serveURL(flag, s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, &exitError{code: 1, msg: flag + ": want serve's http:// or https:// URL"}
+	}
+	return u, nil
 }
 
 func (d *deployer) fail(what string, err error) error {

@@ -1,20 +1,13 @@
 package cli
 
 import (
-	"bytes"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/fuelsync/fuelsync/server"
+	"github.com/fuelsync/fuelsync/api"
+	"github.com/fuelsync/fuelsync/base/redact"
 )
 
 func triggerCommand(stdout, stderr io.Writer) *cli.Command {
@@ -42,40 +35,29 @@ func triggerCommand(stdout, stderr io.Writer) *cli.Command {
 			if err != nil {
 				return err
 			}
-			body, _ := json.Marshal(map[string]string{"ref": c.String("ref")})
-			stamp := strconv.FormatInt(time.Now().Unix(), 10)
-			id := make([]byte, 8)
-			_, _ = rand.Read(id)
-			req, err := http.NewRequestWithContext(c.Context, http.MethodPost, strings.TrimRight(c.String("url"), "/")+"/hooks/generic", bytes.NewReader(body))
+			u, err := serveURL("--url", c.String("url"))
 			if err != nil {
-				return &exitError{code: 1, msg: err.Error()}
+				return err
 			}
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("X-Fuelsync-Timestamp", stamp)
-			req.Header.Set("X-Fuelsync-Signature", server.SignGeneric(secret, stamp, body))
-			req.Header.Set("X-Fuelsync-Delivery", hex.EncodeToString(id))
-			resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+			d, err := (&api.Client{Base: u}).Trigger(c.Context, secret, c.String("ref"))
 			if err != nil {
-				return &exitError{code: 1, msg: err.Error()}
+				return &exitError{code: 1, msg: redact.Text(err.Error())}
 			}
-			defer resp.Body.Close()
-			text, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-			accepted := resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusOK
 			if g.format == formatJSON {
-				if err := writeJSON(stdout, map[string]any{"format_version": formatVersion, "accepted": accepted,
-					"status": resp.StatusCode, "response": strings.TrimSpace(string(text)), "delivery": hex.EncodeToString(id)}); err != nil {
+				if err := writeJSON(stdout, map[string]any{"format_version": formatVersion, "accepted": d.Accepted(),
+					"status": d.Code, "response": d.Response, "delivery": d.ID}); err != nil {
 					return err
 				}
-				if !accepted {
+				if !d.Accepted() {
 					return exitCode(1)
 				}
 				return nil
 			}
-			if !accepted {
-				return &exitError{code: 1, msg: fmt.Sprintf("%s: %s", resp.Status, strings.TrimSpace(string(text)))}
+			if !d.Accepted() {
+				return &exitError{code: 1, msg: fmt.Sprintf("%s: %s", d.Status, d.Response)}
 			}
 			if !g.quiet {
-				fmt.Fprintf(stdout, "%s: %s\n", resp.Status, strings.TrimSpace(string(text)))
+				fmt.Fprintf(stdout, "%s: %s\n", d.Status, d.Response)
 			}
 			return nil
 		},
