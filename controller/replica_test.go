@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fuelsync/fuelsync/api"
 	"github.com/fuelsync/fuelsync/controller"
 	"github.com/fuelsync/fuelsync/internal/etcdtest"
 	"github.com/fuelsync/fuelsync/internal/gittest"
@@ -232,7 +233,7 @@ func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 	body := []byte(`{"ref":"refs/heads/master","after":"` + second + `"}`)
 	req, _ := http.NewRequest(http.MethodPost, follower.base+"/hooks/generic", bytes.NewReader(body))
 	stamp := strconv.FormatInt(time.Now().Unix(), 10)
-	for k, v := range map[string]string{"X-Fuelsync-Timestamp": stamp, "X-Fuelsync-Signature": server.SignGeneric(secret, stamp, body)} {
+	for k, v := range map[string]string{"X-Fuelsync-Timestamp": stamp, "X-Fuelsync-Signature": api.Sign(secret, stamp, body)} {
 		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
