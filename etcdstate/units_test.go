@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -55,7 +56,10 @@ func storedParts(t *testing.T, e *Etcd) map[string]bool {
 // unit per cluster. Above maxUnits clusters, they share buckets, and the
 // header stays under its bound.
 func TestEtcdUnitsRoundTrip(t *testing.T) {
-	c := etcdtest.Start(t, 1)
+	// Slow elections and a long request timeout: a commit of 1,200 clusters
+	// on a loaded machine once passed etcd's own request timeout (5 s and
+	// two election timeouts); this test is of what reads back, not of time.
+	c := etcdtest.StartWith(t, 1, "--election-timeout", "2500")
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name            string
@@ -68,6 +72,7 @@ func TestEtcdUnitsRoundTrip(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			prefix := "rt-" + strconv.Itoa(tc.clusters)
 			w, r := etcdAt(t, c, prefix), etcdAt(t, c, prefix)
+			w.cfg.Timeout, r.cfg.Timeout = 30*time.Second, 30*time.Second
 			st := fleetState("lin", 1, tc.clusters, tc.nodes)
 			st.Artifacts["ghost/x.yaml"] = strings.Repeat("1", 64) // of no cluster
 			st.Artifacts["top.yaml"] = strings.Repeat("2", 64)
