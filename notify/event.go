@@ -69,4 +69,3 @@ type Event struct {
 	URL  string `json:"url,omitempty"`
 	Path string `json:"-"`
 }
-
