@@ -116,10 +116,11 @@ func (s *Server) autoDeploy(ctx context.Context) {
 	if err != nil || st.Serial == 0 {
 		return
 	}
-	repo, _ := s.Loop.Model()
+	repo, rev := s.Loop.Model()
 	if repo == nil {
 		return
 	}
+	defer s.autoDone.Store(autoPass{st.Serial, rev})
 	for _, cluster := range slices.Sorted(maps.Keys(st.Clusters)) {
 		c := repo.Cluster(cluster)
 		if c == nil || repo.DeployPolicy(c, "auto") != "auto" || s.Runs.Busy(cluster) {

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -95,6 +96,7 @@ type Server struct {
 	notes *notifications
 
 	autoMu   sync.Mutex    // one autoDeploy at a time
+	autoDone atomic.Value  // the autoPass of autoDeploy's last whole pass
 	autoKick chan struct{} // asks for autoDeploy (after an apply)
 
 	keptMu sync.Mutex
@@ -169,7 +171,17 @@ func New(loop *controller.Loop, secret []byte) *Server {
 // request that read the new state earlier kicked them before the model).
 func (s *Server) reconciled(st *state.State) {
 	s.observe(st)
-	s.kickAutoDeploy()
+	_, rev := s.Loop.Model()
+	if done, _ := s.autoDone.Load().(autoPass); done != (autoPass{st.Serial, rev}) {
+		s.kickAutoDeploy()
+	}
+}
+
+// autoPass is what a pass of autoDeploy decided with: the applied serial and
+// the revision of the loop's model.
+type autoPass struct {
+	serial int64
+	rev    string
 }
 
 // Handler routes the server's endpoints.
