@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -48,19 +46,9 @@ func largeRepo(b *testing.B) (fstest.MapFS, [][]byte, int64) {
 			large.err = fmt.Sprintf("the generated repository loads as %+v, want %+v", got, largeSpec)
 			return
 		}
-		var names []string
-		for name, f := range fsys {
-			switch path.Ext(name) {
-			case ".yaml", ".yml", ".json":
-				if f.Mode.IsRegular() {
-					names = append(names, name)
-				}
-			}
-		}
-		slices.Sort(names)
-		for _, name := range names {
-			large.yaml = append(large.yaml, fsys[name].Data)
-			large.bytes += int64(len(fsys[name].Data))
+		large.yaml = benchutil.YAMLInputs(fsys)
+		for _, data := range large.yaml {
+			large.bytes += int64(len(data))
 		}
 		large.fsys = fsys
 	})

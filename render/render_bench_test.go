@@ -407,7 +407,7 @@ const floorChunkBytes = 32 << 20
 func newRenderFloor(b *testing.B, fsys fstest.MapFS, rs []*render.Rendered) *renderFloor {
 	b.Helper()
 	fl := &renderFloor{outDir: b.TempDir(), workers: runtime.GOMAXPROCS(0)}
-	fl.inputs = yamlInputs(fsys)
+	fl.inputs = benchutil.YAMLInputs(fsys)
 	for _, in := range fl.inputs {
 		fl.inMB += float64(len(in)) / mb
 	}
@@ -675,26 +675,6 @@ const (
 	renderFloorGoalNodes = 2000
 )
 
-// yamlInputs is the YAML (and JSON) of fsys, the input the floor decodes: every
-// file the loader decodes with yaml.v3 (the HCL cluster files aside).
-func yamlInputs(fsys fstest.MapFS) [][]byte {
-	var names []string
-	for name, f := range fsys {
-		switch path.Ext(name) {
-		case ".yaml", ".yml", ".json":
-			if f.Mode.IsRegular() {
-				names = append(names, name)
-			}
-		}
-	}
-	slices.Sort(names)
-	files := make([][]byte, len(names))
-	for i, name := range names {
-		files[i] = fsys[name].Data
-	}
-	return files
-}
-
 // decodeFloor decodes the input again and again for at least floorMinTime and
 // floorMinCPU of the process's CPU time, so that a floor of a few milliseconds
 // is measured to well under a percent, its CPU time (in 10 ms ticks) to about
@@ -816,7 +796,7 @@ func BenchmarkRenderShapes(b *testing.B) {
 		for _, sh := range renderShapes {
 			b.Run(fmt.Sprintf("shape=%s/nodes=%d", sh.name, nodes), func(b *testing.B) {
 				fsys := repogen.Generate(sh.spec(nodes))
-				inputs := yamlInputs(fsys)
+				inputs := benchutil.YAMLInputs(fsys)
 				var runs []shapeRun
 				for b.Loop() {
 					runs = append(runs, runShape(b, fsys, inputs))
@@ -879,7 +859,7 @@ func TestRenderWithinYAMLFloor(t *testing.T) {
 	for _, sh := range renderShapes {
 		t.Run(sh.name, func(t *testing.T) {
 			fsys := repogen.Generate(sh.spec(200))
-			inputs := yamlInputs(fsys)
+			inputs := benchutil.YAMLInputs(fsys)
 			var cpu, wall []float64
 			for range 3 {
 				r := runShape(t, fsys, inputs)

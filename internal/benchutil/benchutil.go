@@ -5,9 +5,11 @@ package benchutil
 import (
 	"bytes"
 	"os"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
+	"testing/fstest"
 	"time"
 )
 
@@ -47,4 +49,25 @@ func ProcessCPU() (time.Duration, bool) {
 	}
 	const ticksPerSecond = 100 // USER_HZ, fixed at 100 in the Linux ABI
 	return time.Duration(ut+st) * time.Second / ticksPerSecond, true
+}
+
+// YAMLInputs is the YAML (and JSON) of fsys in the order of their names:
+// every file the loader decodes with yaml.v3 (HCL files aside), the input a
+// benchmark's decode floor decodes.
+func YAMLInputs(fsys fstest.MapFS) [][]byte {
+	var names []string
+	for name, f := range fsys {
+		switch path.Ext(name) {
+		case ".yaml", ".yml", ".json":
+			if f.Mode.IsRegular() {
+				names = append(names, name)
+			}
+		}
+	}
+	slices.Sort(names)
+	files := make([][]byte, len(names))
+	for i, name := range names {
+		files[i] = fsys[name].Data
+	}
+	return files
 }
