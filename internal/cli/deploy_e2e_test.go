@@ -22,7 +22,8 @@ import (
 // failure reaches the primary controller (critical) or not by when it came,
 // as in astute: a failed node's pending tasks end dep_failed, and node-1
 // waits for some of node-2's and node-3's post-deployment tasks; those
-// cases check the verdict against the critical nodes that failed.
+// cases check the verdict and the stop against the critical nodes that
+// failed.
 func TestDeployHA7(t *testing.T) {
 	cases := []struct {
 		name        string
@@ -54,12 +55,15 @@ func TestDeployHA7(t *testing.T) {
 			checkRunOrder(t, run, calls)
 			checkConcurrency(t, h, run, calls, 3)
 			checkDepFailed(t, run, c.fail)
-			if stopped := run.Reason != ""; stopped != c.stopped {
-				t.Errorf("stopped %v (%q), want %v", stopped, run.Reason, c.stopped)
-			}
-			failed := c.failed
+			failed, stops := c.failed, c.stopped
 			if c.byOrder {
+				// A critical node that failed (dep_failed by the order)
+				// stops the run too: its group tolerates none.
 				failed = criticalFailed(run)
+				stops = stops || failed
+			}
+			if stopped := run.Reason != ""; stopped != stops {
+				t.Errorf("stopped %v (%q), want %v", stopped, run.Reason, stops)
 			}
 			if (run.Status == api.RunFailed) != failed {
 				t.Errorf("the run %s, want failed %v", run.Status, failed)
