@@ -11,9 +11,9 @@ package etcdstate
 //
 // A commit compares each cluster unit of the state it writes with the unit of
 // the same key in the header it replaces (one whose parts that header names),
-// record by record and file by file, exactly: equal, it names that unit again,
-// without encoding it; otherwise (or when unsure: a unit not cut as splitState
-// cuts them) it encodes it as before. Nothing is compared by a fingerprint.
+// record by record and file by file, exactly (nil and empty told apart): equal,
+// it names that unit again, without encoding it; otherwise it encodes it as
+// before. Nothing is compared by a fingerprint.
 
 import (
 	"encoding/json"
@@ -31,15 +31,14 @@ type cachedUnit struct {
 	// plainSize and sum are its JSON's size and sha256.
 	plainSize int64
 	sum       [32]byte
-	// rest is the JSON of a rest unit (nil for a cluster unit).
+	// rest is the JSON of a rest unit (nil for a cluster unit); a read
+	// parses it again (it is small: it holds no cluster a repository can
+	// name).
 	rest []byte
 	// doc is a cluster unit, decoded and checked as the unit key (the
 	// clusters, artifacts and inputs it holds are all key's).
 	doc *unitDoc
 	key string
-	// whole says each artifact and input doc holds is of a cluster doc
-	// holds, as splitState cuts units: only then may a commit compare it.
-	whole bool
 }
 
 // restID is the cache's key for the rest unit of id (a rest and a cluster
@@ -73,31 +72,24 @@ func (cu *cachedUnit) asKey(k string) (*cachedUnit, error) {
 		}
 		return cluster == k
 	}
-	doc, whole := cu.doc, true
+	doc := cu.doc
 	for name := range doc.Clusters {
 		if !mine(name) {
 			return nil, fmt.Errorf("its unit %q holds cluster %q", k, name)
 		}
 	}
 	for p := range doc.Artifacts {
-		c := state.ClusterOf(p)
-		if !mine(c) {
+		if !mine(state.ClusterOf(p)) {
 			return nil, fmt.Errorf("its unit %q holds the artifact %q", k, p)
-		}
-		if _, ok := doc.Clusters[c]; !ok {
-			whole = false
 		}
 	}
 	for c := range doc.ClusterInputs {
 		if !mine(c) {
 			return nil, fmt.Errorf("its unit %q holds the cluster_inputs of %q", k, c)
 		}
-		if _, ok := doc.Clusters[c]; !ok {
-			whole = false
-		}
 	}
 	out := *cu
-	out.key, out.whole = k, whole
+	out.key = k
 	return &out, nil
 }
 
@@ -209,7 +201,8 @@ func cloneCluster(cs *state.ClusterState) *state.ClusterState {
 }
 
 // sameCluster says a and b are equal in every field, so that they encode to
-// the same JSON: nil and empty told apart. (TestSameClusterEveryField fails
+// the same JSON: nil and empty told apart where JSON tells them apart (not
+// the problems: "omitempty"). (TestSameClusterEveryField fails
 // when a field is added to state.ClusterState, NodeState or Pending that it
 // does not compare.)
 func sameCluster(a, b *state.ClusterState) bool {
@@ -217,7 +210,7 @@ func sameCluster(a, b *state.ClusterState) bool {
 		return a == b
 	}
 	if a.Revision != b.Revision || a.Serial != b.Serial || a.Status != b.Status || a.File != b.File ||
-		(a.Problems == nil) != (b.Problems == nil) || !slices.Equal(a.Problems, b.Problems) ||
+		!slices.Equal(a.Problems, b.Problems) ||
 		(a.Pending == nil) != (b.Pending == nil) || a.Pending != nil && *a.Pending != *b.Pending ||
 		(a.Primary == nil) != (b.Primary == nil) || !maps.Equal(a.Primary, b.Primary) ||
 		(a.Nodes == nil) != (b.Nodes == nil) || len(a.Nodes) != len(b.Nodes) {

@@ -154,37 +154,28 @@ type keptUnit struct {
 }
 
 // prior is what a commit may keep of the header it replaces: its cluster
-// units by key (to compare, unitcache.go), and every unit by its JSON's
-// sha256 (a unit encoded to the same bytes).
+// units, decoded, by key (to compare, unitcache.go).
 type prior struct {
 	byKey map[string]keptUnit
-	bySum map[[32]byte]keptUnit
 }
 
-// prior returns the cached units whose parts are all in known (the digests
-// the header being replaced names).
+// prior returns the cached cluster units whose parts are all in known (the
+// digests the header being replaced names).
 func (c *partCache) prior(known map[string]bool) *prior {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	pr := &prior{byKey: map[string]keptUnit{}, bySum: map[[32]byte]keptUnit{}}
-	if len(known) == 0 {
-		return pr
-	}
-	named := func(u etcdUnit) bool {
-		for _, p := range u.Parts {
-			if !known[p] {
-				return false
-			}
-		}
-		return true
-	}
-	if cu := c.units[restID(c.rest.id())]; cu != nil && named(c.rest) {
-		pr.bySum[cu.sum] = keptUnit{ref: c.rest, cu: cu}
-	}
+	pr := &prior{byKey: map[string]keptUnit{}}
 	for k, u := range c.keys {
-		if cu := c.units[u.id()]; cu != nil && cu.doc != nil && cu.key == k && named(u) {
+		cu := c.units[u.id()]
+		if cu == nil || cu.doc == nil || len(known) == 0 {
+			continue
+		}
+		named := true
+		for _, p := range u.Parts {
+			named = named && known[p]
+		}
+		if named {
 			pr.byKey[k] = keptUnit{ref: u, cu: cu}
-			pr.bySum[cu.sum] = pr.byKey[k]
 		}
 	}
 	return pr
@@ -412,7 +403,7 @@ func planUnits(st *state.State, pr *prior) (*state.State, map[string]*unitPlan) 
 		u := plans[k]
 		if u == nil {
 			u = &unitPlan{}
-			if ku, ok := pr.byKey[k]; ok && ku.cu.whole {
+			if ku, ok := pr.byKey[k]; ok {
 				u.kept = &ku
 			}
 			plans[k] = u
@@ -520,14 +511,13 @@ func fillUnits(st *state.State, of map[string]*unitPlan) {
 
 // unitPacker encodes and gzips the units of a state being committed.
 type unitPacker struct {
-	pr   *prior
 	zbuf bytes.Buffer
 	zw   *gzip.Writer
 }
 
-// pack encodes doc, the unit k ("" for the rest). A unit of the same JSON as
-// one of pr is named again, not gzipped; any other is gzipped and cut in
-// parts, and decoded again for the cache (what a reader of its bytes gets).
+// pack encodes doc, the unit k ("" for the rest), gzips it and cuts it in
+// parts; a cluster unit is decoded again for the cache (what a reader of its
+// bytes gets).
 func (z *unitPacker) pack(k string, doc any) (*packedUnit, error) {
 	data, err := json.Marshal(doc)
 	if err != nil {
@@ -537,16 +527,6 @@ func (z *unitPacker) pack(k string, doc any) (*packedUnit, error) {
 		return nil, fmt.Errorf("the state is over the %d bytes a state may be", state.MaxSize)
 	}
 	sum := sha256.Sum256(data)
-	if ku, ok := z.pr.bySum[sum]; ok && (k == "") == (ku.cu.doc == nil) {
-		cu := ku.cu
-		if k != "" {
-			if cu, err = cu.asKey(k); err != nil {
-				return nil, err
-			}
-		}
-		ref := ku.ref
-		return &packedUnit{ref: &ref, cu: cu}, nil
-	}
 	pu := &packedUnit{}
 	if k == "" {
 		pu.cu = restUnit(data, sum)
@@ -572,14 +552,15 @@ func (z *unitPacker) pack(k string, doc any) (*packedUnit, error) {
 }
 
 // packV2 packs st in format 2. A cluster unit equal to the unit of its key
-// in pr, and any unit whose JSON is one of pr's, is named again: neither
-// encoded (the former) nor gzipped nor written again.
+// in pr is named again: neither encoded, nor gzipped, nor written again. (A
+// unit encoded to the bytes of a unit the header replaced names has the same
+// parts, which writeState does not write again.)
 func packV2(st *state.State, pr *prior) (etcdHeader, []*packedUnit, error) {
 	rest, plans := planUnits(st, pr)
 	h := etcdHeader{FormatVersion: formatV2, Lineage: st.Lineage, Serial: st.Serial, Revision: st.Revision, ToolVersion: st.ToolVersion,
 		Encoding: "gzip", Clusters: map[string]*etcdUnit{}}
 	out := make([]*packedUnit, 0, len(plans)+1)
-	z := &unitPacker{pr: pr}
+	z := &unitPacker{}
 	z.zw, _ = gzip.NewWriterLevel(&z.zbuf, gzip.BestCompression)
 	add := func(pu *packedUnit) error {
 		h.PlainSize += pu.ref.PlainSize
