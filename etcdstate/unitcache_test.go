@@ -415,6 +415,17 @@ func TestEtcdCommitBuckets(t *testing.T) {
 	w.cfg.Timeout = 30 * time.Second
 	st := fleetState("lin", 1, maxUnits+1, maxUnits+1)
 	st.Clusters["lonely"] = &state.ClusterState{Status: state.StatusHeld} // no file, no input
+	// Two clusters of a bucket, the second without an input fingerprint.
+	var a, b string
+	byKey := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(st.Clusters)) {
+		k := unitKey(name, len(st.Clusters))
+		if other, ok := byKey[k]; ok && a == "" {
+			a, b = other, name
+		}
+		byKey[k] = name
+	}
+	delete(st.ClusterInputs, b)
 	if err := w.Commit(ctx, 0, st); err != nil {
 		t.Fatal(err)
 	}
@@ -426,6 +437,10 @@ func TestEtcdCommitBuckets(t *testing.T) {
 		{"a cluster of nothing but its record added", func(st *state.State) { st.Clusters["lonely"] = &state.ClusterState{} }},
 		{"a cluster changed", func(st *state.State) { st.Clusters["cluster-007"].Status = state.StatusHeld }},
 		{"an artifact removed", func(st *state.State) { delete(st.Artifacts, "cluster-009/cluster.yaml") }},
+		{"an input fingerprint moved to another cluster of its bucket", func(st *state.State) {
+			st.ClusterInputs[b] = st.ClusterInputs[a]
+			delete(st.ClusterInputs, a)
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cur, err := w.ReadState(ctx)
