@@ -22,10 +22,10 @@ package etcdstate
 //
 // A commit writes only the parts the header it replaces does not name: an
 // unchanged cluster packs to the same bytes, the same digest, and is not
-// written again. (The writer knows them by the JSON's sha256 from the state
-// it read, so it does not even gzip them again.) A reader keeps the units of
-// the last header it read or committed (partCache) and fetches only the parts
-// it lacks.
+// written again. A process keeps the units of the last header it read or
+// committed, decoded (partCache, unitcache.go): a reader fetches and decodes
+// only the units it lacks, and a writer encodes only the cluster units that
+// differ from the units it keeps.
 //
 // Parts are removed by one rule, so that none a header names is ever removed
 // while that header is current: a part is removed only if it is not named by
