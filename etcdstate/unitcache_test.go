@@ -204,7 +204,9 @@ func commitChange(t *testing.T, c *etcdtest.Cluster, w *Etcd, prefix string, st 
 		t.Fatal(err)
 	}
 	_, keys := stop()
-	got, err := etcdAt(t, c, prefix).ReadState(ctx)
+	r := etcdAt(t, c, prefix)
+	r.cfg.Timeout = w.cfg.Timeout // a bucketed state's thousand parts
+	got, err := r.ReadState(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
