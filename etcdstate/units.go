@@ -708,9 +708,9 @@ func (p *pending) compares(e *Etcd, have int) []clientv3.Cmp {
 // the parts no header names any more.
 func (e *Etcd) committed(ctx context.Context, p *pending, rev int64) {
 	units := make(map[string]*cachedUnit, len(p.units))
-	for i, pu := range p.units {
+	for _, pu := range p.units {
 		id := pu.ref.id()
-		if i == 0 { // the rest
+		if pu.ref == p.h.Rest {
 			id = restID(id)
 		}
 		units[id] = pu.cu
