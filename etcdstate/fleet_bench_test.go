@@ -9,7 +9,6 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -140,15 +139,6 @@ type phase struct {
 
 func newPhase(name string) *phase {
 	return &phase{name: name, samples: []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}}
-}
-
-// processCPU is this process's CPU time, user and system.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func (p *phase) begin() {
