@@ -380,6 +380,11 @@ func (u *unitPlan) change(st *state.State) {
 	for _, c := range u.clusters {
 		u.doc.Clusters[c] = st.Clusters[c]
 	}
+	if u.kept != nil && len(u.kept.cu.doc.Artifacts) > 0 {
+		// About as many files as before: no growth while they go in (an
+		// empty map is left out of the JSON as a nil one is).
+		u.doc.Artifacts = make(map[string]string, len(u.kept.cu.doc.Artifacts))
+	}
 }
 
 // planUnits cuts st in units: the rest (a state document) and the cluster
