@@ -588,3 +588,54 @@ func TestEtcdReadKeepsRestAndUnitsApart(t *testing.T) {
 		}
 	}
 }
+
+// A path in two cluster units (a bucket's and a cluster's) is refused by a
+// reader that held the units, and that reader then reads the good state
+// again as stored.
+func TestEtcdReadRefusesAPathInTwoUnits(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	ctx := context.Background()
+	w, r := etcdAt(t, c, "two"), etcdAt(t, c, "two")
+	st := unitsState()
+	if err := w.Commit(ctx, 0, st); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ReadState(ctx); err != nil {
+		t.Fatal(err)
+	}
+	good, err := w.client.Get(ctx, w.key("state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// cluster-001's bucket, holding one of its paths and another.
+	p := artifactOf(st, "cluster-001")
+	k := unitKey("cluster-001", maxUnits+1)
+	doc := &unitDoc{Artifacts: map[string]string{p: st.Artifacts[p], "cluster-001/extra": strings.Repeat("e", 64)}}
+	pu, err := (&unitPacker{zw: gzip.NewWriter(nil)}).pack(k, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, part := range pu.parts {
+		if _, err := w.client.Put(ctx, w.key("parts/"+pu.ref.Parts[i]), string(part)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := storedHeader(t, w)
+	h.Clusters[k] = pu.ref
+	h.Size += pu.ref.Size
+	h.PlainSize += pu.ref.PlainSize
+	header, _ := json.Marshal(h)
+	if _, err := w.client.Put(ctx, w.key("state"), string(header)); err != nil {
+		t.Fatal(err)
+	}
+	want := "the artifact \"" + p + "\" is in two units"
+	if _, err := r.ReadState(ctx); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a path in two units: %v; want %q", err, want)
+	}
+	if _, err := w.client.Put(ctx, w.key("state"), string(good.Kvs[0].Value)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.ReadState(ctx); err != nil || !cmp.Equal(stored(t, st), got) {
+		t.Errorf("the good state read after the refusal (%v):\n%s", err, cmp.Diff(stored(t, st), got))
+	}
+}
