@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"testing"
@@ -103,13 +105,73 @@ func putBytes(t testing.TB, e *Etcd, prefix string) func() (int64, []string) {
 	}
 }
 
+// benchSize is the state BenchmarkEtcdOneClusterCommit measures:
+// FUELSYNC_BENCH_NODES nodes (default 20,000) in FUELSYNC_BENCH_CLUSTERS
+// clusters (default 40).
+func benchSize(b *testing.B) (nodes, clusters int) {
+	nodes, clusters = 20000, 40
+	for _, v := range []struct {
+		env string
+		n   *int
+	}{{"FUELSYNC_BENCH_NODES", &nodes}, {"FUELSYNC_BENCH_CLUSTERS", &clusters}} {
+		if s := os.Getenv(v.env); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n <= 0 {
+				b.Fatalf("%s=%q: not a positive number", v.env, s)
+			}
+			*v.n = n
+		}
+	}
+	return nodes, clusters
+}
+
+// phase sums the wall time, CPU time (this process's, user and system) and
+// bytes allocated of the runs of one step of a benchmark.
+type phase struct {
+	name      string
+	wall, cpu time.Duration
+	alloc     uint64
+	cpu0      time.Duration
+	alloc0    uint64
+	start     time.Time
+	samples   []metrics.Sample
+}
+
+func newPhase(name string) *phase {
+	return &phase{name: name, samples: []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}}
+}
+
+func (p *phase) begin() {
+	metrics.Read(p.samples)
+	p.alloc0 = p.samples[0].Value.Uint64()
+	p.cpu0 = processCPU()
+	p.start = time.Now()
+}
+
+func (p *phase) end() {
+	p.wall += time.Since(p.start)
+	p.cpu += processCPU() - p.cpu0
+	metrics.Read(p.samples)
+	p.alloc += p.samples[0].Value.Uint64() - p.alloc0
+}
+
+// report reports the phase's means over n runs: <name>-ms/op,
+// <name>-cpu-ms/op and <name>-B/op (bytes allocated).
+func (p *phase) report(b *testing.B, n int) {
+	b.ReportMetric(float64(p.wall)/float64(n)/1e6, p.name+"-ms/op")
+	b.ReportMetric(float64(p.cpu)/float64(n)/1e6, p.name+"-cpu-ms/op")
+	b.ReportMetric(float64(p.alloc)/float64(n), p.name+"-B/op")
+}
+
 // BenchmarkEtcdOneClusterCommit: the commit of a one-node change in one
-// cluster of 40, at 20,000 nodes, as apply makes it: the state read, one
-// cluster changed, committed. Reported: the commit's time (ns/op), the
-// writer's read before it (read-ms/op), the bytes put to etcd by the commit
-// (put-B/op), and the time another process that read the state before takes
-// to read it after (follower-read-ms/op).
+// cluster, at 20,000 nodes in 40 clusters (benchSize), as apply makes it: the
+// state read, one cluster changed, committed. Reported: the bytes put to etcd
+// by the commit (put-B/op), and for each step the mean wall time, CPU time of
+// this process and bytes allocated (<step>-ms/op, -cpu-ms/op, -B/op): the
+// commit, the writer's read before it (read), and the read by another process
+// that read the state before (follower-read). (ns/op is the commit's.)
 func BenchmarkEtcdOneClusterCommit(b *testing.B) {
+	nodes, clusters := benchSize(b)
 	c := etcdtest.Start(b, 1)
 	cfg, err := state.ParseURL(c.URL("bench"))
 	if err != nil {
@@ -127,40 +189,44 @@ func BenchmarkEtcdOneClusterCommit(b *testing.B) {
 	}
 	defer follower.Close()
 	ctx := context.Background()
-	if err := e.Commit(ctx, 0, fleetState("lin", 1, 40, 20000)); err != nil {
+	if err := e.Commit(ctx, 0, fleetState("lin", 1, clusters, nodes)); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := follower.ReadState(ctx); err != nil {
 		b.Fatal(err)
 	}
-	var put, readNs, followNs int64
+	read, commit, follow := newPhase("read"), newPhase("commit"), newPhase("follower-read")
+	var put int64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		t0 := time.Now()
+		read.begin()
 		cur, err := e.ReadState(ctx)
+		read.end()
 		if err != nil {
 			b.Fatal(err)
 		}
-		readNs += time.Since(t0).Nanoseconds()
 		prev := cur.Serial
-		changeOne(cur, fmt.Sprintf("cluster-%03d", i%40))
+		changeOne(cur, fmt.Sprintf("cluster-%03d", i%clusters))
 		stop := putBytes(b, e, cfg.Prefix+"/")
 		b.StartTimer()
+		commit.begin()
 		if err := e.Commit(ctx, prev, cur); err != nil {
 			b.Fatal(err)
 		}
+		commit.end()
 		b.StopTimer()
 		n, _ := stop()
 		put += n
-		t0 = time.Now()
+		follow.begin()
 		if _, err := follower.ReadState(ctx); err != nil {
 			b.Fatal(err)
 		}
-		followNs += time.Since(t0).Nanoseconds()
+		follow.end()
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(put)/float64(b.N), "put-B/op")
-	b.ReportMetric(float64(readNs)/float64(b.N)/1e6, "read-ms/op")
-	b.ReportMetric(float64(followNs)/float64(b.N)/1e6, "follower-read-ms/op")
+	for _, p := range []*phase{read, commit, follow} {
+		p.report(b, b.N)
+	}
 }

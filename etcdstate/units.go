@@ -22,10 +22,10 @@ package etcdstate
 //
 // A commit writes only the parts the header it replaces does not name: an
 // unchanged cluster packs to the same bytes, the same digest, and is not
-// written again. (The writer knows them by the JSON's sha256 from the state
-// it read, so it does not even gzip them again.) A reader keeps the units of
-// the last header it read or committed (partCache) and fetches only the parts
-// it lacks.
+// written again. A process keeps the units of the last header it read or
+// committed, decoded (partCache, unitcache.go): a reader fetches and decodes
+// only the units it lacks, and a writer encodes only the cluster units that
+// differ from the units it keeps.
 //
 // Parts are removed by one rule, so that none a header names is ever removed
 // while that header is current: a part is removed only if it is not named by
@@ -109,44 +109,76 @@ func isBucket(k string) bool {
 	return strings.HasPrefix(k, "~") && err == nil && n >= 0 && n < maxUnits && k == "~"+strconv.Itoa(n)
 }
 
-// cachedUnit is a unit's JSON and its sha256.
-type cachedUnit struct {
-	plain []byte
-	sum   [32]byte
-}
-
 // partCache holds the units of the last format-2 header this process read or
-// committed: a reader fetches only the parts it lacks, a writer does not
-// write again (nor gzip again) a unit whose JSON is one of them. Bounded:
-// it holds one state, at most state.MaxSize of JSON.
+// committed, decoded (unitcache.go): a reader fetches and decodes only the
+// units it lacks, a writer neither encodes nor writes again a unit that did
+// not change. Bounded: it holds one state, at most state.MaxSize of JSON.
 type partCache struct {
 	mu sync.Mutex
 	// rev is the ModRevision of the header, serial its serial (0: none).
 	rev, serial int64
-	units       map[string]cachedUnit // by etcdUnit.id
-	byPlain     map[[32]byte]etcdUnit // by the JSON's sha256
-	parts       map[string]bool       // every digest the header names
+	units       map[string]*cachedUnit // by etcdUnit.id (restID for the rest)
+	rest        etcdUnit               // the header's rest
+	keys        map[string]etcdUnit    // the header's cluster units
+	parts       map[string]bool        // every digest the header names
 }
 
-// set makes the cache hold the units of the header at revision rev, unless
-// it holds a later one.
-func (c *partCache) set(rev, serial int64, units map[string]cachedUnit, refs []*etcdUnit) {
+// set makes the cache hold the units of the header h at revision rev,
+// unless it holds a later one.
+func (c *partCache) set(rev int64, h *etcdHeader, units map[string]*cachedUnit) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if rev < c.rev {
 		return
 	}
-	c.rev, c.serial, c.units = rev, serial, units
-	c.byPlain = make(map[[32]byte]etcdUnit, len(refs))
-	c.parts = map[string]bool{}
-	for _, u := range refs {
-		if cu, ok := units[u.id()]; ok {
-			c.byPlain[cu.sum] = *u
+	c.rev, c.serial, c.units = rev, h.Serial, units
+	c.rest, c.keys = *h.Rest, make(map[string]etcdUnit, len(h.Clusters))
+	for k, u := range h.Clusters {
+		c.keys[k] = *u
+	}
+	c.parts = h.digests()
+}
+
+// snapshot returns the cached units (a map set replaces, never changes).
+func (c *partCache) snapshot() map[string]*cachedUnit {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.units
+}
+
+// keptUnit is a unit of the header a commit replaces that the commit may
+// name again without writing it: that header names its parts.
+type keptUnit struct {
+	ref etcdUnit
+	cu  *cachedUnit
+}
+
+// prior is what a commit may keep of the header it replaces: its cluster
+// units, decoded, by key (to compare, unitcache.go).
+type prior struct {
+	byKey map[string]keptUnit
+}
+
+// prior returns the cached cluster units whose parts are all in known (the
+// digests the header being replaced names).
+func (c *partCache) prior(known map[string]bool) *prior {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pr := &prior{byKey: map[string]keptUnit{}}
+	for k, u := range c.keys {
+		cu := c.units[u.id()]
+		if cu == nil || cu.doc == nil || len(known) == 0 {
+			continue
 		}
+		named := true
 		for _, p := range u.Parts {
-			c.parts[p] = true
+			named = named && known[p]
+		}
+		if named {
+			pr.byKey[k] = keptUnit{ref: u, cu: cu}
 		}
 	}
+	return pr
 }
 
 // units returns the header's units in a fixed order: the rest first, then
@@ -213,30 +245,42 @@ func (e *Etcd) checkV2(h *etcdHeader, name string) error {
 }
 
 // readV2 reads the state of the format-2 header h, which is at revision
-// hdrRev; its parts at revision rev, those the cache lacks.
+// hdrRev; its parts at revision rev, those of the units the cache lacks.
+// The units it has are taken decoded, and copied (unitcache.go).
 func (e *Etcd) readV2(ctx context.Context, h etcdHeader, rev, hdrRev int64) (*state.State, error) {
-	e.cache.mu.Lock()
-	cached := e.cache.units
-	e.cache.mu.Unlock()
-	units := map[string]cachedUnit{}
-	plainOf := func(u *etcdUnit) ([]byte, error) {
+	cached := e.cache.snapshot()
+	units := make(map[string]*cachedUnit, len(h.Clusters)+1)
+	// unit returns the unit u at key k ("" for the rest).
+	unit := func(k string, u *etcdUnit) (*cachedUnit, error) {
 		id := u.id()
-		if cu, ok := cached[id]; ok && int64(len(cu.plain)) == u.PlainSize {
-			units[id] = cu
-			return cu.plain, nil
+		if k == "" {
+			id = restID(id)
 		}
-		data, err := e.fetchUnit(ctx, h.Serial, u, rev)
-		if err != nil {
-			return nil, err
+		cu, ok := cached[id]
+		if !ok || cu.plainSize != u.PlainSize {
+			data, err := e.fetchUnit(ctx, h.Serial, u, rev)
+			if err != nil {
+				return nil, err
+			}
+			if k == "" {
+				cu = restUnit(data, sha256.Sum256(data))
+			} else if cu, err = decodeUnit(k, data, sha256.Sum256(data)); err != nil {
+				return nil, fmt.Errorf("the state in %s (serial %d): %w", e, h.Serial, err)
+			}
+		} else if k != "" {
+			var err error
+			if cu, err = cu.asKey(k); err != nil {
+				return nil, fmt.Errorf("the state in %s (serial %d): %w", e, h.Serial, err)
+			}
 		}
-		units[id] = cachedUnit{plain: data, sum: sha256.Sum256(data)}
-		return data, nil
+		units[id] = cu
+		return cu, nil
 	}
-	data, err := plainOf(h.Rest)
+	rest, err := unit("", h.Rest)
 	if err != nil {
 		return nil, err
 	}
-	st, err := state.Parse(e.key("state")+" (its rest)", data)
+	st, err := state.Parse(e.key("state")+" (its rest)", rest.rest)
 	if err != nil {
 		return nil, err
 	}
@@ -244,83 +288,17 @@ func (e *Etcd) readV2(ctx context.Context, h etcdHeader, rev, hdrRev int64) (*st
 		return nil, fmt.Errorf("the state in %s: its header says serial %d, lineage %s, its document serial %d, lineage %s", e, h.Serial, h.Lineage, st.Serial, st.Lineage)
 	}
 	keys := slices.Sorted(maps.Keys(h.Clusters))
-	docs := make([]unitDoc, len(keys))
-	nc, na := len(st.Clusters), len(st.Artifacts)
+	docs := make([]*cachedUnit, len(keys))
 	for i, k := range keys {
-		data, err := plainOf(h.Clusters[k])
-		if err != nil {
+		if docs[i], err = unit(k, h.Clusters[k]); err != nil {
 			return nil, err
 		}
-		if err := json.Unmarshal(data, &docs[i]); err != nil {
-			return nil, fmt.Errorf("the state in %s (serial %d): its unit %q does not parse: %w", e, h.Serial, k, err)
-		}
-		nc, na = nc+len(docs[i].Clusters), na+len(docs[i].Artifacts)
 	}
-	// The maps at their size at once: no growth while tens of thousands of
-	// entries go in.
-	st.Clusters, st.Artifacts = growMap(st.Clusters, nc), growMap(st.Artifacts, na)
-	for i, k := range keys {
-		if err := mergeUnit(st, k, &docs[i]); err != nil {
-			return nil, fmt.Errorf("the state in %s (serial %d): %w", e, h.Serial, err)
-		}
-		docs[i] = unitDoc{}
+	if err := mergeUnits(st, docs); err != nil {
+		return nil, fmt.Errorf("the state in %s (serial %d): %w", e, h.Serial, err)
 	}
-	e.cache.set(hdrRev, h.Serial, units, h.units())
+	e.cache.set(hdrRev, &h, units)
 	return st, nil
-}
-
-// growMap returns m, or a copy of it with room for n entries.
-func growMap[V any](m map[string]V, n int) map[string]V {
-	if n <= len(m) {
-		return m
-	}
-	out := make(map[string]V, n)
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-// mergeUnit adds the unit k to st: each of its clusters, artifacts and
-// cluster inputs must be of the unit's clusters, and in no other unit.
-func mergeUnit(st *state.State, k string, doc *unitDoc) error {
-	mine := func(cluster string) bool {
-		if isBucket(k) {
-			return loader.IsName(cluster) && unitKey(cluster, maxUnits+1) == k
-		}
-		return cluster == k
-	}
-	for name, cs := range doc.Clusters {
-		if !mine(name) {
-			return fmt.Errorf("its unit %q holds cluster %q", k, name)
-		}
-		if _, dup := st.Clusters[name]; dup {
-			return fmt.Errorf("cluster %q is in two units", name)
-		}
-		st.Clusters[name] = cs
-	}
-	for p, d := range doc.Artifacts {
-		if !mine(state.ClusterOf(p)) {
-			return fmt.Errorf("its unit %q holds the artifact %q", k, p)
-		}
-		if _, dup := st.Artifacts[p]; dup {
-			return fmt.Errorf("the artifact %q is in two units", p)
-		}
-		st.Artifacts[p] = d
-	}
-	for c, fp := range doc.ClusterInputs {
-		if !mine(c) {
-			return fmt.Errorf("its unit %q holds the cluster_inputs of %q", k, c)
-		}
-		if _, dup := st.ClusterInputs[c]; dup {
-			return fmt.Errorf("the cluster_inputs of %q are in two units", c)
-		}
-		if st.ClusterInputs == nil {
-			st.ClusterInputs = map[string]string{}
-		}
-		st.ClusterInputs[c] = fp
-	}
-	return nil
 }
 
 // fetchUnit reads the parts of u at revision rev, checks each against its
@@ -370,128 +348,257 @@ func (e *Etcd) fetchUnit(ctx context.Context, serial int64, u *etcdUnit, rev int
 
 // packedUnit is a unit of a state being committed.
 type packedUnit struct {
-	ref   *etcdUnit
-	plain cachedUnit
+	ref *etcdUnit
+	cu  *cachedUnit
 	// parts are its gzipped parts; nil for a unit the header it replaces
 	// names already.
 	parts [][]byte
 }
 
-// splitState cuts st in units: the rest (a state document) and the cluster
-// units by key. A cluster whose name is not one a repository can give stays
-// in the rest, with its files.
-func splitState(st *state.State) (*state.State, map[string]*unitDoc) {
+// unitPlan is a cluster unit of a state being committed (planUnits).
+type unitPlan struct {
+	clusters []string
+	// kept is the unit of its key in the header replaced; changed says the
+	// unit differs from it (or there is none to compare with), and then doc
+	// is the unit to encode.
+	kept    *keptUnit
+	changed bool
+	doc     *unitDoc
+	// artifacts and inputs count the unit's; scan says changed was found
+	// after its artifacts went by (planUnits reads them again).
+	artifacts, inputs int
+	scan              bool
+}
+
+// change marks u changed and gives it a doc of its clusters' records.
+func (u *unitPlan) change(st *state.State) {
+	if u.doc != nil {
+		return
+	}
+	u.changed = true
+	u.doc = &unitDoc{Clusters: make(map[string]*state.ClusterState, len(u.clusters))}
+	for _, c := range u.clusters {
+		u.doc.Clusters[c] = st.Clusters[c]
+	}
+	if u.kept != nil && len(u.kept.cu.doc.Artifacts) > 0 {
+		// About as many files as before: no growth while they go in (an
+		// empty map is left out of the JSON as a nil one is).
+		u.doc.Artifacts = make(map[string]string, len(u.kept.cu.doc.Artifacts))
+	}
+}
+
+// planUnits cuts st in units: the rest (a state document) and the cluster
+// units by key, each compared with the unit of its key in pr: a unit equal to
+// it in every record, artifact and input is kept (not encoded again), any
+// other gets its doc. A cluster whose name is not one a repository can give
+// stays in the rest, with its files, and so do the files and inputs of no
+// cluster of st.
+func planUnits(st *state.State, pr *prior) (*state.State, map[string]*unitPlan) {
 	n := len(st.Clusters)
-	docs := map[string]*unitDoc{}
+	plans := map[string]*unitPlan{}
+	of := make(map[string]*unitPlan, n)
 	rest := &state.State{FormatVersion: "1", Lineage: st.Lineage, Serial: st.Serial, Revision: st.Revision, ToolVersion: st.ToolVersion,
 		Clusters: map[string]*state.ClusterState{}, Artifacts: map[string]string{}, Inputs: st.Inputs}
-	unitOf := func(cluster string) *unitDoc {
-		if _, ok := st.Clusters[cluster]; !ok || !loader.IsName(cluster) {
-			return nil
+	for _, name := range slices.Sorted(maps.Keys(st.Clusters)) {
+		if !loader.IsName(name) {
+			rest.Clusters[name] = st.Clusters[name]
+			continue
 		}
-		k := unitKey(cluster, n)
-		d := docs[k]
-		if d == nil {
-			d = &unitDoc{Clusters: map[string]*state.ClusterState{}}
-			docs[k] = d
-		}
-		return d
-	}
-	// Each unit's artifacts counted first, so that its map is made at its
-	// size.
-	counts := map[string]int{}
-	for p := range st.Artifacts {
-		counts[state.ClusterOf(p)]++
-	}
-	for name, cs := range st.Clusters {
-		if d := unitOf(name); d != nil {
-			if d.Artifacts == nil && counts[name] > 0 {
-				d.Artifacts = make(map[string]string, counts[name])
+		k := unitKey(name, n)
+		u := plans[k]
+		if u == nil {
+			u = &unitPlan{}
+			if ku, ok := pr.byKey[k]; ok {
+				u.kept = &ku
 			}
-			d.Clusters[name] = cs
-		} else {
-			rest.Clusters[name] = cs
+			plans[k] = u
+		}
+		u.clusters = append(u.clusters, name)
+		of[name] = u
+	}
+	for _, u := range plans {
+		if u.kept == nil || len(u.clusters) != len(u.kept.cu.doc.Clusters) {
+			u.change(st)
+			continue
+		}
+		for _, c := range u.clusters {
+			old, ok := u.kept.cu.doc.Clusters[c]
+			if !ok || !sameCluster(old, st.Clusters[c]) {
+				u.change(st)
+				break
+			}
 		}
 	}
+	planFiles(st, rest, of)
+	for _, u := range plans {
+		if !u.changed && (u.artifacts != len(u.kept.cu.doc.Artifacts) || u.inputs != len(u.kept.cu.doc.ClusterInputs)) {
+			u.change(st)
+			u.scan = true
+		}
+	}
+	for _, u := range plans {
+		if u.scan {
+			fillUnits(st, of)
+			break
+		}
+	}
+	return rest, plans
+}
+
+// planFiles gives each artifact and input of st to its cluster's unit (of)
+// or to the rest: a changed unit's go in its doc; a kept one's are compared
+// with the kept unit's, and a difference changes it (scan: its files are
+// read again by fillUnits).
+func planFiles(st, rest *state.State, of map[string]*unitPlan) {
 	for p, sum := range st.Artifacts {
-		if d := unitOf(state.ClusterOf(p)); d != nil {
-			if d.Artifacts == nil {
-				d.Artifacts = map[string]string{}
-			}
-			d.Artifacts[p] = sum
-		} else {
+		u := of[state.ClusterOf(p)]
+		switch {
+		case u == nil:
 			rest.Artifacts[p] = sum
+			continue
+		case u.doc != nil && !u.scan:
+			if u.doc.Artifacts == nil {
+				u.doc.Artifacts = map[string]string{}
+			}
+			u.doc.Artifacts[p] = sum
+		case !u.changed:
+			if old, ok := u.kept.cu.doc.Artifacts[p]; !ok || old != sum {
+				u.change(st)
+				u.scan = true
+			}
 		}
+		u.artifacts++
 	}
 	for c, fp := range st.ClusterInputs {
-		d := unitOf(c)
+		u := of[c]
 		switch {
-		case d != nil:
-			if d.ClusterInputs == nil {
-				d.ClusterInputs = map[string]string{}
-			}
-			d.ClusterInputs[c] = fp
-		default:
+		case u == nil:
 			if rest.ClusterInputs == nil {
 				rest.ClusterInputs = map[string]string{}
 			}
 			rest.ClusterInputs[c] = fp
+			continue
+		case u.doc != nil && !u.scan:
+			if u.doc.ClusterInputs == nil {
+				u.doc.ClusterInputs = map[string]string{}
+			}
+			u.doc.ClusterInputs[c] = fp
+		case !u.changed:
+			if old, ok := u.kept.cu.doc.ClusterInputs[c]; !ok || old != fp {
+				u.change(st)
+				u.scan = true
+			}
 		}
+		u.inputs++
 	}
-	return rest, docs
 }
 
-// packV2 packs st in format 2. reuse gives the unit stored for a JSON's
-// sha256, when the header being replaced names it: such a unit is neither
-// gzipped nor written again.
-func packV2(st *state.State, reuse func([32]byte) (etcdUnit, bool)) (etcdHeader, []*packedUnit, error) {
-	rest, docs := splitState(st)
+// fillUnits puts in the docs of the units found changed after their files
+// went by (scan) their artifacts and inputs.
+func fillUnits(st *state.State, of map[string]*unitPlan) {
+	for p, sum := range st.Artifacts {
+		if u := of[state.ClusterOf(p)]; u != nil && u.scan {
+			if u.doc.Artifacts == nil {
+				u.doc.Artifacts = make(map[string]string, u.artifacts)
+			}
+			u.doc.Artifacts[p] = sum
+		}
+	}
+	for c, fp := range st.ClusterInputs {
+		if u := of[c]; u != nil && u.scan {
+			if u.doc.ClusterInputs == nil {
+				u.doc.ClusterInputs = map[string]string{}
+			}
+			u.doc.ClusterInputs[c] = fp
+		}
+	}
+}
+
+// unitPacker encodes and gzips the units of a state being committed.
+type unitPacker struct {
+	zbuf bytes.Buffer
+	zw   *gzip.Writer
+}
+
+// pack encodes doc, the unit k ("" for the rest), gzips it and cuts it in
+// parts; a cluster unit is decoded again for the cache (what a reader of its
+// bytes gets).
+func (z *unitPacker) pack(k string, doc any) (*packedUnit, error) {
+	data, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > state.MaxSize {
+		return nil, fmt.Errorf("the state is over the %d bytes a state may be", state.MaxSize)
+	}
+	sum := sha256.Sum256(data)
+	pu := &packedUnit{}
+	if k == "" {
+		pu.cu = restUnit(data, sum)
+	} else if pu.cu, err = decodeUnit(k, data, sum); err != nil {
+		return nil, err
+	}
+	z.zbuf.Reset()
+	z.zw.Reset(&z.zbuf)
+	_, _ = z.zw.Write(data)
+	if err := z.zw.Close(); err != nil {
+		return nil, err
+	}
+	packed := bytes.Clone(z.zbuf.Bytes())
+	pu.ref = &etcdUnit{Size: len(packed), PlainSize: int64(len(data))}
+	for len(packed) > 0 {
+		n := min(len(packed), EtcdPartSize)
+		sum := sha256.Sum256(packed[:n])
+		pu.ref.Parts = append(pu.ref.Parts, hex.EncodeToString(sum[:]))
+		pu.parts = append(pu.parts, packed[:n])
+		packed = packed[n:]
+	}
+	return pu, nil
+}
+
+// packV2 packs st in format 2. A cluster unit equal to the unit of its key
+// in pr is named again: neither encoded, nor gzipped, nor written again. (A
+// unit encoded to the bytes of a unit the header replaced names has the same
+// parts, which writeState does not write again.)
+func packV2(st *state.State, pr *prior) (etcdHeader, []*packedUnit, error) {
+	rest, plans := planUnits(st, pr)
 	h := etcdHeader{FormatVersion: formatV2, Lineage: st.Lineage, Serial: st.Serial, Revision: st.Revision, ToolVersion: st.ToolVersion,
 		Encoding: "gzip", Clusters: map[string]*etcdUnit{}}
-	var out []*packedUnit
-	var zbuf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&zbuf, gzip.BestCompression)
-	pack := func(doc any) (*etcdUnit, error) {
-		data, err := json.Marshal(doc)
-		if err != nil {
-			return nil, err
-		}
-		h.PlainSize += int64(len(data))
+	out := make([]*packedUnit, 0, len(plans)+1)
+	z := &unitPacker{}
+	z.zw, _ = gzip.NewWriterLevel(&z.zbuf, gzip.BestCompression)
+	add := func(pu *packedUnit) error {
+		h.PlainSize += pu.ref.PlainSize
 		if h.PlainSize > state.MaxSize {
-			return nil, fmt.Errorf("the state is over the %d bytes a state may be", state.MaxSize)
-		}
-		pu := &packedUnit{plain: cachedUnit{plain: data, sum: sha256.Sum256(data)}}
-		if u, ok := reuse(pu.plain.sum); ok {
-			pu.ref = &u
-		} else {
-			zbuf.Reset()
-			zw.Reset(&zbuf)
-			_, _ = zw.Write(data)
-			if err := zw.Close(); err != nil {
-				return nil, err
-			}
-			packed := bytes.Clone(zbuf.Bytes())
-			pu.ref = &etcdUnit{Size: len(packed), PlainSize: int64(len(data))}
-			for len(packed) > 0 {
-				n := min(len(packed), EtcdPartSize)
-				sum := sha256.Sum256(packed[:n])
-				pu.ref.Parts = append(pu.ref.Parts, hex.EncodeToString(sum[:]))
-				pu.parts = append(pu.parts, packed[:n])
-				packed = packed[n:]
-			}
+			return fmt.Errorf("the state is over the %d bytes a state may be", state.MaxSize)
 		}
 		h.Size += pu.ref.Size
 		out = append(out, pu)
-		return pu.ref, nil
+		return nil
 	}
-	var err error
-	if h.Rest, err = pack(rest); err != nil {
+	pu, err := z.pack("", rest)
+	if err == nil {
+		err = add(pu)
+	}
+	if err != nil {
 		return h, nil, err
 	}
-	for _, k := range slices.Sorted(maps.Keys(docs)) {
-		if h.Clusters[k], err = pack(docs[k]); err != nil {
+	h.Rest = pu.ref
+	for _, k := range slices.Sorted(maps.Keys(plans)) {
+		u := plans[k]
+		if !u.changed {
+			ref := u.kept.ref
+			pu, err = &packedUnit{ref: &ref, cu: u.kept.cu}, nil
+		} else {
+			pu, err = z.pack(k, u.doc)
+		}
+		if err == nil {
+			err = add(pu)
+		}
+		if err != nil {
 			return h, nil, err
 		}
+		h.Clusters[k] = pu.ref
 	}
 	if h.Size > state.MaxSize {
 		return h, nil, fmt.Errorf("the state is %d bytes gzipped, over the %d a state may be", h.Size, state.MaxSize)
@@ -515,45 +622,33 @@ type pending struct {
 // knownParts returns the digests the header at serial prev names, and that
 // header's ModRevision (nil, 0 when it is not a format-2 header at serial
 // prev, or force).
-func (e *Etcd) knownParts(ctx context.Context, prev int64, force bool) (map[string]bool, map[[32]byte]etcdUnit, int64) {
+func (e *Etcd) knownParts(ctx context.Context, prev int64, force bool) (map[string]bool, int64) {
 	if force || prev == 0 {
-		return nil, nil, 0
+		return nil, 0
 	}
 	e.cache.mu.Lock()
-	rev, serial, parts, byPlain := e.cache.rev, e.cache.serial, e.cache.parts, e.cache.byPlain
+	rev, serial, parts := e.cache.rev, e.cache.serial, e.cache.parts
 	e.cache.mu.Unlock()
 	if rev > 0 && serial == prev {
-		return parts, byPlain, rev
+		return parts, rev
 	}
 	resp, err := e.client.Get(ctx, e.key("state"))
 	if err != nil || len(resp.Kvs) == 0 {
-		return nil, nil, 0
+		return nil, 0
 	}
 	h, err := e.decodeHeader(resp.Kvs[0].Value, e.key("state"), e.key("parts/"))
 	if err != nil || h.FormatVersion != formatV2 || h.Serial != prev {
-		return nil, nil, 0
+		return nil, 0
 	}
-	return h.digests(), nil, resp.Kvs[0].ModRevision
+	return h.digests(), resp.Kvs[0].ModRevision
 }
 
 // writeState packs st and writes the parts that the header at serial prev
 // does not name (every part, when force), each in its own request. On a
 // failure it removes the parts it created.
 func (e *Etcd) writeState(ctx context.Context, prev int64, st *state.State, force bool) (*pending, error) {
-	known, byPlain, base := e.knownParts(ctx, prev, force)
-	reuse := func(sum [32]byte) (etcdUnit, bool) {
-		u, ok := byPlain[sum]
-		if !ok {
-			return u, false
-		}
-		for _, p := range u.Parts {
-			if !known[p] {
-				return u, false
-			}
-		}
-		return u, true
-	}
-	h, units, err := packV2(st, reuse)
+	known, base := e.knownParts(ctx, prev, force)
+	h, units, err := packV2(st, e.cache.prior(known))
 	if err != nil {
 		return nil, err
 	}
@@ -617,13 +712,15 @@ func (p *pending) compares(e *Etcd, have int) []clientv3.Cmp {
 // committed records p, committed at revision rev, in the cache, and removes
 // the parts no header names any more.
 func (e *Etcd) committed(ctx context.Context, p *pending, rev int64) {
-	units := make(map[string]cachedUnit, len(p.units))
-	refs := make([]*etcdUnit, 0, len(p.units))
+	units := make(map[string]*cachedUnit, len(p.units))
 	for _, pu := range p.units {
-		units[pu.ref.id()] = pu.plain
-		refs = append(refs, pu.ref)
+		id := pu.ref.id()
+		if pu.ref == p.h.Rest {
+			id = restID(id)
+		}
+		units[id] = pu.cu
 	}
-	e.cache.set(rev, p.h.Serial, units, refs)
+	e.cache.set(rev, &p.h, units)
 	e.gcParts(ctx, p.h, rev)
 }
 
