@@ -65,10 +65,9 @@ type taskDef struct {
 	DynamicRequires yaml.Node `yaml:"dynamic_requires"`
 }
 
-type requirement struct {
-	Task string `yaml:"task"`
-	Node string `yaml:"node"`
-}
+// requirement is an edge of a task: it requires Task on Node (yaml.v3 reads
+// the keys task and node of format 1 into it by their lower-case names).
+type requirement = render.Requirement
 
 // nodeDocV2 is a node file of format 2: task ids with task@node requirements, a
 // definition inline only where it is not the catalogue's.
@@ -156,13 +155,7 @@ func readNodeV2(name string, data []byte) ([]*taskDoc, error) {
 	if nf, ok := render.ScanNodeFile(data); ok {
 		out := make([]*taskDoc, len(nf.Tasks))
 		for i, t := range nf.Tasks {
-			out[i] = &taskDoc{ID: t.ID}
-			if len(t.Requires) > 0 {
-				out[i].Requires = make([]requirement, len(t.Requires))
-				for j, r := range t.Requires {
-					out[i].Requires[j] = requirement(r)
-				}
-			}
+			out[i] = &taskDoc{ID: t.ID, Requires: t.Requires}
 		}
 		return out, nil
 	}

@@ -408,6 +408,10 @@ func (v *sideView) tasks(name string) ([]*taskDoc, error) {
 	if _, ok := v.side.Digests[name]; !ok {
 		return nil, nil
 	}
+	if doc, ok := v.modelTasks(name); ok {
+		_, cluster, _, graph := artifactPath(name)
+		return joinCatalogue(name, doc, func() (*catalogueDoc, error) { return v.catalogue(cluster, graph) })
+	}
 	data, err := v.side.Read(name)
 	if err != nil {
 		return nil, err
@@ -485,6 +489,31 @@ func (v *sideView) modelIDs(name string) ([]string, bool) {
 	out := make([]string, len(ng.Tasks))
 	for i, pt := range ng.Tasks {
 		out[i] = pt.ID
+	}
+	return out, true
+}
+
+// modelTasks returns the tasks of a node file of this side, not yet joined with
+// the catalogue, from the render the side's files were encoded from
+// (render.NodeFileTasks): what reading its bytes gives, without encoding,
+// keeping or scanning them. ok is false when the side is not such a render.
+func (v *sideView) modelTasks(name string) ([]*taskDoc, bool) {
+	if !v.side.encoded || v.render == nil {
+		return nil, false
+	}
+	kind, _, node, graph := artifactPath(name)
+	if kind != "node" {
+		return nil, false
+	}
+	tasks, ok := v.render.NodeFileTasks(graph, node)
+	if !ok {
+		return nil, false
+	}
+	out := make([]*taskDoc, len(tasks))
+	docs := make([]taskDoc, len(tasks))
+	for i, t := range tasks {
+		docs[i].ID, docs[i].Requires = t.ID, t.Requires
+		out[i] = &docs[i]
 	}
 	return out, true
 }
