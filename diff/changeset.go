@@ -430,7 +430,11 @@ func (v *sideView) tasksOf(name string, data []byte) ([]*taskDoc, error) {
 	if err != nil {
 		return nil, err
 	}
-	return doc.Tasks, nil
+	out := make([]*taskDoc, len(doc.Tasks))
+	for i, t := range doc.Tasks {
+		out[i] = &taskDoc{ID: t.ID, Requires: t.Requires, def: &t.taskDef}
+	}
+	return out, nil
 }
 
 // oneSided is the change of a graph file on one side only (a node or cluster
@@ -880,24 +884,25 @@ func compareTasks(graph string, old, new []*taskDoc, defs defFields) *GraphChang
 
 func compareTask(o, n *taskDoc, defs defFields) *TaskChange {
 	tc := &TaskChange{ID: n.ID}
-	if o.Type != n.Type {
+	od, nd := o.definition(), n.definition()
+	if od.Type != nd.Type {
 		tc.Fields = append(tc.Fields, "type")
-		tc.TypeFrom, tc.TypeTo = o.Type, n.Type
+		tc.TypeFrom, tc.TypeTo = od.Type, nd.Type
 	}
-	key := [2]*taskDef{o.def, n.def}
+	key := [2]*taskDef{od, nd}
 	fields, known := defs[key]
 	if !known {
 		fields = nil
-		if !sameNode(&o.Parameters, &n.Parameters) {
+		if !sameNode(&od.Parameters, &nd.Parameters) {
 			fields = append(fields, "parameters")
 		}
-		if !sameNode(&o.Condition, &n.Condition) {
+		if !sameNode(&od.Condition, &nd.Condition) {
 			fields = append(fields, "condition")
 		}
-		if !sameNode(&o.DynamicRequires, &n.DynamicRequires) {
+		if !sameNode(&od.DynamicRequires, &nd.DynamicRequires) {
 			fields = append(fields, "dynamic_requires")
 		}
-		if o.def != nil && n.def != nil && defs != nil {
+		if o.shared && n.shared && defs != nil {
 			defs[key] = fields
 		}
 	}
