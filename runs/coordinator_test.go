@@ -303,6 +303,13 @@ func TestCoordinatorRetryAsTheRunEnds(t *testing.T) {
 	if _, err := c.Retry(done, "demo", nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a retry out of time as the run ends: %v, want context.Canceled", err)
 	}
+	// Not stored within endWait: refused, the run still not ended.
+	defer func(w time.Duration) { endWait = w }(endWait)
+	endWait = time.Millisecond
+	if _, err := c.Retry(ctx, "demo", nil); !errors.Is(err, ErrBusy) {
+		t.Fatalf("a retry whose run's summary is not stored in time: %v, want ErrBusy", err)
+	}
+	endWait = time.Minute
 	retried := make(chan error, 1)
 	go func() {
 		_, err := c.Retry(ctx, "demo", nil)

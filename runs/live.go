@@ -364,8 +364,8 @@ func (l *live) nodesDone(nodes []int32) {
 }
 
 // endWait bounds how long awaitEnd waits for the summary of a run that ended
-// to be stored.
-const endWait = 10 * time.Second
+// to be stored (a variable for the test of that bound).
+var endWait = 10 * time.Second
 
 // awaitEnd returns once the run, which has ended, has its summary stored:
 // its view shows it ended a moment before (finish), and a retry asked in
