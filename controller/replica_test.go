@@ -244,7 +244,11 @@ func TestEtcdReplicasOneLeaderApplies(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("webhook to the follower: %d", resp.StatusCode)
 	}
-	gittest.WaitFor(t, "the leader applied the commit of the follower's webhook", func() bool { return leader.loop.Status().Applied == second })
+	// The loop's status shows the commit before its reconcile is counted
+	// (OnReconcile is called last): wait for the count.
+	gittest.WaitFor(t, "the leader applied the commit of the follower's webhook", func() bool {
+		return leader.loop.Status().Applied == second && leader.count(operation.Applied) == 2
+	})
 	if n := follower.reconciles(); n != 0 || leader.count(operation.Applied) != 2 {
 		t.Errorf("after the webhook: the follower reconciled %d times, the leader applied %d times; want 0 and 2", n, leader.count(operation.Applied))
 	}

@@ -42,18 +42,34 @@ type clusterNode struct {
 // nodeDoc is <cluster>/nodes/<node>/<graph>.yaml in the expanded layout
 // (format 1): every task with its definition inline.
 type nodeDoc struct {
-	Tasks []*taskDoc `yaml:"tasks"`
+	Tasks []*nodeTaskV1 `yaml:"tasks"`
 }
 
-// taskDoc is a task of a node with its definition: a task entry of format 1, or
-// one of format 2 joined with its catalogue entry.
-type taskDoc struct {
+type nodeTaskV1 struct {
 	ID       string `yaml:"id"`
 	taskDef  `yaml:",inline"`
 	Requires []requirement `yaml:"requires"`
-	// def is the task catalogue's entry the task was joined with (format 2),
-	// shared by every node of the graph that runs the task; nil otherwise.
-	def *taskDef
+}
+
+// taskDoc is a task of a node with its definition: a task entry of format 1, or
+// one of format 2 joined with its catalogue entry. It holds its definition by
+// pointer: a plan of a release change compares millions of them.
+type taskDoc struct {
+	ID       string
+	Requires []requirement
+	// def is the task's definition: the task catalogue's entry it was joined
+	// with (format 2), shared by every node of the graph that runs the task
+	// (shared), or its own (format 1, or inline in format 2).
+	def    *taskDef
+	shared bool
+}
+
+// definition is the task's definition (an empty one when it has none).
+func (td *taskDoc) definition() *taskDef {
+	if td.def == nil {
+		return &taskDef{}
+	}
+	return td.def
 }
 
 // taskDef is what a task catalogue's entry holds (stages aside: the stages' fan-in
@@ -65,10 +81,9 @@ type taskDef struct {
 	DynamicRequires yaml.Node `yaml:"dynamic_requires"`
 }
 
-type requirement struct {
-	Task string `yaml:"task"`
-	Node string `yaml:"node"`
-}
+// requirement is an edge of a task: it requires Task on Node (yaml.v3 reads
+// the keys task and node of format 1 into it by their lower-case names).
+type requirement = render.Requirement
 
 // nodeDocV2 is a node file of format 2: task ids with task@node requirements, a
 // definition inline only where it is not the catalogue's.
@@ -134,7 +149,7 @@ func decodeNodeV2(name string, data []byte, catalogue func() (*catalogueDoc, err
 // with their entries of the task catalogue.
 func joinCatalogue(name string, doc []*taskDoc, catalogue func() (*catalogueDoc, error)) ([]*taskDoc, error) {
 	for _, td := range doc {
-		if td.Type != "" {
+		if td.def != nil {
 			continue // its definition inline
 		}
 		cat, err := catalogue()
@@ -145,7 +160,7 @@ func joinCatalogue(name string, doc []*taskDoc, catalogue func() (*catalogueDoc,
 		if def == nil {
 			return nil, fmt.Errorf("%s: task %s is not in the task catalogue", name, td.ID)
 		}
-		td.taskDef, td.def = *def, def
+		td.def, td.shared = def, true
 	}
 	return doc, nil
 }
@@ -156,13 +171,7 @@ func readNodeV2(name string, data []byte) ([]*taskDoc, error) {
 	if nf, ok := render.ScanNodeFile(data); ok {
 		out := make([]*taskDoc, len(nf.Tasks))
 		for i, t := range nf.Tasks {
-			out[i] = &taskDoc{ID: t.ID}
-			if len(t.Requires) > 0 {
-				out[i].Requires = make([]requirement, len(t.Requires))
-				for j, r := range t.Requires {
-					out[i].Requires[j] = requirement(r)
-				}
-			}
+			out[i] = &taskDoc{ID: t.ID, Requires: t.Requires}
 		}
 		return out, nil
 	}
@@ -177,7 +186,10 @@ func yamlNodeV2(name string, data []byte) ([]*taskDoc, error) {
 	}
 	out := make([]*taskDoc, len(doc.Tasks))
 	for i, t := range doc.Tasks {
-		out[i] = &taskDoc{ID: t.ID, taskDef: t.taskDef}
+		out[i] = &taskDoc{ID: t.ID}
+		if t.Type != "" {
+			out[i].def = &t.taskDef
+		}
 		if len(t.Requires) > 0 {
 			out[i].Requires = make([]requirement, len(t.Requires))
 			for j, s := range t.Requires {

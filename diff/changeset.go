@@ -408,6 +408,10 @@ func (v *sideView) tasks(name string) ([]*taskDoc, error) {
 	if _, ok := v.side.Digests[name]; !ok {
 		return nil, nil
 	}
+	if doc, ok := v.modelTasks(name); ok {
+		_, cluster, _, graph := artifactPath(name)
+		return joinCatalogue(name, doc, func() (*catalogueDoc, error) { return v.catalogue(cluster, graph) })
+	}
 	data, err := v.side.Read(name)
 	if err != nil {
 		return nil, err
@@ -426,7 +430,11 @@ func (v *sideView) tasksOf(name string, data []byte) ([]*taskDoc, error) {
 	if err != nil {
 		return nil, err
 	}
-	return doc.Tasks, nil
+	out := make([]*taskDoc, len(doc.Tasks))
+	for i, t := range doc.Tasks {
+		out[i] = &taskDoc{ID: t.ID, Requires: t.Requires, def: &t.taskDef}
+	}
+	return out, nil
 }
 
 // oneSided is the change of a graph file on one side only (a node or cluster
@@ -485,6 +493,31 @@ func (v *sideView) modelIDs(name string) ([]string, bool) {
 	out := make([]string, len(ng.Tasks))
 	for i, pt := range ng.Tasks {
 		out[i] = pt.ID
+	}
+	return out, true
+}
+
+// modelTasks returns the tasks of a node file of this side, not yet joined with
+// the catalogue, from the render the side's files were encoded from
+// (render.NodeFileTasks): what reading its bytes gives, without encoding,
+// keeping or scanning them. ok is false when the side is not such a render.
+func (v *sideView) modelTasks(name string) ([]*taskDoc, bool) {
+	if !v.side.encoded || v.render == nil {
+		return nil, false
+	}
+	kind, _, node, graph := artifactPath(name)
+	if kind != "node" {
+		return nil, false
+	}
+	tasks, ok := v.render.NodeFileTasks(graph, node)
+	if !ok {
+		return nil, false
+	}
+	out := make([]*taskDoc, len(tasks))
+	docs := make([]taskDoc, len(tasks))
+	for i, t := range tasks {
+		docs[i].ID, docs[i].Requires = t.ID, t.Requires
+		out[i] = &docs[i]
 	}
 	return out, true
 }
@@ -851,24 +884,25 @@ func compareTasks(graph string, old, new []*taskDoc, defs defFields) *GraphChang
 
 func compareTask(o, n *taskDoc, defs defFields) *TaskChange {
 	tc := &TaskChange{ID: n.ID}
-	if o.Type != n.Type {
+	od, nd := o.definition(), n.definition()
+	if od.Type != nd.Type {
 		tc.Fields = append(tc.Fields, "type")
-		tc.TypeFrom, tc.TypeTo = o.Type, n.Type
+		tc.TypeFrom, tc.TypeTo = od.Type, nd.Type
 	}
-	key := [2]*taskDef{o.def, n.def}
+	key := [2]*taskDef{od, nd}
 	fields, known := defs[key]
 	if !known {
 		fields = nil
-		if !sameNode(&o.Parameters, &n.Parameters) {
+		if !sameNode(&od.Parameters, &nd.Parameters) {
 			fields = append(fields, "parameters")
 		}
-		if !sameNode(&o.Condition, &n.Condition) {
+		if !sameNode(&od.Condition, &nd.Condition) {
 			fields = append(fields, "condition")
 		}
-		if !sameNode(&o.DynamicRequires, &n.DynamicRequires) {
+		if !sameNode(&od.DynamicRequires, &nd.DynamicRequires) {
 			fields = append(fields, "dynamic_requires")
 		}
-		if o.def != nil && n.def != nil && defs != nil {
+		if o.shared && n.shared && defs != nil {
 			defs[key] = fields
 		}
 	}

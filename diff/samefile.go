@@ -47,7 +47,7 @@ func sameFileChange(ov, nv *sideView, cluster, graph, name string, defs defField
 			if o == nil || n == nil {
 				return nil, false, nil
 			}
-			tc = compareTask(&taskDoc{ID: id, taskDef: *o, def: o}, &taskDoc{ID: id, taskDef: *n, def: n}, defs)
+			tc = compareTask(&taskDoc{ID: id, def: o, shared: true}, &taskDoc{ID: id, def: n, shared: true}, defs)
 			changes[id] = tc
 		}
 		if tc != nil {

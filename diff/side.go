@@ -65,15 +65,14 @@ func (c *collector) put(name string, data []byte) error {
 	// does not have is compared by the model's task ids (bothTasks), not read:
 	// it is encoded again if something asks for its bytes (a unified diff),
 	// rather than held through a first apply (every file of the render).
-	before, inBase := c.base[name]
+	before := c.base[name]
 	kind, _, _, _ := artifactPath(name)
 	switch {
 	case strings.HasSuffix(name, "/cluster.yaml"):
 		keep = bytes.Clone(data)
 	case kind == "node" && c.base != nil:
-		if inBase && before != hexSum {
-			keep = bytes.Clone(data)
-		}
+		// A node file base has too, changed or not, is compared by its
+		// tasks from the model (sideView.modelTasks), not by its bytes.
 	case before != hexSum:
 		keep = bytes.Clone(data)
 	}

@@ -376,3 +376,32 @@ func (e *nodeEncoder) writeNodeFile(m *Model, g *Graph, ng *NodeGraph) error {
 	}
 	return nil
 }
+
+// NodeFileTasks returns the tasks of the node file of node's graph typ as the
+// render writes it (format 2): each task's id and the requirements the file
+// lists (storedRequires), what ScanNodeFile reads back from its bytes, made
+// from the model without encoding or scanning them. ok is false when the graph
+// has no such node (or, for PlaceByClass, when node is not its class's own
+// node); whether the render wrote a file for it is the caller's to know (a node
+// without tasks may have none).
+func (r *Rendered) NodeFileTasks(typ, node string) ([]NodeFileTask, bool) {
+	g := r.Graph(typ)
+	if g == nil {
+		return nil, false
+	}
+	ng := g.Node(node)
+	if ng == nil || ng.Node != node {
+		return nil, false
+	}
+	out := make([]NodeFileTask, len(ng.Tasks))
+	for i, pt := range ng.Tasks {
+		out[i].ID = pt.ID
+		if reqs := storedRequires(ng, pt); len(reqs) > 0 {
+			out[i].Requires = make([]Requirement, len(reqs))
+			for j, ed := range reqs {
+				out[i].Requires[j] = Requirement{Task: ed.Task(), Node: ed.Node()}
+			}
+		}
+	}
+	return out, true
+}

@@ -174,6 +174,11 @@ func (c *Coordinator) Retry(ctx context.Context, cluster string, nodes []string)
 	if c.ctxOf() == nil {
 		return nil, ErrNotLeader
 	}
+	if l, _ := c.active(cluster); l != nil {
+		if err := l.awaitEnd(ctx); err != nil {
+			return nil, err
+		}
+	}
 	list, err := c.Store.List(ctx, cluster)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"sync"
@@ -248,5 +249,80 @@ func TestCoordinatorLatest(t *testing.T) {
 	}
 	if len(startedRuns) != 1 {
 		t.Errorf("OnStart told %d times", len(startedRuns))
+	}
+}
+
+// slowEnd is a store whose End waits until release is closed: the moment
+// between a run's view showing it ended and its summary being stored.
+type slowEnd struct {
+	Store
+	ending  chan struct{} // closed when End is called
+	release chan struct{}
+}
+
+func (s *slowEnd) End(ctx context.Context, cluster, id string, sum *Summary) error {
+	close(s.ending)
+	<-s.release
+	return s.Store.End(ctx, cluster, id, sum)
+}
+
+// TestCoordinatorRetryAsTheRunEnds: a retry asked while the run runs is
+// refused (ErrBusy); asked once its view shows it ended, before its summary
+// is stored, it waits for the summary and starts, rather than being refused.
+func TestCoordinatorRetryAsTheRunEnds(t *testing.T) {
+	set := exampleSet(t, "quickstart")
+	store := &slowEnd{Store: &Workdir{Dir: claimedDir(t)}, ending: make(chan struct{}), release: make(chan struct{})}
+	c := &Coordinator{Store: store}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := c.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h, err := c.Start(ctx, StartRequest{Cluster: "demo", Graph: "default", Serial: 1, Set: set, Trigger: "request"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Retry(ctx, "demo", nil); !errors.Is(err, ErrBusy) {
+		t.Fatalf("a retry while the run runs: %v, want ErrBusy", err)
+	}
+	a := &agents{}
+	wg := a.run(ctx, t, c, "demo", []string{"node-1", "node-2", "node-3", "node-4", "node-5", "node-6"},
+		func(node, task string) bool { return node == "node-4" })
+	select {
+	case <-store.ending:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run did not end")
+	}
+	if r, err := c.Latest(ctx, "demo"); err != nil || r == nil || r.Status != api.RunFailed {
+		t.Fatalf("the run's view before its summary is stored: %+v %v, want failed", r, err)
+	}
+	// It waits for the summary: with nothing left of its time, it says so
+	// rather than that the run is busy.
+	done, stop := context.WithCancel(ctx)
+	stop()
+	if _, err := c.Retry(done, "demo", nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a retry out of time as the run ends: %v, want context.Canceled", err)
+	}
+	// Not stored within endWait: refused, the run still not ended.
+	defer func(w time.Duration) { endWait = w }(endWait)
+	endWait = time.Millisecond
+	if _, err := c.Retry(ctx, "demo", nil); !errors.Is(err, ErrBusy) {
+		t.Fatalf("a retry whose run's summary is not stored in time: %v, want ErrBusy", err)
+	}
+	endWait = time.Minute
+	retried := make(chan error, 1)
+	go func() {
+		_, err := c.Retry(ctx, "demo", nil)
+		retried <- err
+	}()
+	close(store.release)
+	if err := <-retried; err != nil {
+		t.Fatalf("a retry as the run ends: %v", err)
+	}
+	cancel()
+	wg.Wait()
+	list, err := store.List(context.Background(), "demo")
+	if err != nil || len(list) != 2 || list[1].Header.ID != h.ID || list[0].Header.RetryOf != h.ID {
+		t.Fatalf("runs after the retry: %v %v, want the retry of %s", list, err, h.ID)
 	}
 }

@@ -363,6 +363,34 @@ func (l *live) nodesDone(nodes []int32) {
 	}
 }
 
+// endWait bounds how long awaitEnd waits for the summary of a run that ended
+// to be stored (a variable for the test of that bound).
+var endWait = 10 * time.Second
+
+// awaitEnd returns once the run, which has ended, has its summary stored:
+// its view shows it ended a moment before (finish), and a retry asked in
+// that moment waits rather than being refused. ErrBusy while the run has not
+// ended, or when its summary is not stored within endWait.
+func (l *live) awaitEnd(ctx context.Context) error {
+	l.mu.Lock()
+	phase := l.s.Phase
+	l.mu.Unlock()
+	busy := fmt.Errorf("run %s of cluster %s has not ended: %w", l.h.ID, l.h.Cluster, ErrBusy)
+	if phase != Ended {
+		return busy
+	}
+	t := time.NewTimer(endWait)
+	defer t.Stop()
+	select {
+	case <-l.done:
+		return nil
+	case <-t.C:
+		return busy
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // finish stores the summary of a run that ended and lets it go; false when
 // the store refused it (the next step tries again).
 func (l *live) finish(ctx context.Context) bool {
