@@ -113,9 +113,13 @@ func (w *waiter) wait() error {
 			return w.end(true, false, v.note)
 		case v.failure != "":
 			return w.end(false, false, v.failure)
+		case ctx.Err() != nil && w.reason != "":
+			// The wait's time ran out during this poll: what the last
+			// answer said stands, not the request cut short.
+		default:
+			w.reason = v.waiting
+			w.show()
 		}
-		w.reason = v.waiting
-		w.show()
 		select {
 		case <-time.After(w.interval):
 		case <-ctx.Done():

@@ -1,7 +1,12 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/fuelsync/fuelsync/api"
@@ -93,5 +98,35 @@ func TestClusterProblem(t *testing.T) {
 				t.Errorf("%q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestWaitTimeoutDuringPoll: when the wait's time runs out while serve is
+// answering a poll, the wait says what serve's last answer said (the run is
+// running), not that the cut request got no answer.
+func TestWaitTimeoutDuringPoll(t *testing.T) {
+	line := server.ClusterLine{ClusterInfo: operation.ClusterInfo{Name: "demo", Status: "synced", AppliedRevision: "aaaa1111", HeadRevision: "aaaa1111",
+		Serial: 4, Nodes: 6, Health: "progressing"}, LastRun: &api.Run{ID: "7", Status: api.RunRunning, Serial: 4}}
+	var polls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/clusters" {
+			http.NotFound(w, r)
+			return
+		}
+		if polls.Add(1) > 1 { // the second poll: no answer before the wait's time is up
+			<-r.Context().Done()
+			return
+		}
+		json.NewEncoder(w).Encode([]server.ClusterLine{line})
+	}))
+	defer srv.Close()
+	var stdout, stderr bytes.Buffer
+	code := Main([]string{"fuelsync", "wait", "--cluster", "demo", "--for", "deployed", "--timeout", "500ms", "--interval", "10ms", "--server", srv.URL},
+		&stdout, &stderr, "test", "")
+	if want := "fuelsync: timed out after 500ms waiting for cluster demo to be deployed: run 7 is running\n"; code != 1 || stderr.String() != want {
+		t.Errorf("exit %d, stderr %q; want 1 and %q", code, stderr.String(), want)
+	}
+	if polls.Load() < 2 {
+		t.Errorf("%d polls: the test wants the wait's time to end during the second", polls.Load())
 	}
 }
