@@ -103,11 +103,11 @@ func sealFromDir(w *Workdir, objs *objectWriter, dir string) *objectWriter {
 // appliedSet is the set a publish follows, whose unchanged files it keeps
 // by their stat.
 type appliedSet struct {
-	set   string // its directory
-	trees string // the work directory's trees
-	seal  time.Time
-	sums  map[string]string // path → sha256, as its state records them
-	dirs  sync.Map          // directory in the set → its path on disk (or error)
+	w    *Workdir
+	set  string // its directory
+	seal time.Time
+	sums map[string]string // path → sha256, as its state records them
+	dirs sync.Map          // directory in the set → its path on disk (or error)
 }
 
 // follow makes the applied set of cur the set o keeps files of by their
@@ -121,7 +121,7 @@ func (o *objectWriter) follow(cur *State) {
 	}
 	if cur != nil && cur.Serial > 0 {
 		if seal, ok := readSeal(o.w.SetDir(cur.Serial)); ok {
-			o.applied = &appliedSet{set: o.w.SetDir(cur.Serial), trees: o.w.trees(), seal: seal, sums: cur.Artifacts}
+			o.applied = &appliedSet{w: o.w, set: o.w.SetDir(cur.Serial), seal: seal, sums: cur.Artifacts}
 			return
 		}
 		if _, err := os.Lstat(o.w.SetDir(cur.Serial)); err == nil {
@@ -137,7 +137,7 @@ func (o *objectWriter) follow(cur *State) {
 		return
 	}
 	if st, err := o.w.SetState(n); err == nil && st.Serial == n {
-		o.applied = &appliedSet{set: o.w.SetDir(n), trees: o.w.trees(), seal: seal, sums: st.Artifacts}
+		o.applied = &appliedSet{w: o.w, set: o.w.SetDir(n), seal: seal, sums: st.Artifacts}
 	}
 }
 
@@ -216,33 +216,47 @@ func (o *objectWriter) keep(name, sum string) bool {
 }
 
 // dir is the path on disk of directory name of the applied set: a node
-// directory's tree (its link read once), or the directory in the set. It is
-// only where keep looks for the file: what makes the file the one to keep is
-// that it is its object's inode, wherever it is found.
+// directory's tree, or a cluster's nodeset (their links read once, by
+// linkTarget), or the directory in the set. It is only where keep looks for
+// the file: what makes the file the one to keep is that it is its object's
+// inode, wherever it is found.
 func (a *appliedSet) dir(name string) (string, error) {
-	if _, _, ok := nodeDirOf(name + "/f"); !ok {
-		return filepath.Join(a.set, filepath.FromSlash(name)), nil
+	p, _, err := a.resolved(name)
+	return p, err
+}
+
+// resolved is dir, and whether the directory is in a nodeset (or is one).
+func (a *appliedSet) resolved(name string) (string, bool, error) {
+	var parent string
+	var inNodeset bool
+	switch {
+	case isNodesDir(name):
+		parent = filepath.Join(a.set, filepath.FromSlash(path.Dir(name)))
+	case isNodeDir(name):
+		var err error
+		if parent, inNodeset, err = a.resolved(path.Dir(name)); err != nil {
+			return "", false, err
+		}
+	default:
+		return filepath.Join(a.set, filepath.FromSlash(name)), false, nil
 	}
-	type resolved struct {
-		p   string
-		err error
+	type resolvedDir struct {
+		p         string
+		inNodeset bool
+		err       error
 	}
 	if v, ok := a.dirs.Load(name); ok {
-		r := v.(resolved)
-		return r.p, r.err
+		r := v.(resolvedDir)
+		return r.p, r.inNodeset, r.err
 	}
-	p := filepath.Join(a.set, filepath.FromSlash(name))
-	target, err := os.Readlink(p)
+	p := filepath.Join(parent, path.Base(name))
+	d, nodeset, err := a.w.linkTarget(name, p, inNodeset)
 	switch {
 	case err == nil:
-		if id, ok := treeOfLink(target); ok {
-			p = filepath.Join(a.trees, id)
-		} else {
-			err = errForeignSymlink
-		}
+		p, inNodeset = d, inNodeset || nodeset
 	case errors.Is(err, syscall.EINVAL):
-		err = nil // a real node directory
+		err = nil // a real directory
 	}
-	a.dirs.Store(name, resolved{p, err})
-	return p, err
+	a.dirs.Store(name, resolvedDir{p, inNodeset, err})
+	return p, inNodeset, err
 }
