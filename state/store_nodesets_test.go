@@ -5,6 +5,7 @@ package state
 import (
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -72,4 +73,71 @@ func TestStoreOldLayoutUpgrade(t *testing.T) {
 	if got := treeNames(t, w); !slices.Equal(got, slices.Sorted(maps.Keys(want))) {
 		t.Errorf("trees %q, want those the kept sets link %q", got, slices.Sorted(maps.Keys(want)))
 	}
+}
+
+// TestTidyPrunesAfterRemovedSets: Tidy (each run's, under the lock) removes
+// the set of a crashed run (newer than current, never switched to) and then
+// the nodesets, trees and objects only it linked, a stray object with them;
+// when it removes no set, it leaves them to the publish's pruning after its
+// commit (reading every set's links and every object at each lock doubled
+// that cost): the stray object stays until the next publish.
+func TestTidyPrunesAfterRemovedSets(t *testing.T) {
+	w, l := lockedWorkdir(t)
+	files := func(v string) map[string]string { return map[string]string{"c/nodes/n/a.yaml": v, "c/x.yaml": "x"} }
+	for n, v := range []string{"a", "b", "crashed"} {
+		if err := publish(t, w, l, int64(n+1), files(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crashedTree, crashedNodeset := treeOfNode(t, w, 3, "c/nodes/n"), nodesetOf(t, w, 3, "c")
+	// Set 3 was never switched to: current and the state name set 2.
+	if err := replaceSymlink(w.artifacts(), "current", "2"); err != nil {
+		t.Fatal(err)
+	}
+	stray := []byte("stray")
+	strayObj := filepath.Join(w.objects(), shaHex(stray)[:2], shaHex(stray))
+	if err := os.MkdirAll(filepath.Dir(strayObj), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(strayObj, stray, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exists := func(p string) bool { _, err := os.Lstat(p); return err == nil }
+
+	// Nothing to remove but the stray object: left to the next publish.
+	copyDir := filepath.Join(t.TempDir(), "set3")
+	if err := os.Rename(w.SetDir(3), copyDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Tidy(l); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(strayObj) {
+		t.Errorf("Tidy that removed no set pruned the objects")
+	}
+	// The crashed set back: Tidy removes it, its nodeset, tree and object,
+	// and the stray.
+	if err := os.Rename(copyDir, w.SetDir(3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Tidy(l); err != nil {
+		t.Fatal(err)
+	}
+	if exists(w.SetDir(3)) {
+		t.Fatal("the crashed run's set 3 is left")
+	}
+	for what, p := range map[string]string{
+		"its tree": filepath.Join(w.trees(), crashedTree), "its nodeset": filepath.Join(w.nodesets(), crashedNodeset),
+		"its object": filepath.Join(w.objects(), shaHex([]byte("crashed"))[:2], shaHex([]byte("crashed"))), "the stray object": strayObj,
+	} {
+		if exists(p) {
+			t.Errorf("Tidy removed the crashed set but not %s", what)
+		}
+	}
+	checkSet(t, w, 1, files("a"))
+	checkSet(t, w, 2, files("b"))
+	if err := publish(t, w, l, 3, files("c")); err != nil {
+		t.Fatal(err)
+	}
+	checkSet(t, w, 3, files("c"))
 }
