@@ -218,55 +218,8 @@ func TestStorePruneTrees(t *testing.T) {
 		if got := int64(len(want)); got != min(n, Keep)+2 {
 			t.Errorf("serial %d: %d trees, want %d (one own per kept set, two shared)", n, got, min(n, Keep)+2)
 		}
-		wantSets := map[string]bool{}
-		for _, s := range w.sets() {
-			for _, c := range []string{"c", "d"} {
-				wantSets[nodesetOf(t, w, s, c)] = true
-			}
-		}
-		var gotSets []string
-		if ents, err := os.ReadDir(w.nodesets()); err == nil {
-			for _, e := range ents {
-				gotSets = append(gotSets, e.Name())
-			}
-		}
-		if diff := cmp.Diff(slices.Sorted(maps.Keys(wantSets)), gotSets); diff != "" {
-			t.Errorf("serial %d: nodesets (-linked by the kept sets +nodesets/):\n%s", n, diff)
-		}
-		if got := int64(len(wantSets)); got != min(n, Keep)+1 {
-			t.Errorf("serial %d: %d nodesets, want %d (c's of each kept set, d's shared)", n, got, min(n, Keep)+1)
-		}
-		commit := slices.Index(steps, "rename current")
-		lastTree, firstObject, lastNodeset, firstTree := -1, len(steps), -1, len(steps)
-		for i, s := range steps {
-			if strings.HasPrefix(s, "remove nodeset ") {
-				if i < commit {
-					t.Errorf("serial %d: %s before the commit point", n, s)
-				}
-				lastNodeset = i
-			}
-			if strings.HasPrefix(s, "remove tree ") {
-				if i < commit {
-					t.Errorf("serial %d: %s before the commit point", n, s)
-				}
-				lastTree, firstTree = i, min(firstTree, i)
-			}
-			if strings.HasPrefix(s, "remove object ") {
-				firstObject = min(firstObject, i)
-			}
-		}
-		if lastTree > firstObject {
-			t.Errorf("serial %d: a tree removed after an object", n)
-		}
-		if lastNodeset > firstTree {
-			t.Errorf("serial %d: a nodeset removed after a tree", n)
-		}
-		if n > 1 && lastNodeset < 0 {
-			t.Errorf("serial %d: no nodeset removed", n)
-		}
-		if n > 1 && lastTree < 0 {
-			t.Errorf("serial %d: no tree removed", n)
-		}
+		checkNodesetsKept(t, w, n)
+		checkPruneOrder(t, n, steps)
 		for s := range w.sets() {
 			checkSet(t, w, w.sets()[s], map[string]string{
 				"c/nodes/shared/a.yaml": "shared",
@@ -278,6 +231,69 @@ func TestStorePruneTrees(t *testing.T) {
 	// The objects: the strays' content went with them; the kept sets' stay.
 	if diff := cmp.Diff(Keep+3, len(objectNames(t, w))); diff != "" {
 		t.Errorf("objects (-want +got): %s %q", diff, objectNames(t, w))
+	}
+}
+
+// checkNodesetsKept checks that nodesets/ holds exactly the nodesets the
+// kept sets link, after the publish of serial n of TestStorePruneTrees: c's of
+// each kept set, and d's, shared by all.
+func checkNodesetsKept(t *testing.T, w *Workdir, n int64) {
+	t.Helper()
+	wantSets := map[string]bool{}
+	for _, s := range w.sets() {
+		for _, c := range []string{"c", "d"} {
+			wantSets[nodesetOf(t, w, s, c)] = true
+		}
+	}
+	var gotSets []string
+	if ents, err := os.ReadDir(w.nodesets()); err == nil {
+		for _, e := range ents {
+			gotSets = append(gotSets, e.Name())
+		}
+	}
+	if diff := cmp.Diff(slices.Sorted(maps.Keys(wantSets)), gotSets); diff != "" {
+		t.Errorf("serial %d: nodesets (-linked by the kept sets +nodesets/):\n%s", n, diff)
+	}
+	if got := int64(len(wantSets)); got != min(n, Keep)+1 {
+		t.Errorf("serial %d: %d nodesets, want %d (c's of each kept set, d's shared)", n, got, min(n, Keep)+1)
+	}
+}
+
+// checkPruneOrder checks the steps of the publish of serial n of
+// TestStorePruneTrees: nodesets, trees and objects are removed after the
+// commit point, the nodesets before the trees, the trees before the objects.
+func checkPruneOrder(t *testing.T, n int64, steps []string) {
+	t.Helper()
+	commit := slices.Index(steps, "rename current")
+	lastTree, firstObject, lastNodeset, firstTree := -1, len(steps), -1, len(steps)
+	for i, s := range steps {
+		if strings.HasPrefix(s, "remove nodeset ") {
+			if i < commit {
+				t.Errorf("serial %d: %s before the commit point", n, s)
+			}
+			lastNodeset = i
+		}
+		if strings.HasPrefix(s, "remove tree ") {
+			if i < commit {
+				t.Errorf("serial %d: %s before the commit point", n, s)
+			}
+			lastTree, firstTree = i, min(firstTree, i)
+		}
+		if strings.HasPrefix(s, "remove object ") {
+			firstObject = min(firstObject, i)
+		}
+	}
+	if lastTree > firstObject {
+		t.Errorf("serial %d: a tree removed after an object", n)
+	}
+	if lastNodeset > firstTree {
+		t.Errorf("serial %d: a nodeset removed after a tree", n)
+	}
+	if n > 1 && lastNodeset < 0 {
+		t.Errorf("serial %d: no nodeset removed", n)
+	}
+	if n > 1 && lastTree < 0 {
+		t.Errorf("serial %d: no tree removed", n)
 	}
 }
 

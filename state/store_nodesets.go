@@ -98,7 +98,7 @@ func nodesetID(entries []nodesetEntry) string {
 // do not work here: the caller makes the node directories otherwise.
 func (o *objectWriter) linkNodeset(dir, cluster string, entries []nodesetEntry, mkdir func(name string) error) error {
 	id := nodesetID(entries)
-	if err := o.ensureNodeset(id, entries); err != nil {
+	if err := o.ensureNodeset(id, cluster, entries); err != nil {
 		return err
 	}
 	if err := mkdir(cluster); err != nil {
@@ -130,9 +130,9 @@ func (o *objectWriter) noSymlinksHere(err error) error {
 // ensureNodeset makes nodesets/<id> hold exactly entries: kept when it does,
 // built in a temporary directory and renamed into place (exchanged with what
 // was there) otherwise.
-func (o *objectWriter) ensureNodeset(id string, entries []nodesetEntry) error {
+func (o *objectWriter) ensureNodeset(id, cluster string, entries []nodesetEntry) error {
 	final := filepath.Join(o.w.nodesets(), id)
-	if nodesetHolds(final, entries) {
+	if o.nodesetHolds(final, cluster, entries) {
 		return nil
 	}
 	err := o.nodesetsDir.do("", func() error {
@@ -168,6 +168,9 @@ func (o *objectWriter) ensureNodeset(id string, entries []nodesetEntry) error {
 		if err != nil {
 			return err
 		}
+	}
+	if err := o.sealObject(tmp); err != nil {
+		return err
 	}
 	if err := syncDir(tmp); err != nil {
 		return err
@@ -206,14 +209,25 @@ func placeDir(kind, id, tmp, final string) error {
 	return nil
 }
 
-// nodesetHolds reports whether dir is a directory (not a symlink) holding
-// exactly entries, each a symlink to its tree in exactly the form a nodeset's
-// entry has.
-func nodesetHolds(dir string, entries []nodesetEntry) bool {
+// nodesetHolds reports whether dir, cluster's nodeset, is a directory (not a
+// symlink) holding exactly entries, each a symlink to its tree in exactly
+// the form a nodeset's entry has. It is not read when the applied set's
+// cluster links it and its entries have not changed since the applied set's
+// seal: its mtime is before the seal (a symlink cannot be changed, only
+// replaced, which sets its directory's mtime to the time of the change); the
+// publish that made the applied set found it whole after its seal (read,
+// kept so, or built and given an mtime before its seal, as an object is).
+func (o *objectWriter) nodesetHolds(dir, cluster string, entries []nodesetEntry) bool {
 	fi, err := os.Lstat(dir)
 	if err != nil || !fi.IsDir() {
 		return false
 	}
+	if a := o.applied; a != nil && fi.ModTime().Before(a.seal) {
+		if p, inNodeset, err := a.resolved(render.NodesDir(cluster)); err == nil && inNodeset && p == dir {
+			return true
+		}
+	}
+	readHook("dir " + dir)
 	got, err := os.ReadDir(dir)
 	if err != nil || len(got) != len(entries) {
 		return false

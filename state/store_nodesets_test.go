@@ -7,7 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestStoreOldLayoutUpgrade: sets written before nodesets (each cluster's
@@ -140,4 +143,71 @@ func TestTidyPrunesAfterRemovedSets(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSet(t, w, 3, files("c"))
+}
+
+// dirReads are the directories (trees, nodesets) among what a publish read.
+func dirReads(read []string) []string {
+	var out []string
+	for _, r := range read {
+		if d, ok := strings.CutPrefix(r, "dir "); ok {
+			out = append(out, filepath.Base(filepath.Dir(d))+"/"+filepath.Base(d))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestStoreTreesKeptUnread: a publish that keeps the applied set's files does
+// not read the trees and nodesets the applied set links when their entries
+// have not changed since its seal (their mtime is before it; one that a
+// publish builds gets an mtime before that publish's seal, so the publish
+// after a cold one keeps them unread too). A tree or nodeset whose entries
+// changed (a file added, a link removed and made again), or that the applied
+// set does not link (only an older one), is read, and rebuilt when it is not
+// whole.
+func TestStoreTreesKeptUnread(t *testing.T) {
+	w, l := lockedWorkdir(t)
+	files := maps.Clone(sealFiles)
+	publishSealed(t, w, l, 1, files, false)
+	if _, read := publishSealed(t, w, l, 2, files, true); len(dirReads(read)) != 0 {
+		t.Errorf("the publish after a cold one read %q, want no tree or nodeset", dirReads(read))
+	}
+	// A file added to a tree, a link of a nodeset made again.
+	treeA := treeOfNode(t, w, 2, "a/nodes/n1")
+	if err := os.WriteFile(filepath.Join(w.trees(), treeA, "extra.yaml"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nsB := nodesetOf(t, w, 2, "b")
+	link := filepath.Join(w.nodesets(), nsB, "n1")
+	target, err := os.Readlink(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := relink(link, target); err != nil {
+		t.Fatal(err)
+	}
+	_, read := publishSealed(t, w, l, 3, files, true)
+	if diff := cmp.Diff([]string{"nodesets/" + nsB, "trees/" + treeA}, dirReads(read)); diff != "" {
+		t.Errorf("after a tree's and a nodeset's entries changed: the directories read (-want +got):\n%s", diff)
+	}
+	checkSet(t, w, 3, files)
+	if _, err := os.Lstat(filepath.Join(w.trees(), treeA, "extra.yaml")); err == nil {
+		t.Errorf("the tree with a file added was not rebuilt")
+	}
+	// a/nodes/n1 changes, then changes back: its tree and a's nodeset are
+	// then linked by set 3 but not by the applied set 4.
+	changed := maps.Clone(files)
+	changed["a/nodes/n1/graph.yaml"] = "a n1, changed\n"
+	publishSealed(t, w, l, 4, changed, true)
+	_, read = publishSealed(t, w, l, 5, files, true)
+	if diff := cmp.Diff([]string{"nodesets/" + nodesetOf(t, w, 5, "a"), "trees/" + treeA}, dirReads(read)); diff != "" {
+		t.Errorf("a tree and a nodeset only an older set links: the directories read (-want +got):\n%s", diff)
+	}
+	for n := int64(3); n <= 5; n++ {
+		want := files
+		if n == 4 {
+			want = changed
+		}
+		checkSet(t, w, n, want)
+	}
 }

@@ -119,27 +119,7 @@ func TestStoreSharesUnchangedFiles(t *testing.T) {
 			newTrees = append(newTrees, path.Dir(name))
 		}
 	}
-	// Each cluster's nodes directory is a fast symlink to its nodeset; the
-	// clusters that did not change share it with set 1 (one inode, a hard
-	// link), the changed one links a new nodeset.
-	var newNodesets []string
-	for c := range 4 {
-		nodes := filepath.Join(w.SetDir(2), fmt.Sprintf("c%d", c), "nodes")
-		fi, err := os.Lstat(nodes)
-		if err != nil || fi.Mode()&fs.ModeSymlink == 0 || fi.Sys().(*syscall.Stat_t).Blocks != 0 {
-			t.Fatalf("set 2: %s is not a fast symlink: %v %v", nodes, fi.Mode(), err)
-		}
-		if target, _ := os.Readlink(nodes); len(target) >= 60 {
-			t.Errorf("set 2: %s links to %q: 60 bytes or more", nodes, target)
-		}
-		ino1, _ := inode(t, filepath.Join(w.SetDir(1), fmt.Sprintf("c%d", c), "nodes"))
-		if ino2, _ := inode(t, nodes); ino1 != ino2 {
-			newNodesets = append(newNodesets, fmt.Sprintf("c%d", c))
-		}
-	}
-	if diff := cmp.Diff([]string{"c3"}, newNodesets); diff != "" {
-		t.Errorf("nodes directories of set 2 not shared with set 1 (-want +got):\n%s", diff)
-	}
+	checkNodesLinksShared(t, w, "c3")
 	if diff := cmp.Diff([]string{"c3/nodes/node-0007/deployment.yaml"}, newFiles); diff != "" {
 		t.Errorf("files of set 2 not shared with set 1 (-want +got):\n%s", diff)
 	}
@@ -169,6 +149,32 @@ func TestStoreSharesUnchangedFiles(t *testing.T) {
 	fi, err := os.Stat(filepath.Join(w.CurrentDir(), "c0", "nodes", "node-0000", "deployment.yaml"))
 	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o644 {
 		t.Errorf("a file of the current set: %v, %v", fi.Mode(), err)
+	}
+}
+
+// checkNodesLinksShared checks the nodes directories of sets 1 and 2 of
+// TestStoreSharesUnchangedFiles (clusters c0 to c3): each is a fast symlink
+// to its nodeset; the clusters that did not change share it with set 1 (one
+// inode, a hard link), the changed one links a new nodeset.
+func checkNodesLinksShared(t *testing.T, w *Workdir, changed string) {
+	t.Helper()
+	var newNodesets []string
+	for c := range 4 {
+		nodes := filepath.Join(w.SetDir(2), fmt.Sprintf("c%d", c), "nodes")
+		fi, err := os.Lstat(nodes)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 || fi.Sys().(*syscall.Stat_t).Blocks != 0 {
+			t.Fatalf("set 2: %s is not a fast symlink: %v %v", nodes, fi.Mode(), err)
+		}
+		if target, _ := os.Readlink(nodes); len(target) >= 60 {
+			t.Errorf("set 2: %s links to %q: 60 bytes or more", nodes, target)
+		}
+		ino1, _ := inode(t, filepath.Join(w.SetDir(1), fmt.Sprintf("c%d", c), "nodes"))
+		if ino2, _ := inode(t, nodes); ino1 != ino2 {
+			newNodesets = append(newNodesets, fmt.Sprintf("c%d", c))
+		}
+	}
+	if diff := cmp.Diff([]string{changed}, newNodesets); diff != "" {
+		t.Errorf("nodes directories of set 2 not shared with set 1 (-want +got):\n%s", diff)
 	}
 }
 

@@ -176,7 +176,9 @@ func (o *objectWriter) writeSeal(dir string) error {
 
 // sealObject gives the new object tmp (not yet renamed into place) an mtime
 // before o's seal, so that the next publish keeps it by its stat; nothing
-// when o has no seal.
+// when o has no seal. A new tree or nodeset (a directory, built whole) gets
+// the same, so that the next publish keeps it unread (keptTree,
+// nodesetHolds).
 func (o *objectWriter) sealObject(tmp string) error {
 	if o.since.IsZero() {
 		return nil

@@ -294,6 +294,9 @@ func (o *objectWriter) ensureTree(id string, entries []treeEntry) error {
 			return err
 		}
 	}
+	if err := o.sealObject(tmp); err != nil {
+		return err
+	}
 	if err := syncDir(tmp); err != nil {
 		return err
 	}
@@ -312,6 +315,10 @@ func (o *objectWriter) treeHolds(dir string, entries []treeEntry) bool {
 	if err != nil || !fi.IsDir() {
 		return false
 	}
+	if o.keptTree(dir, fi, entries) {
+		return true
+	}
+	readHook("dir " + dir)
 	got, err := os.ReadDir(dir)
 	if err != nil || len(got) != len(entries) {
 		return false
@@ -335,6 +342,29 @@ func (o *objectWriter) treeHolds(dir string, entries []treeEntry) bool {
 		readHook(p)
 		data, err := os.ReadFile(p)
 		if err != nil || digest(data) != e.sum {
+			return false
+		}
+	}
+	return true
+}
+
+// keptTree reports whether the tree dir (fi) holds exactly entries without
+// reading it: keep found each of entries in dir, through the applied set's
+// link to it, to be its object unchanged since the applied set's seal, and
+// dir's entries have not changed since then either: its mtime is before the
+// seal (adding, removing or renaming an entry sets it to the time of the
+// change). The publish that made the applied set found dir to hold exactly
+// entries after its seal (it read it, or kept it so itself, or built it
+// and gave it an mtime before its seal, as it does an object), so it still
+// does. What this cannot catch is a directory's mtime set back by hand
+// (touch -d), as for a file.
+func (o *objectWriter) keptTree(dir string, fi fs.FileInfo, entries []treeEntry) bool {
+	a := o.applied
+	if a == nil || !fi.ModTime().Before(a.seal) {
+		return false
+	}
+	for _, e := range entries {
+		if sum, ok := o.keptFiles.Load(filepath.Join(dir, e.name)); !ok || sum != e.sum {
 			return false
 		}
 	}

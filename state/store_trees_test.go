@@ -178,92 +178,7 @@ func TestStoreTreeDamageRebuilt(t *testing.T) {
 // and reads the file behind it.
 func TestSetFSFollowsOnlyTrees(t *testing.T) {
 	files := map[string]string{"c/nodes/n1/a.yaml": "a", "c/nodes/n2/a.yaml": "b", "c/cluster.yaml": "c"}
-	type env struct {
-		w              *Workdir
-		set, tree, obj string // set 1's directory, n1's tree, the object of "c"
-		nodeset        string // c's nodeset
-	}
-	relink := func(p, target string) error {
-		if err := os.RemoveAll(p); err != nil {
-			return err
-		}
-		return os.Symlink(target, p)
-	}
-	for _, tc := range []struct {
-		name   string
-		old    bool // the cluster's nodes directory made its own (the layout before nodesets)
-		damage func(e env) error
-		read   string
-	}{
-		// A nodes directory linked elsewhere.
-		{"nodes linked to a copy of its nodeset", false, func(e env) error {
-			if err := os.CopyFS(filepath.Join(e.w.nodesets(), "copy"), os.DirFS(e.nodeset)); err != nil {
-				return err
-			}
-			return relink(filepath.Join(e.set, "c", "nodes"), "../../../nodesets/copy")
-		}, "c/nodes/n1/a.yaml"},
-		{"nodes linked by an absolute path", false, func(e env) error { return relink(filepath.Join(e.set, "c", "nodes"), e.nodeset) }, "c/nodes/n1/a.yaml"},
-		{"nodes linked with a trailing slash", false, func(e env) error {
-			return relink(filepath.Join(e.set, "c", "nodes"), nodesetLinkPrefix+filepath.Base(e.nodeset)+"/")
-		}, "c/nodes/n1/a.yaml"},
-		{"nodes linked to a tree", false, func(e env) error {
-			return relink(filepath.Join(e.set, "c", "nodes"), "../../../trees/"+filepath.Base(e.tree))
-		}, "c/nodes/a.yaml"},
-		{"nodeset a symlink to a directory", false, func(e env) error {
-			cp := filepath.Join(e.w.Dir, "elsewhere")
-			if err := os.CopyFS(cp, os.DirFS(e.nodeset)); err != nil {
-				return err
-			}
-			return relink(e.nodeset, cp)
-		}, "c/nodes/n1/a.yaml"},
-		{"a file linked in place of nodes", false, func(e env) error { return relink(filepath.Join(e.set, "c", "nodes"), e.obj) }, "c/nodes"},
-		// A link inside the nodeset pointing elsewhere.
-		{"nodeset entry in the old form", false, func(e env) error {
-			return relink(filepath.Join(e.nodeset, "n1"), treeLinkPrefix+filepath.Base(e.tree))
-		}, "c/nodes/n1/a.yaml"},
-		{"nodeset entry by an absolute path", false, func(e env) error { return relink(filepath.Join(e.nodeset, "n1"), e.tree) }, "c/nodes/n1/a.yaml"},
-		{"nodeset entry to a copy of its tree", false, func(e env) error {
-			if err := os.CopyFS(filepath.Join(e.w.trees(), "copy"), os.DirFS(e.tree)); err != nil {
-				return err
-			}
-			return relink(filepath.Join(e.nodeset, "n1"), nodesetTreePrefix+"copy")
-		}, "c/nodes/n1/a.yaml"},
-		{"nodeset entry to a nodeset", false, func(e env) error {
-			return relink(filepath.Join(e.nodeset, "n1"), "../../nodesets/"+filepath.Base(e.nodeset))
-		}, "c/nodes/n1/n2/a.yaml"},
-		{"nodeset entry to its object", false, func(e env) error { return relink(filepath.Join(e.nodeset, "n1"), e.obj) }, "c/nodes/n1"},
-		{"a symlink added to the nodeset", false, func(e env) error {
-			return os.Symlink(filepath.Join(e.tree, "a.yaml"), filepath.Join(e.nodeset, "x.yaml"))
-		}, "c/nodes/x.yaml"},
-		// The layout before nodesets: a node directory linked elsewhere.
-		{"old: node linked to a copy of its tree", true, func(e env) error {
-			if err := os.CopyFS(filepath.Join(e.w.trees(), "copy"), os.DirFS(e.tree)); err != nil {
-				return err
-			}
-			return relink(filepath.Join(e.set, "c", "nodes", "n1"), "../../../../trees/copy")
-		}, "c/nodes/n1/a.yaml"},
-		{"old: node linked by an absolute path", true, func(e env) error { return relink(filepath.Join(e.set, "c", "nodes", "n1"), e.tree) }, "c/nodes/n1/a.yaml"},
-		{"old: node linked with a trailing slash", true, func(e env) error {
-			return relink(filepath.Join(e.set, "c", "nodes", "n1"), treeLinkPrefix+filepath.Base(e.tree)+"/")
-		}, "c/nodes/n1/a.yaml"},
-		{"old: node linked one level short", true, func(e env) error {
-			return relink(filepath.Join(e.set, "c", "nodes", "n1"), "../../../trees/"+filepath.Base(e.tree))
-		}, "c/nodes/n1/a.yaml"},
-		{"old: node linked in a nodeset's form", true, func(e env) error {
-			return relink(filepath.Join(e.set, "c", "nodes", "n1"), nodesetTreePrefix+filepath.Base(e.tree))
-		}, "c/nodes/n1/a.yaml"},
-		// Anywhere else.
-		{"a file linked to its object", false, func(e env) error { return relink(filepath.Join(e.set, "c", "cluster.yaml"), e.obj) }, "c/cluster.yaml"},
-		{"a file of a tree made a symlink", false, func(e env) error {
-			return relink(filepath.Join(e.tree, "a.yaml"), filepath.Join(e.w.objects(), shaHex([]byte("a"))[:2], shaHex([]byte("a"))))
-		}, "c/nodes/n1/a.yaml"},
-		{"a cluster directory linked to another", false, func(e env) error {
-			if err := os.Rename(filepath.Join(e.set, "c"), filepath.Join(e.set, "real")); err != nil {
-				return err
-			}
-			return os.Symlink("real", filepath.Join(e.set, "c"))
-		}, "c/cluster.yaml"},
-	} {
+	for _, tc := range setFSHostileRows() {
 		t.Run(tc.name, func(t *testing.T) {
 			w, l := lockedWorkdir(t)
 			if err := publish(t, w, l, 1, files); err != nil {
@@ -274,7 +189,7 @@ func TestSetFSFollowsOnlyTrees(t *testing.T) {
 			}
 			checkSetFSDirs(t, w, 1, tc.old, "c")
 			checkSet(t, w, 1, files)
-			e := env{w: w, set: w.SetDir(1), tree: filepath.Join(w.trees(), treeOfNode(t, w, 1, "c/nodes/n1")),
+			e := setFSEnv{w: w, set: w.SetDir(1), tree: filepath.Join(w.trees(), treeOfNode(t, w, 1, "c/nodes/n1")),
 				obj: filepath.Join(w.objects(), shaHex([]byte("c"))[:2], shaHex([]byte("c")))}
 			if !tc.old {
 				e.nodeset = filepath.Join(w.nodesets(), nodesetOf(t, w, 1, "c"))
@@ -297,6 +212,105 @@ func TestSetFSFollowsOnlyTrees(t *testing.T) {
 			}
 			_ = err
 		})
+	}
+}
+
+// setFSEnv is what a row of setFSHostileRows damages: the work directory,
+// set 1's directory, node n1's tree, the object of "c", and cluster c's
+// nodeset ("" in the layout before nodesets).
+type setFSEnv struct {
+	w                       *Workdir
+	set, tree, obj, nodeset string
+}
+
+// relink replaces p with a symlink to target.
+func relink(p, target string) error {
+	if err := os.RemoveAll(p); err != nil {
+		return err
+	}
+	return os.Symlink(target, p)
+}
+
+// setFSRow is a row of setFSHostileRows.
+type setFSRow struct {
+	name   string
+	old    bool // the cluster's nodes directory made its own (the layout before nodesets)
+	damage func(e setFSEnv) error
+	read   string
+}
+
+// setFSHostileRows are TestSetFSFollowsOnlyTrees's rows: each damages one
+// link of set 1, and read is then refused.
+func setFSHostileRows() []setFSRow {
+	return []setFSRow{
+		// A nodes directory linked elsewhere.
+		{"nodes linked to a copy of its nodeset", false, func(e setFSEnv) error {
+			if err := os.CopyFS(filepath.Join(e.w.nodesets(), "copy"), os.DirFS(e.nodeset)); err != nil {
+				return err
+			}
+			return relink(filepath.Join(e.set, "c", "nodes"), "../../../nodesets/copy")
+		}, "c/nodes/n1/a.yaml"},
+		{"nodes linked by an absolute path", false, func(e setFSEnv) error { return relink(filepath.Join(e.set, "c", "nodes"), e.nodeset) }, "c/nodes/n1/a.yaml"},
+		{"nodes linked with a trailing slash", false, func(e setFSEnv) error {
+			return relink(filepath.Join(e.set, "c", "nodes"), nodesetLinkPrefix+filepath.Base(e.nodeset)+"/")
+		}, "c/nodes/n1/a.yaml"},
+		{"nodes linked to a tree", false, func(e setFSEnv) error {
+			return relink(filepath.Join(e.set, "c", "nodes"), "../../../trees/"+filepath.Base(e.tree))
+		}, "c/nodes/a.yaml"},
+		{"nodeset a symlink to a directory", false, func(e setFSEnv) error {
+			cp := filepath.Join(e.w.Dir, "elsewhere")
+			if err := os.CopyFS(cp, os.DirFS(e.nodeset)); err != nil {
+				return err
+			}
+			return relink(e.nodeset, cp)
+		}, "c/nodes/n1/a.yaml"},
+		{"a file linked in place of nodes", false, func(e setFSEnv) error { return relink(filepath.Join(e.set, "c", "nodes"), e.obj) }, "c/nodes"},
+		// A link inside the nodeset pointing elsewhere.
+		{"nodeset entry in the old form", false, func(e setFSEnv) error {
+			return relink(filepath.Join(e.nodeset, "n1"), treeLinkPrefix+filepath.Base(e.tree))
+		}, "c/nodes/n1/a.yaml"},
+		{"nodeset entry by an absolute path", false, func(e setFSEnv) error { return relink(filepath.Join(e.nodeset, "n1"), e.tree) }, "c/nodes/n1/a.yaml"},
+		{"nodeset entry to a copy of its tree", false, func(e setFSEnv) error {
+			if err := os.CopyFS(filepath.Join(e.w.trees(), "copy"), os.DirFS(e.tree)); err != nil {
+				return err
+			}
+			return relink(filepath.Join(e.nodeset, "n1"), nodesetTreePrefix+"copy")
+		}, "c/nodes/n1/a.yaml"},
+		{"nodeset entry to a nodeset", false, func(e setFSEnv) error {
+			return relink(filepath.Join(e.nodeset, "n1"), "../../nodesets/"+filepath.Base(e.nodeset))
+		}, "c/nodes/n1/n2/a.yaml"},
+		{"nodeset entry to its object", false, func(e setFSEnv) error { return relink(filepath.Join(e.nodeset, "n1"), e.obj) }, "c/nodes/n1"},
+		{"a symlink added to the nodeset", false, func(e setFSEnv) error {
+			return os.Symlink(filepath.Join(e.tree, "a.yaml"), filepath.Join(e.nodeset, "x.yaml"))
+		}, "c/nodes/x.yaml"},
+		// The layout before nodesets: a node directory linked elsewhere.
+		{"old: node linked to a copy of its tree", true, func(e setFSEnv) error {
+			if err := os.CopyFS(filepath.Join(e.w.trees(), "copy"), os.DirFS(e.tree)); err != nil {
+				return err
+			}
+			return relink(filepath.Join(e.set, "c", "nodes", "n1"), "../../../../trees/copy")
+		}, "c/nodes/n1/a.yaml"},
+		{"old: node linked by an absolute path", true, func(e setFSEnv) error { return relink(filepath.Join(e.set, "c", "nodes", "n1"), e.tree) }, "c/nodes/n1/a.yaml"},
+		{"old: node linked with a trailing slash", true, func(e setFSEnv) error {
+			return relink(filepath.Join(e.set, "c", "nodes", "n1"), treeLinkPrefix+filepath.Base(e.tree)+"/")
+		}, "c/nodes/n1/a.yaml"},
+		{"old: node linked one level short", true, func(e setFSEnv) error {
+			return relink(filepath.Join(e.set, "c", "nodes", "n1"), "../../../trees/"+filepath.Base(e.tree))
+		}, "c/nodes/n1/a.yaml"},
+		{"old: node linked in a nodeset's form", true, func(e setFSEnv) error {
+			return relink(filepath.Join(e.set, "c", "nodes", "n1"), nodesetTreePrefix+filepath.Base(e.tree))
+		}, "c/nodes/n1/a.yaml"},
+		// Anywhere else.
+		{"a file linked to its object", false, func(e setFSEnv) error { return relink(filepath.Join(e.set, "c", "cluster.yaml"), e.obj) }, "c/cluster.yaml"},
+		{"a file of a tree made a symlink", false, func(e setFSEnv) error {
+			return relink(filepath.Join(e.tree, "a.yaml"), filepath.Join(e.w.objects(), shaHex([]byte("a"))[:2], shaHex([]byte("a"))))
+		}, "c/nodes/n1/a.yaml"},
+		{"a cluster directory linked to another", false, func(e setFSEnv) error {
+			if err := os.Rename(filepath.Join(e.set, "c"), filepath.Join(e.set, "real")); err != nil {
+				return err
+			}
+			return os.Symlink("real", filepath.Join(e.set, "c"))
+		}, "c/cluster.yaml"},
 	}
 }
 

@@ -149,14 +149,30 @@ func TestApplyStoreOneClusterChange(t *testing.T) {
 	if diff := cmp.Diff(changed, fresh); diff != "" {
 		t.Errorf("files of set 2 not shared with set 1 (-changed content +new inodes):\n%s", diff)
 	}
-	// A tree is new exactly where a node directory's files changed, and a
-	// nodeset where a node directory of the cluster changed (or went).
+	checkNewTrees(t, w.SetDir(2), changedDirs, newTrees, newNodesets)
+	if want := 1 + 3*len(st2.Clusters); len(ownDirs) != want {
+		t.Errorf("set 2 has %d directories of its own, want %d (its root, and each cluster's three): %q", len(ownDirs), want, ownDirs)
+	}
+	added := files + trees + dirs
+	t.Logf("%d of %d files changed in %d node directories of %d links; a full set takes %d bytes on disk; the second adds %d (%.1f%%): %d in files, %d in %d trees and %d nodesets, %d in its own %d directories",
+		len(changed), len(st2.Artifacts)+1, len(newTrees), nodeDirs, full, added, 100*float64(added)/float64(full), files, trees, len(newTrees), len(newNodesets), dirs, len(ownDirs))
+	if len(changed) > len(st2.Artifacts)/5 {
+		t.Errorf("%d of %d files changed: the fixture changes more than one cluster", len(changed), len(st2.Artifacts))
+	}
+}
+
+// checkNewTrees checks the trees and nodesets new in set (newTrees,
+// newNodesets) against the directories whose files changed: a tree is new
+// exactly where a node directory's files changed, and a nodeset where a node
+// directory of the cluster changed (or went).
+func checkNewTrees(t *testing.T, set string, changedDirs map[string]bool, newTrees, newNodesets []string) {
+	t.Helper()
 	var wantTrees []string
 	wantNodesets := map[string]bool{}
 	for d := range changedDirs {
 		if parts := strings.Split(d, "/"); len(parts) == 3 && parts[1] == "nodes" {
 			wantNodesets[parts[0]+"/nodes"] = true
-			if _, err := os.Lstat(filepath.Join(w.SetDir(2), filepath.FromSlash(d))); err == nil {
+			if _, err := os.Lstat(filepath.Join(set, filepath.FromSlash(d))); err == nil {
 				wantTrees = append(wantTrees, d)
 			}
 		}
@@ -169,14 +185,5 @@ func TestApplyStoreOneClusterChange(t *testing.T) {
 	slices.Sort(newNodesets)
 	if diff := cmp.Diff(slices.Sorted(maps.Keys(wantNodesets)), newNodesets); diff != "" {
 		t.Errorf("nodesets of set 2 not shared with set 1 (-clusters whose node directories changed +new nodesets):\n%s", diff)
-	}
-	if want := 1 + 3*len(st2.Clusters); len(ownDirs) != want {
-		t.Errorf("set 2 has %d directories of its own, want %d (its root, and each cluster's three): %q", len(ownDirs), want, ownDirs)
-	}
-	added := files + trees + dirs
-	t.Logf("%d of %d files changed in %d node directories of %d links; a full set takes %d bytes on disk; the second adds %d (%.1f%%): %d in files, %d in %d trees and %d nodesets, %d in its own %d directories",
-		len(changed), len(st2.Artifacts)+1, len(newTrees), nodeDirs, full, added, 100*float64(added)/float64(full), files, trees, len(newTrees), len(newNodesets), dirs, len(ownDirs))
-	if len(changed) > len(st2.Artifacts)/5 {
-		t.Errorf("%d of %d files changed: the fixture changes more than one cluster", len(changed), len(st2.Artifacts))
 	}
 }
