@@ -286,16 +286,23 @@ func (w *Workdir) ReadState() (*State, error) {
 			return nil, err
 		}
 	}
-	st, err := w.readState()
+	st, _, err := w.readStateOrFresh()
+	return st, err
+}
+
+// readStateOrFresh is readState, or with Reinit a fresh state in place of a
+// damaged one (intact false).
+func (w *Workdir) readStateOrFresh() (st *State, intact bool, err error) {
+	st, err = w.readState()
 	var damaged *DamagedError
 	if errors.As(err, &damaged) && w.Reinit {
 		fresh := Empty()
 		if sets := w.sets(); len(sets) > 0 {
 			fresh.Serial = sets[len(sets)-1]
 		}
-		return fresh, nil
+		return fresh, false, nil
 	}
-	return st, err
+	return st, err == nil, err
 }
 
 func (w *Workdir) readState() (*State, error) {
@@ -972,7 +979,14 @@ func (w *Workdir) Tidy(l *Lock) error {
 	if err := w.claim(); err != nil {
 		return err
 	}
-	st, err := w.ReadState()
+	var st *State
+	var intact bool // the state read, not a fresh one in place of a damaged one
+	var err error
+	if w.Backend != nil {
+		st, err = w.ReadState()
+	} else {
+		st, intact, err = w.readStateOrFresh()
+	}
 	if err != nil {
 		return err
 	}
@@ -993,7 +1007,9 @@ func (w *Workdir) Tidy(l *Lock) error {
 		}
 		return nil
 	}
-	if _, err := w.readState(); err == nil && w.CurrentSerial() > 0 {
+	// A crash between the switch and the link of state.json (the state is
+	// read once: a second read parsed the whole state again).
+	if intact && w.CurrentSerial() > 0 {
 		return w.linkState()
 	}
 	return nil
