@@ -780,7 +780,10 @@ func (w *Workdir) writeSet(dir string, st *State, objs *objectWriter, write func
 		return s.place(name, data, "")
 	}
 	link := func(name, sum string) error { return s.place(name, nil, sum) }
-	if err := write(put, link); err != nil {
+	stop := objs.prefetch()
+	err := write(put, link)
+	stop()
+	if err != nil {
 		return err
 	}
 	if err := objs.linkNodeDirs(dir, &s.nodes, s.mkdir); err != nil {

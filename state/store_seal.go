@@ -37,12 +37,15 @@ package state
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -103,11 +106,12 @@ func sealFromDir(w *Workdir, objs *objectWriter, dir string) *objectWriter {
 // appliedSet is the set a publish follows, whose unchanged files it keeps
 // by their stat.
 type appliedSet struct {
-	w    *Workdir
-	set  string // its directory
-	seal time.Time
-	sums map[string]string // path → sha256, as its state records them
-	dirs sync.Map          // directory in the set → its path on disk (or error)
+	w     *Workdir
+	set   string // its directory
+	seal  time.Time
+	sums  map[string]string // path → sha256, as its state records them
+	dirs  sync.Map          // directory in the set → its path on disk (or error)
+	stats sync.Map          // file in the set → *keptStat (stat)
 }
 
 // follow makes the applied set of cur the set o keeps files of by their
@@ -194,17 +198,8 @@ func (o *objectWriter) keep(name, sum string) bool {
 	if a == nil || o.w.noLinks.Load() || a.sums[name] != sum || !isLowerHex(sum, 64) {
 		return false
 	}
-	dir, err := a.dir(path.Dir(name))
-	if err != nil {
-		return false
-	}
-	p := filepath.Join(dir, path.Base(name))
-	fi, err := os.Lstat(p)
-	if err != nil || !fi.Mode().IsRegular() || !fi.ModTime().Before(a.seal) {
-		return false
-	}
-	oi, err := os.Lstat(o.w.objectPath(sum))
-	if err != nil || !oi.Mode().IsRegular() || !os.SameFile(fi, oi) {
+	p, ok := a.stat(o.w, name)
+	if !ok {
 		return false
 	}
 	_ = o.done.do(sum, func() error { return nil })
@@ -215,6 +210,71 @@ func (o *objectWriter) keep(name, sum string) bool {
 	// need not stat it again (treeHolds).
 	o.keptFiles.Store(p, sum)
 	return true
+}
+
+// keptStat is the stat check of an applied file (appliedSet.stat), made once.
+type keptStat struct {
+	once sync.Once
+	p    string // the file's path on disk
+	ok   bool
+}
+
+// stat reports whether the applied file name is unchanged by its stat: a
+// regular file with an mtime before the seal, the same inode as the object of
+// the digest the applied state records for it; p is its path on disk. Each
+// file is checked once, by keep or by prefetch, whichever asks first.
+func (a *appliedSet) stat(w *Workdir, name string) (p string, ok bool) {
+	v, loaded := a.stats.Load(name)
+	if !loaded {
+		v, _ = a.stats.LoadOrStore(name, &keptStat{})
+	}
+	k := v.(*keptStat)
+	k.once.Do(func() { k.p, k.ok = a.statFile(w, name) })
+	return k.p, k.ok
+}
+
+func (a *appliedSet) statFile(w *Workdir, name string) (string, bool) {
+	sum := a.sums[name]
+	dir, err := a.dir(path.Dir(name))
+	if err != nil || !isLowerHex(sum, 64) {
+		return "", false
+	}
+	p := filepath.Join(dir, path.Base(name))
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.Mode().IsRegular() || !fi.ModTime().Before(a.seal) {
+		return "", false
+	}
+	oi, err := os.Lstat(w.objectPath(sum))
+	if err != nil || !oi.Mode().IsRegular() || !os.SameFile(fi, oi) {
+		return "", false
+	}
+	return p, true
+}
+
+// prefetch checks the applied set's files by their stat (appliedSet.stat) on
+// another goroutine, from the last name back, while the publish's keep asks
+// from the first: a publish that keeps most of a fleet's files spends its
+// time in those system calls, which its caller makes one after the other. It
+// returns what stops it and waits for it to end. Nothing but the stats is
+// done ahead: what keep concludes from them is done by keep.
+func (o *objectWriter) prefetch() (stop func()) {
+	a := o.applied
+	if a == nil || o.w.noLinks.Load() {
+		return func() {}
+	}
+	names := slices.Sorted(maps.Keys(a.sums))
+	var stopped atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := len(names) - 1; i >= 0 && !stopped.Load(); i-- {
+			a.stat(o.w, names[i])
+		}
+	}()
+	return func() {
+		stopped.Store(true)
+		<-done
+	}
 }
 
 // dir is the path on disk of directory name of the applied set: a node
