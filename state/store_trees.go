@@ -3,22 +3,27 @@ package state
 // Shared node directories. A directory cannot be hard-linked, so the node
 // directories of the sets (<cluster>/nodes/<node>/, a node's graph files) are
 // shared as trees: <workdir>/trees/<id> is a real directory whose files are hard
-// links to their objects, and a set's node directory is a symlink to it,
-// ../../../../trees/<id> (50 bytes: short enough for ext4 to keep it in the
-// inode, so a shared node directory costs a set no block; where the current
-// set links the same tree, the new set's symlink is a hard link to the
-// current set's, so it costs no new inode either). <id> is the first
-// 32 hex digits (128 bits) of the sha256 of the directory's sorted entries
-// (name and sha256 of content, one a line). A tree is only reused after a
-// check that it holds exactly those entries (each the same inode as its
-// object, or the same bytes), so even a collision could not put wrong content
-// in a set: it would read as a damaged tree and be built again.
+// links to their objects, and a node directory is a symlink to it: in its
+// cluster's nodeset, ../../trees/<id> (store_nodesets.go), or, in a cluster
+// with a nodes/ directory of its own, ../../../../trees/<id> (50 bytes: short
+// enough for ext4 to keep it in the inode, so a shared node directory costs
+// no block; where the current set links the same tree, the new set's symlink
+// is a hard link to the current set's, so it costs no new inode either). <id>
+// is the first 32 hex digits (128 bits) of the sha256 of the directory's
+// sorted entries (name and sha256 of content, one a line). A tree is only
+// reused after a check that it holds exactly those entries (each the same
+// inode as its object, or the same bytes), so even a collision could not put
+// wrong content in a set: it would read as a damaged tree and be built again.
+// The check does not read a tree the applied set links whose files keep found
+// unchanged and whose entries did not change since the applied set's seal
+// (keptTree).
 //
 // A tree is built like an object: in a temporary directory under trees/,
-// fsynced, renamed into place (or exchanged with a damaged one, atomically),
-// trees/ fsynced, all before the set that links it is committed. After the
-// commit, pruning removes the trees no kept set links (it reads their
-// symlinks), and only then the objects no set or tree links.
+// given an mtime before the publish's seal, fsynced, renamed into place (or
+// exchanged with a damaged one, atomically), trees/ fsynced, all before the
+// set that links it is committed. After the commit, pruning removes the
+// nodesets and trees no kept set links (it reads their symlinks), and only
+// then the objects no set or tree links.
 
 import (
 	"crypto/sha256"
