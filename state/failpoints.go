@@ -11,5 +11,6 @@ func step(name string) error { return failpoint.Inject(failpoint.StateStep, name
 
 // readHook is the failpoint told each content a publish reads to check it:
 // an applied file (its artifact name) or an object or a tree's file (its
-// path). Tests count what a publish reads.
+// path), or a tree's or nodeset's directory ("dir " and its path). Tests
+// count what a publish reads.
 func readHook(what string) { _ = failpoint.Inject(failpoint.StateRead, what) }

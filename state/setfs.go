@@ -13,10 +13,14 @@ import (
 )
 
 // SetFS is the applied set of serial n as a file system, for reading: its
-// regular files and directories, and its node directories that are symlinks
-// to the work directory's trees (<cluster>/nodes/<node> →
-// ../../../../trees/<id>), which read as directories. No other symlink is
-// followed: one elsewhere in the set, or pointing anywhere else, is an error.
+// regular files and directories, and the links fuelsync makes to the work
+// directory's shared directories, which read as directories: a cluster's
+// nodes directory linked to a nodeset (<cluster>/nodes →
+// ../../../nodesets/<id>), whose node directories are links to trees
+// (<node> → ../../trees/<id>), and, where a cluster has a nodes directory of
+// its own, its node directories linked to trees (<cluster>/nodes/<node> →
+// ../../../../trees/<id>). No other symlink is followed: one elsewhere in the
+// set, or pointing anywhere else, is an error.
 func (w *Workdir) SetFS(n int64) fs.FS { return &setFS{w: w, dir: w.SetDir(n)} }
 
 type setFS struct {
@@ -32,17 +36,18 @@ var (
 
 // errForeignSymlink is the error for a symlink in a set that fuelsync did not
 // make: never followed.
-var errForeignSymlink = errors.New("a symlink that is not a node directory linked to the work directory's trees")
+var errForeignSymlink = errors.New("a symlink that is not one fuelsync makes (a cluster's nodes directory linked to a nodeset, or a node directory linked to a tree, in the work directory)")
 
-// resolve returns the path on disk of name in the set, every symlink on the way
-// checked: only a node directory's link to a tree (itself a real directory)
-// is followed. The last part is left to the caller to open without following.
-func (s *setFS) resolve(op, name string) (string, error) {
+// resolve returns the path on disk of name in the set, every symlink on the
+// way checked: only the links linkedDir accepts are followed. The last part is
+// left to the caller to open without following. inNodeset says the path is
+// in a nodeset (or is one).
+func (s *setFS) resolve(op, name string) (p string, inNodeset bool, err error) {
 	if !fs.ValidPath(name) {
-		return "", &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+		return "", false, &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
 	}
 	if name == "." {
-		return s.dir, nil
+		return s.dir, false, nil
 	}
 	parts := strings.Split(name, "/")
 	cur := s.dir
@@ -50,43 +55,65 @@ func (s *setFS) resolve(op, name string) (string, error) {
 		next := filepath.Join(cur, part)
 		fi, err := os.Lstat(next)
 		if err != nil {
-			return "", &fs.PathError{Op: op, Path: name, Err: unwrapPathError(err)}
+			return "", false, &fs.PathError{Op: op, Path: name, Err: unwrapPathError(err)}
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			tree, err := s.treeOf(parts[:i+1], next)
+			dir, nodeset, err := s.w.linkedDir(strings.Join(parts[:i+1], "/"), next, inNodeset)
 			if err != nil {
-				return "", &fs.PathError{Op: op, Path: name, Err: err}
+				return "", false, &fs.PathError{Op: op, Path: name, Err: err}
 			}
-			next = tree
+			next, inNodeset = dir, inNodeset || nodeset
 		}
 		cur = next
 	}
-	return cur, nil
+	return cur, inNodeset, nil
 }
 
-// treeOf returns the tree the symlink p (the set's path parts) links to, when
-// it is a node directory's link to a tree that is a real directory.
-func (s *setFS) treeOf(parts []string, p string) (string, error) {
-	if !isNodeDir(strings.Join(parts, "/")) {
-		return "", errForeignSymlink
+// linkedDir returns the directory the symlink p, name (slashed) in a set,
+// leads to, when it is a link fuelsync makes there: a cluster's nodes
+// directory linked to a nodeset (nodeset true), or a node directory linked
+// to a tree, from a nodeset (inNodeset: its nodes directory was one) or from
+// the cluster's own nodes directory, each in exactly the form fuelsync
+// writes. What it leads to must be a real directory.
+func (w *Workdir) linkedDir(name, p string, inNodeset bool) (dir string, nodeset bool, err error) {
+	dir, nodeset, err = w.linkTarget(name, p, inNodeset)
+	if err != nil {
+		return "", false, err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return "", false, unwrapPathError(err)
+	}
+	if !fi.IsDir() {
+		return "", false, fmt.Errorf("%s, which %s links to, is not a directory", dir, name)
+	}
+	return dir, nodeset, nil
+}
+
+// linkTarget is linkedDir without looking at what the link leads to: the
+// path of the tree or nodeset its text names (EINVAL when p is no symlink).
+func (w *Workdir) linkTarget(name, p string, inNodeset bool) (dir string, nodeset bool, err error) {
+	var parse func(target string) (string, bool)
+	base := w.trees()
+	switch {
+	case isNodesDir(name) && !inNodeset:
+		parse, base, nodeset = nodesetOfLink, w.nodesets(), true
+	case isNodeDir(name) && inNodeset:
+		parse = treeOfNodesetLink
+	case isNodeDir(name):
+		parse = treeOfLink
+	default:
+		return "", false, errForeignSymlink
 	}
 	target, err := os.Readlink(p)
 	if err != nil {
-		return "", err
+		return "", false, unwrapPathError(err)
 	}
-	id, ok := treeOfLink(target)
+	id, ok := parse(target)
 	if !ok {
-		return "", errForeignSymlink
+		return "", false, errForeignSymlink
 	}
-	tree := filepath.Join(s.w.trees(), id)
-	fi, err := os.Lstat(tree)
-	if err != nil {
-		return "", unwrapPathError(err)
-	}
-	if !fi.IsDir() {
-		return "", fmt.Errorf("the node directory's tree %s is not a directory", tree)
-	}
-	return tree, nil
+	return filepath.Join(base, id), nodeset, nil
 }
 
 func unwrapPathError(err error) error {
@@ -98,7 +125,7 @@ func unwrapPathError(err error) error {
 }
 
 func (s *setFS) Open(name string) (fs.File, error) {
-	p, err := s.resolve("open", name)
+	p, _, err := s.resolve("open", name)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +137,7 @@ func (s *setFS) Open(name string) (fs.File, error) {
 }
 
 func (s *setFS) ReadFile(name string) ([]byte, error) {
-	p, err := s.resolve("read", name)
+	p, _, err := s.resolve("read", name)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +157,7 @@ func (s *setFS) ReadFile(name string) ([]byte, error) {
 }
 
 func (s *setFS) Stat(name string) (fs.FileInfo, error) {
-	p, err := s.resolve("stat", name)
+	p, _, err := s.resolve("stat", name)
 	if err != nil {
 		return nil, err
 	}
@@ -144,11 +171,12 @@ func (s *setFS) Stat(name string) (fs.FileInfo, error) {
 	return renamedInfo{fi, pathBase(name)}, nil
 }
 
-// ReadDir lists directory name of the set; a node directory linked to a tree
-// is listed as the directory it reads as. Other symlinks are listed as they
-// are (symlinks), and refused when opened.
+// ReadDir lists directory name of the set; a link linkedDir accepts (a
+// nodes directory linked to a nodeset, a node directory linked to a tree) is
+// listed as the directory it reads as. Other symlinks are listed as they are
+// (symlinks), and refused when opened.
 func (s *setFS) ReadDir(name string) ([]fs.DirEntry, error) {
-	p, err := s.resolve("readdir", name)
+	p, inNodeset, err := s.resolve("readdir", name)
 	if err != nil {
 		return nil, err
 	}
@@ -170,11 +198,11 @@ func (s *setFS) ReadDir(name string) ([]fs.DirEntry, error) {
 		if name != "." {
 			child = name + "/" + child
 		}
-		tree, err := s.treeOf(strings.Split(child, "/"), filepath.Join(p, e.Name()))
+		dir, _, err := s.w.linkedDir(child, filepath.Join(p, e.Name()), inNodeset)
 		if err != nil {
 			continue
 		}
-		fi, err := os.Lstat(tree)
+		fi, err := os.Lstat(dir)
 		if err != nil {
 			continue
 		}
@@ -183,7 +211,7 @@ func (s *setFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	return entries, nil
 }
 
-// renamedInfo is a tree's FileInfo under the node directory's name.
+// renamedInfo is a linked directory's FileInfo under the link's name.
 type renamedInfo struct {
 	fs.FileInfo
 	name string

@@ -162,9 +162,11 @@ func TestPublishStepsSameEachRun(t *testing.T) {
 
 // TestStorePruneTrees publishes Keep+3 sets, each changing one node directory
 // and sharing the others: after each publish, trees/ holds exactly the trees
-// the kept sets link; a tree planted by hand that no set links and a temporary
-// tree of a crashed run are removed, only after the commit point, and before
-// the objects only they linked.
+// the kept sets link, and nodesets/ exactly the nodesets they link (cluster
+// d's, shared by every set, stays while sets linking it are pruned); a tree
+// or nodeset planted by hand that no set links and a temporary one of a
+// crashed run are removed, only after the commit point, the nodesets before
+// the trees, and the trees before the objects only they linked.
 func TestStorePruneTrees(t *testing.T) {
 	w, l := lockedWorkdir(t)
 	defer offStep()
@@ -175,6 +177,12 @@ func TestStorePruneTrees(t *testing.T) {
 					t.Fatal(err)
 				}
 				if err := os.WriteFile(filepath.Join(w.trees(), name, "x.yaml"), []byte("stray"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.MkdirAll(filepath.Join(w.nodesets(), name), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(nodesetTreePrefix+strings.Repeat("ab", 16), filepath.Join(w.nodesets(), name, "n")); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -210,25 +218,8 @@ func TestStorePruneTrees(t *testing.T) {
 		if got := int64(len(want)); got != min(n, Keep)+2 {
 			t.Errorf("serial %d: %d trees, want %d (one own per kept set, two shared)", n, got, min(n, Keep)+2)
 		}
-		commit := slices.Index(steps, "rename current")
-		lastTree, firstObject := -1, len(steps)
-		for i, s := range steps {
-			if strings.HasPrefix(s, "remove tree ") {
-				if i < commit {
-					t.Errorf("serial %d: %s before the commit point", n, s)
-				}
-				lastTree = i
-			}
-			if strings.HasPrefix(s, "remove object ") {
-				firstObject = min(firstObject, i)
-			}
-		}
-		if lastTree > firstObject {
-			t.Errorf("serial %d: a tree removed after an object", n)
-		}
-		if n > 1 && lastTree < 0 {
-			t.Errorf("serial %d: no tree removed", n)
-		}
+		checkNodesetsKept(t, w, n)
+		checkPruneOrder(t, n, steps)
 		for s := range w.sets() {
 			checkSet(t, w, w.sets()[s], map[string]string{
 				"c/nodes/shared/a.yaml": "shared",
@@ -243,6 +234,69 @@ func TestStorePruneTrees(t *testing.T) {
 	}
 }
 
+// checkNodesetsKept checks that nodesets/ holds exactly the nodesets the
+// kept sets link, after the publish of serial n of TestStorePruneTrees: c's of
+// each kept set, and d's, shared by all.
+func checkNodesetsKept(t *testing.T, w *Workdir, n int64) {
+	t.Helper()
+	wantSets := map[string]bool{}
+	for _, s := range w.sets() {
+		for _, c := range []string{"c", "d"} {
+			wantSets[nodesetOf(t, w, s, c)] = true
+		}
+	}
+	var gotSets []string
+	if ents, err := os.ReadDir(w.nodesets()); err == nil {
+		for _, e := range ents {
+			gotSets = append(gotSets, e.Name())
+		}
+	}
+	if diff := cmp.Diff(slices.Sorted(maps.Keys(wantSets)), gotSets); diff != "" {
+		t.Errorf("serial %d: nodesets (-linked by the kept sets +nodesets/):\n%s", n, diff)
+	}
+	if got := int64(len(wantSets)); got != min(n, Keep)+1 {
+		t.Errorf("serial %d: %d nodesets, want %d (c's of each kept set, d's shared)", n, got, min(n, Keep)+1)
+	}
+}
+
+// checkPruneOrder checks the steps of the publish of serial n of
+// TestStorePruneTrees: nodesets, trees and objects are removed after the
+// commit point, the nodesets before the trees, the trees before the objects.
+func checkPruneOrder(t *testing.T, n int64, steps []string) {
+	t.Helper()
+	commit := slices.Index(steps, "rename current")
+	lastTree, firstObject, lastNodeset, firstTree := -1, len(steps), -1, len(steps)
+	for i, s := range steps {
+		if strings.HasPrefix(s, "remove nodeset ") {
+			if i < commit {
+				t.Errorf("serial %d: %s before the commit point", n, s)
+			}
+			lastNodeset = i
+		}
+		if strings.HasPrefix(s, "remove tree ") {
+			if i < commit {
+				t.Errorf("serial %d: %s before the commit point", n, s)
+			}
+			lastTree, firstTree = i, min(firstTree, i)
+		}
+		if strings.HasPrefix(s, "remove object ") {
+			firstObject = min(firstObject, i)
+		}
+	}
+	if lastTree > firstObject {
+		t.Errorf("serial %d: a tree removed after an object", n)
+	}
+	if lastNodeset > firstTree {
+		t.Errorf("serial %d: a nodeset removed after a tree", n)
+	}
+	if n > 1 && lastNodeset < 0 {
+		t.Errorf("serial %d: no nodeset removed", n)
+	}
+	if n > 1 && lastTree < 0 {
+		t.Errorf("serial %d: no tree removed", n)
+	}
+}
+
 // TestStoreSymlinkFallback makes the first symlink of a node directory fail
 // with EPERM (as on a file system without symlinks): the node directories are
 // real directories of links to the objects, every set reads right, and Warn
@@ -253,7 +307,7 @@ func TestStoreSymlinkFallback(t *testing.T) {
 	var warnings []string
 	w.Warn = func(msg string) { warnings = append(warnings, msg) }
 	onStep(func(step string) error {
-		if strings.HasPrefix(step, "symlink tree ") {
+		if strings.HasPrefix(step, "symlink tree ") || strings.HasPrefix(step, "symlink nodeset ") || strings.HasPrefix(step, "symlink nodes ") {
 			return &os.LinkError{Op: "symlink", Old: "tree", New: step, Err: syscall.EPERM}
 		}
 		return nil
@@ -283,18 +337,49 @@ func TestStoreSymlinkFallback(t *testing.T) {
 	if trees := treeNames(t, w); len(trees) != 0 {
 		t.Errorf("trees no set links are left: %q", trees)
 	}
+	if sets, _ := os.ReadDir(w.nodesets()); len(sets) != 0 {
+		t.Errorf("nodesets no set links are left: %v", sets)
+	}
 }
 
-// TestStoreTreeRebuildFailedStep damages a tree two sets share, then fails each
-// step of the publish that rebuilds it in turn (as a full disk would): after
-// every failure the state is the previous one or the new one, the next
-// publish works, and then every kept set reads right. The exchange of the
-// damaged tree and the removal of the old one are among the steps failed.
+// TestStoreTreeRebuildFailedStep damages a tree two sets share, or the
+// nodeset they share (an entry removed), then fails each step of the publish
+// that rebuilds it in turn (as a full disk would): after every failure the
+// state is the previous one or the new one, the next publish works, and then
+// every kept set reads right. The exchange of the damaged tree or nodeset
+// and the removal of the old one are among the steps failed.
 func TestStoreTreeRebuildFailedStep(t *testing.T) {
 	defer offStep()
-	// One node directory: its steps come in one order (node directories
-	// are linked in parallel).
-	files := map[string]string{"c/nodes/n1/a.yaml": "a\n", "c/nodes/n1/b.yaml": "b\n", "c/cluster.yaml": "other\n"}
+	for _, tc := range []struct {
+		name   string
+		files  map[string]string
+		damage func(w *Workdir) string
+		want   []string
+	}{
+		// One node directory: its steps come in one order (node
+		// directories are linked in parallel).
+		{"tree", map[string]string{"c/nodes/n1/a.yaml": "a\n", "c/nodes/n1/b.yaml": "b\n", "c/cluster.yaml": "other\n"},
+			func(w *Workdir) string { return filepath.Join(w.trees(), treeOfNode(t, w, 1, "c/nodes/n1"), "b.yaml") },
+			[]string{"mkdir tree", "link tree", "exchange tree", "remove tree", "symlink nodes"}},
+		{"nodeset", map[string]string{"c/nodes/n1/a.yaml": "a\n", "c/nodes/n2/a.yaml": "b\n", "c/cluster.yaml": "other\n"},
+			func(w *Workdir) string { return filepath.Join(w.nodesets(), nodesetOf(t, w, 1, "c"), "n2") },
+			[]string{"mkdir nodeset", "symlink nodeset", "exchange nodeset", "remove nodeset", "symlink nodes"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hit := failEachRebuildStep(t, tc.files, tc.damage)
+			for _, s := range tc.want {
+				if !hit[s] {
+					t.Errorf("no step %q failed; failed: %v", s, hit)
+				}
+			}
+		})
+	}
+}
+
+// failEachRebuildStep publishes files twice, damages what damage returns
+// (removes it), and fails each step of the next publish in turn; it returns
+// the kinds of steps failed (their first two words).
+func failEachRebuildStep(t *testing.T, files map[string]string, damage func(w *Workdir) string) map[string]bool {
 	boom := errors.New("no space left on device")
 	hit := map[string]bool{}
 	for n := 1; ; n++ {
@@ -304,7 +389,7 @@ func TestStoreTreeRebuildFailedStep(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := os.Remove(filepath.Join(w.trees(), treeOfNode(t, w, 1, "c/nodes/n1"), "b.yaml")); err != nil {
+		if err := os.Remove(damage(w)); err != nil {
 			t.Fatal(err)
 		}
 		var mu sync.Mutex
@@ -324,7 +409,7 @@ func TestStoreTreeRebuildFailedStep(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			break
+			return hit
 		}
 		hit[strings.Join(strings.Fields(step)[:2], " ")] = true
 		st, rerr := w.ReadState()
@@ -336,11 +421,6 @@ func TestStoreTreeRebuildFailedStep(t *testing.T) {
 		}
 		for _, s := range w.sets() {
 			checkSet(t, w, s, files)
-		}
-	}
-	for _, s := range []string{"mkdir tree", "link tree", "exchange tree", "remove tree", "symlink tree"} {
-		if !hit[s] {
-			t.Errorf("no step %q failed; failed: %v", s, hit)
 		}
 	}
 }

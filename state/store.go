@@ -9,6 +9,7 @@ package state
 //	<workdir>/artifacts/current        symlink → <serial>
 //	<workdir>/objects/<sha[:2]>/<sha>  each distinct file of the sets, once
 //	<workdir>/trees/<id>/              each distinct node directory of the sets, once
+//	<workdir>/nodesets/<id>/           each distinct nodes/ directory of a cluster, once
 //
 // The state and the artifacts it describes must switch together: with two files
 // renamed one after the other, a crash between the renames would leave a state
@@ -32,7 +33,9 @@ package state
 // no set links it (st_nlink 1), after the commit. Where hard links fail (EXDEV,
 // EPERM, ENOTSUP) the sets are full copies, as before, and Warn says so once.
 // A set's node directories are symlinks to shared trees (store_trees.go), and
-// sets are read through SetFS, which follows those links and no other.
+// a cluster's nodes/ directory a symlink to a shared nodeset of those links
+// (store_nodesets.go); sets are read through SetFS, which follows those links
+// and no other.
 
 import (
 	"bytes"
@@ -283,16 +286,23 @@ func (w *Workdir) ReadState() (*State, error) {
 			return nil, err
 		}
 	}
-	st, err := w.readState()
+	st, _, err := w.readStateOrFresh()
+	return st, err
+}
+
+// readStateOrFresh is readState, or with Reinit a fresh state in place of a
+// damaged one (intact false).
+func (w *Workdir) readStateOrFresh() (st *State, intact bool, err error) {
+	st, err = w.readState()
 	var damaged *DamagedError
 	if errors.As(err, &damaged) && w.Reinit {
 		fresh := Empty()
 		if sets := w.sets(); len(sets) > 0 {
 			fresh.Serial = sets[len(sets)-1]
 		}
-		return fresh, nil
+		return fresh, false, nil
 	}
-	return st, err
+	return st, err == nil, err
 }
 
 func (w *Workdir) readState() (*State, error) {
@@ -770,7 +780,10 @@ func (w *Workdir) writeSet(dir string, st *State, objs *objectWriter, write func
 		return s.place(name, data, "")
 	}
 	link := func(name, sum string) error { return s.place(name, nil, sum) }
-	if err := write(put, link); err != nil {
+	stop := objs.prefetch()
+	err := write(put, link)
+	stop()
+	if err != nil {
 		return err
 	}
 	if err := objs.linkNodeDirs(dir, &s.nodes, s.mkdir); err != nil {
@@ -969,12 +982,27 @@ func (w *Workdir) Tidy(l *Lock) error {
 	if err := w.claim(); err != nil {
 		return err
 	}
-	st, err := w.ReadState()
+	var st *State
+	var intact bool // the state read, not a fresh one in place of a damaged one
+	var err error
+	if w.Backend != nil {
+		st, err = w.ReadState()
+	} else {
+		st, intact, err = w.readStateOrFresh()
+	}
 	if err != nil {
 		return err
 	}
-	w.clean(st.Serial)
-	w.prune(st.Serial)
+	// The nodesets, trees and objects are pruned after each publish; here
+	// only when a crashed run's set or a set beyond Keep was removed, whose
+	// links they may have been (reading every set's links and every object
+	// at each lock cost a one-node apply of a fleet a second time what its
+	// publish's pruning costs).
+	cleaned := w.clean(st.Serial)
+	if pruned := w.pruneSets(st.Serial); cleaned || pruned {
+		w.pruneShared(w.refs())
+		w.pruneObjects()
+	}
 	if w.Backend != nil {
 		// A crash between the backend's commit and the switch of current.
 		if _, err := os.Stat(w.SetDir(st.Serial)); err == nil && w.CurrentSerial() != st.Serial {
@@ -982,7 +1010,9 @@ func (w *Workdir) Tidy(l *Lock) error {
 		}
 		return nil
 	}
-	if _, err := w.readState(); err == nil && w.CurrentSerial() > 0 {
+	// A crash between the switch and the link of state.json (the state is
+	// read once: a second read parsed the whole state again).
+	if intact && w.CurrentSerial() > 0 {
 		return w.linkState()
 	}
 	return nil
@@ -1004,10 +1034,11 @@ func (w *Workdir) sets() []int64 {
 // clean removes what crashed runs left: temporary sets and links, and sets newer
 // than the current one (written, never switched to). The set artifacts/current
 // names is never removed, nor any name fuelsync does not make, nor anything in
-// a directory that is not a claimed work directory.
-func (w *Workdir) clean(current int64) {
+// a directory that is not a claimed work directory. It reports whether it
+// removed a set (temporary or not).
+func (w *Workdir) clean(current int64) (removed bool) {
 	if !w.claimed.Load() {
-		return
+		return false
 	}
 	for _, dir := range []string{w.artifacts(), w.Dir} {
 		entries, _ := os.ReadDir(dir)
@@ -1020,6 +1051,7 @@ func (w *Workdir) clean(current int64) {
 				ours = isSetTempName(name) || isTempName(name, ".link-current-", 8, false)
 			}
 			if ours {
+				removed = removed || dir == w.artifacts() && isSetTempName(name)
 				_ = do("remove "+name, func() error { return os.RemoveAll(filepath.Join(dir, name)) })
 			}
 		}
@@ -1027,26 +1059,40 @@ func (w *Workdir) clean(current int64) {
 	linked := w.CurrentSerial()
 	for _, n := range w.sets() {
 		if n > current && n != linked {
+			removed = true
 			_ = do("remove "+strconv.FormatInt(n, 10), func() error { return os.RemoveAll(w.SetDir(n)) })
 		}
 	}
+	return removed
 }
 
 // prune keeps the Keep newest sets, and always the current one and the one
-// artifacts/current names; then it removes the objects no set links any more.
+// artifacts/current names; then it removes the nodesets and trees no set
+// links, and the objects no set or tree links any more.
 func (w *Workdir) prune(current int64) {
 	if !w.claimed.Load() {
 		return
+	}
+	w.pruneSets(current)
+	w.pruneShared(w.refs())
+	w.pruneObjects()
+}
+
+// pruneSets removes the sets beyond the Keep newest, but the current one and
+// the one artifacts/current names, and reports whether it removed one.
+func (w *Workdir) pruneSets(current int64) (removed bool) {
+	if !w.claimed.Load() {
+		return false
 	}
 	linked := w.CurrentSerial()
 	sets := w.sets()
 	for i, n := range sets {
 		if i < len(sets)-Keep && n != current && n != linked {
+			removed = true
 			_ = do("remove "+strconv.FormatInt(n, 10), func() error { return os.RemoveAll(w.SetDir(n)) })
 		}
 	}
-	w.pruneTrees()
-	w.pruneObjects()
+	return removed
 }
 
 // pruneObjects removes the objects no applied set links (their only link is
@@ -1096,8 +1142,9 @@ type objectWriter struct {
 	// mkdirs are the object directories (by sha256 prefix) made or found
 	// once per publish: two objects with one prefix, written at once, would
 	// otherwise both make it (a step more or less from run to run).
-	mkdirs   onceMap
-	treesDir onceMap // the trees directory, made or found once
+	mkdirs      onceMap
+	treesDir    onceMap // the trees directory, made or found once
+	nodesetsDir onceMap // the nodesets directory, made or found once
 	// dirs are the object directories with a new entry, to sync.
 	dirs map[string]bool
 	// written are the objects it wrote.

@@ -7,9 +7,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -107,16 +109,17 @@ func TestStoreSharesUnchangedFiles(t *testing.T) {
 			t.Fatalf("set 2: the node directory of %s is not a symlink: %v %v", name, fi.Mode(), err)
 		}
 		target, _ := os.Readlink(nd)
-		if len(target) >= 60 || !strings.HasPrefix(target, "../../../../trees/") {
-			t.Errorf("set 2: %s links to %q, want ../../../../trees/<id> in less than 60 bytes (a fast symlink)", nd, target)
+		if len(target) >= 60 || !strings.HasPrefix(target, nodesetTreePrefix) {
+			t.Errorf("set 2: %s links to %q, want %s<id> in less than 60 bytes (a fast symlink)", nd, target, nodesetTreePrefix)
 		}
 		if fi.Sys().(*syscall.Stat_t).Blocks != 0 {
 			t.Errorf("set 2: the symlink %s takes %d blocks", nd, fi.Sys().(*syscall.Stat_t).Blocks)
 		}
-		if old, _ := os.Readlink(filepath.Join(w.SetDir(1), filepath.Dir(filepath.FromSlash(name)))); old != target {
-			newTrees = append(newTrees, filepath.ToSlash(filepath.Dir(name)))
+		if treeOfNode(t, w, 1, path.Dir(name)) != treeOfNode(t, w, 2, path.Dir(name)) {
+			newTrees = append(newTrees, path.Dir(name))
 		}
 	}
+	checkNodesLinksShared(t, w, "c3")
 	if diff := cmp.Diff([]string{"c3/nodes/node-0007/deployment.yaml"}, newFiles); diff != "" {
 		t.Errorf("files of set 2 not shared with set 1 (-want +got):\n%s", diff)
 	}
@@ -129,8 +132,8 @@ func TestStoreSharesUnchangedFiles(t *testing.T) {
 	if added > full/20 {
 		t.Errorf("set 2 adds %d bytes of disk to set 1's %d: more than 5%%", added, full)
 	}
-	// The directories the set has of its own: its root, the clusters and
-	// their nodes directories; no node directory.
+	// The directories the set has of its own: its root and the clusters; no
+	// nodes directory, no node directory.
 	var ownDirs []string
 	_ = filepath.WalkDir(w.SetDir(2), func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
@@ -139,13 +142,39 @@ func TestStoreSharesUnchangedFiles(t *testing.T) {
 		}
 		return err
 	})
-	if len(ownDirs) != 1+4+4 {
-		t.Errorf("set 2 has %d directories of its own, want 9: %q", len(ownDirs), ownDirs)
+	if len(ownDirs) != 1+4 {
+		t.Errorf("set 2 has %d directories of its own, want 5: %q", len(ownDirs), ownDirs)
 	}
 	// What readers see through the links is regular files, 0644.
 	fi, err := os.Stat(filepath.Join(w.CurrentDir(), "c0", "nodes", "node-0000", "deployment.yaml"))
 	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o644 {
 		t.Errorf("a file of the current set: %v, %v", fi.Mode(), err)
+	}
+}
+
+// checkNodesLinksShared checks the nodes directories of sets 1 and 2 of
+// TestStoreSharesUnchangedFiles (clusters c0 to c3): each is a fast symlink
+// to its nodeset; the clusters that did not change share it with set 1 (one
+// inode, a hard link), the changed one links a new nodeset.
+func checkNodesLinksShared(t *testing.T, w *Workdir, changed string) {
+	t.Helper()
+	var newNodesets []string
+	for c := range 4 {
+		nodes := filepath.Join(w.SetDir(2), fmt.Sprintf("c%d", c), "nodes")
+		fi, err := os.Lstat(nodes)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 || fi.Sys().(*syscall.Stat_t).Blocks != 0 {
+			t.Fatalf("set 2: %s is not a fast symlink: %v %v", nodes, fi.Mode(), err)
+		}
+		if target, _ := os.Readlink(nodes); len(target) >= 60 {
+			t.Errorf("set 2: %s links to %q: 60 bytes or more", nodes, target)
+		}
+		ino1, _ := inode(t, filepath.Join(w.SetDir(1), fmt.Sprintf("c%d", c), "nodes"))
+		if ino2, _ := inode(t, nodes); ino1 != ino2 {
+			newNodesets = append(newNodesets, fmt.Sprintf("c%d", c))
+		}
+	}
+	if diff := cmp.Diff([]string{changed}, newNodesets); diff != "" {
+		t.Errorf("nodes directories of set 2 not shared with set 1 (-want +got):\n%s", diff)
 	}
 }
 

@@ -11,7 +11,8 @@ package state
 // refused before anything is written into it, the lock file included
 // (NotWorkdirError). And even in its own work directory, fuelsync removes
 // only names of its own layout: objects/<2 hex>/<64 hex starting with them>,
-// trees/<32 hex>, artifacts/<serial>, and its temporary names.
+// trees/<32 hex>, nodesets/<32 hex>, artifacts/<serial>, and its temporary
+// names.
 
 import (
 	"errors"
@@ -37,8 +38,8 @@ type NotWorkdirError struct {
 	Dir   string
 	Entry string // relative to Dir
 	Why   string // what Entry is, or why it does not fit
-	// Marked says Dir has the marker, but Entry (artifacts/, objects/ or
-	// trees/) is not a directory.
+	// Marked says Dir has the marker, but Entry (artifacts/, objects/,
+	// trees/ or nodesets/) is not a directory.
 	Marked bool
 }
 
@@ -94,7 +95,7 @@ func (w *Workdir) checkOwnable() error {
 		// Its own, but what it removes in must be its own too: a symlink
 		// in place of artifacts/ (a work directory inside a hostile
 		// repository's working tree) would point the pruning elsewhere.
-		for _, sub := range []string{"artifacts", "objects", "trees"} {
+		for _, sub := range []string{"artifacts", "objects", "trees", "nodesets"} {
 			if fi, err := os.Lstat(filepath.Join(w.Dir, sub)); err == nil && !fi.IsDir() {
 				return &NotWorkdirError{Dir: w.Dir, Entry: sub, Why: kindOf(fi.Mode().Type()) + ", not a directory", Marked: true}
 			}
@@ -200,11 +201,13 @@ func layoutProblem(dir string) error {
 	if err := subdirProblem(dir, "artifacts", isArtifactsEntry); err != nil {
 		return err
 	}
-	err = subdirProblem(dir, "trees", func(name string, t fs.FileMode) bool {
-		return t.IsDir() && (isTreeID(name) || isTempName(name, ".tmp-", treeIDLen, true))
-	})
-	if err != nil {
-		return err
+	for _, sub := range []string{"trees", "nodesets"} {
+		err = subdirProblem(dir, sub, func(name string, t fs.FileMode) bool {
+			return t.IsDir() && (isTreeID(name) || isTempName(name, ".tmp-", treeIDLen, true))
+		})
+		if err != nil {
+			return err
+		}
 	}
 	var fans []string
 	err = subdirProblem(dir, "objects", func(name string, t fs.FileMode) bool {
@@ -237,7 +240,7 @@ func topEntryProblem(name string, t fs.FileMode) string {
 		if !t.IsRegular() && t&fs.ModeSymlink == 0 {
 			return "neither a file nor a link"
 		}
-	case name == "artifacts" || name == "objects" || name == "trees" || name == "cache":
+	case name == "artifacts" || name == "objects" || name == "trees" || name == "nodesets" || name == "cache":
 		if !t.IsDir() {
 			return "not a directory"
 		}

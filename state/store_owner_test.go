@@ -195,11 +195,11 @@ func TestPruneRemovesOnlyItsOwnNames(t *testing.T) {
 }
 
 // TestMarkedWorkdirLinksRefused: a work directory with the marker whose
-// artifacts/ (or objects/, trees/) is a symlink is refused: the pruning would
+// artifacts/ (or objects/, trees/, nodesets/) is a symlink is refused: the pruning would
 // remove in the directory it points to (a hostile repository can commit a
 // .fuelsync/ with a marker and such a link).
 func TestMarkedWorkdirLinksRefused(t *testing.T) {
-	for _, sub := range []string{"artifacts", "objects", "trees"} {
+	for _, sub := range []string{"artifacts", "objects", "trees", "nodesets"} {
 		t.Run(sub, func(t *testing.T) {
 			elsewhere := t.TempDir()
 			for n := 1; n <= 9; n++ {
@@ -250,6 +250,9 @@ func TestLayoutProblem(t *testing.T) {
 		{"the top's leftovers", map[string]string{".link-state.json-0123abcd": "link", "state.json.tmp-42": "file", "state.json": "link", "lock": "file", "cache": "dir"}, "", ""},
 		{"artifacts", map[string]string{"artifacts/3": "dir", "artifacts/current": "link", "artifacts/.tmp-4-123": "dir", "artifacts/.link-current-0123abcd": "link"}, "", ""},
 		{"trees", map[string]string{"trees/" + tree32: "dir", "trees/.tmp-" + tree32 + "-0123abcd": "dir"}, "", ""},
+		{"nodesets", map[string]string{"nodesets/" + tree32: "dir", "nodesets/.tmp-" + tree32 + "-0123abcd": "dir"}, "", ""},
+		{"nodesets a file", map[string]string{"nodesets": "file"}, "nodesets", "not a directory"},
+		{"a nodeset that is a file", map[string]string{"nodesets/" + tree32: "file"}, "nodesets/" + tree32, "a file"},
 		{"objects", map[string]string{"objects/ab/" + sum: "file", "objects/ab/.tmp-" + sum + "-0123abcd": "file"}, "", ""},
 		{"state.json a directory", map[string]string{"state.json": "dir"}, "state.json", "neither a file nor a link"},
 		{"lock a link", map[string]string{"lock": "link"}, "lock", "not a regular file"},

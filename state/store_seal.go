@@ -37,12 +37,15 @@ package state
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -103,11 +106,12 @@ func sealFromDir(w *Workdir, objs *objectWriter, dir string) *objectWriter {
 // appliedSet is the set a publish follows, whose unchanged files it keeps
 // by their stat.
 type appliedSet struct {
+	w     *Workdir
 	set   string // its directory
-	trees string // the work directory's trees
 	seal  time.Time
 	sums  map[string]string // path → sha256, as its state records them
 	dirs  sync.Map          // directory in the set → its path on disk (or error)
+	stats sync.Map          // file in the set → *keptStat (stat)
 }
 
 // follow makes the applied set of cur the set o keeps files of by their
@@ -121,7 +125,7 @@ func (o *objectWriter) follow(cur *State) {
 	}
 	if cur != nil && cur.Serial > 0 {
 		if seal, ok := readSeal(o.w.SetDir(cur.Serial)); ok {
-			o.applied = &appliedSet{set: o.w.SetDir(cur.Serial), trees: o.w.trees(), seal: seal, sums: cur.Artifacts}
+			o.applied = &appliedSet{w: o.w, set: o.w.SetDir(cur.Serial), seal: seal, sums: cur.Artifacts}
 			return
 		}
 		if _, err := os.Lstat(o.w.SetDir(cur.Serial)); err == nil {
@@ -137,7 +141,7 @@ func (o *objectWriter) follow(cur *State) {
 		return
 	}
 	if st, err := o.w.SetState(n); err == nil && st.Serial == n {
-		o.applied = &appliedSet{set: o.w.SetDir(n), trees: o.w.trees(), seal: seal, sums: st.Artifacts}
+		o.applied = &appliedSet{w: o.w, set: o.w.SetDir(n), seal: seal, sums: st.Artifacts}
 	}
 }
 
@@ -176,7 +180,9 @@ func (o *objectWriter) writeSeal(dir string) error {
 
 // sealObject gives the new object tmp (not yet renamed into place) an mtime
 // before o's seal, so that the next publish keeps it by its stat; nothing
-// when o has no seal.
+// when o has no seal. A new tree or nodeset (a directory, built whole) gets
+// the same, so that the next publish keeps it unread (keptTree,
+// nodesetHolds).
 func (o *objectWriter) sealObject(tmp string) error {
 	if o.since.IsZero() {
 		return nil
@@ -192,17 +198,8 @@ func (o *objectWriter) keep(name, sum string) bool {
 	if a == nil || o.w.noLinks.Load() || a.sums[name] != sum || !isLowerHex(sum, 64) {
 		return false
 	}
-	dir, err := a.dir(path.Dir(name))
-	if err != nil {
-		return false
-	}
-	p := filepath.Join(dir, path.Base(name))
-	fi, err := os.Lstat(p)
-	if err != nil || !fi.Mode().IsRegular() || !fi.ModTime().Before(a.seal) {
-		return false
-	}
-	oi, err := os.Lstat(o.w.objectPath(sum))
-	if err != nil || !oi.Mode().IsRegular() || !os.SameFile(fi, oi) {
+	p, ok := a.stat(o.w, name)
+	if !ok {
 		return false
 	}
 	_ = o.done.do(sum, func() error { return nil })
@@ -215,34 +212,113 @@ func (o *objectWriter) keep(name, sum string) bool {
 	return true
 }
 
-// dir is the path on disk of directory name of the applied set: a node
-// directory's tree (its link read once), or the directory in the set. It is
-// only where keep looks for the file: what makes the file the one to keep is
-// that it is its object's inode, wherever it is found.
-func (a *appliedSet) dir(name string) (string, error) {
-	if _, _, ok := nodeDirOf(name + "/f"); !ok {
-		return filepath.Join(a.set, filepath.FromSlash(name)), nil
+// keptStat is the stat check of an applied file (appliedSet.stat), made once.
+type keptStat struct {
+	once sync.Once
+	p    string // the file's path on disk
+	ok   bool
+}
+
+// stat reports whether the applied file name is unchanged by its stat: a
+// regular file with an mtime before the seal, the same inode as the object of
+// the digest the applied state records for it; p is its path on disk. Each
+// file is checked once, by keep or by prefetch, whichever asks first.
+func (a *appliedSet) stat(w *Workdir, name string) (p string, ok bool) {
+	v, loaded := a.stats.Load(name)
+	if !loaded {
+		v, _ = a.stats.LoadOrStore(name, &keptStat{})
 	}
-	type resolved struct {
-		p   string
-		err error
+	k := v.(*keptStat)
+	k.once.Do(func() { k.p, k.ok = a.statFile(w, name) })
+	return k.p, k.ok
+}
+
+func (a *appliedSet) statFile(w *Workdir, name string) (string, bool) {
+	sum := a.sums[name]
+	dir, err := a.dir(path.Dir(name))
+	if err != nil || !isLowerHex(sum, 64) {
+		return "", false
+	}
+	p := filepath.Join(dir, path.Base(name))
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.Mode().IsRegular() || !fi.ModTime().Before(a.seal) {
+		return "", false
+	}
+	oi, err := os.Lstat(w.objectPath(sum))
+	if err != nil || !oi.Mode().IsRegular() || !os.SameFile(fi, oi) {
+		return "", false
+	}
+	return p, true
+}
+
+// prefetch checks the applied set's files by their stat (appliedSet.stat) on
+// another goroutine, from the last name back, while the publish's keep asks
+// from the first: a publish that keeps most of a fleet's files spends its
+// time in those system calls, which its caller makes one after the other. It
+// returns what stops it and waits for it to end. Nothing but the stats is
+// done ahead: what keep concludes from them is done by keep.
+func (o *objectWriter) prefetch() (stop func()) {
+	a := o.applied
+	if a == nil || o.w.noLinks.Load() {
+		return func() {}
+	}
+	names := slices.Sorted(maps.Keys(a.sums))
+	var stopped atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := len(names) - 1; i >= 0 && !stopped.Load(); i-- {
+			a.stat(o.w, names[i])
+		}
+	}()
+	return func() {
+		stopped.Store(true)
+		<-done
+	}
+}
+
+// dir is the path on disk of directory name of the applied set: a node
+// directory's tree, or a cluster's nodeset (their links read once, by
+// linkTarget), or the directory in the set. It is only where keep looks for
+// the file: what makes the file the one to keep is that it is its object's
+// inode, wherever it is found.
+func (a *appliedSet) dir(name string) (string, error) {
+	p, _, err := a.resolved(name)
+	return p, err
+}
+
+// resolved is dir, and whether the directory is in a nodeset (or is one).
+func (a *appliedSet) resolved(name string) (string, bool, error) {
+	var parent string
+	var inNodeset bool
+	switch {
+	case isNodesDir(name):
+		parent = filepath.Join(a.set, filepath.FromSlash(path.Dir(name)))
+	case isNodeDir(name):
+		var err error
+		if parent, inNodeset, err = a.resolved(path.Dir(name)); err != nil {
+			return "", false, err
+		}
+	default:
+		return filepath.Join(a.set, filepath.FromSlash(name)), false, nil
+	}
+	type resolvedDir struct {
+		p         string
+		inNodeset bool
+		err       error
 	}
 	if v, ok := a.dirs.Load(name); ok {
-		r := v.(resolved)
-		return r.p, r.err
+		r := v.(resolvedDir)
+		return r.p, r.inNodeset, r.err
 	}
-	p := filepath.Join(a.set, filepath.FromSlash(name))
-	target, err := os.Readlink(p)
+	p := filepath.Join(parent, path.Base(name))
+	d, nodeset, err := a.w.linkTarget(name, p, inNodeset)
 	switch {
 	case err == nil:
-		if id, ok := treeOfLink(target); ok {
-			p = filepath.Join(a.trees, id)
-		} else {
-			err = errForeignSymlink
-		}
+		p, inNodeset = d, inNodeset || nodeset
 	case errors.Is(err, syscall.EINVAL):
-		err = nil // a real node directory
+		err = nil // a real directory
 	}
-	a.dirs.Store(name, resolved{p, err})
-	return p, err
+	a.dirs.Store(name, resolvedDir{p, inNodeset, err})
+	return p, inNodeset, err
 }

@@ -99,7 +99,7 @@ func recordReads(t *testing.T) func() []string {
 func setFile(t *testing.T, w *Workdir, n int64, name string) string {
 	t.Helper()
 	s := &setFS{w: w, dir: w.SetDir(n)}
-	p, err := s.resolve("stat", name)
+	p, _, err := s.resolve("stat", name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,22 +3,27 @@ package state
 // Shared node directories. A directory cannot be hard-linked, so the node
 // directories of the sets (<cluster>/nodes/<node>/, a node's graph files) are
 // shared as trees: <workdir>/trees/<id> is a real directory whose files are hard
-// links to their objects, and a set's node directory is a symlink to it,
-// ../../../../trees/<id> (50 bytes: short enough for ext4 to keep it in the
-// inode, so a shared node directory costs a set no block; where the current
-// set links the same tree, the new set's symlink is a hard link to the
-// current set's, so it costs no new inode either). <id> is the first
-// 32 hex digits (128 bits) of the sha256 of the directory's sorted entries
-// (name and sha256 of content, one a line). A tree is only reused after a
-// check that it holds exactly those entries (each the same inode as its
-// object, or the same bytes), so even a collision could not put wrong content
-// in a set: it would read as a damaged tree and be built again.
+// links to their objects, and a node directory is a symlink to it: in its
+// cluster's nodeset, ../../trees/<id> (store_nodesets.go), or, in a cluster
+// with a nodes/ directory of its own, ../../../../trees/<id> (50 bytes: short
+// enough for ext4 to keep it in the inode, so a shared node directory costs
+// no block; where the current set links the same tree, the new set's symlink
+// is a hard link to the current set's, so it costs no new inode either). <id>
+// is the first 32 hex digits (128 bits) of the sha256 of the directory's
+// sorted entries (name and sha256 of content, one a line). A tree is only
+// reused after a check that it holds exactly those entries (each the same
+// inode as its object, or the same bytes), so even a collision could not put
+// wrong content in a set: it would read as a damaged tree and be built again.
+// The check does not read a tree the applied set links whose files keep found
+// unchanged and whose entries did not change since the applied set's seal
+// (keptTree).
 //
 // A tree is built like an object: in a temporary directory under trees/,
-// fsynced, renamed into place (or exchanged with a damaged one, atomically),
-// trees/ fsynced, all before the set that links it is committed. After the
-// commit, pruning removes the trees no kept set links (it reads their
-// symlinks), and only then the objects no set or tree links.
+// given an mtime before the publish's seal, fsynced, renamed into place (or
+// exchanged with a damaged one, atomically), trees/ fsynced, all before the
+// set that links it is committed. After the commit, pruning removes the
+// nodesets and trees no kept set links (it reads their symlinks), and only
+// then the objects no set or tree links.
 
 import (
 	"crypto/sha256"
@@ -26,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -128,76 +134,99 @@ func (n *nodeDirs) markDeep(dir string) {
 // linkNodeDirs makes each node directory of the set in dir: a symlink to its
 // tree (checked, or built), or, where symlinks or hard links fail or the
 // directory has a subdirectory, a real directory of links to the objects (or
-// copies). mkdir makes a directory of the set (and records it to sync).
+// copies). A cluster whose node directories are all trees, with nothing else
+// in its nodes/, links that directory whole to its nodeset
+// (store_nodesets.go); any other cluster has a nodes/ of its own. mkdir makes
+// a directory of the set (and records it to sync).
 func (o *objectWriter) linkNodeDirs(dir string, n *nodeDirs, mkdir func(name string) error) error {
-	nds := slices.Sorted(func(yield func(string) bool) {
-		for d := range n.files {
-			if !yield(d) {
-				return
+	nds := slices.Sorted(maps.Keys(n.files))
+	trees, err := o.nodeTrees(nds, n)
+	if err != nil {
+		return err
+	}
+	clusters, byCluster := clusterNodeDirs(nds)
+	own := make([][]int, len(clusters)) // per cluster, its node directories not in a nodeset
+	err = inParallel(len(clusters), func(j int) error {
+		c := clusters[j]
+		var entries []nodesetEntry
+		for _, i := range byCluster[c] {
+			if trees[i] == "" {
+				own[j] = byCluster[c]
+				return nil
 			}
+			entries = append(entries, nodesetEntry{nodeOf(nds[i]), trees[i]})
 		}
-	})
-	var trees onceMap // tree id → checked or built once
-	err := inParallel(len(nds), func(i int) error {
-		nd := nds[i]
-		entries := n.files[nd]
-		slices.SortFunc(entries, func(a, b treeEntry) int { return strings.Compare(a.name, b.name) })
-		if n.deep[nd] || o.w.noLinks.Load() || o.w.noSymlinks.Load() {
-			return o.realNodeDir(dir, nd, entries, mkdir)
+		if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(render.NodesDir(c)))); !errors.Is(err, fs.ErrNotExist) || o.w.noSymlinks.Load() {
+			own[j] = byCluster[c] // something else made its nodes/ (or cannot be looked at)
+			return nil
 		}
-		id := treeID(entries)
-		err := trees.do(id, func() error { return o.ensureTree(id, entries) })
+		err := o.linkNodeset(dir, c, entries, mkdir)
 		var fallback *linkFallback
 		if errors.As(err, &fallback) {
-			return o.realNodeDir(dir, nd, entries, mkdir)
-		}
-		if err != nil {
-			return err
-		}
-		if err := mkdir(path.Dir(nd)); err != nil {
-			return err
-		}
-		p := filepath.Join(dir, filepath.FromSlash(nd))
-		err = do("symlink tree "+nd, func() error { return o.w.treeLink(nd, treeLinkPrefix+id, p) })
-		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOTSUP) || errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOSYS) {
-			// No symlinks here: real node directories from now on.
-			o.w.noSymlinks.Store(true)
-			o.w.warn(fmt.Sprintf("symlinks do not work in %s (%v): node directories are not shared between applied sets", o.w.Dir, errors.Unwrap(err)))
-			return o.realNodeDir(dir, nd, entries, mkdir)
+			own[j] = byCluster[c]
+			return nil
 		}
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	if trees.len() > 0 {
+	rest := slices.Concat(own...)
+	return inParallel(len(rest), func(k int) error {
+		i := rest[k]
+		return o.linkNodeDir(dir, nds[i], trees[i], n.files[nds[i]], mkdir)
+	})
+}
+
+// nodeTrees checks or builds the tree of each node directory nds[i] (once
+// per tree) and returns its id, "" for one made a real directory (with a
+// subdirectory, or where links fail).
+func (o *objectWriter) nodeTrees(nds []string, n *nodeDirs) ([]string, error) {
+	trees := make([]string, len(nds))
+	var once onceMap // tree id → checked or built once
+	err := inParallel(len(nds), func(i int) error {
+		nd := nds[i]
+		entries := n.files[nd]
+		slices.SortFunc(entries, func(a, b treeEntry) int { return strings.Compare(a.name, b.name) })
+		if n.deep[nd] || o.w.noLinks.Load() || o.w.noSymlinks.Load() {
+			return nil
+		}
+		id := treeID(entries)
+		err := once.do(id, func() error { return o.ensureTree(id, entries) })
+		var fallback *linkFallback
+		if errors.As(err, &fallback) {
+			return nil
+		}
+		if err == nil {
+			trees[i] = id
+		}
+		return err
+	})
+	if err == nil && once.len() > 0 {
 		o.mu.Lock()
 		o.dirs[o.w.trees()] = true
 		o.mu.Unlock()
 	}
-	return nil
+	return trees, err
 }
 
-// treeLink makes p, node directory nd of a new set, a symlink to target (its
-// tree). A new symlink is a new inode, which costs a file system far more than
-// a new name of an existing one (on ext4, about 40 times the CPU time of a
-// hard link), and most node directories link the same tree in one set as in
-// the one before: when the current set's nd is a symlink to target, p is made
-// a hard link to that symlink (Linux links the symlink itself, not what it
-// points to), and read back. Anything else makes a new symlink.
-func (w *Workdir) treeLink(nd, target, p string) error {
-	prev := filepath.Join(w.CurrentDir(), filepath.FromSlash(nd))
-	if got, err := os.Readlink(prev); err == nil && got == target {
-		if os.Link(prev, p) == nil {
-			if got, err := os.Readlink(p); err == nil && got == target {
-				return nil
-			}
-			if err := os.Remove(p); err != nil {
-				return err
-			}
-		}
+// linkNodeDir makes node directory nd of the set in dir a symlink to its
+// tree id in its cluster's own nodes/ directory, or a real directory (id "",
+// or where symlinks fail).
+func (o *objectWriter) linkNodeDir(dir, nd, id string, entries []treeEntry, mkdir func(name string) error) error {
+	if id == "" || o.w.noSymlinks.Load() {
+		return o.realNodeDir(dir, nd, entries, mkdir)
 	}
-	return os.Symlink(target, p)
+	if err := mkdir(path.Dir(nd)); err != nil {
+		return err
+	}
+	p := filepath.Join(dir, filepath.FromSlash(nd))
+	err := do("symlink tree "+nd, func() error { return o.w.linkShared(nd, treeLinkPrefix+id, p) })
+	if symlinksUnsupported(err) {
+		_ = o.noSymlinksHere(err)
+		return o.realNodeDir(dir, nd, entries, mkdir)
+	}
+	return err
 }
 
 // realNodeDir makes node directory nd of the set in dir a directory of its own,
@@ -270,30 +299,13 @@ func (o *objectWriter) ensureTree(id string, entries []treeEntry) error {
 			return err
 		}
 	}
+	if err := o.sealObject(tmp); err != nil {
+		return err
+	}
 	if err := syncDir(tmp); err != nil {
 		return err
 	}
-	if _, err := os.Lstat(final); err == nil {
-		// A damaged tree (or something else) under the tree's name: the new
-		// tree takes its place at once, the old one is removed after.
-		err := do("exchange tree "+id, func() error {
-			return exchange(tmp, final)
-		})
-		if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.ENOTSUP) {
-			// No exchange on this file system: remove, then rename.
-			err = do("remove tree "+id, func() error { return os.RemoveAll(final) })
-			if err == nil {
-				err = do("rename tree "+id, func() error { return os.Rename(tmp, final) })
-			}
-		}
-		if err != nil {
-			return err
-		}
-		ok = true
-		_ = do("remove tree "+filepath.Base(tmp), func() error { return os.RemoveAll(tmp) })
-		return nil
-	}
-	if err := do("rename tree "+id, func() error { return os.Rename(tmp, final) }); err != nil {
+	if err := placeDir("tree", id, tmp, final); err != nil {
 		return err
 	}
 	ok = true
@@ -308,6 +320,10 @@ func (o *objectWriter) treeHolds(dir string, entries []treeEntry) bool {
 	if err != nil || !fi.IsDir() {
 		return false
 	}
+	if o.keptTree(dir, fi, entries) {
+		return true
+	}
+	readHook("dir " + dir)
 	got, err := os.ReadDir(dir)
 	if err != nil || len(got) != len(entries) {
 		return false
@@ -337,6 +353,29 @@ func (o *objectWriter) treeHolds(dir string, entries []treeEntry) bool {
 	return true
 }
 
+// keptTree reports whether the tree dir (fi) holds exactly entries without
+// reading it: keep found each of entries in dir, through the applied set's
+// link to it, to be its object unchanged since the applied set's seal, and
+// dir's entries have not changed since then either: its mtime is before the
+// seal (adding, removing or renaming an entry sets it to the time of the
+// change). The publish that made the applied set found dir to hold exactly
+// entries after its seal (it read it, or kept it so itself, or built it
+// and gave it an mtime before its seal, as it does an object), so it still
+// does. What this cannot catch is a directory's mtime set back by hand
+// (touch -d), as for a file.
+func (o *objectWriter) keptTree(dir string, fi fs.FileInfo, entries []treeEntry) bool {
+	a := o.applied
+	if a == nil || !fi.ModTime().Before(a.seal) {
+		return false
+	}
+	for _, e := range entries {
+		if sum, ok := o.keptFiles.Load(filepath.Join(dir, e.name)); !ok || sum != e.sum {
+			return false
+		}
+	}
+	return true
+}
+
 // copyObject writes p as a copy of object obj, checked against sum.
 func copyObject(obj, sum, p string) error {
 	readHook(obj)
@@ -348,69 +387,6 @@ func copyObject(obj, sum, p string) error {
 		return fmt.Errorf("the object %s does not hold its content", obj)
 	}
 	return writeSynced(p, data)
-}
-
-// treeRefs returns the trees the applied sets on disk link; ok is false when
-// a set could not be read whole (nothing is pruned then).
-func (w *Workdir) treeRefs() (map[string]bool, bool) {
-	refs := map[string]bool{}
-	for _, n := range w.sets() {
-		set := w.SetDir(n)
-		clusters, err := os.ReadDir(set)
-		if err != nil {
-			return nil, false
-		}
-		for _, c := range clusters {
-			if !c.IsDir() {
-				continue
-			}
-			nodes, err := os.ReadDir(filepath.Join(set, filepath.FromSlash(render.NodesDir(c.Name()))))
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			if err != nil {
-				return nil, false
-			}
-			for _, nd := range nodes {
-				if nd.Type()&fs.ModeSymlink == 0 {
-					continue
-				}
-				target, err := os.Readlink(filepath.Join(set, filepath.FromSlash(render.NodeDir(c.Name(), nd.Name()))))
-				if err != nil {
-					return nil, false
-				}
-				if id, ok := treeOfLink(target); ok {
-					refs[id] = true
-				}
-			}
-		}
-	}
-	return refs, true
-}
-
-// pruneTrees removes the trees no applied set links, and the temporary trees
-// of crashed runs (trees/<32 hex> and trees/.tmp-<32 hex>-<8 hex>, no other
-// name). Called after the commit, before pruneObjects (a removed tree's files
-// are links to objects).
-func (w *Workdir) pruneTrees() {
-	if !w.claimed.Load() {
-		return
-	}
-	entries, err := os.ReadDir(w.trees())
-	if err != nil {
-		return
-	}
-	refs, ok := w.treeRefs()
-	for _, e := range entries {
-		name := e.Name()
-		switch {
-		case isTempName(name, ".tmp-", treeIDLen, true):
-		case ok && isTreeID(name) && !refs[name]:
-		default:
-			continue
-		}
-		_ = do("remove tree "+name, func() error { return os.RemoveAll(filepath.Join(w.trees(), name)) })
-	}
 }
 
 // inParallel runs f(0..n-1) on a few goroutines; the first error is returned.

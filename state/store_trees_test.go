@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,16 +14,30 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// treeOfNode is the tree id set n's node directory nd (slashed) links to.
+// treeOfNode is the tree id set n's node directory nd (slashed) links to,
+// through its cluster's nodeset or from the cluster's own nodes directory.
 func treeOfNode(t *testing.T, w *Workdir, n int64, nd string) string {
 	t.Helper()
-	target, err := os.Readlink(filepath.Join(w.SetDir(n), filepath.FromSlash(nd)))
+	p, _, err := (&setFS{w: w, dir: w.SetDir(n)}).resolve("stat", nd)
 	if err != nil {
-		t.Fatalf("set %d: %s is not a symlink: %v", n, nd, err)
+		t.Fatalf("set %d: %s: %v", n, nd, err)
 	}
-	id, ok := treeOfLink(target)
+	if filepath.Dir(p) != w.trees() || !isTreeID(filepath.Base(p)) {
+		t.Fatalf("set %d: %s is %s, not a tree", n, nd, p)
+	}
+	return filepath.Base(p)
+}
+
+// nodesetOf is the nodeset id set n's cluster links its nodes directory to.
+func nodesetOf(t *testing.T, w *Workdir, n int64, cluster string) string {
+	t.Helper()
+	target, err := os.Readlink(filepath.Join(w.SetDir(n), cluster, "nodes"))
+	if err != nil {
+		t.Fatalf("set %d: %s/nodes is not a symlink: %v", n, cluster, err)
+	}
+	id, ok := nodesetOfLink(target)
 	if !ok {
-		t.Fatalf("set %d: %s links to %q, not a tree", n, nd, target)
+		t.Fatalf("set %d: %s/nodes links to %q, not a nodeset", n, cluster, target)
 	}
 	return id
 }
@@ -155,103 +170,244 @@ func TestStoreTreeDamageRebuilt(t *testing.T) {
 	}
 }
 
-// TestSetFSFollowsOnlyTrees: SetFS reads a node directory linked to a tree as a
-// directory (ReadDir lists it as one, under the node's name), and refuses every
-// other symlink: a node directory linked elsewhere (to a copy of its tree in
-// the work directory, or by an absolute path to its own tree), a symlink at
-// another place of the set (even to a file of the same content), and a
-// symlink inside a tree.
+// TestSetFSFollowsOnlyTrees: SetFS reads a cluster's nodes directory linked
+// to a nodeset, and a node directory linked to a tree (from a nodeset, or from
+// a cluster's own nodes directory: the layout before nodesets), as
+// directories (ReadDir lists them as such, under their names), and refuses
+// every other symlink: each row damages one link of a fresh work directory
+// and reads the file behind it.
 func TestSetFSFollowsOnlyTrees(t *testing.T) {
-	w, l := lockedWorkdir(t)
 	files := map[string]string{"c/nodes/n1/a.yaml": "a", "c/nodes/n2/a.yaml": "b", "c/cluster.yaml": "c"}
-	if err := publish(t, w, l, 1, files); err != nil {
+	for _, tc := range setFSHostileRows() {
+		t.Run(tc.name, func(t *testing.T) {
+			w, l := lockedWorkdir(t)
+			if err := publish(t, w, l, 1, files); err != nil {
+				t.Fatal(err)
+			}
+			if tc.old {
+				toOldLayout(t, w, 1)
+			}
+			checkSetFSDirs(t, w, 1, tc.old, "c")
+			checkSet(t, w, 1, files)
+			e := setFSEnv{w: w, set: w.SetDir(1), tree: filepath.Join(w.trees(), treeOfNode(t, w, 1, "c/nodes/n1")),
+				obj: filepath.Join(w.objects(), shaHex([]byte("c"))[:2], shaHex([]byte("c")))}
+			if !tc.old {
+				e.nodeset = filepath.Join(w.nodesets(), nodesetOf(t, w, 1, "c"))
+			}
+			if err := tc.damage(e); err != nil {
+				t.Fatal(err)
+			}
+			set := w.SetFS(1)
+			if data, err := fs.ReadFile(set, tc.read); err == nil {
+				t.Errorf("%s read %q through a symlink fuelsync did not make", tc.read, data)
+			}
+			if _, err := fs.Stat(set, tc.read); err == nil {
+				t.Errorf("%s: stat through a symlink fuelsync did not make", tc.read)
+			}
+			ents, err := fs.ReadDir(set, path.Dir(tc.read))
+			for _, ent := range ents {
+				if ent.Name() == path.Base(tc.read) && ent.IsDir() && tc.read != "c/nodes/n1" && tc.read != "c/nodes" {
+					t.Errorf("%s is listed as a directory", tc.read)
+				}
+			}
+			_ = err
+		})
+	}
+}
+
+// setFSEnv is what a row of setFSHostileRows damages: the work directory,
+// set 1's directory, node n1's tree, the object of "c", and cluster c's
+// nodeset ("" in the layout before nodesets).
+type setFSEnv struct {
+	w                       *Workdir
+	set, tree, obj, nodeset string
+}
+
+// relink replaces p with a symlink to target.
+func relink(p, target string) error {
+	if err := os.RemoveAll(p); err != nil {
+		return err
+	}
+	return os.Symlink(target, p)
+}
+
+// setFSRow is a row of setFSHostileRows.
+type setFSRow struct {
+	name   string
+	old    bool // the cluster's nodes directory made its own (the layout before nodesets)
+	damage func(e setFSEnv) error
+	read   string
+}
+
+// setFSHostileRows are TestSetFSFollowsOnlyTrees's rows: each damages one
+// link of set 1, and read is then refused.
+func setFSHostileRows() []setFSRow {
+	return []setFSRow{
+		// A nodes directory linked elsewhere.
+		{"nodes linked to a copy of its nodeset", false, func(e setFSEnv) error {
+			if err := os.CopyFS(filepath.Join(e.w.nodesets(), "copy"), os.DirFS(e.nodeset)); err != nil {
+				return err
+			}
+			return relink(filepath.Join(e.set, "c", "nodes"), "../../../nodesets/copy")
+		}, "c/nodes/n1/a.yaml"},
+		{"nodes linked by an absolute path", false, func(e setFSEnv) error { return relink(filepath.Join(e.set, "c", "nodes"), e.nodeset) }, "c/nodes/n1/a.yaml"},
+		{"nodes linked with a trailing slash", false, func(e setFSEnv) error {
+			return relink(filepath.Join(e.set, "c", "nodes"), nodesetLinkPrefix+filepath.Base(e.nodeset)+"/")
+		}, "c/nodes/n1/a.yaml"},
+		{"nodes linked to a tree", false, func(e setFSEnv) error {
+			return relink(filepath.Join(e.set, "c", "nodes"), "../../../trees/"+filepath.Base(e.tree))
+		}, "c/nodes/a.yaml"},
+		{"nodeset a symlink to a directory", false, func(e setFSEnv) error {
+			cp := filepath.Join(e.w.Dir, "elsewhere")
+			if err := os.CopyFS(cp, os.DirFS(e.nodeset)); err != nil {
+				return err
+			}
+			return relink(e.nodeset, cp)
+		}, "c/nodes/n1/a.yaml"},
+		{"a file linked in place of nodes", false, func(e setFSEnv) error { return relink(filepath.Join(e.set, "c", "nodes"), e.obj) }, "c/nodes"},
+		// A link inside the nodeset pointing elsewhere.
+		{"nodeset entry in the old form", false, func(e setFSEnv) error {
+			return relink(filepath.Join(e.nodeset, "n1"), treeLinkPrefix+filepath.Base(e.tree))
+		}, "c/nodes/n1/a.yaml"},
+		{"nodeset entry by an absolute path", false, func(e setFSEnv) error { return relink(filepath.Join(e.nodeset, "n1"), e.tree) }, "c/nodes/n1/a.yaml"},
+		{"nodeset entry to a copy of its tree", false, func(e setFSEnv) error {
+			if err := os.CopyFS(filepath.Join(e.w.trees(), "copy"), os.DirFS(e.tree)); err != nil {
+				return err
+			}
+			return relink(filepath.Join(e.nodeset, "n1"), nodesetTreePrefix+"copy")
+		}, "c/nodes/n1/a.yaml"},
+		{"nodeset entry to a nodeset", false, func(e setFSEnv) error {
+			return relink(filepath.Join(e.nodeset, "n1"), "../../nodesets/"+filepath.Base(e.nodeset))
+		}, "c/nodes/n1/n2/a.yaml"},
+		{"nodeset entry to its object", false, func(e setFSEnv) error { return relink(filepath.Join(e.nodeset, "n1"), e.obj) }, "c/nodes/n1"},
+		{"a symlink added to the nodeset", false, func(e setFSEnv) error {
+			return os.Symlink(filepath.Join(e.tree, "a.yaml"), filepath.Join(e.nodeset, "x.yaml"))
+		}, "c/nodes/x.yaml"},
+		// The layout before nodesets: a node directory linked elsewhere.
+		{"old: node linked to a copy of its tree", true, func(e setFSEnv) error {
+			if err := os.CopyFS(filepath.Join(e.w.trees(), "copy"), os.DirFS(e.tree)); err != nil {
+				return err
+			}
+			return relink(filepath.Join(e.set, "c", "nodes", "n1"), "../../../../trees/copy")
+		}, "c/nodes/n1/a.yaml"},
+		{"old: node linked by an absolute path", true, func(e setFSEnv) error { return relink(filepath.Join(e.set, "c", "nodes", "n1"), e.tree) }, "c/nodes/n1/a.yaml"},
+		{"old: node linked with a trailing slash", true, func(e setFSEnv) error {
+			return relink(filepath.Join(e.set, "c", "nodes", "n1"), treeLinkPrefix+filepath.Base(e.tree)+"/")
+		}, "c/nodes/n1/a.yaml"},
+		{"old: node linked one level short", true, func(e setFSEnv) error {
+			return relink(filepath.Join(e.set, "c", "nodes", "n1"), "../../../trees/"+filepath.Base(e.tree))
+		}, "c/nodes/n1/a.yaml"},
+		{"old: node linked in a nodeset's form", true, func(e setFSEnv) error {
+			return relink(filepath.Join(e.set, "c", "nodes", "n1"), nodesetTreePrefix+filepath.Base(e.tree))
+		}, "c/nodes/n1/a.yaml"},
+		// Anywhere else.
+		{"a file linked to its object", false, func(e setFSEnv) error { return relink(filepath.Join(e.set, "c", "cluster.yaml"), e.obj) }, "c/cluster.yaml"},
+		{"a file of a tree made a symlink", false, func(e setFSEnv) error {
+			return relink(filepath.Join(e.tree, "a.yaml"), filepath.Join(e.w.objects(), shaHex([]byte("a"))[:2], shaHex([]byte("a"))))
+		}, "c/nodes/n1/a.yaml"},
+		{"a cluster directory linked to another", false, func(e setFSEnv) error {
+			if err := os.Rename(filepath.Join(e.set, "c"), filepath.Join(e.set, "real")); err != nil {
+				return err
+			}
+			return os.Symlink("real", filepath.Join(e.set, "c"))
+		}, "c/cluster.yaml"},
+	}
+}
+
+// checkSetFSDirs checks that SetFS lists set n's cluster c's nodes
+// directory and its node directories (n1 among them) as directories under
+// their own names (old: c's nodes directory is its own, not a nodeset).
+func checkSetFSDirs(t *testing.T, w *Workdir, n int64, old bool, c string) {
+	t.Helper()
+	set := w.SetFS(n)
+	fi, err := os.Lstat(filepath.Join(w.SetDir(n), c, "nodes"))
+	if err != nil || (fi.Mode()&fs.ModeSymlink != 0) == old {
+		t.Fatalf("set %d: %s/nodes: %v, want a symlink: %v", n, c, err, !old)
+	}
+	ents, err := fs.ReadDir(set, c)
+	if err != nil {
 		t.Fatal(err)
 	}
-	set := w.SetFS(1)
-	ents, err := fs.ReadDir(set, "c/nodes")
+	for _, e := range ents {
+		if e.Name() == "nodes" && !e.IsDir() {
+			t.Errorf("%s lists nodes as %v, want a directory", c, e.Type())
+		}
+	}
+	ents, err = fs.ReadDir(set, c+"/nodes")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range ents {
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), "n") {
-			t.Errorf("c/nodes lists %s as %v, want a directory named as the node", e.Name(), e.Type())
+			t.Errorf("%s/nodes lists %s as %v, want a directory named as the node", c, e.Name(), e.Type())
 		}
 		if fi, err := e.Info(); err != nil || fi.Name() != e.Name() {
-			t.Errorf("c/nodes/%s: info %v %v", e.Name(), fi, err)
+			t.Errorf("%s/nodes/%s: info %v %v", c, e.Name(), fi, err)
 		}
 	}
-	if fi, err := fs.Stat(set, "c/nodes/n1"); err != nil || !fi.IsDir() || fi.Name() != "n1" {
-		t.Errorf("stat c/nodes/n1: %v %v", fi, err)
-	}
-	checkSet(t, w, 1, files)
-
-	refused := func(what, name string) {
-		t.Helper()
-		if data, err := fs.ReadFile(set, name); err == nil {
-			t.Errorf("%s: %s read %q through a symlink", what, name, data)
+	for _, name := range []string{c + "/nodes", c + "/nodes/n1"} {
+		if fi, err := fs.Stat(set, name); err != nil || !fi.IsDir() || fi.Name() != path.Base(name) {
+			t.Errorf("stat %s: %v %v", name, fi, err)
 		}
-	}
-	setDir := w.SetDir(1)
-	id := treeOfNode(t, w, 1, "c/nodes/n1")
-	tree := filepath.Join(w.trees(), id)
-	// A copy of the tree beside it, under a name that is not a tree's.
-	if err := os.CopyFS(filepath.Join(w.trees(), "copy"), os.DirFS(tree)); err != nil {
-		t.Fatal(err)
-	}
-	n1 := filepath.Join(setDir, "c", "nodes", "n1")
-	for _, target := range []string{"../../../../trees/copy", tree, "../../../../trees/" + id + "/", "../../../trees/" + id} {
-		if err := os.Remove(n1); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(target, n1); err != nil {
-			t.Fatal(err)
-		}
-		refused("node directory linked to "+target, "c/nodes/n1/a.yaml")
-		if ents, err := fs.ReadDir(set, "c/nodes"); err != nil || ents[0].IsDir() {
-			t.Errorf("node directory linked to %s: listed as a directory (%v)", target, err)
-		}
-	}
-	// A file of the set made a symlink to its own object: same bytes, refused.
-	obj := filepath.Join(w.objects(), shaHex([]byte("c"))[:2], shaHex([]byte("c")))
-	cluster := filepath.Join(setDir, "c", "cluster.yaml")
-	if err := os.Remove(cluster); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(obj, cluster); err != nil {
-		t.Fatal(err)
-	}
-	refused("a file linked to its object", "c/cluster.yaml")
-	// A file of a tree made a symlink.
-	n2tree := filepath.Join(w.trees(), treeOfNode(t, w, 1, "c/nodes/n2"))
-	if err := os.Remove(filepath.Join(n2tree, "a.yaml")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Join(w.objects(), shaHex([]byte("b"))[:2], shaHex([]byte("b"))), filepath.Join(n2tree, "a.yaml")); err != nil {
-		t.Fatal(err)
-	}
-	refused("a file of a tree linked to its object", "c/nodes/n2/a.yaml")
-	// A directory of the set made a symlink to a directory of the set.
-	if err := os.Rename(filepath.Join(setDir, "c"), filepath.Join(setDir, "real")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("real", filepath.Join(setDir, "c")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fs.ReadDir(set, "c/nodes"); err == nil {
-		t.Error("a cluster directory linked to another directory of the set is read")
 	}
 }
 
-// TestStoreTreeLinksShared publishes three sets: a node directory whose tree
-// is the one the current set links is a hard link to the current set's
-// symlink (one inode for both sets: no new inode for it), one whose tree
-// changed is a new symlink, and a current set's node directory that is a
+// toOldLayout makes set n's clusters' nodes directories what a fuelsync
+// before nodesets wrote: a directory of the set's own, with a link
+// ../../../../trees/<id> for each node directory.
+func toOldLayout(t *testing.T, w *Workdir, n int64) {
+	t.Helper()
+	clusters, err := os.ReadDir(w.SetDir(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range clusters {
+		nodes := filepath.Join(w.SetDir(n), c.Name(), "nodes")
+		target, err := os.Readlink(nodes)
+		if !c.IsDir() || err != nil {
+			continue
+		}
+		id, ok := nodesetOfLink(target)
+		if !ok {
+			t.Fatalf("set %d: %s links to %q", n, nodes, target)
+		}
+		entries, err := os.ReadDir(filepath.Join(w.nodesets(), id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(nodes); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(nodes, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			target, err := os.Readlink(filepath.Join(w.nodesets(), id, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tree, ok := treeOfNodesetLink(target)
+			if !ok {
+				t.Fatalf("nodeset %s: %s links to %q", id, e.Name(), target)
+			}
+			if err := os.Symlink(treeLinkPrefix+tree, filepath.Join(nodes, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestStoreTreeLinksShared publishes three sets of a cluster with a nodes
+// directory of its own (a file beside its node directories): a node directory
+// whose tree is the one the current set links is a hard link to the current
+// set's symlink (one inode for both sets: no new inode for it), one whose
+// tree changed is a new symlink, and a current set's node directory that is a
 // symlink to anything but the tree (replaced by hand) is never linked: the
 // new set has a symlink of its own to the right tree.
 func TestStoreTreeLinksShared(t *testing.T) {
 	w, l := lockedWorkdir(t)
 	files := func(n2 string) map[string]string {
-		return map[string]string{"c/nodes/n1/a.yaml": "a\n", "c/nodes/n2/a.yaml": n2, "c/nodes/n3/a.yaml": "c\n"}
+		return map[string]string{"c/nodes/n1/a.yaml": "a\n", "c/nodes/n2/a.yaml": n2, "c/nodes/n3/a.yaml": "c\n", "c/nodes/readme.yaml": "r\n"}
 	}
 	if err := publish(t, w, l, 1, files("b1\n")); err != nil {
 		t.Fatal(err)
@@ -260,39 +416,71 @@ func TestStoreTreeLinksShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSet(t, w, 2, files("b2\n"))
+	if fi, err := os.Lstat(filepath.Join(w.SetDir(2), "c", "nodes")); err != nil || !fi.IsDir() {
+		t.Fatalf("c/nodes, with a file beside the node directories, is %v (%v), want a directory of its own", fi.Mode(), err)
+	}
 	node := func(n int64, nd string) string { return filepath.Join(w.SetDir(n), "c", "nodes", nd) }
-	ino1, _ := inode(t, node(1, "n1"))
-	ino2, nlink := inode(t, node(2, "n1"))
+	checkLinksShared(t, node, w, l, files, "n1", "n2", "n3", treeLinkPrefix, func(n int64) string { return treeOfNode(t, w, n, "c/nodes/n3") })
+}
+
+// TestStoreNodesetLinksShared is TestStoreTreeLinksShared for the nodes
+// directories linked to nodesets: a cluster whose nodeset is the one the
+// current set links is a hard link to the current set's symlink, one that
+// changed a new symlink to a new nodeset, and one replaced by hand is not
+// linked again.
+func TestStoreNodesetLinksShared(t *testing.T) {
+	w, l := lockedWorkdir(t)
+	files := func(n2 string) map[string]string {
+		return map[string]string{"a/nodes/n/a.yaml": "a\n", "b/nodes/n/a.yaml": n2, "c/nodes/n/a.yaml": "c\n"}
+	}
+	if err := publish(t, w, l, 1, files("b1\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := publish(t, w, l, 2, files("b2\n")); err != nil {
+		t.Fatal(err)
+	}
+	checkSet(t, w, 2, files("b2\n"))
+	nodes := func(n int64, c string) string { return filepath.Join(w.SetDir(n), c, "nodes") }
+	checkLinksShared(t, nodes, w, l, files, "a", "b", "c", nodesetLinkPrefix, func(n int64) string { return nodesetOf(t, w, n, "c") })
+}
+
+// checkLinksShared checks the links of sets 1 and 2 (link(n, name) is the
+// path of a shared link in set n): same, kept by sets 1 and 2, is one inode;
+// changed is not; then other's link in set 2 is replaced by a symlink
+// elsewhere, set 3 published, and its link of other is its own symlink of
+// the right text (prefix + id(3), id(2) before).
+func checkLinksShared(t *testing.T, link func(n int64, name string) string, w *Workdir, l *Lock, files func(string) map[string]string, same, changed, other, prefix string, id func(n int64) string) {
+	t.Helper()
+	ino1, _ := inode(t, link(1, same))
+	ino2, nlink := inode(t, link(2, same))
 	if ino1 != ino2 || nlink != 2 {
-		t.Errorf("c/nodes/n1 of sets 1 and 2: inodes %d and %d, %d links; want one inode with 2 links", ino1, ino2, nlink)
+		t.Errorf("%s of sets 1 and 2: inodes %d and %d, %d links; want one inode with 2 links", same, ino1, ino2, nlink)
 	}
-	if a, _ := inode(t, node(1, "n2")); a == func() uint64 { b, _ := inode(t, node(2, "n2")); return b }() {
-		t.Errorf("c/nodes/n2 changed its tree but is the same inode in sets 1 and 2")
+	if a, _ := inode(t, link(1, changed)); a == func() uint64 { b, _ := inode(t, link(2, changed)); return b }() {
+		t.Errorf("%s changed but is the same inode in sets 1 and 2", changed)
 	}
-	// Set 2's n3 is replaced by a symlink elsewhere (the same text would be
-	// the tree): set 3 must not share it.
-	id3 := treeOfNode(t, w, 2, "c/nodes/n3")
-	other := filepath.Join(t.TempDir(), "elsewhere")
-	if err := os.Mkdir(other, 0o755); err != nil {
+	want := id(2)
+	elsewhere := filepath.Join(t.TempDir(), "elsewhere")
+	if err := os.Mkdir(elsewhere, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Remove(node(2, "n3")); err != nil {
+	if err := os.Remove(link(2, other)); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(other, node(2, "n3")); err != nil {
+	if err := os.Symlink(elsewhere, link(2, other)); err != nil {
 		t.Fatal(err)
 	}
 	if err := publish(t, w, l, 3, files("b2\n")); err != nil {
 		t.Fatal(err)
 	}
 	checkSet(t, w, 3, files("b2\n"))
-	if got := treeOfNode(t, w, 3, "c/nodes/n3"); got != id3 {
-		t.Errorf("set 3 links c/nodes/n3 to tree %s, want %s", got, id3)
+	if got, err := os.Readlink(link(3, other)); err != nil || got != prefix+want || id(3) != want {
+		t.Errorf("set 3's %s links to %q (%v), want %s%s", other, got, err, prefix, want)
 	}
-	if a, _ := inode(t, node(2, "n3")); a == func() uint64 { b, _ := inode(t, node(3, "n3")); return b }() {
-		t.Errorf("set 3's c/nodes/n3 is the inode of set 2's foreign symlink")
+	if a, _ := inode(t, link(2, other)); a == func() uint64 { b, _ := inode(t, link(3, other)); return b }() {
+		t.Errorf("set 3's %s is the inode of set 2's foreign symlink", other)
 	}
-	if _, nlink := inode(t, node(3, "n1")); nlink != 3 {
-		t.Errorf("c/nodes/n1 has %d links, want 3 (sets 1, 2 and 3)", nlink)
+	if _, nlink := inode(t, link(3, same)); nlink != 3 {
+		t.Errorf("%s has %d links, want 3 (sets 1, 2 and 3)", same, nlink)
 	}
 }

@@ -34,7 +34,7 @@ const (
 	StateStep = "state/step"
 	// StateRead is told each content a publish reads to check it: an
 	// applied file (its artifact name), an object or a tree's file (its
-	// path).
+	// path), or a tree's or nodeset's directory ("dir " and its path).
 	StateRead = "state/read"
 	// ShardCommit is between a shard replica's plan (the set written) and
 	// its commit to etcd, with the clusters it commits.

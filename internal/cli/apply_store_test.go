@@ -4,6 +4,7 @@ package cli
 
 import (
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -67,8 +68,10 @@ func setInodes(t testing.TB, root string) map[string][2]int64 {
 // that cluster the change touched); every other file is the same inode as in
 // the first set (a hard link to the same object), where it used to be a copy.
 // Every node directory is a symlink to a tree, the same as the first set's
-// where none of its files changed; the directories a set has of its own are
-// its root and each cluster's four (the cluster, tasks, graphs, nodes).
+// where none of its files changed, and each cluster's nodes directory a
+// symlink to a nodeset of those links, the same as the first set's where no
+// node directory changed; the directories a set has of its own are its root
+// and each cluster's three (the cluster, tasks, graphs).
 func TestApplyStoreOneClusterChange(t *testing.T) {
 	repo, clusterFile, _, b := applyRepoSpec(t, repogen.Spec{Plugins: 2, Tasks: 60, Nodes: 60, Clusters: 20, Seed: 7})
 	wd := filepath.Join(t.TempDir(), "wd")
@@ -101,13 +104,20 @@ func TestApplyStoreOneClusterChange(t *testing.T) {
 		inodes1[v[0]] = true
 		full += v[1]
 	}
-	var fresh, ownDirs, newTrees []string
+	var fresh, ownDirs, newTrees, newNodesets []string
 	nodeDirs := 0
 	for name, v := range set2 {
 		if _, isFile := st2.Artifacts[name]; isFile || name == ".state.json" || name == ".seal" {
 			if !inodes1[v[0]] {
 				fresh = append(fresh, name)
 				files += v[1]
+			}
+			continue
+		}
+		if nd, ok := strings.CutSuffix(name, "/"); ok && strings.Count(nd, "/") == 1 { // a nodeset
+			if !inodes1[v[0]] {
+				newNodesets = append(newNodesets, nd)
+				trees += v[1]
 			}
 			continue
 		}
@@ -139,11 +149,30 @@ func TestApplyStoreOneClusterChange(t *testing.T) {
 	if diff := cmp.Diff(changed, fresh); diff != "" {
 		t.Errorf("files of set 2 not shared with set 1 (-changed content +new inodes):\n%s", diff)
 	}
-	// A tree is new exactly where a node directory's files changed.
+	checkNewTrees(t, w.SetDir(2), changedDirs, newTrees, newNodesets)
+	if want := 1 + 3*len(st2.Clusters); len(ownDirs) != want {
+		t.Errorf("set 2 has %d directories of its own, want %d (its root, and each cluster's three): %q", len(ownDirs), want, ownDirs)
+	}
+	added := files + trees + dirs
+	t.Logf("%d of %d files changed in %d node directories of %d links; a full set takes %d bytes on disk; the second adds %d (%.1f%%): %d in files, %d in %d trees and %d nodesets, %d in its own %d directories",
+		len(changed), len(st2.Artifacts)+1, len(newTrees), nodeDirs, full, added, 100*float64(added)/float64(full), files, trees, len(newTrees), len(newNodesets), dirs, len(ownDirs))
+	if len(changed) > len(st2.Artifacts)/5 {
+		t.Errorf("%d of %d files changed: the fixture changes more than one cluster", len(changed), len(st2.Artifacts))
+	}
+}
+
+// checkNewTrees checks the trees and nodesets new in set (newTrees,
+// newNodesets) against the directories whose files changed: a tree is new
+// exactly where a node directory's files changed, and a nodeset where a node
+// directory of the cluster changed (or went).
+func checkNewTrees(t *testing.T, set string, changedDirs map[string]bool, newTrees, newNodesets []string) {
+	t.Helper()
 	var wantTrees []string
+	wantNodesets := map[string]bool{}
 	for d := range changedDirs {
 		if parts := strings.Split(d, "/"); len(parts) == 3 && parts[1] == "nodes" {
-			if _, err := os.Lstat(filepath.Join(w.SetDir(2), filepath.FromSlash(d))); err == nil {
+			wantNodesets[parts[0]+"/nodes"] = true
+			if _, err := os.Lstat(filepath.Join(set, filepath.FromSlash(d))); err == nil {
 				wantTrees = append(wantTrees, d)
 			}
 		}
@@ -153,13 +182,8 @@ func TestApplyStoreOneClusterChange(t *testing.T) {
 	if diff := cmp.Diff(wantTrees, newTrees); diff != "" {
 		t.Errorf("trees of set 2 not shared with set 1 (-node directories whose files changed +new trees):\n%s", diff)
 	}
-	if want := 1 + 4*len(st2.Clusters); len(ownDirs) != want {
-		t.Errorf("set 2 has %d directories of its own, want %d (its root, and each cluster's four): %q", len(ownDirs), want, ownDirs)
-	}
-	added := files + trees + dirs
-	t.Logf("%d of %d files changed in %d node directories of %d; a full set takes %d bytes on disk; the second adds %d (%.1f%%): %d in files, %d in %d trees, %d in its own %d directories",
-		len(changed), len(st2.Artifacts)+1, len(newTrees), nodeDirs, full, added, 100*float64(added)/float64(full), files, trees, len(newTrees), dirs, len(ownDirs))
-	if len(changed) > len(st2.Artifacts)/5 {
-		t.Errorf("%d of %d files changed: the fixture changes more than one cluster", len(changed), len(st2.Artifacts))
+	slices.Sort(newNodesets)
+	if diff := cmp.Diff(slices.Sorted(maps.Keys(wantNodesets)), newNodesets); diff != "" {
+		t.Errorf("nodesets of set 2 not shared with set 1 (-clusters whose node directories changed +new nodesets):\n%s", diff)
 	}
 }

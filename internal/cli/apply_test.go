@@ -468,7 +468,8 @@ func crashAtEveryStep(t *testing.T) (int, bool) {
 						break
 					}
 					steps++
-					for _, kind := range []string{"create .tmp-", "rename object ", "link ", "remove object ", "mkdir tree ", "link tree ", "rename tree ", "symlink tree ", "remove tree "} {
+					for _, kind := range []string{"create .tmp-", "rename object ", "link ", "remove object ", "mkdir tree ", "link tree ", "rename tree ", "remove tree ",
+						"mkdir nodeset ", "symlink nodeset ", "rename nodeset ", "symlink nodes ", "remove nodeset "} {
 						if strings.Contains(out, "killed before "+kind) {
 							kinds[kind] = true
 						}
@@ -479,11 +480,12 @@ func crashAtEveryStep(t *testing.T) (int, bool) {
 					t.Errorf("%s: only %d steps", tc.name, steps)
 				}
 				// The steps of the object store: writing an object, linking it into
-				// the set, linking a tree as a node directory, and (pruning a set)
-				// removing the trees and objects no set links.
-				want := []string{"create .tmp-", "rename object ", "link ", "symlink tree "}
+				// the set, building a nodeset of the node directories' trees,
+				// linking it as a cluster's nodes directory, and (pruning a set)
+				// removing the nodesets, trees and objects no set links.
+				want := []string{"create .tmp-", "rename object ", "link ", "mkdir nodeset ", "symlink nodeset ", "rename nodeset ", "symlink nodes "}
 				if tc.before == state.Keep {
-					want = append(want, "remove tree ", "remove object ")
+					want = append(want, "remove nodeset ", "remove tree ", "remove object ")
 				}
 				for _, kind := range want {
 					if !kinds[kind] {
