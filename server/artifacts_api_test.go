@@ -451,10 +451,11 @@ func TestArtifactAPIWaitWakesOnDefinitionChange(t *testing.T) {
 }
 
 // TestArtifactAPIFollowsOnlyTrees: a node's graph is served from its node
-// directory, which the applied set shares as a symlink to a tree; a symlink
-// planted in the set is refused even when it leads to the same bytes (a node
-// directory linked to a copy of its tree outside the work directory's trees, a
-// task catalogue linked to its own object).
+// directory, a symlink to a tree (in the cluster's nodes/ directory, itself
+// shared between sets as a nodeset); a symlink planted in the set is refused
+// even when it leads to the same bytes (a node directory linked to a copy of
+// its tree outside the work directory's trees, a task catalogue linked to its
+// own object).
 func TestArtifactAPIFollowsOnlyTrees(t *testing.T) {
 	a := startAPI(t, nil)
 	a.reconcile(t, operation.Applied)
