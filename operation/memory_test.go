@@ -13,6 +13,7 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 
+	"github.com/fuelsync/fuelsync/internal/benchutil"
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/internal/repogen"
 	"github.com/fuelsync/fuelsync/loader"
@@ -86,7 +87,8 @@ func TestColdApplyMemoryFollowsLargestCluster(t *testing.T) {
 // cluster changes) peak at most 1.2 times the heap of the cold apply of the
 // same fleet (4 clusters of 25 nodes, the repogen heavy shape, from git, the
 // applied revision readable again). The causes come from the change of the
-// task catalogue, not from a second render of the applied revision.
+// task catalogue, not from a second render of the applied revision. The
+// medians of three runs of each are compared.
 func TestReleaseChangeMemoryWithinColdApply(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(25))
 	spec := repogen.Spec{Plugins: 11, Tasks: 1000, Nodes: 100, Clusters: 4, Seed: 1, CrossDepends: 60, StageFanIn: true}
@@ -106,36 +108,49 @@ func TestReleaseChangeMemoryWithinColdApply(t *testing.T) {
 		fsys, _, err := loader.OpenRevision(dir, rev)
 		return fsys, err
 	}
-	op := &Operation{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), ToolVersion: "test", OpenRevision: open}
-	run := func(what, rev string, apply bool) (*Result, uint64) {
-		t.Helper()
-		fsys, err := open(rev)
-		if err != nil {
-			t.Fatal(err)
+	// Each step three times, each time from a cold apply into a new work
+	// directory, and the medians compared: one peak moves by a tenth from
+	// run to run with the collector's timing (1.24 once in CI, 0.9 to 1.16
+	// in eight runs on the development machine).
+	var peaks [3][]float64 // cold apply, plan, apply
+	for range 3 {
+		op := &Operation{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), ToolVersion: "test", OpenRevision: open}
+		run := func(what, rev string, apply bool) (*Result, uint64) {
+			t.Helper()
+			fsys, err := open(rev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var res *Result
+			peak := peakHeap(func() {
+				res, err = op.Run(context.Background(), Request{Revision: source.Revision{SHA: rev, FS: fsys}, Apply: apply})
+			})
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			t.Logf("%s: peak heap %.1f MB", what, float64(peak)/1e6)
+			return res, peak
 		}
-		var res *Result
-		peak := peakHeap(func() {
-			res, err = op.Run(context.Background(), Request{Revision: source.Revision{SHA: rev, FS: fsys}, Apply: apply})
-		})
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
+		res, cold := run("cold apply", revA, true)
+		if res.Outcome != Applied {
+			t.Fatalf("cold apply: outcome %s", res.Outcome)
 		}
-		t.Logf("%s: peak heap %.1f MB", what, float64(peak)/1e6)
-		return res, peak
+		peaks[0] = append(peaks[0], float64(cold))
+		for i, apply := range []bool{false, true} {
+			what := map[bool]string{false: "plan", true: "apply"}[apply] + " of the release change"
+			res, peak := run(what, revD, apply)
+			if cs := res.Plan.Changes; cs.Summary.Deploy != spec.Nodes {
+				t.Fatalf("%s: %d nodes to deploy, want %d", what, cs.Summary.Deploy, spec.Nodes)
+			}
+			peaks[i+1] = append(peaks[i+1], float64(peak))
+		}
 	}
-	res, cold := run("cold apply", revA, true)
-	if res.Outcome != Applied {
-		t.Fatalf("cold apply: outcome %s", res.Outcome)
-	}
-	for _, apply := range []bool{false, true} {
-		what := map[bool]string{false: "plan", true: "apply"}[apply] + " of the release change"
-		res, peak := run(what, revD, apply)
-		if cs := res.Plan.Changes; cs.Summary.Deploy != spec.Nodes {
-			t.Fatalf("%s: %d nodes to deploy, want %d", what, cs.Summary.Deploy, spec.Nodes)
-		}
-		if ratio := float64(peak) / float64(cold); ratio > 1.2 {
-			t.Errorf("the %s peaks at %.1f MB of heap, %.2f times the cold apply's (%.1f MB): want at most 1.2",
-				what, float64(peak)/1e6, ratio, float64(cold)/1e6)
+	cold := benchutil.Median(peaks[0])
+	for i, what := range []string{"plan", "apply"} {
+		peak := benchutil.Median(peaks[i+1])
+		if ratio := peak / cold; ratio > 1.2 {
+			t.Errorf("the %s of the release change peaks at %.1f MB of heap (median of 3), %.2f times the cold apply's (%.1f MB): want at most 1.2",
+				what, peak/1e6, ratio, cold/1e6)
 		}
 	}
 }
