@@ -135,11 +135,36 @@ func (o *objectWriter) ensureNodeset(id, cluster string, entries []nodesetEntry)
 	if o.nodesetHolds(final, cluster, entries) {
 		return nil
 	}
-	err := o.nodesetsDir.do("", func() error {
-		if _, err := os.Stat(o.w.nodesets()); err == nil {
+	return o.buildDir("nodeset", id, o.w.nodesets(), &o.nodesetsDir, func(tmp string) error {
+		return o.linkNodesetEntries(id, tmp, entries)
+	})
+}
+
+// linkNodesetEntries writes each entry's link to its tree into tmp, the
+// nodeset id being built.
+func (o *objectWriter) linkNodesetEntries(id, tmp string, entries []nodesetEntry) error {
+	for _, e := range entries {
+		err := do("symlink nodeset "+id+"/"+e.node, func() error { return os.Symlink(nodesetTreePrefix+e.tree, filepath.Join(tmp, e.node)) })
+		if symlinksUnsupported(err) {
+			return o.noSymlinksHere(err)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// buildDir makes parent/id, a tree or a nodeset (kind), hold what fill writes
+// into an empty directory: built in a temporary directory beside it, sealed,
+// synced and renamed into place (placeDir). parent is made when missing, once
+// a publish (made).
+func (o *objectWriter) buildDir(kind, id, parent string, made *onceMap, fill func(tmp string) error) error {
+	err := made.do("", func() error {
+		if _, err := os.Stat(parent); err == nil {
 			return nil
 		}
-		if err := do("mkdir nodesets", func() error { return os.MkdirAll(o.w.nodesets(), 0o755) }); err != nil {
+		if err := do("mkdir "+kind+"s", func() error { return os.MkdirAll(parent, 0o755) }); err != nil {
 			return err
 		}
 		o.mu.Lock()
@@ -150,8 +175,8 @@ func (o *objectWriter) ensureNodeset(id, cluster string, entries []nodesetEntry)
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(o.w.nodesets(), ".tmp-"+id+"-"+NewLineage()[:8])
-	if err := do("mkdir nodeset "+id, func() error { return os.Mkdir(tmp, 0o755) }); err != nil {
+	tmp := filepath.Join(parent, ".tmp-"+id+"-"+NewLineage()[:8])
+	if err := do("mkdir "+kind+" "+id, func() error { return os.Mkdir(tmp, 0o755) }); err != nil {
 		return err
 	}
 	ok := false
@@ -160,14 +185,8 @@ func (o *objectWriter) ensureNodeset(id, cluster string, entries []nodesetEntry)
 			os.RemoveAll(tmp)
 		}
 	}()
-	for _, e := range entries {
-		err := do("symlink nodeset "+id+"/"+e.node, func() error { return os.Symlink(nodesetTreePrefix+e.tree, filepath.Join(tmp, e.node)) })
-		if symlinksUnsupported(err) {
-			return o.noSymlinksHere(err)
-		}
-		if err != nil {
-			return err
-		}
+	if err := fill(tmp); err != nil {
+		return err
 	}
 	if err := o.sealObject(tmp); err != nil {
 		return err
@@ -175,12 +194,12 @@ func (o *objectWriter) ensureNodeset(id, cluster string, entries []nodesetEntry)
 	if err := syncDir(tmp); err != nil {
 		return err
 	}
-	if err := placeDir("nodeset", id, tmp, final); err != nil {
+	if err := placeDir(kind, id, tmp, filepath.Join(parent, id)); err != nil {
 		return err
 	}
 	ok = true
 	o.mu.Lock()
-	o.dirs[o.w.nodesets()] = true
+	o.dirs[parent] = true
 	o.mu.Unlock()
 	return nil
 }

@@ -258,31 +258,14 @@ func (o *objectWriter) ensureTree(id string, entries []treeEntry) error {
 	if o.treeHolds(final, entries) {
 		return nil
 	}
-	err := o.treesDir.do("", func() error {
-		if _, err := os.Stat(o.w.trees()); err == nil {
-			return nil
-		}
-		if err := do("mkdir trees", func() error { return os.MkdirAll(o.w.trees(), 0o755) }); err != nil {
-			return err
-		}
-		o.mu.Lock()
-		o.dirs[o.w.Dir] = true
-		o.mu.Unlock()
-		return nil
+	return o.buildDir("tree", id, o.w.trees(), &o.treesDir, func(tmp string) error {
+		return o.linkTreeEntries(id, tmp, entries)
 	})
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(o.w.trees(), ".tmp-"+id+"-"+NewLineage()[:8])
-	if err := do("mkdir tree "+id, func() error { return os.Mkdir(tmp, 0o755) }); err != nil {
-		return err
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			os.RemoveAll(tmp)
-		}
-	}()
+}
+
+// linkTreeEntries links (or copies, where an object has too many links) each
+// entry's object into tmp, the tree id being built.
+func (o *objectWriter) linkTreeEntries(id, tmp string, entries []treeEntry) error {
 	for _, e := range entries {
 		obj := o.w.objectPath(e.sum)
 		p := filepath.Join(tmp, e.name)
@@ -299,16 +282,6 @@ func (o *objectWriter) ensureTree(id string, entries []treeEntry) error {
 			return err
 		}
 	}
-	if err := o.sealObject(tmp); err != nil {
-		return err
-	}
-	if err := syncDir(tmp); err != nil {
-		return err
-	}
-	if err := placeDir("tree", id, tmp, final); err != nil {
-		return err
-	}
-	ok = true
 	return nil
 }
 
