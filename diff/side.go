@@ -61,18 +61,18 @@ func (c *collector) put(name string, data []byte) error {
 		}
 	}
 	var keep []byte
-	// cluster.yaml says what the nodes are, changed or not. A node file base
-	// does not have is compared by the model's task ids (bothTasks), not read:
-	// it is encoded again if something asks for its bytes (a unified diff),
-	// rather than held through a first apply (every file of the render).
+	// cluster.yaml says what the nodes are, changed or not. A node file is
+	// never kept when there is a base: one base does not have is compared by
+	// the model's task ids (oneSided), one it has by the model's tasks
+	// (modelTasks); it is encoded again if something asks for its bytes (a
+	// unified diff), rather than held through a first apply or a release
+	// change (every node file of the render).
 	before := c.base[name]
 	kind, _, _, _ := artifactPath(name)
 	switch {
 	case strings.HasSuffix(name, "/cluster.yaml"):
 		keep = bytes.Clone(data)
 	case kind == "node" && c.base != nil:
-		// A node file base has too, changed or not, is compared by its
-		// tasks from the model (sideView.modelTasks), not by its bytes.
 	case before != hexSum:
 		keep = bytes.Clone(data)
 	}
@@ -99,8 +99,8 @@ func (c *collector) side(rs []*render.Rendered) *Side {
 			if _, ok := digests[name]; !ok {
 				return nil, fmt.Errorf("%s: not in the render", name)
 			}
-			// A node file whose bytes did not change, of a graph whose task
-			// catalogue did: encoded again.
+			// A node file, which the collector does not keep when it has a
+			// base: encoded again.
 			return render.EncodeFile(rs, name)
 		},
 	}
