@@ -20,7 +20,7 @@ FUZZTIME  ?= 30s
 BENCHTIME ?= 5x
 BENCHCOUNT ?= 5
 
-.PHONY: all build install release image bench-deploy test test-e2e test-etcd vet cross fmtcheck demo fuzz bench bench-render bench-shapes bench-large bench-fleet bench-shards takeover golden soak burst clean ci
+.PHONY: all build install release image bench-deploy test test-e2e test-etcd vet cross fmtcheck demo fuzz bench bench-render bench-fpb bench-shapes bench-large bench-fleet bench-shards takeover golden soak burst clean ci
 
 all: build
 
@@ -296,6 +296,16 @@ SHAPE_NODES ?= 2000,8000
 SHAPE_BENCHTIME ?= 3x
 bench-shapes:
 	FUELSYNC_BENCH_SHAPE_NODES=$(SHAPE_NODES) $(GO) test ./render -run '^$$' -bench '^BenchmarkRenderShapes$$' -benchtime $(SHAPE_BENCHTIME) -count 1 -timeout 0
+
+# `fuelsync plugin check` against fuel-plugin-builder's `fpb --check` on three
+# example plugins, FPB_RUNS interleaved rounds: medians of wall and CPU time and
+# their ratios (internal/cli/startup_bench_test.go). FPB is fpb's command; how
+# to get fuel-plugin-builder 4.2.0 running: docs/cli-startup.md.
+FPB ?= $(shell command -v fpb)
+FPB_RUNS ?= 11
+bench-fpb:
+	@test -n "$(FPB)" || { echo "bench-fpb: no fpb on PATH; set FPB=path/to/fpb (docs/cli-startup.md: plugin check against fuel-plugin-builder)"; exit 1; }
+	FUELSYNC_FPB="$(FPB)" $(GO) test ./internal/cli -run '^$$' -bench '^BenchmarkStartupPluginCheck$$' -benchtime $(FPB_RUNS)x -count 1 -timeout 0
 
 # The CPU time each `serve --shard` process spends on a release change, for
 # N = 1, 2 and 3 replicas over one etcd on loopback, against one replica's
