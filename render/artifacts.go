@@ -48,6 +48,11 @@ type Options struct {
 	Clusters []string
 	// State is the applied state primary tags stick to (nil: empty).
 	State AppliedState
+	// OneAtATime has Walk hand over one cluster at a time (its graphs still
+	// resolved on every core), for a caller that renders a second revision
+	// of each cluster it is handed: two renders in hand rather than twice
+	// as many as there are cores.
+	OneAtATime bool
 }
 
 // Render checks repo as Check does and resolves every cluster (or opts.Clusters)

@@ -60,7 +60,11 @@ func Walk(repo *loader.Repo, opts Options, validate bool, f func(*Walked) error)
 		errs []error
 		stop atomic.Bool
 	)
-	slots := make(chan struct{}, workers(len(list)))
+	at := workers(len(list))
+	if opts.OneAtATime {
+		at = 1
+	}
+	slots := make(chan struct{}, at)
 	for _, c := range list {
 		slots <- struct{}{}
 		if stop.Load() {

@@ -1,0 +1,78 @@
+package render
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fuelsync/fuelsync/internal/repogen"
+	"github.com/fuelsync/fuelsync/loader"
+)
+
+// TestWalkOneAtATime: Walk hands over as many clusters at once as there are
+// cores, and one at a time with OneAtATime, each cluster once.
+func TestWalkOneAtATime(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	}
+	spec := repogen.Heavy(24)
+	spec.Clusters = 6
+	repo, diags := loader.Load(repogen.Generate(spec), loader.Options{})
+	if diags.HasErrors() {
+		t.Fatalf("the generated repository does not load:\n%s", diagText(diags))
+	}
+	for _, tc := range []struct {
+		name       string
+		oneAtATime bool
+		want       int32 // the most clusters in hand at once
+	}{
+		{"every core", false, int32(runtime.GOMAXPROCS(0))},
+		{"one at a time", true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var inHand, most atomic.Int32
+			var mu sync.Mutex
+			seen := map[string]int{}
+			// Each cluster is kept in hand until a second one is handed
+			// over (or, when none comes, for a while).
+			second := make(chan struct{})
+			var once sync.Once
+			_, err := Walk(repo, Options{OneAtATime: tc.oneAtATime}, false, func(wk *Walked) error {
+				n := inHand.Add(1)
+				defer inHand.Add(-1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				if n > 1 {
+					once.Do(func() { close(second) })
+				}
+				select {
+				case <-second:
+				case <-time.After(100 * time.Millisecond):
+				}
+				if wk.Rendered == nil {
+					t.Errorf("cluster %s was not rendered: %s", wk.Cluster.Name, diagText(wk.Diagnostics))
+				}
+				mu.Lock()
+				seen[wk.Cluster.Name]++
+				mu.Unlock()
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := most.Load(); got != tc.want {
+				t.Errorf("%d clusters in hand at once, want %d", got, tc.want)
+			}
+			if len(seen) != len(repo.Clusters) {
+				t.Errorf("walked %d clusters, want %d", len(seen), len(repo.Clusters))
+			}
+			for c, n := range seen {
+				if n != 1 {
+					t.Errorf("cluster %s handed over %d times", c, n)
+				}
+			}
+		})
+	}
+}
