@@ -271,12 +271,14 @@ func (r *diffRun) renderBase(c string) *render.Rendered {
 
 // compareHead walks the head's clusters to compare, each compared with the
 // base's render of it as it comes; the head's data errors hold the clusters
-// they concern.
+// they concern. The walk hands over one cluster at a time (its graphs are
+// still resolved on every core): each brings the base's render of it too, and
+// two clusters of both sides in hand needed 1.7 times a cold apply's memory.
 func (r *diffRun) compareHead() error {
 	var data hcl.Diagnostics
 	var err error
 	if len(r.headList) > 0 { // none: Walk's empty list is every cluster
-		data, err = render.Walk(r.headRepo, render.Options{Clusters: r.headList}, false, r.compareWalked)
+		data, err = render.Walk(r.headRepo, render.Options{Clusters: r.headList, OneAtATime: true}, false, r.compareWalked)
 	}
 	r.headMore = append(r.headMore, data...)
 	holdData(r.headRepo, data, r.headHeld)
