@@ -16,7 +16,8 @@ import (
 // hashed as render.Stream does), and, kept in memory, the clusters' cluster.yaml,
 // the node files base has with another digest, and the other files whose digest
 // differs from base; every file when base is nil (one side of a diff, whose
-// unified diffs read them). Any other file is encoded again when read. revision
+// unified diffs read them), every file but the node files when base is empty.
+// Any other file is encoded again when read. revision
 // and toolVersion are those of manifest.json.
 func RenderedSide(rs []*render.Rendered, revision, toolVersion string, base map[string]string) (*Side, error) {
 	c := newCollector(base, nil)

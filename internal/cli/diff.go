@@ -221,7 +221,10 @@ func (r *diffRun) compareOne(c string, base, head *render.Rendered) error {
 	baseSide, headSide := emptySide(), emptySide()
 	var err error
 	if base != nil {
-		if baseSide, err = diff.RenderedClusterSide(base, nil, nil); err != nil {
+		// Compared with nothing, the base's side keeps every file but the
+		// node files (encoded again from its render for a unified diff):
+		// keeping all of them held every node file of the cluster.
+		if baseSide, err = diff.RenderedClusterSide(base, map[string]string{}, nil); err != nil {
 			return err
 		}
 	}
