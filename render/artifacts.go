@@ -30,6 +30,9 @@ type Rendered struct {
 	// Registry is the cluster's resolved Heat resource registry, nil
 	// when it uses no environments.
 	Registry *capabilities.Registry
+	// encoding is Options.Encoding of the walk that rendered it (nil: the
+	// cluster's encoding works its definitions out alone).
+	encoding *EncodeCache
 }
 
 // Graph returns the graph of type typ, or nil.
@@ -53,6 +56,9 @@ type Options struct {
 	// of each cluster it is handed: two renders in hand rather than twice
 	// as many as there are cores.
 	OneAtATime bool
+	// Encoding, when not nil, is shared by the encodings (StreamCluster) of
+	// the clusters Walk renders with it.
+	Encoding *EncodeCache
 }
 
 // Render checks repo as Check does and resolves every cluster (or opts.Clusters)

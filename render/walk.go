@@ -82,6 +82,9 @@ func Walk(repo *loader.Repo, opts Options, validate bool, f func(*Walked) error)
 		wg.Go(func() {
 			defer func() { <-slots }()
 			walkOne(wk, reg, validate)
+			if wk.Rendered != nil {
+				wk.Rendered.encoding = opts.Encoding
+			}
 			if err := f(wk); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
@@ -108,12 +111,17 @@ func walkOne(wk *Walked, reg *capabilities.Registry, validate bool) {
 
 // StreamCluster encodes the artifact files of one rendered cluster (Stream's,
 // without manifest.json) and hands each to put as it is made, on every core,
-// as Stream does; it returns the first error.
+// as Stream does (with the EncodeCache of the walk that rendered it, if any);
+// it returns the first error.
 func StreamCluster(r *Rendered, put func(name string, data []byte) error) error {
 	units, err := clusterUnits(r, FormatCatalogue)
 	if err != nil {
 		return err
 	}
-	_, err = encodeUnits(units, &defBlocks{}, put)
+	blocks := &defBlocks{}
+	if r.encoding != nil {
+		blocks = &r.encoding.blocks
+	}
+	_, err = encodeUnits(units, blocks, put)
 	return err
 }

@@ -76,3 +76,64 @@ func TestWalkOneAtATime(t *testing.T) {
 		})
 	}
 }
+
+// TestWalkEncodingShared: the clusters of two loads of one repository
+// (through one loader.Cache) encoded with one EncodeCache give the same bytes
+// as each encoded alone, and the second load's definitions are those the
+// first encoded (keyed by the loaded data, which the cache shares), but for
+// those the model makes anew.
+func TestWalkEncodingShared(t *testing.T) {
+	spec := repogen.Heavy(12)
+	spec.Clusters = 2
+	fsys := repogen.Generate(spec)
+	cache := loader.NewCache()
+	enc := NewEncodeCache()
+	encodeAll := func(enc *EncodeCache) map[string]string {
+		repo, diags := loader.Load(fsys, loader.Options{Cache: cache})
+		if diags.HasErrors() {
+			t.Fatalf("the generated repository does not load:\n%s", diagText(diags))
+		}
+		var mu sync.Mutex
+		files := map[string]string{}
+		_, err := Walk(repo, Options{Encoding: enc}, false, func(wk *Walked) error {
+			if wk.Rendered == nil {
+				t.Fatalf("cluster %s was not rendered: %s", wk.Cluster.Name, diagText(wk.Diagnostics))
+			}
+			return StreamCluster(wk.Rendered, func(name string, data []byte) error {
+				mu.Lock()
+				defer mu.Unlock()
+				files[name] = string(data)
+				return nil
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return files
+	}
+	entries := func() int {
+		n := 0
+		enc.blocks.m.Range(func(any, any) bool { n++; return true })
+		return n
+	}
+	alone := encodeAll(nil)
+	first := encodeAll(enc)
+	n := entries()
+	if n == 0 {
+		t.Fatal("the encoding cache holds no definition")
+	}
+	second := encodeAll(enc)
+	// A plugin task nailgun adds a default to (its cwd) is new data in
+	// each load: a tenth of this shape's definitions.
+	if got := entries(); got-n > n/5 {
+		t.Errorf("the second load's encoding added %d definitions to the %d of the first", got-n, n)
+	}
+	for name, want := range alone {
+		if first[name] != want || second[name] != want {
+			t.Errorf("%s: encoded with the cache, its bytes differ from those encoded alone", name)
+		}
+	}
+	if len(first) != len(alone) || len(second) != len(alone) {
+		t.Errorf("%d and %d files with the cache, %d alone", len(first), len(second), len(alone))
+	}
+}
