@@ -114,6 +114,12 @@ func walkOne(wk *Walked, reg *capabilities.Registry, validate bool) {
 // as Stream does (with the EncodeCache of the walk that rendered it, if any);
 // it returns the first error.
 func StreamCluster(r *Rendered, put func(name string, data []byte) error) error {
+	return StreamClusterSums(r, withoutSum(put))
+}
+
+// StreamClusterSums is StreamCluster handing put each file's digest too (hex
+// sha256, as manifest.json has it), which the encoding works out anyway.
+func StreamClusterSums(r *Rendered, put func(name string, data []byte, sum string) error) error {
 	units, err := clusterUnits(r, FormatCatalogue)
 	if err != nil {
 		return err

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -135,5 +137,50 @@ func TestWalkEncodingShared(t *testing.T) {
 	}
 	if len(first) != len(alone) || len(second) != len(alone) {
 		t.Errorf("%d and %d files with the cache, %d alone", len(first), len(second), len(alone))
+	}
+}
+
+// TestStreamClusterSums: each file's digest handed over is the hex sha256 of
+// its bytes, and the files are StreamCluster's.
+func TestStreamClusterSums(t *testing.T) {
+	spec := repogen.Heavy(6)
+	spec.Clusters = 1
+	repo, diags := loader.Load(repogen.Generate(spec), loader.Options{})
+	if diags.HasErrors() {
+		t.Fatalf("the generated repository does not load:\n%s", diagText(diags))
+	}
+	rs, diags := Render(repo, Options{})
+	if diags.HasErrors() || len(rs) != 1 {
+		t.Fatalf("%d clusters rendered:\n%s", len(rs), diagText(diags))
+	}
+	var mu sync.Mutex
+	plain := map[string]bool{}
+	if err := StreamCluster(rs[0], func(name string, _ []byte) error {
+		mu.Lock()
+		defer mu.Unlock()
+		plain[name] = true
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	err := StreamClusterSums(rs[0], func(name string, data []byte, sum string) error {
+		want := sha256.Sum256(data)
+		if sum != hex.EncodeToString(want[:]) {
+			t.Errorf("%s: digest %s, want the sha256 of its bytes", name, sum)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !plain[name] {
+			t.Errorf("%s: not a file of StreamCluster", name)
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != len(plain) {
+		t.Errorf("%d files with their digests, %d without", n, len(plain))
 	}
 }
