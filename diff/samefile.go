@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/fuelsync/fuelsync/render"
 )
@@ -138,10 +137,10 @@ func (v *sideView) catalogueDef(cluster, graph, id string, entries map[string][]
 
 // splitCatalogue splits a task catalogue in the shape render writes it (keys
 // at the top level without indentation, then "tasks:" and its entries, each
-// a plain task id indented by two spaces with its lines indented by four or
-// more, or empty in a block scalar) into each entry's bytes, key line
-// included, by task id. ok is false for any other shape (which yaml.v3 reads
-// whole).
+// under a task id yaml.v3 writes plain, render.PlainWord, indented by two
+// spaces, its lines indented by four or more, or empty in a block scalar) into
+// each entry's bytes, key line included, by task id. ok is false for any
+// other shape (which yaml.v3 reads whole).
 func splitCatalogue(data []byte) (entries map[string][]byte, ok bool) {
 	header, rest, found := bytes.Cut(data, []byte("\ntasks:\n"))
 	if !found || bytes.Contains(header, []byte("\n ")) || bytes.HasPrefix(header, []byte(" ")) {
@@ -160,7 +159,7 @@ func splitCatalogue(data []byte) (entries map[string][]byte, ok bool) {
 		case bytes.HasPrefix(line, []byte("    ")) && start >= 0:
 		case len(line) > 3 && line[0] == ' ' && line[1] == ' ' && line[2] != ' ' && bytes.HasSuffix(line, []byte(":\n")):
 			key := string(line[2 : len(line)-2])
-			if _, dup := entries[key]; dup || (start >= 0 && key == id) || !plainID(key) {
+			if _, dup := entries[key]; dup || (start >= 0 && key == id) || !render.PlainWord(key) {
 				return nil, false
 			}
 			if start >= 0 {
@@ -176,25 +175,4 @@ func splitCatalogue(data []byte) (entries map[string][]byte, ok bool) {
 		entries[id] = rest[start:]
 	}
 	return entries, true
-}
-
-// plainID reports whether a key is a task id as yaml.v3 writes it plain and
-// reads it back as that string: a letter, then letters, digits and _ . / -,
-// at most 100 bytes, and no word YAML reads as a boolean or null.
-func plainID(s string) bool {
-	if s == "" || len(s) > 100 || !('a' <= s[0] && s[0] <= 'z' || 'A' <= s[0] && s[0] <= 'Z') {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		switch c := s[i]; {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '.', c == '/', c == '-':
-		default:
-			return false
-		}
-	}
-	switch strings.ToLower(s) {
-	case "y", "n", "yes", "no", "on", "off", "true", "false", "null":
-		return false
-	}
-	return true
 }

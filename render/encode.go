@@ -151,6 +151,11 @@ func plainWord(s string) bool {
 	return true
 }
 
+// PlainWord reports whether yaml.v3 writes s as it is, and reads it back as
+// that string, by plainWord's rule: for a reader of the artifacts that splits
+// what fuelsync writes without yaml.v3.
+func PlainWord(s string) bool { return plainWord(s) }
+
 // errSlowPath says a value needs yaml.v3's general encoder.
 var errSlowPath = fmt.Errorf("value needs the general encoder")
 
