@@ -315,6 +315,9 @@ type sideView struct {
 	byNode  map[string][]string // node → graph types, built by graphs
 	// catalogues are the task catalogues of format 2 read so far, by graph type.
 	catalogues map[string]*catalogueDoc
+	// entries are the task catalogues split into their entries' bytes so far
+	// (nil for one in another shape), by graph type (samefile.go).
+	entries map[string]map[string][]byte
 	// idLists are the sorted task id lists oneSided made, by hash: the nodes
 	// of a class have the same tasks, and share one list.
 	idLists map[uint64][][]string

@@ -16,7 +16,8 @@ import (
 // hashed as render.Stream does), and, kept in memory, the clusters' cluster.yaml,
 // the node files base has with another digest, and the other files whose digest
 // differs from base; every file when base is nil (one side of a diff, whose
-// unified diffs read them). Any other file is encoded again when read. revision
+// unified diffs read them), every file but the node files when base is empty.
+// Any other file is encoded again when read. revision
 // and toolVersion are those of manifest.json.
 func RenderedSide(rs []*render.Rendered, revision, toolVersion string, base map[string]string) (*Side, error) {
 	c := newCollector(base, nil)
@@ -32,7 +33,7 @@ func RenderedSide(rs []*render.Rendered, revision, toolVersion string, base map[
 // returns); its first error stops the encoding and is returned.
 func RenderedClusterSide(r *render.Rendered, base map[string]string, each func(name string, data []byte, sum string) error) (*Side, error) {
 	c := newCollector(base, each)
-	if err := render.StreamCluster(r, c.put); err != nil {
+	if err := render.StreamClusterSums(r, c.putSum); err != nil {
 		return nil, err
 	}
 	return c.side([]*render.Rendered{r}), nil
@@ -54,7 +55,11 @@ func newCollector(base map[string]string, each func(name string, data []byte, su
 
 func (c *collector) put(name string, data []byte) error {
 	sum := sha256.Sum256(data)
-	hexSum := hex.EncodeToString(sum[:])
+	return c.putSum(name, data, hex.EncodeToString(sum[:]))
+}
+
+// putSum is put of a file whose digest (hex sha256) is known.
+func (c *collector) putSum(name string, data []byte, hexSum string) error {
 	if c.each != nil {
 		if err := c.each(name, data, hexSum); err != nil {
 			return err

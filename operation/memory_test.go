@@ -4,12 +4,8 @@ import (
 	"context"
 	"io/fs"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
-	"sync"
 	"testing"
-	"time"
 
 	git "github.com/go-git/go-git/v5"
 
@@ -20,33 +16,6 @@ import (
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
 )
-
-// peakHeap runs f and returns the largest heap in use while it ran: the bytes
-// of heap objects, live or not yet collected, read every 100 µs.
-func peakHeap(f func()) uint64 {
-	runtime.GC()
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	var peak uint64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(100 * time.Microsecond)
-		defer tick.Stop()
-		for {
-			metrics.Read(sample)
-			peak = max(peak, sample[0].Value.Uint64())
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-		}
-	})
-	f()
-	close(stop)
-	wg.Wait()
-	return peak
-}
 
 // TestColdApplyMemoryFollowsLargestCluster: the peak heap of a cold apply of
 // 16 clusters is within 1.5 times that of 4 clusters of the same size (the
@@ -65,7 +34,7 @@ func TestColdApplyMemoryFollowsLargestCluster(t *testing.T) {
 		op := &Operation{Workdir: w, ToolVersion: "test"}
 		var res *Result
 		var err error
-		peaks[n] = peakHeap(func() {
+		peaks[n] = benchutil.PeakHeap(func() {
 			res, err = op.Run(context.Background(), Request{Revision: source.Revision{SHA: source.WorkingTree, FS: fsys}, Apply: true})
 		})
 		if err != nil {
@@ -122,7 +91,7 @@ func TestReleaseChangeMemoryWithinColdApply(t *testing.T) {
 				t.Fatal(err)
 			}
 			var res *Result
-			peak := peakHeap(func() {
+			peak := benchutil.PeakHeap(func() {
 				res, err = op.Run(context.Background(), Request{Revision: source.Revision{SHA: rev, FS: fsys}, Apply: apply})
 			})
 			if err != nil {

@@ -30,6 +30,9 @@ type Rendered struct {
 	// Registry is the cluster's resolved Heat resource registry, nil
 	// when it uses no environments.
 	Registry *capabilities.Registry
+	// encoding is Options.Encoding of the walk that rendered it (nil: the
+	// cluster's encoding works its definitions out alone).
+	encoding *EncodeCache
 }
 
 // Graph returns the graph of type typ, or nil.
@@ -48,6 +51,14 @@ type Options struct {
 	Clusters []string
 	// State is the applied state primary tags stick to (nil: empty).
 	State AppliedState
+	// OneAtATime has Walk hand over one cluster at a time (its graphs still
+	// resolved on every core), for a caller that renders a second revision
+	// of each cluster it is handed: two renders in hand rather than twice
+	// as many as there are cores.
+	OneAtATime bool
+	// Encoding, when not nil, is shared by the encodings (StreamCluster) of
+	// the clusters Walk renders with it.
+	Encoding *EncodeCache
 }
 
 // Render checks repo as Check does and resolves every cluster (or opts.Clusters)
@@ -177,7 +188,7 @@ func stream(rs []*Rendered, revision, toolVersion, format string, put func(name 
 		}
 		units = append(units, u...)
 	}
-	entries, err := encodeUnits(units, &defBlocks{}, put)
+	entries, err := encodeUnits(units, &defBlocks{}, withoutSum(put))
 	if err != nil {
 		return err
 	}
@@ -236,9 +247,15 @@ func clusterUnits(r *Rendered, format string) ([]unit, error) {
 	return units, nil
 }
 
-// encodeUnits encodes units on every core and hands each file to put, returning
+// withoutSum is put of a file and its digest, for a caller that does not ask for it.
+func withoutSum(put func(name string, data []byte) error) func(name string, data []byte, sum string) error {
+	return func(name string, data []byte, _ string) error { return put(name, data) }
+}
+
+// encodeUnits encodes units on every core and hands each file, with its
+// digest (hex sha256), to put, returning
 // their manifest entries in the order of units. The first error stops it.
-func encodeUnits(units []unit, blocks *defBlocks, put func(name string, data []byte) error) ([]manifestEntry, error) {
+func encodeUnits(units []unit, blocks *defBlocks, put func(name string, data []byte, sum string) error) ([]manifestEntry, error) {
 	entries := make([]manifestEntry, len(units))
 	errs := make([]error, len(units))
 	var failed atomic.Bool
@@ -257,7 +274,7 @@ func encodeUnits(units []unit, blocks *defBlocks, put func(name string, data []b
 		} else {
 			sum := sha256.Sum256(data)
 			entries[i] = manifestEntry{u.name, hex.EncodeToString(sum[:])}
-			errs[i] = put(u.name, data)
+			errs[i] = put(u.name, data, entries[i].SHA256)
 		}
 		if errs[i] != nil {
 			failed.Store(true)

@@ -31,8 +31,19 @@ type nodeEncoder struct {
 }
 
 // defBlocks caches the YAML of task definitions' verbatim parts, keyed by the
-// loader's task (shared by every cluster and graph), safe for concurrent use.
+// loader's task data (shared by every cluster and graph, and by the loads of
+// two revisions through a loader.Cache for a file both have: a loaded value is
+// never changed), safe for concurrent use.
 type defBlocks struct{ m sync.Map }
+
+// EncodeCache keeps what encoding the artifacts of a render works out once per
+// task definition, for the renders of several clusters, or of two revisions
+// (Options.Encoding): otherwise each cluster's encoding works it out again.
+// It holds every definition encoded through it; safe for concurrent use.
+type EncodeCache struct{ blocks defBlocks }
+
+// NewEncodeCache returns an empty EncodeCache.
+func NewEncodeCache() *EncodeCache { return &EncodeCache{} }
 
 // taskBlocks are a definition's keys as they appear in a task entry of the tasks
 // list: indented by four spaces, key line included, each nil when absent.
@@ -47,7 +58,7 @@ func newNodeEncoder(blocks *defBlocks) *nodeEncoder {
 
 // get returns the blocks of definition d.
 func (c *defBlocks) get(d *TaskDef) *taskBlocks {
-	if v, ok := c.m.Load(d.Task); ok {
+	if v, ok := c.m.Load(d.Task.Data); ok {
 		return v.(*taskBlocks)
 	}
 	tb := &taskBlocks{}
@@ -69,7 +80,7 @@ func (c *defBlocks) get(d *TaskDef) *taskBlocks {
 	if p := data.Get("parameters"); p.IsMap() {
 		tb.parameters = block("parameters", p.Interface())
 	}
-	v, _ := c.m.LoadOrStore(d.Task, tb)
+	v, _ := c.m.LoadOrStore(d.Task.Data, tb)
 	return v.(*taskBlocks)
 }
 
@@ -139,6 +150,11 @@ func plainWord(s string) bool {
 	}
 	return true
 }
+
+// PlainWord reports whether yaml.v3 writes s as it is, and reads it back as
+// that string, by plainWord's rule: for a reader of the artifacts that splits
+// what fuelsync writes without yaml.v3.
+func PlainWord(s string) bool { return plainWord(s) }
 
 // errSlowPath says a value needs yaml.v3's general encoder.
 var errSlowPath = fmt.Errorf("value needs the general encoder")

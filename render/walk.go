@@ -60,7 +60,11 @@ func Walk(repo *loader.Repo, opts Options, validate bool, f func(*Walked) error)
 		errs []error
 		stop atomic.Bool
 	)
-	slots := make(chan struct{}, workers(len(list)))
+	at := workers(len(list))
+	if opts.OneAtATime {
+		at = 1
+	}
+	slots := make(chan struct{}, at)
 	for _, c := range list {
 		slots <- struct{}{}
 		if stop.Load() {
@@ -78,6 +82,9 @@ func Walk(repo *loader.Repo, opts Options, validate bool, f func(*Walked) error)
 		wg.Go(func() {
 			defer func() { <-slots }()
 			walkOne(wk, reg, validate)
+			if wk.Rendered != nil {
+				wk.Rendered.encoding = opts.Encoding
+			}
 			if err := f(wk); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
@@ -104,12 +111,23 @@ func walkOne(wk *Walked, reg *capabilities.Registry, validate bool) {
 
 // StreamCluster encodes the artifact files of one rendered cluster (Stream's,
 // without manifest.json) and hands each to put as it is made, on every core,
-// as Stream does; it returns the first error.
+// as Stream does (with the EncodeCache of the walk that rendered it, if any);
+// it returns the first error.
 func StreamCluster(r *Rendered, put func(name string, data []byte) error) error {
+	return StreamClusterSums(r, withoutSum(put))
+}
+
+// StreamClusterSums is StreamCluster handing put each file's digest too (hex
+// sha256, as manifest.json has it), which the encoding works out anyway.
+func StreamClusterSums(r *Rendered, put func(name string, data []byte, sum string) error) error {
 	units, err := clusterUnits(r, FormatCatalogue)
 	if err != nil {
 		return err
 	}
-	_, err = encodeUnits(units, &defBlocks{}, put)
+	blocks := &defBlocks{}
+	if r.encoding != nil {
+		blocks = &r.encoding.blocks
+	}
+	_, err = encodeUnits(units, blocks, put)
 	return err
 }

@@ -1,14 +1,17 @@
-// Package benchutil holds what the benchmarks of several packages share: medians
-// and the process's CPU time.
+// Package benchutil holds what the benchmarks and the memory tests of several
+// packages share: medians, the process's CPU time and the peak heap of a call.
 package benchutil
 
 import (
 	"bytes"
 	"os"
 	"path"
+	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing/fstest"
 	"time"
 )
@@ -70,4 +73,31 @@ func YAMLInputs(fsys fstest.MapFS) [][]byte {
 		files[i] = fsys[name].Data
 	}
 	return files
+}
+
+// PeakHeap runs f and returns the largest heap in use while it ran: the bytes
+// of heap objects, live or not yet collected, read every 100 µs.
+func PeakHeap(f func()) uint64 {
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	var peak uint64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(100 * time.Microsecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(sample)
+			peak = max(peak, sample[0].Value.Uint64())
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	f()
+	close(stop)
+	wg.Wait()
+	return peak
 }
