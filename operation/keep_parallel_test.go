@@ -71,9 +71,8 @@ func TestEachIndex(t *testing.T) {
 }
 
 // TestKeepAppliedInParallelAsInOrder: an apply that keeps many files of the
-// applied set links them on several goroutines, their stats made ahead or
-// not (Stage.Warm), and publishes what it publishes linking them one after
-// another: the same set, the same clusters
+// applied set links them on several goroutines, and publishes what it
+// publishes linking them one after another: the same set, the same clusters
 // found changed in place and rendered again, or the same error when one of
 // them cannot be. The files kept are of every kind: unchanged (linked by
 // their stat), written since the seal with the same content or replaced by
@@ -87,23 +86,13 @@ func TestKeepAppliedInParallelAsInOrder(t *testing.T) {
 		serial  int64
 		files   map[string]string
 	}
-	run := func(workers int, warm bool, canRender func(string) bool) outcome {
+	run := func(workers int, canRender func(string) bool) outcome {
 		syscallWorkers = workers
 		w, l, st, files := keptFleet(t)
 		damageKeptFleet(t, w, st)
 		var mu sync.Mutex
 		var out outcome
-		var stage *state.Stage
-		if warm {
-			var err error
-			if stage, err = w.NewStage(l); err != nil {
-				t.Fatal(err)
-			}
-			defer stage.Discard()
-			stage.Warm(st)
-		}
 		src := setSource{
-			stage:  stage,
 			staged: map[string]string{},
 			render: func(clusters []string, put func(string, []byte) error) error {
 				return putFiles(files, clusters, put)
@@ -141,7 +130,7 @@ func TestKeepAppliedInParallelAsInOrder(t *testing.T) {
 				"cluster c04: keeping the applied c04/cluster.yaml: neither the applied set nor the object store holds what the state says any more (changed in place)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			inOrder := run(1, false, tc.canRender)
+			inOrder := run(1, tc.canRender)
 			if inOrder.err != tc.err || !slices.Equal(inOrder.damaged, tc.damaged) {
 				t.Fatalf("in order: error %q, damaged %q; want %q, %q", inOrder.err, inOrder.damaged, tc.err, tc.damaged)
 			}
@@ -153,11 +142,11 @@ func TestKeepAppliedInParallelAsInOrder(t *testing.T) {
 			} else if inOrder.serial != want || !maps.Equal(inOrder.files, fleetFiles()) {
 				t.Fatalf("in order: serial %d, the set's files differ from the render's", inOrder.serial)
 			}
-			for _, warm := range []bool{false, true} {
-				got := run(16, warm, tc.canRender)
+			for range 2 {
+				got := run(16, tc.canRender)
 				if got.err != inOrder.err || !slices.Equal(got.damaged, inOrder.damaged) || got.serial != inOrder.serial || !maps.Equal(got.files, inOrder.files) {
-					t.Fatalf("on 16 goroutines (warmed %v): error %q, damaged %q, serial %d, %d files; in order: %q, %q, %d, %d files",
-						warm, got.err, got.damaged, got.serial, len(got.files), inOrder.err, inOrder.damaged, inOrder.serial, len(inOrder.files))
+					t.Fatalf("on 16 goroutines: error %q, damaged %q, serial %d, %d files; in order: %q, %q, %d, %d files",
+						got.err, got.damaged, got.serial, len(got.files), inOrder.err, inOrder.damaged, inOrder.serial, len(inOrder.files))
 				}
 			}
 		})

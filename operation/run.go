@@ -161,9 +161,6 @@ func (r *run) load() error {
 			return err
 		}
 		r.stage = stage
-		// The applied files it keeps are checked by their stat as the
-		// revision is loaded and rendered.
-		stage.Warm(r.st)
 	}
 	if r.o.OnLoad != nil {
 		r.o.OnLoad()

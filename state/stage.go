@@ -37,22 +37,10 @@ func (s *Stage) Put(data []byte) (string, error) {
 	return s.objs.object(data)
 }
 
-// Warm begins checking the files of the applied set of cur (the state the
-// set is published over) by their stat, on a goroutine, while the caller
-// renders: the publish keeps most of them so, unread (store_seal.go), and
-// finds them checked. The checks are those the publish makes, after the
-// stage began (its seal), so they hold for it; the publish follows the set
-// of the state it reads itself, and checks again when that is another.
-func (s *Stage) Warm(cur *State) {
-	s.objs.follow(cur)
-	s.objs.prefetch()
-}
-
 // Discard removes the objects the stage wrote that no set links (an apply
 // that was cancelled, or failed before its publish). The stage is not used
 // afterwards.
 func (s *Stage) Discard() {
-	s.objs.stopPrefetch()
 	s.objs.mu.Lock()
 	written := s.objs.written
 	s.objs.written = nil

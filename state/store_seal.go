@@ -112,10 +112,6 @@ type appliedSet struct {
 	sums  map[string]string // path → sha256, as its state records them
 	dirs  sync.Map          // directory in the set → its path on disk (or error)
 	stats sync.Map          // file in the set → *keptStat (stat)
-	// The goroutine that checks the files ahead (prefetch).
-	prefetchOnce sync.Once
-	prefetchStop atomic.Bool
-	prefetchDone chan struct{}
 }
 
 // follow makes the applied set of cur the set o keeps files of by their
@@ -127,11 +123,6 @@ func (o *objectWriter) follow(cur *State) {
 	if o.since.IsZero() {
 		return
 	}
-	if a := o.applied; a != nil && cur != nil && cur.Serial > 0 && a.set == o.w.SetDir(cur.Serial) && maps.Equal(a.sums, cur.Artifacts) {
-		return // followed already (Stage.Warm), with the same record
-	}
-	o.stopPrefetch()
-	o.applied = nil
 	if cur != nil && cur.Serial > 0 {
 		if seal, ok := readSeal(o.w.SetDir(cur.Serial)); ok {
 			o.applied = &appliedSet{w: o.w, set: o.w.SetDir(cur.Serial), seal: seal, sums: cur.Artifacts}
@@ -151,19 +142,6 @@ func (o *objectWriter) follow(cur *State) {
 	}
 	if st, err := o.w.SetState(n); err == nil && st.Serial == n {
 		o.applied = &appliedSet{w: o.w, set: o.w.SetDir(n), seal: seal, sums: st.Artifacts}
-	}
-}
-
-// stopPrefetch stops the prefetch of the set o follows, if it began.
-func (o *objectWriter) stopPrefetch() {
-	a := o.applied
-	if a == nil {
-		return
-	}
-	a.prefetchOnce.Do(func() {}) // none begins after this
-	a.prefetchStop.Store(true)
-	if a.prefetchDone != nil {
-		<-a.prefetchDone
 	}
 }
 
@@ -292,26 +270,27 @@ func (a *appliedSet) statFile(w *Workdir, name string) (string, bool) {
 // prefetch checks the applied set's files by their stat (appliedSet.stat) on
 // another goroutine, from the last name back, while the publish's keep asks
 // from the first: a publish that keeps most of a fleet's files spends its
-// time in those system calls. It returns what stops it and waits for it to
-// end. Nothing but the stats is done ahead: what keep concludes from them is
-// done by keep. The goroutine is started once per applied set followed: by
-// Stage.Warm, while the caller renders, or here.
+// time in those system calls, which its caller makes one after the other. It
+// returns what stops it and waits for it to end. Nothing but the stats is
+// done ahead: what keep concludes from them is done by keep.
 func (o *objectWriter) prefetch() (stop func()) {
 	a := o.applied
 	if a == nil || o.w.noLinks.Load() {
 		return func() {}
 	}
-	a.prefetchOnce.Do(func() {
-		names := slices.Sorted(maps.Keys(a.sums))
-		a.prefetchDone = make(chan struct{})
-		go func() {
-			defer close(a.prefetchDone)
-			for i := len(names) - 1; i >= 0 && !a.prefetchStop.Load(); i-- {
-				a.stat(o.w, names[i])
-			}
-		}()
-	})
-	return o.stopPrefetch
+	names := slices.Sorted(maps.Keys(a.sums))
+	var stopped atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := len(names) - 1; i >= 0 && !stopped.Load(); i-- {
+			a.stat(o.w, names[i])
+		}
+	}()
+	return func() {
+		stopped.Store(true)
+		<-done
+	}
 }
 
 // dir is the path on disk of directory name of the applied set: a node
