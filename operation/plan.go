@@ -397,20 +397,12 @@ func (sw *setWriter) rerender(clusters []string) error {
 // files cannot be kept (changed in place) are rendered again, when they can
 // be (a *DamagedFilesError when not).
 func (sw *setWriter) keepApplied(fromApplied []string) error {
-	var read []string
-	for _, name := range fromApplied {
-		err := sw.link(name, sw.p.Artifacts[name])
-		switch {
-		case err == nil:
-			sw.claim(name)
-		case errors.Is(err, state.ErrNotStaged):
-			read = append(read, name)
-		default:
-			return err
-		}
+	read, err := sw.linkKept(fromApplied)
+	if err != nil {
+		return err
 	}
 	damaged := map[string]error{}
-	err := sw.w.ReadApplied(sw.st, read, func(string) error { return nil }, func(name string, data []byte, err error) error {
+	err = sw.w.ReadApplied(sw.st, read, func(string) error { return nil }, func(name string, data []byte, err error) error {
 		if err != nil {
 			// Every cluster whose files cannot be kept, to render again.
 			sw.mu.Lock()
@@ -443,6 +435,37 @@ func (sw *setWriter) keepApplied(fromApplied []string) error {
 		return fmt.Errorf("%w; rendering them again failed: %v", e, err)
 	}
 	return nil
+}
+
+// linkKept links each of names, unchanged files of the applied set, by its
+// digest, on a few goroutines (syscallWorkers: each link stats the applied
+// file and its object), and returns those whose link says the applied set
+// does not hold them unchanged by their stat (state.ErrNotStaged), in the
+// order of names, to be read and checked. Each file is claimed once linked.
+// Any other error stops it: the one a loop over names in order returns.
+func (sw *setWriter) linkKept(names []string) (read []string, err error) {
+	notStaged := make([]bool, len(names))
+	err = eachIndex(len(names), syscallWorkers, func(i int) error {
+		err := sw.link(names[i], sw.p.Artifacts[names[i]])
+		switch {
+		case err == nil:
+			sw.claim(names[i])
+		case errors.Is(err, state.ErrNotStaged):
+			notStaged[i] = true
+		default:
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, name := range names {
+		if notStaged[i] {
+			read = append(read, name)
+		}
+	}
+	return read, nil
 }
 
 // DamagedFilesError says the applied files of some clusters to keep are no

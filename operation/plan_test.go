@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	git "github.com/go-git/go-git/v5"
@@ -117,9 +118,10 @@ func opPlanLikeFull(t *testing.T, dir string, wd *state.Workdir, st *state.State
 	if err != nil {
 		t.Fatal(err)
 	}
+	var mu sync.Mutex // clusters are compared on several goroutines
 	var asked []string
 	op := &operation.Operation{Workdir: wd, ToolVersion: "test", OpenRevision: open,
-		OnRenderApplied: func(c []string) { asked = append(asked, c...) }}
+		OnRenderApplied: func(c []string) { mu.Lock(); asked = append(asked, c...); mu.Unlock() }}
 	res, err := op.Run(context.Background(), operation.Request{Revision: source.Revision{SHA: rev, FS: fsys}})
 	if err != nil {
 		t.Fatal(err)

@@ -526,9 +526,9 @@ func (w *Workdir) publish(l *Lock, st *State, push bool, objs *objectWriter, wri
 		return err
 	}
 	if w.Backend != nil {
-		return w.commitToBackend(cur, st, final)
+		return w.commitToBackend(cur, st, final, objs)
 	}
-	return w.switchCurrent(st)
+	return w.switchCurrent(st, objs)
 }
 
 // placeSet writes the set of st (Publish's steps before the commit point):
@@ -577,8 +577,8 @@ func (w *Workdir) placeSet(cur, st *State, objs *objectWriter, write func(put fu
 
 // commitToBackend is Publish's commit point under a Backend: the set (final)
 // is written, the state switches there; current follows it here, and the old
-// sets are pruned.
-func (w *Workdir) commitToBackend(cur, st *State, final string) error {
+// sets are pruned (objs: the set's object writer).
+func (w *Workdir) commitToBackend(cur, st *State, final string, objs *objectWriter) error {
 	ctx, cancel := context.WithTimeout(context.Background(), backendTimeout)
 	defer cancel()
 	if err := do("commit state", func() error { return w.Backend.Commit(ctx, cur.Serial, st) }); err != nil {
@@ -594,15 +594,15 @@ func (w *Workdir) commitToBackend(cur, st *State, final string) error {
 	if err := w.relink(st.Serial); err != nil {
 		return &AppliedError{Serial: st.Serial, Err: err}
 	}
-	w.prune(st.Serial)
+	w.prune(st.Serial, objs.linked())
 	return nil
 }
 
 // switchCurrent is Publish's commit point without a Backend: a new symlink
 // renamed over current names the set of st, synced; then state.json is linked
-// and the old sets are pruned. A step after the rename fails as an
-// AppliedError.
-func (w *Workdir) switchCurrent(st *State) error {
+// and the old sets are pruned (objs: the set's object writer). A step after
+// the rename fails as an AppliedError.
+func (w *Workdir) switchCurrent(st *State, objs *objectWriter) error {
 	linkTmp := filepath.Join(w.artifacts(), ".link-current-"+NewLineage()[:8])
 	if err := do("symlink current", func() error { return os.Symlink(strconv.FormatInt(st.Serial, 10), linkTmp) }); err != nil {
 		return err
@@ -617,7 +617,7 @@ func (w *Workdir) switchCurrent(st *State) error {
 	if err := w.linkState(); err != nil {
 		return &AppliedError{Serial: st.Serial, Err: err}
 	}
-	w.prune(st.Serial)
+	w.prune(st.Serial, objs.linked())
 	return nil
 }
 
@@ -743,7 +743,7 @@ func (w *Workdir) writeCommittedSet(st *State, objs *objectWriter, replace bool,
 	if err := w.relink(st.Serial); err != nil {
 		return err
 	}
-	w.prune(st.Serial)
+	w.prune(st.Serial, objs.linked())
 	return nil
 }
 
@@ -1001,7 +1001,7 @@ func (w *Workdir) Tidy(l *Lock) error {
 	cleaned := w.clean(st.Serial)
 	if pruned := w.pruneSets(st.Serial); cleaned || pruned {
 		w.pruneShared(w.refs())
-		w.pruneObjects()
+		w.pruneObjects(nil)
 	}
 	if w.Backend != nil {
 		// A crash between the backend's commit and the switch of current.
@@ -1068,14 +1068,15 @@ func (w *Workdir) clean(current int64) (removed bool) {
 
 // prune keeps the Keep newest sets, and always the current one and the one
 // artifacts/current names; then it removes the nodesets and trees no set
-// links, and the objects no set or tree links any more.
-func (w *Workdir) prune(current int64) {
+// links, and the objects no set or tree links any more (but linked,
+// pruneObjects).
+func (w *Workdir) prune(current int64, linked map[string]bool) {
 	if !w.claimed.Load() {
 		return
 	}
 	w.pruneSets(current)
 	w.pruneShared(w.refs())
-	w.pruneObjects()
+	w.pruneObjects(linked)
 }
 
 // pruneSets removes the sets beyond the Keep newest, but the current one and
@@ -1101,8 +1102,12 @@ func (w *Workdir) pruneSets(current int64) (removed bool) {
 // the store's layout are removed (objects/<2 hex>/<the sha256 they begin>,
 // objects/<2 hex>/.tmp-<sha256>-<8 hex>): a file of another name was not made
 // by fuelsync, whatever its link count (a git object in .git/objects/ab/ has
-// 38 digits).
-func (w *Workdir) pruneObjects() {
+// 38 digits). The objects linked (by sha256) are known to have another link
+// (objectWriter.linked) and are not stat'ed: a fleet's publish that keeps
+// most of its files spent a system call on each of them here, one after
+// another. Were one of them no longer linked, it would stay until a later
+// pruning: an object is never removed on a guess.
+func (w *Workdir) pruneObjects(linked map[string]bool) {
 	if !w.claimed.Load() {
 		return
 	}
@@ -1118,6 +1123,8 @@ func (w *Workdir) pruneObjects() {
 			switch {
 			case isObjectTempName(fan.Name(), e.Name()):
 			case !isObjectName(fan.Name(), e.Name()):
+				continue
+			case linked[e.Name()]:
 				continue
 			default:
 				fi, err := os.Lstat(p)

@@ -278,3 +278,37 @@ func TestWriteSetLinkedChecksObjects(t *testing.T) {
 		})
 	}
 }
+
+// TestPruneObjectsSkipsLinked: the pruning removes an object whose only link
+// is the store's, but not one the publish found linked elsewhere (linked),
+// whatever its link count now: one whose other link is gone stays, for a
+// later pruning; an object with another link stays either way.
+func TestPruneObjectsSkipsLinked(t *testing.T) {
+	w, _ := lockedWorkdir(t)
+	if err := w.claim(); err != nil {
+		t.Fatal(err)
+	}
+	objects := map[string]string{} // content → sha256
+	for _, c := range []string{"alone", "alone but linked", "linked twice", "linked twice, said so"} {
+		sum := shaHex([]byte(c))
+		objects[c] = sum
+		dir := filepath.Join(w.objects(), sum[:2])
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, sum), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(c, "linked twice") {
+			if err := os.Link(filepath.Join(dir, sum), filepath.Join(t.TempDir(), "other")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	w.pruneObjects(map[string]bool{objects["alone but linked"]: true, objects["linked twice, said so"]: true})
+	want := []string{objects["alone but linked"], objects["linked twice"], objects["linked twice, said so"]}
+	slices.Sort(want)
+	if diff := cmp.Diff(want, objectNames(t, w)); diff != "" {
+		t.Errorf("objects after the pruning (-want +got):\n%s", diff)
+	}
+}

@@ -212,6 +212,22 @@ func (o *objectWriter) keep(name, sum string) bool {
 	return true
 }
 
+// linked are the objects (by sha256) that keep found to be the inodes of
+// the applied set's files: linked there besides the store, in a set this
+// publish keeps (the applied set is the newest before it). The pruning after
+// the publish need not stat them (pruneObjects). Nil for o nil.
+func (o *objectWriter) linked() map[string]bool {
+	if o == nil {
+		return nil
+	}
+	sums := map[string]bool{}
+	o.keptFiles.Range(func(_, sum any) bool {
+		sums[sum.(string)] = true
+		return true
+	})
+	return sums
+}
+
 // keptStat is the stat check of an applied file (appliedSet.stat), made once.
 type keptStat struct {
 	once sync.Once
