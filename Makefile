@@ -236,6 +236,7 @@ fuzz:
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzTruncateMiddleLines$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzFence$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./diff -run '^$$' -fuzz '^FuzzScanNodeV2$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
+	$(GO) test ./diff -run '^$$' -fuzz '^FuzzSplitCatalogue$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./server -run '^$$' -fuzz '^FuzzParsePush$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./state -run '^$$' -fuzz '^FuzzParseStateURL$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 	$(GO) test ./etcdstate -run '^$$' -fuzz '^FuzzDecodeHeader$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s

@@ -93,3 +93,40 @@ func TestSplitCatalogue(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSplitCatalogue: whatever the bytes, splitCatalogue does not panic, and
+// when it splits a catalogue that yaml.v3 decodes, it finds the tasks yaml.v3
+// finds, each entry decoding alone to the task the whole decodes to.
+func FuzzSplitCatalogue(f *testing.F) {
+	const head = "cluster: c\nformat_version: 2\ngraph: default\ntasks:\n"
+	for _, s := range []string{
+		head + "  a:\n    type: puppet\n  b.1/x-y:\n    parameters:\n      cmd: |\n        x\n\n        y\n    type: shell\n",
+		head, head + "  yes:\n    type: puppet\n", head + "  a:\n   type: puppet\n",
+		head + "  a:\n    type: puppet\n  b:\n    requires: [a]\n    type: shell\n",
+		head + "  a:\n    parameters:\n      x: \"tasks:\\n  b:\"\n    type: shell\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		entries, ok := splitCatalogue(data)
+		if !ok {
+			return
+		}
+		whole, err := decodeCatalogue("c", data)
+		if err != nil {
+			return
+		}
+		if len(entries) != len(whole.Tasks) {
+			t.Fatalf("%d entries split, %d tasks decoded", len(entries), len(whole.Tasks))
+		}
+		for id, raw := range entries {
+			alone, err := decodeCatalogue("c", append([]byte("tasks:\n"), raw...))
+			if err != nil {
+				t.Fatalf("entry %s: %v", id, err)
+			}
+			if d := cmp.Diff(whole.Tasks[id], alone.Tasks[id], cmp.Comparer(func(a, b yaml.Node) bool { return sameNode(&a, &b) })); d != "" || len(alone.Tasks) != 1 {
+				t.Fatalf("entry %s decoded alone differs (-whole +alone):\n%s", id, d)
+			}
+		}
+	})
+}
