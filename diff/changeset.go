@@ -525,16 +525,23 @@ func (v *sideView) modelTasks(name string) ([]*taskDoc, bool) {
 	return out, true
 }
 
+// readCatalogue reads the task catalogue of a graph of this side, which a
+// node file of format 2 refers to.
+func (v *sideView) readCatalogue(cluster, graph string) (name string, data []byte, err error) {
+	name = render.CataloguePath(cluster, graph)
+	if _, ok := v.side.Digests[name]; !ok {
+		return name, nil, fmt.Errorf("%s: a node file of format 2 refers to it, and the artifacts have none", name)
+	}
+	data, err = v.side.Read(name)
+	return name, data, err
+}
+
 // catalogue returns the task catalogue of a graph of this side, read once.
 func (v *sideView) catalogue(cluster, graph string) (*catalogueDoc, error) {
 	if c := v.catalogues[graph]; c != nil {
 		return c, nil
 	}
-	name := render.CataloguePath(cluster, graph)
-	if _, ok := v.side.Digests[name]; !ok {
-		return nil, fmt.Errorf("%s: a node file of format 2 refers to it, and the artifacts have none", name)
-	}
-	data, err := v.side.Read(name)
+	name, data, err := v.readCatalogue(cluster, graph)
 	if err != nil {
 		return nil, err
 	}

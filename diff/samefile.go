@@ -3,7 +3,6 @@ package diff
 import (
 	"bytes"
 	"cmp"
-	"fmt"
 	"slices"
 
 	"github.com/fuelsync/fuelsync/render"
@@ -97,11 +96,7 @@ func (v *sideView) catalogueEntries(cluster, graph string) (map[string][]byte, e
 	if e, ok := v.entries[graph]; ok {
 		return e, nil
 	}
-	name := render.CataloguePath(cluster, graph)
-	if _, ok := v.side.Digests[name]; !ok {
-		return nil, fmt.Errorf("%s: a node file of format 2 refers to it, and the artifacts have none", name)
-	}
-	data, err := v.side.Read(name)
+	_, data, err := v.readCatalogue(cluster, graph)
 	if err != nil {
 		return nil, err
 	}

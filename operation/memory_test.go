@@ -7,8 +7,6 @@ import (
 	"runtime/debug"
 	"testing"
 
-	git "github.com/go-git/go-git/v5"
-
 	"github.com/fuelsync/fuelsync/internal/benchutil"
 	"github.com/fuelsync/fuelsync/internal/gittest"
 	"github.com/fuelsync/fuelsync/internal/repogen"
@@ -60,19 +58,8 @@ func TestColdApplyMemoryFollowsLargestCluster(t *testing.T) {
 // medians of three runs of each are compared.
 func TestReleaseChangeMemoryWithinColdApply(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(25))
-	spec := repogen.Spec{Plugins: 11, Tasks: 1000, Nodes: 100, Clusters: 4, Seed: 1, CrossDepends: 60, StageFanIn: true}
 	dir := t.TempDir()
-	if err := repogen.WriteDir(repogen.Generate(spec), dir); err != nil {
-		t.Fatal(err)
-	}
-	repo, err := git.PlainInit(dir, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	revA := gittest.Commit(t, repo, "generated")
-	// hiera runs on every node: its timeout changes every node's tasks.
-	gittest.EditFile(t, filepath.Join(dir, "plugins", repogen.ReleasePlugin, "graphs", "00-stages.yaml"), "timeout: 120\n", "timeout: 121\n")
-	revD := gittest.Commit(t, repo, "release: hiera's timeout")
+	revA, revD := gittest.ReleaseChange(t, dir)
 	open := func(rev string) (fs.FS, error) {
 		fsys, _, err := loader.OpenRevision(dir, rev)
 		return fsys, err
@@ -108,8 +95,8 @@ func TestReleaseChangeMemoryWithinColdApply(t *testing.T) {
 		for i, apply := range []bool{false, true} {
 			what := map[bool]string{false: "plan", true: "apply"}[apply] + " of the release change"
 			res, peak := run(what, revD, apply)
-			if cs := res.Plan.Changes; cs.Summary.Deploy != spec.Nodes {
-				t.Fatalf("%s: %d nodes to deploy, want %d", what, cs.Summary.Deploy, spec.Nodes)
+			if cs := res.Plan.Changes; cs.Summary.Deploy != gittest.ReleaseChangeSpec.Nodes {
+				t.Fatalf("%s: %d nodes to deploy, want %d", what, cs.Summary.Deploy, gittest.ReleaseChangeSpec.Nodes)
 			}
 			peaks[i+1] = append(peaks[i+1], float64(peak))
 		}

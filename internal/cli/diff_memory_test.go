@@ -6,11 +6,8 @@ import (
 	"runtime/debug"
 	"testing"
 
-	git "github.com/go-git/go-git/v5"
-
 	"github.com/fuelsync/fuelsync/internal/benchutil"
 	"github.com/fuelsync/fuelsync/internal/gittest"
-	"github.com/fuelsync/fuelsync/internal/repogen"
 )
 
 // TestDiffReleaseMemoryWithinColdApply: `fuelsync diff` of a release change
@@ -22,19 +19,8 @@ import (
 // render of it, and keeping the base's node files, made it 1.37 times.
 func TestDiffReleaseMemoryWithinColdApply(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(25))
-	spec := repogen.Spec{Plugins: 11, Tasks: 1000, Nodes: 100, Clusters: 4, Seed: 1, CrossDepends: 60, StageFanIn: true}
 	dir := t.TempDir()
-	if err := repogen.WriteDir(repogen.Generate(spec), dir); err != nil {
-		t.Fatal(err)
-	}
-	repo, err := git.PlainInit(dir, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	revA := gittest.Commit(t, repo, "generated")
-	// hiera runs on every node: its timeout changes every node's tasks.
-	gittest.EditFile(t, filepath.Join(dir, "plugins", repogen.ReleasePlugin, "graphs", "00-stages.yaml"), "timeout: 120\n", "timeout: 121\n")
-	revD := gittest.Commit(t, repo, "release: hiera's timeout")
+	revA, revD := gittest.ReleaseChange(t, dir)
 	step := func(what string, want int, args ...string) float64 {
 		t.Helper()
 		code := 0
