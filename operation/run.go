@@ -223,10 +223,7 @@ func (r *run) renderAndCompare() error {
 		outs:      map[string]*clusterOut{}, diags: map[string]hcl.Diagnostics{},
 	}
 	if len(r.list) > 0 {
-		// One encoding cache for the walk: the clusters of a release share
-		// its task definitions, each encoded once rather than once a cluster.
-		opts := render.Options{Clusters: r.list, State: st, Encoding: render.NewEncodeCache()}
-		data, err := render.Walk(r.repo, opts, false, r.pl.cluster)
+		data, err := render.Walk(r.repo, render.Options{Clusters: r.list, State: st}, false, r.pl.cluster)
 		if err != nil {
 			return err
 		}

@@ -30,8 +30,9 @@ type Rendered struct {
 	// Registry is the cluster's resolved Heat resource registry, nil
 	// when it uses no environments.
 	Registry *capabilities.Registry
-	// encoding is Options.Encoding of the walk that rendered it (nil: the
-	// cluster's encoding works its definitions out alone).
+	// encoding is the EncodeCache of the walk that rendered it (Options.Encoding,
+	// or the walk's own); nil: the cluster's encoding works its definitions out
+	// alone.
 	encoding *EncodeCache
 }
 
@@ -57,7 +58,8 @@ type Options struct {
 	// as many as there are cores.
 	OneAtATime bool
 	// Encoding, when not nil, is shared by the encodings (StreamCluster) of
-	// the clusters Walk renders with it.
+	// the clusters Walk renders with it: for two walks to share one (the
+	// clusters of one walk share one in any case).
 	Encoding *EncodeCache
 }
 

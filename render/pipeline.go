@@ -59,7 +59,7 @@ func RenderStream(repo *loader.Repo, opts Options, revision, toolVersion string,
 		units, err := clusterUnits(wk.Rendered, format)
 		var e []manifestEntry
 		if err == nil {
-			e, err = encodeUnits(units, &defBlocks{}, func(name string, data []byte, _ string) error {
+			e, err = encodeUnits(units, wk.Rendered.blocks(), func(name string, data []byte, _ string) error {
 				if stop.Load() {
 					return errStopped
 				}

@@ -65,6 +65,12 @@ func Walk(repo *loader.Repo, opts Options, validate bool, f func(*Walked) error)
 		at = 1
 	}
 	slots := make(chan struct{}, at)
+	// The clusters of a walk share one encoding cache: those of a release
+	// encode its definitions once, not once a cluster.
+	encoding := opts.Encoding
+	if encoding == nil {
+		encoding = NewEncodeCache()
+	}
 	for _, c := range list {
 		slots <- struct{}{}
 		if stop.Load() {
@@ -83,7 +89,7 @@ func Walk(repo *loader.Repo, opts Options, validate bool, f func(*Walked) error)
 			defer func() { <-slots }()
 			walkOne(wk, reg, validate)
 			if wk.Rendered != nil {
-				wk.Rendered.encoding = opts.Encoding
+				wk.Rendered.encoding = encoding
 			}
 			if err := f(wk); err != nil {
 				mu.Lock()
@@ -111,7 +117,7 @@ func walkOne(wk *Walked, reg *capabilities.Registry, validate bool) {
 
 // StreamCluster encodes the artifact files of one rendered cluster (Stream's,
 // without manifest.json) and hands each to put as it is made, on every core,
-// as Stream does (with the EncodeCache of the walk that rendered it, if any);
+// as Stream does (with the EncodeCache of the walk that rendered it);
 // it returns the first error.
 func StreamCluster(r *Rendered, put func(name string, data []byte) error) error {
 	return StreamClusterSums(r, withoutSum(put))
@@ -124,10 +130,15 @@ func StreamClusterSums(r *Rendered, put func(name string, data []byte, sum strin
 	if err != nil {
 		return err
 	}
-	blocks := &defBlocks{}
-	if r.encoding != nil {
-		blocks = &r.encoding.blocks
-	}
-	_, err = encodeUnits(units, blocks, put)
+	_, err = encodeUnits(units, r.blocks(), put)
 	return err
+}
+
+// blocks are the encoded blocks of definitions r's encoding shares: those of
+// the walk that rendered it, else its own.
+func (r *Rendered) blocks() *defBlocks {
+	if r.encoding != nil {
+		return &r.encoding.blocks
+	}
+	return &defBlocks{}
 }

@@ -81,7 +81,7 @@ func TestWalkOneAtATime(t *testing.T) {
 
 // TestWalkEncodingShared: the clusters of two loads of one repository
 // (through one loader.Cache) encoded with one EncodeCache give the same bytes
-// as each encoded alone, and the second load's definitions are those the
+// as each cluster encoded alone (no cache shared), and the second load's definitions are those the
 // first encoded (keyed by the loaded data, which the cache shares), but for
 // those the model makes anew.
 func TestWalkEncodingShared(t *testing.T) {
@@ -100,6 +100,9 @@ func TestWalkEncodingShared(t *testing.T) {
 		_, err := Walk(repo, Options{Encoding: enc}, false, func(wk *Walked) error {
 			if wk.Rendered == nil {
 				t.Fatalf("cluster %s was not rendered: %s", wk.Cluster.Name, diagText(wk.Diagnostics))
+			}
+			if enc == nil {
+				wk.Rendered.encoding = nil // each cluster's definitions encoded alone
 			}
 			return StreamCluster(wk.Rendered, func(name string, data []byte) error {
 				mu.Lock()
