@@ -32,8 +32,6 @@ package state
 // removed, before the trees no kept set or nodeset links.
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -86,11 +84,7 @@ type nodesetEntry struct{ node, tree string }
 
 // nodesetID is the id of a nodeset's entries (sorted by node).
 func nodesetID(entries []nodesetEntry) string {
-	h := sha256.New()
-	for _, e := range entries {
-		fmt.Fprintf(h, "%s %s\n", e.node, e.tree)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:treeIDLen]
+	return pairsID(entries, func(e nodesetEntry) (string, string) { return e.node, e.tree })
 }
 
 // linkNodeset makes cluster's nodes directory in the set in dir a symlink to

@@ -97,9 +97,16 @@ type treeEntry struct{ name, sum string }
 
 // treeID is the id of a directory of entries (sorted by name).
 func treeID(entries []treeEntry) string {
+	return pairsID(entries, func(e treeEntry) (string, string) { return e.name, e.sum })
+}
+
+// pairsID is the id of a tree or a nodeset: the first treeIDLen hex digits of
+// the sha256 of its entries' pairs, a line each.
+func pairsID[E any](entries []E, pair func(E) (string, string)) string {
 	h := sha256.New()
 	for _, e := range entries {
-		fmt.Fprintf(h, "%s %s\n", e.name, e.sum)
+		a, b := pair(e)
+		fmt.Fprintf(h, "%s %s\n", a, b)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:treeIDLen]
 }
