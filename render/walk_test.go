@@ -187,3 +187,37 @@ func TestStreamClusterSums(t *testing.T) {
 		t.Errorf("%d files with their digests, %d without", n, len(plain))
 	}
 }
+
+// TestWalkSharesOneEncoding: without Options.Encoding, the clusters a walk
+// renders share one encoding cache of its own.
+func TestWalkSharesOneEncoding(t *testing.T) {
+	spec := repogen.Heavy(12)
+	spec.Clusters = 3
+	repo, diags := loader.Load(repogen.Generate(spec), loader.Options{})
+	if diags.HasErrors() {
+		t.Fatalf("the generated repository does not load:\n%s", diagText(diags))
+	}
+	var mu sync.Mutex
+	seen := map[*EncodeCache]int{}
+	if _, err := Walk(repo, Options{}, false, func(wk *Walked) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if wk.Rendered != nil {
+			seen[wk.Rendered.encoding]++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 1 || seen[nil] != 0 || seen[firstKey(seen)] != spec.Clusters {
+		t.Errorf("the clusters' encoding caches: %v; want one, shared by the %d clusters", seen, spec.Clusters)
+	}
+}
+
+func firstKey[K comparable, V any](m map[K]V) K {
+	for k := range m {
+		return k
+	}
+	var zero K
+	return zero
+}
