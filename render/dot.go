@@ -278,6 +278,7 @@ func dotShapeHash(ng *NodeGraph) uint64 {
 		}
 	}
 	mix(uint32(ng.class))
+	var own []int32
 	for _, pt := range ng.byID {
 		v := uint32(pt.idx) << 1
 		if pt.Type == "skipped" {
@@ -285,10 +286,9 @@ func dotShapeHash(ng *NodeGraph) uint64 {
 		}
 		mix(v)
 		// Held edges: a cluster node's tasks gather no fan-in.
-		for _, e := range pt.requires {
-			if sameNode(e, ng) && e.to != nil {
-				mix(uint32(e.to.idx) | 1<<31)
-			}
+		own = pt.ownIdx(own[:0])
+		for _, idx := range own {
+			mix(uint32(idx) | 1<<31)
 		}
 	}
 	return h
@@ -300,29 +300,16 @@ func sameDOTShape(a, b *NodeGraph) bool {
 	if a.class != b.class || len(a.byID) != len(b.byID) {
 		return false
 	}
+	var ea, eb []int32
 	for i, pa := range a.byID {
 		pb := b.byID[i]
 		if pa.idx != pb.idx || pa.Type != pb.Type {
 			return false
 		}
-		ea, eb := pa.requires, pb.requires // a cluster node's tasks gather no fan-in
-		for {
-			for len(ea) > 0 && !sameNode(ea[0], a) {
-				ea = ea[1:]
-			}
-			for len(eb) > 0 && !sameNode(eb[0], b) {
-				eb = eb[1:]
-			}
-			if len(ea) == 0 || len(eb) == 0 {
-				if len(ea) != len(eb) {
-					return false
-				}
-				break
-			}
-			if ea[0].to.idx != eb[0].to.idx {
-				return false
-			}
-			ea, eb = ea[1:], eb[1:]
+		// A cluster node's tasks gather no fan-in.
+		ea, eb = pa.ownIdx(ea[:0]), pb.ownIdx(eb[:0])
+		if !slices.Equal(ea, eb) {
+			return false
 		}
 	}
 	return true
@@ -547,14 +534,15 @@ type edgeCounts struct {
 func (w *dotWriter) condensedEdges(gr *dotGrouping, grp *dotGroup, pt *PlacedTask, pos []int32, ec *edgeCounts) {
 	first := grp.nodes[0]
 	// Held edges: a stage's fan-in joins other nodes.
-	for _, e := range pt.requires {
+	pt.eachHeld(func(e Edge) bool {
 		if sameNode(e, first) {
 			w.edgeTo(e, pt.idx, first, "")
 		}
-	}
+		return true
+	})
 	ec.srcs = ec.srcs[:0]
 	ec.gathered = nil
-	if n := len(pt.requires) * len(grp.nodes); n > cap(ec.srcs) {
+	if n := pt.numHeld() * len(grp.nodes); n > cap(ec.srcs) {
 		ec.srcs = slices.Grow(ec.srcs, n)
 	}
 	for _, m := range grp.nodes {
@@ -582,20 +570,20 @@ func (w *dotWriter) condensedEdges(gr *dotGrouping, grp *dotGroup, pt *PlacedTas
 // group<<32 | idx (a stage's fan-in counted by gathered), any other drawn as it
 // is, for the first node only.
 func (w *dotWriter) crossSources(gr *dotGrouping, m, first *NodeGraph, mpt *PlacedTask, ec *edgeCounts) {
-	edges := mpt.requires
+	edges := mpt.eachHeld
 	if mpt.fanIn != nil {
 		// A stage's fan-in: one count per box and task, not one entry per
 		// node and task.
 		counts, ok := w.gathered(mpt, gr)
 		if !ok {
-			edges = mpt.AllRequires()
+			edges = func(yield func(Edge) bool) bool { mpt.eachGathered(yield); return true }
 		} else {
 			ec.gathered = append(ec.gathered, counts...)
 		}
 	}
-	for _, e := range edges {
+	edges(func(e Edge) bool {
 		if sameNode(e, m) {
-			continue
+			return true
 		}
 		sg := gr.groupOf(e.to)
 		if sg < 0 || !w.placed(e.to, e.Task()) {
@@ -604,10 +592,11 @@ func (w *dotWriter) crossSources(gr *dotGrouping, m, first *NodeGraph, mpt *Plac
 			if m == first {
 				w.edgeTo(e, mpt.idx, first, " [color=blue]")
 			}
-			continue
+			return true
 		}
 		ec.srcs = append(ec.srcs, uint64(sg)<<32|uint64(uint32(e.to.idx)))
-	}
+		return true
+	})
 }
 
 // count returns the edges of srcs and gathered counted by source, in the order of

@@ -190,6 +190,7 @@ func (gb *graphBuilder) edges() {
 			gb.crossEdges(ng, pt)
 		}
 	}
+	gb.settleShared()
 	// Sorted by node then task; the first edge of a pair wins.
 	var sorter edgeSorter
 	for _, pt := range gb.placed {
@@ -198,6 +199,7 @@ func (gb *graphBuilder) edges() {
 		}
 		pt.requires = sorter.sortCompact(pt.requires, n, len(gb.nodes))
 	}
+	gb.countShared()
 	gb.settleFanIns()
 }
 
@@ -640,7 +642,8 @@ type crossEntry struct {
 	nm      *nameMatcher
 	it      *loader.Value
 	self    bool
-	targets []int32 // the nodes it binds (unless self)
+	targets []int32       // the nodes it binds (unless self)
+	tasks   []*PlacedTask // the tasks it binds on them, by node then as the name matches
 	src     *EdgeSource
 }
 
@@ -696,9 +699,13 @@ func (gb *graphBuilder) defEdges(d *TaskDef) {
 			if it.Get("policy").String() == "any" && !ce.self {
 				ce.targets = gb.firstRunning(ce.targets, nm)
 			}
+			if !ce.self {
+				ce.tasks = gb.crossTasks(ce.targets, nm)
+			}
 			d.cross = append(d.cross, ce)
 		}
 	}
+	d.shared = gb.sharedEdgesOf(d)
 	for _, e := range items(data.Get("required_for")) {
 		name, _ := e.Str()
 		var src *EdgeSource
@@ -763,37 +770,89 @@ func (gb *graphBuilder) firstRunning(targets []int32, nm *nameMatcher) []int32 {
 // crossEdges binds pt's cross-depends and cross-depended-by entries across nodes.
 // pt's own (cross-depends) edges are gathered in gb.cross first, so that its list
 // grows once to its size rather than doubling as it is filled (a node's task can
-// require one task of every other node).
+// require one task of every other node). The edges of the entries its definition
+// shares (sharedEdges) are not copied: pt is noted for settleShared.
 func (gb *graphBuilder) crossEdges(ng *NodeGraph, pt *PlacedTask) {
-	n := len(gb.ids)
-	self := []int32{ng.rank}
-	gb.cross = gb.cross[:0]
-	for _, ce := range pt.Def.cross {
-		targets := ce.targets
-		if ce.self {
-			targets = self
-		}
-		for _, r := range targets {
-			row := gb.slot[int(r)*n : int(r+1)*n]
-			for _, xid := range gb.matching(ce.nm) {
-				x := row[xid]
-				if x == nil || x == pt {
-					continue
-				}
-				if ce.reverse {
-					x.requires = append(x.requires, Edge{EdgeSource: ce.src, to: pt})
-					gb.markDirty(x)
-				} else if pt.fanIn == nil || !gb.gathers(pt, x) {
-					// A stage's fan-in edge to x came before this one (the sync node's
-					// edges are bound last) and wins: nothing to hold.
-					gb.cross = append(gb.cross, Edge{EdgeSource: ce.src, to: x})
-				}
-			}
-		}
+	gb.reverseEdges(pt)
+	at := len(pt.requires)
+	share := pt.Def.shared != nil && ng != gb.sync // the sync node's stages gather fan-in
+	gb.cross = gb.forwardEdges(ng, pt, gb.cross[:0], share)
+	if share {
+		gb.pending = append(gb.pending, sharedPending{pt: pt, at: int32(at), own: int32(len(gb.cross))})
 	}
 	if len(gb.cross) > 0 {
 		pt.requires = append(pt.requires, gb.cross...)
 		gb.markDirty(pt)
 		clear(gb.cross) // no pointers kept alive from the buffer
+	}
+}
+
+// reverseEdges binds pt's cross-depended-by entries: each task they select
+// requires pt.
+func (gb *graphBuilder) reverseEdges(pt *PlacedTask) {
+	for _, ce := range pt.Def.cross {
+		if ce.reverse {
+			gb.eachCrossTarget(pt, ce, func(x *PlacedTask) {
+				x.requires = append(x.requires, Edge{EdgeSource: ce.src, to: pt})
+				gb.markDirty(x)
+			})
+		}
+	}
+}
+
+// forwardEdges appends to dst the edges of pt's cross-depends entries, in the
+// entries' order, but those of the entries its definition shares when skipShared.
+func (gb *graphBuilder) forwardEdges(ng *NodeGraph, pt *PlacedTask, dst []Edge, skipShared bool) []Edge {
+	for _, ce := range pt.Def.cross {
+		if ce.reverse || skipShared && !ce.self {
+			continue
+		}
+		gb.eachCrossTarget(pt, ce, func(x *PlacedTask) {
+			// A stage's fan-in edge to x came before this one (the sync node's
+			// edges are bound last) and wins: nothing to hold.
+			if pt.fanIn == nil || !gb.gathers(pt, x) {
+				dst = append(dst, Edge{EdgeSource: ce.src, to: x})
+			}
+		})
+	}
+	return dst
+}
+
+// crossTasks returns the tasks nm names on the nodes of targets, by node then as
+// the name matches.
+func (gb *graphBuilder) crossTasks(targets []int32, nm *nameMatcher) []*PlacedTask {
+	var out []*PlacedTask
+	for _, r := range targets {
+		gb.eachOnNode(r, nm, func(x *PlacedTask) { out = append(out, x) })
+	}
+	return out
+}
+
+// eachOnNode calls f with each task nm names on node rank r, as the name matches.
+func (gb *graphBuilder) eachOnNode(r int32, nm *nameMatcher, f func(x *PlacedTask)) {
+	n := len(gb.ids)
+	row := gb.slot[int(r)*n : int(r+1)*n]
+	for _, xid := range gb.matching(nm) {
+		if x := row[xid]; x != nil {
+			f(x)
+		}
+	}
+}
+
+// eachCrossTarget calls f with each task entry ce of pt's definition selects, in
+// order (by node, then as the name matches), but pt itself.
+func (gb *graphBuilder) eachCrossTarget(pt *PlacedTask, ce *crossEntry, f func(x *PlacedTask)) {
+	if ce.self {
+		gb.eachOnNode(pt.node.rank, ce.nm, func(x *PlacedTask) {
+			if x != pt {
+				f(x)
+			}
+		})
+		return
+	}
+	for _, x := range ce.tasks {
+		if x != pt {
+			f(x)
+		}
 	}
 }

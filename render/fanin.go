@@ -150,11 +150,7 @@ func (gb *graphBuilder) settleFanIns() {
 func (pt *PlacedTask) Requires() iter.Seq[Edge] {
 	return func(yield func(Edge) bool) {
 		if pt.fanIn == nil {
-			for _, e := range pt.requires {
-				if !yield(e) {
-					return
-				}
-			}
+			pt.eachHeld(yield)
 			return
 		}
 		pt.eachGathered(yield)
@@ -196,9 +192,9 @@ func (pt *PlacedTask) eachGathered(yield func(Edge) bool) {
 // NumRequires is the number of edges Requires yields.
 func (pt *PlacedTask) NumRequires() int {
 	if pt.fanIn == nil {
-		return len(pt.requires)
+		return pt.numHeld()
 	}
-	return len(pt.requires) + pt.fanIn.count
+	return pt.numHeld() + pt.fanIn.count
 }
 
 // AllRequires returns the edges of Requires as a new slice (nil when none).

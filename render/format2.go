@@ -274,6 +274,9 @@ func (r *stageRule) implied(ed Edge) bool {
 // every edge its fanIn gathers, which the stage does not hold, and the held edges
 // to the same tasks: a filter of the held edges.
 func storedRequires(ng *NodeGraph, pt *PlacedTask) []Edge {
+	if pt.shared != nil {
+		return pt.AllRequires() // a task of the sync node shares no edges
+	}
 	if ng.Node != SyncNode {
 		return pt.requires
 	}
@@ -351,28 +354,44 @@ func (e *nodeEncoder) writeNodeFile(m *Model, g *Graph, ng *NodeGraph) error {
 		b.WriteString("  - id: ")
 		b.WriteString(q)
 		b.WriteByte('\n')
+		if pt.shared != nil {
+			if err := e.sharedRequires(ng, pt); err != nil {
+				return err
+			}
+			continue
+		}
 		reqs := storedRequires(ng, pt)
 		if len(reqs) == 0 {
 			continue
 		}
 		b.WriteString("    requires: [")
 		for i, ed := range reqs {
-			// Plain in block context (the scalar is the string itself) and
-			// without flow indicators: plain in the flow list too.
-			task, node, flow, ok := e.targetFlow(ed)
-			if !ok || !flow {
-				return errSlowPath
-			}
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(task)
-			if ed.Node() != ng.Node || strings.IndexByte(task, '@') >= 0 {
-				b.WriteByte('@')
-				b.WriteString(node)
+			if err := e.requirement(ng, ed, i == 0); err != nil {
+				return err
 			}
 		}
 		b.WriteString("]\n")
+	}
+	return nil
+}
+
+// requirement writes edge ed of a task of node ng as an entry of its requires
+// flow list, after a separator unless first.
+func (e *nodeEncoder) requirement(ng *NodeGraph, ed Edge, first bool) error {
+	// Plain in block context (the scalar is the string itself) and without flow
+	// indicators: plain in the flow list too.
+	task, node, flow, ok := e.targetFlow(ed)
+	if !ok || !flow {
+		return errSlowPath
+	}
+	b := &e.buf
+	if !first {
+		b.WriteString(", ")
+	}
+	b.WriteString(task)
+	if ed.Node() != ng.Node || strings.IndexByte(task, '@') >= 0 {
+		b.WriteByte('@')
+		b.WriteString(node)
 	}
 	return nil
 }

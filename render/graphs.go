@@ -86,9 +86,12 @@ type PlacedTask struct {
 	// stage of the sync node the ones its fanIn gathers.
 	requires []Edge
 	fanIn    *fanIn // a stage of the sync node: the tasks of other nodes it gathers
-	node     *NodeGraph
-	idx      int32 // the task id's position in the graph's sorted ids
-	seq      int32 // the task's position among every placed task of the graph
+	// shared are the cross-node edges of its definition's shared entries
+	// (sharedEdges), merged with requires as they are read.
+	shared *sharedRef
+	node   *NodeGraph
+	idx    int32 // the task id's position in the graph's sorted ids
+	seq    int32 // the task's position among every placed task of the graph
 }
 
 // Node returns the name of the node the task is placed on.
@@ -158,6 +161,7 @@ type TaskDef struct {
 	dynamic  []any         // yaql cross-dependencies, verbatim
 	cross    []*crossEntry // cross-depends and cross-depended-by entries
 	stages   []stageEdge   // sync-node stages this task is required_for
+	shared   *sharedEdges  // the edges of its cross-depends entries on other nodes than self
 }
 
 // RenderGraphs resolves every graph type of the cluster onto its nodes (the graph
@@ -271,9 +275,10 @@ type graphBuilder struct {
 	matchers map[string]*nameMatcher
 	rel      relation
 
-	dirty   []uint64  // by seq: the task's edges need sorting (edges)
-	cross   []Edge    // crossEdges' buffer of a task's own cross-node edges
-	members [][]int32 // by class: the ranks of its built nodes, ascending
+	dirty   []uint64        // by seq: the task's edges need sorting (edges)
+	cross   []Edge          // crossEdges' buffer of a task's own cross-node edges
+	pending []sharedPending // the tasks whose shared edges settleShared checks
+	members [][]int32       // by class: the ranks of its built nodes, ascending
 	// aliases are the nodes not built with classes set, with their class.
 	aliases []classAlias
 }

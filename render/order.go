@@ -17,9 +17,10 @@ func (gb *graphBuilder) order() {
 	start := make([]int32, len(all)+1)
 	indeg := make([]int32, len(all))
 	for _, pt := range all {
-		for _, e := range pt.requires {
+		pt.eachHeld(func(e Edge) bool {
 			start[e.to.seq+1]++
-		}
+			return true
+		})
 		indeg[pt.seq] = int32(pt.NumRequires())
 	}
 	for i := range all {
@@ -28,10 +29,11 @@ func (gb *graphBuilder) order() {
 	succ := make([]int32, start[len(all)])
 	fill := slices.Clone(start[:len(all)])
 	for _, pt := range all {
-		for _, e := range pt.requires {
+		pt.eachHeld(func(e Edge) bool {
 			succ[fill[e.to.seq]] = pt.seq
 			fill[e.to.seq]++
-		}
+			return true
+		})
 	}
 	// Ready tasks by id, then node: a heap of keys idx<<32 | rank, each the slot
 	// of its task.
@@ -100,11 +102,12 @@ func (gb *graphBuilder) reportCycles(indeg []int32) {
 	}
 	var groups [][]*PlacedTask
 	ncomp := int32(0)
-	// A stage's edges as a slice, made once (a stage left unordered is rare).
+	// The edges of a stage or of a task sharing edges (sharedEdges) as a slice,
+	// made once (such a task left unordered is rare).
 	var stageReq map[int32][]Edge
 	stronglyConnected(len(all), roots, func(v int32, i int) (int32, bool) {
 		req := all[v].requires
-		if all[v].fanIn != nil {
+		if all[v].fanIn != nil || all[v].shared != nil {
 			var ok bool
 			if req, ok = stageReq[v]; !ok {
 				if stageReq == nil {

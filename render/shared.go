@@ -1,0 +1,300 @@
+package render
+
+import (
+	"slices"
+	"sort"
+	"sync"
+)
+
+// Shared cross-node edges.
+//
+// A cross-depends entry binds a task to the tasks it names on the nodes it selects.
+// Those nodes are worked out once per definition (crossEntry.targets), so every
+// task of a definition has the same edges from its entries on other nodes than
+// `self`, but an edge to itself, which no task has. An entry without a node
+// selector selects every node: each of a cluster's n nodes then holds n edges, n²
+// in all (the network-verification graph's connectivity-checker). Such edges are
+// not copied onto each task: the definition holds them once, sorted by target with
+// the first edge of each target kept (sharedEdges), and each of its tasks reads its
+// own edges (requires: the local ones, those of its `self` entries and those other
+// tasks' cross-depended-by bind to it) merged with them (mergeEdges). The result is
+// the list the task would hold with every edge copied, in the same order and with
+// the same sources:
+//
+//   - an edge the task held before its cross-depends were bound (local edges, and
+//     cross-depended-by edges bound before) comes first in the order of binding, and
+//     wins over a shared edge to the same task;
+//   - an edge bound after the shared ones (a `self` entry's, or a later
+//     cross-depended-by) to the same task as a shared edge is rare: which of the two
+//     wins depends on the entries' order, and the task then holds its edges copied,
+//     as without sharing (settleShared).
+//
+// The node file lists a shared edge as `task@node`, whatever the node whose file it
+// is, but for the node's own tasks: the entries are encoded once per definition
+// (sharedEdges.flow) and copied in runs between the task's own entries.
+
+// sharedMinEdges is how many edges a definition's entries must bind for its tasks
+// to share them; a shorter list is copied onto each task, as reading it merged would
+// cost more than the copy.
+var sharedMinEdges = 64
+
+// sharedEdges are the edges a definition's cross-depends entries on other nodes
+// than self bind, sorted by target (edgeKey) with the first edge of each target
+// kept: the same for each of its tasks but the edge to the task itself.
+type sharedEdges struct {
+	edges []Edge
+
+	flowOnce sync.Once
+	flowOK   bool    // every entry is plain in a flow list
+	flow     []byte  // each edge's entry in a node file's requires, "task@node, " each
+	offs     []int32 // where each entry starts in flow, and len(flow) last
+}
+
+// sharedRef is a task's use of its definition's shared edges.
+type sharedRef struct {
+	list *sharedEdges
+	n    int32 // how many of them the task has: all but itself and its held ones' targets
+}
+
+// sharedPending is a task that shares its definition's edges, until edges has
+// sorted its own: at is how many edges it held before its cross-depends entries
+// were bound, own how many edges its self entries then added.
+type sharedPending struct {
+	pt      *PlacedTask
+	at, own int32
+}
+
+// sharedEdgesOf returns the shared edges of definition d, nil when it binds fewer
+// than sharedMinEdges edges on other nodes than self.
+func (gb *graphBuilder) sharedEdgesOf(d *TaskDef) *sharedEdges {
+	total := 0
+	for _, ce := range d.cross {
+		if !ce.reverse {
+			total += len(ce.tasks) // none for self
+		}
+	}
+	if total < sharedMinEdges {
+		return nil
+	}
+	edges := make([]Edge, 0, total)
+	for _, ce := range d.cross {
+		if !ce.reverse {
+			for _, x := range ce.tasks {
+				edges = append(edges, Edge{EdgeSource: ce.src, to: x})
+			}
+		}
+	}
+	var sorter edgeSorter
+	edges = sorter.sortCompact(edges, len(gb.ids), len(gb.nodes))
+	return &sharedEdges{edges: slices.Clip(edges)}
+}
+
+// has reports whether the shared edges include one to task t.
+func (s *sharedEdges) has(t *PlacedTask) bool {
+	k := edgeKey(t)
+	i := sort.Search(len(s.edges), func(i int) bool { return edgeKey(s.edges[i].to) >= k })
+	return i < len(s.edges) && s.edges[i].to == t
+}
+
+// settleShared gives each pending task its shared edges, unless an edge it was
+// bound after them goes to one of their targets: that task then holds every edge,
+// bound in the order they would have been without sharing.
+func (gb *graphBuilder) settleShared() {
+	for i := range gb.pending {
+		p := &gb.pending[i]
+		pt, list := p.pt, p.pt.Def.shared
+		later := pt.requires[p.at:]
+		if !slices.ContainsFunc(later, func(e Edge) bool { return list.has(e.to) }) {
+			pt.shared = &sharedRef{list: list}
+			continue
+		}
+		out := make([]Edge, 0, len(pt.requires)+len(list.edges))
+		out = append(out, pt.requires[:p.at]...)
+		out = gb.forwardEdges(pt.node, pt, out, false)
+		pt.requires = append(out, pt.requires[p.at+p.own:]...)
+		gb.markDirty(pt)
+		p.pt = nil
+	}
+}
+
+// countShared counts each sharing task's shared edges, once its own are sorted
+// and compacted: a target it holds an edge to is its own edge's.
+func (gb *graphBuilder) countShared() {
+	for _, p := range gb.pending {
+		if p.pt == nil {
+			continue
+		}
+		list := p.pt.Def.shared
+		n := len(list.edges)
+		if list.has(p.pt) {
+			n--
+		}
+		for _, e := range p.pt.requires {
+			if list.has(e.to) {
+				n--
+			}
+		}
+		p.pt.shared.n = int32(n)
+	}
+	gb.pending = nil
+}
+
+// mergeEdges yields held and shared (both sorted by target) merged by target,
+// but the shared edge to self and those to a target held wins.
+func mergeEdges(held, shared []Edge, self *PlacedTask, yield func(Edge) bool) bool {
+next:
+	for _, s := range shared {
+		if s.to == self {
+			continue
+		}
+		k := edgeKey(s.to)
+		for len(held) > 0 && edgeKey(held[0].to) <= k {
+			e := held[0]
+			held = held[1:]
+			if !yield(e) {
+				return false
+			}
+			if e.to == s.to {
+				continue next
+			}
+		}
+		if !yield(s) {
+			return false
+		}
+	}
+	for _, e := range held {
+		if !yield(e) {
+			return false
+		}
+	}
+	return true
+}
+
+// eachHeld yields the edges of pt but a stage's fan-in: those it holds, merged
+// with its shared ones.
+func (pt *PlacedTask) eachHeld(yield func(Edge) bool) bool {
+	if pt.shared == nil {
+		for _, e := range pt.requires {
+			if !yield(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return mergeEdges(pt.requires, pt.shared.list.edges, pt, yield)
+}
+
+// numHeld is the number of edges eachHeld yields.
+func (pt *PlacedTask) numHeld() int {
+	if pt.shared == nil {
+		return len(pt.requires)
+	}
+	return len(pt.requires) + int(pt.shared.n)
+}
+
+// ownIdx appends to dst the task idx of pt's edges to tasks of its own node, in
+// order: the runs of its held and shared edges (both sorted by target) to its node.
+func (pt *PlacedTask) ownIdx(dst []int32) []int32 {
+	r := pt.node.rank
+	lo, hi := rankRun(pt.requires, r)
+	var shared []Edge
+	if pt.shared != nil {
+		slo, shi := rankRun(pt.shared.list.edges, r)
+		shared = pt.shared.list.edges[slo:shi]
+	}
+	mergeEdges(pt.requires[lo:hi], shared, pt, func(e Edge) bool {
+		dst = append(dst, e.to.idx)
+		return true
+	})
+	return dst
+}
+
+// rankRun returns the run of edges (sorted by target) to the tasks of node rank r.
+func rankRun(edges []Edge, r int32) (lo, hi int) {
+	lo = sort.Search(len(edges), func(i int) bool { return edges[i].to.node.rank >= r })
+	hi = lo + sort.Search(len(edges)-lo, func(i int) bool { return edges[lo+i].to.node.rank > r })
+	return lo, hi
+}
+
+// sharedRequires writes the requires list of pt, a task of cluster node ng that
+// shares its definition's edges. The entries of the shared edges to other nodes
+// are copied from the definition's encoding (flow) in runs, between the task's
+// held edges; its held edges and the shared ones to its own node, written without
+// the node, are written one by one.
+func (e *nodeEncoder) sharedRequires(ng *NodeGraph, pt *PlacedTask) error {
+	if pt.numHeld() == 0 {
+		return nil
+	}
+	list := pt.shared.list
+	if !list.encodeFlow(e) {
+		return errSlowPath
+	}
+	b := &e.buf
+	b.WriteString("    requires: [")
+	held, sh := pt.requires, list.edges
+	lo, hi := rankRun(sh, ng.rank)
+	first := true
+	for i := 0; i < len(sh) || len(held) > 0; {
+		if i < len(sh) && (i < lo || i >= hi) && (len(held) == 0 || edgeKey(sh[i].to) < edgeKey(held[0].to)) {
+			j := list.runEnd(i, lo, held)
+			if !first {
+				b.WriteString(", ")
+			}
+			b.Write(list.flow[list.offs[i] : list.offs[j]-2])
+			first, i = false, j
+			continue
+		}
+		var ed Edge
+		if len(held) > 0 && (i == len(sh) || edgeKey(held[0].to) <= edgeKey(sh[i].to)) {
+			ed, held = held[0], held[1:]
+			if i < len(sh) && sh[i].to == ed.to {
+				i++ // the held edge wins
+			}
+		} else {
+			ed, i = sh[i], i+1
+			if ed.to == pt {
+				continue
+			}
+		}
+		if err := e.requirement(ng, ed, first); err != nil {
+			return err
+		}
+		first = false
+	}
+	b.WriteString("]\n")
+	return nil
+}
+
+// runEnd is the end of the run of shared edges from i that sharedRequires copies:
+// before the run to the node's own tasks (from lo, when i is before it) and before
+// the first held edge.
+func (s *sharedEdges) runEnd(i, lo int, held []Edge) int {
+	end := len(s.edges)
+	if i < lo {
+		end = lo
+	}
+	if len(held) > 0 {
+		k := edgeKey(held[0].to)
+		end = i + sort.Search(end-i, func(j int) bool { return edgeKey(s.edges[i+j].to) >= k })
+	}
+	return end
+}
+
+// encodeFlow encodes the shared edges' entries once (with the first encoder that
+// asks), each "task@node, ", and reports whether each is plain in a flow list.
+func (s *sharedEdges) encodeFlow(e *nodeEncoder) bool {
+	s.flowOnce.Do(func() {
+		offs := make([]int32, 0, len(s.edges)+1)
+		var b []byte
+		for _, ed := range s.edges {
+			task, node, flow, ok := e.targetFlow(ed)
+			if !ok || !flow {
+				return
+			}
+			offs = append(offs, int32(len(b)))
+			b = append(append(append(append(b, task...), '@'), node...), ", "...)
+		}
+		s.flow, s.offs, s.flowOK = b, append(offs, int32(len(b))), true
+	})
+	return s.flowOK
+}
