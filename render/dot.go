@@ -525,6 +525,12 @@ type edgeCounts struct {
 	srcs     []uint64 // group<<32 | idx of the other ends of a task's edges
 	runs     []srcRun // srcs counted
 	gathered []srcRun // a stage's fan-in counted by group<<32 | idx
+	// The shared edges (sharedEdges) of the tasks at one position of a box's
+	// nodes, when they share them: how many of those tasks (members) have each
+	// (members + less[i] for edge i).
+	shared  *sharedEdges
+	members int
+	less    []int
 }
 
 // condensedEdges writes the edges of task pt of the first node of group grp (pos
@@ -534,20 +540,28 @@ type edgeCounts struct {
 func (w *dotWriter) condensedEdges(gr *dotGrouping, grp *dotGroup, pt *PlacedTask, pos []int32, ec *edgeCounts) {
 	first := grp.nodes[0]
 	// Held edges: a stage's fan-in joins other nodes.
-	pt.eachHeld(func(e Edge) bool {
-		if sameNode(e, first) {
-			w.edgeTo(e, pt.idx, first, "")
-		}
+	pt.eachOwn(func(e Edge) bool {
+		w.edgeTo(e, pt.idx, first, "")
 		return true
 	})
 	ec.srcs = ec.srcs[:0]
 	ec.gathered = nil
-	if n := pt.numHeld() * len(grp.nodes); n > cap(ec.srcs) {
+	if n := len(pt.requires) * len(grp.nodes); n > cap(ec.srcs) {
 		ec.srcs = slices.Grow(ec.srcs, n)
 	}
+	ec.shared = nil
 	for _, m := range grp.nodes {
-		w.crossSources(gr, m, first, m.byID[pos[pt.idx]], ec)
+		mpt := m.byID[pos[pt.idx]]
+		if mpt.shared == nil || mpt.shared.list != pt.Def.shared {
+			w.crossSources(gr, m, first, mpt, mpt.eachHeld, ec)
+			continue
+		}
+		// Its shared edges are counted once for all (sharedCount), its held
+		// ones as they are.
+		w.crossSources(gr, m, first, mpt, mpt.eachRequires, ec)
+		ec.sharedCount(m, mpt)
 	}
+	ec.addShared(gr)
 	for _, r := range ec.count() {
 		src, n := r.src, r.n
 		b := w.b
@@ -569,8 +583,7 @@ func (w *dotWriter) condensedEdges(gr *dotGrouping, grp *dotGroup, pt *PlacedTas
 // a group whose first node is first, that join another node: a task of a box as
 // group<<32 | idx (a stage's fan-in counted by gathered), any other drawn as it
 // is, for the first node only.
-func (w *dotWriter) crossSources(gr *dotGrouping, m, first *NodeGraph, mpt *PlacedTask, ec *edgeCounts) {
-	edges := mpt.eachHeld
+func (w *dotWriter) crossSources(gr *dotGrouping, m, first *NodeGraph, mpt *PlacedTask, edges func(yield func(Edge) bool) bool, ec *edgeCounts) {
 	if mpt.fanIn != nil {
 		// A stage's fan-in: one count per box and task, not one entry per
 		// node and task.

@@ -278,7 +278,9 @@ type graphBuilder struct {
 	dirty   []uint64        // by seq: the task's edges need sorting (edges)
 	cross   []Edge          // crossEdges' buffer of a task's own cross-node edges
 	pending []sharedPending // the tasks whose shared edges settleShared checks
-	members [][]int32       // by class: the ranks of its built nodes, ascending
+	// sharedLists are the graph's shared edge lists (sharedEdgesOf), in order.
+	sharedLists []*sharedEdges
+	members     [][]int32 // by class: the ranks of its built nodes, ascending
 	// aliases are the nodes not built with classes set, with their class.
 	aliases []classAlias
 }

@@ -11,35 +11,18 @@ import (
 // group of tasks that cannot be ordered.
 func (gb *graphBuilder) order() {
 	all := gb.placed
-	// Successors in compressed form: succ[start[i]:start[i+1]] follow task i, by the
-	// edges the tasks hold. A stage's fan-in is not listed: a task done releases
-	// the stages that gather it (gatheredBy).
-	start := make([]int32, len(all)+1)
-	indeg := make([]int32, len(all))
-	for _, pt := range all {
-		pt.eachHeld(func(e Edge) bool {
-			start[e.to.seq+1]++
-			return true
-		})
-		indeg[pt.seq] = int32(pt.NumRequires())
-	}
-	for i := range all {
-		start[i+1] += start[i]
-	}
-	succ := make([]int32, start[len(all)])
-	fill := slices.Clone(start[:len(all)])
-	for _, pt := range all {
-		pt.eachHeld(func(e Edge) bool {
-			succ[fill[e.to.seq]] = pt.seq
-			fill[e.to.seq]++
-			return true
-		})
-	}
+	sc := gb.successors()
 	// Ready tasks by id, then node: a heap of keys idx<<32 | rank, each the slot
 	// of its task.
 	n := len(gb.ids)
 	key := func(seq int32) uint64 { pt := all[seq]; return uint64(pt.idx)<<32 | uint64(pt.node.rank) }
 	var h keyHeap
+	indeg := sc.indeg
+	release := func(t int32) {
+		if indeg[t]--; indeg[t] == 0 {
+			h.push(key(t))
+		}
+	}
 	for _, pt := range all {
 		if indeg[pt.seq] == 0 {
 			h.push(key(pt.seq))
@@ -48,35 +31,128 @@ func (gb *graphBuilder) order() {
 	for _, ng := range gb.nodes {
 		ng.Tasks = make([]*PlacedTask, 0, len(ng.byID))
 	}
-	done := 0
+	done := make([]bool, len(all))
+	count := 0
 	for len(h.items) > 0 {
 		k := h.pop()
 		pt := gb.slot[int(uint32(k))*n+int(k>>32)]
 		s := pt.seq
-		done++
+		done[s] = true
+		count++
 		pt.node.Tasks = append(pt.node.Tasks, pt)
-		for _, t := range succ[start[s]:start[s+1]] {
-			if indeg[t]--; indeg[t] == 0 {
-				h.push(key(t))
+		for _, t := range sc.succ[sc.start[s]:sc.start[s+1]] {
+			if int(t) < len(all) {
+				release(t)
+			} else {
+				sc.hubs[int(t)-len(all)].taskDone(done, release)
 			}
 		}
 		if len(pt.Def.stages) > 0 {
-			gb.gatheredBy(pt, func(stage *PlacedTask) {
-				if indeg[stage.seq]--; indeg[stage.seq] == 0 {
-					h.push(key(stage.seq))
-				}
-			})
+			gb.gatheredBy(pt, func(stage *PlacedTask) { release(stage.seq) })
 		}
 	}
-	if done == len(all) {
+	if count == len(all) {
 		return
 	}
+	indeg = indeg[:len(all)]
 	gb.reportCycles(indeg)
 	// Append what is left so artifacts stay complete and deterministic.
 	for _, ng := range gb.nodes {
 		for _, pt := range ng.byID {
 			if indeg[pt.seq] > 0 {
 				ng.Tasks = append(ng.Tasks, pt)
+			}
+		}
+	}
+}
+
+// successors are the order's graph: succ[start[i]:start[i+1]] follow task i (by
+// seq), and indeg[i] is how many tasks or hubs task i waits for.
+//
+// Tasks follow the tasks of the edges they hold. A stage's fan-in is not listed: a
+// task done releases the stages that gather it (gatheredBy). Nor are the edges
+// tasks share (sharedEdges): each shared list is a hub (numbered after the tasks),
+// which follows each task of the list and releases its sharers (orderHub.taskDone).
+// A task is released at the step it would be by its edges, so the order is the same.
+type successors struct {
+	start, succ, indeg []int32
+	hubs               []orderHub
+}
+
+func (gb *graphBuilder) successors() successors {
+	all := gb.placed
+	var sc successors
+	for _, list := range gb.sharedLists {
+		if len(list.sharers) > 0 {
+			sc.hubs = append(sc.hubs, orderHub{list: list, left: int32(len(list.edges))})
+		}
+	}
+	sc.start = make([]int32, len(all)+1)
+	sc.indeg = make([]int32, len(all))
+	for _, pt := range all {
+		for _, e := range pt.requires {
+			sc.start[e.to.seq+1]++
+		}
+		sc.indeg[pt.seq] = int32(len(pt.requires))
+		if pt.fanIn != nil {
+			sc.indeg[pt.seq] += int32(pt.fanIn.count)
+		}
+		if pt.shared != nil && pt.shared.waits {
+			sc.indeg[pt.seq]++
+		}
+	}
+	for _, hb := range sc.hubs {
+		for _, e := range hb.list.edges {
+			sc.start[e.to.seq+1]++
+		}
+	}
+	for i := range all {
+		sc.start[i+1] += sc.start[i]
+	}
+	sc.succ = make([]int32, sc.start[len(all)])
+	fill := slices.Clone(sc.start[:len(all)])
+	add := func(to *PlacedTask, s int32) {
+		sc.succ[fill[to.seq]] = s
+		fill[to.seq]++
+	}
+	for _, pt := range all {
+		for _, e := range pt.requires {
+			add(e.to, pt.seq)
+		}
+	}
+	for h, hb := range sc.hubs {
+		for _, e := range hb.list.edges {
+			add(e.to, int32(len(all)+h))
+		}
+	}
+	return sc
+}
+
+// orderHub is a shared edge list in the order: how many of its tasks are not done.
+type orderHub struct {
+	list *sharedEdges
+	left int32
+}
+
+// taskDone counts down one of the hub's tasks done. A sharer waits for every task
+// of the list but itself: one that is not in the list is released when the last is
+// done; one in the list when every other is, as it is then the one left.
+func (hb *orderHub) taskDone(done []bool, release func(t int32)) {
+	hb.left--
+	switch hb.left {
+	case 1:
+		for _, e := range hb.list.edges {
+			if !done[e.to.seq] {
+				if e.to.shared != nil && e.to.shared.list == hb.list && e.to.shared.waits {
+					release(e.to.seq)
+				}
+				return
+			}
+		}
+	case 0:
+		for _, pt := range hb.list.sharers {
+			if !done[pt.seq] { // those in the list are done
+				release(pt.seq)
 			}
 		}
 	}

@@ -42,7 +42,8 @@ var sharedMinEdges = 64
 // than self bind, sorted by target (edgeKey) with the first edge of each target
 // kept: the same for each of its tasks but the edge to the task itself.
 type sharedEdges struct {
-	edges []Edge
+	edges   []Edge
+	sharers []*PlacedTask // the tasks that share them, for the order
 
 	flowOnce sync.Once
 	flowOK   bool    // every entry is plain in a flow list
@@ -54,6 +55,9 @@ type sharedEdges struct {
 type sharedRef struct {
 	list *sharedEdges
 	n    int32 // how many of them the task has: all but itself and its held ones' targets
+	// waits is whether the list has a task other than the task itself, for the
+	// order (orderHub).
+	waits bool
 }
 
 // sharedPending is a task that shares its definition's edges, until edges has
@@ -86,14 +90,22 @@ func (gb *graphBuilder) sharedEdgesOf(d *TaskDef) *sharedEdges {
 	}
 	var sorter edgeSorter
 	edges = sorter.sortCompact(edges, len(gb.ids), len(gb.nodes))
-	return &sharedEdges{edges: slices.Clip(edges)}
+	list := &sharedEdges{edges: slices.Clip(edges)}
+	gb.sharedLists = append(gb.sharedLists, list)
+	return list
 }
 
 // has reports whether the shared edges include one to task t.
 func (s *sharedEdges) has(t *PlacedTask) bool {
+	_, ok := s.index(t)
+	return ok
+}
+
+// index returns the position of the shared edge to task t, if any.
+func (s *sharedEdges) index(t *PlacedTask) (int, bool) {
 	k := edgeKey(t)
 	i := sort.Search(len(s.edges), func(i int) bool { return edgeKey(s.edges[i].to) >= k })
-	return i < len(s.edges) && s.edges[i].to == t
+	return i, i < len(s.edges) && s.edges[i].to == t
 }
 
 // settleShared gives each pending task its shared edges, unless an edge it was
@@ -129,12 +141,14 @@ func (gb *graphBuilder) countShared() {
 		if list.has(p.pt) {
 			n--
 		}
+		p.pt.shared.waits = n > 0
 		for _, e := range p.pt.requires {
 			if list.has(e.to) {
 				n--
 			}
 		}
 		p.pt.shared.n = int32(n)
+		list.sharers = append(list.sharers, p.pt)
 	}
 	gb.pending = nil
 }
@@ -192,9 +206,19 @@ func (pt *PlacedTask) numHeld() int {
 	return len(pt.requires) + int(pt.shared.n)
 }
 
-// ownIdx appends to dst the task idx of pt's edges to tasks of its own node, in
-// order: the runs of its held and shared edges (both sorted by target) to its node.
-func (pt *PlacedTask) ownIdx(dst []int32) []int32 {
+// eachRequires yields the edges pt holds itself, not its shared ones.
+func (pt *PlacedTask) eachRequires(yield func(Edge) bool) bool {
+	for _, e := range pt.requires {
+		if !yield(e) {
+			return false
+		}
+	}
+	return true
+}
+
+// eachOwn yields pt's edges to tasks of its own node, in order: the runs of its
+// held and shared edges (both sorted by target) to its node.
+func (pt *PlacedTask) eachOwn(yield func(Edge) bool) {
 	r := pt.node.rank
 	lo, hi := rankRun(pt.requires, r)
 	var shared []Edge
@@ -202,11 +226,54 @@ func (pt *PlacedTask) ownIdx(dst []int32) []int32 {
 		slo, shi := rankRun(pt.shared.list.edges, r)
 		shared = pt.shared.list.edges[slo:shi]
 	}
-	mergeEdges(pt.requires[lo:hi], shared, pt, func(e Edge) bool {
+	mergeEdges(pt.requires[lo:hi], shared, pt, yield)
+}
+
+// ownIdx appends to dst the task idx of pt's edges to tasks of its own node, in
+// order.
+func (pt *PlacedTask) ownIdx(dst []int32) []int32 {
+	pt.eachOwn(func(e Edge) bool {
 		dst = append(dst, e.to.idx)
 		return true
 	})
 	return dst
+}
+
+// sharedCount counts the shared edges of mpt, the task of node m at one position
+// of a box whose tasks there share them, for a condensed DOT file: each edge
+// counts once for each such task, but those to the node's own tasks (drawn as its
+// local edges) and those to a task it holds an edge to (counted with its held
+// edges).
+func (ec *edgeCounts) sharedCount(m *NodeGraph, mpt *PlacedTask) {
+	list := mpt.shared.list
+	if ec.shared != list {
+		ec.shared, ec.members = list, 0
+		ec.less = slices.Grow(ec.less[:0], len(list.edges))[:len(list.edges)]
+		clear(ec.less)
+	}
+	ec.members++
+	lo, hi := rankRun(list.edges, m.rank)
+	for i := lo; i < hi; i++ {
+		ec.less[i]--
+	}
+	for _, e := range mpt.requires {
+		if i, ok := list.index(e.to); ok && e.to.node != m {
+			ec.less[i]--
+		}
+	}
+}
+
+// addShared adds the shared edges sharedCount counted to the gathered counts, by
+// the box and task of their other end.
+func (ec *edgeCounts) addShared(gr *dotGrouping) {
+	if ec.shared == nil {
+		return
+	}
+	for i, e := range ec.shared.edges {
+		if n := ec.members + ec.less[i]; n > 0 {
+			ec.gathered = append(ec.gathered, srcRun{uint64(gr.groupOf(e.to))<<32 | uint64(uint32(e.to.idx)), n})
+		}
+	}
 }
 
 // rankRun returns the run of edges (sorted by target) to the tasks of node rank r.

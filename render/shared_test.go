@@ -1,21 +1,25 @@
 package render
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/hcl/v2"
 )
 
 // sharedTasks bind tasks across every node (entries without a node selector),
 // with `self` entries before and after them, cross-depended-by entries bound
-// before and after them to the same targets, an entry naming the task's own id,
+// before (late, on the master, which comes after the cluster's nodes) and after
+// them to the same targets, an entry naming the task's own id,
 // a regular expression, policy any and a local edge to a shared target.
 const sharedTasks = `- {id: deploy_start, type: stage}
 - {id: deploy_end, type: stage, requires: [deploy_start]}
 - {id: a, type: shell, role: '*', requires: [deploy_start], required_for: [deploy_end],
-   cross-depended-by: [{name: check, role: [controller]}]}
+   cross-depended-by: [{name: check, role: [controller]}, {name: late, role: [master]}]}
+- {id: late, type: shell, role: [master], cross-depends: [{name: a}]}
 - {id: b, type: shell, role: [compute, cinder], requires: [a]}
 - {id: c, type: shell, role: [controller, master], requires: [deploy_start]}
 - id: check
@@ -64,12 +68,19 @@ func sharedCluster() string {
 // renderShared renders the shared-edges repository with sharedMinEdges set to min.
 func renderShared(t *testing.T, min int) *Rendered {
 	t.Helper()
+	r, diags := renderSharedTasks(t, min, sharedTasks)
+	noErrors(t, diags)
+	return r
+}
+
+// renderSharedTasks renders tasks as the default graph of sharedCluster with
+// sharedMinEdges set to min.
+func renderSharedTasks(t *testing.T, min int, tasks string) (*Rendered, hcl.Diagnostics) {
+	t.Helper()
 	old := sharedMinEdges
 	sharedMinEdges = min
 	defer func() { sharedMinEdges = old }()
-	r, diags := renderFiles(t, graphFiles(semRelease, map[string]string{"default": sharedTasks}, sharedCluster()), nil)
-	noErrors(t, diags)
-	return r
+	return renderFiles(t, graphFiles(semRelease, map[string]string{"default": tasks}, sharedCluster()), nil)
 }
 
 // graphEdgeLines describes every task of every node of g, in order: its edges (target,
@@ -118,6 +129,16 @@ func TestSharedEdgesAsCopied(t *testing.T) {
 	if diff := cmp.Diff(graphEdgeLines(t, copied, gc), graphEdgeLines(t, shared, g)); diff != "" {
 		t.Errorf("edges, copied (-) and shared (+):\n%s", diff)
 	}
+	var condensed [2]bytes.Buffer
+	for i, r := range []*Rendered{copied, shared} {
+		writeDOTLimits(&condensed[i], "prod", r.Graph("default"), dotLimits{full: 1, condensed: 1 << 30})
+	}
+	if !strings.Contains(condensed[1].String(), "condensed by node class") {
+		t.Errorf("the DOT file is not condensed:\n%s", condensed[1].String())
+	}
+	if diff := cmp.Diff(condensed[0].String(), condensed[1].String()); diff != "" {
+		t.Errorf("condensed DOT file, copied (-) and shared (+):\n%s", diff)
+	}
 	for name, files := range map[string][2]map[string][]byte{
 		"format 2": {artifacts(t, copied), artifacts(t, shared)},
 		"expanded": {expandedArtifacts(t, copied), expandedArtifacts(t, shared)},
@@ -130,5 +151,36 @@ func TestSharedEdgesAsCopied(t *testing.T) {
 				t.Errorf("%s: %s differs:\n%s", name, path, cmp.Diff(string(want), string(got)))
 			}
 		}
+	}
+}
+
+// TestSharedEdgesOrder: the order releases a task that shares its edges when the
+// last task of the list but itself is done (orderHub), which is when its edges
+// would release it: with a task in its own list (policy any binds each node's
+// task to the first node's), with one that waits for no other task of the list,
+// and through a cycle, reported as with every edge copied.
+func TestSharedEdgesOrder(t *testing.T) {
+	for _, tc := range []struct{ name, tasks string }{
+		{"own list", sharedTasks + `- {id: chain, type: shell, role: '*', cross-depends: [{name: chain, policy: any}, {name: b}]}
+- {id: lone, type: shell, role: [primary-controller], cross-depends: [{name: lone}]}
+`},
+		{"cycle", `- {id: x, type: shell, role: '*', cross-depends: [{name: y}]}
+- {id: y, type: shell, role: '*', cross-depends: [{name: x, role: [controller]}]}
+- {id: z, type: shell, role: '*', cross-depends: [{name: y}]}
+`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			copied, dc := renderSharedTasks(t, 1<<30, tc.tasks)
+			shared, ds := renderSharedTasks(t, 1, tc.tasks)
+			if tc.name == "cycle" && len(cycleErrors(ds)) == 0 {
+				t.Errorf("no cycle reported:\n%s", diagText(ds))
+			}
+			if diff := cmp.Diff(diagText(dc), diagText(ds)); diff != "" {
+				t.Errorf("diagnostics, copied (-) and shared (+):\n%s", diff)
+			}
+			if diff := cmp.Diff(graphEdgeLines(t, copied, copied.Graph("default")), graphEdgeLines(t, shared, shared.Graph("default"))); diff != "" {
+				t.Errorf("edges, copied (-) and shared (+):\n%s", diff)
+			}
+		})
 	}
 }
