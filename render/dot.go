@@ -540,10 +540,18 @@ type edgeCounts struct {
 func (w *dotWriter) condensedEdges(gr *dotGrouping, grp *dotGroup, pt *PlacedTask, pos []int32, ec *edgeCounts) {
 	first := grp.nodes[0]
 	// Held edges: a stage's fan-in joins other nodes.
-	pt.eachOwn(func(e Edge) bool {
-		w.edgeTo(e, pt.idx, first, "")
-		return true
-	})
+	if pt.shared == nil {
+		for _, e := range pt.requires {
+			if sameNode(e, first) {
+				w.edgeTo(e, pt.idx, first, "")
+			}
+		}
+	} else {
+		pt.eachOwn(func(e Edge) bool {
+			w.edgeTo(e, pt.idx, first, "")
+			return true
+		})
+	}
 	ec.srcs = ec.srcs[:0]
 	ec.gathered = nil
 	if n := len(pt.requires) * len(grp.nodes); n > cap(ec.srcs) {
@@ -551,15 +559,13 @@ func (w *dotWriter) condensedEdges(gr *dotGrouping, grp *dotGroup, pt *PlacedTas
 	}
 	ec.shared = nil
 	for _, m := range grp.nodes {
+		// A task's shared edges are counted once for all (sharedCount), its
+		// held ones as they are.
 		mpt := m.byID[pos[pt.idx]]
-		if mpt.shared == nil || mpt.shared.list != pt.Def.shared {
-			w.crossSources(gr, m, first, mpt, mpt.eachHeld, ec)
-			continue
+		w.crossSources(gr, m, first, mpt, ec)
+		if mpt.shared != nil {
+			ec.sharedCount(m, mpt)
 		}
-		// Its shared edges are counted once for all (sharedCount), its held
-		// ones as they are.
-		w.crossSources(gr, m, first, mpt, mpt.eachRequires, ec)
-		ec.sharedCount(m, mpt)
 	}
 	ec.addShared(gr)
 	for _, r := range ec.count() {
@@ -583,20 +589,21 @@ func (w *dotWriter) condensedEdges(gr *dotGrouping, grp *dotGroup, pt *PlacedTas
 // a group whose first node is first, that join another node: a task of a box as
 // group<<32 | idx (a stage's fan-in counted by gathered), any other drawn as it
 // is, for the first node only.
-func (w *dotWriter) crossSources(gr *dotGrouping, m, first *NodeGraph, mpt *PlacedTask, edges func(yield func(Edge) bool) bool, ec *edgeCounts) {
+func (w *dotWriter) crossSources(gr *dotGrouping, m, first *NodeGraph, mpt *PlacedTask, ec *edgeCounts) {
+	edges := mpt.requires // not the shared ones
 	if mpt.fanIn != nil {
 		// A stage's fan-in: one count per box and task, not one entry per
 		// node and task.
 		counts, ok := w.gathered(mpt, gr)
 		if !ok {
-			edges = func(yield func(Edge) bool) bool { mpt.eachGathered(yield); return true }
+			edges = mpt.AllRequires()
 		} else {
 			ec.gathered = append(ec.gathered, counts...)
 		}
 	}
-	edges(func(e Edge) bool {
+	for _, e := range edges {
 		if sameNode(e, m) {
-			return true
+			continue
 		}
 		sg := gr.groupOf(e.to)
 		if sg < 0 || !w.placed(e.to, e.Task()) {
@@ -605,11 +612,10 @@ func (w *dotWriter) crossSources(gr *dotGrouping, m, first *NodeGraph, mpt *Plac
 			if m == first {
 				w.edgeTo(e, mpt.idx, first, " [color=blue]")
 			}
-			return true
+			continue
 		}
 		ec.srcs = append(ec.srcs, uint64(sg)<<32|uint64(uint32(e.to.idx)))
-		return true
-	})
+	}
 }
 
 // count returns the edges of srcs and gathered counted by source, in the order of

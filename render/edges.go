@@ -791,11 +791,14 @@ func (gb *graphBuilder) crossEdges(ng *NodeGraph, pt *PlacedTask) {
 // requires pt.
 func (gb *graphBuilder) reverseEdges(pt *PlacedTask) {
 	for _, ce := range pt.Def.cross {
-		if ce.reverse {
-			gb.eachCrossTarget(pt, ce, func(x *PlacedTask) {
+		if !ce.reverse {
+			continue
+		}
+		for _, x := range gb.entryTasks(pt, ce) {
+			if x != pt {
 				x.requires = append(x.requires, Edge{EdgeSource: ce.src, to: pt})
 				gb.markDirty(x)
-			})
+			}
 		}
 	}
 }
@@ -807,13 +810,13 @@ func (gb *graphBuilder) forwardEdges(ng *NodeGraph, pt *PlacedTask, dst []Edge, 
 		if ce.reverse || skipShared && !ce.self {
 			continue
 		}
-		gb.eachCrossTarget(pt, ce, func(x *PlacedTask) {
+		for _, x := range gb.entryTasks(pt, ce) {
 			// A stage's fan-in edge to x came before this one (the sync node's
 			// edges are bound last) and wins: nothing to hold.
-			if pt.fanIn == nil || !gb.gathers(pt, x) {
+			if x != pt && (pt.fanIn == nil || !gb.gathers(pt, x)) {
 				dst = append(dst, Edge{EdgeSource: ce.src, to: x})
 			}
-		})
+		}
 	}
 	return dst
 }
@@ -823,36 +826,32 @@ func (gb *graphBuilder) forwardEdges(ng *NodeGraph, pt *PlacedTask, dst []Edge, 
 func (gb *graphBuilder) crossTasks(targets []int32, nm *nameMatcher) []*PlacedTask {
 	var out []*PlacedTask
 	for _, r := range targets {
-		gb.eachOnNode(r, nm, func(x *PlacedTask) { out = append(out, x) })
+		out = gb.appendOnNode(out, r, nm)
 	}
 	return out
 }
 
-// eachOnNode calls f with each task nm names on node rank r, as the name matches.
-func (gb *graphBuilder) eachOnNode(r int32, nm *nameMatcher, f func(x *PlacedTask)) {
+// appendOnNode appends to dst the tasks nm names on node rank r, as the name
+// matches.
+func (gb *graphBuilder) appendOnNode(dst []*PlacedTask, r int32, nm *nameMatcher) []*PlacedTask {
 	n := len(gb.ids)
 	row := gb.slot[int(r)*n : int(r+1)*n]
 	for _, xid := range gb.matching(nm) {
 		if x := row[xid]; x != nil {
-			f(x)
+			dst = append(dst, x)
 		}
 	}
+	return dst
 }
 
-// eachCrossTarget calls f with each task entry ce of pt's definition selects, in
-// order (by node, then as the name matches), but pt itself.
-func (gb *graphBuilder) eachCrossTarget(pt *PlacedTask, ce *crossEntry, f func(x *PlacedTask)) {
-	if ce.self {
-		gb.eachOnNode(pt.node.rank, ce.nm, func(x *PlacedTask) {
-			if x != pt {
-				f(x)
-			}
-		})
-		return
+// entryTasks returns the tasks entry ce of pt's definition selects, in order (by
+// node, then as the name matches), pt included: for a self entry, in a buffer
+// valid until the next call.
+func (gb *graphBuilder) entryTasks(pt *PlacedTask, ce *crossEntry) []*PlacedTask {
+	if !ce.self {
+		return ce.tasks
 	}
-	for _, x := range ce.tasks {
-		if x != pt {
-			f(x)
-		}
-	}
+	clear(gb.selfTasks)
+	gb.selfTasks = gb.appendOnNode(gb.selfTasks[:0], pt.node.rank, ce.nm)
+	return gb.selfTasks
 }

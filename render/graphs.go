@@ -275,9 +275,10 @@ type graphBuilder struct {
 	matchers map[string]*nameMatcher
 	rel      relation
 
-	dirty   []uint64        // by seq: the task's edges need sorting (edges)
-	cross   []Edge          // crossEdges' buffer of a task's own cross-node edges
-	pending []sharedPending // the tasks whose shared edges settleShared checks
+	dirty     []uint64        // by seq: the task's edges need sorting (edges)
+	cross     []Edge          // crossEdges' buffer of a task's own cross-node edges
+	selfTasks []*PlacedTask   // entryTasks' buffer of the tasks of a self entry
+	pending   []sharedPending // the tasks whose shared edges settleShared checks
 	// sharedLists are the graph's shared edge lists (sharedEdgesOf), in order.
 	sharedLists []*sharedEdges
 	members     [][]int32 // by class: the ranks of its built nodes, ascending

@@ -41,10 +41,10 @@ func (gb *graphBuilder) order() {
 		count++
 		pt.node.Tasks = append(pt.node.Tasks, pt)
 		for _, t := range sc.succ[sc.start[s]:sc.start[s+1]] {
-			if int(t) < len(all) {
-				release(t)
-			} else {
+			if int(t) >= len(all) {
 				sc.hubs[int(t)-len(all)].taskDone(done, release)
+			} else if indeg[t]--; indeg[t] == 0 {
+				h.push(key(t))
 			}
 		}
 		if len(pt.Def.stages) > 0 {

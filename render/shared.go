@@ -206,16 +206,6 @@ func (pt *PlacedTask) numHeld() int {
 	return len(pt.requires) + int(pt.shared.n)
 }
 
-// eachRequires yields the edges pt holds itself, not its shared ones.
-func (pt *PlacedTask) eachRequires(yield func(Edge) bool) bool {
-	for _, e := range pt.requires {
-		if !yield(e) {
-			return false
-		}
-	}
-	return true
-}
-
 // eachOwn yields pt's edges to tasks of its own node, in order: the runs of its
 // held and shared edges (both sorted by target) to its node.
 func (pt *PlacedTask) eachOwn(yield func(Edge) bool) {
@@ -232,6 +222,14 @@ func (pt *PlacedTask) eachOwn(yield func(Edge) bool) {
 // ownIdx appends to dst the task idx of pt's edges to tasks of its own node, in
 // order.
 func (pt *PlacedTask) ownIdx(dst []int32) []int32 {
+	if pt.shared == nil {
+		for _, e := range pt.requires {
+			if e.to.node == pt.node {
+				dst = append(dst, e.to.idx)
+			}
+		}
+		return dst
+	}
 	pt.eachOwn(func(e Edge) bool {
 		dst = append(dst, e.to.idx)
 		return true
