@@ -133,6 +133,7 @@ func sameDrawing(a, b *Graph) bool {
 	if ra == nil || rb == nil {
 		return false
 	}
+	ma, mb := make([]*PlacedTask, len(a.ids)), make([]*PlacedTask, len(b.ids))
 	for i, na := range a.Nodes {
 		nb := b.Nodes[i]
 		if na.Node != nb.Node || na.rank != nb.rank || na.class != nb.class ||
@@ -142,15 +143,43 @@ func sameDrawing(a, b *Graph) bool {
 		if na.Tags != nil && !slices.Equal(na.Tags.Resolution, nb.Tags.Resolution) {
 			return false
 		}
+		if !byIDOfTasks(na, ma) || !byIDOfTasks(nb, mb) {
+			return false
+		}
+		for j, qa := range na.byID {
+			if qa.idx != nb.byID[j].idx {
+				return false
+			}
+		}
 		for j, pa := range na.Tasks {
 			pb := nb.Tasks[j]
-			qa, qb := na.byID[j], nb.byID[j]
-			if pa.node != na || pb.node != nb || qa.node != na || qb.node != nb || qa.idx != qb.idx || !samePlaced(ra, pa, rb, pb) {
+			if pa.node != na || pb.node != nb || !samePlaced(ra, pa, rb, pb) {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// byIDOfTasks reports whether n's tasks by id are its tasks, each once and
+// of its own position (the writer reads both lists; sameDrawing compares the
+// tasks). mark, one entry per task id of the graph, is left empty.
+func byIDOfTasks(n *NodeGraph, mark []*PlacedTask) bool {
+	ok := len(n.byID) == len(n.Tasks)
+	for _, pt := range n.Tasks {
+		if ok = ok && int(pt.idx) < len(mark) && mark[pt.idx] == nil; ok {
+			mark[pt.idx] = pt
+		}
+	}
+	for _, pt := range n.byID {
+		ok = ok && int(pt.idx) < len(mark) && mark[pt.idx] == pt
+	}
+	for _, pt := range n.Tasks {
+		if int(pt.idx) < len(mark) {
+			mark[pt.idx] = nil
+		}
+	}
+	return ok
 }
 
 // ranked are a graph's nodes by rank (nil where it has none) and its task ids.
