@@ -15,8 +15,10 @@ import (
 // Side is one of the two artifact sets compared: the applied set of a work
 // directory, or a render of a revision.
 type Side struct {
-	// Digests has the sha256 of every file of the set (path → hex). A cluster
-	// whose files are in neither side is not compared.
+	// Digests has the sha256 of every file of the set (path → hex), or
+	// SameDigest for a file both sides of RenderedClusterSides have byte for
+	// byte, not encoded (a digest is only compared with the other side's). A
+	// cluster whose files are in neither side is not compared.
 	Digests map[string]string
 	// Read returns a file's bytes; it is asked for files whose digests differ (and
 	// for the node files of a graph whose task catalogue differs, with the
@@ -171,6 +173,10 @@ type Group struct {
 	// Change is the first node's change, standing for all of them.
 	Change *NodeChange `json:"change"`
 }
+
+// SameDigest stands for the digest of a file known to be the same on both
+// sides without encoding it (RenderedClusterSides); it is no hex sha256.
+const SameDigest = "same"
 
 // Compute compares the artifact sets old and new. Only files whose digests differ
 // are read and decoded, and the node files of a graph whose task catalogue differs.

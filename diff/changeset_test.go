@@ -1,6 +1,7 @@
 package diff
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -405,5 +406,83 @@ func TestChangeSetCatalogueOnly(t *testing.T) {
 	}
 	if nodes != 6 {
 		t.Errorf("globals' parameters changed on %d nodes, want 6:\n%s", nodes, strings.Join(lines(cs), "\n"))
+	}
+}
+
+// TestRenderedClusterSidesAsEncoded: the sides RenderedClusterSides makes,
+// which encode neither side's node files and DOT files the renders have byte
+// for byte, give the change set, the files that differ and their bytes that
+// the sides of every file encoded give (RenderedClusterSide of each), for a
+// release change (where they take every node file and DOT file as the same),
+// a node's roles, its tags, a removed node, and a dependency added.
+func TestRenderedClusterSidesAsEncoded(t *testing.T) {
+	base := quickstart(t)
+	const cluster, graphs = "clusters/demo.yaml", "plugins/quickstart/graphs/deployment.yaml"
+	cases := map[string]struct {
+		head fstest.MapFS
+		same bool // every node file and DOT file is the same
+	}{
+		"a release's timeout": {edit(t, base, graphs, "puppet_modules: /etc/puppet/modules\n    timeout: 120", "puppet_modules: /etc/puppet/modules\n    timeout: 240"), true},
+		"a node's roles":      {edit(t, base, cluster, "node-4: {id: 4, roles: [compute]}", "node-4: {id: 4, roles: [compute, storage]}"), false},
+		"a node's tags":       {edit(t, base, cluster, "tags: {assign: [backup]}", "tags: {assign: []}"), false},
+		"a node removed":      {edit(t, base, cluster, "  node-6: {id: 6, roles: [monitor]}   # role from the monitoring plugin\n", ""), false},
+		"nothing":             {base, true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			b, h := renderDemo(t, base)[0], renderDemo(t, tc.head)[0]
+			oldSide, err := RenderedClusterSide(b, map[string]string{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			newSide, err := RenderedClusterSide(h, oldSide.Digests, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bs, hs, err := RenderedClusterSides(b, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			same := 0
+			for name, sum := range hs.Digests {
+				if sum == SameDigest {
+					same++
+					if bs.Digests[name] != SameDigest || oldSide.Digests[name] != newSide.Digests[name] {
+						t.Errorf("%s: under SameDigest, its bytes differ", name)
+					}
+				}
+			}
+			if all := len(b.Graphs) * (len(b.Graphs[0].Nodes) + 1); tc.same && same < all {
+				t.Errorf("%d files under SameDigest, want the %d node and DOT files", same, all)
+			}
+			want, err := Compute(oldSide, newSide)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Compute(bs, hs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(lines(want), lines(got)); d != "" {
+				t.Errorf("change set (-every file encoded +RenderedClusterSides):\n%s", d)
+			}
+			if len(want.Clusters) != len(got.Clusters) {
+				return
+			}
+			for i, cc := range want.Clusters {
+				if d := cmp.Diff(cc.Files, got.Clusters[i].Files); d != "" {
+					t.Fatalf("files that differ (-every file encoded +RenderedClusterSides):\n%s", d)
+				}
+				for _, f := range cc.Files {
+					for _, s := range [][2]*Side{{oldSide, bs}, {newSide, hs}} {
+						w, _, err1 := s[0].Kept(f)
+						g, _, err2 := s[1].Kept(f)
+						if err1 != nil || err2 != nil || !bytes.Equal(w, g) {
+							t.Errorf("%s: other bytes (%v, %v)", f, err1, err2)
+						}
+					}
+				}
+			}
+		})
 	}
 }

@@ -39,6 +39,29 @@ func RenderedClusterSide(r *render.Rendered, base map[string]string, each func(n
 	return c.side([]*render.Rendered{r}), nil
 }
 
+// RenderedClusterSides are the sides of one cluster rendered on each side of
+// a diff: base's keeps every file but the node files (RenderedClusterSide
+// with an empty base), head's is compared with it. The node files and DOT
+// files both renders have byte for byte (render.SameFiles, exact) are encoded
+// on neither side: each side records them under SameDigest. A release change,
+// which edits the task catalogues, encoded and hashed every node file and DOT
+// file of its clusters twice to find them the same.
+func RenderedClusterSides(base, head *render.Rendered) (baseSide, headSide *Side, err error) {
+	same := render.SameFiles(base, head)
+	bc := newCollector(map[string]string{}, nil)
+	if err := render.StreamClusterExcept(base, same, bc.putSum); err != nil {
+		return nil, nil, err
+	}
+	hc := newCollector(bc.digests, nil)
+	if err := render.StreamClusterExcept(head, same, hc.putSum); err != nil {
+		return nil, nil, err
+	}
+	for name := range same {
+		bc.digests[name], hc.digests[name] = SameDigest, SameDigest
+	}
+	return bc.side([]*render.Rendered{base}), hc.side([]*render.Rendered{head}), nil
+}
+
 // collector gathers the digests of a render as it is streamed, and the files
 // a comparison with base reads.
 type collector struct {

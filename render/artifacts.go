@@ -225,7 +225,7 @@ func clusterUnits(r *Rendered, format string) ([]unit, error) {
 		if err := checkSegment("graph type", g.Type); err != nil {
 			return nil, err
 		}
-		units = append(units, unit{path.Join(name, "graphs", g.Type+".dot"), func(e *nodeEncoder) ([]byte, error) {
+		units = append(units, unit{dotPath(name, g.Type), func(e *nodeEncoder) ([]byte, error) {
 			e.buf.Reset()
 			writeDOT(&e.buf, name, g)
 			return e.buf.Bytes(), nil
@@ -248,6 +248,9 @@ func clusterUnits(r *Rendered, format string) ([]unit, error) {
 	}
 	return units, nil
 }
+
+// dotPath is the path of a cluster's DOT file of graph type typ.
+func dotPath(cluster, typ string) string { return path.Join(cluster, "graphs", typ+".dot") }
 
 // withoutSum is put of a file and its digest, for a caller that does not ask for it.
 func withoutSum(put func(name string, data []byte) error) func(name string, data []byte, sum string) error {

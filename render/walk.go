@@ -126,9 +126,18 @@ func StreamCluster(r *Rendered, put func(name string, data []byte) error) error 
 // StreamClusterSums is StreamCluster handing put each file's digest too (hex
 // sha256, as manifest.json has it), which the encoding works out anyway.
 func StreamClusterSums(r *Rendered, put func(name string, data []byte, sum string) error) error {
+	return StreamClusterExcept(r, nil, put)
+}
+
+// StreamClusterExcept is StreamClusterSums leaving out the files named in
+// except, not encoded.
+func StreamClusterExcept(r *Rendered, except map[string]bool, put func(name string, data []byte, sum string) error) error {
 	units, err := clusterUnits(r, FormatCatalogue)
 	if err != nil {
 		return err
+	}
+	if len(except) > 0 {
+		units = slices.DeleteFunc(units, func(u unit) bool { return except[u.name] })
 	}
 	_, err = encodeUnits(units, r.blocks(), put)
 	return err

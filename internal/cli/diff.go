@@ -224,18 +224,21 @@ func (r *diffRun) heldNow(c string) bool {
 func (r *diffRun) compareOne(c string, base, head *render.Rendered) error {
 	baseSide, headSide := emptySide(), emptySide()
 	var err error
-	if base != nil {
-		// Compared with nothing, the base's side keeps every file but the
-		// node files (encoded again from its render for a unified diff):
-		// keeping all of them held every node file of the cluster.
-		if baseSide, err = diff.RenderedClusterSide(base, map[string]string{}, nil); err != nil {
-			return err
-		}
+	// Compared with nothing, the base's side keeps every file but the node
+	// files (encoded again from its render for a unified diff): keeping all
+	// of them held every node file of the cluster. Beside the head's render,
+	// neither side encodes the node files and DOT files both have byte for
+	// byte (diff.RenderedClusterSides).
+	switch {
+	case base != nil && head != nil:
+		baseSide, headSide, err = diff.RenderedClusterSides(base, head)
+	case base != nil:
+		baseSide, err = diff.RenderedClusterSide(base, map[string]string{}, nil)
+	default:
+		headSide, err = diff.RenderedClusterSide(head, map[string]string{}, nil)
 	}
-	if head != nil {
-		if headSide, err = diff.RenderedClusterSide(head, baseSide.Digests, nil); err != nil {
-			return err
-		}
+	if err != nil {
+		return err
 	}
 	cs, err := diff.Compute(baseSide, headSide)
 	if err != nil || len(cs.Clusters) == 0 {
