@@ -119,7 +119,7 @@ func sameNodeHeader(a, b *NodeGraph) bool {
 // sameDrawing reports whether graphs a and b (of one cluster) have the same
 // DOT file, from what writeDOTLimits reads: the graph type, its task ids, its
 // nodes in order (name, rank, class, resolution tags), their tasks in order
-// and by id (id, type, position, held edges, fan-in, the stages their
+// and by id (id, type, position, held and shared edges, fan-in, the stages their
 // definitions are required_for), each edge by its target's id, position and
 // node's rank. Every node an edge, a fan-in or a stage names must be the
 // graph's own of its rank, and a stage the task of its node and position, on
@@ -186,6 +186,8 @@ func byIDOfTasks(n *NodeGraph, mark []*PlacedTask) bool {
 type ranked struct {
 	nodes []*NodeGraph
 	ids   []string
+	// sharedSame are the pairs of shared edge lists compared (sameShared).
+	sharedSame map[[2]*sharedEdges]bool
 }
 
 // byRank indexes g's nodes by rank; nil when two have one rank or one has
@@ -214,12 +216,8 @@ func samePlaced(ra *ranked, pa *PlacedTask, rb *ranked, pb *PlacedTask) bool {
 		(pa.fanIn == nil) != (pb.fanIn == nil) || (pa.Def == nil) != (pb.Def == nil) {
 		return false
 	}
-	for k, ea := range pa.requires {
-		ta, tb := ea.to, pb.requires[k].to
-		if ta == nil || tb == nil || !ra.own(ta.node) || !rb.own(tb.node) ||
-			ta.idx != tb.idx || ta.node.rank != tb.node.rank || ta.ID != tb.ID {
-			return false
-		}
+	if !sameTargets(ra, pa.requires, rb, pb.requires) || !sameShared(ra, pa.shared, rb, pb.shared) {
+		return false
 	}
 	if f, g := pa.fanIn, pb.fanIn; f != nil {
 		if f.count != g.count || f.held != g.held || len(f.nodes) != len(g.nodes) {
@@ -245,6 +243,47 @@ func samePlaced(ra *ranked, pa *PlacedTask, rb *ranked, pb *PlacedTask) bool {
 		}
 	}
 	return true
+}
+
+// sameTargets reports whether edges ea of a graph and eb of another (ra and
+// rb) go to alike tasks, in order: by id, position and node rank, each the
+// graph's own node's.
+func sameTargets(ra *ranked, ea []Edge, rb *ranked, eb []Edge) bool {
+	if len(ea) != len(eb) {
+		return false
+	}
+	for k, e := range ea {
+		ta, tb := e.to, eb[k].to
+		if ta == nil || tb == nil || !ra.own(ta.node) || !rb.own(tb.node) ||
+			ta.idx != tb.idx || ta.node.rank != tb.node.rank || ta.ID != tb.ID {
+			return false
+		}
+	}
+	return true
+}
+
+// sameShared reports whether two tasks share alike edges (sharedEdges): both
+// none, or lists of alike targets of which each task has as many. A task's
+// edges are its held ones merged with its list, but the task itself and the
+// held ones' targets, so alike held edges and lists make alike edges. Each pair
+// of lists is compared once (ra.sharedSame).
+func sameShared(ra *ranked, sa *sharedRef, rb *ranked, sb *sharedRef) bool {
+	if sa == nil || sb == nil {
+		return sa == nil && sb == nil
+	}
+	if sa.n != sb.n || sa.waits != sb.waits {
+		return false
+	}
+	key := [2]*sharedEdges{sa.list, sb.list}
+	same, ok := ra.sharedSame[key]
+	if !ok {
+		same = sameTargets(ra, sa.list.edges, rb, sb.list.edges)
+		if ra.sharedSame == nil {
+			ra.sharedSame = map[[2]*sharedEdges]bool{}
+		}
+		ra.sharedSame[key] = same
+	}
+	return same
 }
 
 // own reports whether n is the graph's node of its rank.

@@ -276,3 +276,33 @@ func localEdgeElsewhere(t *testing.T, g *Graph) (ng *NodeGraph, pt *PlacedTask, 
 	t.Fatal("no requirement between two tasks of a node that another node has")
 	return nil, nil, 0, nil
 }
+
+// TestSameFilesSharedEdges: two renders whose tasks share their cross-depends
+// edges (sharedEdges), alike but for the task the shared edges go to, are not
+// drawn alike, and no node file or DOT file whose bytes differ is said the
+// same; two renders of one such repository have every file the same.
+func TestSameFilesSharedEdges(t *testing.T) {
+	const tasks = `- {id: a, type: shell, role: '*'}
+- {id: b, type: shell, role: '*'}
+- {id: check, type: shell, role: '*', cross-depends: [{name: a}]}
+`
+	base, diags := renderSharedTasks(t, 1, tasks)
+	noErrors(t, diags)
+	head, diags := renderSharedTasks(t, 1, strings.Replace(tasks, "{name: a}", "{name: b}", 1))
+	noErrors(t, diags)
+	if pt := clusterNode(t, head, "default").Task("check"); pt == nil || pt.shared == nil {
+		t.Fatal("check does not share its edges")
+	}
+	checkSameFiles(t, base, head)
+	if sameDrawing(base.Graph("default"), head.Graph("default")) {
+		t.Error("graphs whose shared edges differ drawn alike")
+	}
+	again, diags := renderSharedTasks(t, 1, tasks)
+	noErrors(t, diags)
+	same, files := checkSameFiles(t, base, again)
+	for f := range files {
+		if !same[f] {
+			t.Errorf("%s: the same on both sides, not found so", f)
+		}
+	}
+}
