@@ -258,7 +258,7 @@ func (o *Operation) runAsking(ctx context.Context, req Request) (*Result, error)
 		return res, err
 	}
 	defer lock.Unlock()
-	st, err := o.Workdir.ReadState()
+	st, err := o.Workdir.ReadStateUnder(lock)
 	if err != nil {
 		return res, err
 	}

@@ -112,7 +112,7 @@ func (r *run) begin(ctx context.Context) error {
 		}
 		r.lock = l
 	}
-	st, err := o.Workdir.ReadState()
+	st, err := o.Workdir.ReadStateUnder(r.lock) // read once under the lock, by Tidy
 	if err != nil {
 		return err
 	}

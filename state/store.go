@@ -290,6 +290,22 @@ func (w *Workdir) ReadState() (*State, error) {
 	return st, err
 }
 
+// ReadStateUnder is ReadState for the holder of lock l (nil: none): the
+// state Tidy read under l, when it did and nothing was published under l
+// since, is not read again. Nothing but fuelsync's writers, who take the
+// lock, changes the applied state; a fleet's is megabytes of JSON, which an
+// apply parsed three times (Tidy, its plan, its publish). The state is
+// shared: its holders do not change it. With a Backend, the state is read.
+func (w *Workdir) ReadStateUnder(l *Lock) (*State, error) {
+	if st := l.applied(w); st != nil {
+		return st, nil
+	}
+	return w.ReadState()
+}
+
+// stateParses counts the applied states readState parsed (tests).
+var stateParses atomic.Int64
+
 // readStateOrFresh is readState, or with Reinit a fresh state in place of a
 // damaged one (intact false).
 func (w *Workdir) readStateOrFresh() (st *State, intact bool, err error) {
@@ -329,6 +345,7 @@ func (w *Workdir) readState() (*State, error) {
 	if err != nil {
 		return nil, err
 	}
+	stateParses.Add(1)
 	st, err := Parse(setState, data)
 	if err != nil {
 		return nil, err
@@ -500,7 +517,8 @@ func (w *Workdir) publish(l *Lock, st *State, push bool, objs *objectWriter, wri
 	if err := w.claim(); err != nil {
 		return err
 	}
-	cur, err := w.ReadState()
+	cur, err := w.ReadStateUnder(l)
+	l.read = nil // whatever follows, read anew
 	if err != nil {
 		return err
 	}
@@ -992,6 +1010,9 @@ func (w *Workdir) Tidy(l *Lock) error {
 	}
 	if err != nil {
 		return err
+	}
+	if intact {
+		l.read = st // ReadStateUnder
 	}
 	// The nodesets, trees and objects are pruned after each publish; here
 	// only when a crashed run's set or a set beyond Keep was removed, whose
