@@ -14,3 +14,7 @@ func step(name string) error { return failpoint.Inject(failpoint.StateStep, name
 // path), or a tree's or nodeset's directory ("dir " and its path). Tests
 // count what a publish reads.
 func readHook(what string) { _ = failpoint.Inject(failpoint.StateRead, what) }
+
+// pruneReadHook is the failpoint told each directory of links the pruning
+// reads (readTreeLinks), its path. Tests count what a pruning reads.
+func pruneReadHook(dir string) { _ = failpoint.Inject(failpoint.StatePruneRead, dir) }

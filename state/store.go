@@ -612,7 +612,7 @@ func (w *Workdir) commitToBackend(cur, st *State, final string, objs *objectWrit
 	if err := w.relink(st.Serial); err != nil {
 		return &AppliedError{Serial: st.Serial, Err: err}
 	}
-	w.prune(st.Serial, objs.linked())
+	w.prune(st.Serial, objs)
 	return nil
 }
 
@@ -635,7 +635,7 @@ func (w *Workdir) switchCurrent(st *State, objs *objectWriter) error {
 	if err := w.linkState(); err != nil {
 		return &AppliedError{Serial: st.Serial, Err: err}
 	}
-	w.prune(st.Serial, objs.linked())
+	w.prune(st.Serial, objs)
 	return nil
 }
 
@@ -761,7 +761,7 @@ func (w *Workdir) writeCommittedSet(st *State, objs *objectWriter, replace bool,
 	if err := w.relink(st.Serial); err != nil {
 		return err
 	}
-	w.prune(st.Serial, objs.linked())
+	w.prune(st.Serial, objs)
 	return nil
 }
 
@@ -1021,7 +1021,7 @@ func (w *Workdir) Tidy(l *Lock) error {
 	// publish's pruning costs).
 	cleaned := w.clean(st.Serial)
 	if pruned := w.pruneSets(st.Serial); cleaned || pruned {
-		w.pruneShared(w.refs())
+		w.pruneShared(w.refs(nil))
 		w.pruneObjects(nil)
 	}
 	if w.Backend != nil {
@@ -1089,15 +1089,17 @@ func (w *Workdir) clean(current int64) (removed bool) {
 
 // prune keeps the Keep newest sets, and always the current one and the one
 // artifacts/current names; then it removes the nodesets and trees no set
-// links, and the objects no set or tree links any more (but linked,
-// pruneObjects).
-func (w *Workdir) prune(current int64, linked map[string]bool) {
+// links, and the objects no set or tree links any more. What objs, the
+// writer of the set just published, knows is not looked at again: the
+// nodesets it checked (their trees, refs) and the objects it linked
+// (pruneObjects).
+func (w *Workdir) prune(current int64, objs *objectWriter) {
 	if !w.claimed.Load() {
 		return
 	}
 	w.pruneSets(current)
-	w.pruneShared(w.refs())
-	w.pruneObjects(linked)
+	w.pruneShared(w.refs(objs.checkedNodesets()))
+	w.pruneObjects(objs.linked())
 }
 
 // pruneSets removes the sets beyond the Keep newest, but the current one and
@@ -1185,6 +1187,9 @@ type objectWriter struct {
 	// keptFiles are the paths of the applied files keep found to be their
 	// objects, with the sha256 of each.
 	keptFiles sync.Map
+	// nodesets are the nodesets it found to hold their entries, kept
+	// unread or built (ensureNodeset): id → the trees they link.
+	nodesets sync.Map
 }
 
 // onceMap runs a function once per key, from any number of goroutines: the

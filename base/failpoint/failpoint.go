@@ -36,6 +36,10 @@ const (
 	// applied file (its artifact name), an object or a tree's file (its
 	// path), or a tree's or nodeset's directory ("dir " and its path).
 	StateRead = "state/read"
+	// StatePruneRead is told each directory of links the pruning of the
+	// nodesets and trees reads (a nodeset, or a set's own nodes/), with its
+	// path.
+	StatePruneRead = "state/prune-read"
 	// ShardCommit is between a shard replica's plan (the set written) and
 	// its commit to etcd, with the clusters it commits.
 	ShardCommit = "controller/shard-commit"
