@@ -1184,9 +1184,11 @@ type objectWriter struct {
 	// unchanged files it keeps by their stat (nil: none). See store_seal.go.
 	since   time.Time
 	applied *appliedSet
-	// keptFiles are the paths of the applied files keep found to be their
-	// objects, with the sha256 of each.
-	keptFiles sync.Map
+	// keptFiles are the paths of the applied files keep found to hold
+	// their content, with the sha256 of each; keptInTree, those kept in
+	// their trees without their objects being looked at: sha256 → path.
+	keptFiles  sync.Map
+	keptInTree sync.Map
 	// nodesets are the nodesets it found to hold their entries, kept
 	// unread or built (ensureNodeset): id → the trees they link.
 	nodesets sync.Map
