@@ -51,6 +51,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/fuelsync/fuelsync/render"
 )
 
 // sealName is the seal of a set, in the set's top directory beside
@@ -116,6 +118,71 @@ type appliedSet struct {
 	dirs  sync.Map          // directory in the set → its path on disk (or error)
 	stats sync.Map          // file in the set → *keptStat (stat)
 	trees sync.Map          // a tree's or nodeset's path on disk → *treeStat (treeStat)
+
+	recordedOnce sync.Once
+	recorded     map[string]*recordedNodeset // cluster → recordedNodesets
+}
+
+// recordedNodeset is a cluster's nodeset as the applied state records its
+// node directories: its id, and each node's tree id.
+type recordedNodeset struct {
+	id    string
+	trees map[string]string
+}
+
+// recordedNodesets are the nodesets of the applied set's clusters as its
+// state records their files, made once, the way the publish that made the
+// set made them (linkNodeDirs): each node directory's tree id from its
+// files, the nodeset's from its nodes and trees. A cluster with anything
+// but node directories in its nodes directory has none.
+func (a *appliedSet) recordedNodesets() map[string]*recordedNodeset {
+	a.recordedOnce.Do(func() {
+		files := map[string][]treeEntry{}
+		other := map[string]bool{}
+		for name, sum := range a.sums {
+			if nd, file, ok := nodeDirOf(name); ok {
+				files[nd] = append(files[nd], treeEntry{file, sum})
+			} else if c := ClusterOf(name); strings.HasPrefix(name, render.NodesDir(c)+"/") {
+				other[c] = true
+			}
+		}
+		nds := slices.Sorted(maps.Keys(files))
+		clusters, byCluster := clusterNodeDirs(nds)
+		a.recorded = map[string]*recordedNodeset{}
+		for _, c := range clusters {
+			if other[c] {
+				continue
+			}
+			r := &recordedNodeset{trees: map[string]string{}}
+			var entries []nodesetEntry
+			for _, i := range byCluster[c] {
+				es := files[nds[i]]
+				slices.SortFunc(es, func(a, b treeEntry) int { return strings.Compare(a.name, b.name) })
+				id := treeID(es)
+				r.trees[nodeOf(nds[i])] = id
+				entries = append(entries, nodesetEntry{nodeOf(nds[i]), id})
+			}
+			r.id = nodesetID(entries)
+			a.recorded[c] = r
+		}
+	})
+	return a.recorded
+}
+
+// recordedTree is the tree of node directory nd of the applied set when its
+// cluster's nodes directory links nodeset (a path) and that nodeset is the
+// one of the node directories the state records (the same id), unchanged
+// since the seal: the publish that made the set found it to link exactly
+// those trees after its seal, and its entries were not changed since, so its
+// link need not be read.
+func (a *appliedSet) recordedTree(nd, nodeset string) (string, bool) {
+	c, _, _ := render.ParseNodeDir(nd)
+	r := a.recordedNodesets()[c]
+	if r == nil || filepath.Base(nodeset) != r.id || filepath.Dir(nodeset) != a.w.nodesets() || !a.unchanged(path.Dir(nd)) {
+		return "", false
+	}
+	id, ok := r.trees[nodeOf(nd)]
+	return id, ok
 }
 
 // follow makes the applied set of cur the set o keeps files of by their
@@ -416,6 +483,14 @@ func (a *appliedSet) resolved(name string) (string, bool, error) {
 		return r.p, r.inNodeset, r.err
 	}
 	p := filepath.Join(parent, path.Base(name))
+	if isNodeDir(name) && inNodeset {
+		if id, ok := a.recordedTree(name, parent); ok {
+			p = filepath.Join(a.w.trees(), id)
+			a.dirs.Store(name, resolvedDir{p, true, nil})
+			return p, true, nil
+		}
+		readHook("link " + p)
+	}
 	d, nodeset, err := a.w.linkTarget(name, p, inNodeset)
 	switch {
 	case err == nil:
