@@ -180,6 +180,10 @@ type Result struct {
 	// those staged).
 	unreadable bool
 	keptStaged map[string]string
+	// manifest is the manifest.json the plan of an apply encoded, which
+	// its publish uses (checked against the plan's digest) rather than
+	// encoding it again; dropped once published.
+	manifest []byte
 	// repos are the applied revisions loaded.
 	repos *revisionRepos
 }
@@ -258,7 +262,7 @@ func (o *Operation) runAsking(ctx context.Context, req Request) (*Result, error)
 		return res, err
 	}
 	defer lock.Unlock()
-	st, err := o.Workdir.ReadState()
+	st, err := o.Workdir.ReadStateUnder(lock)
 	if err != nil {
 		return res, err
 	}
@@ -276,7 +280,8 @@ func (o *Operation) apply(res *Result, lock *state.Lock, stage *state.Stage) (*R
 	if err := o.leading(); err != nil {
 		return res, err
 	}
-	src := setSource{stage: stage, staged: map[string]string{}, unreadable: res.unreadable}
+	src := setSource{stage: stage, staged: map[string]string{}, unreadable: res.unreadable, manifest: res.manifest}
+	res.manifest = nil
 	if stage != nil {
 		for _, out := range res.outs {
 			maps.Copy(src.staged, out.staged)

@@ -112,7 +112,7 @@ func (r *run) begin(ctx context.Context) error {
 		}
 		r.lock = l
 	}
-	st, err := o.Workdir.ReadState()
+	st, err := o.Workdir.ReadStateUnder(r.lock) // read once under the lock, by Tidy
 	if err != nil {
 		return err
 	}
@@ -288,9 +288,12 @@ func (r *run) decide() error {
 			planned = append(planned, out.change)
 		}
 	}
-	gone, err := assemble(st, r.pl.applied, r.unreadable, digests, d.Kept, rev.SHA, o.ToolVersion)
+	gone, manifest, err := assemble(st, r.pl.applied, r.unreadable, digests, d.Kept, rev.SHA, o.ToolVersion)
 	if err != nil {
 		return err
+	}
+	if req.Apply {
+		res.manifest = manifest // for the publish
 	}
 	cs := changeSet(append(planned, gone...))
 	for _, cc := range gone {

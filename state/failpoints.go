@@ -11,6 +11,11 @@ func step(name string) error { return failpoint.Inject(failpoint.StateStep, name
 
 // readHook is the failpoint told each content a publish reads to check it:
 // an applied file (its artifact name) or an object or a tree's file (its
-// path), or a tree's or nodeset's directory ("dir " and its path). Tests
-// count what a publish reads.
+// path), a tree's or nodeset's directory ("dir " and its path), or a
+// nodeset's node link ("link " and its path). Tests count what a publish
+// reads.
 func readHook(what string) { _ = failpoint.Inject(failpoint.StateRead, what) }
+
+// pruneReadHook is the failpoint told each directory of links the pruning
+// reads (readTreeLinks), its path. Tests count what a pruning reads.
+func pruneReadHook(dir string) { _ = failpoint.Inject(failpoint.StatePruneRead, dir) }

@@ -34,6 +34,17 @@ type Lock struct {
 	release func() error
 	// holder is what the lock file holds (written again by stamp).
 	holder []byte
+	// read is the applied state Tidy read under the lock, until a publish
+	// under it (ReadStateUnder); nil when none.
+	read *State
+}
+
+// applied is the state Tidy read under l for w (nil: none, or l nil).
+func (l *Lock) applied(w *Workdir) *State {
+	if l == nil || l.w != w || w.Backend != nil {
+		return nil
+	}
+	return l.read
 }
 
 // LockedError says another process holds the lock.

@@ -290,6 +290,22 @@ func (w *Workdir) ReadState() (*State, error) {
 	return st, err
 }
 
+// ReadStateUnder is ReadState for the holder of lock l (nil: none): the
+// state Tidy read under l, when it did and nothing was published under l
+// since, is not read again. Nothing but fuelsync's writers, who take the
+// lock, changes the applied state; a fleet's is megabytes of JSON, which an
+// apply parsed three times (Tidy, its plan, its publish). The state is
+// shared: its holders do not change it. With a Backend, the state is read.
+func (w *Workdir) ReadStateUnder(l *Lock) (*State, error) {
+	if st := l.applied(w); st != nil {
+		return st, nil
+	}
+	return w.ReadState()
+}
+
+// stateParses counts the applied states readState parsed (tests).
+var stateParses atomic.Int64
+
 // readStateOrFresh is readState, or with Reinit a fresh state in place of a
 // damaged one (intact false).
 func (w *Workdir) readStateOrFresh() (st *State, intact bool, err error) {
@@ -329,6 +345,7 @@ func (w *Workdir) readState() (*State, error) {
 	if err != nil {
 		return nil, err
 	}
+	stateParses.Add(1)
 	st, err := Parse(setState, data)
 	if err != nil {
 		return nil, err
@@ -500,7 +517,8 @@ func (w *Workdir) publish(l *Lock, st *State, push bool, objs *objectWriter, wri
 	if err := w.claim(); err != nil {
 		return err
 	}
-	cur, err := w.ReadState()
+	cur, err := w.ReadStateUnder(l)
+	l.read = nil // whatever follows, read anew
 	if err != nil {
 		return err
 	}
@@ -594,7 +612,7 @@ func (w *Workdir) commitToBackend(cur, st *State, final string, objs *objectWrit
 	if err := w.relink(st.Serial); err != nil {
 		return &AppliedError{Serial: st.Serial, Err: err}
 	}
-	w.prune(st.Serial, objs.linked())
+	w.prune(st.Serial, objs)
 	return nil
 }
 
@@ -617,7 +635,7 @@ func (w *Workdir) switchCurrent(st *State, objs *objectWriter) error {
 	if err := w.linkState(); err != nil {
 		return &AppliedError{Serial: st.Serial, Err: err}
 	}
-	w.prune(st.Serial, objs.linked())
+	w.prune(st.Serial, objs)
 	return nil
 }
 
@@ -743,7 +761,7 @@ func (w *Workdir) writeCommittedSet(st *State, objs *objectWriter, replace bool,
 	if err := w.relink(st.Serial); err != nil {
 		return err
 	}
-	w.prune(st.Serial, objs.linked())
+	w.prune(st.Serial, objs)
 	return nil
 }
 
@@ -993,6 +1011,9 @@ func (w *Workdir) Tidy(l *Lock) error {
 	if err != nil {
 		return err
 	}
+	if intact {
+		l.read = st // ReadStateUnder
+	}
 	// The nodesets, trees and objects are pruned after each publish; here
 	// only when a crashed run's set or a set beyond Keep was removed, whose
 	// links they may have been (reading every set's links and every object
@@ -1000,7 +1021,7 @@ func (w *Workdir) Tidy(l *Lock) error {
 	// publish's pruning costs).
 	cleaned := w.clean(st.Serial)
 	if pruned := w.pruneSets(st.Serial); cleaned || pruned {
-		w.pruneShared(w.refs())
+		w.pruneShared(w.refs(nil))
 		w.pruneObjects(nil)
 	}
 	if w.Backend != nil {
@@ -1068,15 +1089,17 @@ func (w *Workdir) clean(current int64) (removed bool) {
 
 // prune keeps the Keep newest sets, and always the current one and the one
 // artifacts/current names; then it removes the nodesets and trees no set
-// links, and the objects no set or tree links any more (but linked,
-// pruneObjects).
-func (w *Workdir) prune(current int64, linked map[string]bool) {
+// links, and the objects no set or tree links any more. What objs, the
+// writer of the set just published, knows is not looked at again: the
+// nodesets it checked (their trees, refs) and the objects it linked
+// (pruneObjects).
+func (w *Workdir) prune(current int64, objs *objectWriter) {
 	if !w.claimed.Load() {
 		return
 	}
 	w.pruneSets(current)
-	w.pruneShared(w.refs())
-	w.pruneObjects(linked)
+	w.pruneShared(w.refs(objs.checkedNodesets()))
+	w.pruneObjects(objs.linked())
 }
 
 // pruneSets removes the sets beyond the Keep newest, but the current one and
@@ -1161,9 +1184,14 @@ type objectWriter struct {
 	// unchanged files it keeps by their stat (nil: none). See store_seal.go.
 	since   time.Time
 	applied *appliedSet
-	// keptFiles are the paths of the applied files keep found to be their
-	// objects, with the sha256 of each.
-	keptFiles sync.Map
+	// keptFiles are the paths of the applied files keep found to hold
+	// their content, with the sha256 of each; keptInTree, those kept in
+	// their trees without their objects being looked at: sha256 → path.
+	keptFiles  sync.Map
+	keptInTree sync.Map
+	// nodesets are the nodesets it found to hold their entries, kept
+	// unread or built (ensureNodeset): id → the trees they link.
+	nodesets sync.Map
 }
 
 // onceMap runs a function once per key, from any number of goroutines: the

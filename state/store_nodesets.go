@@ -126,12 +126,34 @@ func (o *objectWriter) noSymlinksHere(err error) error {
 // was there) otherwise.
 func (o *objectWriter) ensureNodeset(id, cluster string, entries []nodesetEntry) error {
 	final := filepath.Join(o.w.nodesets(), id)
-	if o.nodesetHolds(final, cluster, entries) {
+	err := error(nil)
+	if !o.nodesetHolds(final, cluster, entries) {
+		err = o.buildDir("nodeset", id, o.w.nodesets(), &o.nodesetsDir, func(tmp string) error {
+			return o.linkNodesetEntries(id, tmp, entries)
+		})
+	}
+	if err == nil {
+		trees := make([]string, len(entries))
+		for i, e := range entries {
+			trees[i] = e.tree
+		}
+		o.nodesets.Store(id, trees)
+	}
+	return err
+}
+
+// checkedNodesets are the nodesets o found to hold their entries or built,
+// by id, with the trees each links; nil for o nil.
+func (o *objectWriter) checkedNodesets() map[string][]string {
+	if o == nil {
 		return nil
 	}
-	return o.buildDir("nodeset", id, o.w.nodesets(), &o.nodesetsDir, func(tmp string) error {
-		return o.linkNodesetEntries(id, tmp, entries)
+	out := map[string][]string{}
+	o.nodesets.Range(func(id, trees any) bool {
+		out[id.(string)] = trees.([]string)
+		return true
 	})
+	return out
 }
 
 // linkNodesetEntries writes each entry's link to its tree into tmp, the
@@ -290,8 +312,13 @@ type setRefs struct {
 }
 
 // refs reads the links of every applied set on disk, and of each nodeset
-// they name, once.
-func (w *Workdir) refs() setRefs {
+// they name, once; but not those of checked, the nodesets the publish just
+// made found to hold their entries or built (by id, the trees each links:
+// objectWriter.checkedNodesets), which it takes as they are. Under the lock,
+// between that publish's check and this read, nothing of fuelsync's changes
+// a nodeset; a fleet's publish keeps every nodeset but those of the clusters
+// that changed, whose links (a link a node) this read one after another.
+func (w *Workdir) refs(checked map[string][]string) setRefs {
 	r := setRefs{nodesets: map[string]bool{}, trees: map[string]bool{}}
 	for _, n := range w.sets() {
 		if !w.setLinks(w.SetDir(n), &r) {
@@ -299,6 +326,12 @@ func (w *Workdir) refs() setRefs {
 		}
 	}
 	for id := range r.nodesets {
+		if trees, ok := checked[id]; ok {
+			for _, t := range trees {
+				r.trees[t] = true
+			}
+			continue
+		}
 		if !readTreeLinks(filepath.Join(w.nodesets(), id), treeOfNodesetLink, r.trees) {
 			return setRefs{}
 		}
@@ -344,6 +377,7 @@ func (w *Workdir) setLinks(set string, r *setRefs) bool {
 // readTreeLinks adds the trees the symlinks in dir name (as parse reads
 // their targets) to trees; false when dir cannot be read.
 func readTreeLinks(dir string, parse func(target string) (string, bool), trees map[string]bool) bool {
+	pruneReadHook(dir)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return false

@@ -211,3 +211,39 @@ func TestStoreTreesKeptUnread(t *testing.T) {
 		checkSet(t, w, n, want)
 	}
 }
+
+// TestPruneReadsOnlyNodesetsUnchecked: the pruning after a publish does not
+// read again the nodesets the publish found whole, built, or kept unread
+// (at 20,000 nodes, 20,000 links read one after another): it knows their
+// trees. It reads only those the publish did not look at, here the applied
+// set's nodeset of the cluster that changed; the trees an older set links
+// through it are kept, the others pruned.
+func TestPruneReadsOnlyNodesetsUnchecked(t *testing.T) {
+	w, l := lockedWorkdir(t)
+	files := maps.Clone(sealFiles)
+	publishSealed(t, w, l, 1, files, false)
+	changed := maps.Clone(files)
+	changed["a/nodes/n1/graph.yaml"] = "a n1, changed\n"
+	reads := recordPruneReads(t)
+	publishSealed(t, w, l, 2, changed, true)
+	oldNodeset, oldTree := nodesetOf(t, w, 1, "a"), treeOfNode(t, w, 1, "a/nodes/n1")
+	if diff := cmp.Diff([]string{oldNodeset}, reads()); diff != "" {
+		t.Errorf("the directories of links the pruning read (-want +got):\n%s", diff)
+	}
+	if _, err := os.Lstat(filepath.Join(w.trees(), oldTree)); err != nil {
+		t.Errorf("the tree set 1 links through the nodeset the pruning read: %v", err)
+	}
+	checkSet(t, w, 1, files)
+	checkSet(t, w, 2, changed)
+	// Set 1 removed (Keep sets later): its nodeset of a and the tree only it
+	// linked go.
+	for n := int64(3); n <= Keep+1; n++ {
+		publishSealed(t, w, l, n, changed, true)
+	}
+	for what, p := range map[string]string{"tree": filepath.Join(w.trees(), oldTree), "nodeset": filepath.Join(w.nodesets(), oldNodeset)} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("the %s only the removed set 1 linked was not pruned", what)
+		}
+	}
+	checkSet(t, w, Keep+1, changed)
+}

@@ -9,7 +9,9 @@ package state
 //   - the state of the applied set records that digest for it;
 //   - the set's file (through its node directory's tree) is a regular file
 //     and the same inode as its object, objects/<sha[:2]>/<sha> (a hard
-//     link), itself a regular file;
+//     link), itself a regular file — or, for a file of a node directory the
+//     set links through its nodeset, the tree and the nodeset are
+//     directories whose mtimes are before the seal too (appliedSet.stat);
 //   - its mtime is strictly before the applied set's seal.
 //
 // The seal of a set (<set>/.seal: the time, in nanoseconds since the Unix
@@ -37,6 +39,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path"
@@ -48,6 +51,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/fuelsync/fuelsync/render"
 )
 
 // sealName is the seal of a set, in the set's top directory beside
@@ -112,6 +117,72 @@ type appliedSet struct {
 	sums  map[string]string // path → sha256, as its state records them
 	dirs  sync.Map          // directory in the set → its path on disk (or error)
 	stats sync.Map          // file in the set → *keptStat (stat)
+	trees sync.Map          // a tree's or nodeset's path on disk → *treeStat (treeStat)
+
+	recordedOnce sync.Once
+	recorded     map[string]*recordedNodeset // cluster → recordedNodesets
+}
+
+// recordedNodeset is a cluster's nodeset as the applied state records its
+// node directories: its id, and each node's tree id.
+type recordedNodeset struct {
+	id    string
+	trees map[string]string
+}
+
+// recordedNodesets are the nodesets of the applied set's clusters as its
+// state records their files, made once, the way the publish that made the
+// set made them (linkNodeDirs): each node directory's tree id from its
+// files, the nodeset's from its nodes and trees. A cluster with anything
+// but node directories in its nodes directory has none.
+func (a *appliedSet) recordedNodesets() map[string]*recordedNodeset {
+	a.recordedOnce.Do(func() {
+		files := map[string][]treeEntry{}
+		other := map[string]bool{}
+		for name, sum := range a.sums {
+			if nd, file, ok := nodeDirOf(name); ok {
+				files[nd] = append(files[nd], treeEntry{file, sum})
+			} else if c := ClusterOf(name); strings.HasPrefix(name, render.NodesDir(c)+"/") {
+				other[c] = true
+			}
+		}
+		nds := slices.Sorted(maps.Keys(files))
+		clusters, byCluster := clusterNodeDirs(nds)
+		a.recorded = map[string]*recordedNodeset{}
+		for _, c := range clusters {
+			if other[c] {
+				continue
+			}
+			r := &recordedNodeset{trees: map[string]string{}}
+			var entries []nodesetEntry
+			for _, i := range byCluster[c] {
+				es := files[nds[i]]
+				slices.SortFunc(es, func(a, b treeEntry) int { return strings.Compare(a.name, b.name) })
+				id := treeID(es)
+				r.trees[nodeOf(nds[i])] = id
+				entries = append(entries, nodesetEntry{nodeOf(nds[i]), id})
+			}
+			r.id = nodesetID(entries)
+			a.recorded[c] = r
+		}
+	})
+	return a.recorded
+}
+
+// recordedTree is the tree of node directory nd of the applied set when its
+// cluster's nodes directory links nodeset (a path) and that nodeset is the
+// one of the node directories the state records (the same id), unchanged
+// since the seal: the publish that made the set found it to link exactly
+// those trees after its seal, and its entries were not changed since, so its
+// link need not be read.
+func (a *appliedSet) recordedTree(nd, nodeset string) (string, bool) {
+	c, _, _ := render.ParseNodeDir(nd)
+	r := a.recordedNodesets()[c]
+	if r == nil || filepath.Base(nodeset) != r.id || filepath.Dir(nodeset) != a.w.nodesets() || !a.unchanged(path.Dir(nd)) {
+		return "", false
+	}
+	id, ok := r.trees[nodeOf(nd)]
+	return id, ok
 }
 
 // follow makes the applied set of cur the set o keeps files of by their
@@ -198,24 +269,65 @@ func (o *objectWriter) keep(name, sum string) bool {
 	if a == nil || o.w.noLinks.Load() || a.sums[name] != sum || !isLowerHex(sum, 64) {
 		return false
 	}
-	p, ok := a.stat(o.w, name)
+	p, ok, inTree := a.stat(o.w, name)
 	if !ok {
 		return false
 	}
-	_ = o.done.do(sum, func() error { return nil })
-	if !o.done.succeeded(sum) {
-		return false
+	if inTree {
+		// Its object is checked only if it is linked elsewhere
+		// (checkKeptObject).
+		o.keptInTree.LoadOrStore(sum, p)
+	} else {
+		_ = o.done.do(sum, func() error { return nil })
+		if !o.done.succeeded(sum) {
+			return false
+		}
 	}
-	// A tree's file just found to be the object of sum: the tree's check
-	// need not stat it again (treeHolds).
+	// A tree's file just found to hold sum: the tree's check need not stat
+	// it again (treeHolds).
 	o.keptFiles.Store(p, sum)
 	return true
 }
 
+// checkKeptObject makes sure that the object sum holds it before it is
+// linked anywhere (a tree built, a node directory made a real one) when sum
+// is the content of a file keep kept in its tree without looking at the
+// object: the object is checked when it is that file's inode (a regular
+// file, as keep found the file unchanged since the seal), else written anew
+// from the kept file's bytes, checked against sum. Nothing for any other
+// sum: its object was checked when it was staged or kept.
+func (o *objectWriter) checkKeptObject(sum string) error {
+	v, ok := o.keptInTree.Load(sum)
+	if !ok {
+		return nil
+	}
+	return o.done.do(sum, func() error {
+		p := v.(string)
+		fi, err := os.Lstat(p)
+		if err == nil && fi.Mode().IsRegular() {
+			if oi, err := os.Lstat(o.w.objectPath(sum)); err == nil && oi.Mode().IsRegular() && os.SameFile(fi, oi) {
+				return nil
+			}
+		}
+		readHook(p)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if digest(data) != sum {
+			return fmt.Errorf("%s, kept unchanged by its stat, changed during the publish", p)
+		}
+		return o.ensure(sum, data)
+	})
+}
+
 // linked are the objects (by sha256) that keep found to be the inodes of
-// the applied set's files: linked there besides the store, in a set this
-// publish keeps (the applied set is the newest before it). The pruning after
-// the publish need not stat them (pruneObjects). Nil for o nil.
+// the applied set's files, linked there besides the store, in a set this
+// publish keeps (the applied set is the newest before it), and the contents
+// of the files it kept in their trees, whose objects it did not look at.
+// The pruning after the publish does not stat them (pruneObjects): one of
+// the latter no longer linked (replaced by a copy beside the trees' files)
+// stays, as never removed on a guess. Nil for o nil.
 func (o *objectWriter) linked() map[string]bool {
 	if o == nil {
 		return nil
@@ -230,41 +342,84 @@ func (o *objectWriter) linked() map[string]bool {
 
 // keptStat is the stat check of an applied file (appliedSet.stat), made once.
 type keptStat struct {
+	once   sync.Once
+	p      string // the file's path on disk
+	ok     bool
+	inTree bool // kept as a file of an unchanged tree, its object not looked at
+}
+
+// treeStat is the lstat of a tree or nodeset the applied set links, made
+// once.
+type treeStat struct {
 	once sync.Once
-	p    string // the file's path on disk
-	ok   bool
+	fi   fs.FileInfo
+	err  error
+}
+
+// unchanged reports whether the directory name of the applied set (a
+// nodes directory or a node directory, resolved to its nodeset or tree) is
+// a directory whose entries have not changed since the seal.
+func (a *appliedSet) unchanged(name string) bool {
+	dir, err := a.dir(name)
+	if err != nil {
+		return false
+	}
+	fi, err := a.treeStat(dir)
+	return err == nil && fi.IsDir() && fi.ModTime().Before(a.seal)
+}
+
+// treeStat is the lstat of a tree or nodeset dir, made once a publish: by
+// keep, which keeps a file of a tree unchanged since the seal, and by the
+// tree's check (treeHolds, keptTree).
+func (a *appliedSet) treeStat(dir string) (fs.FileInfo, error) {
+	v, loaded := a.trees.Load(dir)
+	if !loaded {
+		v, _ = a.trees.LoadOrStore(dir, &treeStat{})
+	}
+	t := v.(*treeStat)
+	t.once.Do(func() { t.fi, t.err = os.Lstat(dir) })
+	return t.fi, t.err
 }
 
 // stat reports whether the applied file name is unchanged by its stat: a
-// regular file with an mtime before the seal, the same inode as the object of
-// the digest the applied state records for it; p is its path on disk. Each
-// file is checked once, by keep or by prefetch, whichever asks first.
-func (a *appliedSet) stat(w *Workdir, name string) (p string, ok bool) {
+// regular file with an mtime before the seal, and either the same inode as
+// the object of the digest the applied state records for it, or (inTree) a
+// file of a node directory that the applied set links through its nodeset to
+// a tree, the entries of both unchanged since the seal (their mtimes are
+// before it): the publish that made the set found that nodeset to link that
+// tree, and the tree to hold exactly its files, each with its content, after
+// its seal (nodesetHolds, keptTree), and neither their entries nor the file's
+// inode were written since. p is its path on disk. Each file is checked once, by keep or by prefetch, whichever asks
+// first.
+func (a *appliedSet) stat(w *Workdir, name string) (p string, ok, inTree bool) {
 	v, loaded := a.stats.Load(name)
 	if !loaded {
 		v, _ = a.stats.LoadOrStore(name, &keptStat{})
 	}
 	k := v.(*keptStat)
-	k.once.Do(func() { k.p, k.ok = a.statFile(w, name) })
-	return k.p, k.ok
+	k.once.Do(func() { k.p, k.ok, k.inTree = a.statFile(w, name) })
+	return k.p, k.ok, k.inTree
 }
 
-func (a *appliedSet) statFile(w *Workdir, name string) (string, bool) {
+func (a *appliedSet) statFile(w *Workdir, name string) (p string, ok, inTree bool) {
 	sum := a.sums[name]
-	dir, err := a.dir(path.Dir(name))
+	dir, inNodeset, err := a.resolved(path.Dir(name))
 	if err != nil || !isLowerHex(sum, 64) {
-		return "", false
+		return "", false, false
 	}
-	p := filepath.Join(dir, path.Base(name))
+	p = filepath.Join(dir, path.Base(name))
 	fi, err := os.Lstat(p)
 	if err != nil || !fi.Mode().IsRegular() || !fi.ModTime().Before(a.seal) {
-		return "", false
+		return "", false, false
+	}
+	if inNodeset && isNodeDir(path.Dir(name)) && a.unchanged(path.Dir(path.Dir(name))) && a.unchanged(path.Dir(name)) {
+		return p, true, true
 	}
 	oi, err := os.Lstat(w.objectPath(sum))
 	if err != nil || !oi.Mode().IsRegular() || !os.SameFile(fi, oi) {
-		return "", false
+		return "", false, false
 	}
-	return p, true
+	return p, true, false
 }
 
 // prefetch checks the applied set's files by their stat (appliedSet.stat) on
@@ -328,6 +483,14 @@ func (a *appliedSet) resolved(name string) (string, bool, error) {
 		return r.p, r.inNodeset, r.err
 	}
 	p := filepath.Join(parent, path.Base(name))
+	if isNodeDir(name) && inNodeset {
+		if id, ok := a.recordedTree(name, parent); ok {
+			p = filepath.Join(a.w.trees(), id)
+			a.dirs.Store(name, resolvedDir{p, true, nil})
+			return p, true, nil
+		}
+		readHook("link " + p)
+	}
 	d, nodeset, err := a.w.linkTarget(name, p, inNodeset)
 	switch {
 	case err == nil:

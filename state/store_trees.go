@@ -244,6 +244,9 @@ func (o *objectWriter) realNodeDir(dir, nd string, entries []treeEntry, mkdir fu
 	}
 	for _, e := range entries {
 		name := nd + "/" + e.name
+		if err := o.checkKeptObject(e.sum); err != nil {
+			return err
+		}
 		if err := o.linkObject(e.sum, filepath.Join(dir, filepath.FromSlash(name)), name); err != nil {
 			return err
 		}
@@ -274,6 +277,9 @@ func (o *objectWriter) ensureTree(id string, entries []treeEntry) error {
 // entry's object into tmp, the tree id being built.
 func (o *objectWriter) linkTreeEntries(id, tmp string, entries []treeEntry) error {
 	for _, e := range entries {
+		if err := o.checkKeptObject(e.sum); err != nil {
+			return err
+		}
 		obj := o.w.objectPath(e.sum)
 		p := filepath.Join(tmp, e.name)
 		err := do("link tree "+id+"/"+e.name, func() error { return os.Link(obj, p) })
@@ -296,7 +302,7 @@ func (o *objectWriter) linkTreeEntries(id, tmp string, entries []treeEntry) erro
 // entries, each a regular file that is its object's inode or holds the same
 // bytes.
 func (o *objectWriter) treeHolds(dir string, entries []treeEntry) bool {
-	fi, err := os.Lstat(dir)
+	fi, err := o.lstatTree(dir)
 	if err != nil || !fi.IsDir() {
 		return false
 	}
@@ -331,6 +337,17 @@ func (o *objectWriter) treeHolds(dir string, entries []treeEntry) bool {
 		}
 	}
 	return true
+}
+
+// lstatTree is the lstat of the tree dir: the one keep made, when it kept
+// a file of that tree of the applied set, else made now.
+func (o *objectWriter) lstatTree(dir string) (fs.FileInfo, error) {
+	if a := o.applied; a != nil {
+		if _, ok := a.trees.Load(dir); ok {
+			return a.treeStat(dir)
+		}
+	}
+	return os.Lstat(dir)
 }
 
 // keptTree reports whether the tree dir (fi) holds exactly entries without

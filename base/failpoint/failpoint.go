@@ -34,8 +34,13 @@ const (
 	StateStep = "state/step"
 	// StateRead is told each content a publish reads to check it: an
 	// applied file (its artifact name), an object or a tree's file (its
-	// path), or a tree's or nodeset's directory ("dir " and its path).
+	// path), a tree's or nodeset's directory ("dir " and its path), or a
+	// nodeset's node link ("link " and its path).
 	StateRead = "state/read"
+	// StatePruneRead is told each directory of links the pruning of the
+	// nodesets and trees reads (a nodeset, or a set's own nodes/), with its
+	// path.
+	StatePruneRead = "state/prune-read"
 	// ShardCommit is between a shard replica's plan (the set written) and
 	// its commit to etcd, with the clusters it commits.
 	ShardCommit = "controller/shard-commit"
