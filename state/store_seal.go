@@ -389,8 +389,8 @@ func (a *appliedSet) treeStat(dir string) (fs.FileInfo, error) {
 // before it): the publish that made the set found that nodeset to link that
 // tree, and the tree to hold exactly its files, each with its content, after
 // its seal (nodesetHolds, keptTree), and neither their entries nor the file's
-// inode were written since. p is its path on disk. Each file is checked once, by keep or by prefetch, whichever asks
-// first.
+// inode were written since. p is its path on disk. Each file is checked
+// once, by keep or by prefetch, whichever asks first.
 func (a *appliedSet) stat(w *Workdir, name string) (p string, ok, inTree bool) {
 	v, loaded := a.stats.Load(name)
 	if !loaded {
