@@ -347,13 +347,7 @@ func TestPublishKeepsTreeFilesWithoutTheirObjects(t *testing.T) {
 	// tree is no longer known to be the one the applied set's publish
 	// checked, and the file goes by its object, another inode: read.
 	link := filepath.Join(w.nodesets(), nodesetOf(t, w, 3, "a"), "n1")
-	target, err := os.Readlink(link)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := relink(link, target); err != nil {
-		t.Fatal(err)
-	}
+	remakeLink(t, link)
 	replace(sealFiles[name])
 	if refused, _ := publishSealed(t, w, l, 4, sealFiles, true); !slices.Equal(refused, []string{name}) {
 		t.Errorf("a kept tree's file whose nodeset changed, its object replaced: refused %q, want %s read", refused, name)
@@ -400,13 +394,7 @@ func TestPublishKeepsNodeDirsWithoutReadingNodesets(t *testing.T) {
 	}
 	ns := nodesetOf(t, w, 2, "b")
 	link := filepath.Join(w.nodesets(), ns, "n1")
-	target, err := os.Readlink(link)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := relink(link, target); err != nil {
-		t.Fatal(err)
-	}
+	remakeLink(t, link)
 	_, read := publishSealed(t, w, l, 3, sealFiles, true)
 	if diff := cmp.Diff([]string{ns + "/n1"}, linkReads(read)); diff != "" {
 		t.Errorf("after a node link of b's nodeset was made again: the node links read (-want +got):\n%s", diff)

@@ -231,6 +231,19 @@ func relink(p, target string) error {
 	return os.Symlink(target, p)
 }
 
+// remakeLink makes the symlink link again, to the same target: its
+// directory's entries change, the link's target does not.
+func remakeLink(t *testing.T, link string) {
+	t.Helper()
+	target, err := os.Readlink(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := relink(link, target); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // setFSRow is a row of setFSHostileRows.
 type setFSRow struct {
 	name   string
