@@ -37,11 +37,26 @@ var dotSpecs = []struct {
 
 func renderSpec(t *testing.T, spec repogen.Spec) []*Rendered {
 	t.Helper()
-	repo, ld := loader.Load(repogen.Generate(spec), loader.Options{})
-	noErrors(t, ld)
-	rs, diags := Render(repo, Options{})
+	rs, diags := Render(loadSpec(t, spec), Options{})
 	noErrors(t, diags)
 	return rs
+}
+
+// loadSpec loads the repository generated from spec, which must load.
+func loadSpec(t *testing.T, spec repogen.Spec) *loader.Repo {
+	t.Helper()
+	repo, diags := loader.Load(repogen.Generate(spec), loader.Options{})
+	noErrors(t, diags)
+	return repo
+}
+
+// loadHeavy loads the heavy generated shape with nodes nodes in clusters
+// clusters.
+func loadHeavy(t *testing.T, nodes, clusters int) *loader.Repo {
+	t.Helper()
+	spec := repogen.Heavy(nodes)
+	spec.Clusters = clusters
+	return loadSpec(t, spec)
 }
 
 func dotWith(cluster string, g *Graph, lim dotLimits) []byte {

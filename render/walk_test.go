@@ -19,12 +19,7 @@ func TestWalkOneAtATime(t *testing.T) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	}
-	spec := repogen.Heavy(24)
-	spec.Clusters = 6
-	repo, diags := loader.Load(repogen.Generate(spec), loader.Options{})
-	if diags.HasErrors() {
-		t.Fatalf("the generated repository does not load:\n%s", diagText(diags))
-	}
+	repo := loadHeavy(t, 24, 6)
 	for _, tc := range []struct {
 		name       string
 		oneAtATime bool
@@ -146,12 +141,7 @@ func TestWalkEncodingShared(t *testing.T) {
 // TestStreamClusterSums: each file's digest handed over is the hex sha256 of
 // its bytes, and the files are StreamCluster's.
 func TestStreamClusterSums(t *testing.T) {
-	spec := repogen.Heavy(6)
-	spec.Clusters = 1
-	repo, diags := loader.Load(repogen.Generate(spec), loader.Options{})
-	if diags.HasErrors() {
-		t.Fatalf("the generated repository does not load:\n%s", diagText(diags))
-	}
+	repo := loadHeavy(t, 6, 1)
 	rs, diags := Render(repo, Options{})
 	if diags.HasErrors() || len(rs) != 1 {
 		t.Fatalf("%d clusters rendered:\n%s", len(rs), diagText(diags))
@@ -191,12 +181,8 @@ func TestStreamClusterSums(t *testing.T) {
 // TestWalkSharesOneEncoding: without Options.Encoding, the clusters a walk
 // renders share one encoding cache of its own.
 func TestWalkSharesOneEncoding(t *testing.T) {
-	spec := repogen.Heavy(12)
-	spec.Clusters = 3
-	repo, diags := loader.Load(repogen.Generate(spec), loader.Options{})
-	if diags.HasErrors() {
-		t.Fatalf("the generated repository does not load:\n%s", diagText(diags))
-	}
+	const clusters = 3
+	repo := loadHeavy(t, 12, clusters)
 	var mu sync.Mutex
 	seen := map[*EncodeCache]int{}
 	if _, err := Walk(repo, Options{}, false, func(wk *Walked) error {
@@ -209,8 +195,8 @@ func TestWalkSharesOneEncoding(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if len(seen) != 1 || seen[nil] != 0 || seen[firstKey(seen)] != spec.Clusters {
-		t.Errorf("the clusters' encoding caches: %v; want one, shared by the %d clusters", seen, spec.Clusters)
+	if len(seen) != 1 || seen[nil] != 0 || seen[firstKey(seen)] != clusters {
+		t.Errorf("the clusters' encoding caches: %v; want one, shared by the %d clusters", seen, clusters)
 	}
 }
 

@@ -147,10 +147,16 @@ func TestTidyPrunesAfterRemovedSets(t *testing.T) {
 
 // dirReads are the directories (trees, nodesets) among what a publish read.
 func dirReads(read []string) []string {
+	return readsOf(read, "dir ")
+}
+
+// readsOf are the reads of one kind (prefix) among what a publish read, each
+// as its path's last two elements, sorted.
+func readsOf(read []string, prefix string) []string {
 	var out []string
 	for _, r := range read {
-		if d, ok := strings.CutPrefix(r, "dir "); ok {
-			out = append(out, filepath.Base(filepath.Dir(d))+"/"+filepath.Base(d))
+		if p, ok := strings.CutPrefix(r, prefix); ok {
+			out = append(out, filepath.Base(filepath.Dir(p))+"/"+filepath.Base(p))
 		}
 	}
 	slices.Sort(out)

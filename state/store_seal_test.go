@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -369,14 +368,7 @@ func TestPublishKeepsTreeFilesWithoutTheirObjects(t *testing.T) {
 // linkReads are the node links of nodesets among what a publish read, each
 // once (the publish's keep and its stats ahead may both read one).
 func linkReads(read []string) []string {
-	var out []string
-	for _, r := range read {
-		if l, ok := strings.CutPrefix(r, "link "); ok {
-			out = append(out, filepath.Base(filepath.Dir(l))+"/"+filepath.Base(l))
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	return slices.Compact(readsOf(read, "link "))
 }
 
 // TestPublishKeepsNodeDirsWithoutReadingNodesets: a publish that keeps the
