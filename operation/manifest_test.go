@@ -1,3 +1,5 @@
+//go:build fuelsync_testhooks
+
 package operation
 
 import (
@@ -6,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/fuelsync/fuelsync/base/failpoint"
 	"github.com/fuelsync/fuelsync/render"
 	"github.com/fuelsync/fuelsync/source"
 	"github.com/fuelsync/fuelsync/state"
@@ -19,11 +22,8 @@ import (
 // same either way.
 func TestApplyEncodesManifestOnce(t *testing.T) {
 	calls := 0
-	manifestOf = func(digests map[string]string, revision, toolVersion string) ([]byte, error) {
-		calls++
-		return render.Manifest(digests, revision, toolVersion)
-	}
-	t.Cleanup(func() { manifestOf = render.Manifest })
+	failpoint.Enable(failpoint.OperationManifest, func(...string) error { calls++; return nil })
+	t.Cleanup(func() { failpoint.Disable(failpoint.OperationManifest) })
 	ctx := context.Background()
 	w := state.Open(filepath.Join(t.TempDir(), "wd"))
 	op := &Operation{Workdir: w, ToolVersion: "test"}

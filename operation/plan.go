@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/fuelsync/fuelsync/base/failpoint"
 	"github.com/fuelsync/fuelsync/diff"
 	"github.com/fuelsync/fuelsync/operation/decide"
 	"github.com/fuelsync/fuelsync/render"
@@ -101,9 +102,14 @@ func PlanWith(w *state.Workdir, st *state.State, in PlanInput) (*Plan, error) {
 	}, nil
 }
 
-// manifestOf encodes the manifest of a set (render.Manifest; tests count
-// the encodings).
-var manifestOf = render.Manifest
+// manifestOf encodes the manifest of a set (render.Manifest), telling the
+// failpoint OperationManifest (tests count the encodings).
+func manifestOf(digests map[string]string, revision, toolVersion string) ([]byte, error) {
+	if err := failpoint.Inject(failpoint.OperationManifest); err != nil {
+		return nil, err
+	}
+	return render.Manifest(digests, revision, toolVersion)
+}
 
 // assemble completes digests, the files of the clusters rendered, into the
 // digests of a whole set: the applied files of the kept clusters, and the

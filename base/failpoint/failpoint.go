@@ -41,6 +41,9 @@ const (
 	// nodesets and trees reads (a nodeset, or a set's own nodes/), with its
 	// path.
 	StatePruneRead = "state/prune-read"
+	// OperationManifest is told each encoding of a set's manifest.json by
+	// a plan or a publish.
+	OperationManifest = "operation/manifest"
 	// ShardCommit is between a shard replica's plan (the set written) and
 	// its commit to etcd, with the clusters it commits.
 	ShardCommit = "controller/shard-commit"

@@ -25,7 +25,7 @@ var (
 )
 
 // names are the points there are: FUELSYNC_FAILPOINTS may name no other.
-var names = []string{StateStep, StateRead, StatePruneRead, ShardCommit, CLILoad, CLIRender, CLIRenderApplied, ServeShard}
+var names = []string{StateStep, StateRead, StatePruneRead, OperationManifest, ShardCommit, CLILoad, CLIRender, CLIRenderApplied, ServeShard}
 
 // Inject runs the point name's function, if enabled, with args, and returns
 // its error; nil when the point is not enabled.
