@@ -807,7 +807,7 @@ func (w *Workdir) writeSet(dir string, st *State, objs *objectWriter, write func
 	if err := objs.linkNodeDirs(dir, &s.nodes, s.mkdir); err != nil {
 		return err
 	}
-	data, err := json.MarshalIndent(st, "", "  ")
+	data, err := encodeState(st)
 	if err != nil {
 		return err
 	}
