@@ -804,12 +804,22 @@ func (w *Workdir) writeSet(dir string, st *State, objs *objectWriter, write func
 	if err != nil {
 		return err
 	}
-	if err := objs.linkNodeDirs(dir, &s.nodes, s.mkdir); err != nil {
-		return err
-	}
-	data, err := encodeState(st)
+	// The state is encoded while the node directories are linked (nothing
+	// changes it from here on).
+	encoded := make(chan []byte, 1)
+	var encodeErr error
+	go func() {
+		data, err := encodeState(st)
+		encodeErr = err
+		encoded <- data
+	}()
+	err = objs.linkNodeDirs(dir, &s.nodes, s.mkdir)
+	data := <-encoded
 	if err != nil {
 		return err
+	}
+	if encodeErr != nil {
+		return encodeErr
 	}
 	if err := writeSynced(filepath.Join(dir, ".state.json"), append(data, '\n')); err != nil {
 		return err
