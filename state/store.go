@@ -804,12 +804,22 @@ func (w *Workdir) writeSet(dir string, st *State, objs *objectWriter, write func
 	if err != nil {
 		return err
 	}
-	if err := objs.linkNodeDirs(dir, &s.nodes, s.mkdir); err != nil {
-		return err
-	}
-	data, err := json.MarshalIndent(st, "", "  ")
+	// The state is encoded while the node directories are linked (nothing
+	// changes it from here on).
+	encoded := make(chan []byte, 1)
+	var encodeErr error
+	go func() {
+		data, err := encodeState(st)
+		encodeErr = err
+		encoded <- data
+	}()
+	err = objs.linkNodeDirs(dir, &s.nodes, s.mkdir)
+	data := <-encoded
 	if err != nil {
 		return err
+	}
+	if encodeErr != nil {
+		return encodeErr
 	}
 	if err := writeSynced(filepath.Join(dir, ".state.json"), append(data, '\n')); err != nil {
 		return err
@@ -1134,33 +1144,54 @@ func (w *Workdir) pruneObjects(linked map[string]bool) {
 	if !w.claimed.Load() {
 		return
 	}
-	fans, _ := os.ReadDir(w.objects())
-	for _, fan := range fans {
-		if !fan.IsDir() || !isLowerHex(fan.Name(), 2) {
-			continue
-		}
-		dir := filepath.Join(w.objects(), fan.Name())
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			p := filepath.Join(dir, e.Name())
-			switch {
-			case isObjectTempName(fan.Name(), e.Name()):
-			case !isObjectName(fan.Name(), e.Name()):
-				continue
-			case linked[e.Name()]:
-				continue
-			default:
-				fi, err := os.Lstat(p)
-				if err != nil || !fi.Mode().IsRegular() {
-					continue
-				}
-				if n, ok := linkCount(fi); !ok || n > 1 {
-					continue
-				}
-			}
-			_ = do("remove object "+e.Name(), func() error { return os.Remove(p) })
+	entries, _ := os.ReadDir(w.objects())
+	var fans []string
+	for _, fan := range entries {
+		if fan.IsDir() && isLowerHex(fan.Name(), 2) {
+			fans = append(fans, fan.Name())
 		}
 	}
+	// The fans are read on a few goroutines; what is found is removed in
+	// their order, a step at a time, as when one goroutine read them.
+	unlinked := make([][]string, len(fans))
+	_ = inParallel(len(fans), func(i int) error {
+		unlinked[i] = w.unlinkedObjects(fans[i], linked)
+		return nil
+	})
+	for _, paths := range unlinked {
+		for _, p := range paths {
+			_ = do("remove object "+filepath.Base(p), func() error { return os.Remove(p) })
+		}
+	}
+}
+
+// unlinkedObjects are the paths of the objects in fan (objects/<fan>) that
+// pruneObjects removes: no set links them (a link count of 1; those of
+// linked are not looked at), and the temporary objects of crashed runs.
+func (w *Workdir) unlinkedObjects(fan string, linked map[string]bool) []string {
+	dir := filepath.Join(w.objects(), fan)
+	entries, _ := os.ReadDir(dir)
+	var out []string
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		switch {
+		case isObjectTempName(fan, e.Name()):
+		case !isObjectName(fan, e.Name()):
+			continue
+		case linked[e.Name()]:
+			continue
+		default:
+			fi, err := os.Lstat(p)
+			if err != nil || !fi.Mode().IsRegular() {
+				continue
+			}
+			if n, ok := linkCount(fi); !ok || n > 1 {
+				continue
+			}
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // objectWriter puts the files of one set: each distinct content is checked or

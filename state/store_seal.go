@@ -116,8 +116,14 @@ type appliedSet struct {
 	seal  time.Time
 	sums  map[string]string // path → sha256, as its state records them
 	dirs  sync.Map          // directory in the set → its path on disk (or error)
-	stats sync.Map          // file in the set → *keptStat (stat)
+	nodes sync.Map          // node directory in the set → *keptNodeDir (nodeDir)
 	trees sync.Map          // a tree's or nodeset's path on disk → *treeStat (treeStat)
+
+	// names are the files of sums, sorted; stats[i] is the stat check of
+	// names[i] (stat), index[names[i]] is i.
+	names []string
+	index map[string]int
+	stats []keptStat
 
 	recordedOnce sync.Once
 	recorded     map[string]*recordedNodeset // cluster → recordedNodesets
@@ -196,7 +202,7 @@ func (o *objectWriter) follow(cur *State) {
 	}
 	if cur != nil && cur.Serial > 0 {
 		if seal, ok := readSeal(o.w.SetDir(cur.Serial)); ok {
-			o.applied = &appliedSet{w: o.w, set: o.w.SetDir(cur.Serial), seal: seal, sums: cur.Artifacts}
+			o.applied = newAppliedSet(o.w, o.w.SetDir(cur.Serial), seal, cur.Artifacts)
 			return
 		}
 		if _, err := os.Lstat(o.w.SetDir(cur.Serial)); err == nil {
@@ -212,8 +218,21 @@ func (o *objectWriter) follow(cur *State) {
 		return
 	}
 	if st, err := o.w.SetState(n); err == nil && st.Serial == n {
-		o.applied = &appliedSet{w: o.w, set: o.w.SetDir(n), seal: seal, sums: st.Artifacts}
+		o.applied = newAppliedSet(o.w, o.w.SetDir(n), seal, st.Artifacts)
 	}
+}
+
+// newAppliedSet is the applied set in dir, sealed at seal, whose state
+// records sums.
+func newAppliedSet(w *Workdir, dir string, seal time.Time, sums map[string]string) *appliedSet {
+	a := &appliedSet{w: w, set: dir, seal: seal, sums: sums}
+	a.names = slices.Sorted(maps.Keys(sums))
+	a.index = make(map[string]int, len(a.names))
+	for i, name := range a.names {
+		a.index[name] = i
+	}
+	a.stats = make([]keptStat, len(a.names))
+	return a
 }
 
 // readSeal returns the seal of the set in dir: ok only for a regular file of
@@ -348,6 +367,18 @@ type keptStat struct {
 	inTree bool // kept as a file of an unchanged tree, its object not looked at
 }
 
+// keptNodeDir is what the files of a node directory of the applied set
+// share (appliedSet.nodeDir), found once: where the directory is on disk,
+// whether it is a tree the set links through its nodeset, and whether that
+// nodeset's and tree's entries are unchanged since the seal.
+type keptNodeDir struct {
+	once      sync.Once
+	dir       string
+	inNodeset bool
+	unchanged bool
+	err       error
+}
+
 // treeStat is the lstat of a tree or nodeset the applied set links, made
 // once.
 type treeStat struct {
@@ -392,27 +423,59 @@ func (a *appliedSet) treeStat(dir string) (fs.FileInfo, error) {
 // inode were written since. p is its path on disk. Each file is checked
 // once, by keep or by prefetch, whichever asks first.
 func (a *appliedSet) stat(w *Workdir, name string) (p string, ok, inTree bool) {
-	v, loaded := a.stats.Load(name)
-	if !loaded {
-		v, _ = a.stats.LoadOrStore(name, &keptStat{})
+	i, found := a.index[name]
+	if !found {
+		return "", false, false
 	}
-	k := v.(*keptStat)
+	k := &a.stats[i]
 	k.once.Do(func() { k.p, k.ok, k.inTree = a.statFile(w, name) })
 	return k.p, k.ok, k.inTree
 }
 
+// nodeDir is where node directory nd of the applied set is on disk, and
+// whether it is a tree the set links through its nodeset, that nodeset's
+// and the tree's entries unchanged since the seal (unchanged): made once
+// for the files of nd.
+func (a *appliedSet) nodeDir(nd string) *keptNodeDir {
+	v, loaded := a.nodes.Load(nd)
+	if !loaded {
+		v, _ = a.nodes.LoadOrStore(nd, &keptNodeDir{})
+	}
+	k := v.(*keptNodeDir)
+	k.once.Do(func() {
+		k.dir, k.inNodeset, k.err = a.resolved(nd)
+		k.unchanged = k.err == nil && k.inNodeset && a.unchanged(path.Dir(nd)) && a.unchanged(nd)
+	})
+	return k
+}
+
 func (a *appliedSet) statFile(w *Workdir, name string) (p string, ok, inTree bool) {
 	sum := a.sums[name]
-	dir, inNodeset, err := a.resolved(path.Dir(name))
-	if err != nil || !isLowerHex(sum, 64) {
+	if !isLowerHex(sum, 64) {
 		return "", false, false
 	}
-	p = filepath.Join(dir, path.Base(name))
+	parent, base := path.Split(name)
+	parent = strings.TrimSuffix(parent, "/")
+	var dir string
+	var keptTree bool
+	if isNodeDir(parent) {
+		k := a.nodeDir(parent)
+		if k.err != nil {
+			return "", false, false
+		}
+		dir, keptTree = k.dir, k.unchanged
+	} else {
+		var err error
+		if dir, _, err = a.resolved(parent); err != nil {
+			return "", false, false
+		}
+	}
+	p = dir + string(filepath.Separator) + base
 	fi, err := os.Lstat(p)
 	if err != nil || !fi.Mode().IsRegular() || !fi.ModTime().Before(a.seal) {
 		return "", false, false
 	}
-	if inNodeset && isNodeDir(path.Dir(name)) && a.unchanged(path.Dir(path.Dir(name))) && a.unchanged(path.Dir(name)) {
+	if keptTree {
 		return p, true, true
 	}
 	oi, err := os.Lstat(w.objectPath(sum))
@@ -433,7 +496,7 @@ func (o *objectWriter) prefetch() (stop func()) {
 	if a == nil || o.w.noLinks.Load() {
 		return func() {}
 	}
-	names := slices.Sorted(maps.Keys(a.sums))
+	names := a.names
 	var stopped atomic.Bool
 	done := make(chan struct{})
 	go func() {

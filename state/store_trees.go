@@ -103,12 +103,13 @@ func treeID(entries []treeEntry) string {
 // pairsID is the id of a tree or a nodeset: the first treeIDLen hex digits of
 // the sha256 of its entries' pairs, a line each.
 func pairsID[E any](entries []E, pair func(E) (string, string)) string {
-	h := sha256.New()
+	var lines []byte
 	for _, e := range entries {
 		a, b := pair(e)
-		fmt.Fprintf(h, "%s %s\n", a, b)
+		lines = append(append(append(append(lines, a...), ' '), b...), '\n')
 	}
-	return hex.EncodeToString(h.Sum(nil))[:treeIDLen]
+	sum := sha256.Sum256(lines)
+	return hex.EncodeToString(sum[:treeIDLen/2])
 }
 
 // nodeDirs collects the files of a set's node directories as they are put

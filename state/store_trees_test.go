@@ -497,3 +497,20 @@ func checkLinksShared(t *testing.T, link func(n int64, name string) string, w *W
 		t.Errorf("%s has %d links, want 3 (sets 1, 2 and 3)", same, nlink)
 	}
 }
+
+// The ids of trees and nodesets are those work directories already hold: the
+// first 32 hex digits of the sha256 of "<name> <sum>\n" a line, whatever
+// writes the lines.
+func TestPairsIDsAreTheStoresIDs(t *testing.T) {
+	a := "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	b := "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
+	for _, tc := range []struct{ got, want string }{
+		{treeID([]treeEntry{{"graph.yaml", a}, {"tasks.yaml", b}}), "f45d7df9decbb055cfcaeb038a4d3b41"},
+		{nodesetID([]nodesetEntry{{"node-1", a[:32]}, {"node-2", b[:32]}}), "2719b62686a5eefe185710a3fac0723f"},
+		{treeID(nil), "e3b0c44298fc1c149afbf4c8996fb924"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("id %s, want %s", tc.got, tc.want)
+		}
+	}
+}
