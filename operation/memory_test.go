@@ -115,3 +115,33 @@ func TestReleaseChangeMemoryWithinColdApply(t *testing.T) {
 		}
 	}
 }
+
+// TestComparesApplied: the walk of a plan takes one cluster at a time when
+// one of the clusters it renders has applied files to compare with, and two
+// (as many as cores) when none has: a cold apply, or clusters new to the
+// state.
+func TestComparesApplied(t *testing.T) {
+	applied := map[string]map[string]string{
+		"a":     {"a/cluster.yaml": "1"},
+		"empty": {},
+	}
+	for _, tc := range []struct {
+		name     string
+		old      map[string]map[string]string
+		clusters []string
+		want     bool
+	}{
+		{"cold apply", nil, []string{"a", "b"}, false},
+		{"every cluster applied", applied, []string{"a"}, true},
+		{"one of them applied", applied, []string{"b", "a", "c"}, true},
+		{"none of them applied", applied, []string{"b", "c"}, false},
+		{"applied without files", applied, []string{"empty"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &planner{old: tc.old}
+			if got := p.comparesApplied(tc.clusters); got != tc.want {
+				t.Errorf("comparesApplied(%v) = %v, want %v", tc.clusters, got, tc.want)
+			}
+		})
+	}
+}
