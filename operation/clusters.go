@@ -140,6 +140,17 @@ func (p *planner) cluster(wk *render.Walked) error {
 	return nil
 }
 
+// comparesApplied reports whether any of clusters has applied files to be
+// compared with. The walk then hands over one cluster at a time (its graphs
+// still resolved on every core): a cluster compared holds, beside its render,
+// the applied side's files, catalogues and tasks, and two such clusters in hand
+// (a release change: every cluster compared) peaked above a cold apply, which
+// holds two renders and nothing else. A cold apply compares nothing and keeps
+// two clusters in hand.
+func (p *planner) comparesApplied(clusters []string) bool {
+	return slices.ContainsFunc(clusters, func(c string) bool { return len(p.old[c]) > 0 })
+}
+
 func (p *planner) compare(wk *render.Walked) (*clusterOut, error) {
 	r := wk.Rendered
 	if r == nil {

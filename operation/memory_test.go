@@ -51,11 +51,16 @@ func TestColdApplyMemoryFollowsLargestCluster(t *testing.T) {
 
 // TestReleaseChangeMemoryWithinColdApply: the plan and the apply of a release
 // change (a task definition of the release edited: every node of every
-// cluster changes) peak at most 1.2 times the heap of the cold apply of the
-// same fleet (4 clusters of 25 nodes, the repogen heavy shape, from git, the
+// cluster changes) peak at most 0.9 times the heap of the cold apply of the
+// same fleet (4 clusters of 100 nodes, the repogen heavy shape, from git, the
 // applied revision readable again). The causes come from the change of the
-// task catalogue, not from a second render of the applied revision. The
-// medians of three runs of each are compared.
+// task catalogue, not from a second render of the applied revision, and a
+// walk that compares with applied files holds one cluster at a time, where
+// the cold apply holds two: the live heap of the release change is smaller
+// than the cold apply's, not only equal, so that its peak (the collector's
+// goal, twice what a cycle found live) stays under the cold apply's wherever
+// the cycles land. The medians of three runs of each are compared. With two
+// clusters in hand, the plan gave 1.03 times and the apply 0.95.
 func TestReleaseChangeMemoryWithinColdApply(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(25))
 	dir := t.TempDir()
@@ -66,8 +71,8 @@ func TestReleaseChangeMemoryWithinColdApply(t *testing.T) {
 	}
 	// Each step three times, each time from a cold apply into a new work
 	// directory, and the medians compared: one peak moves by a tenth from
-	// run to run with the collector's timing (1.24 once in CI, 0.9 to 1.16
-	// in eight runs on the development machine).
+	// run to run with the collector's timing (0.70 to 0.89 times the cold
+	// apply's on the development machine).
 	var peaks [3][]float64 // cold apply, plan, apply
 	for range 3 {
 		op := &Operation{Workdir: state.Open(filepath.Join(t.TempDir(), "wd")), ToolVersion: "test", OpenRevision: open}
@@ -104,9 +109,39 @@ func TestReleaseChangeMemoryWithinColdApply(t *testing.T) {
 	cold := benchutil.Median(peaks[0])
 	for i, what := range []string{"plan", "apply"} {
 		peak := benchutil.Median(peaks[i+1])
-		if ratio := peak / cold; ratio > 1.2 {
-			t.Errorf("the %s of the release change peaks at %.1f MB of heap (median of 3), %.2f times the cold apply's (%.1f MB): want at most 1.2",
+		if ratio := peak / cold; ratio > 0.9 {
+			t.Errorf("the %s of the release change peaks at %.1f MB of heap (median of 3), %.2f times the cold apply's (%.1f MB): want at most 0.9",
 				what, peak/1e6, ratio, cold/1e6)
 		}
+	}
+}
+
+// TestComparesApplied: the walk of a plan takes one cluster at a time when
+// one of the clusters it renders has applied files to compare with, and two
+// (as many as cores) when none has: a cold apply, or clusters new to the
+// state.
+func TestComparesApplied(t *testing.T) {
+	applied := map[string]map[string]string{
+		"a":     {"a/cluster.yaml": "1"},
+		"empty": {},
+	}
+	for _, tc := range []struct {
+		name     string
+		old      map[string]map[string]string
+		clusters []string
+		want     bool
+	}{
+		{"cold apply", nil, []string{"a", "b"}, false},
+		{"every cluster applied", applied, []string{"a"}, true},
+		{"one of them applied", applied, []string{"b", "a", "c"}, true},
+		{"none of them applied", applied, []string{"b", "c"}, false},
+		{"applied without files", applied, []string{"empty"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &planner{old: tc.old}
+			if got := p.comparesApplied(tc.clusters); got != tc.want {
+				t.Errorf("comparesApplied(%v) = %v, want %v", tc.clusters, got, tc.want)
+			}
+		})
 	}
 }

@@ -223,7 +223,8 @@ func (r *run) renderAndCompare() error {
 		outs:      map[string]*clusterOut{}, diags: map[string]hcl.Diagnostics{},
 	}
 	if len(r.list) > 0 {
-		data, err := render.Walk(r.repo, render.Options{Clusters: r.list, State: st}, false, r.pl.cluster)
+		opts := render.Options{Clusters: r.list, State: st, OneAtATime: r.pl.comparesApplied(r.list)}
+		data, err := render.Walk(r.repo, opts, false, r.pl.cluster)
 		if err != nil {
 			return err
 		}

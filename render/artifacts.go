@@ -53,9 +53,10 @@ type Options struct {
 	// State is the applied state primary tags stick to (nil: empty).
 	State AppliedState
 	// OneAtATime has Walk hand over one cluster at a time (its graphs still
-	// resolved on every core), for a caller that renders a second revision
-	// of each cluster it is handed: two renders in hand rather than twice
-	// as many as there are cores.
+	// resolved on every core), for a caller that holds more of each cluster
+	// it is handed than its render: a second revision of it (diff: two
+	// renders in hand rather than twice as many as there are cores), or its
+	// applied files (a plan's comparison).
 	OneAtATime bool
 	// Encoding, when not nil, is shared by the encodings (StreamCluster) of
 	// the clusters Walk renders with it: for two walks to share one (the

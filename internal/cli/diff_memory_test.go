@@ -13,7 +13,7 @@ import (
 // TestDiffReleaseMemoryWithinColdApply: `fuelsync diff` of a release change
 // (a task definition of the release edited: every node of every cluster
 // changes) peaks at most 1.2 times the heap of the cold apply of the base
-// (4 clusters of 25 nodes, the repogen heavy shape, from git), the medians of
+// (4 clusters of 100 nodes, the repogen heavy shape, from git), the medians of
 // three runs of each compared. The diff holds one cluster of each side at a
 // time; walking the head's clusters as an apply does, each with the base's
 // render of it, and keeping the base's node files, made it 1.37 times.

@@ -10,7 +10,9 @@ import (
 )
 
 // ReleaseChange commits into dir a small fleet of the repogen heavy shape (4
-// clusters of 25 nodes, ReleaseChangeSpec) as revA, then a change to the
+// clusters of 100 nodes, ReleaseChangeSpec: large enough that the renders of
+// its clusters, rather than the loaded repository, decide the peak of the
+// heap) as revA, then a change to the
 // release as revD: hiera's timeout, and hiera runs on every node, so every
 // node of every cluster changes. The memory tests of a release change use it.
 func ReleaseChange(t testing.TB, dir string) (revA, revD string) {
@@ -29,4 +31,4 @@ func ReleaseChange(t testing.TB, dir string) (revA, revD string) {
 }
 
 // ReleaseChangeSpec is the fleet ReleaseChange generates.
-var ReleaseChangeSpec = repogen.Spec{Plugins: 11, Tasks: 1000, Nodes: 100, Clusters: 4, Seed: 1, CrossDepends: 60, StageFanIn: true}
+var ReleaseChangeSpec = repogen.Spec{Plugins: 11, Tasks: 1000, Nodes: 400, Clusters: 4, Seed: 1, CrossDepends: 60, StageFanIn: true}
