@@ -167,13 +167,16 @@ func kill() {
 
 // pause holds the caller when the file dir/arm exists: it removes dir/arm,
 // writes args to dir/paused and waits until dir/paused is removed (a test
-// stops the process there, or lets it go on).
+// stops the process there, or lets it go on). dir/paused appears whole (written
+// beside it, then renamed): a test that reads it as soon as it exists never
+// reads it empty.
 func pause(dir string, args []string) {
 	if os.Remove(filepath.Join(dir, "arm")) != nil {
 		return
 	}
 	paused := filepath.Join(dir, "paused")
-	if os.WriteFile(paused, []byte(strings.Join(args, " ")+"\n"), 0o644) != nil {
+	tmp := filepath.Join(dir, ".paused.tmp")
+	if os.WriteFile(tmp, []byte(strings.Join(args, " ")+"\n"), 0o644) != nil || os.Rename(tmp, paused) != nil {
 		return
 	}
 	for {
