@@ -120,9 +120,8 @@ type appliedSet struct {
 	trees sync.Map          // a tree's or nodeset's path on disk → *treeStat (treeStat)
 
 	// names are the files of sums, sorted; stats[i] is the stat check of
-	// names[i] (stat), index[names[i]] is i.
+	// names[i] (stat).
 	names []string
-	index map[string]int
 	stats []keptStat
 
 	recordedOnce sync.Once
@@ -227,10 +226,6 @@ func (o *objectWriter) follow(cur *State) {
 func newAppliedSet(w *Workdir, dir string, seal time.Time, sums map[string]string) *appliedSet {
 	a := &appliedSet{w: w, set: dir, seal: seal, sums: sums}
 	a.names = slices.Sorted(maps.Keys(sums))
-	a.index = make(map[string]int, len(a.names))
-	for i, name := range a.names {
-		a.index[name] = i
-	}
 	a.stats = make([]keptStat, len(a.names))
 	return a
 }
@@ -423,7 +418,7 @@ func (a *appliedSet) treeStat(dir string) (fs.FileInfo, error) {
 // inode were written since. p is its path on disk. Each file is checked
 // once, by keep or by prefetch, whichever asks first.
 func (a *appliedSet) stat(w *Workdir, name string) (p string, ok, inTree bool) {
-	i, found := a.index[name]
+	i, found := slices.BinarySearch(a.names, name)
 	if !found {
 		return "", false, false
 	}
