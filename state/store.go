@@ -1215,10 +1215,9 @@ type objectWriter struct {
 	// unchanged files it keeps by their stat (nil: none). See store_seal.go.
 	since   time.Time
 	applied *appliedSet
-	// keptFiles are the paths of the applied files keep found to hold
-	// their content, with the sha256 of each; keptInTree, those kept in
-	// their trees without their objects being looked at: sha256 → path.
-	keptFiles  sync.Map
+	// keptInTree are the applied files keep kept in their trees without
+	// their objects being looked at: sha256 → path. (What keep kept is
+	// recorded in the applied set's stats: keptStat.kept.)
 	keptInTree sync.Map
 	// nodesets are the nodesets it found to hold their entries, kept
 	// unread or built (ensureNodeset): id → the trees they link.

@@ -280,13 +280,18 @@ func (o *objectWriter) sealObject(tmp string) error {
 // publish (staged) and is linked without being read.
 func (o *objectWriter) keep(name, sum string) bool {
 	a := o.applied
-	if a == nil || o.w.noLinks.Load() || a.sums[name] != sum || !isLowerHex(sum, 64) {
+	if a == nil || o.w.noLinks.Load() || !isLowerHex(sum, 64) {
 		return false
 	}
-	p, ok, inTree := a.stat(o.w, name)
-	if !ok {
+	i, found := slices.BinarySearch(a.names, name)
+	if !found {
 		return false
 	}
+	st := a.statAt(o.w, i)
+	if st.sum != sum || !st.ok {
+		return false
+	}
+	p, inTree := st.p, st.inTree
 	if inTree {
 		// Its object is checked only if it is linked elsewhere
 		// (checkKeptObject).
@@ -298,8 +303,8 @@ func (o *objectWriter) keep(name, sum string) bool {
 		}
 	}
 	// A tree's file just found to hold sum: the tree's check need not stat
-	// it again (treeHolds).
-	o.keptFiles.Store(p, sum)
+	// it again (treeHolds, through keptAs).
+	st.kept.Store(true)
 	return true
 }
 
@@ -347,10 +352,13 @@ func (o *objectWriter) linked() map[string]bool {
 		return nil
 	}
 	sums := map[string]bool{}
-	o.keptFiles.Range(func(_, sum any) bool {
-		sums[sum.(string)] = true
-		return true
-	})
+	if a := o.applied; a != nil {
+		for i := range a.stats {
+			if st := &a.stats[i]; st.kept.Load() {
+				sums[st.sum] = true
+			}
+		}
+	}
 	return sums
 }
 
@@ -358,8 +366,11 @@ func (o *objectWriter) linked() map[string]bool {
 type keptStat struct {
 	once   sync.Once
 	p      string // the file's path on disk
+	sum    string // its content, as the applied state records it
 	ok     bool
 	inTree bool // kept as a file of an unchanged tree, its object not looked at
+	// kept says keep kept it: the object of sum, at p (set after once).
+	kept atomic.Bool
 }
 
 // keptNodeDir is what the files of a node directory of the applied set
@@ -372,6 +383,8 @@ type keptNodeDir struct {
 	inNodeset bool
 	unchanged bool
 	err       error
+	// lo and hi bound the applied set's names in it (names[lo:hi]).
+	lo, hi int
 }
 
 // treeStat is the lstat of a tree or nodeset the applied set links, made
@@ -422,9 +435,18 @@ func (a *appliedSet) stat(w *Workdir, name string) (p string, ok, inTree bool) {
 	if !found {
 		return "", false, false
 	}
-	k := &a.stats[i]
-	k.once.Do(func() { k.p, k.ok, k.inTree = a.statFile(w, name) })
+	k := a.statAt(w, i)
 	return k.p, k.ok, k.inTree
+}
+
+// statAt is stat of names[i].
+func (a *appliedSet) statAt(w *Workdir, i int) *keptStat {
+	k := &a.stats[i]
+	k.once.Do(func() {
+		k.sum = a.sums[a.names[i]]
+		k.p, k.ok, k.inTree = a.statFile(w, a.names[i], k.sum)
+	})
+	return k
 }
 
 // nodeDir is where node directory nd of the applied set is on disk, and
@@ -440,12 +462,45 @@ func (a *appliedSet) nodeDir(nd string) *keptNodeDir {
 	k.once.Do(func() {
 		k.dir, k.inNodeset, k.err = a.resolved(nd)
 		k.unchanged = k.err == nil && k.inNodeset && a.unchanged(path.Dir(nd)) && a.unchanged(nd)
+		k.lo, _ = slices.BinarySearch(a.names, nd+"/")
+		k.hi, _ = slices.BinarySearch(a.names, nd+"0") // '0' follows '/'
 	})
 	return k
 }
 
-func (a *appliedSet) statFile(w *Workdir, name string) (p string, ok, inTree bool) {
-	sum := a.sums[name]
+// keptDir is node directory nd of the applied set when it is at dir and keep
+// looked at its files (nil otherwise): what keptAs reads. Nothing is looked at
+// on disk.
+func (a *appliedSet) keptDir(nd, dir string) *keptNodeDir {
+	if a == nil {
+		return nil
+	}
+	if _, ok := a.nodes.Load(nd); !ok {
+		return nil // no file of it was looked at: none was kept
+	}
+	k := a.nodeDir(nd)
+	if k.err != nil || k.dir != dir {
+		return nil
+	}
+	return k
+}
+
+// keptAs reports whether keep kept file of node directory nd (k, from
+// keptDir; nil: no) with content sum, in k's directory.
+func (a *appliedSet) keptAs(k *keptNodeDir, nd, file, sum string) bool {
+	if k == nil {
+		return false
+	}
+	names := a.names[k.lo:k.hi]
+	j, found := slices.BinarySearchFunc(names, file, func(name, file string) int { return strings.Compare(name[len(nd)+1:], file) })
+	if !found {
+		return false
+	}
+	st := &a.stats[k.lo+j]
+	return st.kept.Load() && st.sum == sum
+}
+
+func (a *appliedSet) statFile(w *Workdir, name, sum string) (p string, ok, inTree bool) {
 	if !isLowerHex(sum, 64) {
 		return "", false, false
 	}
@@ -497,7 +552,7 @@ func (o *objectWriter) prefetch() (stop func()) {
 	go func() {
 		defer close(done)
 		for i := len(names) - 1; i >= 0 && !stopped.Load(); i-- {
-			a.stat(o.w, names[i])
+			a.statAt(o.w, i)
 		}
 	}()
 	return func() {

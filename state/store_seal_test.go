@@ -393,3 +393,65 @@ func TestPublishKeepsNodeDirsWithoutReadingNodesets(t *testing.T) {
 	}
 	checkSet(t, w, 3, sealFiles)
 }
+
+// TestKeptTreeAsKeepKept: a tree of the applied set is taken as holding a
+// node directory's files unread only when keep kept each of them, in this
+// publish, with the content the tree's entries give it, as that node
+// directory's: a file unchanged by its stat but not kept, another content,
+// another node directory or another tree is not enough.
+func TestKeptTreeAsKeepKept(t *testing.T) {
+	w, l := lockedWorkdir(t)
+	publishSealed(t, w, l, 1, sealFiles, false)
+	publishSealed(t, w, l, 2, sealFiles, true)
+	st := filesState(2, sealFiles)
+	const nd = "b/nodes/n1"
+	entries := []treeEntry{{"graph.yaml", st.Artifacts[nd+"/graph.yaml"]}, {"tasks.yaml", st.Artifacts[nd+"/tasks.yaml"]}}
+	newWriter := func(keep ...string) (*objectWriter, string) {
+		o := w.newObjectWriter(l)
+		o.follow(st)
+		if o.applied == nil {
+			t.Fatal("the publish does not follow set 2")
+		}
+		for _, name := range keep {
+			if !o.keep(name, st.Artifacts[name]) {
+				t.Fatalf("%s not kept by its stat", name)
+			}
+		}
+		if _, _, inTree := o.applied.stat(w, nd+"/graph.yaml"); !inTree {
+			t.Fatalf("%s/graph.yaml is not in a tree unchanged since the seal", nd)
+		}
+		return o, o.applied.nodeDir(nd).dir
+	}
+	changed := slices.Clone(entries)
+	changed[1].sum = shaHex([]byte("b n1 tasks, changed\n"))
+	for _, c := range []struct {
+		name    string
+		keep    []string
+		nd      string
+		entries []treeEntry
+		other   bool // the tree asked for is another than nd's
+		want    bool
+	}{
+		{"every file kept", []string{nd + "/graph.yaml", nd + "/tasks.yaml"}, nd, entries, false, true},
+		{"one file only stat'ed", []string{nd + "/graph.yaml"}, nd, entries, false, false},
+		{"none kept", nil, nd, entries, false, false},
+		{"another content", []string{nd + "/graph.yaml", nd + "/tasks.yaml"}, nd, changed, false, false},
+		{"another node directory", []string{nd + "/graph.yaml", nd + "/tasks.yaml"}, "a/nodes/n1", entries, false, false},
+		{"another tree", []string{nd + "/graph.yaml", nd + "/tasks.yaml"}, nd, entries, true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o, dir := newWriter(c.keep...)
+			o.applied.stat(w, nd+"/tasks.yaml") // unchanged by its stat, whether kept or not
+			if c.other {
+				dir = o.applied.nodeDir("a/nodes/n1").dir
+			}
+			fi, err := os.Lstat(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := o.keptTree(dir, c.nd, fi, c.entries); got != c.want {
+				t.Errorf("keptTree = %v, want %v", got, c.want)
+			}
+		})
+	}
+}

@@ -200,7 +200,7 @@ func (o *objectWriter) nodeTrees(nds []string, n *nodeDirs) ([]string, error) {
 			return nil
 		}
 		id := treeID(entries)
-		err := once.do(id, func() error { return o.ensureTree(id, entries) })
+		err := once.do(id, func() error { return o.ensureTree(id, nd, entries) })
 		var fallback *linkFallback
 		if errors.As(err, &fallback) {
 			return nil
@@ -261,12 +261,13 @@ type linkFallback struct{ err error }
 
 func (e *linkFallback) Error() string { return e.err.Error() }
 
-// ensureTree makes trees/<id> hold exactly entries: kept when it does, built
+// ensureTree makes trees/<id> hold exactly entries (the files of node
+// directory nd, or of another with the same files): kept when it does, built
 // in a temporary directory and renamed into place (exchanged with what was
 // there) otherwise.
-func (o *objectWriter) ensureTree(id string, entries []treeEntry) error {
+func (o *objectWriter) ensureTree(id, nd string, entries []treeEntry) error {
 	final := filepath.Join(o.w.trees(), id)
-	if o.treeHolds(final, entries) {
+	if o.treeHolds(final, nd, entries) {
 		return nil
 	}
 	return o.buildDir("tree", id, o.w.trees(), &o.treesDir, func(tmp string) error {
@@ -301,13 +302,14 @@ func (o *objectWriter) linkTreeEntries(id, tmp string, entries []treeEntry) erro
 
 // treeHolds reports whether dir is a directory (not a symlink) holding exactly
 // entries, each a regular file that is its object's inode or holds the same
-// bytes.
-func (o *objectWriter) treeHolds(dir string, entries []treeEntry) bool {
+// bytes. nd is the node directory whose files entries are: those keep kept
+// in dir, as the applied set's nd, are not looked at again.
+func (o *objectWriter) treeHolds(dir, nd string, entries []treeEntry) bool {
 	fi, err := o.lstatTree(dir)
 	if err != nil || !fi.IsDir() {
 		return false
 	}
-	if o.keptTree(dir, fi, entries) {
+	if o.keptTree(dir, nd, fi, entries) {
 		return true
 	}
 	readHook("dir " + dir)
@@ -315,14 +317,15 @@ func (o *objectWriter) treeHolds(dir string, entries []treeEntry) bool {
 	if err != nil || len(got) != len(entries) {
 		return false
 	}
+	kept := o.applied.keptDir(nd, dir)
 	for i, e := range entries {
 		if got[i].Name() != e.name || !got[i].Type().IsRegular() {
 			return false
 		}
-		p := filepath.Join(dir, e.name)
-		if sum, ok := o.keptFiles.Load(p); ok && sum == e.sum {
+		if o.applied.keptAs(kept, nd, e.name, e.sum) {
 			continue // the object of e.sum, found so by keep in this publish
 		}
+		p := filepath.Join(dir, e.name)
 		fi, err := os.Lstat(p)
 		if err != nil || !fi.Mode().IsRegular() {
 			return false
@@ -353,7 +356,7 @@ func (o *objectWriter) lstatTree(dir string) (fs.FileInfo, error) {
 
 // keptTree reports whether the tree dir (fi) holds exactly entries without
 // reading it: keep found each of entries in dir, through the applied set's
-// link to it, to be its object unchanged since the applied set's seal, and
+// link to it from nd, to be its object unchanged since the applied set's seal, and
 // dir's entries have not changed since then either: its mtime is before the
 // seal (adding, removing or renaming an entry sets it to the time of the
 // change). The publish that made the applied set found dir to hold exactly
@@ -361,13 +364,14 @@ func (o *objectWriter) lstatTree(dir string) (fs.FileInfo, error) {
 // and gave it an mtime before its seal, as it does an object), so it still
 // does. What this cannot catch is a directory's mtime set back by hand
 // (touch -d), as for a file.
-func (o *objectWriter) keptTree(dir string, fi fs.FileInfo, entries []treeEntry) bool {
+func (o *objectWriter) keptTree(dir, nd string, fi fs.FileInfo, entries []treeEntry) bool {
 	a := o.applied
 	if a == nil || !fi.ModTime().Before(a.seal) {
 		return false
 	}
+	k := a.keptDir(nd, dir)
 	for _, e := range entries {
-		if sum, ok := o.keptFiles.Load(filepath.Join(dir, e.name)); !ok || sum != e.sum {
+		if !a.keptAs(k, nd, e.name, e.sum) {
 			return false
 		}
 	}
