@@ -1215,10 +1215,14 @@ type objectWriter struct {
 	// unchanged files it keeps by their stat (nil: none). See store_seal.go.
 	since   time.Time
 	applied *appliedSet
-	// keptInTree are the applied files keep kept in their trees without
-	// their objects being looked at: sha256 → path. (What keep kept is
-	// recorded in the applied set's stats: keptStat.kept.)
-	keptInTree sync.Map
+	// keptInTreeN counts the applied files keep kept in their trees
+	// without their objects being looked at (keptStat.kept and inTree);
+	// inTree indexes them by sha256 (keptInTree), made when inTreeN of
+	// them were kept.
+	keptInTreeN atomic.Int64
+	inTreeMu    sync.Mutex
+	inTree      map[string]string
+	inTreeN     int64
 	// nodesets are the nodesets it found to hold their entries, kept
 	// unread or built (ensureNodeset): id → the trees they link.
 	nodesets sync.Map

@@ -291,20 +291,19 @@ func (o *objectWriter) keep(name, sum string) bool {
 	if st.sum != sum || !st.ok {
 		return false
 	}
-	p, inTree := st.p, st.inTree
-	if inTree {
-		// Its object is checked only if it is linked elsewhere
-		// (checkKeptObject).
-		o.keptInTree.LoadOrStore(sum, p)
-	} else {
+	if !st.inTree {
 		_ = o.done.do(sum, func() error { return nil })
 		if !o.done.succeeded(sum) {
 			return false
 		}
 	}
 	// A tree's file just found to hold sum: the tree's check need not stat
-	// it again (treeHolds, through keptAs).
+	// it again (treeHolds, through keptAs). One kept in its tree has its
+	// object checked only if it is linked elsewhere (checkKeptObject).
 	st.kept.Store(true)
+	if st.inTree {
+		o.keptInTreeN.Add(1)
+	}
 	return true
 }
 
@@ -316,12 +315,11 @@ func (o *objectWriter) keep(name, sum string) bool {
 // from the kept file's bytes, checked against sum. Nothing for any other
 // sum: its object was checked when it was staged or kept.
 func (o *objectWriter) checkKeptObject(sum string) error {
-	v, ok := o.keptInTree.Load(sum)
+	p, ok := o.keptInTree(sum)
 	if !ok {
 		return nil
 	}
 	return o.done.do(sum, func() error {
-		p := v.(string)
 		fi, err := os.Lstat(p)
 		if err == nil && fi.Mode().IsRegular() {
 			if oi, err := os.Lstat(o.w.objectPath(sum)); err == nil && oi.Mode().IsRegular() && os.SameFile(fi, oi) {
@@ -338,6 +336,31 @@ func (o *objectWriter) checkKeptObject(sum string) error {
 		}
 		return o.ensure(sum, data)
 	})
+}
+
+// keptInTree is the path of a file of the applied set that keep kept in its
+// tree, its object not looked at, whose content is sum. The index of them
+// is made from the applied set's stats when first asked, and again when keep
+// kept more since.
+func (o *objectWriter) keptInTree(sum string) (string, bool) {
+	a := o.applied
+	if a == nil {
+		return "", false
+	}
+	o.inTreeMu.Lock()
+	defer o.inTreeMu.Unlock()
+	if n := o.keptInTreeN.Load(); o.inTree == nil || o.inTreeN != n {
+		o.inTree, o.inTreeN = map[string]string{}, n // n read before the flags
+		for i := range a.stats {
+			if st := &a.stats[i]; st.kept.Load() && st.inTree {
+				if _, dup := o.inTree[st.sum]; !dup {
+					o.inTree[st.sum] = st.p
+				}
+			}
+		}
+	}
+	p, ok := o.inTree[sum]
+	return p, ok
 }
 
 // linked are the objects (by sha256) that keep found to be the inodes of

@@ -455,3 +455,31 @@ func TestKeptTreeAsKeepKept(t *testing.T) {
 		})
 	}
 }
+
+// TestKeptInTreeFollowsKeep: the files keep kept in their trees without
+// looking at their objects are found by their content (keptInTree, which
+// checkKeptObject asks), those kept after the first question too.
+func TestKeptInTreeFollowsKeep(t *testing.T) {
+	w, l := lockedWorkdir(t)
+	publishSealed(t, w, l, 1, sealFiles, false)
+	publishSealed(t, w, l, 2, sealFiles, true)
+	st := filesState(2, sealFiles)
+	o := w.newObjectWriter(l)
+	o.follow(st)
+	first, then := "a/nodes/n1/graph.yaml", "b/nodes/n1/tasks.yaml"
+	for _, name := range []string{first, then} {
+		if _, ok := o.keptInTree(st.Artifacts[name]); ok {
+			t.Errorf("%s: found before keep kept it", name)
+		}
+		if !o.keep(name, st.Artifacts[name]) {
+			t.Fatalf("%s not kept", name)
+		}
+		p, ok, inTree := o.applied.stat(w, name)
+		if !ok || !inTree {
+			t.Fatalf("%s: not kept in its tree", name)
+		}
+		if got, ok := o.keptInTree(st.Artifacts[name]); !ok || got != p {
+			t.Errorf("%s: keptInTree = %q, %v; want %q", name, got, ok, p)
+		}
+	}
+}
