@@ -280,7 +280,7 @@ func (o *objectWriter) sealObject(tmp string) error {
 // publish (staged) and is linked without being read.
 func (o *objectWriter) keep(name, sum string) bool {
 	a := o.applied
-	if a == nil || o.w.noLinks.Load() || !isLowerHex(sum, 64) {
+	if a == nil || o.w.noLinks.Load() || a.sums[name] != sum || !isLowerHex(sum, 64) {
 		return false
 	}
 	i, found := slices.BinarySearch(a.names, name)
@@ -288,7 +288,7 @@ func (o *objectWriter) keep(name, sum string) bool {
 		return false
 	}
 	st := a.statAt(o.w, i)
-	if st.sum != sum || !st.ok {
+	if !st.ok {
 		return false
 	}
 	if !st.inTree {
