@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"os"
+	"path/filepath"
 )
 
 // Stage holds contents of the next applied set in the object store before the
@@ -46,12 +47,8 @@ func (s *Stage) Discard() {
 	s.objs.written = nil
 	s.objs.mu.Unlock()
 	for _, obj := range written {
-		fi, err := os.Lstat(obj)
-		if err != nil || !fi.Mode().IsRegular() {
-			continue
-		}
-		if n, ok := linkCount(fi); ok && n == 1 {
-			_ = do("remove object "+fi.Name(), func() error { return os.Remove(obj) })
+		if soleLink(obj) {
+			_ = do("remove object "+filepath.Base(obj), func() error { return os.Remove(obj) })
 		}
 	}
 }

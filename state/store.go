@@ -806,22 +806,24 @@ func (w *Workdir) writeSet(dir string, st *State, objs *objectWriter, write func
 	}
 	// The state is encoded while the node directories are linked (nothing
 	// changes it from here on).
-	encoded := make(chan []byte, 1)
-	var encodeErr error
+	type encoding struct {
+		data []byte
+		err  error
+	}
+	encoded := make(chan encoding, 1)
 	go func() {
 		data, err := encodeState(st)
-		encodeErr = err
-		encoded <- data
+		encoded <- encoding{data, err}
 	}()
 	err = objs.linkNodeDirs(dir, &s.nodes, s.mkdir)
-	data := <-encoded
+	enc := <-encoded
 	if err != nil {
 		return err
 	}
-	if encodeErr != nil {
-		return encodeErr
+	if enc.err != nil {
+		return enc.err
 	}
-	if err := writeSynced(filepath.Join(dir, ".state.json"), append(data, '\n')); err != nil {
+	if err := writeSynced(filepath.Join(dir, ".state.json"), append(enc.data, '\n')); err != nil {
 		return err
 	}
 	if err := objs.writeSeal(dir); err != nil {
@@ -1173,25 +1175,27 @@ func (w *Workdir) unlinkedObjects(fan string, linked map[string]bool) []string {
 	entries, _ := os.ReadDir(dir)
 	var out []string
 	for _, e := range entries {
-		p := filepath.Join(dir, e.Name())
-		switch {
-		case isObjectTempName(fan, e.Name()):
-		case !isObjectName(fan, e.Name()):
-			continue
-		case linked[e.Name()]:
-			continue
-		default:
-			fi, err := os.Lstat(p)
-			if err != nil || !fi.Mode().IsRegular() {
-				continue
-			}
-			if n, ok := linkCount(fi); !ok || n > 1 {
-				continue
-			}
+		name := e.Name()
+		temp := isObjectTempName(fan, name)
+		if !temp && (!isObjectName(fan, name) || linked[name]) {
+			continue // not the store's, or linked by the set just published
 		}
-		out = append(out, p)
+		p := filepath.Join(dir, name)
+		if temp || soleLink(p) {
+			out = append(out, p)
+		}
 	}
 	return out
+}
+
+// soleLink says p is a regular file with one link: an object no set links.
+func soleLink(p string) bool {
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	n, ok := linkCount(fi)
+	return ok && n == 1
 }
 
 // objectWriter puts the files of one set: each distinct content is checked or

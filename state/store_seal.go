@@ -443,26 +443,17 @@ func (a *appliedSet) treeStat(dir string) (fs.FileInfo, error) {
 	return t.fi, t.err
 }
 
-// stat reports whether the applied file name is unchanged by its stat: a
-// regular file with an mtime before the seal, and either the same inode as
+// statAt is the stat check of names[i], the applied file name: ok says it is
+// unchanged by its stat, a regular file with an mtime before the seal, and either the same inode as
 // the object of the digest the applied state records for it, or (inTree) a
 // file of a node directory that the applied set links through its nodeset to
 // a tree, the entries of both unchanged since the seal (their mtimes are
 // before it): the publish that made the set found that nodeset to link that
 // tree, and the tree to hold exactly its files, each with its content, after
 // its seal (nodesetHolds, keptTree), and neither their entries nor the file's
-// inode were written since. p is its path on disk. Each file is checked
-// once, by keep or by prefetch, whichever asks first.
-func (a *appliedSet) stat(w *Workdir, name string) (p string, ok, inTree bool) {
-	i, found := slices.BinarySearch(a.names, name)
-	if !found {
-		return "", false, false
-	}
-	k := a.statAt(w, i)
-	return k.p, k.ok, k.inTree
-}
-
-// statAt is stat of names[i].
+// inode were written since. p is its path on disk, sum its digest as the
+// applied state records it. Each file is checked once, by keep or by
+// prefetch, whichever asks first.
 func (a *appliedSet) statAt(w *Workdir, i int) *keptStat {
 	k := &a.stats[i]
 	k.once.Do(func() {

@@ -417,7 +417,7 @@ func TestKeptTreeAsKeepKept(t *testing.T) {
 				t.Fatalf("%s not kept by its stat", name)
 			}
 		}
-		if _, _, inTree := o.applied.stat(w, nd+"/graph.yaml"); !inTree {
+		if !appliedStat(t, w, o.applied, nd+"/graph.yaml").inTree {
 			t.Fatalf("%s/graph.yaml is not in a tree unchanged since the seal", nd)
 		}
 		return o, o.applied.nodeDir(nd).dir
@@ -441,7 +441,7 @@ func TestKeptTreeAsKeepKept(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o, dir := newWriter(c.keep...)
-			o.applied.stat(w, nd+"/tasks.yaml") // unchanged by its stat, whether kept or not
+			appliedStat(t, w, o.applied, nd+"/tasks.yaml") // unchanged by its stat, whether kept or not
 			if c.other {
 				dir = o.applied.nodeDir("a/nodes/n1").dir
 			}
@@ -474,12 +474,22 @@ func TestKeptInTreeFollowsKeep(t *testing.T) {
 		if !o.keep(name, st.Artifacts[name]) {
 			t.Fatalf("%s not kept", name)
 		}
-		p, ok, inTree := o.applied.stat(w, name)
-		if !ok || !inTree {
+		ks := appliedStat(t, w, o.applied, name)
+		if !ks.ok || !ks.inTree {
 			t.Fatalf("%s: not kept in its tree", name)
 		}
-		if got, ok := o.keptInTree(st.Artifacts[name]); !ok || got != p {
-			t.Errorf("%s: keptInTree = %q, %v; want %q", name, got, ok, p)
+		if got, ok := o.keptInTree(st.Artifacts[name]); !ok || got != ks.p {
+			t.Errorf("%s: keptInTree = %q, %v; want %q", name, got, ok, ks.p)
 		}
 	}
+}
+
+// appliedStat is the stat check of the applied set's file name.
+func appliedStat(t *testing.T, w *Workdir, a *appliedSet, name string) *keptStat {
+	t.Helper()
+	i, found := slices.BinarySearch(a.names, name)
+	if !found {
+		t.Fatalf("%s is not a file of the applied set", name)
+	}
+	return a.statAt(w, i)
 }
