@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"golang.org/x/sys/unix"
 
 	"github.com/fuelsync/fuelsync/base/failpoint"
@@ -47,26 +48,26 @@ func TestApplyCrashSafety(t *testing.T) {
 }
 
 // crashAtRandomMoments kills `fuelsync apply` with SIGKILL at random moments, 40
-// times or more (until enough kills land inside an apply), and returns how many
-// applies it killed.
+// times or more (until enough kills land inside an apply, some of them while
+// it writes a set), and returns how many applies it killed. Even rounds draw
+// the moment from the whole apply; odd rounds from the write of its set,
+// counted from the moment the temporary set appears (an inotify event): that
+// write is a few milliseconds of an apply's 200, and moments drawn from the
+// whole apply alone may all miss it.
 func crashAtRandomMoments(t *testing.T) int {
 	repo, clusterFile, a, b := applyRepoSpec(t, repogen.Spec{Plugins: 2, Tasks: 100, Nodes: 12, Clusters: 1, Seed: 5})
 	wd := filepath.Join(t.TempDir(), "wd")
 	if out, err := fuelsyncCmd("--repo", repo, "--workdir", wd, "-q", "apply", "--auto-approve").CombinedOutput(); err != nil {
 		t.Fatalf("first apply: %v\n%s", err, out)
 	}
-	// The moments are drawn from the time of an apply like the ones killed: a
-	// change of the cluster file over an applied set (a first apply writes every
-	// object, and takes longer).
+	// The moments are drawn from the times of an apply like the ones killed:
+	// a change of the cluster file over an applied set (a first apply writes
+	// every object, and takes longer).
 	if err := os.WriteFile(clusterFile, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	if out, err := fuelsyncCmd("--repo", repo, "--workdir", wd, "-q", "apply", "--auto-approve").CombinedOutput(); err != nil {
-		t.Fatalf("second apply: %v\n%s", err, out)
-	}
-	full := time.Since(start)
-	t.Logf("one apply takes %v", full)
+	full, write := timeApply(t, repo, wd)
+	t.Logf("one apply takes %v, writing its set %v", full, write)
 	seed := uint64(time.Now().UnixNano())
 	rnd := rand.New(rand.NewPCG(seed, 1))
 	var killed, completed, midPublish int
@@ -84,12 +85,13 @@ func crashAtRandomMoments(t *testing.T) int {
 			t.Fatal(err)
 		}
 		cmd := fuelsyncCmd("--repo", repo, "--workdir", wd, "-q", "apply", "--auto-approve")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
+		var err error
+		if i%2 == 0 {
+			err = killAfter(t, cmd, nil, func() {}, rnd.Int64N(int64(full)*6/5))
+		} else {
+			events, stop := tempSets(t, wd)
+			err = killAfter(t, cmd, events, stop, rnd.Int64N(int64(write)*6/5+1))
 		}
-		time.Sleep(time.Duration(rnd.Int64N(int64(full) * 6 / 5)))
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		err := cmd.Wait()
 		killedNow := false
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			killed++
@@ -125,6 +127,96 @@ func crashAtRandomMoments(t *testing.T) int {
 		t.Errorf("%d sets kept, want at most %d", len(sets), state.Keep)
 	}
 	return killed
+}
+
+// timeApply runs one apply to its end and returns how long it took, and how
+// long its temporary set existed (from its creation to its rename, as inotify
+// reports them).
+func timeApply(t *testing.T, repo, wd string) (full, write time.Duration) {
+	t.Helper()
+	events, stop := tempSets(t, wd)
+	defer stop()
+	start := time.Now()
+	if out, err := fuelsyncCmd("--repo", repo, "--workdir", wd, "-q", "apply", "--auto-approve").CombinedOutput(); err != nil {
+		t.Fatalf("timed apply: %v\n%s", err, out)
+	}
+	full = time.Since(start)
+	// The apply has ended: inotify has queued its events.
+	var seen []time.Time
+	for len(seen) < 2 {
+		select {
+		case at := <-events:
+			seen = append(seen, at)
+		case <-time.After(30 * time.Second):
+			seen = append(seen, time.Time{})
+		}
+	}
+	created, renamed := seen[0], seen[1]
+	if created.IsZero() || renamed.IsZero() {
+		t.Fatalf("inotify did not see the apply's temporary set created and renamed")
+	}
+	return full, renamed.Sub(created)
+}
+
+// tempSets watches the work directory's artifacts/ for a temporary set: it
+// sends the time the first one is created, then the time it is renamed or
+// removed, and stops watching; stop ends the watch before that (the channel
+// then gives zero times).
+func tempSets(t *testing.T, wd string) (events <-chan time.Time, stop func()) {
+	t.Helper()
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Add(filepath.Join(wd, "artifacts")); err != nil {
+		w.Close()
+		t.Fatal(err)
+	}
+	out := make(chan time.Time, 2)
+	go func() {
+		defer w.Close()
+		defer close(out)
+		name := ""
+		for ev := range w.Events {
+			base := filepath.Base(ev.Name)
+			switch {
+			case name == "" && ev.Has(fsnotify.Create) && strings.HasPrefix(base, ".tmp-"):
+				name = ev.Name
+				out <- time.Now()
+			case name != "" && ev.Name == name && (ev.Has(fsnotify.Rename) || ev.Has(fsnotify.Remove)):
+				out <- time.Now()
+				return
+			}
+		}
+	}()
+	return out, func() { w.Close() }
+}
+
+// killAfter starts cmd and kills it with SIGKILL delay nanoseconds after its
+// start, or, given events (tempSets), after the temporary set appears; an
+// apply that ends first is not killed. It returns cmd's Wait.
+func killAfter(t *testing.T, cmd *exec.Cmd, events <-chan time.Time, stop func(), delay int64) error {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	if events != nil {
+		select {
+		case <-events:
+		case err := <-done:
+			return err
+		}
+	}
+	select {
+	case <-time.After(time.Duration(delay)):
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		return <-done
+	case err := <-done:
+		return err
+	}
 }
 
 // TestApplyLock runs two applies at once, 20 times: one takes the lock, the other
