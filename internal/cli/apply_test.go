@@ -72,13 +72,16 @@ func crashAtRandomMoments(t *testing.T) int {
 	rnd := rand.New(rand.NewPCG(seed, 1))
 	var killed, completed, midPublish int
 	serial := checkWorkdir(t, wd).Serial
+	applied := b
 	// At least 40 rounds, and more (up to 120) until enough kills landed inside
-	// an apply: how long an apply takes varies with the machine's load.
+	// an apply: how long an apply takes varies with the machine's load. Each
+	// round applies the variant not applied, so that every apply has a set to
+	// write.
 	rounds := 0
 	for i := 0; i < 120 && (i < 40 || killed < 12 || midPublish == 0); i++ {
 		rounds++
 		variant := a
-		if i%2 == 0 {
+		if bytes.Equal(applied, a) {
 			variant = b
 		}
 		if err := os.WriteFile(clusterFile, variant, 0o644); err != nil {
@@ -108,7 +111,7 @@ func crashAtRandomMoments(t *testing.T) int {
 		}
 		if st.Serial != serial {
 			completed++
-			serial = st.Serial
+			serial, applied = st.Serial, variant
 		}
 	}
 	t.Logf("seed %d: %d of %d applies killed (%d while writing a set), %d serials published", seed, killed, rounds, midPublish, completed)
