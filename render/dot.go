@@ -163,7 +163,7 @@ func (w *dotWriter) box(i int, label string, ng *NodeGraph) {
 		w.id(pt, pt.ID, ng.Node)
 		b.WriteString(` [label="`)
 		w.str(pt.ID)
-		if pt.Type == "skipped" {
+		if pt.Type() == "skipped" {
 			b.WriteString(`", style=dashed];` + "\n")
 		} else {
 			b.WriteString(`"];` + "\n")
@@ -281,7 +281,7 @@ func dotShapeHash(ng *NodeGraph) uint64 {
 	var own []int32
 	for _, pt := range ng.byID {
 		v := uint32(pt.idx) << 1
-		if pt.Type == "skipped" {
+		if pt.Type() == "skipped" {
 			v |= 1
 		}
 		mix(v)
@@ -303,7 +303,7 @@ func sameDOTShape(a, b *NodeGraph) bool {
 	var ea, eb []int32
 	for i, pa := range a.byID {
 		pb := b.byID[i]
-		if pa.idx != pb.idx || pa.Type != pb.Type {
+		if pa.idx != pb.idx || pa.Type() != pb.Type() {
 			return false
 		}
 		// A cluster node's tasks gather no fan-in.

@@ -289,7 +289,7 @@ func checkCondensed(t *testing.T, data []byte, cluster string, g *Graph) {
 					}
 				}
 				slices.Sort(local)
-				ids = append(ids, fmt.Sprintf("%s %s <- %v", pt.ID, pt.Type, local))
+				ids = append(ids, fmt.Sprintf("%s %s <- %v", pt.ID, pt.Type(), local))
 			}
 			slices.Sort(ids)
 			b.WriteString(strings.Join(ids, ";"))

@@ -184,9 +184,6 @@ func (gb *graphBuilder) edges() {
 	gb.buildFanIns()
 	for _, ng := range gb.nodes {
 		for _, pt := range ng.byID {
-			if len(pt.Def.dynamic) > 0 {
-				pt.DynamicRequires = pt.Def.dynamic
-			}
 			gb.crossEdges(ng, pt)
 		}
 	}

@@ -294,11 +294,11 @@ func (e *nodeEncoder) task(pt *PlacedTask) error {
 		b.WriteByte('\n')
 		return nil
 	}
-	skipped := pt.Type == "skipped"
+	skipped := pt.Type() == "skipped"
 	if !skipped && tb.condition != nil {
 		put(tb.condition)
 	}
-	if len(pt.DynamicRequires) > 0 {
+	if len(pt.DynamicRequires()) > 0 {
 		put(tb.dynamic)
 	}
 	if err := line("id", pt.ID); err != nil {
@@ -321,7 +321,7 @@ func (e *nodeEncoder) task(pt *PlacedTask) error {
 			b.WriteByte('\n')
 		}
 	}
-	return line("type", pt.Type)
+	return line("type", pt.Type())
 }
 
 // target returns the scalars of an edge's task and node.
@@ -389,9 +389,9 @@ func nodeDocument(m *Model, g *Graph, ng *NodeGraph) map[string]any {
 	}
 	tasks := make([]any, 0, len(ng.Tasks))
 	for _, pt := range ng.Tasks {
-		t := map[string]any{"id": pt.ID, "type": pt.Type}
+		t := map[string]any{"id": pt.ID, "type": pt.Type()}
 		data := pt.Def.Task.Data
-		if pt.Type != "skipped" {
+		if pt.Type() != "skipped" {
 			if p := data.Get("parameters"); p.IsMap() {
 				t["parameters"] = p.Interface()
 			}
@@ -406,8 +406,8 @@ func nodeDocument(m *Model, g *Graph, ng *NodeGraph) map[string]any {
 			}
 			t["requires"] = req
 		}
-		if len(pt.DynamicRequires) > 0 {
-			t["dynamic_requires"] = pt.DynamicRequires
+		if len(pt.DynamicRequires()) > 0 {
+			t["dynamic_requires"] = pt.DynamicRequires()
 		}
 		tasks = append(tasks, t)
 	}

@@ -108,8 +108,8 @@ func TestEncoderFallback(t *testing.T) {
 // TestDOTQuoting: names reach DOT ids and labels escaped (the loader's name rules
 // keep quotes and backslashes out today; DOT does not rely on it).
 func TestDOTQuoting(t *testing.T) {
-	a := &PlacedTask{ID: `a"b`, Type: "skipped"}
-	b := &PlacedTask{ID: "c", Type: "shell", requires: []Edge{{to: a}}}
+	a := &PlacedTask{ID: `a"b`, Def: &TaskDef{typ: "skipped"}}
+	b := &PlacedTask{ID: "c", Def: &TaskDef{typ: "shell"}, requires: []Edge{{to: a}}}
 	g := &Graph{Type: "default", Nodes: []*NodeGraph{{Node: `n\1`, Tasks: []*PlacedTask{a, b}}}}
 	a.node, b.node = g.Nodes[0], g.Nodes[0]
 	want := `digraph "x\"y/default" {

@@ -106,7 +106,7 @@ func (r *Rendered) Explain(graph, node, task string) (*Explanation, error) {
 		if task != "" && pt.ID != task {
 			continue
 		}
-		te := TaskExplanation{ID: pt.ID, Type: pt.Type, Position: i + 1, Definition: where(pt.Def), Via: pt.Via()}
+		te := TaskExplanation{ID: pt.ID, Type: pt.Type(), Position: i + 1, Definition: where(pt.Def), Via: pt.Via()}
 		for _, o := range pt.Def.Overrode {
 			te.Overrode = append(te.Overrode, where(o))
 		}
@@ -114,7 +114,7 @@ func (r *Rendered) Explain(graph, node, task string) (*Explanation, error) {
 			te.Defaults = append(te.Defaults, DefaultExplanation{Key: d.Key, Value: d.Value, From: d.Reason, File: d.Range.Filename, Line: d.Range.Start.Line})
 		}
 		if c := pt.Def.Task.Data.Get("condition"); c != nil && c.Kind == loader.KindString {
-			te.Condition, te.ConditionValue = c.Text, pt.Condition
+			te.Condition, te.ConditionValue = c.Text, pt.Condition()
 		}
 		for e := range pt.Requires() {
 			te.Requires = append(te.Requires, EdgeExplanation{Task: e.Task(), Node: e.Node(), Origin: e.Describe(), File: e.Range.Filename, Line: e.Range.Start.Line})
@@ -140,7 +140,7 @@ func (r *Rendered) WhyNot(graph, node, task, prefix string) ([]string, error) {
 		return nil, err
 	}
 	if pt := ng.Task(task); pt != nil {
-		if pt.Type == "skipped" && pt.Condition != nil && !*pt.Condition {
+		if pt.Type() == "skipped" && pt.Condition() != nil && !*pt.Condition() {
 			return []string{fmt.Sprintf("%s is on %s, skipped: its condition %q is false (%s)", task, node, pt.Def.Task.Data.Get("condition").Text, at(pt.Def.Task.Data.Get("condition").Range))}, nil
 		}
 		return []string{fmt.Sprintf("%s is on %s (position %d of %d); see explain %s", task, node, indexOf(ng.Tasks, pt)+1, len(ng.Tasks), task)}, nil

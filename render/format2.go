@@ -77,9 +77,9 @@ func stageIDs(d *TaskDef) []string {
 // catalogueEntry is a catalogue entry as generic values: the keys of the task's
 // entry in the expanded view but id and requires, plus its stages.
 func catalogueEntry(pt *PlacedTask) map[string]any {
-	t := map[string]any{"type": pt.Type}
+	t := map[string]any{"type": pt.Type()}
 	data := pt.Def.Task.Data
-	if pt.Type != "skipped" {
+	if pt.Type() != "skipped" {
 		if p := data.Get("parameters"); p.IsMap() {
 			t["parameters"] = p.Interface()
 		}
@@ -87,8 +87,8 @@ func catalogueEntry(pt *PlacedTask) map[string]any {
 			t["condition"] = c.Interface()
 		}
 	}
-	if len(pt.DynamicRequires) > 0 {
-		t["dynamic_requires"] = pt.DynamicRequires
+	if len(pt.DynamicRequires()) > 0 {
+		t["dynamic_requires"] = pt.DynamicRequires()
 	}
 	if st := stageIDs(pt.Def); len(st) > 0 {
 		t["stages"] = flowStrings(st)
@@ -149,11 +149,11 @@ func (e *nodeEncoder) writeCatalogue(cluster string, g *Graph, tasks []*PlacedTa
 		b.WriteString("  ")
 		b.WriteString(q)
 		b.WriteString(":\n")
-		skipped := pt.Type == "skipped"
+		skipped := pt.Type() == "skipped"
 		if !skipped && tb.condition != nil {
 			b.Write(tb.condition)
 		}
-		if len(pt.DynamicRequires) > 0 {
+		if len(pt.DynamicRequires()) > 0 {
 			b.Write(tb.dynamic)
 		}
 		if !skipped && tb.parameters != nil {
@@ -172,7 +172,7 @@ func (e *nodeEncoder) writeCatalogue(cluster string, g *Graph, tasks []*PlacedTa
 			}
 			b.WriteString("]\n")
 		}
-		q, ok = e.scalar(pt.Type)
+		q, ok = e.scalar(pt.Type())
 		if !ok {
 			return errSlowPath
 		}

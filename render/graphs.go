@@ -75,13 +75,8 @@ func (n *NodeGraph) Task(id string) *PlacedTask {
 
 // PlacedTask is a task on a node.
 type PlacedTask struct {
-	ID   string
-	Type string // "skipped" when its legacy condition is false
-	Def  *TaskDef
-	// Condition is the value of a legacy string condition (nil when none).
-	Condition *bool
-	// DynamicRequires are yaql cross-dependencies, kept verbatim.
-	DynamicRequires []any
+	ID  string
+	Def *TaskDef
 	// requires are the edges the task holds (see Requires): all of them, but for a
 	// stage of the sync node the ones its fanIn gathers.
 	requires []Edge
@@ -96,6 +91,24 @@ type PlacedTask struct {
 
 // Node returns the name of the node the task is placed on.
 func (pt *PlacedTask) Node() string { return pt.node.Node }
+
+// Type is the task's type once placed: its definition's, or "skipped" when
+// its legacy string condition is false (typeOf). What a placed task has of
+// its definition is read from it, not held on each of the graph's millions of
+// placed tasks.
+func (pt *PlacedTask) Type() string { return pt.Def.typ }
+
+// Condition is the value of the task's legacy string condition (nil when
+// none, or when it could not be evaluated).
+func (pt *PlacedTask) Condition() *bool { return pt.Def.condVal }
+
+// DynamicRequires are the task's yaql cross-dependencies, verbatim.
+func (pt *PlacedTask) DynamicRequires() []any {
+	if len(pt.Def.dynamic) == 0 {
+		return nil
+	}
+	return pt.Def.dynamic
+}
 
 // Via is one reason a task is on a node.
 type Via struct {
@@ -407,7 +420,8 @@ func (gb *graphBuilder) place(d *TaskDef, r int32) {
 		return
 	}
 	pt := gb.newPlaced()
-	pt.ID, pt.Type, pt.Def, pt.Condition = d.Task.ID, gb.typeOf(d), d, d.condVal
+	gb.typeOf(d) // its type and condition, on its definition
+	pt.ID, pt.Def = d.Task.ID, d
 	pt.node, pt.idx = gb.nodes[r], d.idx
 	*s = pt
 }

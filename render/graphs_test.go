@@ -88,7 +88,7 @@ func taskLines(ng *NodeGraph) []string {
 	}
 	var out []string
 	for _, pt := range ng.Tasks {
-		s := pt.ID + " " + pt.Type
+		s := pt.ID + " " + pt.Type()
 		if pt.NumRequires() > 0 {
 			var req []string
 			for _, e := range pt.AllRequires() {
@@ -1078,10 +1078,10 @@ func TestLegacyConditions(t *testing.T) {
 				}
 			}
 			ng := r.Graph("default").Node("node-5")
-			if c := ng.Task(off).Condition; c == nil || *c {
+			if c := ng.Task(off).Condition(); c == nil || *c {
 				t.Errorf("%s: condition value %v, want false", off, c)
 			}
-			if c := ng.Task("yaql").Condition; c != nil {
+			if c := ng.Task("yaql").Condition(); c != nil {
 				t.Errorf("yaql: condition evaluated to %v, want not evaluated", *c)
 			}
 		})

@@ -80,9 +80,9 @@ func comparePlaced(t *testing.T, where string, ng, cn *NodeGraph) {
 	}
 	for _, pt := range ng.byID {
 		ct := cn.Task(pt.ID)
-		if ct.Def.Task != pt.Def.Task || ct.Type != pt.Type || !slices.Equal(ct.Via(), pt.Via()) {
+		if ct.Def.Task != pt.Def.Task || ct.Type() != pt.Type() || !slices.Equal(ct.Via(), pt.Via()) {
 			t.Errorf("%s: task %s on %s: by class %s %v %v, rendered %s %v %v", where, pt.ID, ng.Node,
-				ct.Type, ct.Def.Task.Range, ct.Via(), pt.Type, pt.Def.Task.Range, pt.Via())
+				ct.Type(), ct.Def.Task.Range, ct.Via(), pt.Type(), pt.Def.Task.Range, pt.Via())
 		}
 	}
 }

@@ -212,7 +212,7 @@ func byRank(g *Graph) *ranked {
 // samePlaced reports whether placed tasks pa of a graph and pb of another
 // (ra and rb) are drawn alike (sameDrawing).
 func samePlaced(ra *ranked, pa *PlacedTask, rb *ranked, pb *PlacedTask) bool {
-	if pa.ID != pb.ID || pa.Type != pb.Type || pa.idx != pb.idx || len(pa.requires) != len(pb.requires) ||
+	if pa.ID != pb.ID || pa.Type() != pb.Type() || pa.idx != pb.idx || len(pa.requires) != len(pb.requires) ||
 		(pa.fanIn == nil) != (pb.fanIn == nil) || (pa.Def == nil) != (pb.Def == nil) {
 		return false
 	}

@@ -160,11 +160,11 @@ func TestSameFilesTellsChanges(t *testing.T) {
 		{"a task's type (drawn, not in its node file)", func(t *testing.T, r *Rendered) ([]string, []string) {
 			ng := clusterNode(t, r, "default")
 			pt := ng.Tasks[len(ng.Tasks)-1]
-			if pt.Type == "skipped" {
-				pt.Type = "shell"
-			} else {
-				pt.Type = "skipped"
+			d := *pt.Def // the type is its definition's
+			if d.typ = "skipped"; pt.Type() == "skipped" {
+				d.typ = "shell"
 			}
+			pt.Def = &d
 			return []string{"graphs/default.dot"}, []string{nodeFileName(ng, "default")}
 		}},
 		{"a stage's fan-in", func(t *testing.T, r *Rendered) ([]string, []string) {
