@@ -28,6 +28,13 @@ func TestAutoDeployAfterStateSeenEarly(t *testing.T) {
 	loop := &controller.Loop{Workdir: wd, Source: &source.LocalSource{Path: dir}, ToolVersion: "test"}
 	srv := New(loop, nil)
 	srv.EnableRuns(&runs.Coordinator{Store: runs.Open(wd)})
+	// Before the work directory is removed, the runs started stop writing
+	// to it: no auto-deploy pass starts another, and the committers end.
+	t.Cleanup(func() {
+		cancel()
+		srv.autoMu.Lock() // held: the auto-deploy loop's next pass waits for good
+		srv.Runs.Shutdown()
+	})
 	started := make(chan string, 10)
 	onStart := srv.Runs.OnStart
 	srv.Runs.OnStart = func(h *runs.Header) { onStart(h); started <- h.Cluster }

@@ -303,7 +303,7 @@ func mitakaWithRuns(t *testing.T) *mitakaRuns {
 		t.Fatalf("reconcile: %s %q", o, loop.Status().Errors)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
+	t.Cleanup(func() { cancel(); coord.Shutdown() }) // before the work directory goes
 	if err := coord.Resume(ctx); err != nil {
 		t.Fatal(err)
 	}
