@@ -90,10 +90,11 @@ func crashAtRandomMoments(t *testing.T) int {
 		cmd := fuelsyncCmd("--repo", repo, "--workdir", wd, "-q", "apply", "--auto-approve")
 		var err error
 		if i%2 == 0 {
-			err = killAfter(t, cmd, nil, func() {}, rnd.Int64N(int64(full)*6/5))
+			err = killAfter(t, cmd, nil, rnd.Int64N(int64(full)*6/5))
 		} else {
 			events, stop := tempSets(t, wd)
-			err = killAfter(t, cmd, events, stop, rnd.Int64N(int64(write)*6/5+1))
+			err = killAfter(t, cmd, events, rnd.Int64N(int64(write)*6/5+1))
+			stop()
 		}
 		killedNow := false
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -145,20 +146,18 @@ func timeApply(t *testing.T, repo, wd string) (full, write time.Duration) {
 	}
 	full = time.Since(start)
 	// The apply has ended: inotify has queued its events.
-	var seen []time.Time
-	for len(seen) < 2 {
+	var at [2]time.Time // created, renamed
+	timeout := time.After(30 * time.Second)
+	for i := range at {
 		select {
-		case at := <-events:
-			seen = append(seen, at)
-		case <-time.After(30 * time.Second):
-			seen = append(seen, time.Time{})
+		case at[i] = <-events:
+		case <-timeout:
+		}
+		if at[i].IsZero() {
+			t.Fatalf("inotify did not see the apply's temporary set created and renamed")
 		}
 	}
-	created, renamed := seen[0], seen[1]
-	if created.IsZero() || renamed.IsZero() {
-		t.Fatalf("inotify did not see the apply's temporary set created and renamed")
-	}
-	return full, renamed.Sub(created)
+	return full, at[1].Sub(at[0])
 }
 
 // tempSets watches the work directory's artifacts/ for a temporary set: it
@@ -198,12 +197,11 @@ func tempSets(t *testing.T, wd string) (events <-chan time.Time, stop func()) {
 // killAfter starts cmd and kills it with SIGKILL delay nanoseconds after its
 // start, or, given events (tempSets), after the temporary set appears; an
 // apply that ends first is not killed. It returns cmd's Wait.
-func killAfter(t *testing.T, cmd *exec.Cmd, events <-chan time.Time, stop func(), delay int64) error {
+func killAfter(t *testing.T, cmd *exec.Cmd, events <-chan time.Time, delay int64) error {
 	t.Helper()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer stop()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	if events != nil {
