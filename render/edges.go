@@ -155,11 +155,16 @@ func (gb *graphBuilder) edges() {
 	// Then the other nodes, grouped by signature.
 	groups := map[string][]*NodeGraph{}
 	var keys []string
+	sigOf := map[int32]string{} // by placement class: its nodes have the same tasks
 	for _, ng := range gb.nodes {
 		if ng == gb.sync || len(ng.byID) == 0 {
 			continue
 		}
-		key := signature(ng.byID, n)
+		key, ok := sigOf[gb.pclass[ng.rank]]
+		if !ok {
+			key = signature(ng.byID, n)
+			sigOf[gb.pclass[ng.rank]] = key
+		}
 		if _, ok := groups[key]; !ok {
 			keys = append(keys, key)
 		}
@@ -605,7 +610,6 @@ func (res *sigEdges) sortEdges() {
 
 // instantiate writes a signature's local edges onto the tasks of node ng.
 func (gb *graphBuilder) instantiate(ng *NodeGraph, res *sigEdges) {
-	n := len(gb.ids)
 	total := 0
 	for _, list := range res.edges {
 		total += len(list)
@@ -621,12 +625,12 @@ func (gb *graphBuilder) instantiate(ng *NodeGraph, res *sigEdges) {
 		req := slab[:len(list):len(list)]
 		slab = slab[len(list):]
 		for k, le := range list {
-			idx := res.local[le.t]
-			target := ng
-			if int(le.t) >= res.present {
-				target = gb.sync
+			var to *PlacedTask
+			if int(le.t) < res.present {
+				to = ng.byID[le.t] // the node's tasks are its first local numbers, in id order
+			} else {
+				to = gb.at(gb.sync.rank, res.local[le.t])
 			}
-			to := gb.slot[int(target.rank)*n+int(idx)]
 			req[k] = Edge{EdgeSource: le.src, to: to}
 		}
 		pt.requires = req
@@ -707,7 +711,7 @@ func (gb *graphBuilder) defEdges(d *TaskDef) {
 		name, _ := e.Str()
 		var src *EdgeSource
 		for _, idx := range gb.matching(gb.matcher(name)) {
-			stage := gb.slot[int(gb.sync.rank)*len(gb.ids)+int(idx)]
+			stage := gb.at(gb.sync.rank, idx)
 			if stage == nil {
 				continue
 			}
@@ -751,12 +755,10 @@ func (gb *graphBuilder) crossTargets(it *loader.Value) ([]int32, bool) {
 // naming its own id binds every other node's task to the first node's, and that one
 // to nothing, as nailgun excludes the task itself.
 func (gb *graphBuilder) firstRunning(targets []int32, nm *nameMatcher) []int32 {
-	n := len(gb.ids)
 	ids := gb.matching(nm)
 	for i, r := range targets {
-		row := gb.slot[int(r)*n : int(r+1)*n]
 		for _, xid := range ids {
-			if row[xid] != nil {
+			if gb.runs(r, xid) {
 				return targets[i : i+1 : i+1]
 			}
 		}
@@ -831,10 +833,8 @@ func (gb *graphBuilder) crossTasks(targets []int32, nm *nameMatcher) []*PlacedTa
 // appendOnNode appends to dst the tasks nm names on node rank r, as the name
 // matches.
 func (gb *graphBuilder) appendOnNode(dst []*PlacedTask, r int32, nm *nameMatcher) []*PlacedTask {
-	n := len(gb.ids)
-	row := gb.slot[int(r)*n : int(r+1)*n]
 	for _, xid := range gb.matching(nm) {
-		if x := row[xid]; x != nil {
+		if x := gb.at(r, xid); x != nil {
 			dst = append(dst, x)
 		}
 	}

@@ -53,7 +53,7 @@ func stageSource(stage, t *PlacedTask) *EdgeSource {
 // task of the stage's id and t's definition is required_for it).
 func (gb *graphBuilder) gathers(stage, t *PlacedTask) bool {
 	return stage.node == gb.sync && t.node != gb.sync &&
-		gb.slot[int(t.node.rank)*len(gb.ids)+int(stage.idx)] == nil && stageSource(stage, t) != nil
+		!gb.runs(t.node.rank, stage.idx) && stageSource(stage, t) != nil
 }
 
 // gatheredBy calls f with each stage that gathers task t through its fan-in (and
@@ -62,12 +62,10 @@ func (gb *graphBuilder) gatheredBy(t *PlacedTask, f func(stage *PlacedTask)) {
 	if t.node == gb.sync {
 		return
 	}
-	n := len(gb.ids)
-	row := gb.slot[int(t.node.rank)*n : int(t.node.rank+1)*n]
 	stages := t.Def.stages
 	for i, se := range stages {
 		stage := se.stage
-		if row[stage.idx] != nil || seenStage(stages[:i], stage) || stage.holds(t) {
+		if gb.runs(t.node.rank, stage.idx) || seenStage(stages[:i], stage) || stage.holds(t) {
 			continue
 		}
 		f(stage)
@@ -88,17 +86,15 @@ func (pt *PlacedTask) holds(t *PlacedTask) bool {
 // buildFanIns gives each stage of the sync node the nodes it gathers from and
 // counts its gathered edges (before the cross-dependencies are bound).
 func (gb *graphBuilder) buildFanIns() {
-	n := len(gb.ids)
 	for _, ng := range gb.nodes {
 		if ng == gb.sync {
 			continue
 		}
-		row := gb.slot[int(ng.rank)*n : int(ng.rank+1)*n]
 		for _, pt := range ng.byID {
 			stages := pt.Def.stages
 			for i, se := range stages {
 				stage := se.stage
-				if row[stage.idx] != nil || seenStage(stages[:i], stage) {
+				if gb.runs(ng.rank, stage.idx) || seenStage(stages[:i], stage) {
 					continue
 				}
 				f := stage.fanIn

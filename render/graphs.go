@@ -265,8 +265,10 @@ func (m *Model) selectorOf(t *loader.Task) (string, *loader.Value) {
 
 // graphBuilder holds the state of rendering one graph type of one cluster. Tasks
 // are numbered by their position in the sorted ids (idx) and nodes by their rank
-// (cluster nodes by id, then master, then sync), so that a placement is a slot in
-// one flat table.
+// (cluster nodes by id, then master, then sync). Every node of a class has the
+// same tasks: where task idx sits in a node's byID is its placement class's
+// (pos), so the tasks of a graph are looked up without a table of every node
+// and every id.
 type graphBuilder struct {
 	m     *Model
 	typ   string
@@ -278,8 +280,12 @@ type graphBuilder struct {
 	nodes []*NodeGraph     // by rank
 	rank  map[string]int32 // node name → rank
 	sync  *NodeGraph
-	// slot[rank*len(ids)+idx] is the task idx placed on node rank, or nil.
-	slot   []*PlacedTask
+	// pclass[rank] is the node's placement class: its class for a cluster
+	// node, one of its own for the master and the sync node.
+	pclass []int32
+	// pos[pclass*len(ids)+idx] is task idx's position in the byID of the nodes
+	// of that placement class, or -1 when they do not run it.
+	pos    []int32
 	placed []*PlacedTask // every placed task, by seq
 	slab   []PlacedTask
 
@@ -382,7 +388,14 @@ func (m *Model) placeGraph(typ string, classes bool) *graphBuilder {
 		gb.g.ix = selector.NewIndex(nodes)
 	}
 	gb.g.defs, gb.g.ids = gb.defs, gb.ids
-	gb.slot = make([]*PlacedTask, len(gb.nodes)*len(gb.ids))
+	gb.pclass = make([]int32, len(gb.nodes))
+	for r, ng := range gb.nodes {
+		gb.pclass[r] = ng.class
+		if ng.Tags == nil {
+			gb.pclass[r] = int32(len(gb.members) + r - (len(gb.nodes) - 2))
+		}
+	}
+	gb.pos = make([]int32, (len(gb.members)+2)*len(gb.ids))
 
 	// 1. Resolve every non-group task to its nodes; stages go to the sync node.
 	for _, id := range gb.ids {
@@ -412,18 +425,30 @@ func (gb *graphBuilder) newPlaced() *PlacedTask {
 	return pt
 }
 
-// place puts definition d on the node of rank r, unless it is there already
-// (selected by its own selector and by a group, say).
+// place puts definition d on the nodes of the placement class of the node of
+// rank r (a selection holds whole classes), unless it is there already
+// (selected by its own selector and by a group, say). The tasks themselves are
+// made by indexNodes.
 func (gb *graphBuilder) place(d *TaskDef, r int32) {
-	s := &gb.slot[int(r)*len(gb.ids)+int(d.idx)]
-	if *s != nil {
+	s := &gb.pos[int(gb.pclass[r])*len(gb.ids)+int(d.idx)]
+	if *s != 0 {
 		return
 	}
-	pt := gb.newPlaced()
+	*s = 1
 	gb.typeOf(d) // its type and condition, on its definition
-	pt.ID, pt.Def = d.Task.ID, d
-	pt.node, pt.idx = gb.nodes[r], d.idx
-	*s = pt
+}
+
+// at returns the task idx placed on the node of rank r, or nil.
+func (gb *graphBuilder) at(r, idx int32) *PlacedTask {
+	if p := gb.pos[int(gb.pclass[r])*len(gb.ids)+int(idx)]; p >= 0 {
+		return gb.nodes[r].byID[p]
+	}
+	return nil
+}
+
+// runs reports whether the node of rank r runs task idx.
+func (gb *graphBuilder) runs(r, idx int32) bool {
+	return gb.pos[int(gb.pclass[r])*len(gb.ids)+int(idx)] >= 0
 }
 
 // resolve returns the ranks of the nodes a definition selects (nil for a task
@@ -523,22 +548,36 @@ func (gb *graphBuilder) placeGroup(d *TaskDef) {
 	}
 }
 
-// indexNodes lists each node's tasks by id.
+// indexNodes numbers each placement class's tasks by id (pos) and makes each
+// node's tasks, in id order (byID), node by node: the edges and the encoders
+// take them so.
 func (gb *graphBuilder) indexNodes() {
 	n := len(gb.ids)
-	for r, ng := range gb.nodes {
-		row := gb.slot[r*n : (r+1)*n]
-		cnt := 0
-		for _, pt := range row {
-			if pt != nil {
-				cnt++
+	lists := make([][]int32, len(gb.members)+2) // by placement class
+	for c := range lists {
+		row := gb.pos[c*n : (c+1)*n]
+		for idx, mark := range row {
+			if mark == 0 {
+				row[idx] = -1
+				continue
 			}
+			row[idx] = int32(len(lists[c]))
+			lists[c] = append(lists[c], int32(idx))
 		}
-		ng.byID = make([]*PlacedTask, 0, cnt)
-		for _, pt := range row {
-			if pt != nil {
-				ng.byID = append(ng.byID, pt)
-			}
+	}
+	defs := make([]*TaskDef, n)
+	for idx, id := range gb.ids {
+		defs[idx] = gb.defs[id]
+	}
+	for r, ng := range gb.nodes {
+		list := lists[gb.pclass[r]]
+		ng.byID = make([]*PlacedTask, len(list))
+		for p, idx := range list {
+			d := defs[idx]
+			pt := gb.newPlaced()
+			pt.ID, pt.Def = d.Task.ID, d
+			pt.node, pt.idx = ng, idx
+			ng.byID[p] = pt
 		}
 	}
 }

@@ -12,9 +12,8 @@ import (
 func (gb *graphBuilder) order() {
 	all := gb.placed
 	sc := gb.successors()
-	// Ready tasks by id, then node: a heap of keys idx<<32 | rank, each the slot
-	// of its task.
-	n := len(gb.ids)
+	// Ready tasks by id, then node: a heap of keys idx<<32 | rank, each naming
+	// its task.
 	key := func(seq int32) uint64 { pt := all[seq]; return uint64(pt.idx)<<32 | uint64(pt.node.rank) }
 	var h keyHeap
 	indeg := sc.indeg
@@ -35,7 +34,7 @@ func (gb *graphBuilder) order() {
 	count := 0
 	for len(h.items) > 0 {
 		k := h.pop()
-		pt := gb.slot[int(uint32(k))*n+int(k>>32)]
+		pt := gb.at(int32(uint32(k)), int32(k>>32))
 		s := pt.seq
 		done[s] = true
 		count++
