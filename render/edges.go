@@ -195,11 +195,13 @@ func (gb *graphBuilder) edges() {
 	gb.settleShared()
 	// Sorted by node then task; the first edge of a pair wins.
 	var sorter edgeSorter
-	for _, pt := range gb.placed {
-		if len(pt.requires) < 2 || gb.dirty[pt.seq>>6]&(1<<(pt.seq&63)) == 0 {
-			continue
+	for _, ng := range gb.nodes {
+		for _, pt := range ng.byID {
+			if len(pt.requires) < 2 || gb.dirty[pt.seq>>6]&(1<<(pt.seq&63)) == 0 {
+				continue
+			}
+			pt.requires = sorter.sortCompact(pt.requires, n, len(gb.nodes))
 		}
-		pt.requires = sorter.sortCompact(pt.requires, n, len(gb.nodes))
 	}
 	gb.countShared()
 	gb.settleFanIns()

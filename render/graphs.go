@@ -86,7 +86,7 @@ type PlacedTask struct {
 	shared *sharedRef
 	node   *NodeGraph
 	idx    int32 // the task id's position in the graph's sorted ids
-	seq    int32 // the task's position among every placed task of the graph
+	seq    int32 // the task's position among every placed task of the graph, by id then node
 }
 
 // Node returns the name of the node the task is placed on.
@@ -287,6 +287,10 @@ type graphBuilder struct {
 	// of that placement class, or -1 when they do not run it.
 	pos    []int32
 	placed []*PlacedTask // every placed task, by seq
+	// seqNode and seqIdx are the rank of the node and the idx of each placed
+	// task, by seq: the order reads them without following its pointer.
+	seqNode, seqIdx []int32
+	defAt           []*TaskDef // by idx
 	slab   []PlacedTask
 
 	diags    hcl.Diagnostics
@@ -420,8 +424,6 @@ func (gb *graphBuilder) newPlaced() *PlacedTask {
 	}
 	pt := &gb.slab[0]
 	gb.slab = gb.slab[1:]
-	pt.seq = int32(len(gb.placed))
-	gb.placed = append(gb.placed, pt)
 	return pt
 }
 
@@ -569,6 +571,9 @@ func (gb *graphBuilder) indexNodes() {
 	for idx, id := range gb.ids {
 		defs[idx] = gb.defs[id]
 	}
+	gb.defAt = defs
+	// seq: by id, then node, the order's own (see order).
+	first := make([]int32, n+1) // by idx: the seq of its first task
 	for r, ng := range gb.nodes {
 		list := lists[gb.pclass[r]]
 		ng.byID = make([]*PlacedTask, len(list))
@@ -578,6 +583,20 @@ func (gb *graphBuilder) indexNodes() {
 			pt.ID, pt.Def = d.Task.ID, d
 			pt.node, pt.idx = ng, idx
 			ng.byID[p] = pt
+			first[idx+1]++
+		}
+	}
+	for idx := range n {
+		first[idx+1] += first[idx]
+	}
+	gb.placed = make([]*PlacedTask, first[n])
+	gb.seqNode, gb.seqIdx = make([]int32, first[n]), make([]int32, first[n])
+	for _, ng := range gb.nodes {
+		for _, pt := range ng.byID {
+			pt.seq = first[pt.idx]
+			first[pt.idx]++
+			gb.placed[pt.seq] = pt
+			gb.seqNode[pt.seq], gb.seqIdx[pt.seq] = ng.rank, pt.idx
 		}
 	}
 }

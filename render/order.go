@@ -12,19 +12,18 @@ import (
 func (gb *graphBuilder) order() {
 	all := gb.placed
 	sc := gb.successors()
-	// Ready tasks by id, then node: a heap of keys idx<<32 | rank, each naming
-	// its task.
-	key := func(seq int32) uint64 { pt := all[seq]; return uint64(pt.idx)<<32 | uint64(pt.node.rank) }
+	// Ready tasks by id, then node: a heap of their seq, which numbers the
+	// placed tasks so (indexNodes).
 	var h keyHeap
 	indeg := sc.indeg
 	release := func(t int32) {
 		if indeg[t]--; indeg[t] == 0 {
-			h.push(key(t))
+			h.push(t)
 		}
 	}
-	for _, pt := range all {
-		if indeg[pt.seq] == 0 {
-			h.push(key(pt.seq))
+	for s := range all {
+		if indeg[s] == 0 {
+			h.push(int32(s))
 		}
 	}
 	for _, ng := range gb.nodes {
@@ -33,23 +32,23 @@ func (gb *graphBuilder) order() {
 	done := make([]bool, len(all))
 	count := 0
 	for len(h.items) > 0 {
-		k := h.pop()
-		pt := gb.at(int32(uint32(k)), int32(k>>32))
-		s := pt.seq
+		s := h.pop()
 		done[s] = true
 		count++
-		pt.node.Tasks = append(pt.node.Tasks, pt)
+		ng := gb.nodes[gb.seqNode[s]]
+		ng.Tasks = append(ng.Tasks, all[s])
 		for _, t := range sc.succ[sc.start[s]:sc.start[s+1]] {
 			if int(t) >= len(all) {
 				sc.hubs[int(t)-len(all)].taskDone(done, release)
 			} else if indeg[t]--; indeg[t] == 0 {
-				h.push(key(t))
+				h.push(t)
 			}
 		}
-		if len(pt.Def.stages) > 0 {
-			gb.gatheredBy(pt, func(stage *PlacedTask) { release(stage.seq) })
+		if len(gb.defAt[gb.seqIdx[s]].stages) > 0 {
+			gb.gatheredBy(all[s], func(stage *PlacedTask) { release(stage.seq) })
 		}
 	}
+	gb.seqNode, gb.seqIdx = nil, nil
 	if count == len(all) {
 		return
 	}
@@ -88,7 +87,15 @@ func (gb *graphBuilder) successors() successors {
 	}
 	sc.start = make([]int32, len(all)+1)
 	sc.indeg = make([]int32, len(all))
-	for _, pt := range all {
+	// Node by node, as the tasks lie in memory (their seq is by id).
+	each := func(f func(pt *PlacedTask)) {
+		for _, ng := range gb.nodes {
+			for _, pt := range ng.byID {
+				f(pt)
+			}
+		}
+	}
+	each(func(pt *PlacedTask) {
 		for _, e := range pt.requires {
 			sc.start[e.to.seq+1]++
 		}
@@ -99,7 +106,7 @@ func (gb *graphBuilder) successors() successors {
 		if pt.shared != nil && pt.shared.waits {
 			sc.indeg[pt.seq]++
 		}
-	}
+	})
 	for _, hb := range sc.hubs {
 		for _, e := range hb.list.edges {
 			sc.start[e.to.seq+1]++
@@ -114,11 +121,11 @@ func (gb *graphBuilder) successors() successors {
 		sc.succ[fill[to.seq]] = s
 		fill[to.seq]++
 	}
-	for _, pt := range all {
+	each(func(pt *PlacedTask) {
 		for _, e := range pt.requires {
 			add(e.to, pt.seq)
 		}
-	}
+	})
 	for h, hb := range sc.hubs {
 		for _, e := range hb.list.edges {
 			add(e.to, int32(len(all)+h))
@@ -291,12 +298,12 @@ func (gb *graphBuilder) reportCycle(members []*PlacedTask, comp []int32) {
 		"Each task must come after the one before it in this list, which cannot hold; remove one of the requires, required_for or cross-depends entries."))
 }
 
-// keyHeap is a binary min-heap of integer keys.
+// keyHeap is a binary min-heap of task seqs.
 type keyHeap struct {
-	items []uint64
+	items []int32
 }
 
-func (h *keyHeap) push(k uint64) {
+func (h *keyHeap) push(k int32) {
 	h.items = append(h.items, k)
 	i := len(h.items) - 1
 	for i > 0 {
@@ -309,7 +316,7 @@ func (h *keyHeap) push(k uint64) {
 	}
 }
 
-func (h *keyHeap) pop() uint64 {
+func (h *keyHeap) pop() int32 {
 	top := h.items[0]
 	last := len(h.items) - 1
 	h.items[0] = h.items[last]
