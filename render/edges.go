@@ -149,6 +149,13 @@ func (rel *relation) components() {
 func (gb *graphBuilder) edges() {
 	gb.buildRelation()
 	n := len(gb.ids)
+	// What each definition binds across nodes, before the local edges are
+	// written: they keep room for it.
+	for _, ng := range gb.nodes {
+		for _, pt := range ng.byID {
+			gb.defEdges(pt.Def)
+		}
+	}
 	// The sync node first: the other nodes' edges to it build on its own.
 	syncRes := gb.localEdges(gb.sync, nil)
 	gb.instantiate(gb.sync, syncRes)
@@ -181,11 +188,6 @@ func (gb *graphBuilder) edges() {
 	// local edges are already in order. The stages' fan-in is not held: each stage
 	// keeps the nodes it gathers from (buildFanIns; see fanIn).
 	gb.dirty = make([]uint64, (len(gb.placed)+63)/64)
-	for _, ng := range gb.nodes {
-		for _, pt := range ng.byID {
-			gb.defEdges(pt.Def)
-		}
-	}
 	gb.buildFanIns()
 	for _, ng := range gb.nodes {
 		for _, pt := range ng.byID {
@@ -208,7 +210,8 @@ func (gb *graphBuilder) edges() {
 }
 
 // edgeSorter sorts edge lists by target (node rank, then task idx), stably, and
-// keeps the first edge of each target. Its buffers are reused across lists.
+// keeps the first edge of each target. Its buffers are reused across lists, and
+// what they point to is the graph's, alive while the sorter is.
 type edgeSorter struct {
 	keys []uint64
 	tmp  []Edge
@@ -238,7 +241,6 @@ func (s *edgeSorter) sortCompact(edges []Edge, n, nodes int) []Edge {
 		for i, k := range s.keys {
 			edges[i] = s.tmp[uint32(k)]
 		}
-		clear(s.tmp) // no pointers kept alive from the buffer
 	}
 	return slices.CompactFunc(edges, func(a, b Edge) bool { return a.to == b.to })
 }
@@ -612,20 +614,32 @@ func (res *sigEdges) sortEdges() {
 
 // instantiate writes a signature's local edges onto the tasks of node ng.
 func (gb *graphBuilder) instantiate(ng *NodeGraph, res *sigEdges) {
-	total := 0
-	for _, list := range res.edges {
-		total += len(list)
+	// Room for the cross-node edges crossEdges appends, but those its
+	// definition shares (which it does not copy).
+	room := func(pt *PlacedTask) int {
+		if pt.Def.shared != nil && ng != gb.sync {
+			return 0
+		}
+		return pt.Def.crossCap
 	}
-	// One allocation for the node; each task's edges are a full slice of it, so an
-	// edge added later moves that task's edges out.
+	total := 0
+	for i, list := range res.edges {
+		if len(list) > 0 {
+			total += len(list) + room(ng.byID[i])
+		}
+	}
+	// One allocation for the node; each task's edges are a slice of it with
+	// room for its cross-node edges, so that only an edge beyond them (of a
+	// self entry, or a cross-depended-by) moves that task's edges out.
 	slab := make([]Edge, total)
 	for i, list := range res.edges {
 		pt := ng.byID[i]
 		if len(list) == 0 {
 			continue
 		}
-		req := slab[:len(list):len(list)]
-		slab = slab[len(list):]
+		c := len(list) + room(pt)
+		req := slab[:len(list):c]
+		slab = slab[c:]
 		for k, le := range list {
 			var to *PlacedTask
 			if int(le.t) < res.present {
@@ -709,6 +723,11 @@ func (gb *graphBuilder) defEdges(d *TaskDef) {
 		}
 	}
 	d.shared = gb.sharedEdgesOf(d)
+	for _, ce := range d.cross {
+		if !ce.reverse {
+			d.crossCap += len(ce.tasks) // none for self
+		}
+	}
 	for _, e := range items(data.Get("required_for")) {
 		name, _ := e.Str()
 		var src *EdgeSource
@@ -784,7 +803,6 @@ func (gb *graphBuilder) crossEdges(ng *NodeGraph, pt *PlacedTask) {
 	if len(gb.cross) > 0 {
 		pt.requires = append(pt.requires, gb.cross...)
 		gb.markDirty(pt)
-		clear(gb.cross) // no pointers kept alive from the buffer
 	}
 }
 
@@ -850,7 +868,6 @@ func (gb *graphBuilder) entryTasks(pt *PlacedTask, ce *crossEntry) []*PlacedTask
 	if !ce.self {
 		return ce.tasks
 	}
-	clear(gb.selfTasks)
 	gb.selfTasks = gb.appendOnNode(gb.selfTasks[:0], pt.node.rank, ce.nm)
 	return gb.selfTasks
 }

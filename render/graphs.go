@@ -175,6 +175,9 @@ type TaskDef struct {
 	cross    []*crossEntry // cross-depends and cross-depended-by entries
 	stages   []stageEdge   // sync-node stages this task is required_for
 	shared   *sharedEdges  // the edges of its cross-depends entries on other nodes than self
+	// crossCap is how many edges its cross-depends entries on other nodes than
+	// self bind at most: the room its tasks' lists keep for them (instantiate).
+	crossCap int
 }
 
 // RenderGraphs resolves every graph type of the cluster onto its nodes (the graph
@@ -291,14 +294,15 @@ type graphBuilder struct {
 	// task, by seq: the order reads them without following its pointer.
 	seqNode, seqIdx []int32
 	defAt           []*TaskDef // by idx
-	slab   []PlacedTask
+	slab            []PlacedTask
 
 	diags    hcl.Diagnostics
 	warned   map[string]bool
 	matchers map[string]*nameMatcher
 	rel      relation
 
-	dirty     []uint64        // by seq: the task's edges need sorting (edges)
+	dirty []uint64 // by seq: the task's edges need sorting (edges)
+	// Buffers, not cleared between uses: what they point to is the graph's.
 	cross     []Edge          // crossEdges' buffer of a task's own cross-node edges
 	selfTasks []*PlacedTask   // entryTasks' buffer of the tasks of a self entry
 	pending   []sharedPending // the tasks whose shared edges settleShared checks
