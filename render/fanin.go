@@ -56,16 +56,18 @@ func (gb *graphBuilder) gathers(stage, t *PlacedTask) bool {
 		!gb.runs(t.node.rank, stage.idx) && stageSource(stage, t) != nil
 }
 
-// gatheredBy calls f with each stage that gathers task t through its fan-in (and
-// holds no edge to t itself): the stages whose Requires yields a gathered edge to t.
-func (gb *graphBuilder) gatheredBy(t *PlacedTask, f func(stage *PlacedTask)) {
-	if t.node == gb.sync {
+// gatheredBy calls f with each stage that gathers task idx of the node of rank r
+// through its fan-in (and holds no edge to it itself): the stages whose Requires
+// yields a gathered edge to it. The order calls it with what it knows of the task
+// without following the task's pointer.
+func (gb *graphBuilder) gatheredBy(r, idx int32, f func(stage *PlacedTask)) {
+	if r == gb.sync.rank {
 		return
 	}
-	stages := t.Def.stages
+	stages := gb.defAt[idx].stages
 	for i, se := range stages {
 		stage := se.stage
-		if gb.runs(t.node.rank, stage.idx) || seenStage(stages[:i], stage) || stage.holds(t) {
+		if gb.runs(r, stage.idx) || seenStage(stages[:i], stage) || stage.holdsKey(int64(r)<<32|int64(idx)) {
 			continue
 		}
 		f(stage)
@@ -74,11 +76,13 @@ func (gb *graphBuilder) gatheredBy(t *PlacedTask, f func(stage *PlacedTask)) {
 
 // holds reports whether stage pt, which gathers t, also holds an edge to it (its
 // held edges are sorted).
-func (pt *PlacedTask) holds(t *PlacedTask) bool {
+func (pt *PlacedTask) holds(t *PlacedTask) bool { return pt.holdsKey(edgeKey(t)) }
+
+// holdsKey is holds of the task of edgeKey k.
+func (pt *PlacedTask) holdsKey(k int64) bool {
 	if pt.fanIn.held == 0 {
 		return false
 	}
-	k := edgeKey(t)
 	_, ok := slices.BinarySearchFunc(pt.requires, k, func(e Edge, k int64) int { return cmp.Compare(edgeKey(e.to), k) })
 	return ok
 }

@@ -44,8 +44,8 @@ func (gb *graphBuilder) order() {
 				h.push(t)
 			}
 		}
-		if len(gb.defAt[gb.seqIdx[s]].stages) > 0 {
-			gb.gatheredBy(all[s], func(stage *PlacedTask) { release(stage.seq) })
+		if idx := gb.seqIdx[s]; len(gb.defAt[idx].stages) > 0 {
+			gb.gatheredBy(gb.seqNode[s], idx, func(stage *PlacedTask) { release(stage.seq) })
 		}
 	}
 	gb.seqNode, gb.seqIdx = nil, nil
