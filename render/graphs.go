@@ -463,6 +463,13 @@ func (gb *graphBuilder) resolve(d *TaskDef) []int32 {
 	if d.Task.Type == "stage" {
 		return []int32{gb.sync.rank}
 	}
+	return gb.ranks(gb.selected(d))
+}
+
+// selected returns the names of the nodes a definition's selector selects: the
+// first node of each class it selects, and the pseudo nodes it names (nil for a
+// task without a selector or with a yaql one).
+func (gb *graphBuilder) selected(d *TaskDef) []string {
 	_, sel := gb.m.selectorOf(d.Task)
 	if sel == nil || sel.IsMap() {
 		// No selector: the task runs nowhere (the override idiom {id, type:
@@ -470,7 +477,7 @@ func (gb *graphBuilder) resolve(d *TaskDef) []int32 {
 		return nil
 	}
 	names, _ := gb.ix.Resolve(sel)
-	return gb.ranks(names)
+	return names
 }
 
 // ranks returns the ranks of the nodes named, each the first node of its class,
@@ -517,9 +524,17 @@ func classKey(resolution []string) string {
 	return strings.Join(slices.Compact(tags), "\x00")
 }
 
+// placeTask places a non-group definition on the classes of nodes it selects
+// (place marks a whole class from any of its nodes).
 func (gb *graphBuilder) placeTask(d *TaskDef) {
-	for _, r := range gb.resolve(d) {
-		gb.place(d, r)
+	if d.Task.Type == "stage" {
+		gb.place(d, gb.sync.rank)
+		return
+	}
+	for _, n := range gb.selected(d) {
+		if r, ok := gb.rank[n]; ok {
+			gb.place(d, r)
+		}
 	}
 }
 
