@@ -501,7 +501,7 @@ func (v *sideView) modelIDs(name string) ([]string, bool) {
 	}
 	out := make([]string, len(ng.Tasks))
 	for i, pt := range ng.Tasks {
-		out[i] = pt.ID
+		out[i] = pt.ID()
 	}
 	return out, true
 }

@@ -160,9 +160,9 @@ func (w *dotWriter) box(i int, label string, ng *NodeGraph) {
 	b.WriteString("\";\n")
 	for _, pt := range ng.Tasks {
 		b.WriteString("    ")
-		w.id(pt, pt.ID, ng.Node)
+		w.id(pt, pt.ID(), ng.Node)
 		b.WriteString(` [label="`)
-		w.str(pt.ID)
+		w.str(pt.ID())
 		if pt.Type() == "skipped" {
 			b.WriteString(`", style=dashed];` + "\n")
 		} else {
@@ -192,7 +192,7 @@ func (w *dotWriter) full(cluster string, limit int) bool {
 				b.WriteString("  ")
 				w.id(e.to, e.Task(), e.Node())
 				b.WriteString(" -> ")
-				w.id(pt, pt.ID, ng.Node)
+				w.id(pt, pt.ID(), ng.Node)
 				b.WriteString(";\n")
 			}
 			if w.over(limit) {
@@ -690,7 +690,7 @@ func (w *dotWriter) gathered(stage *PlacedTask, gr *dotGrouping) ([]srcRun, bool
 			if stageSource(stage, t) == nil || stage.holds(t) {
 				continue
 			}
-			if !w.placed(t, t.ID) {
+			if !w.placed(t, t.ID()) {
 				return nil, false
 			}
 			if dense != nil {

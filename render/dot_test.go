@@ -289,7 +289,7 @@ func checkCondensed(t *testing.T, data []byte, cluster string, g *Graph) {
 					}
 				}
 				slices.Sort(local)
-				ids = append(ids, fmt.Sprintf("%s %s <- %v", pt.ID, pt.Type(), local))
+				ids = append(ids, fmt.Sprintf("%s %s <- %v", pt.ID(), pt.Type(), local))
 			}
 			slices.Sort(ids)
 			b.WriteString(strings.Join(ids, ";"))
@@ -388,7 +388,7 @@ func checkCondensed(t *testing.T, data []byte, cluster string, g *Graph) {
 		}
 		var wantTasks []string
 		for _, pt := range first.Tasks {
-			wantTasks = append(wantTasks, at(pt.ID, first))
+			wantTasks = append(wantTasks, at(pt.ID(), first))
 		}
 		if diff := gocmp.Diff(wantTasks, boxes[gi].tasks); diff != "" {
 			t.Errorf("box %d (%s): tasks (-want +got):\n%s", gi, wantLabel, diff)
@@ -398,11 +398,11 @@ func checkCondensed(t *testing.T, data []byte, cluster string, g *Graph) {
 				for _, e := range pt.AllRequires() {
 					if e.Node() == ng.Node {
 						if ng == first {
-							want[at(e.Task(), first)+" -> "+at(pt.ID, first)] = 0
+							want[at(e.Task(), first)+" -> "+at(pt.ID(), first)] = 0
 						}
 						continue
 					}
-					want[e.Task()+"@"+boxID[groupOf[e.Node()]]+" -> "+at(pt.ID, first)+" (cross)"]++
+					want[e.Task()+"@"+boxID[groupOf[e.Node()]]+" -> "+at(pt.ID(), first)+" (cross)"]++
 				}
 			}
 		}

@@ -301,7 +301,7 @@ func (e *nodeEncoder) task(pt *PlacedTask) error {
 	if len(pt.DynamicRequires()) > 0 {
 		put(tb.dynamic)
 	}
-	if err := line("id", pt.ID); err != nil {
+	if err := line("id", pt.ID()); err != nil {
 		return err
 	}
 	if !skipped && tb.parameters != nil {
@@ -335,27 +335,16 @@ func (e *nodeEncoder) target(ed Edge) (task, node string, ok bool) {
 // both are worked out once per task id and node.
 func (e *nodeEncoder) targetFlow(ed Edge) (task, node string, flow, ok bool) {
 	to := ed.to
-	if to.node.g == nil || int(to.idx) >= len(to.node.g.ids) || to.node.g.ids[to.idx] != to.ID {
-		task, ok = e.scalar(to.ID)
+	if to.node.g == nil || int(to.idx) >= len(to.node.g.ids) || to.node.g.ids[to.idx] != to.ID() {
+		task, ok = e.scalar(to.ID())
 		if !ok {
 			return "", "", false, false
 		}
 		node, ok = e.scalar(to.node.Node)
-		return task, node, ok && plainFlow(task, to.ID) && plainFlow(node, to.node.Node), ok
+		return task, node, ok && plainFlow(task, to.ID()) && plainFlow(node, to.node.Node), ok
 	}
-	if g := to.node.g; e.graph != g {
-		e.graph = g
-		e.taskQ = make([]string, len(g.ids))
-		e.taskFlow = make([]bool, len(g.ids))
-		e.nodeQ = e.nodeQ[:0]
-		e.nodeFlow = e.nodeFlow[:0]
-	}
-	if task = e.taskQ[to.idx]; task == "" {
-		if task, ok = e.scalar(ed.Task()); !ok {
-			return "", "", false, false
-		}
-		e.taskQ[to.idx] = task
-		e.taskFlow[to.idx] = plainFlow(task, ed.Task())
+	if task, ok = e.graphTask(to); !ok {
+		return "", "", false, false
 	}
 	r := int(to.node.rank)
 	if r >= len(e.nodeQ) {
@@ -370,6 +359,31 @@ func (e *nodeEncoder) targetFlow(ed Edge) (task, node string, flow, ok bool) {
 		e.nodeFlow[r] = plainFlow(node, ed.Node())
 	}
 	return task, node, e.taskFlow[to.idx] && e.nodeFlow[r], true
+}
+
+// graphTask returns the scalar of the id of pt, worked out once per task id of
+// its node's graph (see targetFlow); each time for a task of no graph.
+func (e *nodeEncoder) graphTask(pt *PlacedTask) (string, bool) {
+	g := pt.node.g
+	if g == nil || int(pt.idx) >= len(g.ids) || g.ids[pt.idx] != pt.ID() {
+		return e.scalar(pt.ID())
+	}
+	if e.graph != g {
+		e.graph = g
+		e.taskQ = make([]string, len(g.ids))
+		e.taskFlow = make([]bool, len(g.ids))
+		e.nodeQ = e.nodeQ[:0]
+		e.nodeFlow = e.nodeFlow[:0]
+	}
+	if task := e.taskQ[pt.idx]; task != "" {
+		return task, true
+	}
+	task, ok := e.scalar(pt.ID())
+	if ok {
+		e.taskQ[pt.idx] = task
+		e.taskFlow[pt.idx] = plainFlow(task, pt.ID())
+	}
+	return task, ok
 }
 
 // nodeDocument is the node document as generic values, for yaml.v3: the encoder's
@@ -389,7 +403,7 @@ func nodeDocument(m *Model, g *Graph, ng *NodeGraph) map[string]any {
 	}
 	tasks := make([]any, 0, len(ng.Tasks))
 	for _, pt := range ng.Tasks {
-		t := map[string]any{"id": pt.ID, "type": pt.Type()}
+		t := map[string]any{"id": pt.ID(), "type": pt.Type()}
 		data := pt.Def.Task.Data
 		if pt.Type() != "skipped" {
 			if p := data.Get("parameters"); p.IsMap() {

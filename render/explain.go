@@ -103,10 +103,10 @@ func (r *Rendered) Explain(graph, node, task string) (*Explanation, error) {
 		ex.Roles, ex.Tags = ng.Tags.Roles, ng.Tags.Resolution
 	}
 	for i, pt := range ng.Tasks {
-		if task != "" && pt.ID != task {
+		if task != "" && pt.ID() != task {
 			continue
 		}
-		te := TaskExplanation{ID: pt.ID, Type: pt.Type(), Position: i + 1, Definition: where(pt.Def), Via: pt.Via()}
+		te := TaskExplanation{ID: pt.ID(), Type: pt.Type(), Position: i + 1, Definition: where(pt.Def), Via: pt.Via()}
 		for _, o := range pt.Def.Overrode {
 			te.Overrode = append(te.Overrode, where(o))
 		}

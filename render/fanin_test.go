@@ -110,7 +110,7 @@ func TestStageFanInCycle(t *testing.T) {
 	var got []string
 	for _, ng := range r.Graph("default").Nodes {
 		for _, pt := range ng.Tasks {
-			got = append(got, pt.ID+"@"+ng.Node)
+			got = append(got, pt.ID()+"@"+ng.Node)
 		}
 	}
 	want := []string{"a@node-4", "a@node-5", "b@node-5", "deploy_end@sync"}
@@ -159,24 +159,24 @@ func TestStageFanInGenerated(t *testing.T) {
 				want := referenceRequires(g, pt)
 				got := pt.AllRequires()
 				if diff := cmp.Diff(edgeStrings(want), edgeStrings(got)); diff != "" {
-					t.Errorf("%s %s (-reference +Requires):\n%s", g.Type, pt.ID, diff)
+					t.Errorf("%s %s (-reference +Requires):\n%s", g.Type, pt.ID(), diff)
 				}
 				if pt.NumRequires() != len(got) {
-					t.Errorf("%s %s: NumRequires %d, Requires yields %d", g.Type, pt.ID, pt.NumRequires(), len(got))
+					t.Errorf("%s %s: NumRequires %d, Requires yields %d", g.Type, pt.ID(), pt.NumRequires(), len(got))
 				}
 				var ids []string
 				for _, e := range got {
 					ids = append(ids, e.Task()+"@"+e.Node())
 				}
-				if diff := cmp.Diff(ids, written[pt.ID]); diff != "" {
-					t.Errorf("%s %s: the expanded sync file (-Requires +file):\n%s", g.Type, pt.ID, diff)
+				if diff := cmp.Diff(ids, written[pt.ID()]); diff != "" {
+					t.Errorf("%s %s: the expanded sync file (-Requires +file):\n%s", g.Type, pt.ID(), diff)
 				}
 				if pt.fanIn == nil {
 					continue
 				}
 				stages++
 				if len(pt.requires)*10 > len(got) {
-					t.Errorf("%s %s holds %d of its %d edges", g.Type, pt.ID, len(pt.requires), len(got))
+					t.Errorf("%s %s holds %d of its %d edges", g.Type, pt.ID(), len(pt.requires), len(got))
 				}
 				for _, k := range []int{0, 1, len(got) / 2, len(got) - 1} {
 					var prefix []Edge
@@ -187,7 +187,7 @@ func TestStageFanInGenerated(t *testing.T) {
 						prefix = append(prefix, e)
 					}
 					if diff := cmp.Diff(edgeStrings(got[:k]), edgeStrings(prefix)); diff != "" {
-						t.Errorf("%s %s: the first %d edges (-all +stopped):\n%s", g.Type, pt.ID, k, diff)
+						t.Errorf("%s %s: the first %d edges (-all +stopped):\n%s", g.Type, pt.ID(), k, diff)
 					}
 				}
 			}
@@ -205,7 +205,7 @@ func TestStageFanInGenerated(t *testing.T) {
 func referenceRequires(g *Graph, pt *PlacedTask) []Edge {
 	all := slices.Clone(pt.requires)
 	for _, ng := range g.Nodes {
-		if ng.Node == SyncNode || ng.Task(pt.ID) != nil {
+		if ng.Node == SyncNode || ng.Task(pt.ID()) != nil {
 			continue
 		}
 		for _, x := range ng.byID {
@@ -274,7 +274,7 @@ func TestEdgeSorter(t *testing.T) {
 	for r := range ranks {
 		ng := &NodeGraph{Node: fmt.Sprintf("n%d", r), rank: int32(r)}
 		for i := range ids {
-			targets = append(targets, &PlacedTask{ID: fmt.Sprintf("t%d", i), node: ng, idx: int32(i)})
+			targets = append(targets, &PlacedTask{Def: defWithID(fmt.Sprintf("t%d", i)), node: ng, idx: int32(i)})
 		}
 	}
 	rng := rand.New(rand.NewPCG(1, 2))

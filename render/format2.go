@@ -48,13 +48,13 @@ func catalogueOf(g *Graph) *catalogueChoice {
 		c := &catalogueChoice{byID: map[string]*PlacedTask{}}
 		for _, ng := range g.Nodes {
 			for _, pt := range ng.Tasks {
-				if _, ok := c.byID[pt.ID]; !ok {
-					c.byID[pt.ID] = pt
+				if _, ok := c.byID[pt.ID()]; !ok {
+					c.byID[pt.ID()] = pt
 					c.tasks = append(c.tasks, pt)
 				}
 			}
 		}
-		slices.SortFunc(c.tasks, func(a, b *PlacedTask) int { return strings.Compare(a.ID, b.ID) })
+		slices.SortFunc(c.tasks, func(a, b *PlacedTask) int { return strings.Compare(a.ID(), b.ID()) })
 		g.cat = c
 	})
 	return g.cat
@@ -68,7 +68,7 @@ func stageIDs(d *TaskDef) []string {
 	}
 	out := make([]string, 0, len(d.stages))
 	for _, se := range d.stages {
-		out = append(out, se.stage.ID)
+		out = append(out, se.stage.ID())
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
@@ -110,7 +110,7 @@ func flowStrings(list []string) *yaml.Node {
 func catalogueDocument(cluster string, g *Graph, tasks []*PlacedTask) map[string]any {
 	entries := map[string]any{}
 	for _, pt := range tasks {
-		entries[pt.ID] = catalogueEntry(pt)
+		entries[pt.ID()] = catalogueEntry(pt)
 	}
 	return map[string]any{"cluster": cluster, "format_version": 2, "graph": g.Type, "tasks": entries}
 }
@@ -138,8 +138,8 @@ func (e *nodeEncoder) writeCatalogue(cluster string, g *Graph, tasks []*PlacedTa
 	b.WriteString("tasks:\n")
 	for _, pt := range tasks {
 		// yaml.v3 writes a long key as an explicit "? key".
-		q, ok := e.scalar(pt.ID)
-		if !ok || len(pt.ID) > 100 {
+		q, ok := e.scalar(pt.ID())
+		if !ok || len(pt.ID()) > 100 {
 			return errSlowPath
 		}
 		tb := e.blocks.get(pt.Def)
@@ -248,7 +248,7 @@ func newStageRule(ng *NodeGraph, stage *PlacedTask) *stageRule {
 		if int(n.rank) >= len(r.has) {
 			r.has = append(r.has, make([]bool, int(n.rank)+1-len(r.has))...)
 		}
-		r.has[n.rank] = n.Task(stage.ID) != nil
+		r.has[n.rank] = n.Task(stage.ID()) != nil
 	}
 	return r
 }
@@ -312,7 +312,7 @@ func nodeFileDocument(m *Model, g *Graph, ng *NodeGraph) map[string]any {
 	}
 	tasks := make([]any, 0, len(ng.Tasks))
 	for _, pt := range ng.Tasks {
-		t := map[string]any{"id": pt.ID}
+		t := map[string]any{"id": pt.ID()}
 		if reqs := storedRequires(ng, pt); len(reqs) > 0 {
 			list := make([]string, len(reqs))
 			for i, ed := range reqs {
@@ -347,7 +347,7 @@ func (e *nodeEncoder) writeNodeFile(m *Model, g *Graph, ng *NodeGraph) error {
 		return errSlowPath
 	}
 	for _, pt := range ng.Tasks {
-		q, ok := e.scalar(pt.ID)
+		q, ok := e.graphTask(pt)
 		if !ok {
 			return errSlowPath
 		}
@@ -414,7 +414,7 @@ func (r *Rendered) NodeFileTasks(typ, node string) ([]NodeFileTask, bool) {
 	}
 	out := make([]NodeFileTask, len(ng.Tasks))
 	for i, pt := range ng.Tasks {
-		out[i].ID = pt.ID
+		out[i].ID = pt.ID()
 		if reqs := storedRequires(ng, pt); len(reqs) > 0 {
 			out[i].Requires = make([]Requirement, len(reqs))
 			for j, ed := range reqs {

@@ -66,7 +66,7 @@ type NodeGraph struct {
 
 // Task returns the placed task id, or nil.
 func (n *NodeGraph) Task(id string) *PlacedTask {
-	i, ok := slices.BinarySearchFunc(n.byID, id, func(pt *PlacedTask, id string) int { return strings.Compare(pt.ID, id) })
+	i, ok := slices.BinarySearchFunc(n.byID, id, func(pt *PlacedTask, id string) int { return strings.Compare(pt.ID(), id) })
 	if !ok {
 		return nil
 	}
@@ -75,7 +75,6 @@ func (n *NodeGraph) Task(id string) *PlacedTask {
 
 // PlacedTask is a task on a node.
 type PlacedTask struct {
-	ID  string
 	Def *TaskDef
 	// requires are the edges the task holds (see Requires): all of them, but for a
 	// stage of the sync node the ones its fanIn gathers.
@@ -88,6 +87,9 @@ type PlacedTask struct {
 	idx    int32 // the task id's position in the graph's sorted ids
 	seq    int32 // the task's position among every placed task of the graph, by id then node
 }
+
+// ID is the task's id: its definition's.
+func (pt *PlacedTask) ID() string { return pt.Def.Task.ID }
 
 // Node returns the name of the node the task is placed on.
 func (pt *PlacedTask) Node() string { return pt.node.Node }
@@ -128,7 +130,7 @@ type Edge struct {
 }
 
 // Task is the id of the task the edge requires.
-func (e Edge) Task() string { return e.to.ID }
+func (e Edge) Task() string { return e.to.ID() }
 
 // Node is the node of the task the edge requires.
 func (e Edge) Node() string { return e.to.node.Node }
@@ -599,7 +601,7 @@ func (gb *graphBuilder) indexNodes() {
 		for p, idx := range list {
 			d := defs[idx]
 			pt := gb.newPlaced()
-			pt.ID, pt.Def = d.Task.ID, d
+			pt.Def = d
 			pt.node, pt.idx = ng, idx
 			ng.byID[p] = pt
 			first[idx+1]++
@@ -695,7 +697,7 @@ func (pt *PlacedTask) Via() []Via {
 			}
 		}
 	}
-	for _, gid := range g.groupsListing(pt.ID) {
+	for _, gid := range g.groupsListing(pt.ID()) {
 		gd := g.defs[gid]
 		_, sel := g.m.selectorOf(gd.Task)
 		if sel == nil || sel.IsMap() {

@@ -88,7 +88,7 @@ func taskLines(ng *NodeGraph) []string {
 	}
 	var out []string
 	for _, pt := range ng.Tasks {
-		s := pt.ID + " " + pt.Type()
+		s := pt.ID() + " " + pt.Type()
 		if pt.NumRequires() > 0 {
 			var req []string
 			for _, e := range pt.AllRequires() {
@@ -946,7 +946,7 @@ func TestGraphEdgeOrigins(t *testing.T) {
 	got := map[string][]string{}
 	for _, pt := range ng.Tasks {
 		for _, e := range pt.AllRequires() {
-			got[pt.ID] = append(got[pt.ID], e.Task()+"@"+e.Node()+" ("+e.Describe()+")")
+			got[pt.ID()] = append(got[pt.ID()], e.Task()+"@"+e.Node()+" ("+e.Describe()+")")
 		}
 	}
 	want := map[string][]string{
@@ -1680,13 +1680,13 @@ func TestMitakaGraphs(t *testing.T) {
 	// by the primary ones only. Report the difference for the record.
 	var only1, only2 []string
 	for _, pt := range g.Node("node-1").Tasks {
-		if g.Node("node-2").Task(pt.ID) == nil {
-			only1 = append(only1, pt.ID)
+		if g.Node("node-2").Task(pt.ID()) == nil {
+			only1 = append(only1, pt.ID())
 		}
 	}
 	for _, pt := range g.Node("node-2").Tasks {
-		if g.Node("node-1").Task(pt.ID) == nil {
-			only2 = append(only2, pt.ID)
+		if g.Node("node-1").Task(pt.ID()) == nil {
+			only2 = append(only2, pt.ID())
 		}
 	}
 	sort.Strings(only1)

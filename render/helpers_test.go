@@ -304,3 +304,6 @@ func copyDir(t *testing.T, src string) string {
 	}
 	return dst
 }
+
+// defWithID is a definition of a task id alone, for placed tasks built by hand.
+func defWithID(id string) *TaskDef { return &TaskDef{Task: &loader.Task{ID: id}} }

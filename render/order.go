@@ -290,7 +290,7 @@ func (gb *graphBuilder) reportCycle(members []*PlacedTask, comp []int32) {
 	slices.Reverse(path)
 	parts := make([]string, 0, len(path)+1)
 	for _, p := range path {
-		parts = append(parts, p.ID+"@"+p.node.Node)
+		parts = append(parts, p.ID()+"@"+p.node.Node)
 	}
 	parts = append(parts, parts[0])
 	gb.g.cycles = true

@@ -70,7 +70,7 @@ func comparePlaced(t *testing.T, where string, ng, cn *NodeGraph) {
 	ids := func(n *NodeGraph) []string {
 		var out []string
 		for _, pt := range n.byID {
-			out = append(out, pt.ID)
+			out = append(out, pt.ID())
 		}
 		return out
 	}
@@ -79,9 +79,9 @@ func comparePlaced(t *testing.T, where string, ng, cn *NodeGraph) {
 		return
 	}
 	for _, pt := range ng.byID {
-		ct := cn.Task(pt.ID)
+		ct := cn.Task(pt.ID())
 		if ct.Def.Task != pt.Def.Task || ct.Type() != pt.Type() || !slices.Equal(ct.Via(), pt.Via()) {
-			t.Errorf("%s: task %s on %s: by class %s %v %v, rendered %s %v %v", where, pt.ID, ng.Node,
+			t.Errorf("%s: task %s on %s: by class %s %v %v, rendered %s %v %v", where, pt.ID(), ng.Node,
 				ct.Type(), ct.Def.Task.Range, ct.Via(), pt.Type(), pt.Def.Task.Range, pt.Via())
 		}
 	}

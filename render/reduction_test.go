@@ -99,7 +99,7 @@ func checkDerivedEdges(t *testing.T, r *Rendered, diags hcl.Diagnostics) (writte
 		errors := 0
 		for _, ng := range g.Nodes {
 			for _, pt := range ng.Tasks {
-				ref := refEdges(g, preds, ng, pt.ID)
+				ref := refEdges(g, preds, ng, pt.ID())
 				reference += len(ref)
 				for k := range ref {
 					refs[pt] = append(refs[pt], g.Node(k.node).Task(k.task))
@@ -108,11 +108,11 @@ func checkDerivedEdges(t *testing.T, r *Rendered, diags hcl.Diagnostics) (writte
 				for _, e := range pt.AllRequires() {
 					k := refKey{e.Task(), e.Node()}
 					if seen[k] {
-						t.Errorf("%s: %s@%s requires %s@%s twice", g.Type, pt.ID, ng.Node, e.Task(), e.Node())
+						t.Errorf("%s: %s@%s requires %s@%s twice", g.Type, pt.ID(), ng.Node, e.Task(), e.Node())
 					}
 					seen[k] = true
 					if e.to == pt {
-						t.Errorf("%s: %s@%s requires itself", g.Type, pt.ID, ng.Node)
+						t.Errorf("%s: %s@%s requires itself", g.Type, pt.ID(), ng.Node)
 					}
 					local := e.Origin == "requires" || (strings.HasPrefix(e.Origin, "required_for of ") && !(ng.Node == SyncNode && e.Node() != SyncNode))
 					if !local {
@@ -122,7 +122,7 @@ func checkDerivedEdges(t *testing.T, r *Rendered, diags hcl.Diagnostics) (writte
 					written++
 					if !ref[k] && errors < 20 {
 						errors++
-						t.Errorf("%s: %s@%s requires %s@%s (%s), which the reference walk does not find", g.Type, pt.ID, ng.Node, e.Task(), e.Node(), e.Describe())
+						t.Errorf("%s: %s@%s requires %s@%s (%s), which the reference walk does not find", g.Type, pt.ID(), ng.Node, e.Task(), e.Node(), e.Describe())
 					}
 				}
 			}
@@ -161,7 +161,7 @@ func checkDerivedEdges(t *testing.T, r *Rendered, diags hcl.Diagnostics) (writte
 			for _, to := range ref {
 				if !anc[to] && errors < 20 {
 					errors++
-					t.Errorf("%s: %s@%s must come after %s@%s, but no written edge orders them", g.Type, pt.ID, pt.node.Node, to.ID, to.node.Node)
+					t.Errorf("%s: %s@%s must come after %s@%s, but no written edge orders them", g.Type, pt.ID(), pt.node.Node, to.ID(), to.node.Node)
 				}
 			}
 		}

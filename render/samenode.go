@@ -85,7 +85,7 @@ func sameNodeFile(ma *Model, ga *Graph, a *NodeGraph, mb *Model, gb *Graph, b *N
 	}
 	for i, pa := range a.Tasks {
 		pb := b.Tasks[i]
-		if pa.ID != pb.ID {
+		if pa.ID() != pb.ID() {
 			return false
 		}
 		ra, rb := storedRequires(a, pa), storedRequires(b, pb)
@@ -212,7 +212,7 @@ func byRank(g *Graph) *ranked {
 // samePlaced reports whether placed tasks pa of a graph and pb of another
 // (ra and rb) are drawn alike (sameDrawing).
 func samePlaced(ra *ranked, pa *PlacedTask, rb *ranked, pb *PlacedTask) bool {
-	if pa.ID != pb.ID || pa.Type() != pb.Type() || pa.idx != pb.idx || len(pa.requires) != len(pb.requires) ||
+	if pa.ID() != pb.ID() || pa.Type() != pb.Type() || pa.idx != pb.idx || len(pa.requires) != len(pb.requires) ||
 		(pa.fanIn == nil) != (pb.fanIn == nil) || (pa.Def == nil) != (pb.Def == nil) {
 		return false
 	}
@@ -255,7 +255,7 @@ func sameTargets(ra *ranked, ea []Edge, rb *ranked, eb []Edge) bool {
 	for k, e := range ea {
 		ta, tb := e.to, eb[k].to
 		if ta == nil || tb == nil || !ra.own(ta.node) || !rb.own(tb.node) ||
-			ta.idx != tb.idx || ta.node.rank != tb.node.rank || ta.ID != tb.ID {
+			ta.idx != tb.idx || ta.node.rank != tb.node.rank || ta.ID() != tb.ID() {
 			return false
 		}
 	}

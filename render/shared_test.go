@@ -93,11 +93,11 @@ func graphEdgeLines(t *testing.T, r *Rendered, g *Graph) []string {
 			t.Fatalf("no node file tasks of %s", ng.Node)
 		}
 		for i, pt := range ng.Tasks {
-			line := fmt.Sprintf("%s %s (%d):", ng.Node, pt.ID, pt.NumRequires())
+			line := fmt.Sprintf("%s %s (%d):", ng.Node, pt.ID(), pt.NumRequires())
 			for e := range pt.Requires() {
 				line += fmt.Sprintf(" %s@%s %s %s", e.Task(), e.Node(), e.Describe(), e.Range)
 			}
-			out = append(out, line, fmt.Sprintf("%s %s file: %v", ng.Node, pt.ID, files[i].Requires))
+			out = append(out, line, fmt.Sprintf("%s %s file: %v", ng.Node, pt.ID(), files[i].Requires))
 		}
 	}
 	return out

@@ -59,7 +59,7 @@ func TestStageInGroupStaysOnSync(t *testing.T) {
 		if v, ok := after[pt]; ok {
 			return v
 		}
-		if pt.Node() == SyncNode && pt.ID == "deploy_start" {
+		if pt.Node() == SyncNode && pt.ID() == "deploy_start" {
 			return true
 		}
 		if seen[pt] {

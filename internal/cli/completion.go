@@ -258,7 +258,7 @@ func repoNames(repoPath, folder, what, cluster, node string) []string {
 				for _, gr := range g {
 					if gr.Type == "default" && gr.Node(node) != nil {
 						for _, pt := range gr.Node(node).Tasks {
-							out = append(out, pt.ID)
+							out = append(out, pt.ID())
 						}
 					}
 				}
