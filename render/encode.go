@@ -335,7 +335,7 @@ func (e *nodeEncoder) target(ed Edge) (task, node string, ok bool) {
 // both are worked out once per task id and node.
 func (e *nodeEncoder) targetFlow(ed Edge) (task, node string, flow, ok bool) {
 	to := ed.to
-	if to.node.g == nil || int(to.idx) >= len(to.node.g.ids) || to.node.g.ids[to.idx] != to.ID() {
+	if to.node.g == nil || int(to.idx) >= len(to.node.g.ids) {
 		task, ok = e.scalar(to.ID())
 		if !ok {
 			return "", "", false, false
@@ -365,7 +365,7 @@ func (e *nodeEncoder) targetFlow(ed Edge) (task, node string, flow, ok bool) {
 // its node's graph (see targetFlow); each time for a task of no graph.
 func (e *nodeEncoder) graphTask(pt *PlacedTask) (string, bool) {
 	g := pt.node.g
-	if g == nil || int(pt.idx) >= len(g.ids) || g.ids[pt.idx] != pt.ID() {
+	if g == nil || int(pt.idx) >= len(g.ids) {
 		return e.scalar(pt.ID())
 	}
 	if e.graph != g {

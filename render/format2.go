@@ -46,8 +46,15 @@ type catalogueChoice struct {
 func catalogueOf(g *Graph) *catalogueChoice {
 	g.catOnce.Do(func() {
 		c := &catalogueChoice{byID: map[string]*PlacedTask{}}
+		seen := make([]bool, len(g.ids)) // by idx: a rendered graph's tasks are looked up once an id
 		for _, ng := range g.Nodes {
 			for _, pt := range ng.Tasks {
+				if int(pt.idx) < len(seen) {
+					if seen[pt.idx] {
+						continue
+					}
+					seen[pt.idx] = true
+				}
 				if _, ok := c.byID[pt.ID()]; !ok {
 					c.byID[pt.ID()] = pt
 					c.tasks = append(c.tasks, pt)
