@@ -488,6 +488,7 @@ func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, limit 
 		for i, pt := range grp.nodes[0].byID {
 			pos[pt.idx] = int32(i)
 		}
+		ec.held = heldSources(w, gr, grp, ec.held)
 		for _, pt := range grp.nodes[0].Tasks {
 			w.condensedEdges(gr, grp, pt, pos, &ec)
 			if w.over(limit) {
@@ -531,6 +532,42 @@ type edgeCounts struct {
 	shared  *sharedEdges
 	members int
 	less    []int
+	// held are the box ends of the held edges of the group's tasks, by
+	// position (heldSources).
+	held [][]uint64
+}
+
+// heldSources returns, for each position of the tasks of group grp's nodes (which
+// have the same tasks), the other ends (group<<32 | idx) of the held edges that
+// join the tasks at that position to tasks of a box on other nodes: what
+// crossSources counts of them, but for the tasks with a fan-in. They are gathered
+// node by node, as the nodes' tasks and edges lie in memory, into the buffers of
+// held.
+func heldSources(w *dotWriter, gr *dotGrouping, grp *dotGroup, held [][]uint64) [][]uint64 {
+	n := len(grp.nodes[0].byID)
+	if cap(held) < n {
+		held = append(held[:cap(held)], make([][]uint64, n-cap(held))...)
+	}
+	held = held[:n]
+	for p := range held {
+		held[p] = held[p][:0]
+	}
+	for _, m := range grp.nodes {
+		for p, mpt := range m.byID {
+			if mpt.fanIn != nil {
+				continue
+			}
+			for _, e := range mpt.requires {
+				if sameNode(e, m) {
+					continue
+				}
+				if sg := gr.groupOf(e.to); sg >= 0 && w.placed(e.to, e.Task()) {
+					held[p] = append(held[p], uint64(sg)<<32|uint64(uint32(e.to.idx)))
+				}
+			}
+		}
+	}
+	return held
 }
 
 // condensedEdges writes the edges of task pt of the first node of group grp (pos
@@ -552,11 +589,8 @@ func (w *dotWriter) condensedEdges(gr *dotGrouping, grp *dotGroup, pt *PlacedTas
 			return true
 		})
 	}
-	ec.srcs = ec.srcs[:0]
+	ec.srcs = append(ec.srcs[:0], ec.held[pos[pt.idx]]...)
 	ec.gathered = nil
-	if n := len(pt.requires) * len(grp.nodes); n > cap(ec.srcs) {
-		ec.srcs = slices.Grow(ec.srcs, n)
-	}
 	ec.shared = nil
 	for _, m := range grp.nodes {
 		// A task's shared edges are counted once for all (sharedCount), its
@@ -587,10 +621,12 @@ func (w *dotWriter) condensedEdges(gr *dotGrouping, grp *dotGroup, pt *PlacedTas
 
 // crossSources adds to ec the other ends of the edges of mpt, the task on node m of
 // a group whose first node is first, that join another node: a task of a box as
-// group<<32 | idx (a stage's fan-in counted by gathered), any other drawn as it
-// is, for the first node only.
+// group<<32 | idx (a stage's fan-in counted by gathered; the held edges of a task
+// without one are in ec.held already), any other drawn as it is, for the first
+// node only.
 func (w *dotWriter) crossSources(gr *dotGrouping, m, first *NodeGraph, mpt *PlacedTask, ec *edgeCounts) {
 	edges := mpt.requires // not the shared ones
+	counted := mpt.fanIn != nil
 	if mpt.fanIn != nil {
 		// A stage's fan-in: one count per box and task, not one entry per
 		// node and task.
@@ -600,6 +636,9 @@ func (w *dotWriter) crossSources(gr *dotGrouping, m, first *NodeGraph, mpt *Plac
 		} else {
 			ec.gathered = append(ec.gathered, counts...)
 		}
+	}
+	if !counted && m != first {
+		return
 	}
 	for _, e := range edges {
 		if sameNode(e, m) {
@@ -614,7 +653,9 @@ func (w *dotWriter) crossSources(gr *dotGrouping, m, first *NodeGraph, mpt *Plac
 			}
 			continue
 		}
-		ec.srcs = append(ec.srcs, uint64(sg)<<32|uint64(uint32(e.to.idx)))
+		if counted {
+			ec.srcs = append(ec.srcs, uint64(sg)<<32|uint64(uint32(e.to.idx)))
+		}
 	}
 }
 
