@@ -488,7 +488,7 @@ func (w *dotWriter) condensed(cluster string, gr *dotGrouping, fullLimit, limit 
 		for i, pt := range grp.nodes[0].byID {
 			pos[pt.idx] = int32(i)
 		}
-		ec.held = heldSources(w, gr, grp, ec.held)
+		ec.heldSources(w, gr, grp)
 		for _, pt := range grp.nodes[0].Tasks {
 			w.condensedEdges(gr, grp, pt, pos, &ec)
 			if w.over(limit) {
@@ -533,18 +533,20 @@ type edgeCounts struct {
 	members int
 	less    []int
 	// held are the box ends of the held edges of the group's tasks, by
-	// position (heldSources).
-	held [][]uint64
+	// position, and plain whether none of the tasks at a position has a fan-in
+	// or shared edges (heldSources).
+	held  [][]uint64
+	plain []bool
 }
 
 // heldSources returns, for each position of the tasks of group grp's nodes (which
 // have the same tasks), the other ends (group<<32 | idx) of the held edges that
 // join the tasks at that position to tasks of a box on other nodes: what
 // crossSources counts of them, but for the tasks with a fan-in. They are gathered
-// node by node, as the nodes' tasks and edges lie in memory, into the buffers of
-// held.
-func heldSources(w *dotWriter, gr *dotGrouping, grp *dotGroup, held [][]uint64) [][]uint64 {
+// node by node, as the nodes' tasks and edges lie in memory, into ec's buffers.
+func (ec *edgeCounts) heldSources(w *dotWriter, gr *dotGrouping, grp *dotGroup) {
 	n := len(grp.nodes[0].byID)
+	held := ec.held
 	if cap(held) < n {
 		held = append(held[:cap(held)], make([][]uint64, n-cap(held))...)
 	}
@@ -552,8 +554,16 @@ func heldSources(w *dotWriter, gr *dotGrouping, grp *dotGroup, held [][]uint64) 
 	for p := range held {
 		held[p] = held[p][:0]
 	}
+	ec.held = held
+	ec.plain = slices.Grow(ec.plain[:0], n)[:n]
+	for p := range ec.plain {
+		ec.plain[p] = true
+	}
 	for _, m := range grp.nodes {
 		for p, mpt := range m.byID {
+			if mpt.fanIn != nil || mpt.shared != nil {
+				ec.plain[p] = false
+			}
 			if mpt.fanIn != nil {
 				continue
 			}
@@ -567,7 +577,6 @@ func heldSources(w *dotWriter, gr *dotGrouping, grp *dotGroup, held [][]uint64) 
 			}
 		}
 	}
-	return held
 }
 
 // condensedEdges writes the edges of task pt of the first node of group grp (pos
@@ -589,13 +598,18 @@ func (w *dotWriter) condensedEdges(gr *dotGrouping, grp *dotGroup, pt *PlacedTas
 			return true
 		})
 	}
-	ec.srcs = append(ec.srcs[:0], ec.held[pos[pt.idx]]...)
+	p := pos[pt.idx]
+	ec.srcs = append(ec.srcs[:0], ec.held[p]...)
 	ec.gathered = nil
 	ec.shared = nil
-	for _, m := range grp.nodes {
+	members := grp.nodes
+	if ec.plain[p] {
+		members = members[:1] // the others' edges are all in held
+	}
+	for _, m := range members {
 		// A task's shared edges are counted once for all (sharedCount), its
 		// held ones as they are.
-		mpt := m.byID[pos[pt.idx]]
+		mpt := m.byID[p]
 		w.crossSources(gr, m, first, mpt, ec)
 		if mpt.shared != nil {
 			ec.sharedCount(m, mpt)
