@@ -1,6 +1,7 @@
 package render
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -64,9 +65,26 @@ type NodeGraph struct {
 	byID  []*PlacedTask // the tasks sorted by id
 }
 
-// Task returns the placed task id, or nil.
+// Task returns the placed task id, or nil. On a rendered graph the id is looked
+// up once in the graph's sorted ids, and the node's tasks by position.
 func (n *NodeGraph) Task(id string) *PlacedTask {
+	if n.g != nil && len(n.g.ids) > 0 {
+		idx, ok := slices.BinarySearch(n.g.ids, id)
+		if !ok {
+			return nil
+		}
+		return n.taskAt(int32(idx))
+	}
 	i, ok := slices.BinarySearchFunc(n.byID, id, func(pt *PlacedTask, id string) int { return strings.Compare(pt.ID(), id) })
+	if !ok {
+		return nil
+	}
+	return n.byID[i]
+}
+
+// taskAt returns the node's task of position idx in its graph's ids, or nil.
+func (n *NodeGraph) taskAt(idx int32) *PlacedTask {
+	i, ok := slices.BinarySearchFunc(n.byID, idx, func(pt *PlacedTask, idx int32) int { return cmp.Compare(pt.idx, idx) })
 	if !ok {
 		return nil
 	}

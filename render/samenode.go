@@ -294,5 +294,5 @@ func (r *ranked) own(n *NodeGraph) bool {
 // ownTask reports whether t is the task of its position on one of the
 // graph's nodes.
 func (r *ranked) ownTask(t *PlacedTask) bool {
-	return t != nil && r.own(t.node) && int(t.idx) < len(r.ids) && t.node.Task(r.ids[t.idx]) == t
+	return t != nil && r.own(t.node) && int(t.idx) < len(r.ids) && t.node.taskAt(t.idx) == t
 }
