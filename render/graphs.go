@@ -416,6 +416,9 @@ func (m *Model) placeGraph(typ string, classes bool) *graphBuilder {
 		gb.g.ix = selector.NewIndex(nodes)
 	}
 	gb.g.defs, gb.g.ids = gb.defs, gb.ids
+	// Placement classes: the classes, then the master's and the sync node's
+	// (the last two nodes). place marks a task of a class with 1 in pos;
+	// indexNodes turns the marks into positions.
 	gb.pclass = make([]int32, len(gb.nodes))
 	for r, ng := range gb.nodes {
 		gb.pclass[r] = ng.class
@@ -589,10 +592,30 @@ func (gb *graphBuilder) placeGroup(d *TaskDef) {
 	}
 }
 
-// indexNodes numbers each placement class's tasks by id (pos) and makes each
-// node's tasks, in id order (byID), node by node: the edges and the encoders
-// take them so.
+// indexNodes makes each node's tasks, in id order (byID), node by node: the edges
+// and the encoders take them so. Then it numbers them for the order (seq).
 func (gb *graphBuilder) indexNodes() {
+	lists := gb.numberClasses()
+	gb.defAt = make([]*TaskDef, len(gb.ids))
+	for idx, id := range gb.ids {
+		gb.defAt[idx] = gb.defs[id]
+	}
+	for r, ng := range gb.nodes {
+		list := lists[gb.pclass[r]]
+		ng.byID = make([]*PlacedTask, len(list))
+		for p, idx := range list {
+			pt := gb.newPlaced()
+			pt.Def, pt.node, pt.idx = gb.defAt[idx], ng, idx
+			ng.byID[p] = pt
+		}
+	}
+	gb.numberSeq()
+}
+
+// numberClasses turns place's marks into positions: pos gets each placed task's
+// position among its placement class's tasks by id, and -1 for the others. It
+// returns each class's task idxs, in that order.
+func (gb *graphBuilder) numberClasses() [][]int32 {
 	n := len(gb.ids)
 	lists := make([][]int32, len(gb.members)+2) // by placement class
 	for c := range lists {
@@ -606,23 +629,17 @@ func (gb *graphBuilder) indexNodes() {
 			lists[c] = append(lists[c], int32(idx))
 		}
 	}
-	defs := make([]*TaskDef, n)
-	for idx, id := range gb.ids {
-		defs[idx] = gb.defs[id]
-	}
-	gb.defAt = defs
-	// seq: by id, then node, the order's own (see order).
+	return lists
+}
+
+// numberSeq numbers the placed tasks by id, then node (seq): the order's own
+// (see order), which reads a task's node and id from seqNode and seqIdx.
+func (gb *graphBuilder) numberSeq() {
+	n := len(gb.ids)
 	first := make([]int32, n+1) // by idx: the seq of its first task
-	for r, ng := range gb.nodes {
-		list := lists[gb.pclass[r]]
-		ng.byID = make([]*PlacedTask, len(list))
-		for p, idx := range list {
-			d := defs[idx]
-			pt := gb.newPlaced()
-			pt.Def = d
-			pt.node, pt.idx = ng, idx
-			ng.byID[p] = pt
-			first[idx+1]++
+	for _, ng := range gb.nodes {
+		for _, pt := range ng.byID {
+			first[pt.idx+1]++
 		}
 	}
 	for idx := range n {
