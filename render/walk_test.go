@@ -24,16 +24,20 @@ func TestWalkOneAtATime(t *testing.T) {
 		name       string
 		oneAtATime bool
 		many       bool // more than one cluster in hand at once, else one
+		// wait is how long a cluster is kept in hand when no second one is
+		// handed over: the other core's render, however loaded the machine,
+		// when more than one may be in hand; a while, when none may come.
+		wait time.Duration
 	}{
-		{"every core", false, true},
-		{"one at a time", true, false},
+		{"every core", false, true, time.Minute},
+		{"one at a time", true, false, 100 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var inHand, most atomic.Int32
 			var mu sync.Mutex
 			seen := map[string]int{}
 			// Each cluster is kept in hand until a second one is handed
-			// over (or, when none comes, for a while).
+			// over (or, when none comes, for tc.wait).
 			second := make(chan struct{})
 			var once sync.Once
 			_, err := Walk(repo, Options{OneAtATime: tc.oneAtATime}, false, func(wk *Walked) error {
@@ -46,7 +50,7 @@ func TestWalkOneAtATime(t *testing.T) {
 				}
 				select {
 				case <-second:
-				case <-time.After(100 * time.Millisecond):
+				case <-time.After(tc.wait):
 				}
 				if wk.Rendered == nil {
 					t.Errorf("cluster %s was not rendered: %s", wk.Cluster.Name, diagText(wk.Diagnostics))
