@@ -641,7 +641,7 @@ func (w *dotWriter) condensedEdges(gr *dotGrouping, grp *dotGroup, pt *PlacedTas
 func (w *dotWriter) crossSources(gr *dotGrouping, m, first *NodeGraph, mpt *PlacedTask, ec *edgeCounts) {
 	edges := mpt.requires // not the shared ones
 	counted := mpt.fanIn != nil
-	if mpt.fanIn != nil {
+	if counted {
 		// A stage's fan-in: one count per box and task, not one entry per
 		// node and task.
 		counts, ok := w.gathered(mpt, gr)

@@ -370,20 +370,41 @@ func (m *Model) placeGraph(typ string, classes bool) *graphBuilder {
 		gb.index[id] = int32(i)
 		gb.defs[id].idx = int32(i)
 	}
-	nodeTags := m.nodeTagList()
+	gb.g.defs, gb.g.ids = gb.defs, gb.ids
+	gb.addNodes(classes)
+	// place marks a task of a placement class with 1 in pos; indexNodes turns
+	// the marks into positions.
+	gb.pos = make([]int32, (len(gb.members)+2)*len(gb.ids))
+	// 1. Resolve every non-group task to its nodes; stages go to the sync node.
+	for _, id := range gb.ids {
+		if d := gb.defs[id]; d.Task.Type != "group" {
+			gb.placeTask(d)
+		}
+	}
+	// 2. Groups: each member is placed on the group's nodes.
+	for _, id := range gb.ids {
+		if d := gb.defs[id]; d.Task.Type == "group" {
+			gb.placeGroup(d)
+		}
+	}
+	gb.indexNodes()
+	return gb
+}
+
+// addNodes numbers the cluster's nodes by id (rank), then the master and the
+// sync node, groups the cluster nodes in classes, and gives every node its
+// placement class: its class, or one of its own for the master and the sync
+// node.
+//
+// Nodes with the same resolution tags form a class: every selector selects all
+// of a class or none of it, so its nodes get the same tasks and local edges.
+// Selectors are resolved once per class, over the first node of each class (by
+// id), and a selected class stands for its members (see ranks). With classes
+// set, only the first node of each class is built.
+func (gb *graphBuilder) addNodes(classes bool) {
+	nodeTags := gb.m.nodeTagList()
 	nodes := make([]selector.Node, 0, len(nodeTags))
 	gb.rank = make(map[string]int32, len(nodeTags)+2)
-	addNode := func(ng *NodeGraph) {
-		ng.g, ng.rank = gb.g, int32(len(gb.nodes))
-		gb.nodes = append(gb.nodes, ng)
-		gb.g.byNode[ng.Node] = ng
-		gb.rank[ng.Node] = ng.rank
-	}
-	// Nodes with the same resolution tags form a class: every selector selects all
-	// of a class or none of it, so its nodes get the same tasks and local edges.
-	// Selectors are resolved once per class, over the first node of each class (by
-	// id), and a selected class stands for its members (see ranks). With classes
-	// set, only the first node of each class is built.
 	classOf := map[string]int32{}
 	var firstNodes []selector.Node // the first node of each class, by class
 	for _, nt := range nodeTags {
@@ -400,13 +421,13 @@ func (m *Model) placeGraph(typ string, classes bool) *graphBuilder {
 			continue
 		}
 		ng := &NodeGraph{Node: nt.Node.Name, ID: nt.Node.ID, Tags: nt, class: c}
-		addNode(ng)
+		gb.addNode(ng, c)
 		gb.g.Nodes = append(gb.g.Nodes, ng)
 		gb.members[c] = append(gb.members[c], ng.rank)
 	}
-	addNode(&NodeGraph{Node: selector.Master})
+	gb.addNode(&NodeGraph{Node: selector.Master}, int32(len(gb.members)))
 	gb.sync = &NodeGraph{Node: SyncNode}
-	addNode(gb.sync)
+	gb.addNode(gb.sync, int32(len(gb.members))+1)
 	// The first node of a selection by id is the first node of its first class, so
 	// policy any picks the same node from either index. Provenance (Via) asks
 	// about any node: the graph keeps an index of every node.
@@ -415,33 +436,15 @@ func (m *Model) placeGraph(typ string, classes bool) *graphBuilder {
 	if !classes && len(firstNodes) < len(nodes) {
 		gb.g.ix = selector.NewIndex(nodes)
 	}
-	gb.g.defs, gb.g.ids = gb.defs, gb.ids
-	// Placement classes: the classes, then the master's and the sync node's
-	// (the last two nodes). place marks a task of a class with 1 in pos;
-	// indexNodes turns the marks into positions.
-	gb.pclass = make([]int32, len(gb.nodes))
-	for r, ng := range gb.nodes {
-		gb.pclass[r] = ng.class
-		if ng.Tags == nil {
-			gb.pclass[r] = int32(len(gb.members) + r - (len(gb.nodes) - 2))
-		}
-	}
-	gb.pos = make([]int32, (len(gb.members)+2)*len(gb.ids))
+}
 
-	// 1. Resolve every non-group task to its nodes; stages go to the sync node.
-	for _, id := range gb.ids {
-		if d := gb.defs[id]; d.Task.Type != "group" {
-			gb.placeTask(d)
-		}
-	}
-	// 2. Groups: each member is placed on the group's nodes.
-	for _, id := range gb.ids {
-		if d := gb.defs[id]; d.Task.Type == "group" {
-			gb.placeGroup(d)
-		}
-	}
-	gb.indexNodes()
-	return gb
+// addNode gives ng the next rank, in placement class pclass.
+func (gb *graphBuilder) addNode(ng *NodeGraph, pclass int32) {
+	ng.g, ng.rank = gb.g, int32(len(gb.nodes))
+	gb.nodes = append(gb.nodes, ng)
+	gb.pclass = append(gb.pclass, pclass)
+	gb.g.byNode[ng.Node] = ng
+	gb.rank[ng.Node] = ng.rank
 }
 
 // newPlaced returns a zeroed placed task from the builder's slab.
@@ -483,16 +486,16 @@ func (gb *graphBuilder) runs(r, idx int32) bool {
 // resolve returns the ranks of the nodes a definition selects (nil for a task
 // without a selector or with a yaql one: it runs nowhere here).
 func (gb *graphBuilder) resolve(d *TaskDef) []int32 {
-	if d.Task.Type == "stage" {
-		return []int32{gb.sync.rank}
-	}
 	return gb.ranks(gb.selected(d))
 }
 
 // selected returns the names of the nodes a definition's selector selects: the
-// first node of each class it selects, and the pseudo nodes it names (nil for a
-// task without a selector or with a yaql one).
+// first node of each class it selects, and the pseudo nodes it names; the sync
+// node for a stage (nil for a task without a selector or with a yaql one).
 func (gb *graphBuilder) selected(d *TaskDef) []string {
+	if d.Task.Type == "stage" {
+		return []string{SyncNode}
+	}
 	_, sel := gb.m.selectorOf(d.Task)
 	if sel == nil || sel.IsMap() {
 		// No selector: the task runs nowhere (the override idiom {id, type:
@@ -550,10 +553,6 @@ func classKey(resolution []string) string {
 // placeTask places a non-group definition on the classes of nodes it selects
 // (place marks a whole class from any of its nodes).
 func (gb *graphBuilder) placeTask(d *TaskDef) {
-	if d.Task.Type == "stage" {
-		gb.place(d, gb.sync.rank)
-		return
-	}
 	for _, n := range gb.selected(d) {
 		if r, ok := gb.rank[n]; ok {
 			gb.place(d, r)
