@@ -190,7 +190,7 @@ func (w *dotWriter) full(cluster string, limit int) bool {
 		for _, pt := range ng.Tasks {
 			for e := range pt.Requires() {
 				b.WriteString("  ")
-				w.id(e.to, e.Task(), e.Node())
+				w.id(e.raw, e.Task(), e.Node())
 				b.WriteString(" -> ")
 				w.id(pt, pt.ID(), ng.Node)
 				b.WriteString(";\n")
@@ -262,9 +262,10 @@ func (gr *dotGrouping) groupOf(pt *PlacedTask) int32 {
 	return gr.of[pt.node.rank]
 }
 
-// sameNode reports whether edge e of a task of ng joins two tasks of ng.
+// sameNode reports whether edge e of a task of ng joins two tasks of ng (a
+// template stands for a task of the holder's node).
 func sameNode(e Edge, ng *NodeGraph) bool {
-	return e.to.node == ng
+	return e.raw.seq < 0 || e.raw.node == ng
 }
 
 // dotShapeHash hashes what sameDOTShape compares (FNV-1a).
@@ -571,8 +572,8 @@ func (ec *edgeCounts) heldSources(w *dotWriter, gr *dotGrouping, grp *dotGroup) 
 				if sameNode(e, m) {
 					continue
 				}
-				if sg := gr.groupOf(e.to); sg >= 0 && w.placed(e.to, e.Task()) {
-					held[p] = append(held[p], uint64(sg)<<32|uint64(uint32(e.to.idx)))
+				if sg := gr.groupOf(e.raw); sg >= 0 && w.placed(e.raw, e.Task()) {
+					held[p] = append(held[p], uint64(sg)<<32|uint64(uint32(e.raw.idx)))
 				}
 			}
 		}
@@ -589,7 +590,7 @@ func (w *dotWriter) condensedEdges(gr *dotGrouping, grp *dotGroup, pt *PlacedTas
 	if pt.shared == nil {
 		for _, e := range pt.requires {
 			if sameNode(e, first) {
-				w.edgeTo(e, pt.idx, first, "")
+				w.edgeTo(pt.edge(e), pt.idx, first, "")
 			}
 		}
 	} else {
@@ -658,8 +659,8 @@ func (w *dotWriter) crossSources(gr *dotGrouping, m, first *NodeGraph, mpt *Plac
 		if sameNode(e, m) {
 			continue
 		}
-		sg := gr.groupOf(e.to)
-		if sg < 0 || !w.placed(e.to, e.Task()) {
+		sg := gr.groupOf(e.raw)
+		if sg < 0 || !w.placed(e.raw, e.Task()) {
 			// Not a task of this graph's nodes: drawn as it is, for the
 			// first node only.
 			if m == first {
@@ -668,7 +669,7 @@ func (w *dotWriter) crossSources(gr *dotGrouping, m, first *NodeGraph, mpt *Plac
 			continue
 		}
 		if counted {
-			ec.srcs = append(ec.srcs, uint64(sg)<<32|uint64(uint32(e.to.idx)))
+			ec.srcs = append(ec.srcs, uint64(sg)<<32|uint64(uint32(e.raw.idx)))
 		}
 	}
 }
@@ -708,7 +709,7 @@ func (ec *edgeCounts) count() []srcRun {
 // " [...]").
 func (w *dotWriter) edgeTo(e Edge, idx int32, ng *NodeGraph, attrs string) {
 	w.b.WriteString("  ")
-	w.id(e.to, e.Task(), e.Node())
+	w.id(e.raw, e.Task(), e.Node())
 	w.b.WriteString(" -> ")
 	w.idOn(idx, ng)
 	w.b.WriteString(attrs)

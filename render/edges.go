@@ -158,7 +158,7 @@ func (gb *graphBuilder) edges() {
 	}
 	// The sync node first: the other nodes' edges to it build on its own.
 	syncRes := gb.localEdges(gb.sync, nil)
-	gb.instantiate(gb.sync, syncRes)
+	gb.instantiate(gb.sync, syncRes, nil)
 	// Then the other nodes, grouped by signature.
 	groups := map[string][]*NodeGraph{}
 	var keys []string
@@ -180,8 +180,9 @@ func (gb *graphBuilder) edges() {
 	for _, key := range keys {
 		members := groups[key]
 		res := gb.localEdges(members[0], syncRes)
+		alike := gb.classEdges(members[0], res)
 		for _, ng := range members {
-			gb.instantiate(ng, res)
+			gb.instantiate(ng, res, alike)
 		}
 	}
 	// Cross-node edges. A task whose edges this adds to is marked (markDirty): the
@@ -223,13 +224,13 @@ type edgeSorter struct {
 // not fit in 64 bits.
 func (s *edgeSorter) sortCompact(edges []Edge, n, nodes int) []Edge {
 	if uint64(n)*uint64(nodes) >= 1<<32 || uint64(len(edges)) >= 1<<32 {
-		slices.SortStableFunc(edges, func(a, b Edge) int { return cmp.Compare(edgeKey(a.to), edgeKey(b.to)) })
-		return slices.CompactFunc(edges, func(a, b Edge) bool { return a.to == b.to })
+		slices.SortStableFunc(edges, func(a, b Edge) int { return cmp.Compare(edgeKey(a.raw), edgeKey(b.raw)) })
+		return slices.CompactFunc(edges, func(a, b Edge) bool { return a.raw == b.raw })
 	}
 	s.keys = s.keys[:0]
 	sorted := true
 	for i, e := range edges {
-		k := (uint64(e.to.node.rank)*uint64(n)+uint64(e.to.idx))<<32 | uint64(i)
+		k := (uint64(e.raw.node.rank)*uint64(n)+uint64(e.raw.idx))<<32 | uint64(i)
 		if i > 0 && k < s.keys[i-1] {
 			sorted = false
 		}
@@ -242,7 +243,7 @@ func (s *edgeSorter) sortCompact(edges []Edge, n, nodes int) []Edge {
 			edges[i] = s.tmp[uint32(k)]
 		}
 	}
-	return slices.CompactFunc(edges, func(a, b Edge) bool { return a.to == b.to })
+	return slices.CompactFunc(edges, func(a, b Edge) bool { return a.raw == b.raw })
 }
 
 // markDirty notes that pt's edges need sorting.
@@ -612,8 +613,73 @@ func (res *sigEdges) sortEdges() {
 	}
 }
 
-// instantiate writes a signature's local edges onto the tasks of node ng.
-func (gb *graphBuilder) instantiate(ng *NodeGraph, res *sigEdges) {
+// classEdges are the local edges the tasks at each position of a signature's
+// nodes hold alike, by position: one list for all its nodes, with a template
+// of the node's own task (see template) where an edge goes to one. A task
+// whose definition has cross-node entries holds a list of its own (nil here),
+// since its edges are added to; one that gets edges from another task's
+// cross-depended-by entry gets its own then (ownEdges). A cluster of 2,000
+// nodes of a few classes holds millions of local edges: most are held once.
+type classEdges [][]Edge
+
+// classEdges makes the class edges of the signature of node first.
+func (gb *graphBuilder) classEdges(first *NodeGraph, res *sigEdges) classEdges {
+	tmpl := make([]PlacedTask, res.present)
+	for t := range tmpl {
+		pt := first.byID[t]
+		tmpl[t] = PlacedTask{Def: pt.Def, idx: pt.idx, seq: template(t)}
+	}
+	alike := func(i int) bool { return len(res.edges[i]) > 0 && len(first.byID[i].Def.cross) == 0 }
+	total := 0
+	for i, list := range res.edges {
+		if alike(i) {
+			total += len(list)
+		}
+	}
+	slab := make([]Edge, total)
+	out := make(classEdges, len(res.edges))
+	for i, list := range res.edges {
+		if !alike(i) {
+			continue
+		}
+		req := slab[:len(list):len(list)] // full: an append copies
+		slab = slab[len(list):]
+		for k, le := range list {
+			var to *PlacedTask
+			if int(le.t) < res.present {
+				to = &tmpl[le.t]
+			} else {
+				to = gb.at(gb.sync.rank, res.local[le.t])
+			}
+			req[k] = Edge{EdgeSource: le.src, raw: to}
+		}
+		out[i] = req
+	}
+	return out
+}
+
+// template is the seq of the template of the task at position p of its node:
+// negative, so that PlacedTask.edge tells it from a task.
+func template(p int) int32 { return -1 - int32(p) }
+
+// ownEdges returns the edges pt holds as a list of its own, to be added to:
+// its class edges copied with their templates resolved, unless it has its own
+// already (dirty, or made so).
+func (gb *graphBuilder) ownEdges(pt *PlacedTask) []Edge {
+	if gb.dirty[pt.seq>>6]&(1<<(pt.seq&63)) != 0 || !slices.ContainsFunc(pt.requires, func(e Edge) bool { return e.raw.seq < 0 }) {
+		return pt.requires
+	}
+	out := make([]Edge, len(pt.requires), len(pt.requires)+1)
+	for i, e := range pt.requires {
+		out[i] = pt.edge(e)
+	}
+	return out
+}
+
+// instantiate writes a signature's local edges onto the tasks of node ng: the
+// class edges alike (nil for the sync node, whose tasks hold their own) where
+// a task's position has them.
+func (gb *graphBuilder) instantiate(ng *NodeGraph, res *sigEdges, alike classEdges) {
 	// Room for the cross-node edges crossEdges appends, but those its
 	// definition shares (which it does not copy).
 	room := func(pt *PlacedTask) int {
@@ -622,9 +688,10 @@ func (gb *graphBuilder) instantiate(ng *NodeGraph, res *sigEdges) {
 		}
 		return pt.Def.crossCap
 	}
+	own := func(i int) bool { return len(res.edges[i]) > 0 && (alike == nil || alike[i] == nil) }
 	total := 0
 	for i, list := range res.edges {
-		if len(list) > 0 {
+		if own(i) {
 			total += len(list) + room(ng.byID[i])
 		}
 	}
@@ -634,7 +701,10 @@ func (gb *graphBuilder) instantiate(ng *NodeGraph, res *sigEdges) {
 	slab := make([]Edge, total)
 	for i, list := range res.edges {
 		pt := ng.byID[i]
-		if len(list) == 0 {
+		if !own(i) {
+			if len(list) > 0 {
+				pt.requires = alike[i]
+			}
 			continue
 		}
 		c := len(list) + room(pt)
@@ -647,7 +717,7 @@ func (gb *graphBuilder) instantiate(ng *NodeGraph, res *sigEdges) {
 			} else {
 				to = gb.at(gb.sync.rank, res.local[le.t])
 			}
-			req[k] = Edge{EdgeSource: le.src, to: to}
+			req[k] = Edge{EdgeSource: le.src, raw: to}
 		}
 		pt.requires = req
 	}
@@ -815,7 +885,7 @@ func (gb *graphBuilder) reverseEdges(pt *PlacedTask) {
 		}
 		for _, x := range gb.entryTasks(pt, ce) {
 			if x != pt {
-				x.requires = append(x.requires, Edge{EdgeSource: ce.src, to: pt})
+				x.requires = append(gb.ownEdges(x), Edge{EdgeSource: ce.src, raw: pt})
 				gb.markDirty(x)
 			}
 		}
@@ -833,7 +903,7 @@ func (gb *graphBuilder) forwardEdges(ng *NodeGraph, pt *PlacedTask, dst []Edge, 
 			// A stage's fan-in edge to x came before this one (the sync node's
 			// edges are bound last) and wins: nothing to hold.
 			if x != pt && (pt.fanIn == nil || !gb.gathers(pt, x)) {
-				dst = append(dst, Edge{EdgeSource: ce.src, to: x})
+				dst = append(dst, Edge{EdgeSource: ce.src, raw: x})
 			}
 		}
 	}

@@ -334,7 +334,7 @@ func (e *nodeEncoder) target(ed Edge) (task, node string, ok bool) {
 // without flow indicators (plain in a flow list too); for a task of the graph,
 // both are worked out once per task id and node.
 func (e *nodeEncoder) targetFlow(ed Edge) (task, node string, flow, ok bool) {
-	to := ed.to
+	to := ed.raw
 	if to.node.g == nil || int(to.idx) >= len(to.node.g.ids) {
 		task, ok = e.scalar(to.ID())
 		if !ok {

@@ -109,7 +109,7 @@ func TestEncoderFallback(t *testing.T) {
 // keep quotes and backslashes out today; DOT does not rely on it).
 func TestDOTQuoting(t *testing.T) {
 	a := &PlacedTask{Def: &TaskDef{Task: &loader.Task{ID: `a"b`}, typ: "skipped"}}
-	b := &PlacedTask{Def: &TaskDef{Task: &loader.Task{ID: "c"}, typ: "shell"}, requires: []Edge{{to: a}}}
+	b := &PlacedTask{Def: &TaskDef{Task: &loader.Task{ID: "c"}, typ: "shell"}, requires: []Edge{{raw: a}}}
 	g := &Graph{Type: "default", Nodes: []*NodeGraph{{Node: `n\1`, Tasks: []*PlacedTask{a, b}}}}
 	a.node, b.node = g.Nodes[0], g.Nodes[0]
 	want := `digraph "x\"y/default" {
@@ -261,7 +261,7 @@ func TestTargetFlow(t *testing.T) {
 	plain := &NodeGraph{Node: "node-1", g: g, rank: 0}
 	odd := &NodeGraph{Node: "n#1", g: g, rank: 1}
 	task := func(ng *NodeGraph, idx int32) Edge {
-		return Edge{to: &PlacedTask{Def: defWithID(g.ids[idx]), node: ng, idx: idx}}
+		return Edge{raw: &PlacedTask{Def: defWithID(g.ids[idx]), node: ng, idx: idx}}
 	}
 	e := newNodeEncoder(&defBlocks{})
 	for round := range 2 {
@@ -274,8 +274,8 @@ func TestTargetFlow(t *testing.T) {
 			{task(odd, 1), false},   // '#' in the node name
 			{task(plain, 2), false}, // quoted: 'yes'
 			// Tasks of no graph (the ids worked out each time).
-			{Edge{to: &PlacedTask{Def: defWithID("x"), node: &NodeGraph{Node: "node-1"}}}, true},
-			{Edge{to: &PlacedTask{Def: defWithID("x,y"), node: &NodeGraph{Node: "node-1"}}}, false},
+			{Edge{raw: &PlacedTask{Def: defWithID("x"), node: &NodeGraph{Node: "node-1"}}}, true},
+			{Edge{raw: &PlacedTask{Def: defWithID("x,y"), node: &NodeGraph{Node: "node-1"}}}, false},
 		} {
 			_, _, flow, ok := e.targetFlow(tc.ed)
 			if !ok || flow != tc.flow {

@@ -83,7 +83,7 @@ func (pt *PlacedTask) holdsKey(k int64) bool {
 	if pt.fanIn.held == 0 {
 		return false
 	}
-	_, ok := slices.BinarySearchFunc(pt.requires, k, func(e Edge, k int64) int { return cmp.Compare(edgeKey(e.to), k) })
+	_, ok := slices.BinarySearchFunc(pt.requires, k, func(e Edge, k int64) int { return cmp.Compare(edgeKey(e.raw), k) })
 	return ok
 }
 
@@ -133,7 +133,7 @@ func (gb *graphBuilder) settleFanIns() {
 			continue
 		}
 		for _, e := range pt.requires {
-			if gb.gathers(pt, e.to) {
+			if gb.gathers(pt, e.raw) {
 				pt.fanIn.count--
 				pt.fanIn.held++
 			}
@@ -158,7 +158,8 @@ func (pt *PlacedTask) Requires() iter.Seq[Edge] {
 }
 
 // eachGathered yields the edges of a stage with a fanIn: its held edges merged with
-// the gathered ones, a held edge winning over a gathered one to the same task.
+// the gathered ones, a held edge winning over a gathered one to the same task. (A
+// stage of the sync node holds no template: see classEdges.)
 func (pt *PlacedTask) eachGathered(yield func(Edge) bool) {
 	held := pt.requires
 	for _, ng := range pt.fanIn.nodes {
@@ -168,16 +169,16 @@ func (pt *PlacedTask) eachGathered(yield func(Edge) bool) {
 				continue
 			}
 			k := edgeKey(t)
-			for len(held) > 0 && edgeKey(held[0].to) < k {
+			for len(held) > 0 && edgeKey(held[0].raw) < k {
 				if !yield(held[0]) {
 					return
 				}
 				held = held[1:]
 			}
-			if len(held) > 0 && held[0].to == t {
+			if len(held) > 0 && held[0].raw == t {
 				continue
 			}
-			if !yield(Edge{EdgeSource: src, to: t}) {
+			if !yield(Edge{EdgeSource: src, raw: t}) {
 				return
 			}
 		}

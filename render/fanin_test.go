@@ -211,13 +211,13 @@ func referenceRequires(g *Graph, pt *PlacedTask) []Edge {
 		for _, x := range ng.byID {
 			for _, se := range x.Def.stages {
 				if se.stage == pt {
-					all = append(all, Edge{EdgeSource: se.src, to: x})
+					all = append(all, Edge{EdgeSource: se.src, raw: x})
 				}
 			}
 		}
 	}
 	slices.SortStableFunc(all, func(a, b Edge) int {
-		ka, kb := edgeKey(a.to), edgeKey(b.to)
+		ka, kb := edgeKey(a.raw), edgeKey(b.raw)
 		switch {
 		case ka < kb:
 			return -1
@@ -226,7 +226,7 @@ func referenceRequires(g *Graph, pt *PlacedTask) []Edge {
 		}
 		return 0
 	})
-	return slices.CompactFunc(all, func(a, b Edge) bool { return a.to == b.to })
+	return slices.CompactFunc(all, func(a, b Edge) bool { return a.raw == b.raw })
 }
 
 // edgeStrings are edges as "task@node origin file:line:column".
@@ -283,14 +283,14 @@ func TestEdgeSorter(t *testing.T) {
 		edges := make([]Edge, rng.IntN(40))
 		for i := range edges {
 			to := targets[rng.IntN(len(targets))]
-			edges[i] = Edge{EdgeSource: &EdgeSource{Origin: fmt.Sprint(i)}, to: to}
+			edges[i] = Edge{EdgeSource: &EdgeSource{Origin: fmt.Sprint(i)}, raw: to}
 		}
 		if trial%3 == 0 {
-			slices.SortStableFunc(edges, func(a, b Edge) int { return int(edgeKey(a.to) - edgeKey(b.to)) })
+			slices.SortStableFunc(edges, func(a, b Edge) int { return int(edgeKey(a.raw) - edgeKey(b.raw)) })
 		}
 		want := slices.Clone(edges)
-		slices.SortStableFunc(want, func(a, b Edge) int { return int(edgeKey(a.to) - edgeKey(b.to)) })
-		want = slices.CompactFunc(want, func(a, b Edge) bool { return a.to == b.to })
+		slices.SortStableFunc(want, func(a, b Edge) int { return int(edgeKey(a.raw) - edgeKey(b.raw)) })
+		want = slices.CompactFunc(want, func(a, b Edge) bool { return a.raw == b.raw })
 		for _, nodes := range []int{ranks, 1 << 31} { // the second takes the fallback
 			got := s.sortCompact(slices.Clone(edges), ids, nodes)
 			if diff := cmp.Diff(edgeStrings(want), edgeStrings(got)); diff != "" {
@@ -313,7 +313,7 @@ func TestRequiresDoesNotAllocate(t *testing.T) {
 		for _, ng := range g.Nodes {
 			for _, pt := range ng.Tasks {
 				for e := range pt.Requires() {
-					if e.to != nil {
+					if e.raw != nil {
 						edges++
 					}
 				}

@@ -265,10 +265,10 @@ func (r *stageRule) implied(ed Edge) bool {
 	if ed.Node() == SyncNode {
 		return false
 	}
-	if rank := int(ed.to.node.rank); rank >= len(r.has) || r.has[rank] {
+	if rank := int(ed.raw.node.rank); rank >= len(r.has) || r.has[rank] {
 		return false
 	}
-	for _, se := range ed.to.Def.stages {
+	for _, se := range ed.raw.Def.stages {
 		if se.stage == to {
 			return true
 		}
@@ -279,7 +279,8 @@ func (r *stageRule) implied(ed Edge) bool {
 // storedRequires are the requirements of pt as its node file writes them: all of
 // them, but for a stage on the sync node those the catalogue implies. Those are
 // every edge its fanIn gathers, which the stage does not hold, and the held edges
-// to the same tasks: a filter of the held edges.
+// to the same tasks: a filter of the held edges. Each is an edge pt holds: its
+// target is pt.edge's.
 func storedRequires(ng *NodeGraph, pt *PlacedTask) []Edge {
 	if pt.shared != nil {
 		return pt.AllRequires() // a task of the sync node shares no edges
@@ -323,7 +324,7 @@ func nodeFileDocument(m *Model, g *Graph, ng *NodeGraph) map[string]any {
 		if reqs := storedRequires(ng, pt); len(reqs) > 0 {
 			list := make([]string, len(reqs))
 			for i, ed := range reqs {
-				list[i] = requirement(ed, ng.Node)
+				list[i] = requirement(pt.edge(ed), ng.Node)
 			}
 			t["requires"] = flowStrings(list)
 		}
@@ -373,7 +374,7 @@ func (e *nodeEncoder) writeNodeFile(m *Model, g *Graph, ng *NodeGraph) error {
 		}
 		b.WriteString("    requires: [")
 		for i, ed := range reqs {
-			if err := e.requirement(ng, ed, i == 0); err != nil {
+			if err := e.requirement(ng, pt.edge(ed), i == 0); err != nil {
 				return err
 			}
 		}
@@ -425,6 +426,7 @@ func (r *Rendered) NodeFileTasks(typ, node string) ([]NodeFileTask, bool) {
 		if reqs := storedRequires(ng, pt); len(reqs) > 0 {
 			out[i].Requires = make([]Requirement, len(reqs))
 			for j, ed := range reqs {
+				ed := pt.edge(ed)
 				out[i].Requires[j] = Requirement{Task: ed.Task(), Node: ed.Node()}
 			}
 		}

@@ -142,16 +142,30 @@ type Via struct {
 // Edge is a dependency: the dependent task requires the task Task() on the
 // node Node(). Its source (the entry it comes from) is shared by every node
 // the same entry binds. Two words: a graph holds millions of edges.
+//
+// Inside the package, an edge held by a task may name a template of its
+// target (see classEdges): the edge to the task at that position on the
+// holder's own node. Its holder's edge method gives the edge to the task
+// itself, as every edge outside the package is.
 type Edge struct {
 	*EdgeSource
-	to *PlacedTask
+	raw *PlacedTask // the target, or its template (raw.seq < 0)
+}
+
+// edge is e, an edge pt holds, to its target itself: a template (see
+// classEdges) stands for the task at its position on pt's node.
+func (pt *PlacedTask) edge(e Edge) Edge {
+	if e.raw.seq < 0 {
+		e.raw = pt.node.byID[-1-e.raw.seq]
+	}
+	return e
 }
 
 // Task is the id of the task the edge requires.
-func (e Edge) Task() string { return e.to.ID() }
+func (e Edge) Task() string { return e.raw.ID() }
 
 // Node is the node of the task the edge requires.
-func (e Edge) Node() string { return e.to.node.Node }
+func (e Edge) Node() string { return e.raw.node.Node }
 
 // EdgeSource says where an edge comes from.
 type EdgeSource struct {

@@ -97,7 +97,7 @@ func (gb *graphBuilder) successors() successors {
 	}
 	each(func(pt *PlacedTask) {
 		for _, e := range pt.requires {
-			sc.start[e.to.seq+1]++
+			sc.start[pt.edge(e).raw.seq+1]++
 		}
 		sc.indeg[pt.seq] = int32(len(pt.requires))
 		if pt.fanIn != nil {
@@ -109,7 +109,7 @@ func (gb *graphBuilder) successors() successors {
 	})
 	for _, hb := range sc.hubs {
 		for _, e := range hb.list.edges {
-			sc.start[e.to.seq+1]++
+			sc.start[e.raw.seq+1]++
 		}
 	}
 	for i := range all {
@@ -123,12 +123,12 @@ func (gb *graphBuilder) successors() successors {
 	}
 	each(func(pt *PlacedTask) {
 		for _, e := range pt.requires {
-			add(e.to, pt.seq)
+			add(pt.edge(e).raw, pt.seq)
 		}
 	})
 	for h, hb := range sc.hubs {
 		for _, e := range hb.list.edges {
-			add(e.to, int32(len(all)+h))
+			add(e.raw, int32(len(all)+h))
 		}
 	}
 	return sc
@@ -148,9 +148,9 @@ func (hb *orderHub) taskDone(done []bool, release func(t int32)) {
 	switch hb.left {
 	case 1:
 		for _, e := range hb.list.edges {
-			if !done[e.to.seq] {
-				if e.to.shared != nil && e.to.shared.list == hb.list && e.to.shared.waits {
-					release(e.to.seq)
+			if !done[e.raw.seq] {
+				if e.raw.shared != nil && e.raw.shared.list == hb.list && e.raw.shared.waits {
+					release(e.raw.seq)
 				}
 				return
 			}
@@ -202,7 +202,7 @@ func (gb *graphBuilder) reportCycles(indeg []int32) {
 		if i >= len(req) {
 			return 0, false
 		}
-		if w := req[i].to.seq; indeg[w] > 0 {
+		if w := all[v].edge(req[i]).raw.seq; indeg[w] > 0 {
 			return w, true
 		}
 		return -1, true
@@ -273,7 +273,7 @@ func (gb *graphBuilder) reportCycle(members []*PlacedTask, comp []int32) {
 		path = append(path, pt)
 		var next *PlacedTask
 		for e := range pt.Requires() {
-			x := e.to
+			x := e.raw
 			if comp[x.seq] != c {
 				continue
 			}

@@ -111,12 +111,12 @@ func checkDerivedEdges(t *testing.T, r *Rendered, diags hcl.Diagnostics) (writte
 						t.Errorf("%s: %s@%s requires %s@%s twice", g.Type, pt.ID(), ng.Node, e.Task(), e.Node())
 					}
 					seen[k] = true
-					if e.to == pt {
+					if e.raw == pt {
 						t.Errorf("%s: %s@%s requires itself", g.Type, pt.ID(), ng.Node)
 					}
 					local := e.Origin == "requires" || (strings.HasPrefix(e.Origin, "required_for of ") && !(ng.Node == SyncNode && e.Node() != SyncNode))
 					if !local {
-						refs[pt] = append(refs[pt], e.to)
+						refs[pt] = append(refs[pt], e.raw)
 						continue
 					}
 					written++
@@ -148,8 +148,8 @@ func checkDerivedEdges(t *testing.T, r *Rendered, diags hcl.Diagnostics) (writte
 			}
 			a := map[*PlacedTask]bool{}
 			for _, e := range pt.AllRequires() {
-				a[e.to] = true
-				for x := range ancestors(e.to) {
+				a[e.raw] = true
+				for x := range ancestors(e.raw) {
 					a[x] = true
 				}
 			}

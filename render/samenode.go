@@ -93,7 +93,8 @@ func sameNodeFile(ma *Model, ga *Graph, a *NodeGraph, mb *Model, gb *Graph, b *N
 			return false
 		}
 		for j, ea := range ra {
-			if eb := rb[j]; ea.Task() != eb.Task() || ea.Node() != eb.Node() {
+			ea, eb := pa.edge(ea), pb.edge(rb[j])
+			if ea.Task() != eb.Task() || ea.Node() != eb.Node() {
 				return false
 			}
 		}
@@ -216,7 +217,7 @@ func samePlaced(ra *ranked, pa *PlacedTask, rb *ranked, pb *PlacedTask) bool {
 		(pa.fanIn == nil) != (pb.fanIn == nil) || (pa.Def == nil) != (pb.Def == nil) {
 		return false
 	}
-	if !sameTargets(ra, pa.requires, rb, pb.requires) || !sameShared(ra, pa.shared, rb, pb.shared) {
+	if !sameTargets(ra, pa, pa.requires, rb, pb, pb.requires) || !sameShared(ra, pa.shared, rb, pb.shared) {
 		return false
 	}
 	if f, g := pa.fanIn, pb.fanIn; f != nil {
@@ -246,14 +247,15 @@ func samePlaced(ra *ranked, pa *PlacedTask, rb *ranked, pb *PlacedTask) bool {
 }
 
 // sameTargets reports whether edges ea of a graph and eb of another (ra and
-// rb) go to alike tasks, in order: by id, position and node rank, each the
-// graph's own node's.
-func sameTargets(ra *ranked, ea []Edge, rb *ranked, eb []Edge) bool {
+// rb), held by pa and pb (nil for a shared list, which holds no template), go
+// to alike tasks, in order: by id, position and node rank, each the graph's
+// own node's.
+func sameTargets(ra *ranked, pa *PlacedTask, ea []Edge, rb *ranked, pb *PlacedTask, eb []Edge) bool {
 	if len(ea) != len(eb) {
 		return false
 	}
 	for k, e := range ea {
-		ta, tb := e.to, eb[k].to
+		ta, tb := pa.edge(e).raw, pb.edge(eb[k]).raw
 		if ta == nil || tb == nil || !ra.own(ta.node) || !rb.own(tb.node) ||
 			ta.idx != tb.idx || ta.node.rank != tb.node.rank || ta.ID() != tb.ID() {
 			return false
@@ -277,7 +279,7 @@ func sameShared(ra *ranked, sa *sharedRef, rb *ranked, sb *sharedRef) bool {
 	key := [2]*sharedEdges{sa.list, sb.list}
 	same, ok := ra.sharedSame[key]
 	if !ok {
-		same = sameTargets(ra, sa.list.edges, rb, sb.list.edges)
+		same = sameTargets(ra, nil, sa.list.edges, rb, nil, sb.list.edges)
 		if ra.sharedSame == nil {
 			ra.sharedSame = map[[2]*sharedEdges]bool{}
 		}

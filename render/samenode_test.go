@@ -136,15 +136,15 @@ func TestSameFilesTellsChanges(t *testing.T) {
 		{"a requirement's node", func(t *testing.T, r *Rendered) ([]string, []string) {
 			ng, pt, k, other := localEdgeElsewhere(t, r.Graph("default"))
 			pt.requires = slices.Clone(pt.requires)
-			pt.requires[k].to = other
+			pt.requires[k].raw = other
 			return []string{nodeFileName(ng, "default"), "graphs/default.dot"}, nil
 		}},
 		{"a requirement's task", func(t *testing.T, r *Rendered) ([]string, []string) {
 			ng, pt, k, _ := localEdgeElsewhere(t, r.Graph("default"))
 			for _, t2 := range ng.Tasks {
-				if t2 != pt && t2 != pt.requires[k].to && !slices.ContainsFunc(pt.requires, func(e Edge) bool { return e.to == t2 }) {
+				if t2 != pt && t2 != pt.edge(pt.requires[k]).raw && !slices.ContainsFunc(pt.requires, func(e Edge) bool { return pt.edge(e).raw == t2 }) {
 					pt.requires = slices.Clone(pt.requires)
-					pt.requires[k].to = t2
+					pt.requires[k].raw = t2
 					return []string{nodeFileName(ng, "default"), "graphs/default.dot"}, nil
 				}
 			}
@@ -262,7 +262,7 @@ func localEdgeElsewhere(t *testing.T, g *Graph) (ng *NodeGraph, pt *PlacedTask, 
 		}
 		for _, pt := range ng.Tasks {
 			for k, e := range pt.requires {
-				if e.to.node != ng {
+				if pt.edge(e).raw.node != ng {
 					continue
 				}
 				for _, n2 := range g.Nodes {

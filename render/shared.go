@@ -84,7 +84,7 @@ func (gb *graphBuilder) sharedEdgesOf(d *TaskDef) *sharedEdges {
 	for _, ce := range d.cross {
 		if !ce.reverse {
 			for _, x := range ce.tasks {
-				edges = append(edges, Edge{EdgeSource: ce.src, to: x})
+				edges = append(edges, Edge{EdgeSource: ce.src, raw: x})
 			}
 		}
 	}
@@ -104,8 +104,8 @@ func (s *sharedEdges) has(t *PlacedTask) bool {
 // index returns the position of the shared edge to task t, if any.
 func (s *sharedEdges) index(t *PlacedTask) (int, bool) {
 	k := edgeKey(t)
-	i := sort.Search(len(s.edges), func(i int) bool { return edgeKey(s.edges[i].to) >= k })
-	return i, i < len(s.edges) && s.edges[i].to == t
+	i := sort.Search(len(s.edges), func(i int) bool { return edgeKey(s.edges[i].raw) >= k })
+	return i, i < len(s.edges) && s.edges[i].raw == t
 }
 
 // settleShared gives each pending task its shared edges, unless an edge it was
@@ -116,7 +116,7 @@ func (gb *graphBuilder) settleShared() {
 		p := &gb.pending[i]
 		pt, list := p.pt, p.pt.Def.shared
 		later := pt.requires[p.at:]
-		if !slices.ContainsFunc(later, func(e Edge) bool { return list.has(e.to) }) {
+		if !slices.ContainsFunc(later, func(e Edge) bool { return list.has(e.raw) }) {
 			pt.shared = &sharedRef{list: list}
 			continue
 		}
@@ -143,7 +143,7 @@ func (gb *graphBuilder) countShared() {
 		}
 		p.pt.shared.waits = n > 0
 		for _, e := range p.pt.requires {
-			if list.has(e.to) {
+			if list.has(e.raw) {
 				n--
 			}
 		}
@@ -158,17 +158,17 @@ func (gb *graphBuilder) countShared() {
 func mergeEdges(held, shared []Edge, self *PlacedTask, yield func(Edge) bool) bool {
 next:
 	for _, s := range shared {
-		if s.to == self {
+		if s.raw == self {
 			continue
 		}
-		k := edgeKey(s.to)
-		for len(held) > 0 && edgeKey(held[0].to) <= k {
+		k := edgeKey(s.raw)
+		for len(held) > 0 && edgeKey(held[0].raw) <= k {
 			e := held[0]
 			held = held[1:]
 			if !yield(e) {
 				return false
 			}
-			if e.to == s.to {
+			if e.raw == s.raw {
 				continue next
 			}
 		}
@@ -189,12 +189,13 @@ next:
 func (pt *PlacedTask) eachHeld(yield func(Edge) bool) bool {
 	if pt.shared == nil {
 		for _, e := range pt.requires {
-			if !yield(e) {
+			if !yield(pt.edge(e)) {
 				return false
 			}
 		}
 		return true
 	}
+	// A sharing task holds no template (see classEdges).
 	return mergeEdges(pt.requires, pt.shared.list.edges, pt, yield)
 }
 
@@ -207,7 +208,8 @@ func (pt *PlacedTask) numHeld() int {
 }
 
 // eachOwn yields pt's edges to tasks of its own node, in order: the runs of its
-// held and shared edges (both sorted by target) to its node.
+// held and shared edges (both sorted by target) to its node. pt shares its
+// definition's edges, so it holds no template.
 func (pt *PlacedTask) eachOwn(yield func(Edge) bool) {
 	r := pt.node.rank
 	lo, hi := rankRun(pt.requires, r)
@@ -224,14 +226,14 @@ func (pt *PlacedTask) eachOwn(yield func(Edge) bool) {
 func (pt *PlacedTask) ownIdx(dst []int32) []int32 {
 	if pt.shared == nil {
 		for _, e := range pt.requires {
-			if e.to.node == pt.node {
-				dst = append(dst, e.to.idx)
+			if e.raw.seq < 0 || e.raw.node == pt.node { // a template is of pt's node
+				dst = append(dst, e.raw.idx)
 			}
 		}
 		return dst
 	}
 	pt.eachOwn(func(e Edge) bool {
-		dst = append(dst, e.to.idx)
+		dst = append(dst, e.raw.idx)
 		return true
 	})
 	return dst
@@ -255,7 +257,7 @@ func (ec *edgeCounts) sharedCount(m *NodeGraph, mpt *PlacedTask) {
 		ec.less[i]--
 	}
 	for _, e := range mpt.requires {
-		if i, ok := list.index(e.to); ok && e.to.node != m {
+		if i, ok := list.index(e.raw); ok && e.raw.node != m {
 			ec.less[i]--
 		}
 	}
@@ -269,15 +271,15 @@ func (ec *edgeCounts) addShared(gr *dotGrouping) {
 	}
 	for i, e := range ec.shared.edges {
 		if n := ec.members + ec.less[i]; n > 0 {
-			ec.gathered = append(ec.gathered, srcRun{uint64(gr.groupOf(e.to))<<32 | uint64(uint32(e.to.idx)), n})
+			ec.gathered = append(ec.gathered, srcRun{uint64(gr.groupOf(e.raw))<<32 | uint64(uint32(e.raw.idx)), n})
 		}
 	}
 }
 
 // rankRun returns the run of edges (sorted by target) to the tasks of node rank r.
 func rankRun(edges []Edge, r int32) (lo, hi int) {
-	lo = sort.Search(len(edges), func(i int) bool { return edges[i].to.node.rank >= r })
-	hi = lo + sort.Search(len(edges)-lo, func(i int) bool { return edges[lo+i].to.node.rank > r })
+	lo = sort.Search(len(edges), func(i int) bool { return edges[i].raw.node.rank >= r })
+	hi = lo + sort.Search(len(edges)-lo, func(i int) bool { return edges[lo+i].raw.node.rank > r })
 	return lo, hi
 }
 
@@ -300,7 +302,7 @@ func (e *nodeEncoder) sharedRequires(ng *NodeGraph, pt *PlacedTask) error {
 	lo, hi := rankRun(sh, ng.rank)
 	first := true
 	for i := 0; i < len(sh) || len(held) > 0; {
-		if i < len(sh) && (i < lo || i >= hi) && (len(held) == 0 || edgeKey(sh[i].to) < edgeKey(held[0].to)) {
+		if i < len(sh) && (i < lo || i >= hi) && (len(held) == 0 || edgeKey(sh[i].raw) < edgeKey(held[0].raw)) {
 			j := list.runEnd(i, lo, held)
 			if !first {
 				b.WriteString(", ")
@@ -310,14 +312,14 @@ func (e *nodeEncoder) sharedRequires(ng *NodeGraph, pt *PlacedTask) error {
 			continue
 		}
 		var ed Edge
-		if len(held) > 0 && (i == len(sh) || edgeKey(held[0].to) <= edgeKey(sh[i].to)) {
+		if len(held) > 0 && (i == len(sh) || edgeKey(held[0].raw) <= edgeKey(sh[i].raw)) {
 			ed, held = held[0], held[1:]
-			if i < len(sh) && sh[i].to == ed.to {
+			if i < len(sh) && sh[i].raw == ed.raw {
 				i++ // the held edge wins
 			}
 		} else {
 			ed, i = sh[i], i+1
-			if ed.to == pt {
+			if ed.raw == pt {
 				continue
 			}
 		}
@@ -339,8 +341,8 @@ func (s *sharedEdges) runEnd(i, lo int, held []Edge) int {
 		end = lo
 	}
 	if len(held) > 0 {
-		k := edgeKey(held[0].to)
-		end = i + sort.Search(end-i, func(j int) bool { return edgeKey(s.edges[i+j].to) >= k })
+		k := edgeKey(held[0].raw)
+		end = i + sort.Search(end-i, func(j int) bool { return edgeKey(s.edges[i+j].raw) >= k })
 	}
 	return end
 }
