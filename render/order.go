@@ -116,10 +116,13 @@ func (gb *graphBuilder) successors() successors {
 		sc.start[i+1] += sc.start[i]
 	}
 	sc.succ = make([]int32, sc.start[len(all)])
-	fill := slices.Clone(sc.start[:len(all)])
+	// Each task's successors are written from the end of its run back: start[i]
+	// is the end of run i, and counts down to its first (no copy of start to
+	// count up in). The order does not depend on the successors' order.
+	copy(sc.start, sc.start[1:])
 	add := func(to *PlacedTask, s int32) {
-		sc.succ[fill[to.seq]] = s
-		fill[to.seq]++
+		sc.start[to.seq]--
+		sc.succ[sc.start[to.seq]] = s
 	}
 	each(func(pt *PlacedTask) {
 		for _, e := range pt.requires {
