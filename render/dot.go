@@ -562,10 +562,10 @@ func (ec *edgeCounts) heldSources(w *dotWriter, gr *dotGrouping, grp *dotGroup) 
 	}
 	for _, m := range grp.nodes {
 		for p, mpt := range m.byID {
-			if mpt.fanIn != nil || mpt.shared != nil {
+			if mpt.gather() != nil || mpt.sharing() != nil {
 				ec.plain[p] = false
 			}
-			if mpt.fanIn != nil {
+			if mpt.gather() != nil {
 				continue
 			}
 			for _, e := range mpt.requires {
@@ -587,7 +587,7 @@ func (ec *edgeCounts) heldSources(w *dotWriter, gr *dotGrouping, grp *dotGroup) 
 func (w *dotWriter) condensedEdges(gr *dotGrouping, grp *dotGroup, pt *PlacedTask, pos []int32, ec *edgeCounts) {
 	first := grp.nodes[0]
 	// Held edges: a stage's fan-in joins other nodes.
-	if pt.shared == nil {
+	if pt.sharing() == nil {
 		for _, e := range pt.requires {
 			if sameNode(e, first) {
 				w.edgeTo(pt.edge(e), pt.idx, first, "")
@@ -612,7 +612,7 @@ func (w *dotWriter) condensedEdges(gr *dotGrouping, grp *dotGroup, pt *PlacedTas
 		// held ones as they are.
 		mpt := m.byID[p]
 		w.crossSources(gr, m, first, mpt, ec)
-		if mpt.shared != nil {
+		if mpt.sharing() != nil {
 			ec.sharedCount(m, mpt)
 		}
 	}
@@ -641,7 +641,7 @@ func (w *dotWriter) condensedEdges(gr *dotGrouping, grp *dotGroup, pt *PlacedTas
 // node only.
 func (w *dotWriter) crossSources(gr *dotGrouping, m, first *NodeGraph, mpt *PlacedTask, ec *edgeCounts) {
 	edges := mpt.requires // not the shared ones
-	counted := mpt.fanIn != nil
+	counted := mpt.gather() != nil
 	if counted {
 		// A stage's fan-in: one count per box and task, not one entry per
 		// node and task.
@@ -737,7 +737,7 @@ func (w *dotWriter) gathered(stage *PlacedTask, gr *dotGrouping) ([]srcRun, bool
 	} else {
 		sparse = map[uint64]int{}
 	}
-	for _, ng := range stage.fanIn.nodes {
+	for _, ng := range stage.gather().nodes {
 		if int(ng.rank) >= len(gr.of) || gr.of[ng.rank] < 0 {
 			return nil, false
 		}

@@ -902,7 +902,7 @@ func (gb *graphBuilder) forwardEdges(ng *NodeGraph, pt *PlacedTask, dst []Edge, 
 		for _, x := range gb.entryTasks(pt, ce) {
 			// A stage's fan-in edge to x came before this one (the sync node's
 			// edges are bound last) and wins: nothing to hold.
-			if x != pt && (pt.fanIn == nil || !gb.gathers(pt, x)) {
+			if x != pt && (pt.gather() == nil || !gb.gathers(pt, x)) {
 				dst = append(dst, Edge{EdgeSource: ce.src, raw: x})
 			}
 		}

@@ -80,7 +80,7 @@ func (pt *PlacedTask) holds(t *PlacedTask) bool { return pt.holdsKey(edgeKey(t))
 
 // holdsKey is holds of the task of edgeKey k.
 func (pt *PlacedTask) holdsKey(k int64) bool {
-	if pt.fanIn.held == 0 {
+	if pt.gather().held == 0 {
 		return false
 	}
 	_, ok := slices.BinarySearchFunc(pt.requires, k, func(e Edge, k int64) int { return cmp.Compare(edgeKey(e.raw), k) })
@@ -101,10 +101,14 @@ func (gb *graphBuilder) buildFanIns() {
 				if gb.runs(ng.rank, stage.idx) || seenStage(stages[:i], stage) {
 					continue
 				}
-				f := stage.fanIn
+				f := stage.gather()
 				if f == nil {
 					f = &fanIn{}
-					stage.fanIn = f
+					sn := stage.node // the sync node
+					if sn.fanIns == nil {
+						sn.fanIns = make([]*fanIn, len(gb.ids))
+					}
+					sn.fanIns[stage.idx] = f
 				}
 				if len(f.nodes) == 0 || f.nodes[len(f.nodes)-1] != ng {
 					f.nodes = append(f.nodes, ng)
@@ -129,13 +133,13 @@ func seenStage(before []stageEdge, stage *PlacedTask) bool {
 // holds an edge to (its held edges are sorted and compacted by now).
 func (gb *graphBuilder) settleFanIns() {
 	for _, pt := range gb.sync.byID {
-		if pt.fanIn == nil {
+		if pt.gather() == nil {
 			continue
 		}
 		for _, e := range pt.requires {
 			if gb.gathers(pt, e.raw) {
-				pt.fanIn.count--
-				pt.fanIn.held++
+				pt.gather().count--
+				pt.gather().held++
 			}
 		}
 	}
@@ -149,7 +153,7 @@ func (gb *graphBuilder) settleFanIns() {
 // as a slice.
 func (pt *PlacedTask) Requires() iter.Seq[Edge] {
 	return func(yield func(Edge) bool) {
-		if pt.fanIn == nil {
+		if pt.gather() == nil {
 			pt.eachHeld(yield)
 			return
 		}
@@ -162,7 +166,7 @@ func (pt *PlacedTask) Requires() iter.Seq[Edge] {
 // stage of the sync node holds no template: see classEdges.)
 func (pt *PlacedTask) eachGathered(yield func(Edge) bool) {
 	held := pt.requires
-	for _, ng := range pt.fanIn.nodes {
+	for _, ng := range pt.gather().nodes {
 		for _, t := range ng.byID {
 			src := stageSource(pt, t)
 			if src == nil {
@@ -192,10 +196,10 @@ func (pt *PlacedTask) eachGathered(yield func(Edge) bool) {
 
 // NumRequires is the number of edges Requires yields.
 func (pt *PlacedTask) NumRequires() int {
-	if pt.fanIn == nil {
+	if pt.gather() == nil {
 		return pt.numHeld()
 	}
-	return pt.numHeld() + pt.fanIn.count
+	return pt.numHeld() + pt.gather().count
 }
 
 // AllRequires returns the edges of Requires as a new slice (nil when none).

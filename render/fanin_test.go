@@ -171,7 +171,7 @@ func TestStageFanInGenerated(t *testing.T) {
 				if diff := cmp.Diff(ids, written[pt.ID()]); diff != "" {
 					t.Errorf("%s %s: the expanded sync file (-Requires +file):\n%s", g.Type, pt.ID(), diff)
 				}
-				if pt.fanIn == nil {
+				if pt.gather() == nil {
 					continue
 				}
 				stages++
@@ -321,7 +321,7 @@ func TestRequiresDoesNotAllocate(t *testing.T) {
 		}
 	})
 	for _, pt := range g.Node(SyncNode).Tasks {
-		if pt.fanIn != nil {
+		if pt.gather() != nil {
 			gathered += pt.NumRequires() - len(pt.requires)
 		}
 	}

@@ -282,7 +282,7 @@ func (r *stageRule) implied(ed Edge) bool {
 // to the same tasks: a filter of the held edges. Each is an edge pt holds: its
 // target is pt.edge's.
 func storedRequires(ng *NodeGraph, pt *PlacedTask) []Edge {
-	if pt.shared != nil {
+	if pt.sharing() != nil {
 		return pt.AllRequires() // a task of the sync node shares no edges
 	}
 	if ng.Node != SyncNode {
@@ -362,7 +362,7 @@ func (e *nodeEncoder) writeNodeFile(m *Model, g *Graph, ng *NodeGraph) error {
 		b.WriteString("  - id: ")
 		b.WriteString(q)
 		b.WriteByte('\n')
-		if pt.shared != nil {
+		if pt.sharing() != nil {
 			if err := e.sharedRequires(ng, pt); err != nil {
 				return err
 			}

@@ -63,6 +63,8 @@ type NodeGraph struct {
 	rank  int32         // position among the graph's nodes: cluster nodes, master, sync
 	class int32         // the node's class (classKey), numbered by first node; 0 for master and sync
 	byID  []*PlacedTask // the tasks sorted by id
+	// fanIns are the sync node's stages' fan-ins, by task idx (see gather).
+	fanIns []*fanIn
 }
 
 // Task returns the placed task id, or nil. On a rendered graph the id is looked
@@ -97,13 +99,30 @@ type PlacedTask struct {
 	// requires are the edges the task holds (see Requires): all of them, but for a
 	// stage of the sync node the ones its fanIn gathers.
 	requires []Edge
-	fanIn    *fanIn // a stage of the sync node: the tasks of other nodes it gathers
-	// shared are the cross-node edges of its definition's shared entries
-	// (sharedEdges), merged with requires as they are read.
-	shared *sharedRef
-	node   *NodeGraph
-	idx    int32 // the task id's position in the graph's sorted ids
-	seq    int32 // the task's position among every placed task of the graph, by id then node
+	node     *NodeGraph
+	idx      int32 // the task id's position in the graph's sorted ids
+	seq      int32 // the task's position among every placed task of the graph, by id then node
+}
+
+// gather is the fan-in of pt, a stage of the sync node (the tasks of other nodes
+// it gathers), or nil. Few tasks have one: the sync node holds them.
+func (pt *PlacedTask) gather() *fanIn {
+	if pt.node != nil && pt.node.fanIns != nil {
+		return pt.node.fanIns[pt.idx]
+	}
+	return nil
+}
+
+// sharing is pt's use of the cross-node edges of its definition's shared
+// entries (sharedEdges), merged with requires as they are read, or nil. The
+// definition's list holds it, by node.
+func (pt *PlacedTask) sharing() *sharedRef {
+	if d := pt.Def; d != nil && d.shared != nil && pt.node != nil && int(pt.node.rank) < len(d.shared.refs) {
+		if r := &d.shared.refs[pt.node.rank]; r.list != nil {
+			return r
+		}
+	}
+	return nil
 }
 
 // ID is the task's id: its definition's.

@@ -100,10 +100,10 @@ func (gb *graphBuilder) successors() successors {
 			sc.start[pt.edge(e).raw.seq+1]++
 		}
 		sc.indeg[pt.seq] = int32(len(pt.requires))
-		if pt.fanIn != nil {
-			sc.indeg[pt.seq] += int32(pt.fanIn.count)
+		if pt.gather() != nil {
+			sc.indeg[pt.seq] += int32(pt.gather().count)
 		}
-		if pt.shared != nil && pt.shared.waits {
+		if pt.sharing() != nil && pt.sharing().waits {
 			sc.indeg[pt.seq]++
 		}
 	})
@@ -152,7 +152,7 @@ func (hb *orderHub) taskDone(done []bool, release func(t int32)) {
 	case 1:
 		for _, e := range hb.list.edges {
 			if !done[e.raw.seq] {
-				if e.raw.shared != nil && e.raw.shared.list == hb.list && e.raw.shared.waits {
+				if e.raw.sharing() != nil && e.raw.sharing().list == hb.list && e.raw.sharing().waits {
 					release(e.raw.seq)
 				}
 				return
@@ -192,7 +192,7 @@ func (gb *graphBuilder) reportCycles(indeg []int32) {
 	var stageReq map[int32][]Edge
 	stronglyConnected(len(all), roots, func(v int32, i int) (int32, bool) {
 		req := all[v].requires
-		if all[v].fanIn != nil || all[v].shared != nil {
+		if all[v].gather() != nil || all[v].sharing() != nil {
 			var ok bool
 			if req, ok = stageReq[v]; !ok {
 				if stageReq == nil {

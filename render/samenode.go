@@ -214,13 +214,13 @@ func byRank(g *Graph) *ranked {
 // (ra and rb) are drawn alike (sameDrawing).
 func samePlaced(ra *ranked, pa *PlacedTask, rb *ranked, pb *PlacedTask) bool {
 	if pa.ID() != pb.ID() || pa.Type() != pb.Type() || pa.idx != pb.idx || len(pa.requires) != len(pb.requires) ||
-		(pa.fanIn == nil) != (pb.fanIn == nil) || (pa.Def == nil) != (pb.Def == nil) {
+		(pa.gather() == nil) != (pb.gather() == nil) || (pa.Def == nil) != (pb.Def == nil) {
 		return false
 	}
-	if !sameTargets(ra, pa, pa.requires, rb, pb, pb.requires) || !sameShared(ra, pa.shared, rb, pb.shared) {
+	if !sameTargets(ra, pa, pa.requires, rb, pb, pb.requires) || !sameShared(ra, pa.sharing(), rb, pb.sharing()) {
 		return false
 	}
-	if f, g := pa.fanIn, pb.fanIn; f != nil {
+	if f, g := pa.gather(), pb.gather(); f != nil {
 		if f.count != g.count || f.held != g.held || len(f.nodes) != len(g.nodes) {
 			return false
 		}

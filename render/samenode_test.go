@@ -169,10 +169,10 @@ func TestSameFilesTellsChanges(t *testing.T) {
 		}},
 		{"a stage's fan-in", func(t *testing.T, r *Rendered) ([]string, []string) {
 			for _, pt := range r.Graph("default").Node(SyncNode).Tasks {
-				if pt.fanIn != nil && len(pt.fanIn.nodes) >= 2 {
-					f := *pt.fanIn
+				if pt.gather() != nil && len(pt.gather().nodes) >= 2 {
+					f := *pt.gather()
 					f.nodes = f.nodes[1:]
-					pt.fanIn = &f
+					pt.node.fanIns[pt.idx] = &f
 					return []string{"graphs/default.dot"}, nil
 				}
 			}
@@ -182,10 +182,10 @@ func TestSameFilesTellsChanges(t *testing.T) {
 		{"the stages a definition is required_for", func(t *testing.T, r *Rendered) ([]string, []string) {
 			g := r.Graph("default")
 			for _, stage := range g.Node(SyncNode).Tasks {
-				if stage.fanIn == nil {
+				if stage.gather() == nil {
 					continue
 				}
-				for _, ng := range stage.fanIn.nodes {
+				for _, ng := range stage.gather().nodes {
 					for _, pt := range ng.Tasks {
 						if stageSource(stage, pt) != nil && !stage.holds(pt) {
 							d := *pt.Def
@@ -290,7 +290,7 @@ func TestSameFilesSharedEdges(t *testing.T) {
 	noErrors(t, diags)
 	head, diags := renderSharedTasks(t, 1, strings.Replace(tasks, "{name: a}", "{name: b}", 1))
 	noErrors(t, diags)
-	if pt := clusterNode(t, head, "default").Task("check"); pt == nil || pt.shared == nil {
+	if pt := clusterNode(t, head, "default").Task("check"); pt == nil || pt.sharing() == nil {
 		t.Fatal("check does not share its edges")
 	}
 	checkSameFiles(t, base, head)

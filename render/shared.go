@@ -44,6 +44,7 @@ var sharedMinEdges = 64
 type sharedEdges struct {
 	edges   []Edge
 	sharers []*PlacedTask // the tasks that share them, for the order
+	refs    []sharedRef   // by node rank: each task's use of them (see PlacedTask.sharing)
 
 	flowOnce sync.Once
 	flowOK   bool    // every entry is plain in a flow list
@@ -117,7 +118,10 @@ func (gb *graphBuilder) settleShared() {
 		pt, list := p.pt, p.pt.Def.shared
 		later := pt.requires[p.at:]
 		if !slices.ContainsFunc(later, func(e Edge) bool { return list.has(e.raw) }) {
-			pt.shared = &sharedRef{list: list}
+			if list.refs == nil {
+				list.refs = make([]sharedRef, len(gb.nodes))
+			}
+			list.refs[pt.node.rank] = sharedRef{list: list}
 			continue
 		}
 		out := make([]Edge, 0, len(pt.requires)+len(list.edges))
@@ -141,13 +145,13 @@ func (gb *graphBuilder) countShared() {
 		if list.has(p.pt) {
 			n--
 		}
-		p.pt.shared.waits = n > 0
+		p.pt.sharing().waits = n > 0
 		for _, e := range p.pt.requires {
 			if list.has(e.raw) {
 				n--
 			}
 		}
-		p.pt.shared.n = int32(n)
+		p.pt.sharing().n = int32(n)
 		list.sharers = append(list.sharers, p.pt)
 	}
 	gb.pending = nil
@@ -187,7 +191,7 @@ next:
 // eachHeld yields the edges of pt but a stage's fan-in: those it holds, merged
 // with its shared ones.
 func (pt *PlacedTask) eachHeld(yield func(Edge) bool) bool {
-	if pt.shared == nil {
+	if pt.sharing() == nil {
 		for _, e := range pt.requires {
 			if !yield(pt.edge(e)) {
 				return false
@@ -196,15 +200,15 @@ func (pt *PlacedTask) eachHeld(yield func(Edge) bool) bool {
 		return true
 	}
 	// A sharing task holds no template (see classEdges).
-	return mergeEdges(pt.requires, pt.shared.list.edges, pt, yield)
+	return mergeEdges(pt.requires, pt.sharing().list.edges, pt, yield)
 }
 
 // numHeld is the number of edges eachHeld yields.
 func (pt *PlacedTask) numHeld() int {
-	if pt.shared == nil {
+	if pt.sharing() == nil {
 		return len(pt.requires)
 	}
-	return len(pt.requires) + int(pt.shared.n)
+	return len(pt.requires) + int(pt.sharing().n)
 }
 
 // eachOwn yields pt's edges to tasks of its own node, in order: the runs of its
@@ -214,9 +218,9 @@ func (pt *PlacedTask) eachOwn(yield func(Edge) bool) {
 	r := pt.node.rank
 	lo, hi := rankRun(pt.requires, r)
 	var shared []Edge
-	if pt.shared != nil {
-		slo, shi := rankRun(pt.shared.list.edges, r)
-		shared = pt.shared.list.edges[slo:shi]
+	if pt.sharing() != nil {
+		slo, shi := rankRun(pt.sharing().list.edges, r)
+		shared = pt.sharing().list.edges[slo:shi]
 	}
 	mergeEdges(pt.requires[lo:hi], shared, pt, yield)
 }
@@ -224,7 +228,7 @@ func (pt *PlacedTask) eachOwn(yield func(Edge) bool) {
 // ownIdx appends to dst the task idx of pt's edges to tasks of its own node, in
 // order.
 func (pt *PlacedTask) ownIdx(dst []int32) []int32 {
-	if pt.shared == nil {
+	if pt.sharing() == nil {
 		for _, e := range pt.requires {
 			if e.raw.seq < 0 || e.raw.node == pt.node { // a template is of pt's node
 				dst = append(dst, e.raw.idx)
@@ -245,7 +249,7 @@ func (pt *PlacedTask) ownIdx(dst []int32) []int32 {
 // local edges) and those to a task it holds an edge to (counted with its held
 // edges).
 func (ec *edgeCounts) sharedCount(m *NodeGraph, mpt *PlacedTask) {
-	list := mpt.shared.list
+	list := mpt.sharing().list
 	if ec.shared != list {
 		ec.shared, ec.members = list, 0
 		ec.less = slices.Grow(ec.less[:0], len(list.edges))[:len(list.edges)]
@@ -292,7 +296,7 @@ func (e *nodeEncoder) sharedRequires(ng *NodeGraph, pt *PlacedTask) error {
 	if pt.numHeld() == 0 {
 		return nil
 	}
-	list := pt.shared.list
+	list := pt.sharing().list
 	if !list.encodeFlow(e) {
 		return errSlowPath
 	}

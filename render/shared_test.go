@@ -113,7 +113,7 @@ func TestSharedEdgesAsCopied(t *testing.T) {
 	sharing, unshared := 0, 0
 	for _, ng := range g.Nodes {
 		for _, pt := range ng.Tasks {
-			if pt.shared != nil {
+			if pt.sharing() != nil {
 				sharing++
 			} else if pt.Def.shared != nil && ng.Node != SyncNode {
 				unshared++
