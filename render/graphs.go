@@ -97,7 +97,10 @@ func (n *NodeGraph) taskAt(idx int32) *PlacedTask {
 type PlacedTask struct {
 	Def *TaskDef
 	// requires are the edges the task holds (see Requires): all of them, but for a
-	// stage of the sync node the ones its fanIn gathers.
+	// stage of the sync node the ones its fanIn gathers, and for a task that
+	// shares its definition's edges those (sharing). The tasks at one position on
+	// the nodes of a signature may hold one list (classEdges): read each edge
+	// through edge.
 	requires []Edge
 	node     *NodeGraph
 	idx      int32 // the task id's position in the graph's sorted ids
