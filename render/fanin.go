@@ -133,13 +133,14 @@ func seenStage(before []stageEdge, stage *PlacedTask) bool {
 // holds an edge to (its held edges are sorted and compacted by now).
 func (gb *graphBuilder) settleFanIns() {
 	for _, pt := range gb.sync.byID {
-		if pt.gather() == nil {
+		f := pt.gather()
+		if f == nil {
 			continue
 		}
 		for _, e := range pt.requires {
 			if gb.gathers(pt, e.raw) {
-				pt.gather().count--
-				pt.gather().held++
+				f.count--
+				f.held++
 			}
 		}
 	}
@@ -196,10 +197,10 @@ func (pt *PlacedTask) eachGathered(yield func(Edge) bool) {
 
 // NumRequires is the number of edges Requires yields.
 func (pt *PlacedTask) NumRequires() int {
-	if pt.gather() == nil {
-		return pt.numHeld()
+	if f := pt.gather(); f != nil {
+		return pt.numHeld() + f.count
 	}
-	return pt.numHeld() + pt.gather().count
+	return pt.numHeld()
 }
 
 // AllRequires returns the edges of Requires as a new slice (nil when none).

@@ -100,10 +100,10 @@ func (gb *graphBuilder) successors() successors {
 			sc.start[pt.edge(e).raw.seq+1]++
 		}
 		sc.indeg[pt.seq] = int32(len(pt.requires))
-		if pt.gather() != nil {
-			sc.indeg[pt.seq] += int32(pt.gather().count)
+		if f := pt.gather(); f != nil {
+			sc.indeg[pt.seq] += int32(f.count)
 		}
-		if pt.sharing() != nil && pt.sharing().waits {
+		if sh := pt.sharing(); sh != nil && sh.waits {
 			sc.indeg[pt.seq]++
 		}
 	})
@@ -152,7 +152,7 @@ func (hb *orderHub) taskDone(done []bool, release func(t int32)) {
 	case 1:
 		for _, e := range hb.list.edges {
 			if !done[e.raw.seq] {
-				if e.raw.sharing() != nil && e.raw.sharing().list == hb.list && e.raw.sharing().waits {
+				if sh := e.raw.sharing(); sh != nil && sh.list == hb.list && sh.waits {
 					release(e.raw.seq)
 				}
 				return

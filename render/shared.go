@@ -145,13 +145,14 @@ func (gb *graphBuilder) countShared() {
 		if list.has(p.pt) {
 			n--
 		}
-		p.pt.sharing().waits = n > 0
+		ref := p.pt.sharing()
+		ref.waits = n > 0
 		for _, e := range p.pt.requires {
 			if list.has(e.raw) {
 				n--
 			}
 		}
-		p.pt.sharing().n = int32(n)
+		ref.n = int32(n)
 		list.sharers = append(list.sharers, p.pt)
 	}
 	gb.pending = nil
@@ -191,7 +192,8 @@ next:
 // eachHeld yields the edges of pt but a stage's fan-in: those it holds, merged
 // with its shared ones.
 func (pt *PlacedTask) eachHeld(yield func(Edge) bool) bool {
-	if pt.sharing() == nil {
+	sh := pt.sharing()
+	if sh == nil {
 		for _, e := range pt.requires {
 			if !yield(pt.edge(e)) {
 				return false
@@ -200,15 +202,15 @@ func (pt *PlacedTask) eachHeld(yield func(Edge) bool) bool {
 		return true
 	}
 	// A sharing task holds no template (see classEdges).
-	return mergeEdges(pt.requires, pt.sharing().list.edges, pt, yield)
+	return mergeEdges(pt.requires, sh.list.edges, pt, yield)
 }
 
 // numHeld is the number of edges eachHeld yields.
 func (pt *PlacedTask) numHeld() int {
-	if pt.sharing() == nil {
-		return len(pt.requires)
+	if sh := pt.sharing(); sh != nil {
+		return len(pt.requires) + int(sh.n)
 	}
-	return len(pt.requires) + int(pt.sharing().n)
+	return len(pt.requires)
 }
 
 // eachOwn yields pt's edges to tasks of its own node, in order: the runs of its
@@ -218,9 +220,9 @@ func (pt *PlacedTask) eachOwn(yield func(Edge) bool) {
 	r := pt.node.rank
 	lo, hi := rankRun(pt.requires, r)
 	var shared []Edge
-	if pt.sharing() != nil {
-		slo, shi := rankRun(pt.sharing().list.edges, r)
-		shared = pt.sharing().list.edges[slo:shi]
+	if sh := pt.sharing(); sh != nil {
+		slo, shi := rankRun(sh.list.edges, r)
+		shared = sh.list.edges[slo:shi]
 	}
 	mergeEdges(pt.requires[lo:hi], shared, pt, yield)
 }
