@@ -180,7 +180,7 @@ func (gb *graphBuilder) edges() {
 	for _, key := range keys {
 		members := groups[key]
 		res := gb.localEdges(members[0], syncRes)
-		alike := gb.classEdges(members[0], res)
+		alike := gb.classEdgesOf(members[0], res)
 		for _, ng := range members {
 			gb.instantiate(ng, res, alike)
 		}
@@ -622,8 +622,8 @@ func (res *sigEdges) sortEdges() {
 // nodes of a few classes holds millions of local edges: most are held once.
 type classEdges [][]Edge
 
-// classEdges makes the class edges of the signature of node first.
-func (gb *graphBuilder) classEdges(first *NodeGraph, res *sigEdges) classEdges {
+// classEdgesOf makes the class edges of the signature of node first.
+func (gb *graphBuilder) classEdgesOf(first *NodeGraph, res *sigEdges) classEdges {
 	tmpl := make([]PlacedTask, res.present)
 	for t := range tmpl {
 		pt := first.byID[t]
