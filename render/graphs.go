@@ -644,7 +644,7 @@ func (gb *graphBuilder) indexNodes() {
 			ng.byID[p] = pt
 		}
 	}
-	gb.numberSeq()
+	gb.numberSeq(lists)
 }
 
 // numberClasses turns place's marks into positions: pos gets each placed task's
@@ -669,12 +669,18 @@ func (gb *graphBuilder) numberClasses() [][]int32 {
 
 // numberSeq numbers the placed tasks by id, then node (seq): the order's own
 // (see order), which reads a task's node and id from seqNode and seqIdx.
-func (gb *graphBuilder) numberSeq() {
+// lists are each placement class's task idxs (numberClasses): how many tasks
+// an id has is counted from them and the classes' sizes, not task by task.
+func (gb *graphBuilder) numberSeq(lists [][]int32) {
 	n := len(gb.ids)
+	size := make([]int32, len(lists)) // by placement class: its nodes
+	for _, c := range gb.pclass {
+		size[c]++
+	}
 	first := make([]int32, n+1) // by idx: the seq of its first task
-	for _, ng := range gb.nodes {
-		for _, pt := range ng.byID {
-			first[pt.idx+1]++
+	for c, list := range lists {
+		for _, idx := range list {
+			first[idx+1] += size[c]
 		}
 	}
 	for idx := range n {
