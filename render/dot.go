@@ -562,10 +562,11 @@ func (ec *edgeCounts) heldSources(w *dotWriter, gr *dotGrouping, grp *dotGroup) 
 	}
 	for _, m := range grp.nodes {
 		for p, mpt := range m.byID {
-			if mpt.gather() != nil || mpt.sharing() != nil {
+			fanIn := mpt.gather() != nil
+			if fanIn || mpt.sharing() != nil {
 				ec.plain[p] = false
 			}
-			if mpt.gather() != nil {
+			if fanIn {
 				continue
 			}
 			for _, e := range mpt.requires {
