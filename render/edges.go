@@ -250,7 +250,10 @@ func (s *edgeSorter) sortCompact(edges []Edge, n, nodes int) []Edge {
 func (gb *graphBuilder) markDirty(pt *PlacedTask) { gb.dirty[pt.seq>>6] |= 1 << (pt.seq & 63) }
 
 // edgeKey orders edge targets: by node rank, then task id.
-func edgeKey(to *PlacedTask) int64 { return int64(to.node.rank)<<32 | int64(to.idx) }
+func edgeKey(to *PlacedTask) int64 { return rankKey(to.node.rank, to.idx) }
+
+// rankKey is the edgeKey of the task idx of the node of rank r.
+func rankKey(r, idx int32) int64 { return int64(r)<<32 | int64(idx) }
 
 // signature is a key of the set of task ids of a node.
 func signature(tasks []*PlacedTask, n int) string {

@@ -67,7 +67,7 @@ func (gb *graphBuilder) gatheredBy(r, idx int32, f func(stage *PlacedTask)) {
 	stages := gb.defAt[idx].stages
 	for i, se := range stages {
 		stage := se.stage
-		if gb.runs(r, stage.idx) || seenStage(stages[:i], stage) || stage.holdsKey(int64(r)<<32|int64(idx)) {
+		if gb.runs(r, stage.idx) || seenStage(stages[:i], stage) || stage.holdsKey(rankKey(r, idx)) {
 			continue
 		}
 		f(stage)
