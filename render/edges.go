@@ -628,9 +628,11 @@ type classEdges [][]Edge
 // classEdgesOf makes the class edges of the signature of node first.
 func (gb *graphBuilder) classEdgesOf(first *NodeGraph, res *sigEdges) classEdges {
 	tmpl := make([]PlacedTask, res.present)
+	own := make([]*PlacedTask, res.present) // the templates, by local number
 	for t := range tmpl {
 		pt := first.byID[t]
 		tmpl[t] = PlacedTask{Def: pt.Def, idx: pt.idx, seq: template(t)}
+		own[t] = &tmpl[t]
 	}
 	alike := func(i int) bool { return len(res.edges[i]) > 0 && len(first.byID[i].Def.cross) == 0 }
 	total := 0
@@ -647,15 +649,7 @@ func (gb *graphBuilder) classEdgesOf(first *NodeGraph, res *sigEdges) classEdges
 		}
 		req := slab[:len(list):len(list)] // full: an append copies
 		slab = slab[len(list):]
-		for k, le := range list {
-			var to *PlacedTask
-			if int(le.t) < res.present {
-				to = &tmpl[le.t]
-			} else {
-				to = gb.at(gb.sync.rank, res.local[le.t])
-			}
-			req[k] = Edge{EdgeSource: le.src, raw: to}
-		}
+		gb.writeLocal(req, list, own, res)
 		out[i] = req
 	}
 	return out
@@ -713,16 +707,23 @@ func (gb *graphBuilder) instantiate(ng *NodeGraph, res *sigEdges, alike classEdg
 		c := len(list) + room(pt)
 		req := slab[:len(list):c]
 		slab = slab[c:]
-		for k, le := range list {
-			var to *PlacedTask
-			if int(le.t) < res.present {
-				to = ng.byID[le.t] // the node's tasks are its first local numbers, in id order
-			} else {
-				to = gb.at(gb.sync.rank, res.local[le.t])
-			}
-			req[k] = Edge{EdgeSource: le.src, raw: to}
-		}
+		gb.writeLocal(req, list, ng.byID, res) // the node's tasks are its first local numbers, in id order
 		pt.requires = req
+	}
+}
+
+// writeLocal writes the local edges of list into req: to own[t] for a task of the
+// node (own holds its tasks, or their templates, by local number), to the sync
+// node's task otherwise.
+func (gb *graphBuilder) writeLocal(req []Edge, list []localEdge, own []*PlacedTask, res *sigEdges) {
+	for k, le := range list {
+		var to *PlacedTask
+		if int(le.t) < res.present {
+			to = own[le.t]
+		} else {
+			to = gb.at(gb.sync.rank, res.local[le.t])
+		}
+		req[k] = Edge{EdgeSource: le.src, raw: to}
 	}
 }
 
